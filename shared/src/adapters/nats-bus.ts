@@ -1,0 +1,133 @@
+/**
+ * The NATS adapter: the only file in tokenlease that imports `nats`.
+ *
+ * It moves bytes and reports connection events; it makes no decisions.
+ * Moving to another NATS client (or another bus) means rewriting this file.
+ * Connections reconnect forever with a short wait, so a restarted server is
+ * picked up again without the caller doing anything.
+ */
+import { connect, Events, ErrorCode, type Msg, type NatsConnection, type NatsError, type Subscription } from 'nats';
+import { TokenleaseError, type SharedErrorCode } from '../errors.js';
+
+/** ReplyPort — answers one request; returns false when the request carried no reply subject. */
+export interface ReplyPort {
+  respond(payload: Uint8Array): boolean;
+}
+
+export type BusHandler = (subject: string, payload: Uint8Array, reply: ReplyPort) => void;
+
+export type BusEvent =
+  | { readonly type: 'disconnect'; readonly server: string }
+  | { readonly type: 'reconnect'; readonly server: string }
+  | { readonly type: 'error'; readonly message: string };
+
+/** Bus — request/reply and queue-group service over one connection. */
+export interface Bus {
+  /** request — one request; rejects with TokenleaseError `bus-timeout`, `bus-no-responders`, `bus-closed` or `bus-failure`. */
+  request(subject: string, payload: Uint8Array, timeoutMs: number): Promise<Uint8Array>;
+  /** serve — delivers each message on `subject` (wildcards allowed) to one member of `queue`. */
+  serve(subject: string, queue: string, handler: BusHandler): { stop(): Promise<void> };
+  onEvent(listener: (event: BusEvent) => void): void;
+  /** drain — finishes in-flight deliveries, then closes. */
+  drain(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface BusOptions {
+  /** Client name shown by the server. */
+  readonly name: string;
+  /** Wait between reconnect attempts, ms (default 250). */
+  readonly reconnectWaitMs?: number;
+}
+
+function busError(error: unknown, subject: string): TokenleaseError {
+  const code = (error as Partial<NatsError>).code;
+  const map: Record<string, SharedErrorCode> = {
+    [ErrorCode.Timeout]: 'bus-timeout',
+    [ErrorCode.NoResponders]: 'bus-no-responders',
+    [ErrorCode.ConnectionClosed]: 'bus-closed',
+    [ErrorCode.ConnectionDraining]: 'bus-closed',
+  };
+  const mapped = (code !== undefined ? map[code] : undefined) ?? 'bus-failure';
+  const text = error instanceof Error ? error.message : String(error);
+  return new TokenleaseError(mapped, `request on ${subject} failed: ${text}`, { cause: error });
+}
+
+class NatsBus implements Bus {
+  private readonly listeners: Array<(event: BusEvent) => void> = [];
+
+  constructor(private readonly nc: NatsConnection) {
+    void this.watchStatus();
+  }
+
+  async request(subject: string, payload: Uint8Array, timeoutMs: number): Promise<Uint8Array> {
+    try {
+      const msg = await this.nc.request(subject, payload, { timeout: timeoutMs });
+      return msg.data;
+    } catch (error) {
+      throw busError(error, subject);
+    }
+  }
+
+  serve(subject: string, queue: string, handler: BusHandler): { stop(): Promise<void> } {
+    const sub: Subscription = this.nc.subscribe(subject, {
+      queue,
+      callback: (error, msg: Msg) => {
+        if (error) {
+          this.emit({ type: 'error', message: error.message });
+          return;
+        }
+        handler(msg.subject, msg.data, { respond: (data) => msg.respond(data) });
+      },
+    });
+    return { stop: () => sub.drain() };
+  }
+
+  onEvent(listener: (event: BusEvent) => void): void {
+    this.listeners.push(listener);
+  }
+
+  async drain(): Promise<void> {
+    if (!this.nc.isClosed()) await this.nc.drain();
+  }
+
+  async close(): Promise<void> {
+    if (!this.nc.isClosed()) await this.nc.close();
+  }
+
+  private emit(event: BusEvent): void {
+    for (const listener of this.listeners) listener(event);
+  }
+
+  private async watchStatus(): Promise<void> {
+    for await (const status of this.nc.status()) {
+      const server = String(status.data);
+      if (status.type === Events.Disconnect) this.emit({ type: 'disconnect', server });
+      else if (status.type === Events.Reconnect) this.emit({ type: 'reconnect', server });
+      else if (status.type === Events.Error) this.emit({ type: 'error', message: server });
+    }
+  }
+}
+
+/**
+ * connectBus — connects to the NATS servers at `url` (comma-separated for
+ * several). Rejects with `bus-unreachable` naming the URL when no server
+ * answers the first attempt.
+ */
+export async function connectBus(url: string, options: BusOptions): Promise<Bus> {
+  const servers = url.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
+  try {
+    const nc = await connect({
+      servers,
+      name: options.name,
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: options.reconnectWaitMs ?? 250,
+      reconnectJitter: 50,
+      pingInterval: 10_000,
+    });
+    return new NatsBus(nc);
+  } catch (error) {
+    const text = error instanceof Error ? error.message : String(error);
+    throw new TokenleaseError('bus-unreachable', `cannot reach NATS at ${url}: ${text}`, { cause: error });
+  }
+}

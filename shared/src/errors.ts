@@ -1,0 +1,48 @@
+/**
+ * TokenleaseError — the one error class of `@tokenlease/shared`.
+ *
+ * Callers match on `code`, never on `message`. `fault` says whose mistake it
+ * is: `caller` for a bad argument or a malformed message from a peer, `self`
+ * for a broken invariant inside tokenlease.
+ */
+export type SharedErrorCode =
+  | 'invalid-argument'
+  | 'out-of-range'
+  | 'invalid-rate'
+  | 'invalid-pool-name'
+  | 'invalid-subject'
+  | 'invalid-message'
+  | 'bus-unreachable'
+  | 'bus-timeout'
+  | 'bus-no-responders'
+  | 'bus-closed'
+  | 'bus-failure'
+  | 'invariant';
+
+export interface ErrorDetails {
+  readonly pool?: string;
+  readonly field?: string;
+  readonly leaseId?: string;
+  readonly cause?: unknown;
+}
+
+export class TokenleaseError extends Error {
+  override readonly name = 'TokenleaseError';
+  readonly code: SharedErrorCode;
+  readonly pool: string | undefined;
+  readonly field: string | undefined;
+  readonly leaseId: string | undefined;
+
+  constructor(code: SharedErrorCode, message: string, details: ErrorDetails = {}) {
+    super(message, details.cause === undefined ? undefined : { cause: details.cause });
+    this.code = code;
+    this.pool = details.pool;
+    this.field = details.field;
+    this.leaseId = details.leaseId;
+  }
+}
+
+/** assertInvariant — throws a `TokenleaseError('invariant')` when `condition` is false. */
+export function assertInvariant(condition: boolean, message: string): asserts condition {
+  if (!condition) throw new TokenleaseError('invariant', `invariant broken: ${message}`);
+}

@@ -1,0 +1,178 @@
+/**
+ * Codec of protocol v1: JSON in UTF-8, at most MESSAGE_BYTES_MAX bytes.
+ *
+ * Decoding validates every field against limits.ts and returns a typed
+ * outcome; it never throws on input. Unknown fields are ignored so that a
+ * later minor revision can add fields; a different `v` is refused with
+ * `unsupported-version`.
+ */
+import {
+  FieldProblem,
+  idField,
+  intField,
+  nullableIdField,
+  numberField,
+  oneOf,
+  textField,
+  type Fields,
+} from './fields.js';
+import {
+  DEMAND_PER_SECOND_MAX,
+  DURATION_MS_MAX,
+  HOLD_MS_MAX,
+  MESSAGE_BYTES_MAX,
+  MESSAGE_TEXT_LENGTH_MAX,
+  SEQ_MAX,
+  WIRE_TOKENS_MAX,
+} from './limits.js';
+import type { ErrorCode, Reply, Request } from './messages.js';
+import { PROTOCOL_VERSION, poolNameProblem } from './subjects.js';
+
+export interface DecodeFailure {
+  readonly ok: false;
+  readonly code: 'bad-request' | 'unsupported-version';
+  readonly message: string;
+  /** The request's sequence number when it could be read, so the refusal can name it. */
+  readonly seq: number | null;
+}
+
+export type Decoded<T> = { readonly ok: true; readonly value: T } | DecodeFailure;
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder('utf-8', { fatal: true });
+
+/** encodeMessage — JSON bytes of a request or reply. */
+export function encodeMessage(message: Request | Reply): Uint8Array {
+  return encoder.encode(JSON.stringify(message));
+}
+
+function parseObject(bytes: Uint8Array): Decoded<Fields> {
+  if (bytes.byteLength > MESSAGE_BYTES_MAX) {
+    return fail('bad-request', `message is ${bytes.byteLength} bytes; the limit is ${MESSAGE_BYTES_MAX}`, null);
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(decoder.decode(bytes));
+  } catch {
+    return fail('bad-request', 'message is not UTF-8 JSON', null);
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    return fail('bad-request', 'message is not a JSON object', null);
+  }
+  return { ok: true, value: parsed as Fields };
+}
+
+function fail(code: DecodeFailure['code'], message: string, seq: number | null): DecodeFailure {
+  return { ok: false, code, message, seq };
+}
+
+function poolField(obj: Fields): string {
+  const problem = poolNameProblem(obj['pool']);
+  if (problem !== null) throw new FieldProblem('pool', problem);
+  return obj['pool'] as string;
+}
+
+function readRequest(obj: Fields): Request {
+  const op = oneOf(obj, 'op', ['acquire', 'return', 'status'] as const);
+  const pool = poolField(obj);
+  if (op === 'status') return { v: 1, op, pool };
+  const agentId = idField(obj, 'agentId');
+  const seq = intField(obj, 'seq', 0, SEQ_MAX);
+  const tokensLeft = intField(obj, 'tokensLeft', 0, WIRE_TOKENS_MAX);
+  if (op === 'return') return { v: 1, op, agentId, pool, seq, leaseId: idField(obj, 'leaseId'), tokensLeft };
+  return {
+    v: 1,
+    op,
+    agentId,
+    pool,
+    seq,
+    leaseId: nullableIdField(obj, 'leaseId'),
+    tokensLeft,
+    tokensWanted: intField(obj, 'tokensWanted', 0, WIRE_TOKENS_MAX),
+    demandPerSecond: numberField(obj, 'demandPerSecond', 0, DEMAND_PER_SECOND_MAX),
+    holdMs: intField(obj, 'holdMs', 0, HOLD_MS_MAX),
+  };
+}
+
+const ERROR_CODES: readonly ErrorCode[] = [
+  'bad-request',
+  'unsupported-version',
+  'unknown-pool',
+  'stale-sequence',
+  'not-owner',
+  'unavailable',
+  'internal',
+];
+
+function readReply(obj: Fields): Reply {
+  const kind = oneOf(obj, 'kind', ['grant', 'receipt', 'status', 'error'] as const);
+  const tokens = (field: string): number => intField(obj, field, 0, WIRE_TOKENS_MAX);
+  const retryAfterMs = (): number => intField(obj, 'retryAfterMs', 0, DURATION_MS_MAX);
+  switch (kind) {
+    case 'grant':
+      return {
+        v: 1,
+        kind,
+        seq: intField(obj, 'seq', 0, SEQ_MAX),
+        leaseId: idField(obj, 'leaseId'),
+        tokensGranted: tokens('tokensGranted'),
+        tokensHeld: tokens('tokensHeld'),
+        ttlMs: intField(obj, 'ttlMs', 1, DURATION_MS_MAX),
+        epoch: intField(obj, 'epoch', 0, SEQ_MAX),
+        maxLeaseTokens: tokens('maxLeaseTokens'),
+        capacityTokens: tokens('capacityTokens'),
+        retryAfterMs: retryAfterMs(),
+      };
+    case 'receipt':
+      return { v: 1, kind, seq: intField(obj, 'seq', 0, SEQ_MAX), tokensReturned: tokens('tokensReturned') };
+    case 'status':
+      return {
+        v: 1,
+        kind,
+        pool: poolField(obj),
+        epoch: intField(obj, 'epoch', 0, SEQ_MAX),
+        capacityTokens: tokens('capacityTokens'),
+        levelTokens: tokens('levelTokens'),
+        leasedTokens: tokens('leasedTokens'),
+        leases: tokens('leases'),
+        waiting: tokens('waiting'),
+        quietMs: intField(obj, 'quietMs', 0, DURATION_MS_MAX),
+      };
+    case 'error':
+      return {
+        v: 1,
+        kind,
+        seq: obj['seq'] === null ? null : intField(obj, 'seq', 0, SEQ_MAX),
+        code: oneOf(obj, 'code', ERROR_CODES),
+        fault: oneOf(obj, 'fault', ['peer', 'coordinator'] as const),
+        message: textField(obj, 'message', MESSAGE_TEXT_LENGTH_MAX),
+        retryAfterMs: retryAfterMs(),
+      };
+  }
+}
+
+function decodeWith<T>(bytes: Uint8Array, read: (obj: Fields) => T): Decoded<T> {
+  const parsed = parseObject(bytes);
+  if (!parsed.ok) return parsed;
+  const obj = parsed.value;
+  const seq = typeof obj['seq'] === 'number' && Number.isSafeInteger(obj['seq']) && obj['seq'] >= 0 ? obj['seq'] : null;
+  if (obj['v'] !== PROTOCOL_VERSION) {
+    return fail('unsupported-version', `protocol version ${JSON.stringify(obj['v'])} is not supported; this side speaks v${PROTOCOL_VERSION}`, seq);
+  }
+  try {
+    return { ok: true, value: read(obj) };
+  } catch (error) {
+    if (error instanceof FieldProblem) return fail('bad-request', `field "${error.field}" ${error.problem}`, seq);
+    throw error;
+  }
+}
+
+/** decodeRequest — a validated request, or why it is refused. Never throws on input. */
+export function decodeRequest(bytes: Uint8Array): Decoded<Request> {
+  return decodeWith(bytes, readRequest);
+}
+
+/** decodeReply — a validated reply, or why it is unreadable. Never throws on input. */
+export function decodeReply(bytes: Uint8Array): Decoded<Reply> {
+  return decodeWith(bytes, readReply);
+}

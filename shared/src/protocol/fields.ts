@@ -1,0 +1,59 @@
+/**
+ * Field readers for decoding: each returns the value or throws a
+ * FieldProblem naming the field, so a decoder reads like a schema.
+ */
+import { ID_LENGTH_MAX } from './limits.js';
+
+export class FieldProblem {
+  constructor(
+    readonly field: string,
+    readonly problem: string,
+  ) {}
+}
+
+export type Fields = Readonly<Record<string, unknown>>;
+
+export function intField(obj: Fields, field: string, min: number, max: number): number {
+  const value = obj[field];
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min || value > max) {
+    throw new FieldProblem(field, `must be an integer in [${min}, ${max}]`);
+  }
+  return value;
+}
+
+export function numberField(obj: Fields, field: string, min: number, max: number): number {
+  const value = obj[field];
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < min || value > max) {
+    throw new FieldProblem(field, `must be a number in [${min}, ${max}]`);
+  }
+  return value;
+}
+
+/** idField — 1 to ID_LENGTH_MAX printable ASCII characters without spaces. */
+export function idField(obj: Fields, field: string): string {
+  const value = obj[field];
+  if (typeof value !== 'string' || value.length < 1 || value.length > ID_LENGTH_MAX || !/^[\x21-\x7e]+$/.test(value)) {
+    throw new FieldProblem(field, `must be 1 to ${ID_LENGTH_MAX} printable ASCII characters without spaces`);
+  }
+  return value;
+}
+
+export function nullableIdField(obj: Fields, field: string): string | null {
+  return obj[field] === null ? null : idField(obj, field);
+}
+
+export function textField(obj: Fields, field: string, lengthMax: number): string {
+  const value = obj[field];
+  if (typeof value !== 'string' || value.length > lengthMax) {
+    throw new FieldProblem(field, `must be a string of at most ${lengthMax} characters`);
+  }
+  return value;
+}
+
+export function oneOf<T extends string>(obj: Fields, field: string, allowed: readonly T[]): T {
+  const value = obj[field];
+  if (typeof value !== 'string' || !(allowed as readonly string[]).includes(value)) {
+    throw new FieldProblem(field, `must be one of ${allowed.join(', ')}`);
+  }
+  return value as T;
+}

@@ -1,0 +1,13 @@
+/**
+ * Bounds of protocol v1 fields. A message outside them is refused with
+ * `bad-request` before it reaches any state.
+ */
+export const MESSAGE_BYTES_MAX = 4096;
+export const ID_LENGTH_MAX = 128;
+/** Largest token count on the wire; each pool enforces its own tighter limits. */
+export const WIRE_TOKENS_MAX = 2 ** 52;
+export const SEQ_MAX = Number.MAX_SAFE_INTEGER;
+export const HOLD_MS_MAX = 60_000;
+export const DEMAND_PER_SECOND_MAX = 1e12;
+export const DURATION_MS_MAX = 86_400_000;
+export const MESSAGE_TEXT_LENGTH_MAX = 512;

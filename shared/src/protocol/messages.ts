@@ -1,0 +1,116 @@
+/**
+ * Messages of protocol v1. Requests go agent → coordinator on
+ * `<prefix>.v1.<op>.<pool>`; every request gets exactly one reply.
+ *
+ * Only durations cross the wire (`ttlMs`, `holdMs`, `retryAfterMs`), never a
+ * clock reading: each side measures time on its own monotonic clock.
+ */
+import type { Op } from './subjects.js';
+
+/** LeaseRequest — acquire a lease, or renew and top up the one held, reporting what is left of it. */
+export interface LeaseRequest {
+  readonly v: 1;
+  readonly op: 'acquire';
+  readonly agentId: string;
+  readonly pool: string;
+  /** Per-agent sequence number; a retry repeats it and gets the original reply. */
+  readonly seq: number;
+  /** The lease held, or null. */
+  readonly leaseId: string | null;
+  /** Unspent tokens of `leaseId` when the request was sent; 0 without a lease. */
+  readonly tokensLeft: number;
+  /** Tokens wanted on top of `tokensLeft`; 0 renews without topping up. */
+  readonly tokensWanted: number;
+  /** Recent demand, tokens per second (admitted, denied and waiting). */
+  readonly demandPerSecond: number;
+  /** How long the coordinator may hold the request while a worthwhile grant accrues, ms. */
+  readonly holdMs: number;
+}
+
+/** LeaseReturn — give back the unspent tokens of a lease and end it. */
+export interface LeaseReturn {
+  readonly v: 1;
+  readonly op: 'return';
+  readonly agentId: string;
+  readonly pool: string;
+  readonly seq: number;
+  readonly leaseId: string;
+  readonly tokensLeft: number;
+}
+
+/** StatusQuery — read a pool's credit; changes nothing. */
+export interface StatusQuery {
+  readonly v: 1;
+  readonly op: 'status';
+  readonly pool: string;
+}
+
+export type Request = LeaseRequest | LeaseReturn | StatusQuery;
+
+/** LeaseGrant — the lease after this request: id, tokens added, TTL and the pool's limits. */
+export interface LeaseGrant {
+  readonly v: 1;
+  readonly kind: 'grant';
+  readonly seq: number;
+  readonly leaseId: string;
+  /** Tokens added by this reply (0 when nothing accrued within the hold). */
+  readonly tokensGranted: number;
+  /** The coordinator's bound on the lease after this reply. */
+  readonly tokensHeld: number;
+  /** Lease lifetime from the moment the request was sent, before the agent's drift margin. */
+  readonly ttlMs: number;
+  readonly epoch: number;
+  readonly maxLeaseTokens: number;
+  readonly capacityTokens: number;
+  /** When `tokensGranted` fell short, the estimated wait before asking again; else 0. */
+  readonly retryAfterMs: number;
+}
+
+/** ReturnReceipt — the tokens a return moved back into the pool. */
+export interface ReturnReceipt {
+  readonly v: 1;
+  readonly kind: 'receipt';
+  readonly seq: number;
+  readonly tokensReturned: number;
+}
+
+/** PoolStatus — a pool's credit as the coordinator sees it now. */
+export interface PoolStatus {
+  readonly v: 1;
+  readonly kind: 'status';
+  readonly pool: string;
+  readonly epoch: number;
+  readonly capacityTokens: number;
+  /** Whole tokens in the pool's level. */
+  readonly levelTokens: number;
+  /** Sum of the bounds of live leases. */
+  readonly leasedTokens: number;
+  readonly leases: number;
+  readonly waiting: number;
+  /** Ms until the pool grants again after a restart; 0 when it grants now. */
+  readonly quietMs: number;
+}
+
+export type ErrorCode =
+  | 'bad-request'
+  | 'unsupported-version'
+  | 'unknown-pool'
+  | 'stale-sequence'
+  | 'not-owner'
+  | 'unavailable'
+  | 'internal';
+
+/** ErrorReply — a typed refusal. `fault: 'peer'` means the request was wrong; `coordinator` means we failed. */
+export interface ErrorReply {
+  readonly v: 1;
+  readonly kind: 'error';
+  readonly seq: number | null;
+  readonly code: ErrorCode;
+  readonly fault: 'peer' | 'coordinator';
+  readonly message: string;
+  readonly retryAfterMs: number;
+}
+
+export type Reply = LeaseGrant | ReturnReceipt | PoolStatus | ErrorReply;
+
+export type RequestOf<O extends Op> = Extract<Request, { op: O }>;
