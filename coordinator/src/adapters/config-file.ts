@@ -1,0 +1,27 @@
+/**
+ * Reads a coordinator configuration file (JSON, or YAML for .yaml/.yml) and
+ * validates it. Errors name the file; validation errors also name the pool
+ * and field (see core/config.ts).
+ */
+import { readFile } from 'node:fs/promises';
+import { parse as parseYaml } from 'yaml';
+import { parseCoordinatorConfig, type CoordinatorConfig } from '../core/config.js';
+import { CoordinatorError } from '../errors.js';
+
+export async function loadConfigFile(path: string): Promise<CoordinatorConfig> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (error) {
+    const reason = (error as NodeJS.ErrnoException).code ?? String(error);
+    throw new CoordinatorError('config-unreadable', `${path}: cannot read the configuration file (${reason})`, { cause: error });
+  }
+  let doc: unknown;
+  try {
+    doc = /\.ya?ml$/i.test(path) ? parseYaml(text) : JSON.parse(text);
+  } catch (error) {
+    const reason = error instanceof Error ? error.message.split('\n')[0] : String(error);
+    throw new CoordinatorError('config-unreadable', `${path}: not valid ${/\.ya?ml$/i.test(path) ? 'YAML' : 'JSON'}: ${reason}`, { cause: error });
+  }
+  return parseCoordinatorConfig(path, doc);
+}

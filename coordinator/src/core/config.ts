@@ -1,0 +1,135 @@
+/**
+ * Coordinator configuration: validation of an already-parsed JSON or YAML
+ * document. Pure: reading the file is the adapter's job.
+ *
+ * Every error names the source (file), the pool and the field, and nothing
+ * is half-applied: a document is accepted whole or refused.
+ *
+ * Pool fields (units in the names; defaults in brackets):
+ * - `capacity` tokens, B. Required.
+ * - `refill` `"<tokens>/<period>"` such as `"500/s"`, or `{ tokens, periodMs }`. Required.
+ * - `leaseTtlMs` [2000] in [MIN_TTL_MS, MAX_TTL_MS].
+ * - `maxLeaseTokens` [max(1, capacity/10)]: the most one lease may hold.
+ * - `minGrantTokens` [ceil(maxLeaseTokens/4)]: the smallest grant worth a
+ *   reply while the request may still be held (no crumbs).
+ * - `maxHoldMs` [min(250, leaseTtlMs/4)]: the longest a request is held.
+ */
+import { makeRate, parseRate, poolNameProblem, assertSubjectPrefix, tokenScale, TokenleaseError, DEFAULT_SUBJECT_PREFIX, type Rate } from '@tokenlease/shared';
+import { CoordinatorError } from '../errors.js';
+
+export const MIN_TTL_MS = 10;
+export const MAX_TTL_MS = 3_600_000;
+export const DEFAULT_TTL_MS = 2000;
+export const DEFAULT_HOLD_MS_MAX = 250;
+
+export interface PoolConfig {
+  readonly name: string;
+  readonly capacity: number;
+  readonly refill: Rate;
+  readonly leaseTtlMs: number;
+  readonly maxLeaseTokens: number;
+  readonly minGrantTokens: number;
+  readonly maxHoldMs: number;
+}
+
+export interface CoordinatorConfig {
+  readonly subjectPrefix: string;
+  /** Time after start during which nothing is granted; defaults to the longest pool TTL. */
+  readonly quietPeriodMs: number;
+  readonly pools: readonly PoolConfig[];
+}
+
+const POOL_KEYS = new Set(['capacity', 'refill', 'leaseTtlMs', 'maxLeaseTokens', 'minGrantTokens', 'maxHoldMs']);
+const TOP_KEYS = new Set(['subjectPrefix', 'quietPeriodMs', 'pools']);
+
+type Doc = Readonly<Record<string, unknown>>;
+
+function isDoc(x: unknown): x is Doc {
+  return typeof x === 'object' && x !== null && !Array.isArray(x);
+}
+
+class Where {
+  constructor(
+    readonly source: string,
+    readonly pool?: string,
+  ) {}
+
+  fail(field: string, problem: string, cause?: unknown): never {
+    const poolPart = this.pool === undefined ? '' : `pool ${JSON.stringify(this.pool)}: `;
+    throw new CoordinatorError('config-invalid', `${this.source}: ${poolPart}field "${field}" ${problem}`, {
+      ...(this.pool === undefined ? {} : { pool: this.pool }),
+      field,
+      cause,
+    });
+  }
+
+  int(doc: Doc, field: string, min: number, max: number, fallback?: number): number {
+    const value = doc[field] ?? fallback;
+    if (value === undefined) this.fail(field, 'is required');
+    if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min || value > max) {
+      this.fail(field, `must be an integer in [${min}, ${max}], got ${JSON.stringify(value)}`);
+    }
+    return value;
+  }
+
+  rejectUnknown(doc: Doc, known: ReadonlySet<string>): void {
+    for (const key of Object.keys(doc)) {
+      if (!known.has(key)) this.fail(key, `is not a known field (known: ${[...known].join(', ')})`);
+    }
+  }
+}
+
+function readRate(where: Where, value: unknown): Rate {
+  try {
+    if (typeof value === 'string') return parseRate(value);
+    if (isDoc(value)) return makeRate(value['tokens'] as number, value['periodMs'] as number);
+  } catch (error) {
+    if (error instanceof TokenleaseError) where.fail('refill', error.message, error);
+    throw error;
+  }
+  return where.fail('refill', value === undefined ? 'is required' : 'must be a string like "500/s" or { tokens, periodMs }');
+}
+
+function readPool(source: string, name: string, doc: unknown): PoolConfig {
+  const where: Where = new Where(source, name);
+  const problem = poolNameProblem(name);
+  if (problem !== null) where.fail('name', problem);
+  if (!isDoc(doc)) return where.fail('(pool)', 'must be a mapping of pool fields');
+  where.rejectUnknown(doc, POOL_KEYS);
+  const refill = readRate(where, doc['refill']);
+  const capacity = where.int(doc, 'capacity', 1, Number.MAX_SAFE_INTEGER);
+  try {
+    tokenScale(capacity, refill);
+  } catch (error) {
+    if (error instanceof TokenleaseError) where.fail('capacity', error.message, error);
+    throw error;
+  }
+  const leaseTtlMs = where.int(doc, 'leaseTtlMs', MIN_TTL_MS, MAX_TTL_MS, DEFAULT_TTL_MS);
+  const maxLeaseTokens = where.int(doc, 'maxLeaseTokens', 1, capacity, Math.max(1, Math.floor(capacity / 10)));
+  const minGrantTokens = where.int(doc, 'minGrantTokens', 1, maxLeaseTokens, Math.ceil(maxLeaseTokens / 4));
+  const holdCeilingMs = Math.floor(leaseTtlMs / 2);
+  const maxHoldMs = where.int(doc, 'maxHoldMs', 0, holdCeilingMs, Math.min(DEFAULT_HOLD_MS_MAX, Math.floor(leaseTtlMs / 4)));
+  return { name, capacity, refill, leaseTtlMs, maxLeaseTokens, minGrantTokens, maxHoldMs };
+}
+
+/** parseCoordinatorConfig — validates a parsed document; throws `CoordinatorError('config-invalid')`. */
+export function parseCoordinatorConfig(source: string, doc: unknown): CoordinatorConfig {
+  const where: Where = new Where(source);
+  if (!isDoc(doc)) return where.fail('(document)', 'must be a mapping with a "pools" field');
+  where.rejectUnknown(doc, TOP_KEYS);
+  const poolsDoc = doc['pools'];
+  if (!isDoc(poolsDoc) || Object.keys(poolsDoc).length === 0) {
+    where.fail('pools', 'must be a non-empty mapping of pool name to pool fields');
+  }
+  const pools = Object.entries(poolsDoc).map(([name, poolDoc]) => readPool(source, name, poolDoc));
+  const subjectPrefix = doc['subjectPrefix'] ?? DEFAULT_SUBJECT_PREFIX;
+  if (typeof subjectPrefix !== 'string') where.fail('subjectPrefix', 'must be a string');
+  try {
+    assertSubjectPrefix(subjectPrefix);
+  } catch (error) {
+    where.fail('subjectPrefix', 'must be dot-joined subject tokens without "*" or ">"', error);
+  }
+  const longestTtlMs = Math.max(...pools.map((p) => p.leaseTtlMs));
+  const quietPeriodMs = where.int(doc, 'quietPeriodMs', longestTtlMs, MAX_TTL_MS, longestTtlMs);
+  return { subjectPrefix, quietPeriodMs, pools };
+}

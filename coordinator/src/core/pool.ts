@@ -1,0 +1,258 @@
+/**
+ * Pool: one global token bucket whose tokens are leased to agents.
+ *
+ * Rules (the credit argument of DESIGN.md, in code):
+ * - Credit is `level + Σ lease bounds`, in exact units (token-scale.ts).
+ *   It never exceeds capacity: refill adds at most `r·Δt` and is clipped so
+ *   that `level + Σ bounds ≤ capacity`. Checked after every change.
+ * - A grant moves tokens from the level into a lease; a report lowers a
+ *   lease's bound and never raises it; a return moves the unspent part back
+ *   to the level; an expiry drops the bound (those tokens are lost).
+ * - Refill is computed before expired leases are reclaimed, so a lease that
+ *   lapsed between two calls still clips the refill of that gap: the error
+ *   is always on the side of admitting less.
+ * - After a start the pool is empty and refills nothing until the quiet
+ *   period (at least one TTL) is over: leases of a previous incarnation, up
+ *   to the whole capacity, may still be spent until then, so they count as
+ *   a full bound. Refill that started earlier would let those leases and a
+ *   fresh grant land in one window.
+ * - No crumbs: a request that cannot get `min(wanted, minGrantTokens)` is
+ *   held (up to its hold time) in a FIFO queue, and waiting agents are served
+ *   in arrival order. A held request that times out gets what there is.
+ * - The coordinator's lease expiry is `grant time + TTL`, never earlier than
+ *   `receipt time + TTL`; the agent counts from when it sent, so it always
+ *   stops spending first.
+ */
+import {
+  assertInvariant,
+  tokenScale,
+  waitUs,
+  wholeTokens,
+  refillUnits,
+  DURATION_MS_MAX,
+  type LeaseGrant,
+  type LeaseRequest,
+  type LeaseReturn,
+  type PoolStatus,
+  type Reply,
+  type TokenScale,
+} from '@tokenlease/shared';
+import type { PoolConfig } from './config.js';
+import { LeaseTable, type LeaseRecord } from './lease-table.js';
+
+/** Delivery — a reply and the opaque target it goes to. */
+export interface Delivery<R> {
+  readonly to: R;
+  readonly reply: Reply;
+}
+
+interface Waiter<R> {
+  readonly record: LeaseRecord;
+  readonly wantTokens: number;
+  to: R;
+  readonly deadlineUs: number;
+}
+
+export class Pool<R> {
+  readonly scale: TokenScale;
+  readonly leases: LeaseTable;
+  private levelUnits = 0;
+  private lastRefillUs: number;
+  private readonly quietUntilUs: number;
+  private readonly ttlUs: number;
+  private waiters: Waiter<R>[] = [];
+
+  constructor(
+    readonly config: PoolConfig,
+    private readonly epoch: number,
+    startUs: number,
+    quietPeriodMs: number,
+  ) {
+    this.scale = tokenScale(config.capacity, config.refill);
+    this.leases = new LeaseTable(`${epoch.toString(36)}-`);
+    this.quietUntilUs = startUs + quietPeriodMs * 1000;
+    this.lastRefillUs = this.quietUntilUs;
+    this.ttlUs = config.leaseTtlMs * 1000;
+  }
+
+  /** acquire — grants, renews or holds `req`; replies go to `out`. */
+  acquire(req: LeaseRequest, to: R, nowUs: number, out: Delivery<R>[]): void {
+    this.tick(nowUs, out);
+    const existing = this.leases.get(req.agentId);
+    if (existing !== undefined && req.seq <= existing.lastSeq) {
+      if (req.seq === existing.lastSeq) this.repeat(existing, to, out);
+      else out.push({ to, reply: staleSequence(req.seq, existing.lastSeq) });
+      return;
+    }
+    this.dropWaiter(req.agentId);
+    const record = existing ?? this.leases.open(req.agentId, req.seq, nowUs + this.ttlUs);
+    // A report concerns only the lease it names; a lease the agent does not
+    // name is one whose grant never reached it, so nothing of it can be spent.
+    const reportedTokens = req.leaseId === record.leaseId ? Math.min(record.boundTokens, req.tokensLeft) : 0;
+    this.leases.setBound(record, reportedTokens);
+    record.lastSeq = req.seq;
+    record.lastReply = null;
+    record.expiresAtUs = Math.max(record.expiresAtUs, nowUs + this.ttlUs);
+    const wantTokens = Math.min(req.tokensWanted, this.config.maxLeaseTokens - record.boundTokens);
+    const holdUs = Math.min(req.holdMs, this.config.maxHoldMs) * 1000;
+    if (wantTokens === 0 || holdUs === 0 || (this.waiters.length === 0 && this.worthGranting(wantTokens))) {
+      this.grant(record, wantTokens, to, nowUs, out);
+    } else {
+      this.waiters.push({ record, wantTokens, to, deadlineUs: nowUs + holdUs });
+    }
+    this.checkCredit();
+  }
+
+  /** giveBack — ends the named lease and moves its unspent tokens back to the level. */
+  giveBack(req: LeaseReturn, to: R, nowUs: number, out: Delivery<R>[]): void {
+    this.tick(nowUs, out);
+    const record = this.leases.get(req.agentId);
+    let tokensReturned = 0;
+    if (record !== undefined && record.leaseId === req.leaseId && req.seq > record.lastSeq) {
+      this.dropWaiter(req.agentId);
+      tokensReturned = Math.min(req.tokensLeft, record.boundTokens);
+      this.leases.remove(record);
+      this.levelUnits += tokensReturned * this.scale.unitsPerToken;
+    }
+    out.push({ to, reply: { v: 1, kind: 'receipt', seq: req.seq, tokensReturned } });
+    this.checkCredit();
+    this.serveWaiters(nowUs, out);
+  }
+
+  /** tick — refills, reclaims expired leases and answers the waiters that can be answered. */
+  tick(nowUs: number, out: Delivery<R>[]): void {
+    if (nowUs > this.lastRefillUs) {
+      const roomUnits = this.scale.capacityUnits - this.levelUnits - this.leasedUnits();
+      this.levelUnits += refillUnits(this.scale, nowUs - this.lastRefillUs, roomUnits);
+      this.lastRefillUs = nowUs;
+    }
+    // Held requests are answered before reclaiming: a held lease is live
+    // until its reply, whenever the adapter gets round to calling.
+    this.serveWaiters(nowUs, out);
+    this.leases.reclaimExpired(nowUs);
+    this.checkCredit();
+  }
+
+  /** flush — answers every held request now with what there is (shutdown). */
+  flush(nowUs: number, out: Delivery<R>[]): void {
+    this.tick(nowUs, out);
+    const waiting = this.waiters;
+    this.waiters = [];
+    for (const w of waiting) this.grant(w.record, w.wantTokens, w.to, nowUs, out);
+  }
+
+  /** status — the pool's credit at `nowUs`. */
+  status(nowUs: number, out: Delivery<R>[]): PoolStatus {
+    this.tick(nowUs, out);
+    return {
+      v: 1,
+      kind: 'status',
+      pool: this.config.name,
+      epoch: this.epoch,
+      capacityTokens: this.config.capacity,
+      levelTokens: wholeTokens(this.scale, this.levelUnits),
+      leasedTokens: this.leases.boundTokensSum,
+      leases: this.leases.size,
+      waiting: this.waiters.length,
+      quietMs: Math.ceil(Math.max(0, this.quietUntilUs - nowUs) / 1000),
+    };
+  }
+
+  /** nextDeadlineUs — when `tick` next has work: a hold ends, a waiter's grant accrues or a lease expires. */
+  nextDeadlineUs(): number {
+    let deadline = this.leases.earliestExpiryUs();
+    for (const w of this.waiters) deadline = Math.min(deadline, w.deadlineUs);
+    const head = this.waiters[0];
+    if (head !== undefined) {
+      const needUnits = Math.min(head.wantTokens, this.config.minGrantTokens) * this.scale.unitsPerToken - this.levelUnits;
+      const roomUnits = this.scale.capacityUnits - this.levelUnits - this.leasedUnits();
+      if (needUnits <= roomUnits) deadline = Math.min(deadline, this.lastRefillUs + waitUs(this.scale, needUnits));
+    }
+    return deadline;
+  }
+
+  private repeat(record: LeaseRecord, to: R, out: Delivery<R>[]): void {
+    if (record.lastReply !== null) {
+      out.push({ to, reply: record.lastReply });
+      return;
+    }
+    // Still held: answer the retry's reply target instead of the first one.
+    const waiter = this.waiters.find((w) => w.record === record);
+    assertInvariant(waiter !== undefined, `held request of ${record.agentId} has no waiter`);
+    waiter.to = to;
+  }
+
+  private serveWaiters(nowUs: number, out: Delivery<R>[]): void {
+    while (this.waiters.length > 0) {
+      const head = this.waiters[0] as Waiter<R>;
+      if (!this.worthGranting(head.wantTokens)) break;
+      this.waiters.shift();
+      this.grant(head.record, head.wantTokens, head.to, nowUs, out);
+    }
+    if (!this.waiters.some((w) => w.deadlineUs <= nowUs)) return;
+    const due = this.waiters.filter((w) => w.deadlineUs <= nowUs);
+    this.waiters = this.waiters.filter((w) => w.deadlineUs > nowUs);
+    for (const w of due) this.grant(w.record, w.wantTokens, w.to, nowUs, out);
+  }
+
+  private grant(record: LeaseRecord, wantTokens: number, to: R, nowUs: number, out: Delivery<R>[]): void {
+    const tokensGranted = Math.min(wantTokens, wholeTokens(this.scale, this.levelUnits));
+    this.levelUnits -= tokensGranted * this.scale.unitsPerToken;
+    this.leases.setBound(record, record.boundTokens + tokensGranted);
+    record.expiresAtUs = Math.max(record.expiresAtUs, nowUs + this.ttlUs);
+    const reply: LeaseGrant = {
+      v: 1,
+      kind: 'grant',
+      seq: record.lastSeq,
+      leaseId: record.leaseId,
+      tokensGranted,
+      tokensHeld: record.boundTokens,
+      ttlMs: this.config.leaseTtlMs,
+      epoch: this.epoch,
+      maxLeaseTokens: this.config.maxLeaseTokens,
+      capacityTokens: this.config.capacity,
+      retryAfterMs: tokensGranted < wantTokens ? this.retryAfterMs(wantTokens - tokensGranted, nowUs) : 0,
+    };
+    record.lastReply = reply;
+    out.push({ to, reply });
+    this.checkCredit();
+  }
+
+  private retryAfterMs(missingTokens: number, nowUs: number): number {
+    const thresholdTokens = Math.min(missingTokens, this.config.minGrantTokens);
+    const accrueUs = waitUs(this.scale, thresholdTokens * this.scale.unitsPerToken - this.levelUnits);
+    const quietUs = Math.max(0, this.quietUntilUs - nowUs);
+    return Math.min(DURATION_MS_MAX, Math.max(1, Math.ceil((quietUs + accrueUs) / 1000)));
+  }
+
+  private worthGranting(wantTokens: number): boolean {
+    const thresholdUnits = Math.min(wantTokens, this.config.minGrantTokens) * this.scale.unitsPerToken;
+    return this.levelUnits >= thresholdUnits;
+  }
+
+  private dropWaiter(agentId: string): void {
+    if (this.waiters.length > 0) this.waiters = this.waiters.filter((w) => w.record.agentId !== agentId);
+  }
+
+  private leasedUnits(): number {
+    return this.leases.boundTokensSum * this.scale.unitsPerToken;
+  }
+
+  private checkCredit(): void {
+    const creditUnits = this.levelUnits + this.leasedUnits();
+    assertInvariant(this.levelUnits >= 0, `pool ${this.config.name}: negative level ${this.levelUnits}`);
+    assertInvariant(creditUnits <= this.scale.capacityUnits, `pool ${this.config.name}: credit ${creditUnits} over capacity ${this.scale.capacityUnits}`);
+  }
+}
+
+function staleSequence(seq: number, lastSeq: number): Reply {
+  return {
+    v: 1,
+    kind: 'error',
+    seq,
+    code: 'stale-sequence',
+    fault: 'peer',
+    message: `sequence ${seq} is older than the last one seen (${lastSeq}); nothing changed`,
+    retryAfterMs: 0,
+  };
+}

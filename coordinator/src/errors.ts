@@ -1,0 +1,23 @@
+/**
+ * CoordinatorError — the one error class of `@tokenlease/coordinator`.
+ * Callers match on `code`; `pool` and `field` name what was wrong.
+ */
+export type CoordinatorErrorCode = 'config-invalid' | 'config-unreadable' | 'startup-failed' | 'invalid-argument';
+
+export class CoordinatorError extends Error {
+  override readonly name = 'CoordinatorError';
+  readonly code: CoordinatorErrorCode;
+  readonly pool: string | undefined;
+  readonly field: string | undefined;
+
+  constructor(
+    code: CoordinatorErrorCode,
+    message: string,
+    details: { pool?: string; field?: string; cause?: unknown } = {},
+  ) {
+    super(message, details.cause === undefined ? undefined : { cause: details.cause });
+    this.code = code;
+    this.pool = details.pool;
+    this.field = details.field;
+  }
+}
