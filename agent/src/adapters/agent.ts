@@ -1,0 +1,200 @@
+/**
+ * Agent: the library a service embeds. It owns one NATS connection (or a
+ * given Bus), one lease keeper per pool, and runs their timers and requests.
+ * All decisions are the keepers'; this file moves bytes and schedules ticks.
+ */
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import {
+  connectBus,
+  decodeReply,
+  encodeMessage,
+  subjectFor,
+  assertSubjectPrefix,
+  assertPoolName,
+  DEFAULT_SUBJECT_PREFIX,
+  TokenleaseError,
+  type Bus,
+  type BusEvent,
+} from '@tokenlease/shared';
+import { LeaseKeeper, type SendAction } from '../core/lease-keeper.js';
+import { keeperOptions, type KeeperOptions } from '../core/keeper-options.js';
+import { AgentError } from '../errors.js';
+import { Limiter, type LimiterHost } from './limiter.js';
+
+/** Longest gap between two ticks of a keeper, ms: demand is sampled at least this often. */
+const TICK_MS_MAX = 100;
+
+export type AgentEvent =
+  | { readonly type: 'request-failed'; readonly pool: string; readonly code: string; readonly message: string }
+  | { readonly type: 'error-reply'; readonly pool: string; readonly code: string; readonly message: string }
+  | BusEvent;
+
+export interface AgentOptions {
+  /** NATS URL(s), comma-separated; default `$NATS_URL` or nats://127.0.0.1:4222. Ignored when `bus` is given. */
+  readonly natsUrl?: string;
+  /** An existing bus to use instead of connecting; the agent then does not close it. */
+  readonly bus?: Bus;
+  /** Unique per agent instance; default `<host>-<pid>-<random>`. */
+  readonly agentId?: string;
+  readonly subjectPrefix?: string;
+  readonly keeper?: Partial<KeeperOptions>;
+  readonly onEvent?: (event: AgentEvent) => void;
+}
+
+interface Entry {
+  readonly keeper: LeaseKeeper;
+  readonly limiter: Limiter;
+  readonly acquireSubject: string;
+  readonly returnSubject: string;
+  timer: NodeJS.Timeout | null;
+  wakePending: boolean;
+  readonly wake: () => void;
+}
+
+function nowUs(): number {
+  return performance.now() * 1000;
+}
+
+export class Agent implements LimiterHost {
+  private readonly entries = new Map<string, Entry>();
+  private seq = 0;
+  private isClosed = false;
+  private readonly keeperOpts: KeeperOptions;
+  private readonly prefix: string;
+
+  private constructor(
+    private readonly bus: Bus,
+    private readonly ownsBus: boolean,
+    readonly agentId: string,
+    options: AgentOptions,
+  ) {
+    this.keeperOpts = keeperOptions(options.keeper);
+    this.prefix = options.subjectPrefix ?? DEFAULT_SUBJECT_PREFIX;
+    assertSubjectPrefix(this.prefix);
+    const onEvent = options.onEvent;
+    this.emit = onEvent ?? (() => {});
+    bus.onEvent((event) => this.emit(event));
+  }
+
+  private readonly emit: (event: AgentEvent) => void;
+
+  /** connect — an agent on a new NATS connection (or `options.bus`). Rejects with AgentError('unreachable'). */
+  static async connect(options: AgentOptions = {}): Promise<Agent> {
+    const agentId = options.agentId ?? `${hostname().replace(/[^\x21-\x7e]/g, '_').slice(0, 64)}-${process.pid}-${randomBytes(4).toString('hex')}`;
+    if (options.bus !== undefined) return new Agent(options.bus, false, agentId, options);
+    const url = options.natsUrl ?? process.env['NATS_URL'] ?? 'nats://127.0.0.1:4222';
+    try {
+      const bus = await connectBus(url, { name: `tokenlease-agent ${agentId}` });
+      return new Agent(bus, true, agentId, options);
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      throw new AgentError('unreachable', message, { cause: error });
+    }
+  }
+
+  get closed(): boolean {
+    return this.isClosed;
+  }
+
+  nowUs(): number {
+    return nowUs();
+  }
+
+  /** limiter — the handle for `pool`, created (and its first lease requested) on first use. */
+  limiter(pool: string): Limiter {
+    const existing = this.entries.get(pool);
+    if (existing !== undefined) return existing.limiter;
+    if (this.isClosed) throw new AgentError('closed', 'the agent is closed', { pool });
+    try {
+      assertPoolName(pool);
+    } catch (error) {
+      if (error instanceof TokenleaseError) throw new AgentError('invalid-argument', error.message, { pool, cause: error });
+      throw error;
+    }
+    const keeper = new LeaseKeeper(this.agentId, pool, () => (this.seq += 1), this.keeperOpts, Math.random);
+    const entry: Entry = {
+      keeper,
+      limiter: new Limiter(keeper, this),
+      acquireSubject: subjectFor(this.prefix, 'acquire', pool),
+      returnSubject: subjectFor(this.prefix, 'return', pool),
+      timer: null,
+      wakePending: false,
+      wake: () => {
+        entry.wakePending = false;
+        this.run(entry, entry.keeper.tick(nowUs()));
+      },
+    };
+    keeper.slot.onLow = () => this.wake(keeper);
+    this.entries.set(pool, entry);
+    this.run(entry, keeper.tick(nowUs()));
+    return entry.limiter;
+  }
+
+  /** wake — runs the keeper's tick soon (once, however often it is called before then). */
+  wake(keeper: LeaseKeeper): void {
+    const entry = this.entries.get(keeper.pool);
+    if (entry === undefined || entry.wakePending) return;
+    entry.wakePending = true;
+    setImmediate(entry.wake);
+  }
+
+  /**
+   * close — returns every lease, waits up to `timeoutMs` (default 2000) for
+   * the returns to be acknowledged, then closes the connection it opened.
+   */
+  async close(options: { readonly timeoutMs?: number } = {}): Promise<void> {
+    if (this.isClosed) return;
+    this.isClosed = true;
+    for (const entry of this.entries.values()) {
+      entry.limiter.cancelWaiters();
+      this.run(entry, entry.keeper.close(nowUs()));
+    }
+    const deadline = Date.now() + (options.timeoutMs ?? 2000);
+    while ([...this.entries.values()].some((e) => !e.keeper.settled) && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    for (const entry of this.entries.values()) if (entry.timer !== null) clearTimeout(entry.timer);
+    if (this.ownsBus) await this.bus.drain();
+  }
+
+  private run(entry: Entry, actions: readonly SendAction[]): void {
+    for (const action of actions) this.send(entry, action);
+    entry.limiter.serveWaiters();
+    this.schedule(entry);
+  }
+
+  private send(entry: Entry, action: SendAction): void {
+    const subject = action.message.op === 'acquire' ? entry.acquireSubject : entry.returnSubject;
+    const pool = entry.keeper.pool;
+    this.bus.request(subject, encodeMessage(action.message), action.timeoutMs).then(
+      (bytes) => {
+        const decoded = decodeReply(bytes);
+        if (!decoded.ok) {
+          this.emit({ type: 'request-failed', pool, code: decoded.code, message: decoded.message });
+          this.run(entry, entry.keeper.onFailure(action.seq, decoded.code, decoded.message, nowUs()));
+          return;
+        }
+        const reply = decoded.value;
+        if (reply.kind === 'error') this.emit({ type: 'error-reply', pool, code: reply.code, message: reply.message });
+        this.run(entry, entry.keeper.onReply(action.seq, reply, nowUs()));
+      },
+      (error: unknown) => {
+        const code = error instanceof TokenleaseError ? error.code : 'bus-failure';
+        const message = error instanceof Error ? error.message : String(error);
+        this.emit({ type: 'request-failed', pool, code, message });
+        this.run(entry, entry.keeper.onFailure(action.seq, code, message, nowUs()));
+      },
+    );
+  }
+
+  private schedule(entry: Entry): void {
+    if (entry.timer !== null) clearTimeout(entry.timer);
+    entry.timer = null;
+    if (this.isClosed && entry.keeper.settled) return;
+    const now = nowUs();
+    const delayMs = Math.min(TICK_MS_MAX, Math.max(1, Math.ceil((entry.keeper.nextDeadlineUs() - now) / 1000)));
+    entry.timer = setTimeout(entry.wake, delayMs);
+    entry.timer.unref();
+  }
+}

@@ -1,0 +1,58 @@
+/**
+ * Options of the lease keeper, with their defaults. Durations in ms.
+ */
+import { AgentError } from '../errors.js';
+
+export interface KeeperOptions {
+  /** How long the coordinator may hold a request for a worthwhile grant. */
+  readonly holdMs: number;
+  /** Time allowed for a reply on top of the hold before a retry. */
+  readonly replyTimeoutMs: number;
+  /** Fraction of the TTL cut from the agent-side expiry for clock drift. */
+  readonly driftMargin: number;
+  /** Horizon of demand one request asks for. */
+  readonly refreshMs: number;
+  /** Return the lease after this long without an admission. */
+  readonly idleReturnMs: number;
+  /** Tokens asked for before any demand has been observed. */
+  readonly initialTokens: number;
+  readonly backoffMsMin: number;
+  readonly backoffMsMax: number;
+  /** Lease TTL assumed before the first grant tells the real one. */
+  readonly assumedTtlMs: number;
+}
+
+export const DEFAULT_KEEPER_OPTIONS: KeeperOptions = {
+  holdMs: 200,
+  replyTimeoutMs: 1000,
+  driftMargin: 0.05,
+  refreshMs: 1000,
+  idleReturnMs: 3000,
+  initialTokens: 1,
+  backoffMsMin: 25,
+  backoffMsMax: 2000,
+  assumedTtlMs: 2000,
+};
+
+function check(ok: boolean, field: string, rule: string, value: unknown): void {
+  if (!ok) throw new AgentError('invalid-argument', `option ${field} ${rule}, got ${JSON.stringify(value)}`);
+}
+
+/** keeperOptions — defaults overlaid with `given`; throws AgentError('invalid-argument') for a bad value. */
+export function keeperOptions(given: Partial<KeeperOptions> = {}): KeeperOptions {
+  const o = { ...DEFAULT_KEEPER_OPTIONS, ...given };
+  const ms = (field: keyof KeeperOptions, min: number, max: number): void => {
+    const v = o[field];
+    check(Number.isSafeInteger(v) && v >= min && v <= max, field, `must be an integer in [${min}, ${max}]`, v);
+  };
+  ms('holdMs', 0, 60_000);
+  ms('replyTimeoutMs', 1, 60_000);
+  ms('refreshMs', 1, 3_600_000);
+  ms('idleReturnMs', 1, 86_400_000);
+  ms('initialTokens', 1, 2 ** 52);
+  ms('backoffMsMin', 1, 60_000);
+  ms('backoffMsMax', o.backoffMsMin, 600_000);
+  ms('assumedTtlMs', 1, 3_600_000);
+  check(o.driftMargin >= 0 && o.driftMargin < 0.5, 'driftMargin', 'must be in [0, 0.5)', o.driftMargin);
+  return o;
+}

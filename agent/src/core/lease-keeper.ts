@@ -1,0 +1,309 @@
+/**
+ * LeaseKeeper: keeps one agent's lease on one pool topped up, as a pure
+ * state machine (events and `nowUs` in, send actions out).
+ *
+ * Rules:
+ * - One request in flight at a time. A retry after a lost reply repeats the
+ *   same sequence number and bytes, so the coordinator answers it with the
+ *   original reply instead of granting twice.
+ * - The agent-side expiry is `first send of that sequence + TTL·(1 − drift
+ *   margin)`: the coordinator's expiry starts when it granted, which is
+ *   later, so the agent always stops spending first. A retry that would
+ *   only win an already stale grant (older than half a lease) is abandoned
+ *   for a fresh request.
+ * - Every acquire reports the unspent balance at send time. A grant under a
+ *   new lease id replaces the balance (the old lease is gone on the
+ *   coordinator); under the same id it adds to what is left.
+ * - Ask before running dry: the low watermark covers demand over two
+ *   round-trips; the ask covers demand over `refreshMs`, at least the
+ *   largest denied cost and the waiting cost, at most one lease.
+ * - Renew shortly before expiry while in use; return the balance after
+ *   `idleReturnMs` without use, and on close. A return zeroes the local
+ *   balance before it is sent.
+ */
+import type { LeaseGrant, LeaseRequest, LeaseReturn, Reply } from '@tokenlease/shared';
+import { DemandMeter } from './demand-meter.js';
+import type { KeeperOptions } from './keeper-options.js';
+import { LeaseSlot } from './lease-slot.js';
+
+export interface SendAction {
+  readonly type: 'send';
+  readonly seq: number;
+  readonly message: LeaseRequest | LeaseReturn;
+  readonly timeoutMs: number;
+}
+
+interface InFlight {
+  readonly seq: number;
+  readonly message: LeaseRequest | LeaseReturn;
+  readonly firstSentAtUs: number;
+  attempts: number;
+  /** After a failed attempt: when to send it again; null while an attempt is out. */
+  retryAtUs: number | null;
+}
+
+export interface KeeperStats {
+  requests: number;
+  attempts: number;
+  failures: number;
+  tokensGranted: number;
+  tokensReturned: number;
+  leasesStarted: number;
+  lastErrorCode: string | null;
+  lastErrorMessage: string | null;
+}
+
+const RTT_WINDOW = 16;
+const NONE: readonly SendAction[] = [];
+
+export class LeaseKeeper {
+  readonly slot: LeaseSlot;
+  readonly stats: KeeperStats = {
+    requests: 0, attempts: 0, failures: 0, tokensGranted: 0, tokensReturned: 0, leasesStarted: 0,
+    lastErrorCode: null, lastErrorMessage: null,
+  };
+  /** Cost of `take()` calls waiting for tokens; set by the adapter. */
+  waitingTokens = 0;
+  private leaseId: string | null = null;
+  private ttlUs: number;
+  private inFlight: InFlight | null = null;
+  private notBeforeUs = 0;
+  private consecutiveFailures = 0;
+  private readonly rttSamplesUs: number[] = [];
+  private readonly demand = new DemandMeter();
+  private lastDemandCount = 0;
+  private lastActiveUs = 0;
+  private everAsked = false;
+  private lastTickUs = 0;
+  private closing = false;
+
+  constructor(
+    readonly agentId: string,
+    pool: string,
+    private readonly nextSeq: () => number,
+    private readonly options: KeeperOptions,
+    private readonly random: () => number,
+  ) {
+    this.slot = new LeaseSlot(pool);
+    this.ttlUs = options.assumedTtlMs * 1000;
+  }
+
+  get pool(): string {
+    return this.slot.pool;
+  }
+
+  /** settled — closing and nothing left to send or wait for. */
+  get settled(): boolean {
+    return this.closing && this.inFlight === null && this.slot.balanceTokens === 0;
+  }
+
+  /** demandPerSecond — the current demand estimate, tokens per second. */
+  get demandPerSecond(): number {
+    return this.demand.perSecond;
+  }
+
+  /** rttUs — the smallest recent round-trip, µs (the estimate before any: 2 ms). */
+  get rttUs(): number {
+    return this.rttSamplesUs.length === 0 ? 2000 : Math.min(...this.rttSamplesUs);
+  }
+
+  /** tick — samples demand, expires the lease when due and decides whether to send. */
+  tick(nowUs: number): readonly SendAction[] {
+    this.lastTickUs = nowUs;
+    this.observeDemand(nowUs);
+    if (this.slot.hasLease && nowUs >= this.slot.expiresAtUs) {
+      this.slot.hasLease = false;
+      this.slot.balanceTokens = 0;
+    }
+    const flight = this.inFlight;
+    if (flight !== null) {
+      return flight.retryAtUs !== null && nowUs >= flight.retryAtUs ? this.resend(flight) : NONE;
+    }
+    if (this.closing) return this.slot.balanceTokens > 0 ? this.sendReturn(nowUs) : NONE;
+    if (nowUs < this.notBeforeUs) return NONE;
+    const idleUs = nowUs - this.lastActiveUs;
+    const idleReturnUs = this.options.idleReturnMs * 1000;
+    if (this.slot.hasLease && idleUs >= idleReturnUs) return this.sendReturn(nowUs);
+    const wantTokens = this.tokensWanted();
+    if (wantTokens > 0 && this.needsTokens()) return this.sendAcquire(wantTokens, nowUs);
+    if (this.slot.hasLease && nowUs >= this.slot.expiresAtUs - this.renewLeadUs()) {
+      // Renew a lease in use; give back one that has gone quiet rather than let it lapse.
+      return idleUs < idleReturnUs / 2 ? this.sendAcquire(wantTokens, nowUs) : this.sendReturn(nowUs);
+    }
+    return NONE;
+  }
+
+  /** onReply — applies the reply to request `seq`; replies to any other sequence are stale and ignored. */
+  onReply(seq: number, reply: Reply, nowUs: number): readonly SendAction[] {
+    const flight = this.inFlight;
+    if (flight === null || flight.seq !== seq) return NONE;
+    this.inFlight = null;
+    this.slot.lowSignalled = false;
+    if (reply.kind === 'grant' && flight.message.op === 'acquire') this.applyGrant(reply, flight, nowUs);
+    else if (reply.kind === 'receipt' && flight.message.op === 'return') this.stats.tokensReturned += reply.tokensReturned;
+    else if (reply.kind === 'error') this.backOff(nowUs, reply.code, reply.message, reply.retryAfterMs * 1000);
+    else this.backOff(nowUs, 'bad-reply', `unexpected ${reply.kind} reply to ${flight.message.op}`, 0);
+    return this.tick(nowUs);
+  }
+
+  /** onFailure — request `seq` got no reply (timeout, no coordinator, bus down): retry it later. */
+  onFailure(seq: number, code: string, message: string, nowUs: number): readonly SendAction[] {
+    const flight = this.inFlight;
+    if (flight === null || flight.seq !== seq) return NONE;
+    const delayUs = this.backoffUs();
+    this.recordError(code, message);
+    const staleAfterUs = (this.ttlUs * (1 - this.options.driftMargin)) / 2;
+    const abandon = (this.closing && flight.message.op === 'acquire') || nowUs - flight.firstSentAtUs >= staleAfterUs;
+    if (abandon) {
+      // A grant to this sequence would expire soon after it arrived, a
+      // return this late finds the lease expired anyway, and a closing
+      // keeper wants no more tokens: start afresh or stop.
+      this.inFlight = null;
+      this.slot.lowSignalled = false;
+      this.notBeforeUs = nowUs + delayUs;
+    } else {
+      flight.retryAtUs = nowUs + delayUs;
+    }
+    return this.tick(nowUs);
+  }
+
+  /** close — stops asking and returns what is left (now, or when the request in flight is answered). */
+  close(nowUs: number): readonly SendAction[] {
+    this.closing = true;
+    return this.tick(nowUs);
+  }
+
+  /** nextDeadlineUs — the next instant `tick` may act without an event. */
+  nextDeadlineUs(): number {
+    const s = this.slot;
+    const flight = this.inFlight;
+    if (flight !== null) return flight.retryAtUs ?? Infinity;
+    let deadline = this.notBeforeUs > this.lastTickUs ? this.notBeforeUs : Infinity;
+    if (s.hasLease) {
+      const actAtUs = Math.min(s.expiresAtUs - this.renewLeadUs(), this.lastActiveUs + this.options.idleReturnMs * 1000);
+      deadline = Math.min(deadline, Math.max(this.notBeforeUs, actAtUs), s.expiresAtUs);
+    }
+    return deadline;
+  }
+
+  private observeDemand(nowUs: number): void {
+    const count = this.slot.admittedTokens + this.slot.deniedTokens;
+    this.demand.sample(count, nowUs);
+    if (count !== this.lastDemandCount || this.waitingTokens > 0) this.lastActiveUs = nowUs;
+    this.lastDemandCount = count;
+  }
+
+  private needsTokens(): boolean {
+    const s = this.slot;
+    if (!this.everAsked) return true;
+    if (!s.hasLease) return s.wantedCostTokens > 0 || this.waitingTokens > 0 || this.demand.perSecond > 0.5;
+    return s.balanceTokens < s.lowWatermarkTokens || s.wantedCostTokens > s.balanceTokens || this.waitingTokens > s.balanceTokens;
+  }
+
+  private renewLeadUs(): number {
+    return 4 * this.rttUs + 20_000;
+  }
+
+  private tokensWanted(): number {
+    const s = this.slot;
+    const target = Math.max(
+      this.demand.tokensOver(this.options.refreshMs * 1000),
+      this.options.initialTokens,
+      s.wantedCostTokens,
+      this.waitingTokens,
+      s.lowWatermarkTokens + 1,
+    );
+    const capped = Math.min(target, s.costMaxTokens);
+    return Math.max(0, capped - (s.hasLease ? s.balanceTokens : 0));
+  }
+
+  private sendAcquire(tokensWanted: number, nowUs: number): readonly SendAction[] {
+    const s = this.slot;
+    const message: LeaseRequest = {
+      v: 1,
+      op: 'acquire',
+      agentId: this.agentId,
+      pool: this.pool,
+      seq: this.nextSeq(),
+      leaseId: this.leaseId,
+      tokensLeft: s.hasLease ? s.balanceTokens : 0,
+      tokensWanted,
+      demandPerSecond: Math.min(1e12, Math.round(this.demand.perSecond * 1000) / 1000),
+      holdMs: this.options.holdMs,
+    };
+    this.everAsked = true;
+    this.stats.requests += 1;
+    return this.launch(message, nowUs);
+  }
+
+  private sendReturn(nowUs: number): readonly SendAction[] {
+    const s = this.slot;
+    const leaseId = this.leaseId;
+    const tokensLeft = s.balanceTokens;
+    s.balanceTokens = 0;
+    s.hasLease = false;
+    s.expiresAtUs = 0;
+    this.leaseId = null;
+    if (leaseId === null || tokensLeft === 0) return NONE;
+    const message: LeaseReturn = { v: 1, op: 'return', agentId: this.agentId, pool: this.pool, seq: this.nextSeq(), leaseId, tokensLeft };
+    return this.launch(message, nowUs);
+  }
+
+  private launch(message: LeaseRequest | LeaseReturn, nowUs: number): readonly SendAction[] {
+    this.inFlight = { seq: message.seq, message, firstSentAtUs: nowUs, attempts: 0, retryAtUs: null };
+    return this.resend(this.inFlight);
+  }
+
+  private resend(flight: InFlight): readonly SendAction[] {
+    flight.attempts += 1;
+    flight.retryAtUs = null;
+    this.stats.attempts += 1;
+    const timeoutMs = this.options.holdMs + this.options.replyTimeoutMs;
+    return [{ type: 'send', seq: flight.seq, message: flight.message, timeoutMs }];
+  }
+
+  private applyGrant(reply: LeaseGrant, flight: InFlight, nowUs: number): void {
+    const s = this.slot;
+    const sameLease = reply.leaseId === this.leaseId && s.hasLease;
+    if (!sameLease) this.stats.leasesStarted += 1;
+    s.balanceTokens = (sameLease ? s.balanceTokens : 0) + reply.tokensGranted;
+    this.leaseId = reply.leaseId;
+    this.ttlUs = reply.ttlMs * 1000;
+    s.expiresAtUs = flight.firstSentAtUs + Math.floor(this.ttlUs * (1 - this.options.driftMargin));
+    s.hasLease = true;
+    s.costMaxTokens = Math.min(reply.capacityTokens, reply.maxLeaseTokens);
+    if (s.wantedCostTokens <= s.balanceTokens || s.wantedCostTokens > s.costMaxTokens) s.wantedCostTokens = 0;
+    this.stats.tokensGranted += reply.tokensGranted;
+    this.consecutiveFailures = 0;
+    if (flight.attempts === 1) this.addRttSample(nowUs - flight.firstSentAtUs);
+    if (!sameLease) this.lastActiveUs = Math.max(this.lastActiveUs, nowUs);
+    s.lowWatermarkTokens = Math.min(s.costMaxTokens, this.demand.tokensOver(2 * this.rttUs + 10_000));
+    if (reply.retryAfterMs > 0 && s.balanceTokens < s.lowWatermarkTokens) {
+      // The pool is short: ask again when the coordinator expects tokens, not before.
+      this.notBeforeUs = Math.min(nowUs + reply.retryAfterMs * 1000, s.expiresAtUs - this.renewLeadUs());
+    }
+  }
+
+  private backOff(nowUs: number, code: string, message: string, atLeastUs: number): void {
+    this.notBeforeUs = nowUs + Math.max(this.backoffUs(), atLeastUs);
+    this.recordError(code, message);
+  }
+
+  private backoffUs(): number {
+    this.consecutiveFailures += 1;
+    const { backoffMsMin, backoffMsMax } = this.options;
+    const ceilingMs = Math.min(backoffMsMax, backoffMsMin * 2 ** Math.min(20, this.consecutiveFailures - 1));
+    return Math.round(ceilingMs * 1000 * (0.5 + this.random() / 2));
+  }
+
+  private recordError(code: string, message: string): void {
+    this.stats.failures += 1;
+    this.stats.lastErrorCode = code;
+    this.stats.lastErrorMessage = message;
+  }
+
+  private addRttSample(rttUs: number): void {
+    this.rttSamplesUs.push(Math.max(1, rttUs));
+    if (this.rttSamplesUs.length > RTT_WINDOW) this.rttSamplesUs.shift();
+  }
+}

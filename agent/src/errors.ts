@@ -1,0 +1,17 @@
+/**
+ * AgentError — the one error class of `@tokenlease/agent`.
+ * Callers match on `code`; `pool` names the pool concerned.
+ */
+export type AgentErrorCode = 'invalid-argument' | 'closed' | 'never-fits' | 'unknown-pool' | 'unreachable';
+
+export class AgentError extends Error {
+  override readonly name = 'AgentError';
+  readonly code: AgentErrorCode;
+  readonly pool: string | undefined;
+
+  constructor(code: AgentErrorCode, message: string, details: { pool?: string; cause?: unknown } = {}) {
+    super(message, details.cause === undefined ? undefined : { cause: details.cause });
+    this.code = code;
+    this.pool = details.pool;
+  }
+}
