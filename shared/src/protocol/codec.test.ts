@@ -1,0 +1,246 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { decodeReply, decodeRequest, encodeMessage, type Decoded } from './codec.js';
+import { HOLD_MS_MAX, MESSAGE_BYTES_MAX } from './limits.js';
+import type {
+  ErrorReply,
+  LeaseGrant,
+  LeaseRequest,
+  LeaseReturn,
+  PoolStatus,
+  Reply,
+  Request,
+  ReturnReceipt,
+  StatusQuery,
+} from './messages.js';
+
+/** Seed of the property tests: `SEED=<n> npx vitest run src/protocol/codec.test.ts` replays a run. */
+function propertySeed(file: string): number {
+  const text = process.env['SEED'];
+  const seed = text === undefined || text === '' ? Math.floor(Math.random() * 0x7fffffff) : Number(text);
+  if (!Number.isSafeInteger(seed)) throw new Error(`SEED must be an integer, got ${JSON.stringify(text)}`);
+  console.log(`${file}: fast-check seed ${seed} (replay: SEED=${seed} npx vitest run src/protocol/${file})`);
+  return seed;
+}
+
+const bytes = (value: unknown): Uint8Array => new TextEncoder().encode(JSON.stringify(value));
+
+const acquire: LeaseRequest = {
+  v: 1,
+  op: 'acquire',
+  agentId: 'agent-7',
+  pool: 'api_calls-EU',
+  seq: 42,
+  leaseId: null,
+  tokensLeft: 0,
+  tokensWanted: 100,
+  demandPerSecond: 12.5,
+  holdMs: 250,
+};
+const renew: LeaseRequest = { ...acquire, seq: 43, leaseId: 'L-1:e3', tokensLeft: 17, tokensWanted: 0, holdMs: HOLD_MS_MAX };
+const giveBack: LeaseReturn = { v: 1, op: 'return', agentId: 'agent-7', pool: 'api', seq: 44, leaseId: 'L-1', tokensLeft: 5 };
+const status: StatusQuery = { v: 1, op: 'status', pool: 'api' };
+const grant: LeaseGrant = {
+  v: 1,
+  kind: 'grant',
+  seq: 42,
+  leaseId: 'L-1',
+  tokensGranted: 50,
+  tokensHeld: 50,
+  ttlMs: 2000,
+  epoch: 3,
+  maxLeaseTokens: 100,
+  capacityTokens: 1000,
+  retryAfterMs: 120,
+};
+const receipt: ReturnReceipt = { v: 1, kind: 'receipt', seq: 44, tokensReturned: 5 };
+const poolStatus: PoolStatus = {
+  v: 1,
+  kind: 'status',
+  pool: 'api',
+  epoch: 3,
+  capacityTokens: 1000,
+  levelTokens: 400,
+  leasedTokens: 150,
+  leases: 2,
+  waiting: 1,
+  quietMs: 0,
+};
+const errorReply: ErrorReply = {
+  v: 1,
+  kind: 'error',
+  seq: 42,
+  code: 'stale-sequence',
+  fault: 'peer',
+  message: 'seq 42 is older than 43 — retry with a fresh one',
+  retryAfterMs: 0,
+};
+
+describe('round trips', () => {
+  it.each<[string, Request]>([
+    ['LeaseRequest without a lease', acquire],
+    ['LeaseRequest renewing a lease', renew],
+    ['LeaseReturn', giveBack],
+    ['StatusQuery', status],
+  ])('%s', (_name, request) => {
+    expect(decodeRequest(encodeMessage(request))).toEqual({ ok: true, value: request });
+  });
+
+  it.each<[string, Reply]>([
+    ['LeaseGrant', grant],
+    ['ReturnReceipt', receipt],
+    ['PoolStatus', poolStatus],
+    ['ErrorReply', errorReply],
+    ['ErrorReply without a seq', { ...errorReply, seq: null, code: 'bad-request', fault: 'coordinator' }],
+  ])('%s', (_name, reply) => {
+    expect(decodeReply(encodeMessage(reply))).toEqual({ ok: true, value: reply });
+  });
+
+  it('drops unknown fields', () => {
+    expect(decodeRequest(bytes({ ...status, future: [1, 2] }))).toEqual({ ok: true, value: status });
+    expect(decodeReply(bytes({ ...receipt, note: 'x' }))).toEqual({ ok: true, value: receipt });
+  });
+
+  it('a message of exactly MESSAGE_BYTES_MAX bytes is read', () => {
+    const base = bytes({ ...acquire, pad: '' }).byteLength;
+    const message = bytes({ ...acquire, pad: 'x'.repeat(MESSAGE_BYTES_MAX - base) });
+    expect(message.byteLength).toBe(MESSAGE_BYTES_MAX);
+    expect(decodeRequest(message)).toEqual({ ok: true, value: acquire });
+  });
+});
+
+/** Expects a refusal with `code` (and `seq` when given); never a throw. */
+function expectRefused<T>(result: Decoded<T>, code: 'bad-request' | 'unsupported-version', seq?: number | null): void {
+  expect(result.ok).toBe(false);
+  if (result.ok) return;
+  expect(result.code).toBe(code);
+  expect(typeof result.message).toBe('string');
+  if (seq !== undefined) expect(result.seq).toBe(seq);
+}
+
+describe('refusals', () => {
+  const overLimit = (() => {
+    const base = bytes({ ...acquire, pad: '' }).byteLength;
+    return bytes({ ...acquire, pad: 'x'.repeat(MESSAGE_BYTES_MAX + 1 - base) });
+  })();
+
+  it.each<[string, Uint8Array]>([
+    ['non-JSON bytes', new TextEncoder().encode('hello {')],
+    ['empty input', new Uint8Array(0)],
+    ['invalid UTF-8', Uint8Array.from([0x7b, 0x22, 0xff, 0xfe, 0x22, 0x7d])],
+    ['a lone UTF-8 continuation byte inside a string', Uint8Array.from([...bytes({ ...status, x: '' }).slice(0, -2), 0x80, 0x22, 0x7d])],
+    ['a JSON array', bytes([acquire])],
+    ['JSON null', bytes(null)],
+    ['a JSON string', bytes('acquire')],
+    ['a JSON number', bytes(1)],
+    [`a message over ${MESSAGE_BYTES_MAX} bytes`, overLimit],
+  ])('%s', (_name, input) => {
+    expect(overLimit.byteLength).toBe(MESSAGE_BYTES_MAX + 1);
+    expectRefused(decodeRequest(input), 'bad-request', null);
+    expectRefused(decodeReply(input), 'bad-request', null);
+  });
+
+  it.each<[string, Record<string, unknown>, number | null]>([
+    ['v: 2 with a readable seq', { ...acquire, v: 2 }, 42],
+    ['v: "1"', { ...acquire, v: '1' }, 42],
+    ['no v', { ...status, v: undefined }, null],
+    ['v: 2 with a fractional seq', { ...acquire, v: 2, seq: 1.5 }, null],
+    ['v: 2 with a negative seq', { ...acquire, v: 2, seq: -1 }, null],
+  ])('unsupported version: %s', (_name, message, seq) => {
+    expectRefused(decodeRequest(bytes(message)), 'unsupported-version', seq);
+    expectRefused(decodeReply(bytes({ ...grant, v: message['v'], seq: message['seq'] })), 'unsupported-version', seq);
+  });
+
+  it.each<[string, Record<string, unknown>, number | null]>([
+    ['missing agentId', { ...acquire, agentId: undefined }, 42],
+    ['missing holdMs', { ...acquire, holdMs: undefined }, 42],
+    ['missing op', { ...acquire, op: undefined }, 42],
+    ['unknown op', { ...acquire, op: 'steal' }, 42],
+    ['negative tokensWanted', { ...acquire, tokensWanted: -1 }, 42],
+    ['negative tokensLeft', { ...giveBack, tokensLeft: -5 }, 44],
+    ['fractional seq', { ...acquire, seq: 1.5 }, null],
+    ['seq as a string', { ...acquire, seq: '42' }, null],
+    ['holdMs over HOLD_MS_MAX', { ...acquire, holdMs: HOLD_MS_MAX + 1 }, 42],
+    ['demandPerSecond negative', { ...acquire, demandPerSecond: -0.5 }, 42],
+    ['return without a leaseId', { ...giveBack, leaseId: null }, 44],
+    ['agentId with a space', { ...acquire, agentId: 'agent 7' }, 42],
+    ['agentId of 129 chars', { ...acquire, agentId: 'a'.repeat(129) }, 42],
+  ])('request with %s', (_name, message, seq) => {
+    expectRefused(decodeRequest(bytes(message)), 'bad-request', seq);
+  });
+
+  it.each<[string, unknown]>([
+    ['a dot', 'api.calls'],
+    ['a star', 'api*'],
+    ['a greater-than', 'api>'],
+    ['a space', 'api calls'],
+    ['a control char', 'api\u0001'],
+    ['a DEL', 'api\u007f'],
+    ['a non-ASCII char', 'apí'],
+    ['an empty string', ''],
+    ['129 chars', 'p'.repeat(129)],
+    ['a number', 7],
+    ['null', null],
+  ])('pool name with %s', (_name, pool) => {
+    expectRefused(decodeRequest(bytes({ ...acquire, pool })), 'bad-request', 42);
+    expectRefused(decodeRequest(bytes({ ...status, pool })), 'bad-request', null);
+    expectRefused(decodeReply(bytes({ ...poolStatus, pool })), 'bad-request', null);
+  });
+
+  it('a pool name of 128 chars is accepted', () => {
+    const pool = 'p'.repeat(128);
+    expect(decodeRequest(bytes({ ...status, pool }))).toEqual({ ok: true, value: { ...status, pool } });
+  });
+
+  it.each<[string, Record<string, unknown>]>([
+    ['grant with ttlMs 0', { ...grant, ttlMs: 0 }],
+    ['grant with negative tokensGranted', { ...grant, tokensGranted: -1 }],
+    ['receipt with a fractional seq', { ...receipt, seq: 0.5 }],
+    ['error with an unknown code', { ...errorReply, code: 'x' }],
+    ['error with an unknown fault', { ...errorReply, fault: 'agent' }],
+    ['error with a 513-char message', { ...errorReply, message: 'm'.repeat(513) }],
+    ['unknown kind', { ...receipt, kind: 'refund' }],
+  ])('reply: %s', (_name, message) => {
+    expectRefused(decodeReply(bytes(message)), 'bad-request');
+  });
+
+  it('a request is not a reply and a reply is not a request', () => {
+    expectRefused(decodeReply(encodeMessage(acquire)), 'bad-request', 42);
+    expectRefused(decodeRequest(encodeMessage(grant)), 'bad-request', 42);
+  });
+
+  it('refusal-shaped fields inside a message are never echoed', () => {
+    const decoy = { ok: false, code: 'x', seq: 1, message: 'decoy' };
+    expect(decodeRequest(bytes({ ...acquire, ...decoy }))).toEqual({ ok: true, value: { ...acquire, seq: 1 } });
+    expect(decodeReply(bytes({ ...receipt, ...decoy }))).toEqual({ ok: true, value: { ...receipt, seq: 1 } });
+    const refused = decodeRequest(bytes({ v: 1, ...decoy }));
+    expectRefused(refused, 'bad-request', 1);
+    expect(refused).not.toMatchObject({ message: 'decoy' });
+    // A reply whose own code is 'x' is refused for that code, not passed through.
+    expectRefused(decodeReply(bytes({ ...errorReply, ...decoy })), 'bad-request', 1);
+  });
+});
+
+describe('never throws on input (property)', () => {
+  const seed = propertySeed('codec.test.ts');
+  const run = (input: Uint8Array): void => {
+    for (const result of [decodeRequest(input), decodeReply(input)] as const) {
+      if (!result.ok) expect(['bad-request', 'unsupported-version']).toContain(result.code);
+    }
+  };
+
+  it('arbitrary bytes', () => {
+    fc.assert(fc.property(fc.uint8Array({ maxLength: 5000 }), run), { seed, numRuns: 500 });
+  });
+
+  it('arbitrary JSON values', () => {
+    fc.assert(fc.property(fc.jsonValue(), (value) => run(bytes(value))), { seed, numRuns: 500 });
+  });
+
+  it('objects of protocol field names with arbitrary values', () => {
+    const keys = [...new Set([acquire, giveBack, grant, poolStatus, errorReply].flatMap((m) => Object.keys(m)))];
+    const fieldValue = fc.oneof(fc.jsonValue(), fc.constantFrom(1, 0, -1, 1.5, 'acquire', 'grant', 'error', 'api', null));
+    const message = fc.dictionary(fc.constantFrom(...keys), fieldValue).map((m) => ({ ...m, v: 1 }));
+    fc.assert(fc.property(message, (value) => run(bytes(value))), { seed, numRuns: 1000 });
+  });
+});
