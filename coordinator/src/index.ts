@@ -5,4 +5,4 @@ export { parseCoordinatorConfig, type CoordinatorConfig, type PoolConfig, DEFAUL
 export { CoordinatorError, type CoordinatorErrorCode } from './errors.js';
 export { loadConfigFile } from './adapters/config-file.js';
 export { startCoordinatorService, type CoordinatorService, type ServiceOptions } from './adapters/service.js';
-export { hostMonoNowUs } from './adapters/clock.js';
+

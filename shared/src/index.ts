@@ -7,3 +7,4 @@ export * from './protocol/messages.js';
 export * from './protocol/limits.js';
 export * from './protocol/codec.js';
 export * from './adapters/nats-bus.js';
+export * from './adapters/host-clock.js';

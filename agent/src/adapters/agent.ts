@@ -40,6 +40,12 @@ export interface AgentOptions {
   readonly subjectPrefix?: string;
   readonly keeper?: Partial<KeeperOptions>;
   readonly onEvent?: (event: AgentEvent) => void;
+  /**
+   * Monotonic clock in µs for expiry and the fast path; default
+   * `performance.now()·1000`. Any monotonic clock works: only durations
+   * are exchanged with the coordinator.
+   */
+  readonly clock?: () => number;
 }
 
 interface Entry {
@@ -52,7 +58,8 @@ interface Entry {
   readonly wake: () => void;
 }
 
-function nowUs(): number {
+/** The default agent clock: this process's monotonic clock, µs. */
+function performanceNowUs(): number {
   return performance.now() * 1000;
 }
 
@@ -62,6 +69,7 @@ export class Agent implements LimiterHost {
   private isClosed = false;
   private readonly keeperOpts: KeeperOptions;
   private readonly prefix: string;
+  readonly clock: () => number;
 
   private constructor(
     private readonly bus: Bus,
@@ -70,6 +78,7 @@ export class Agent implements LimiterHost {
     options: AgentOptions,
   ) {
     this.keeperOpts = keeperOptions(options.keeper);
+    this.clock = options.clock ?? performanceNowUs;
     this.prefix = options.subjectPrefix ?? DEFAULT_SUBJECT_PREFIX;
     assertSubjectPrefix(this.prefix);
     const onEvent = options.onEvent;
@@ -97,10 +106,6 @@ export class Agent implements LimiterHost {
     return this.isClosed;
   }
 
-  nowUs(): number {
-    return nowUs();
-  }
-
   /** limiter — the handle for `pool`, created (and its first lease requested) on first use. */
   limiter(pool: string): Limiter {
     const existing = this.entries.get(pool);
@@ -122,12 +127,12 @@ export class Agent implements LimiterHost {
       wakePending: false,
       wake: () => {
         entry.wakePending = false;
-        this.run(entry, entry.keeper.tick(nowUs()));
+        this.run(entry, entry.keeper.tick(this.clock()));
       },
     };
     keeper.slot.onLow = () => this.wake(keeper);
     this.entries.set(pool, entry);
-    this.run(entry, keeper.tick(nowUs()));
+    this.run(entry, keeper.tick(this.clock()));
     return entry.limiter;
   }
 
@@ -148,7 +153,7 @@ export class Agent implements LimiterHost {
     this.isClosed = true;
     for (const entry of this.entries.values()) {
       entry.limiter.cancelWaiters();
-      this.run(entry, entry.keeper.close(nowUs()));
+      this.run(entry, entry.keeper.close(this.clock()));
     }
     const deadline = Date.now() + (options.timeoutMs ?? 2000);
     while ([...this.entries.values()].some((e) => !e.keeper.settled) && Date.now() < deadline) {
@@ -172,18 +177,18 @@ export class Agent implements LimiterHost {
         const decoded = decodeReply(bytes);
         if (!decoded.ok) {
           this.emit({ type: 'request-failed', pool, code: decoded.code, message: decoded.message });
-          this.run(entry, entry.keeper.onFailure(action.seq, decoded.code, decoded.message, nowUs()));
+          this.run(entry, entry.keeper.onFailure(action.seq, decoded.code, decoded.message, this.clock()));
           return;
         }
         const reply = decoded.value;
         if (reply.kind === 'error') this.emit({ type: 'error-reply', pool, code: reply.code, message: reply.message });
-        this.run(entry, entry.keeper.onReply(action.seq, reply, nowUs()));
+        this.run(entry, entry.keeper.onReply(action.seq, reply, this.clock()));
       },
       (error: unknown) => {
         const code = error instanceof TokenleaseError ? error.code : 'bus-failure';
         const message = error instanceof Error ? error.message : String(error);
         this.emit({ type: 'request-failed', pool, code, message });
-        this.run(entry, entry.keeper.onFailure(action.seq, code, message, nowUs()));
+        this.run(entry, entry.keeper.onFailure(action.seq, code, message, this.clock()));
       },
     );
   }
@@ -192,7 +197,7 @@ export class Agent implements LimiterHost {
     if (entry.timer !== null) clearTimeout(entry.timer);
     entry.timer = null;
     if (this.isClosed && entry.keeper.settled) return;
-    const now = nowUs();
+    const now = this.clock();
     const delayMs = Math.min(TICK_MS_MAX, Math.max(1, Math.ceil((entry.keeper.nextDeadlineUs() - now) / 1000)));
     entry.timer = setTimeout(entry.wake, delayMs);
     entry.timer.unref();

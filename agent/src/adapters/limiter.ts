@@ -19,7 +19,8 @@ interface Waiter {
 /** LimiterHost — what a limiter needs from its agent. */
 export interface LimiterHost {
   readonly closed: boolean;
-  nowUs(): number;
+  /** The agent's monotonic clock, µs. */
+  readonly clock: () => number;
   wake(keeper: LeaseKeeper): void;
 }
 
@@ -43,10 +44,14 @@ export interface LimiterStats {
 export class Limiter {
   private readonly waiters: Waiter[] = [];
 
+  private readonly now: () => number;
+
   constructor(
     private readonly keeper: LeaseKeeper,
     private readonly host: LimiterHost,
-  ) {}
+  ) {
+    this.now = host.clock;
+  }
 
   get pool(): string {
     return this.keeper.pool;
@@ -58,7 +63,15 @@ export class Limiter {
    * for a bad cost. After a denial read `lastDenial` and `retryAfterMs`.
    */
   tryTake(cost = 1): boolean {
-    return this.keeper.slot.takeAt(cost, performance.now() * 1000);
+    return this.keeper.slot.takeAt(cost, this.now());
+  }
+
+  /**
+   * tryTakeAt — `tryTake` at a clock reading the caller already made with
+   * the agent's clock (µs), e.g. to log admissions at their exact instant.
+   */
+  tryTakeAt(cost: number, nowUs: number): boolean {
+    return this.keeper.slot.takeAt(cost, nowUs);
   }
 
   /** lastDenial — why the last denial happened: no-lease, exhausted, never-fits or expired. */
@@ -72,7 +85,7 @@ export class Limiter {
    */
   get retryAfterMs(): number | null {
     if (this.keeper.slot.lastDenial === 'never-fits') return null;
-    const nowUs = this.host.nowUs();
+    const nowUs = this.now();
     const deadlineUs = this.keeper.nextDeadlineUs();
     const untilActionUs = Number.isFinite(deadlineUs) ? Math.max(0, deadlineUs - nowUs) : 0;
     return Math.ceil((untilActionUs + this.keeper.rttUs) / 1000);
@@ -134,7 +147,7 @@ export class Limiter {
     while (this.waiters.length > 0) {
       const head = this.waiters[0] as Waiter;
       if (head.cost > slot.balanceTokens || !slot.hasLease) return;
-      if (!slot.takeAt(head.cost, this.host.nowUs())) return;
+      if (!slot.takeAt(head.cost, this.now())) return;
       this.settle(head, true);
     }
   }

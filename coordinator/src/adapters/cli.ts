@@ -61,8 +61,8 @@ async function main(): Promise<void> {
     throw error;
   }
   bus.onEvent((event) => logger.warn({ event }, 'nats connection event'));
-  const service = startCoordinatorService({ config, bus, logger });
-
+  // Handlers go in before the service announces itself, so a signal sent
+  // as soon as "coordinator serving" appears is always handled.
   let stopping = false;
   const shutdown = (signal: string): void => {
     if (stopping) return;
@@ -81,6 +81,7 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
+  const service = startCoordinatorService({ config, bus, logger });
 }
 
 main().catch((error: unknown) => {

@@ -11,13 +11,14 @@ import {
   formatRate,
   serviceSubject,
   type Bus,
+  hostMonoNowUs,
   type ReplyPort,
 } from '@tokenlease/shared';
 import type { Logger } from 'pino';
 import { CoordinatorCore } from '../core/coordinator-core.js';
 import type { CoordinatorConfig } from '../core/config.js';
 import type { Delivery } from '../core/pool.js';
-import { hostMonoNowUs } from './clock.js';
+
 
 /** Longest sleep between ticks, ms, so refill and expiry are never far behind. */
 const TICK_MS_MAX = 250;

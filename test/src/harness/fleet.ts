@@ -1,0 +1,89 @@
+/**
+ * Fleet helpers: a coordinator process from a pool configuration, child
+ * agent processes, status queries and admission logs.
+ */
+import { mkdtempSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  connectBus,
+  decodeReply,
+  encodeMessage,
+  subjectFor,
+  DEFAULT_SUBJECT_PREFIX,
+  type Bus,
+  type PoolStatus,
+  type Decoded,
+  type Reply,
+} from '@tokenlease/shared';
+import type { AgentProcessConfig } from './agent-process.js';
+import type { Admission } from './envelope.js';
+import { agentProcessScript, coordinatorCliScript } from './paths.js';
+import { spawnNode, type Child } from './processes.js';
+
+/** scratchDir — a fresh temporary folder for configs and logs. */
+export function scratchDir(): string {
+  return mkdtempSync(join(tmpdir(), 'tokenlease-'));
+}
+
+/** writeConfig — writes a coordinator configuration document as JSON; returns its path. */
+export function writeConfig(dir: string, doc: object): string {
+  const path = join(dir, 'pools.json');
+  writeFileSync(path, JSON.stringify(doc, null, 2));
+  return path;
+}
+
+/** startCoordinator — the CLI in a child process; resolves once it serves. */
+export async function startCoordinator(natsUrl: string, configPath: string, logLevel = 'info'): Promise<Child> {
+  const child = spawnNode('coordinator', coordinatorCliScript(), ['--config', configPath, '--nats', natsUrl, '--log-level', logLevel]);
+  await child.waitForLine((line) => line.includes('coordinator serving'), 15_000);
+  void child.exited.then(({ code, signal }) => {
+    const stopped = child.lines.some((line) => line.includes('"coordinator stopped"'));
+    if (!stopped) console.error(`coordinator ${child.pid} exited unexpectedly (code ${code}, signal ${signal}): ${child.stderr().slice(-4000)}`);
+  });
+  return child;
+}
+
+/** startAgentProcess — an agent in a child process; resolves once it is connected. */
+export async function startAgentProcess(config: AgentProcessConfig): Promise<Child> {
+  const child = spawnNode(`agent:${config.name}`, agentProcessScript(), [JSON.stringify(config)]);
+  await child.waitForLine((line) => line.includes('"type":"ready"'), 15_000);
+  return child;
+}
+
+/** readAdmissionLog — admissions written by an agent process ("<µs> <cost>" lines). */
+export function readAdmissionLog(path: string): Admission[] {
+  if (!existsSync(path)) return [];
+  const admissions: Admission[] = [];
+  for (const line of readFileSync(path, 'utf8').split('\n')) {
+    if (line === '') continue;
+    const [t, cost] = line.split(' ');
+    admissions.push({ tUs: Number(t), cost: Number(cost) });
+  }
+  return admissions;
+}
+
+/** StatusProbe — asks the coordinator for a pool's status over NATS. */
+export class StatusProbe {
+  private constructor(private readonly bus: Bus) {}
+
+  static async connect(natsUrl: string): Promise<StatusProbe> {
+    return new StatusProbe(await connectBus(natsUrl, { name: 'tokenlease-test-probe' }));
+  }
+
+  async status(pool: string, prefix: string = DEFAULT_SUBJECT_PREFIX): Promise<PoolStatus> {
+    const bytes = await this.bus.request(subjectFor(prefix, 'status', pool), encodeMessage({ v: 1, op: 'status', pool }), 2000);
+    const decoded = decodeReply(bytes);
+    if (!decoded.ok || decoded.value.kind !== 'status') throw new Error(`unexpected status reply: ${new TextDecoder().decode(bytes)}`);
+    return decoded.value;
+  }
+
+  /** raw — sends arbitrary bytes on a subject and decodes the reply. */
+  async raw(subject: string, payload: Uint8Array): Promise<Decoded<Reply>> {
+    return decodeReply(await this.bus.request(subject, payload, 2000));
+  }
+
+  close(): Promise<void> {
+    return this.bus.close();
+  }
+}

@@ -1,0 +1,29 @@
+/**
+ * Paths of the runnable entry points. Tests run from src/ under vitest, but
+ * child processes run the compiled files in dist/ (built by `npm test`).
+ */
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = dirname(fileURLToPath(import.meta.url));
+/** The test package's root folder (the parent of src/ and dist/). */
+export const TEST_PACKAGE_ROOT = resolve(here, '..', '..');
+
+function built(path: string): string {
+  if (!existsSync(path)) throw new Error(`${path} is missing: run \`npm run build\` first (npm test builds before testing)`);
+  return path;
+}
+
+/** agentProcessScript — the child agent entry point. */
+export function agentProcessScript(): string {
+  return built(join(TEST_PACKAGE_ROOT, 'dist', 'harness', 'agent-process.js'));
+}
+
+/** coordinatorCliScript — the `tokenlease-coordinator` entry point. */
+export function coordinatorCliScript(): string {
+  const require = createRequire(import.meta.url);
+  const entry = require.resolve('@tokenlease/coordinator');
+  return built(join(dirname(entry), 'adapters', 'cli.js'));
+}

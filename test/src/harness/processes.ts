@@ -1,0 +1,99 @@
+/**
+ * Child processes started by tests and the demo. Every process started here
+ * is registered and stopped by `stopAll` (and killed at exit), so a failing
+ * test leaves nothing behind. Nothing here signals a process it did not start.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
+
+export interface Child {
+  readonly name: string;
+  readonly proc: ChildProcess;
+  readonly pid: number;
+  /** Resolves when the process has exited, with its code or signal. */
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** Lines written to stdout so far. */
+  readonly lines: string[];
+  /** waitForLine — resolves with the first stdout line (past or future) matching `test`. */
+  waitForLine(test: (line: string) => boolean, timeoutMs: number): Promise<string>;
+  onLine(listener: (line: string) => void): void;
+  stderr(): string;
+}
+
+const running = new Set<Child>();
+
+process.once('exit', () => {
+  for (const child of running) child.proc.kill('SIGKILL');
+});
+
+/** spawnNode — runs a Node.js script as a registered child. */
+export function spawnNode(name: string, script: string, args: readonly string[], env: NodeJS.ProcessEnv = {}): Child {
+  return spawnProcess(name, process.execPath, [script, ...args], env);
+}
+
+/** spawnProcess — runs `command` as a registered child with piped stdout/stderr. */
+export function spawnProcess(name: string, command: string, args: readonly string[], env: NodeJS.ProcessEnv = {}): Child {
+  const proc = spawn(command, args, {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  if (proc.pid === undefined) throw new Error(`could not start ${name} (${command})`);
+  const lines: string[] = [];
+  const listeners: Array<(line: string) => void> = [];
+  let stderrText = '';
+  proc.stderr?.on('data', (chunk: Buffer) => {
+    stderrText = (stderrText + chunk.toString()).slice(-20_000);
+  });
+  createInterface({ input: proc.stdout! }).on('line', (line) => {
+    lines.push(line);
+    if (lines.length > 50_000) lines.splice(0, 10_000);
+    for (const listener of listeners) listener(line);
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    proc.once('exit', (code, signal) => {
+      running.delete(child);
+      resolve({ code, signal });
+    });
+  });
+  const child: Child = {
+    name,
+    proc,
+    pid: proc.pid,
+    exited,
+    lines,
+    onLine: (listener) => listeners.push(listener),
+    stderr: () => stderrText,
+    waitForLine: (test, timeoutMs) =>
+      new Promise((resolve, reject) => {
+        const found = lines.find(test);
+        if (found !== undefined) return resolve(found);
+        const timer = setTimeout(() => reject(new Error(`${name}: no matching line within ${timeoutMs} ms; stderr: ${stderrText.slice(-2000)}`)), timeoutMs);
+        listeners.push((line) => {
+          if (test(line)) {
+            clearTimeout(timer);
+            resolve(line);
+          }
+        });
+        void exited.then(({ code, signal }) => {
+          clearTimeout(timer);
+          reject(new Error(`${name} exited (code ${code}, signal ${signal}) before the expected line; stderr: ${stderrText.slice(-2000)}`));
+        });
+      }),
+  };
+  running.add(child);
+  return child;
+}
+
+/** stop — SIGTERM, then SIGKILL after `graceMs`; resolves once the process is gone. */
+export async function stop(child: Child, graceMs = 3000): Promise<void> {
+  if (child.proc.exitCode !== null || child.proc.signalCode !== null) return;
+  child.proc.kill('SIGTERM');
+  const timer = setTimeout(() => child.proc.kill('SIGKILL'), graceMs);
+  await child.exited;
+  clearTimeout(timer);
+}
+
+/** stopAll — stops every child still running. */
+export async function stopAll(): Promise<void> {
+  await Promise.all([...running].map((child) => stop(child)));
+}

@@ -1,0 +1,71 @@
+/**
+ * Malformed, oversized, out-of-range and misaddressed requests over real
+ * NATS get typed error replies, change nothing, and leave the coordinator
+ * serving.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { encodeMessage, MESSAGE_BYTES_MAX } from '@tokenlease/shared';
+import { scratchDir, startCoordinator, StatusProbe, writeConfig } from '../harness/fleet.js';
+import { provideNats, type NatsHandle } from '../harness/nats.js';
+import { stopAll, type Child } from '../harness/processes.js';
+import { seedFromEnv } from '../harness/random.js';
+
+const text = (s: string): Uint8Array => new TextEncoder().encode(s);
+
+describe('bad input over real NATS', () => {
+  let nats: NatsHandle;
+  let probe: StatusProbe;
+  let coordinator: Child;
+  const prefix = `tlbad${seedFromEnv()}`;
+  beforeAll(async () => {
+    nats = await provideNats();
+    probe = await StatusProbe.connect(nats.url);
+    const configPath = writeConfig(scratchDir(), {
+      subjectPrefix: prefix,
+      quietPeriodMs: 10,
+      pools: { api: { capacity: 50, refill: '1000/s', leaseTtlMs: 10, maxLeaseTokens: 10, maxHoldMs: 0 } },
+    });
+    coordinator = await startCoordinator(nats.url, configPath);
+  });
+  afterAll(async () => {
+    await stopAll();
+    await probe.close();
+    await nats.stop();
+  });
+
+  const acquire = (fields: Record<string, unknown>): Uint8Array =>
+    text(JSON.stringify({ v: 1, op: 'acquire', agentId: 'a', pool: 'api', seq: 1, leaseId: null, tokensLeft: 0, tokensWanted: 5, demandPerSecond: 1, holdMs: 0, ...fields }));
+
+  const cases: Array<[string, string, Uint8Array, string]> = [
+    ['not JSON', 'acquire.api', text('{nope'), 'bad-request'],
+    ['oversized', 'acquire.api', new Uint8Array(MESSAGE_BYTES_MAX + 1).fill(32), 'bad-request'],
+    ['wrong version', 'acquire.api', text(JSON.stringify({ v: 9, op: 'acquire', seq: 3 })), 'unsupported-version'],
+    ['negative tokens', 'acquire.api', acquire({ tokensWanted: -5 }), 'bad-request'],
+    ['fractional seq', 'acquire.api', acquire({ seq: 1.5 }), 'bad-request'],
+    ['pool mismatch', 'acquire.api', acquire({ pool: 'other' }), 'bad-request'],
+    ['op mismatch', 'return.api', acquire({}), 'bad-request'],
+    ['unknown pool', 'acquire.nosuch', acquire({ pool: 'nosuch' }), 'unknown-pool'],
+  ];
+
+  it.each(cases)('%s → %s… refused with a typed error and no change', async (_name, subject, payload, code) => {
+    const before = await probe.status('api', prefix);
+    const reply = await probe.raw(`${prefix}.v1.${subject}`, payload);
+    expect(reply.ok).toBe(true);
+    if (!reply.ok) return;
+    expect(reply.value.kind).toBe('error');
+    if (reply.value.kind !== 'error') return;
+    expect(reply.value.code).toBe(code);
+    expect(reply.value.fault).toBe('peer');
+    const after = await probe.status('api', prefix);
+    expect(after.leases).toBe(before.leases);
+    expect(after.leasedTokens).toBe(before.leasedTokens);
+  });
+
+  it('keeps serving valid requests afterwards, and logged each refusal', async () => {
+    const reply = await probe.raw(`${prefix}.v1.acquire.api`, encodeMessage({ v: 1, op: 'acquire', agentId: 'good', pool: 'api', seq: 1, leaseId: null, tokensLeft: 0, tokensWanted: 5, demandPerSecond: 1, holdMs: 0 }));
+    expect(reply.ok && reply.value.kind).toBe('grant');
+    expect(coordinator.proc.exitCode).toBeNull();
+    const refusals = coordinator.lines.filter((line) => line.includes('request refused'));
+    expect(refusals.length).toBeGreaterThanOrEqual(cases.length);
+  });
+});
