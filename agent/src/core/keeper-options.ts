@@ -14,7 +14,7 @@ export interface KeeperOptions {
   readonly refreshMs: number;
   /** Return the lease after this long without an admission. */
   readonly idleReturnMs: number;
-  /** Tokens asked for before any demand has been observed. */
+  /** Tokens to hold at least while the lease is in use, and to ask for before any demand is seen. */
   readonly initialTokens: number;
   readonly backoffMsMin: number;
   readonly backoffMsMax: number;
@@ -24,7 +24,7 @@ export interface KeeperOptions {
 
 export const DEFAULT_KEEPER_OPTIONS: KeeperOptions = {
   holdMs: 200,
-  replyTimeoutMs: 1000,
+  replyTimeoutMs: 500,
   driftMargin: 0.05,
   refreshMs: 1000,
   idleReturnMs: 3000,

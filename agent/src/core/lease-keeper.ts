@@ -9,7 +9,7 @@
  * - The agent-side expiry is `first send of that sequence + TTL·(1 − drift
  *   margin)`: the coordinator's expiry starts when it granted, which is
  *   later, so the agent always stops spending first. A retry that would
- *   only win an already stale grant (older than half a lease) is abandoned
+ *   only win a stale grant (three quarters of a lease old) is abandoned
  *   for a fresh request.
  * - Every acquire reports the unspent balance at send time. A grant under a
  *   new lease id replaces the balance (the old lease is gone on the
@@ -125,7 +125,7 @@ export class LeaseKeeper {
     const idleReturnUs = this.options.idleReturnMs * 1000;
     if (this.slot.hasLease && idleUs >= idleReturnUs) return this.sendReturn(nowUs);
     const wantTokens = this.tokensWanted();
-    if (wantTokens > 0 && this.needsTokens()) return this.sendAcquire(wantTokens, nowUs);
+    if (wantTokens > 0 && this.needsTokens(nowUs)) return this.sendAcquire(wantTokens, nowUs);
     if (this.slot.hasLease && nowUs >= this.slot.expiresAtUs - this.renewLeadUs()) {
       // Renew a lease in use; give back one that has gone quiet rather than let it lapse.
       return idleUs < idleReturnUs / 2 ? this.sendAcquire(wantTokens, nowUs) : this.sendReturn(nowUs);
@@ -152,7 +152,7 @@ export class LeaseKeeper {
     if (flight === null || flight.seq !== seq) return NONE;
     const delayUs = this.backoffUs();
     this.recordError(code, message);
-    const staleAfterUs = (this.ttlUs * (1 - this.options.driftMargin)) / 2;
+    const staleAfterUs = (this.ttlUs * (1 - this.options.driftMargin) * 3) / 4;
     const abandon = (this.closing && flight.message.op === 'acquire') || nowUs - flight.firstSentAtUs >= staleAfterUs;
     if (abandon) {
       // A grant to this sequence would expire soon after it arrived, a
@@ -193,11 +193,16 @@ export class LeaseKeeper {
     this.lastDemandCount = count;
   }
 
-  private needsTokens(): boolean {
+  private needsTokens(nowUs: number): boolean {
     const s = this.slot;
     if (!this.everAsked) return true;
-    if (!s.hasLease) return s.wantedCostTokens > 0 || this.waitingTokens > 0 || this.demand.perSecond > 0.5;
-    return s.balanceTokens < s.lowWatermarkTokens || s.wantedCostTokens > s.balanceTokens || this.waitingTokens > s.balanceTokens;
+    if (!s.hasLease) {
+      // Remembered demand alone does not bring back a lease returned for idleness.
+      const recentlyActive = nowUs - this.lastActiveUs < (this.options.idleReturnMs * 1000) / 2;
+      return s.wantedCostTokens > 0 || this.waitingTokens > 0 || (recentlyActive && this.demand.perSecond > 0.5);
+    }
+    const floorTokens = Math.max(s.lowWatermarkTokens, Math.min(this.options.initialTokens, s.costMaxTokens));
+    return s.balanceTokens < floorTokens || s.wantedCostTokens > s.balanceTokens || this.waitingTokens > s.balanceTokens;
   }
 
   private renewLeadUs(): number {
@@ -278,7 +283,7 @@ export class LeaseKeeper {
     if (flight.attempts === 1) this.addRttSample(nowUs - flight.firstSentAtUs);
     if (!sameLease) this.lastActiveUs = Math.max(this.lastActiveUs, nowUs);
     s.lowWatermarkTokens = Math.min(s.costMaxTokens, this.demand.tokensOver(2 * this.rttUs + 10_000));
-    if (reply.retryAfterMs > 0 && s.balanceTokens < s.lowWatermarkTokens) {
+    if (reply.retryAfterMs > 0) {
       // The pool is short: ask again when the coordinator expects tokens, not before.
       this.notBeforeUs = Math.min(nowUs + reply.retryAfterMs * 1000, s.expiresAtUs - this.renewLeadUs());
     }

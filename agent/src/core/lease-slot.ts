@@ -19,37 +19,61 @@ export type DenialReason = 'no-lease' | 'exhausted' | 'never-fits' | 'expired';
 
 function ignore(): void {}
 
+// Numbers the fast path writes live in one Float64Array: a typed-array store
+// never allocates, whereas a double (or a counter past the small-integer
+// range) written to an object field may box a new heap number per call.
+const BALANCE = 0;
+const EXPIRES_AT = 1;
+const ADMITTED_TOKENS = 2;
+const ADMITTED_COUNT = 3;
+const DENIED_TOKENS = 4;
+const DENIED_COUNT = 5;
+const LAST_ADMIT = 6;
+const WANTED_COST = 7;
+const LOW_WATERMARK = 8;
+const COST_MAX = 9;
+
 export class LeaseSlot {
-  /** Tokens the agent may still spend from its lease. */
-  balanceTokens = 0;
-  /** Agent-side expiry on the agent's monotonic clock, µs; nothing is spent at or after it. */
-  expiresAtUs = 0;
-  /** Largest cost that can ever fit one lease; Infinity until the pool's limits are known. */
-  costMaxTokens = Infinity;
+  private readonly n = new Float64Array(10);
   hasLease = false;
-  lowWatermarkTokens = 0;
   lowSignalled = false;
   onLow: () => void = ignore;
-
-  admittedTokens = 0;
-  admittedCount = 0;
-  deniedTokens = 0;
-  deniedCount = 0;
-  lastAdmitUs = 0;
   lastDenial: DenialReason = 'no-lease';
-  /** Largest cost denied since the keeper last asked; 0 when none. */
-  wantedCostTokens = 0;
 
-  constructor(readonly pool: string) {}
+  constructor(readonly pool: string) {
+    this.n[COST_MAX] = Infinity;
+  }
+
+  /** Tokens the agent may still spend from its lease. */
+  get balanceTokens(): number { return this.n[BALANCE] as number; }
+  set balanceTokens(tokens: number) { this.n[BALANCE] = tokens; }
+  /** Agent-side expiry on the agent's monotonic clock, µs; nothing is spent at or after it. */
+  get expiresAtUs(): number { return this.n[EXPIRES_AT] as number; }
+  set expiresAtUs(us: number) { this.n[EXPIRES_AT] = us; }
+  /** Largest cost that can ever fit one lease; Infinity until the pool's limits are known. */
+  get costMaxTokens(): number { return this.n[COST_MAX] as number; }
+  set costMaxTokens(tokens: number) { this.n[COST_MAX] = tokens; }
+  get lowWatermarkTokens(): number { return this.n[LOW_WATERMARK] as number; }
+  set lowWatermarkTokens(tokens: number) { this.n[LOW_WATERMARK] = tokens; }
+  /** Largest cost denied since the keeper last asked; 0 when none. */
+  get wantedCostTokens(): number { return this.n[WANTED_COST] as number; }
+  set wantedCostTokens(tokens: number) { this.n[WANTED_COST] = tokens; }
+  get admittedTokens(): number { return this.n[ADMITTED_TOKENS] as number; }
+  get admittedCount(): number { return this.n[ADMITTED_COUNT] as number; }
+  get deniedTokens(): number { return this.n[DENIED_TOKENS] as number; }
+  get deniedCount(): number { return this.n[DENIED_COUNT] as number; }
+  get lastAdmitUs(): number { return this.n[LAST_ADMIT] as number; }
 
   /** takeAt — spends `cost` whole tokens at `nowUs` when the live lease holds them; else records a denial. */
   takeAt(cost: number, nowUs: number): boolean {
-    if (cost <= this.balanceTokens && nowUs < this.expiresAtUs && cost >= 1 && Number.isSafeInteger(cost)) {
-      this.balanceTokens -= cost;
-      this.admittedTokens += cost;
-      this.admittedCount += 1;
-      this.lastAdmitUs = nowUs;
-      if (this.balanceTokens < this.lowWatermarkTokens && !this.lowSignalled) this.signalLow();
+    const n = this.n;
+    const balance = n[BALANCE] as number;
+    if (cost <= balance && nowUs < (n[EXPIRES_AT] as number) && cost >= 1 && Number.isSafeInteger(cost)) {
+      n[BALANCE] = balance - cost;
+      n[ADMITTED_TOKENS] = (n[ADMITTED_TOKENS] as number) + cost;
+      n[ADMITTED_COUNT] = (n[ADMITTED_COUNT] as number) + 1;
+      n[LAST_ADMIT] = nowUs;
+      if (balance - cost < (n[LOW_WATERMARK] as number) && !this.lowSignalled) this.signalLow();
       return true;
     }
     return this.deny(cost, nowUs);
@@ -59,14 +83,15 @@ export class LeaseSlot {
     if (!(cost >= 1 && Number.isSafeInteger(cost))) {
       throw new AgentError('invalid-argument', `cost must be a positive integer, got ${cost}`, { pool: this.pool });
     }
-    this.deniedTokens += cost;
-    this.deniedCount += 1;
-    if (cost > this.costMaxTokens) {
+    const n = this.n;
+    n[DENIED_TOKENS] = (n[DENIED_TOKENS] as number) + cost;
+    n[DENIED_COUNT] = (n[DENIED_COUNT] as number) + 1;
+    if (cost > (n[COST_MAX] as number)) {
       this.lastDenial = 'never-fits';
       return false;
     }
-    this.lastDenial = !this.hasLease ? 'no-lease' : nowUs >= this.expiresAtUs ? 'expired' : 'exhausted';
-    if (cost > this.wantedCostTokens) this.wantedCostTokens = cost;
+    this.lastDenial = !this.hasLease ? 'no-lease' : nowUs >= (n[EXPIRES_AT] as number) ? 'expired' : 'exhausted';
+    if (cost > (n[WANTED_COST] as number)) n[WANTED_COST] = cost;
     if (!this.lowSignalled) this.signalLow();
     return false;
   }

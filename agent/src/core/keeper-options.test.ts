@@ -1,0 +1,68 @@
+import { describe, expect, it } from 'vitest';
+import { AgentError } from '../errors.js';
+import { DEFAULT_KEEPER_OPTIONS, keeperOptions, type KeeperOptions } from './keeper-options.js';
+
+/** The error `run` throws, which must be an AgentError. */
+function caught(run: () => unknown): AgentError {
+  try {
+    run();
+  } catch (error) {
+    expect(error).toBeInstanceOf(AgentError);
+    return error as AgentError;
+  }
+  throw new Error('expected an AgentError, nothing was thrown');
+}
+
+describe('keeperOptions', () => {
+  it('returns the defaults when given nothing, as a copy', () => {
+    const options = keeperOptions();
+    expect(options).toEqual(DEFAULT_KEEPER_OPTIONS);
+    expect(options).not.toBe(DEFAULT_KEEPER_OPTIONS);
+    expect(keeperOptions({})).toEqual(DEFAULT_KEEPER_OPTIONS);
+  });
+
+  it('overlays the given fields on the defaults', () => {
+    const options = keeperOptions({ holdMs: 0, initialTokens: 40, driftMargin: 0.1 });
+    expect(options).toEqual({ ...DEFAULT_KEEPER_OPTIONS, holdMs: 0, initialTokens: 40, driftMargin: 0.1 });
+  });
+
+  const accepted: readonly [string, Partial<KeeperOptions>][] = [
+    ['holdMs at 0', { holdMs: 0 }],
+    ['holdMs at its maximum', { holdMs: 60_000 }],
+    ['replyTimeoutMs at 1', { replyTimeoutMs: 1 }],
+    ['initialTokens at 2^52', { initialTokens: 2 ** 52 }],
+    ['backoffMsMax equal to backoffMsMin', { backoffMsMin: 300, backoffMsMax: 300 }],
+    ['driftMargin at 0', { driftMargin: 0 }],
+    ['driftMargin just under 0.5', { driftMargin: 0.499 }],
+    ['idleReturnMs at one day', { idleReturnMs: 86_400_000 }],
+  ];
+  it.each(accepted)('accepts %s', (_name, given) => {
+    expect(keeperOptions(given)).toMatchObject(given);
+  });
+
+  const refused: readonly [keyof KeeperOptions, Partial<KeeperOptions>][] = [
+    ['holdMs', { holdMs: -1 }],
+    ['holdMs', { holdMs: 60_001 }],
+    ['holdMs', { holdMs: 1.5 }],
+    ['holdMs', { holdMs: Number.NaN }],
+    ['replyTimeoutMs', { replyTimeoutMs: 0 }],
+    ['refreshMs', { refreshMs: 0 }],
+    ['refreshMs', { refreshMs: 3_600_001 }],
+    ['idleReturnMs', { idleReturnMs: 0 }],
+    ['initialTokens', { initialTokens: 0 }],
+    ['initialTokens', { initialTokens: 2 ** 52 + 1 }],
+    ['backoffMsMin', { backoffMsMin: 0 }],
+    ['backoffMsMax', { backoffMsMin: 100, backoffMsMax: 99 }],
+    ['backoffMsMax', { backoffMsMax: 600_001 }],
+    ['assumedTtlMs', { assumedTtlMs: 0 }],
+    ['assumedTtlMs', { assumedTtlMs: Number.POSITIVE_INFINITY }],
+    ['driftMargin', { driftMargin: -0.01 }],
+    ['driftMargin', { driftMargin: 0.5 }],
+    ['driftMargin', { driftMargin: Number.NaN }],
+  ];
+  it.each(refused)('refuses a bad %s (%j) with invalid-argument naming the field', (field, given) => {
+    const error = caught(() => keeperOptions(given));
+    expect(error.code).toBe('invalid-argument');
+    expect(error.message).toContain(field);
+  });
+});

@@ -1,0 +1,308 @@
+/**
+ * LeaseKeeper property: random interleavings of admissions, ticks, grants
+ * (random TTL and size, same or new lease id), error replies, failures,
+ * stale replies, close and time jumps, checked against an independent
+ * model of what the agent may spend:
+ *
+ * - the balance is a whole number, never negative;
+ * - no admission at or after the agent-side expiry of the lease it was
+ *   admitted under: first send of the granting sequence + ⌊ttl·(1 − drift)⌋;
+ * - the balance never exceeds the coordinator's bound on the lease (the
+ *   tokens reported left at send, less what was spent since, plus the grant
+ *   under the same id; the grant alone under a new one);
+ * - admitted + held + returned ≤ granted, in total;
+ * - one request in flight; a retry repeats its sequence and message; no
+ *   acquire after close; the keeper settles once its requests are answered.
+ *
+ * `SEED=<n> npx vitest run src/core/lease-keeper-property.test.ts` replays a run.
+ */
+import type { ErrorCode, LeaseGrant, LeaseRequest, LeaseReturn, Reply } from '@tokenlease/shared';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { keeperOptions, type KeeperOptions } from './keeper-options.js';
+import { LeaseKeeper, type SendAction } from './lease-keeper.js';
+
+function propertySeed(file: string): number {
+  const text = process.env['SEED'];
+  const seed = text === undefined || text === '' ? Math.floor(Math.random() * 0x7fffffff) : Number(text);
+  if (!Number.isSafeInteger(seed)) throw new Error(`SEED must be an integer, got ${JSON.stringify(text)}`);
+  console.log(`${file}: fast-check seed ${seed} (replay: SEED=${seed} npx vitest run src/core/${file})`);
+  return seed;
+}
+
+type Step =
+  | { readonly kind: 'take'; readonly dtUs: number; readonly cost: number }
+  | { readonly kind: 'tick'; readonly dtUs: number }
+  | { readonly kind: 'jump'; readonly dtUs: number }
+  /** Moves the clock to just before, at or just after the lease's expiry (never back), then takes. */
+  | { readonly kind: 'edge'; readonly dtUs: number; readonly offsetUs: number; readonly cost: number }
+  | { readonly kind: 'grant'; readonly dtUs: number; readonly ttlMs: number; readonly tokens: number; readonly sameLease: boolean; readonly retryAfterMs: number }
+  | { readonly kind: 'error'; readonly dtUs: number; readonly code: ErrorCode; readonly retryAfterMs: number }
+  | { readonly kind: 'failure'; readonly dtUs: number }
+  | { readonly kind: 'stale'; readonly dtUs: number; readonly pick: number; readonly tokens: number }
+  | { readonly kind: 'close'; readonly dtUs: number };
+
+const dtUs = fc.oneof(
+  { weight: 8, arbitrary: fc.integer({ min: 0, max: 2_000 }) },
+  { weight: 3, arbitrary: fc.integer({ min: 0, max: 100_000 }) },
+  { weight: 1, arbitrary: fc.integer({ min: 0, max: 1_000_000 }) },
+);
+
+const step: fc.Arbitrary<Step> = fc.oneof(
+  { weight: 30, arbitrary: fc.record({ kind: fc.constant('take' as const), dtUs, cost: fc.integer({ min: 1, max: 30 }) }) },
+  { weight: 25, arbitrary: fc.record({ kind: fc.constant('tick' as const), dtUs }) },
+  { weight: 4, arbitrary: fc.record({ kind: fc.constant('jump' as const), dtUs: fc.integer({ min: 0, max: 5_000_000 }) }) },
+  {
+    weight: 5,
+    arbitrary: fc.record({ kind: fc.constant('edge' as const), dtUs: fc.constant(0), offsetUs: fc.integer({ min: -2, max: 1 }), cost: fc.integer({ min: 1, max: 5 }) }),
+  },
+  {
+    weight: 16,
+    arbitrary: fc.record({
+      kind: fc.constant('grant' as const),
+      dtUs,
+      ttlMs: fc.oneof({ weight: 1, arbitrary: fc.integer({ min: 1, max: 50 }) }, { weight: 4, arbitrary: fc.integer({ min: 51, max: 5_000 }) }),
+      tokens: fc.integer({ min: 0, max: 200 }),
+      sameLease: fc.boolean(),
+      retryAfterMs: fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 2_000 })),
+    }),
+  },
+  {
+    weight: 5,
+    arbitrary: fc.record({
+      kind: fc.constant('error' as const),
+      dtUs,
+      code: fc.constantFrom<ErrorCode>('unknown-pool', 'internal', 'unavailable', 'not-owner'),
+      retryAfterMs: fc.integer({ min: 0, max: 1_000 }),
+    }),
+  },
+  { weight: 8, arbitrary: fc.record({ kind: fc.constant('failure' as const), dtUs }) },
+  { weight: 5, arbitrary: fc.record({ kind: fc.constant('stale' as const), dtUs, pick: fc.nat(), tokens: fc.integer({ min: 0, max: 200 }) }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('close' as const), dtUs }) },
+);
+
+const options: fc.Arbitrary<KeeperOptions> = fc
+  .record({
+    holdMs: fc.integer({ min: 0, max: 200 }),
+    replyTimeoutMs: fc.integer({ min: 1, max: 1_000 }),
+    driftMargin: fc.constantFrom(0, 0.05, 0.2, 0.3),
+    refreshMs: fc.integer({ min: 10, max: 2_000 }),
+    idleReturnMs: fc.integer({ min: 20, max: 5_000 }),
+    initialTokens: fc.integer({ min: 1, max: 20 }),
+    backoffMsMin: fc.integer({ min: 1, max: 50 }),
+    backoffFactor: fc.integer({ min: 1, max: 64 }),
+    assumedTtlMs: fc.integer({ min: 50, max: 3_000 }),
+  })
+  .map(({ backoffFactor, ...rest }) => keeperOptions({ ...rest, backoffMsMax: rest.backoffMsMin * backoffFactor }));
+
+/** How often each interesting path ran, over all runs: the property must reach them all. */
+const reached = { admitted: 0, deniedExpired: 0, sameLease: 0, newLease: 0, retried: 0, abandoned: 0, returned: 0, expiredOnTick: 0 };
+
+interface Flight {
+  readonly seq: number;
+  readonly message: LeaseRequest | LeaseReturn;
+  readonly firstSentUs: number;
+  readonly admittedAtSend: number;
+}
+
+/** What the agent may do, worked out from the messages alone. */
+class Model {
+  nowUs = 0;
+  inFlight: Flight | null = null;
+  readonly sentSeqs: number[] = [];
+  lease: { readonly id: string; readonly expiresAtUs: number } | null = null;
+  /** The coordinator's bound on the lease held: an upper bound on the balance. */
+  boundTokens = 0;
+  grantedTokens = 0;
+  returnedTokens = 0;
+  admittedTokens = 0;
+  knownTtlUs: number;
+  closing = false;
+  leases = 0;
+
+  constructor(readonly keeper: LeaseKeeper, readonly options: KeeperOptions) {
+    this.knownTtlUs = options.assumedTtlMs * 1000;
+  }
+
+  /** sent — checks and records what the keeper sends. */
+  sent(actions: readonly SendAction[]): void {
+    for (const { seq, message } of actions) {
+      expect(message.seq).toBe(seq);
+      const flight = this.inFlight;
+      if (flight !== null && flight.seq === seq) {
+        expect(message, 'a retry repeats the message').toBe(flight.message);
+        reached.retried += 1;
+        continue;
+      }
+      expect(flight, 'a second request while one is in flight').toBeNull();
+      expect(this.sentSeqs, 'a reused sequence number').not.toContain(seq);
+      this.sentSeqs.push(seq);
+      this.inFlight = { seq, message, firstSentUs: this.nowUs, admittedAtSend: this.admittedTokens };
+      expect(message.tokensLeft).toBeLessThanOrEqual(this.boundTokens);
+      if (message.op === 'return') {
+        expect(this.keeper.slot.balanceTokens, 'a return zeroes the balance').toBe(0);
+        this.returnedTokens += message.tokensLeft;
+        reached.returned += 1;
+        this.boundTokens = 0;
+        this.lease = null;
+      } else {
+        expect(this.closing, 'an acquire after close').toBe(false);
+        expect(message.tokensLeft).toBe(this.keeper.slot.hasLease ? this.keeper.slot.balanceTokens : 0);
+      }
+    }
+  }
+
+  grant(flight: Flight, request: LeaseRequest, s: Extract<Step, { kind: 'grant' }>): LeaseGrant {
+    const sameId = s.sameLease && request.leaseId !== null;
+    const leaseId = sameId && request.leaseId !== null ? request.leaseId : `L${++this.leases}`;
+    const leftTokens = Math.max(0, request.tokensLeft - (this.admittedTokens - flight.admittedAtSend));
+    this.boundTokens = (sameId ? leftTokens : 0) + s.tokens;
+    if (sameId) reached.sameLease += 1;
+    else reached.newLease += 1;
+    this.lease = { id: leaseId, expiresAtUs: flight.firstSentUs + Math.floor(s.ttlMs * 1000 * (1 - this.options.driftMargin)) };
+    this.grantedTokens += s.tokens;
+    this.knownTtlUs = s.ttlMs * 1000;
+    this.inFlight = null;
+    return {
+      v: 1, kind: 'grant', seq: flight.seq, leaseId, tokensGranted: s.tokens, tokensHeld: this.boundTokens, ttlMs: s.ttlMs,
+      epoch: 1, maxLeaseTokens: 1_000, capacityTokens: 2_000, retryAfterMs: s.retryAfterMs,
+    };
+  }
+
+  take(cost: number): void {
+    const slot = this.keeper.slot;
+    const fits = cost <= slot.balanceTokens && this.nowUs < slot.expiresAtUs;
+    const admitted = slot.takeAt(cost, this.nowUs);
+    expect(admitted).toBe(fits);
+    if (!admitted) {
+      if (slot.lastDenial === 'expired') reached.deniedExpired += 1;
+      return;
+    }
+    reached.admitted += 1;
+    if (this.lease === null) throw new Error(`admitted ${cost} at ${this.nowUs} under no lease`);
+    expect(this.nowUs, 'admitted at or after the lease expiry').toBeLessThan(this.lease.expiresAtUs);
+    this.boundTokens -= cost;
+    this.admittedTokens += cost;
+    expect(this.boundTokens, 'admitted more than the lease holds').toBeGreaterThanOrEqual(0);
+  }
+
+  check(): void {
+    const slot = this.keeper.slot;
+    expect(Number.isSafeInteger(slot.balanceTokens)).toBe(true);
+    expect(slot.balanceTokens).toBeGreaterThanOrEqual(0);
+    expect(slot.balanceTokens).toBeLessThanOrEqual(this.boundTokens);
+    expect(this.admittedTokens + slot.balanceTokens + this.returnedTokens).toBeLessThanOrEqual(this.grantedTokens);
+    expect(this.keeper.stats.tokensGranted).toBe(this.grantedTokens);
+    if (slot.hasLease) expect(slot.expiresAtUs).toBe(this.lease?.expiresAtUs);
+  }
+}
+
+/** What a reply or failure may change, read through the public surface. */
+function stateOf(keeper: LeaseKeeper): unknown {
+  const { balanceTokens, expiresAtUs, costMaxTokens, hasLease, lowWatermarkTokens, lowSignalled, wantedCostTokens } = keeper.slot;
+  return [{ balanceTokens, expiresAtUs, costMaxTokens, hasLease, lowWatermarkTokens, lowSignalled, wantedCostTokens }, { ...keeper.stats }];
+}
+
+function play(model: Model, s: Step): void {
+  const keeper = model.keeper;
+  model.nowUs += s.dtUs;
+  const nowUs = model.nowUs;
+  const flight = model.inFlight;
+  switch (s.kind) {
+    case 'take':
+      return model.take(s.cost);
+    case 'edge':
+      model.nowUs = Math.max(model.nowUs, keeper.slot.expiresAtUs + s.offsetUs);
+      return model.take(s.cost);
+    case 'jump':
+      return;
+    case 'close':
+      model.closing = true;
+      return model.sent(keeper.close(nowUs));
+    case 'stale': {
+      const old = model.sentSeqs.filter((seq) => seq !== flight?.seq);
+      const seq = old.length === 0 ? 0 : (old[s.pick % old.length] as number); // 0 is never sent
+      const before = stateOf(keeper);
+      const deadlineUs = keeper.nextDeadlineUs();
+      const reply: Reply = {
+        v: 1, kind: 'grant', seq, leaseId: `stale-${seq}`, tokensGranted: s.tokens, tokensHeld: s.tokens, ttlMs: 60_000,
+        epoch: 1, maxLeaseTokens: 1_000, capacityTokens: 2_000, retryAfterMs: 0,
+      };
+      expect(keeper.onReply(seq, reply, nowUs)).toEqual([]);
+      expect(keeper.onFailure(seq, 'timeout', 'late', nowUs)).toEqual([]);
+      expect(stateOf(keeper), 'a stale reply changed state').toEqual(before);
+      expect(keeper.nextDeadlineUs()).toBe(deadlineUs);
+      return;
+    }
+    case 'tick': {
+      const expiring = keeper.slot.hasLease && nowUs >= keeper.slot.expiresAtUs;
+      model.sent(keeper.tick(nowUs));
+      if (expiring) {
+        expect(keeper.slot.balanceTokens, 'an expired lease kept its tokens').toBe(0);
+        reached.expiredOnTick += 1;
+      }
+      return;
+    }
+    default:
+      break;
+  }
+  if (flight === null) return model.sent(keeper.tick(nowUs));
+  if (s.kind === 'failure') {
+    const staleAfterUs = (model.knownTtlUs * (1 - model.options.driftMargin) * 3) / 4;
+    const abandoned = (model.closing && flight.message.op === 'acquire') || nowUs - flight.firstSentUs >= staleAfterUs;
+    if (abandoned) {
+      model.inFlight = null;
+      reached.abandoned += 1;
+    }
+    const actions = keeper.onFailure(flight.seq, 'timeout', 'no reply', nowUs);
+    if (!abandoned) expect(actions, 'a retry before its backoff').toEqual([]);
+    return model.sent(actions);
+  }
+  if (s.kind === 'error') {
+    model.inFlight = null;
+    const reply: Reply = { v: 1, kind: 'error', seq: flight.seq, code: s.code, fault: 'coordinator', message: 'test', retryAfterMs: s.retryAfterMs };
+    return model.sent(keeper.onReply(flight.seq, reply, nowUs));
+  }
+  if (flight.message.op === 'return') {
+    model.inFlight = null;
+    return model.sent(keeper.onReply(flight.seq, { v: 1, kind: 'receipt', seq: flight.seq, tokensReturned: flight.message.tokensLeft }, nowUs));
+  }
+  const reply = model.grant(flight, flight.message, s);
+  model.sent(keeper.onReply(flight.seq, reply, nowUs));
+}
+
+/** Closes the keeper and answers everything: it must settle. */
+function settle(model: Model): void {
+  model.closing = true;
+  model.nowUs += 1_000;
+  model.sent(model.keeper.close(model.nowUs));
+  for (let round = 0; round < 4 && model.inFlight !== null; round += 1) {
+    play(model, { kind: 'grant', dtUs: 1_000, ttlMs: 60_000, tokens: 3, sameLease: true, retryAfterMs: 0 });
+    model.check();
+  }
+  expect(model.inFlight).toBeNull();
+  expect(model.keeper.settled).toBe(true);
+}
+
+describe('LeaseKeeper property', () => {
+  it('never spends past the expiry or the tokens of the lease, whatever the interleaving', () => {
+    const seed = propertySeed('lease-keeper-property.test.ts');
+    const randoms = fc.array(fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }), { minLength: 1, maxLength: 8 });
+    fc.assert(
+      fc.property(options, randoms, fc.array(step, { maxLength: 200, size: 'max' }), (opts, draws, steps) => {
+        let seq = 0;
+        let draw = 0;
+        const random = (): number => draws[draw++ % draws.length] as number;
+        const model = new Model(new LeaseKeeper('agent-p', 'pool-p', () => ++seq, opts, random), opts);
+        for (const s of steps) {
+          play(model, s);
+          model.check();
+        }
+        settle(model);
+      }),
+      { seed, numRuns: 300 },
+    );
+    console.log('lease-keeper-property.test.ts: paths reached', reached);
+    for (const [path, count] of Object.entries(reached)) expect(count, `the runs never reached: ${path}`).toBeGreaterThan(0);
+  });
+});
