@@ -33,9 +33,9 @@ export function writeConfig(dir: string, doc: object): string {
   return path;
 }
 
-/** startCoordinator — the CLI in a child process; resolves once it serves. */
-export async function startCoordinator(natsUrl: string, configPath: string, logLevel = 'info'): Promise<Child> {
-  const child = spawnNode('coordinator', coordinatorCliScript(), ['--config', configPath, '--nats', natsUrl, '--log-level', logLevel]);
+/** startCoordinator — the CLI in a child process (info logs, captured); resolves once it serves. */
+export async function startCoordinator(natsUrl: string, configPath: string): Promise<Child> {
+  const child = spawnNode('coordinator', coordinatorCliScript(), ['--config', configPath, '--nats', natsUrl, '--log-level', 'info']);
   await child.waitForLine((line) => line.includes('coordinator serving'), 15_000);
   void child.exited.then(({ code, signal }) => {
     const stopped = child.lines.some((line) => line.includes('"coordinator stopped"'));
