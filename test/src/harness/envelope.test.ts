@@ -1,0 +1,54 @@
+/**
+ * The envelope checker must find a violation when there is one (it is what
+ * every fleet test relies on) and agree with a brute-force check.
+ */
+import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { makeRate } from '@tokenlease/shared';
+import { checkEnvelope, type Admission } from './envelope.js';
+import { seedFromEnv } from './random.js';
+
+const rate = makeRate(2, 1000); // 2 tokens/s: 1 token per 500 000 µs
+
+describe('checkEnvelope', () => {
+  const cases: Array<[string, Admission[], boolean]> = [
+    ['nothing admitted', [], true],
+    ['a full burst', [{ tUs: 0, cost: 3 }], true],
+    ['a burst one over capacity', [{ tUs: 0, cost: 2 }, { tUs: 0, cost: 2 }], false],
+    ['the burst, then refill exactly on time', [{ tUs: 0, cost: 3 }, { tUs: 500_000, cost: 1 }], true],
+    ['the burst, then refill 1 µs early', [{ tUs: 0, cost: 3 }, { tUs: 499_999, cost: 1 }], false],
+    ['a late window over the envelope', [{ tUs: 0, cost: 1 }, { tUs: 10_000_000, cost: 3 }, { tUs: 10_400_000, cost: 1 }], false],
+  ];
+  it.each(cases)('%s', (_name, admissions, ok) => {
+    expect(checkEnvelope(admissions, 3, rate).ok).toBe(ok);
+  });
+
+  it('reports the worst window and its excess exactly', () => {
+    const report = checkEnvelope([{ tUs: 100, cost: 3 }, { tUs: 250_100, cost: 2 }], 3, rate);
+    expect(report.ok).toBe(false);
+    expect(report.worstWindow).toEqual({ fromUs: 100, toUs: 250_100, admittedTokens: 5 });
+    expect(report.worstExcessTokens).toBeCloseTo(5 - (3 + 0.5), 9);
+  });
+
+  it('agrees with the brute-force check over every window (property)', () => {
+    const seed = seedFromEnv();
+    console.log(`envelope.test.ts: SEED=${seed}`);
+    const admission = fc.record({ tUs: fc.integer({ min: 0, max: 3_000_000 }), cost: fc.integer({ min: 1, max: 4 }) });
+    fc.assert(
+      fc.property(fc.array(admission, { maxLength: 40 }), fc.integer({ min: 1, max: 8 }), (admissions, capacity) => {
+        const sorted = [...admissions].sort((a, b) => a.tUs - b.tUs);
+        let brute = true;
+        for (let i = 0; i < sorted.length; i += 1) {
+          let sum = 0n;
+          for (let j = i; j < sorted.length; j += 1) {
+            sum += BigInt((sorted[j] as Admission).cost);
+            const spanUs = BigInt((sorted[j] as Admission).tUs - (sorted[i] as Admission).tUs);
+            if (sum * 1_000_000n > BigInt(capacity) * 1_000_000n + 2n * spanUs) brute = false;
+          }
+        }
+        expect(checkEnvelope(admissions, capacity, rate).ok).toBe(brute);
+      }),
+      { seed, numRuns: 500 },
+    );
+  });
+});
