@@ -18,7 +18,9 @@
  *   fresh grant land in one window.
  * - No crumbs: a request that cannot get `min(wanted, minGrantTokens)` is
  *   held (up to its hold time) in a FIFO queue, and waiting agents are served
- *   in arrival order. A held request that times out gets what there is.
+ *   in arrival order. A held request that times out gets what there is; one
+ *   that may not wait gets nothing while others wait before it; one that a
+ *   newer request of its agent supersedes is answered `stale-sequence`.
  * - The coordinator's lease expiry is `grant time + TTL`, never earlier than
  *   `receipt time + TTL`; the agent counts from when it sent, so it always
  *   stops spending first.
@@ -84,7 +86,7 @@ export class Pool<R> {
       else out.push({ to, reply: staleSequence(req.seq, existing.lastSeq) });
       return;
     }
-    this.dropWaiter(req.agentId);
+    this.dropWaiter(req.agentId, req.seq, out);
     const record = existing ?? this.leases.open(req.agentId, req.seq, nowUs + this.ttlUs);
     // A report concerns only the lease it names; a lease the agent does not
     // name is one whose grant never reached it, so nothing of it can be spent.
@@ -95,8 +97,11 @@ export class Pool<R> {
     record.expiresAtUs = Math.max(record.expiresAtUs, nowUs + this.ttlUs);
     const wantTokens = Math.min(req.tokensWanted, this.config.maxLeaseTokens - record.boundTokens);
     const holdUs = Math.min(req.holdMs, this.config.maxHoldMs) * 1000;
-    if (wantTokens === 0 || holdUs === 0 || (this.waiters.length === 0 && this.worthGranting(wantTokens))) {
+    if (wantTokens === 0 || (this.waiters.length === 0 && (holdUs === 0 || this.worthGranting(wantTokens)))) {
       this.grant(record, wantTokens, to, nowUs, out);
+    } else if (holdUs === 0) {
+      // It may not wait and others are waiting first: renew only, and say when to ask again.
+      this.grant(record, wantTokens, to, nowUs, out, 0);
     } else {
       this.waiters.push({ record, wantTokens, to, deadlineUs: nowUs + holdUs });
     }
@@ -109,7 +114,7 @@ export class Pool<R> {
     const record = this.leases.get(req.agentId);
     let tokensReturned = 0;
     if (record !== undefined && record.leaseId === req.leaseId && req.seq > record.lastSeq) {
-      this.dropWaiter(req.agentId);
+      this.dropWaiter(req.agentId, req.seq, out);
       tokensReturned = Math.min(req.tokensLeft, record.boundTokens);
       this.leases.remove(record);
       this.levelUnits += tokensReturned * this.scale.unitsPerToken;
@@ -195,8 +200,8 @@ export class Pool<R> {
     for (const w of due) this.grant(w.record, w.wantTokens, w.to, nowUs, out);
   }
 
-  private grant(record: LeaseRecord, wantTokens: number, to: R, nowUs: number, out: Delivery<R>[]): void {
-    const tokensGranted = Math.min(wantTokens, wholeTokens(this.scale, this.levelUnits));
+  private grant(record: LeaseRecord, wantTokens: number, to: R, nowUs: number, out: Delivery<R>[], tokensMax = Infinity): void {
+    const tokensGranted = Math.min(wantTokens, tokensMax, wholeTokens(this.scale, this.levelUnits));
     this.levelUnits -= tokensGranted * this.scale.unitsPerToken;
     this.leases.setBound(record, record.boundTokens + tokensGranted);
     record.expiresAtUs = Math.max(record.expiresAtUs, nowUs + this.ttlUs);
@@ -230,8 +235,12 @@ export class Pool<R> {
     return this.levelUnits >= thresholdUnits;
   }
 
-  private dropWaiter(agentId: string): void {
-    if (this.waiters.length > 0) this.waiters = this.waiters.filter((w) => w.record.agentId !== agentId);
+  /** dropWaiter — a newer request of the agent supersedes its held one, which is answered as stale. */
+  private dropWaiter(agentId: string, newerSeq: number, out: Delivery<R>[]): void {
+    const held = this.waiters.find((w) => w.record.agentId === agentId);
+    if (held === undefined) return;
+    this.waiters = this.waiters.filter((w) => w !== held);
+    out.push({ to: held.to, reply: staleSequence(held.record.lastSeq, newerSeq, 'superseded by') });
   }
 
   private leasedUnits(): number {
@@ -245,14 +254,14 @@ export class Pool<R> {
   }
 }
 
-function staleSequence(seq: number, lastSeq: number): Reply {
+function staleSequence(seq: number, otherSeq: number, relation = 'older than the last one seen,'): Reply {
   return {
     v: 1,
     kind: 'error',
     seq,
     code: 'stale-sequence',
     fault: 'peer',
-    message: `sequence ${seq} is older than the last one seen (${lastSeq}); nothing changed`,
+    message: `sequence ${seq} is ${relation} ${otherSeq}; nothing changed for it`,
     retryAfterMs: 0,
   };
 }

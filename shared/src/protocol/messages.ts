@@ -27,7 +27,11 @@ export interface LeaseRequest {
   readonly holdMs: number;
 }
 
-/** LeaseReturn — give back the unspent tokens of a lease and end it. */
+/**
+ * LeaseReturn — give back the unspent tokens of a lease and end it. The
+ * coordinator's memory of the agent ends with the lease, so a repeated
+ * return finds nothing and returns 0 tokens: never twice the tokens.
+ */
 export interface LeaseReturn {
   readonly v: 1;
   readonly op: 'return';

@@ -1,0 +1,209 @@
+/**
+ * Pool: grants, reports and acquires naming a foreign lease id, at fixed
+ * instants (µs). Quiet period, returns and expiry are in pool.test.ts.
+ *
+ * The standard pool "p": capacity 100, refill 1000/s (exactly 1 token per
+ * ms), TTL 1 s, leases of at most 20, no grant under 5 while a request may
+ * be held, holds of at most 200 ms; it starts at 0 with a 1 s quiet period,
+ * so it is empty until 1.000 s and full from 1.100 s.
+ */
+import { describe, expect, it } from 'vitest';
+import type { LeaseGrant, LeaseRequest, PoolStatus } from '@tokenlease/shared';
+import { parseCoordinatorConfig } from './config.js';
+import { Pool, type Delivery } from './pool.js';
+
+const MS = 1_000;
+const EPOCH = 3;
+const FULL_AT = 1_100 * MS;
+
+interface Setup {
+  readonly fields?: Readonly<Record<string, unknown>>;
+  readonly startUs?: number;
+  readonly quietPeriodMs?: number;
+}
+
+function makePool(setup: Setup = {}): Pool<string> {
+  const config = parseCoordinatorConfig('pool-grant.test.yaml', {
+    quietPeriodMs: setup.quietPeriodMs ?? 1000,
+    pools: {
+      p: {
+        capacity: 100,
+        refill: '1000/s',
+        leaseTtlMs: 1000,
+        maxLeaseTokens: 20,
+        minGrantTokens: 5,
+        maxHoldMs: 200,
+        ...setup.fields,
+      },
+    },
+  });
+  const pool = config.pools[0];
+  if (pool === undefined) throw new Error('no pool');
+  return new Pool<string>(pool, EPOCH, setup.startUs ?? 0, config.quietPeriodMs);
+}
+
+type AcquireFields = Partial<Omit<LeaseRequest, 'v' | 'op' | 'pool'>> & { readonly agentId: string; readonly seq: number };
+
+function acquire(pool: Pool<string>, nowUs: number, fields: AcquireFields, to = `${fields.agentId}#${fields.seq}`): Delivery<string>[] {
+  const out: Delivery<string>[] = [];
+  const req: LeaseRequest = {
+    v: 1,
+    op: 'acquire',
+    pool: 'p',
+    leaseId: null,
+    tokensLeft: 0,
+    tokensWanted: 20,
+    demandPerSecond: 0,
+    holdMs: 0,
+    ...fields,
+  };
+  pool.acquire(req, to, nowUs, out);
+  return out;
+}
+
+/** The one grant that `deliveries` must hold. */
+function grantOf(deliveries: readonly Delivery<string>[]): LeaseGrant {
+  expect(deliveries).toHaveLength(1);
+  const reply = deliveries[0]?.reply;
+  if (reply?.kind !== 'grant') throw new Error(`expected a grant, got ${JSON.stringify(reply)}`);
+  return reply;
+}
+
+function status(pool: Pool<string>, nowUs: number): PoolStatus {
+  const out: Delivery<string>[] = [];
+  const s = pool.status(nowUs, out);
+  expect(out).toEqual([]);
+  return s;
+}
+
+const credit = (s: PoolStatus): { level: number; leased: number; leases: number } => ({
+  level: s.levelTokens,
+  leased: s.leasedTokens,
+  leases: s.leases,
+});
+
+/** A full pool in which agent `a` holds a lease of `tokens` granted at FULL_AT with seq 1. */
+function poolWithLease(tokens: number): { pool: Pool<string>; leaseId: string } {
+  const pool = makePool();
+  const g = grantOf(acquire(pool, FULL_AT, { agentId: 'a', seq: 1, tokensWanted: tokens }));
+  expect(g.tokensGranted).toBe(tokens);
+  return { pool, leaseId: g.leaseId };
+}
+
+describe('grants', () => {
+  it('moves tokens from the level into one lease per agent, topped up under the same id', () => {
+    const pool = makePool();
+    const g1 = grantOf(acquire(pool, FULL_AT, { agentId: 'a', seq: 1, tokensWanted: 15 }));
+    expect(g1).toEqual({
+      v: 1,
+      kind: 'grant',
+      seq: 1,
+      leaseId: g1.leaseId,
+      tokensGranted: 15,
+      tokensHeld: 15,
+      ttlMs: 1000,
+      epoch: EPOCH,
+      maxLeaseTokens: 20,
+      capacityTokens: 100,
+      retryAfterMs: 0,
+    });
+    expect(credit(status(pool, FULL_AT))).toEqual({ level: 85, leased: 15, leases: 1 });
+
+    const g2 = grantOf(acquire(pool, FULL_AT + 1, { agentId: 'a', seq: 2, leaseId: g1.leaseId, tokensLeft: 15, tokensWanted: 10 }));
+    expect(g2).toMatchObject({ seq: 2, leaseId: g1.leaseId, tokensGranted: 5, tokensHeld: 20, retryAfterMs: 0 });
+    expect(credit(status(pool, FULL_AT + 1))).toEqual({ level: 80, leased: 20, leases: 1 });
+
+    const g3 = grantOf(acquire(pool, FULL_AT + 2, { agentId: 'a', seq: 3, leaseId: g1.leaseId, tokensLeft: 20, tokensWanted: 7 }));
+    expect(g3).toMatchObject({ seq: 3, leaseId: g1.leaseId, tokensGranted: 0, tokensHeld: 20, retryAfterMs: 0 });
+
+    const gb = grantOf(acquire(pool, FULL_AT + 3, { agentId: 'b', seq: 1, tokensWanted: 1000 }));
+    expect(gb.leaseId).not.toBe(g1.leaseId);
+    expect(gb).toMatchObject({ tokensGranted: 20, tokensHeld: 20, retryAfterMs: 0 });
+    expect(credit(status(pool, FULL_AT + 3))).toEqual({ level: 60, leased: 40, leases: 2 });
+  });
+
+  it.each<[number, number, number, number]>([
+    // a holds 12; renew reporting tokensLeft and wanting tokensWanted → tokensGranted, tokensHeld (≤ 20)
+    [12, 0, 0, 12],
+    [12, 8, 8, 20],
+    [12, 9, 8, 20],
+    [12, 1000, 8, 20],
+    [3, 1000, 17, 20],
+    [0, 5, 5, 5],
+    [0, 20, 20, 20],
+  ])('a lease never exceeds maxLeaseTokens: reporting %i and wanting %i grants %i, holds %i', (tokensLeft, tokensWanted, granted, held) => {
+    const { pool, leaseId } = poolWithLease(12);
+    const g = grantOf(acquire(pool, FULL_AT + 1, { agentId: 'a', seq: 2, leaseId, tokensLeft, tokensWanted }));
+    expect(g).toMatchObject({ leaseId, tokensGranted: granted, tokensHeld: held, retryAfterMs: 0 });
+    expect(credit(status(pool, FULL_AT + 1))).toEqual({ level: 88 - granted, leased: held, leases: 1 });
+  });
+
+  it.each<[number]>([[10], [1000], [3_600_000]])('grant.ttlMs is the pool TTL (%i ms)', (leaseTtlMs) => {
+    const pool = makePool({ fields: { leaseTtlMs, maxHoldMs: 0 }, quietPeriodMs: leaseTtlMs });
+    const full = leaseTtlMs * MS + 100 * MS;
+    expect(grantOf(acquire(pool, full, { agentId: 'a', seq: 1 }))).toMatchObject({ tokensGranted: 20, ttlMs: leaseTtlMs });
+  });
+
+  it('never grants more than the level holds', () => {
+    const pool = makePool();
+    const g = grantOf(acquire(pool, 1_007 * MS, { agentId: 'a', seq: 1, tokensWanted: 20 }));
+    expect(g).toMatchObject({ tokensGranted: 7, tokensHeld: 7 });
+    expect(g.retryAfterMs).toBeGreaterThan(0);
+    expect(credit(status(pool, 1_007 * MS))).toEqual({ level: 0, leased: 7, leases: 1 });
+  });
+});
+
+describe('reports lower a bound and never raise it', () => {
+  it.each<[number, number]>([
+    // a holds 15; renew reporting tokensLeft, wanting nothing → bound
+    [15, 15],
+    [9, 9],
+    [0, 0],
+    [16, 15],
+    [2 ** 40, 15],
+  ])('reporting %i tokens left of a 15-token lease leaves a bound of %i', (tokensLeft, bound) => {
+    const { pool, leaseId } = poolWithLease(15);
+    const g = grantOf(acquire(pool, FULL_AT, { agentId: 'a', seq: 2, leaseId, tokensLeft, tokensWanted: 0 }));
+    expect(g).toMatchObject({ leaseId, tokensGranted: 0, tokensHeld: bound, retryAfterMs: 0 });
+    // Reported tokens were spent, not returned: the level does not move.
+    expect(credit(status(pool, FULL_AT))).toEqual({ level: 85, leased: bound, leases: 1 });
+  });
+
+  it('keeps a lowered bound when a later report claims more', () => {
+    const { pool, leaseId } = poolWithLease(15);
+    acquire(pool, FULL_AT, { agentId: 'a', seq: 2, leaseId, tokensLeft: 9, tokensWanted: 0 });
+    for (const [seq, tokensLeft] of [[3, 15], [4, 100], [5, 9]] as const) {
+      const g = grantOf(acquire(pool, FULL_AT, { agentId: 'a', seq, leaseId, tokensLeft, tokensWanted: 0 }));
+      expect(g.tokensHeld).toBe(9);
+    }
+  });
+
+  it('refills the room a report frees at rate r, and no faster', () => {
+    const { pool, leaseId } = poolWithLease(15);
+    acquire(pool, FULL_AT, { agentId: 'a', seq: 2, leaseId, tokensLeft: 9, tokensWanted: 0 });
+    expect(status(pool, FULL_AT + 3 * MS).levelTokens).toBe(88);
+    expect(status(pool, FULL_AT + 6 * MS).levelTokens).toBe(91);
+    expect(status(pool, FULL_AT + 60 * MS).levelTokens).toBe(91);
+  });
+});
+
+describe('an acquire naming another lease (or none) voids the agent’s live lease first', () => {
+  it.each<[string, string | null]>([
+    ['null', null],
+    ['an unknown id', 'zz-not-mine'],
+    ['a made-up id of the same shape', '3-99'],
+  ])('naming %s sets the live lease’s bound to 0 before granting', (_name, leaseId) => {
+    const { pool, leaseId: live } = poolWithLease(15);
+    const g = grantOf(acquire(pool, FULL_AT, { agentId: 'a', seq: 2, leaseId, tokensLeft: 15, tokensWanted: 10 }));
+    expect(g).toMatchObject({ leaseId: live, tokensGranted: 10, tokensHeld: 10 });
+    expect(credit(status(pool, FULL_AT))).toEqual({ level: 75, leased: 10, leases: 1 });
+  });
+
+  it('naming another agent’s lease voids the caller’s own lease, not the other one', () => {
+    const { pool, leaseId: mine } = poolWithLease(15);
+    const theirs = grantOf(acquire(pool, FULL_AT, { agentId: 'b', seq: 1, tokensWanted: 20 })).leaseId;
+    const g = grantOf(acquire(pool, FULL_AT, { agentId: 'a', seq: 2, leaseId: theirs, tokensLeft: 15, tokensWanted: 0 }));
+    expect(g).toMatchObject({ leaseId: mine, tokensGranted: 0, tokensHeld: 0 });
+    expect(credit(status(pool, FULL_AT))).toEqual({ level: 65, leased: 20, leases: 2 });
+  });
+});

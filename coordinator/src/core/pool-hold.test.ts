@@ -1,0 +1,292 @@
+/**
+ * Pool: idempotent retries, held requests (no crumbs), FIFO order, the next
+ * deadline and flush, at fixed instants (µs).
+ *
+ * The standard pool "p": capacity 100, refill 1000/s (exactly 1 token per
+ * ms), TTL 1 s, leases of at most 20, no grant under 5 while a request may
+ * be held, holds of at most 200 ms; it starts at 0 with a 1 s quiet period,
+ * so it is empty until 1.000 s and full from 1.100 s.
+ */
+import { describe, expect, it } from 'vitest';
+import type { LeaseGrant, LeaseRequest, PoolStatus } from '@tokenlease/shared';
+import { parseCoordinatorConfig } from './config.js';
+import { Pool, type Delivery } from './pool.js';
+
+const MS = 1_000;
+const EPOCH = 3;
+const QUIET_END = 1_000 * MS;
+const FULL_AT = 1_100 * MS;
+
+function makePool(): Pool<string> {
+  const config = parseCoordinatorConfig('pool-hold.test.yaml', {
+    quietPeriodMs: 1000,
+    pools: { p: { capacity: 100, refill: '1000/s', leaseTtlMs: 1000, maxLeaseTokens: 20, minGrantTokens: 5, maxHoldMs: 200 } },
+  });
+  const pool = config.pools[0];
+  if (pool === undefined) throw new Error('no pool');
+  return new Pool<string>(pool, EPOCH, 0, config.quietPeriodMs);
+}
+
+type AcquireFields = Partial<Omit<LeaseRequest, 'v' | 'op' | 'pool'>> & { readonly agentId: string; readonly seq: number };
+
+function acquire(pool: Pool<string>, nowUs: number, fields: AcquireFields, to = `${fields.agentId}#${fields.seq}`): Delivery<string>[] {
+  const out: Delivery<string>[] = [];
+  const req: LeaseRequest = {
+    v: 1,
+    op: 'acquire',
+    pool: 'p',
+    leaseId: null,
+    tokensLeft: 0,
+    tokensWanted: 20,
+    demandPerSecond: 0,
+    holdMs: 200,
+    ...fields,
+  };
+  pool.acquire(req, to, nowUs, out);
+  return out;
+}
+
+function grantOf(deliveries: readonly Delivery<string>[]): LeaseGrant {
+  expect(deliveries).toHaveLength(1);
+  const reply = deliveries[0]?.reply;
+  if (reply?.kind !== 'grant') throw new Error(`expected a grant, got ${JSON.stringify(reply)}`);
+  return reply;
+}
+
+function tick(pool: Pool<string>, nowUs: number): Delivery<string>[] {
+  const out: Delivery<string>[] = [];
+  pool.tick(nowUs, out);
+  return out;
+}
+
+function status(pool: Pool<string>, nowUs: number): PoolStatus {
+  const out: Delivery<string>[] = [];
+  const s = pool.status(nowUs, out);
+  expect(out).toEqual([]);
+  return s;
+}
+
+/** Exact private state, for "nothing changed" checks. */
+function internals(pool: Pool<string>): string {
+  const p = pool as unknown as {
+    levelUnits: number;
+    lastRefillUs: number;
+    waiters: ReadonlyArray<{ record: { leaseId: string }; wantTokens: number; to: string; deadlineUs: number }>;
+    leases: { byAgent: Map<string, unknown>; boundSum: number; issued: number };
+  };
+  return JSON.stringify({
+    level: p.levelUnits,
+    lastRefill: p.lastRefillUs,
+    waiters: p.waiters.map((w) => [w.record.leaseId, w.wantTokens, w.to, w.deadlineUs]),
+    leases: [...p.leases.byAgent.values()],
+    boundSum: p.leases.boundSum,
+    issued: p.leases.issued,
+  });
+}
+
+/** [to, tokensGranted] of each delivery, in order. */
+const served = (deliveries: readonly Delivery<string>[]): Array<[string, number]> =>
+  deliveries.map((d) => [d.to, d.reply.kind === 'grant' ? d.reply.tokensGranted : -1]);
+
+describe('idempotent retries', () => {
+  it('answers a retry of the same (agentId, seq) with the identical cached reply and grants nothing more', () => {
+    const pool = makePool();
+    const first = acquire(pool, FULL_AT, { agentId: 'a', seq: 1, tokensWanted: 15, holdMs: 0 }, 'first');
+    const g = grantOf(first);
+    const before = status(pool, FULL_AT);
+    // Same seq, even with another body: the original reply, to the retry's target.
+    for (const body of [{}, { tokensWanted: 5, tokensLeft: 3, leaseId: 'zz-other' }]) {
+      const retry = acquire(pool, 1_150 * MS, { agentId: 'a', seq: 1, tokensWanted: 15, holdMs: 0, ...body }, 'retry');
+      expect(retry).toHaveLength(1);
+      expect(retry[0]?.to).toBe('retry');
+      expect(retry[0]?.reply).toStrictEqual(g);
+      expect(status(pool, 1_150 * MS)).toEqual(before);
+    }
+  });
+
+  it('answers a retry of a renewal with the renewal’s reply', () => {
+    const pool = makePool();
+    const leaseId = grantOf(acquire(pool, FULL_AT, { agentId: 'a', seq: 1, tokensWanted: 10, holdMs: 0 })).leaseId;
+    const renewal = grantOf(acquire(pool, FULL_AT, { agentId: 'a', seq: 2, leaseId, tokensLeft: 4, tokensWanted: 10, holdMs: 0 }));
+    expect(renewal).toMatchObject({ seq: 2, tokensGranted: 10, tokensHeld: 14 });
+    const snapshot = internals(pool);
+    expect(grantOf(acquire(pool, FULL_AT, { agentId: 'a', seq: 2, leaseId, tokensLeft: 4, tokensWanted: 10, holdMs: 0 }))).toStrictEqual(renewal);
+    expect(internals(pool)).toBe(snapshot);
+  });
+
+  it('does not extend the lease on a retry: it still ends at the original grant + TTL', () => {
+    // So an agent must count the TTL of a retried request from its first send.
+    const pool = makePool();
+    const g = grantOf(acquire(pool, FULL_AT, { agentId: 'a', seq: 1, holdMs: 0 }));
+    expect(grantOf(acquire(pool, 1_900 * MS, { agentId: 'a', seq: 1, holdMs: 0 }))).toStrictEqual(g);
+    expect(pool.nextDeadlineUs()).toBe(2_100 * MS);
+    expect(status(pool, 2_100 * MS)).toMatchObject({ leases: 0, leasedTokens: 0 });
+  });
+
+  it.each<[number]>([[1], [0]])('refuses an older seq (%i) with stale-sequence and changes nothing', (oldSeq) => {
+    const pool = makePool();
+    const leaseId = grantOf(acquire(pool, FULL_AT, { agentId: 'a', seq: 1, tokensWanted: 10, holdMs: 0 })).leaseId;
+    grantOf(acquire(pool, FULL_AT, { agentId: 'a', seq: 2, leaseId, tokensLeft: 10, tokensWanted: 5, holdMs: 0 }));
+    tick(pool, 1_200 * MS);
+    const snapshot = internals(pool);
+    const out = acquire(pool, 1_200 * MS, { agentId: 'a', seq: oldSeq, leaseId, tokensLeft: 0, tokensWanted: 20, holdMs: 0 }, 'late');
+    expect(out).toEqual([
+      {
+        to: 'late',
+        reply: { v: 1, kind: 'error', seq: oldSeq, code: 'stale-sequence', fault: 'peer', message: expect.any(String), retryAfterMs: 0 },
+      },
+    ]);
+    expect(internals(pool)).toBe(snapshot);
+  });
+
+  it('moves the eventual reply of a held request to the retry’s target; the first target gets nothing', () => {
+    const pool = makePool();
+    expect(acquire(pool, QUIET_END, { agentId: 'a', seq: 1 }, 'first')).toEqual([]);
+    expect(acquire(pool, 1_002 * MS, { agentId: 'a', seq: 1 }, 'second')).toEqual([]);
+    expect(status(pool, 1_002 * MS).waiting).toBe(1);
+    const out = tick(pool, 1_005 * MS);
+    expect(served(out)).toEqual([['second', 5]]);
+    // A later retry gets the same reply from the cache.
+    const third = acquire(pool, 1_006 * MS, { agentId: 'a', seq: 1 }, 'third');
+    expect(third).toEqual([{ to: 'third', reply: out[0]?.reply }]);
+  });
+});
+
+describe('no crumbs: holding requests', () => {
+  it('holds a request until min(wanted, minGrantTokens) has accrued, then answers it from tick', () => {
+    const pool = makePool();
+    expect(acquire(pool, QUIET_END, { agentId: 'a', seq: 1 })).toEqual([]);
+    expect(status(pool, QUIET_END)).toMatchObject({ waiting: 1, leases: 1, leasedTokens: 0 });
+    expect(pool.nextDeadlineUs()).toBe(1_005 * MS);
+    expect(tick(pool, 1_004_999)).toEqual([]);
+    const g = grantOf(tick(pool, 1_005 * MS));
+    // 5 of 20: the missing 15 are worth asking for again once 5 more accrue.
+    expect(g).toMatchObject({ seq: 1, tokensGranted: 5, tokensHeld: 5, retryAfterMs: 5 });
+    expect(status(pool, 1_005 * MS)).toMatchObject({ waiting: 0, levelTokens: 0, leasedTokens: 5 });
+  });
+
+  it('grants a small want in full as soon as it has accrued', () => {
+    const pool = makePool();
+    expect(acquire(pool, QUIET_END, { agentId: 'a', seq: 1, tokensWanted: 3 })).toEqual([]);
+    expect(pool.nextDeadlineUs()).toBe(1_003 * MS);
+    expect(grantOf(tick(pool, 1_003 * MS))).toMatchObject({ tokensGranted: 3, tokensHeld: 3, retryAfterMs: 0 });
+  });
+
+  it('answers at the hold deadline with whatever there is when that comes first', () => {
+    const pool = makePool();
+    expect(acquire(pool, QUIET_END, { agentId: 'a', seq: 1, holdMs: 3 })).toEqual([]);
+    expect(pool.nextDeadlineUs()).toBe(1_003 * MS);
+    expect(tick(pool, 1_002_999)).toEqual([]);
+    expect(grantOf(tick(pool, 1_003 * MS))).toMatchObject({ tokensGranted: 3, tokensHeld: 3, retryAfterMs: 5 });
+  });
+
+  it('answers with 0 tokens and a retry time when nothing can accrue (all capacity leased); holdMs is capped at maxHoldMs', () => {
+    const pool = makePool();
+    for (const agentId of ['b', 'c', 'd', 'e', 'f']) {
+      expect(grantOf(acquire(pool, FULL_AT, { agentId, seq: 1, holdMs: 0 })).tokensGranted).toBe(20);
+    }
+    expect(acquire(pool, FULL_AT, { agentId: 'a', seq: 1, tokensWanted: 5, holdMs: 60_000 })).toEqual([]);
+    expect(pool.nextDeadlineUs()).toBe(1_300 * MS); // the hold (200 ms), not the accrual, nor the expiries at 2.1 s
+    expect(tick(pool, 1_299_999)).toEqual([]);
+    const g = grantOf(tick(pool, 1_300 * MS));
+    expect(g.tokensGranted).toBe(0);
+    expect(g.tokensHeld).toBe(0);
+    expect(g.retryAfterMs).toBeGreaterThan(0);
+  });
+
+  it.each<[string, Partial<AcquireFields>, number, number]>([
+    // an empty pool answers at once when the request may not be held, or wants nothing
+    ['holdMs 0', { holdMs: 0 }, 0, 5],
+    ['tokensWanted 0', { tokensWanted: 0 }, 0, 0],
+  ])('answers at once with %s', (_name, fields, tokensGranted, retryAfterMs) => {
+    const pool = makePool();
+    const g = grantOf(acquire(pool, QUIET_END, { agentId: 'a', seq: 1, ...fields }));
+    expect(g).toMatchObject({ tokensGranted, retryAfterMs });
+  });
+
+  it('serves waiting agents in FIFO order; a later small request does not overtake', () => {
+    const pool = makePool();
+    expect(acquire(pool, QUIET_END, { agentId: 'a', seq: 1 })).toEqual([]);
+    expect(acquire(pool, 1_001 * MS, { agentId: 'b', seq: 1 })).toEqual([]);
+    expect(pool.nextDeadlineUs()).toBe(1_005 * MS);
+    expect(served(tick(pool, 1_005 * MS))).toEqual([['a#1', 5]]);
+    expect(pool.nextDeadlineUs()).toBe(1_010 * MS);
+    expect(tick(pool, 1_008 * MS)).toEqual([]);
+    // c wants 1 and 3 are there, but b came first.
+    expect(acquire(pool, 1_008 * MS, { agentId: 'c', seq: 1, tokensWanted: 1 })).toEqual([]);
+    expect(status(pool, 1_008 * MS)).toMatchObject({ waiting: 2, levelTokens: 3 });
+    expect(served(tick(pool, 1_010 * MS))).toEqual([['b#1', 5]]);
+    expect(pool.nextDeadlineUs()).toBe(1_011 * MS);
+    expect(served(tick(pool, 1_011 * MS))).toEqual([['c#1', 1]]);
+    expect(status(pool, 1_011 * MS)).toMatchObject({ waiting: 0, levelTokens: 0, leasedTokens: 11, leases: 3 });
+  });
+
+  it('serves several waiters in one tick, in arrival order, when enough has accrued for all', () => {
+    const pool = makePool();
+    for (const agentId of ['a', 'b', 'c']) expect(acquire(pool, QUIET_END, { agentId, seq: 1 })).toEqual([]);
+    expect(served(tick(pool, 1_050 * MS))).toEqual([
+      ['a#1', 20],
+      ['b#1', 20],
+      ['c#1', 10],
+    ]);
+  });
+
+  it('reports the earliest of a hold end, the head’s accrual and a lease expiry as the next deadline', () => {
+    const pool = makePool();
+    expect(pool.nextDeadlineUs()).toBe(Infinity);
+    // During the quiet period the head's grant accrues only from its end.
+    expect(acquire(pool, 900 * MS, { agentId: 'a', seq: 1, holdMs: 200 })).toEqual([]);
+    expect(pool.nextDeadlineUs()).toBe(1_005 * MS);
+    expect(acquire(pool, 950 * MS, { agentId: 'b', seq: 1, holdMs: 20 })).toEqual([]);
+    expect(pool.nextDeadlineUs()).toBe(970 * MS); // b's hold ends first
+    expect(served(tick(pool, 970 * MS))).toEqual([['b#1', 0]]);
+    expect(pool.nextDeadlineUs()).toBe(1_005 * MS);
+    expect(served(tick(pool, 1_005 * MS))).toEqual([['a#1', 5]]);
+    // Then the leases: b's granted at 0.970 s, a's at 1.005 s.
+    expect(pool.nextDeadlineUs()).toBe(1_970 * MS);
+  });
+
+  it('answers a held request as superseded when the same agent sends a newer one', () => {
+    const pool = makePool();
+    expect(acquire(pool, QUIET_END, { agentId: 'a', seq: 1 }, 'old')).toEqual([]);
+    const superseded = acquire(pool, 1_001 * MS, { agentId: 'a', seq: 2, tokensWanted: 3 }, 'new');
+    expect(superseded).toHaveLength(1);
+    expect(superseded[0]?.to).toBe('old');
+    expect(superseded[0]?.reply).toMatchObject({ kind: 'error', code: 'stale-sequence', seq: 1, fault: 'peer' });
+    expect(status(pool, 1_001 * MS).waiting).toBe(1);
+    expect(served(tick(pool, 1_003 * MS))).toEqual([['new', 3]]);
+  });
+});
+
+describe('a request that may not wait', () => {
+  it('does not jump the queue: it is renewed with nothing while others wait, and told when to ask again', () => {
+    const pool = makePool();
+    expect(acquire(pool, QUIET_END, { agentId: 'a', seq: 1 })).toEqual([]);
+    // 3 tokens have accrued; a waits for 5. b may not wait: it gets none of the 3.
+    const b = grantOf(acquire(pool, QUIET_END + 3 * MS, { agentId: 'b', seq: 1, tokensWanted: 2, holdMs: 0 }));
+    expect(b.tokensGranted).toBe(0);
+    expect(b.retryAfterMs).toBeGreaterThan(0);
+    expect(served(tick(pool, QUIET_END + 5 * MS))).toEqual([['a#1', 5]]);
+  });
+
+  it('takes what there is when nobody waits', () => {
+    const pool = makePool();
+    expect(grantOf(acquire(pool, QUIET_END + 3 * MS, { agentId: 'b', seq: 1, tokensWanted: 20, holdMs: 0 })).tokensGranted).toBe(3);
+  });
+});
+
+describe('flush', () => {
+  it('answers every held request now with what there is, in order', () => {
+    const pool = makePool();
+    expect(acquire(pool, QUIET_END, { agentId: 'a', seq: 1 })).toEqual([]);
+    expect(acquire(pool, QUIET_END, { agentId: 'b', seq: 1 })).toEqual([]);
+    const out: Delivery<string>[] = [];
+    pool.flush(1_002 * MS, out);
+    expect(served(out)).toEqual([
+      ['a#1', 2],
+      ['b#1', 0],
+    ]);
+    for (const d of out) expect(d.reply.kind === 'grant' && d.reply.retryAfterMs > 0).toBe(true);
+    expect(status(pool, 1_002 * MS)).toMatchObject({ waiting: 0, leasedTokens: 2, leases: 2 });
+  });
+});
