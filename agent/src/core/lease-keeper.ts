@@ -64,7 +64,7 @@ export class LeaseKeeper {
   };
   /** Cost of `take()` calls waiting for tokens; set by the adapter. */
   waitingTokens = 0;
-  private leaseId: string | null = null;
+  private heldLeaseId: string | null = null;
   private ttlUs: number;
   private inFlight: InFlight | null = null;
   private notBeforeUs = 0;
@@ -90,6 +90,11 @@ export class LeaseKeeper {
 
   get pool(): string {
     return this.slot.pool;
+  }
+
+  /** leaseId — the lease this keeper holds or last held, or null. */
+  get leaseId(): string | null {
+    return this.heldLeaseId;
   }
 
   /** settled — closing and nothing left to send or wait for. */
@@ -230,7 +235,7 @@ export class LeaseKeeper {
       agentId: this.agentId,
       pool: this.pool,
       seq: this.nextSeq(),
-      leaseId: this.leaseId,
+      leaseId: this.heldLeaseId,
       tokensLeft: s.hasLease ? s.balanceTokens : 0,
       tokensWanted,
       demandPerSecond: Math.min(1e12, Math.round(this.demand.perSecond * 1000) / 1000),
@@ -243,12 +248,12 @@ export class LeaseKeeper {
 
   private sendReturn(nowUs: number): readonly SendAction[] {
     const s = this.slot;
-    const leaseId = this.leaseId;
+    const leaseId = this.heldLeaseId;
     const tokensLeft = s.balanceTokens;
     s.balanceTokens = 0;
     s.hasLease = false;
     s.expiresAtUs = 0;
-    this.leaseId = null;
+    this.heldLeaseId = null;
     if (leaseId === null || tokensLeft === 0) return NONE;
     const message: LeaseReturn = { v: 1, op: 'return', agentId: this.agentId, pool: this.pool, seq: this.nextSeq(), leaseId, tokensLeft };
     return this.launch(message, nowUs);
@@ -269,10 +274,10 @@ export class LeaseKeeper {
 
   private applyGrant(reply: LeaseGrant, flight: InFlight, nowUs: number): void {
     const s = this.slot;
-    const sameLease = reply.leaseId === this.leaseId && s.hasLease;
+    const sameLease = reply.leaseId === this.heldLeaseId && s.hasLease;
     if (!sameLease) this.stats.leasesStarted += 1;
     s.balanceTokens = (sameLease ? s.balanceTokens : 0) + reply.tokensGranted;
-    this.leaseId = reply.leaseId;
+    this.heldLeaseId = reply.leaseId;
     this.ttlUs = reply.ttlMs * 1000;
     s.expiresAtUs = flight.firstSentAtUs + Math.floor(this.ttlUs * (1 - this.options.driftMargin));
     s.hasLease = true;

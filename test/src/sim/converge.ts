@@ -1,0 +1,31 @@
+/**
+ * recoveredRate — after the last fault has settled (its end plus one TTL
+ * plus a second), the admitted rate as a fraction of the refill rate, if the
+ * fleet offered enough demand to saturate the pool then (≥ 1.5·r in every
+ * second of the window); null when it did not, or the window is under 3 s.
+ */
+import type { SimConfig, SimResult } from './sim-config.js';
+import { SLICE_US } from './sim-metrics.js';
+
+export function faultsEndUs(config: SimConfig): number {
+  const ends = [
+    ...config.faults.map((f) => f.atUs + (f.kind === 'pause-agent' ? f.forUs : f.kind === 'restart-coordinator' ? f.downUs + config.pool.leaseTtlMs * 1000 : f.downUs)),
+    ...config.partitions.map((p) => p.toUs),
+  ];
+  return ends.length === 0 ? 0 : Math.max(...ends);
+}
+
+export function recoveredRate(config: SimConfig, result: SimResult): number | null {
+  const fromUs = faultsEndUs(config) + config.pool.leaseTtlMs * 1000 + 1_000_000;
+  const first = Math.ceil(fromUs / SLICE_US);
+  const last = Math.floor(config.durationUs / SLICE_US);
+  if ((last - first) * SLICE_US < 3_000_000) return null;
+  const refillPerSlice = (config.pool.refill.tokens * SLICE_US) / (config.pool.refill.periodMs * 1000);
+  const slicesPerSecond = 1_000_000 / SLICE_US;
+  for (let s = first; s + slicesPerSecond <= last; s += slicesPerSecond) {
+    const offered = result.offeredPerSlice.slice(s, s + slicesPerSecond).reduce((a, b) => a + b, 0);
+    if (offered < 1.5 * refillPerSlice * slicesPerSecond) return null;
+  }
+  const admitted = result.admittedPerSlice.slice(first, last).reduce((a, b) => a + b, 0);
+  return admitted / (refillPerSlice * (last - first));
+}

@@ -1,0 +1,52 @@
+/**
+ * npm run sim -- [--scenarios N] [--seed S] [--duration 20s] [--json]
+ *
+ * Runs N random scenarios (seeds S, S+1, …) through the simulator and
+ * prints one line each; exits 1 if any check failed, printing the command
+ * that replays the failing seed alone.
+ */
+import { parseArgs } from 'node:util';
+import { describeScenario, randomScenario } from './scenario.js';
+import { recoveredRate } from './converge.js';
+import { runSimulation } from './simulation.js';
+
+function main(): number {
+  const { values } = parseArgs({ options: { scenarios: { type: 'string' }, seed: { type: 'string' }, duration: { type: 'string' }, json: { type: 'boolean' } } });
+  const scenarios = Number(values.scenarios ?? '100');
+  const seed = values.seed === undefined ? Math.floor(Math.random() * 2 ** 31) : Number(values.seed);
+  const durationS = Number((values.duration ?? '20s').replace(/s$/, ''));
+  if (!Number.isSafeInteger(scenarios) || scenarios < 1) throw new Error('--scenarios must be a positive integer');
+  if (!Number.isSafeInteger(seed) || seed < 0) throw new Error('--seed must be a non-negative integer');
+  if (!(durationS >= 1)) throw new Error('--duration must be at least 1s');
+  console.log(`simulating ${scenarios} scenarios from SEED=${seed}, ${durationS} s of traffic each`);
+  let failed = 0;
+  let simulated = 0;
+  const started = performance.now();
+  for (let i = 0; i < scenarios; i += 1) {
+    const config = randomScenario(seed + i, durationS * 1_000_000);
+    const result = runSimulation(config);
+    simulated += result.simulatedSeconds;
+    const recovered = recoveredRate(config, result);
+    const ok = result.violations.length === 0;
+    if (!ok) failed += 1;
+    const line = values.json === true
+      ? JSON.stringify({ seed: config.seed, ok, admitted: result.admittedTokens, worstExcessTokens: result.worstExcessTokens, recovered, roundTrips: result.roundTrips, violations: result.violations })
+      : `${ok ? 'ok  ' : 'FAIL'} seed ${config.seed}: ${describeScenario(config)} → admitted ${result.admittedTokens}, closest ${(-result.worstExcessTokens).toFixed(2)} under the envelope` +
+        (recovered === null ? '' : `, rate after faults ${(recovered * 100).toFixed(0)}% of r`);
+    console.log(line);
+    if (!ok) {
+      for (const v of result.violations) console.log(`    ${v}`);
+      console.log(`    replay: npm run sim -- --scenarios 1 --seed ${config.seed} --duration ${durationS}s`);
+    }
+  }
+  const seconds = (performance.now() - started) / 1000;
+  console.log(`${scenarios - failed} passed, ${failed} failed (${simulated.toFixed(0)} simulated seconds in ${seconds.toFixed(1)} s)`);
+  return failed === 0 ? 0 : 1;
+}
+
+try {
+  process.exitCode = main();
+} catch (error) {
+  console.error(`sim: ${error instanceof Error ? error.message : String(error)}`);
+  process.exitCode = 2;
+}

@@ -1,0 +1,66 @@
+/**
+ * randomScenario — an adversarial simulation config drawn from one seed:
+ * fleet size, pool, lease size and TTL, workload, a lossy, duplicating,
+ * reordering network, partitions, agent crashes and pauses past expiry,
+ * coordinator restarts and clock drift within the agents' margin.
+ * Faults happen in the first half of the run so the second half shows
+ * whether the fleet converges.
+ */
+import { makeRate } from '@tokenlease/shared';
+import { seededRandom } from '../harness/random.js';
+import type { Partition } from './network.js';
+import type { Fault, SimConfig } from './sim-config.js';
+import type { WorkloadName } from './workload.js';
+
+const WORKLOADS: readonly WorkloadName[] = ['steady', 'bursty', 'diurnal', 'zipf', 'churn', 'weighted'];
+const TTLS_MS = [200, 500, 1000, 2000] as const;
+
+export function randomScenario(seed: number, durationUs = 20_000_000): SimConfig {
+  const r = seededRandom(seed);
+  const pick = <T>(xs: readonly T[]): T => xs[r.int(0, xs.length - 1)] as T;
+  const agents = r.int(2, 8);
+  const capacity = r.int(20, 400);
+  const refillPerSecond = r.int(50, 400);
+  const leaseTtlMs = pick(TTLS_MS);
+  // Mostly leases that fit B across the fleet; sometimes oversized ones.
+  const maxLeaseTokens = r.next() < 0.8 ? Math.max(1, Math.floor(capacity / agents / r.int(1, 3))) : r.int(1, capacity);
+  const ttlUs = leaseTtlMs * 1000;
+  const faultWindowUs = durationUs / 2;
+  const at = (): number => r.int(1_000_000, Math.max(1_000_001, faultWindowUs - 1));
+  const faults: Fault[] = [];
+  for (let i = r.int(0, 3); i > 0; i -= 1) {
+    const kind = pick(['crash-agent', 'pause-agent', 'restart-coordinator'] as const);
+    if (kind === 'crash-agent') faults.push({ kind, agent: r.int(0, agents - 1), atUs: at(), downUs: r.int(200_000, 3_000_000) });
+    else if (kind === 'pause-agent') faults.push({ kind, agent: r.int(0, agents - 1), atUs: at(), forUs: r.int(ttlUs, 4 * ttlUs) });
+    else faults.push({ kind, atUs: at(), downUs: r.int(0, 1_000_000) });
+  }
+  const partitions: Partition[] = [];
+  for (let i = r.int(0, 2); i > 0; i -= 1) {
+    const fromUs = at();
+    const members = Array.from({ length: agents }, (_, k) => k).filter(() => r.next() < 0.4);
+    partitions.push({ agents: members.length > 0 ? members : [0], fromUs, toUs: fromUs + r.int(ttlUs / 2, 3 * ttlUs) });
+  }
+  return {
+    seed,
+    agents,
+    durationUs,
+    pool: { capacity, refill: makeRate(refillPerSecond, 1000), leaseTtlMs, maxLeaseTokens },
+    workload: { name: pick(WORKLOADS), load: 0.5 + r.next() * 2.5 },
+    network: { latencyUs: r.int(200, 5000), lossRate: r.next() < 0.5 ? 0 : r.next() * 0.05, duplicateRate: r.next() < 0.5 ? 0 : r.next() * 0.05 },
+    partitions,
+    faults,
+    driftMax: 0.04,
+  };
+}
+
+/** describeScenario — one line naming what a scenario does. */
+export function describeScenario(c: SimConfig): string {
+  const p = c.pool;
+  const faults: string[] = [...c.faults.map((f) => f.kind), ...c.partitions.map(() => 'partition')];
+  return (
+    `${c.agents} agents, B=${p.capacity}, r=${p.refill.tokens}/${p.refill.periodMs}ms, lease ${p.maxLeaseTokens}, TTL ${p.leaseTtlMs} ms, ` +
+    `${c.workload.name}×${c.workload.load.toFixed(2)}, latency ${(c.network.latencyUs / 1000).toFixed(1)} ms, ` +
+    `loss ${(c.network.lossRate * 100).toFixed(1)}%, dup ${(c.network.duplicateRate * 100).toFixed(1)}%` +
+    (faults.length > 0 ? `, faults: ${faults.join(' ')}` : '')
+  );
+}

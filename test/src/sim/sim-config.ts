@@ -1,0 +1,70 @@
+/**
+ * What a simulation run is given and what it reports.
+ */
+import type { KeeperOptions } from '@tokenlease/agent';
+import type { Rate } from '@tokenlease/shared';
+import type { NetworkSpec, Partition } from './network.js';
+import type { WorkloadSpec } from './workload.js';
+
+export interface SimPool {
+  readonly capacity: number;
+  readonly refill: Rate;
+  readonly leaseTtlMs: number;
+  readonly maxLeaseTokens: number;
+  readonly minGrantTokens?: number;
+  readonly maxHoldMs?: number;
+}
+
+/** Faults; times are µs from the start of traffic. */
+export type Fault =
+  | { readonly kind: 'crash-agent'; readonly agent: number; readonly atUs: number; readonly downUs: number }
+  | { readonly kind: 'pause-agent'; readonly agent: number; readonly atUs: number; readonly forUs: number }
+  | { readonly kind: 'restart-coordinator'; readonly atUs: number; readonly downUs: number };
+
+export interface SimConfig {
+  readonly seed: number;
+  readonly agents: number;
+  /** Traffic duration, µs (after a warm-up that lets the pool fill). */
+  readonly durationUs: number;
+  readonly pool: SimPool;
+  readonly workload: WorkloadSpec;
+  readonly network: NetworkSpec;
+  /** Partitions; times are µs from the start of traffic. */
+  readonly partitions: readonly Partition[];
+  readonly faults: readonly Fault[];
+  /** Largest |clock rate error| of an agent (must stay below the keeper's drift margin). */
+  readonly driftMax: number;
+  readonly keeper?: Partial<KeeperOptions>;
+  /** How long after a crash the agent's lease must be gone; default TTL + hold + tick slack + flight times. */
+  readonly reclaimDeadlineUs?: number;
+  /** Deliberately broken agents, to prove the checks can fail. */
+  readonly broken?: 'spend-past-expiry';
+}
+
+export interface SimResult {
+  readonly seed: number;
+  readonly offeredTokens: number;
+  readonly offeredCount: number;
+  readonly admittedTokens: number;
+  readonly admittedCount: number;
+  readonly deniedCount: number;
+  /** Per agent slot: tokens admitted and offered. */
+  readonly perAgentAdmitted: readonly number[];
+  readonly perAgentOffered: readonly number[];
+  readonly worstExcessTokens: number;
+  readonly violations: readonly string[];
+  /** Request attempts sent to the coordinator (each is a round-trip). */
+  readonly roundTrips: number;
+  readonly grantedTokens: number;
+  readonly returnedTokens: number;
+  /** Granted and then neither admitted nor returned: lost at expiry, or never delivered. */
+  readonly strandedTokens: number;
+  /** Waits of admitted `take()` calls, ms. */
+  readonly takeWaitsMs: readonly number[];
+  readonly takeTimeouts: number;
+  /** Tokens admitted and offered per 100 ms slice of traffic time. */
+  readonly admittedPerSlice: readonly number[];
+  readonly offeredPerSlice: readonly number[];
+  readonly simulatedSeconds: number;
+  readonly events: number;
+}

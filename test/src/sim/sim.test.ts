@@ -1,0 +1,110 @@
+/**
+ * The simulator runs the real coordinator and agent cores through random
+ * adversarial scenarios (loss, duplication, reordering, partitions, crashes,
+ * pauses past expiry, coordinator restarts, drift) and checks after every
+ * admission the envelope, that the agent spends only while the coordinator
+ * still counts its lease, that no balance is negative, and that crashed
+ * agents' leases are reclaimed in time. Then it proves those checks can
+ * fail, and that a run is a function of its seed.
+ */
+import { describe, expect, it } from 'vitest';
+import { makeRate } from '@tokenlease/shared';
+import { seedFromEnv } from '../harness/random.js';
+import { recoveredRate } from './converge.js';
+import { describeScenario, randomScenario } from './scenario.js';
+import type { SimConfig } from './sim-config.js';
+import { runSimulation } from './simulation.js';
+
+const SCENARIOS = Number(process.env['SIM_SCENARIOS'] ?? '150');
+
+describe('the simulator', () => {
+  it(`keeps every check over ${SCENARIOS} random scenarios`, () => {
+    const seed = seedFromEnv();
+    console.log(`sim: ${SCENARIOS} scenarios from SEED=${seed} (replay one: npm run sim -- --scenarios 1 --seed <seed>)`);
+    let simulatedSeconds = 0;
+    const failures: string[] = [];
+    for (let i = 0; i < SCENARIOS; i += 1) {
+      const config = randomScenario((seed + i) >>> 0);
+      const result = runSimulation(config);
+      simulatedSeconds += result.simulatedSeconds;
+      if (result.violations.length > 0) {
+        failures.push(`seed ${config.seed} (${describeScenario(config)}):\n  ${result.violations.slice(0, 5).join('\n  ')}\n  replay: npm run sim -- --scenarios 1 --seed ${config.seed}`);
+      }
+    }
+    console.log(`sim: ${simulatedSeconds.toFixed(0)} simulated seconds`);
+    expect(failures, failures.join('\n')).toEqual([]);
+    expect(simulatedSeconds).toBeGreaterThan(SCENARIOS * 20);
+  });
+
+  it('is a function of its seed', () => {
+    const config = randomScenario(424242);
+    expect(runSimulation(config)).toEqual(runSimulation(config));
+  });
+
+  // An agent that keeps spending its lease after it expired (pauses make it
+  // spend a stale balance at resume, while the coordinator has re-granted).
+  const pausingPair = (seed: number, broken: boolean): SimConfig => ({
+    seed,
+    agents: 2,
+    durationUs: 30_000_000,
+    pool: { capacity: 100, refill: makeRate(100, 1000), leaseTtlMs: 200, maxLeaseTokens: 100 },
+    workload: { name: 'bursty', load: 2, onMs: 300, offMs: 2700 },
+    network: { latencyUs: 1000, lossRate: 0, duplicateRate: 0 },
+    partitions: [],
+    faults: [3, 9, 15, 21].map((s) => ({ kind: 'pause-agent' as const, agent: 0, atUs: s * 1_000_000, forUs: 2_000_000 })),
+    driftMax: 0.01,
+    ...(broken ? { broken: 'spend-past-expiry' as const } : {}),
+  });
+
+  it.each([1, 2, 3])('catches an agent that spends past its expiry (seed %i): envelope and expiry checks fail', (seed) => {
+    const honest = runSimulation(pausingPair(seed, false));
+    expect(honest.violations).toEqual([]);
+    expect(honest.worstExcessTokens).toBeLessThanOrEqual(0);
+    const broken = runSimulation(pausingPair(seed, true));
+    expect(broken.worstExcessTokens).toBeGreaterThan(1);
+    expect(broken.violations.some((v) => v.includes('envelope exceeded'))).toBe(true);
+    expect(broken.violations.some((v) => v.includes("after the coordinator's expiry"))).toBe(true);
+  });
+
+  it('reclaims a crashed agent’s lease in time, and a saturated fleet returns to the refill rate', () => {
+    const config: SimConfig = {
+      seed: 7,
+      agents: 4,
+      durationUs: 20_000_000,
+      pool: { capacity: 200, refill: makeRate(400, 1000), leaseTtlMs: 500, maxLeaseTokens: 25 },
+      workload: { name: 'steady', load: 2 },
+      network: { latencyUs: 1000, lossRate: 0.01, duplicateRate: 0.01 },
+      partitions: [{ agents: [1], fromUs: 4_000_000, toUs: 5_000_000 }],
+      faults: [
+        { kind: 'crash-agent', agent: 0, atUs: 2_000_000, downUs: 1_000_000 },
+        { kind: 'pause-agent', agent: 2, atUs: 6_000_000, forUs: 1_500_000 },
+        { kind: 'restart-coordinator', atUs: 8_000_000, downUs: 200_000 },
+      ],
+      driftMax: 0.04,
+    };
+    const result = runSimulation(config);
+    expect(result.violations).toEqual([]);
+    const recovered = recoveredRate(config, result);
+    console.log(`sim: admission rate after the faults settled: ${((recovered ?? 0) * 100).toFixed(1)}% of r`);
+    expect(recovered).not.toBeNull();
+    expect(recovered as number).toBeGreaterThan(0.9);
+  });
+
+  it('flags a crashed agent’s lease still held after the reclaim deadline (the audit can fail)', () => {
+    const config: SimConfig = {
+      seed: 11,
+      agents: 2,
+      durationUs: 6_000_000,
+      pool: { capacity: 100, refill: makeRate(100, 1000), leaseTtlMs: 200, maxLeaseTokens: 50 },
+      workload: { name: 'steady', load: 2 },
+      network: { latencyUs: 1000, lossRate: 0, duplicateRate: 0 },
+      partitions: [],
+      faults: [{ kind: 'crash-agent', agent: 0, atUs: 1_000_000, downUs: 10_000_000 }],
+      driftMax: 0,
+    };
+    expect(runSimulation(config).violations).toEqual([]);
+    // Demand the lease back sooner than one TTL: no coordinator can, so the audit must say so.
+    const impatient = runSimulation({ ...config, reclaimDeadlineUs: 1 });
+    expect(impatient.violations.some((v) => v.includes('not reclaimed'))).toBe(true);
+  });
+});

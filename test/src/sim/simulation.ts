@@ -1,0 +1,354 @@
+/**
+ * The simulator: the real CoordinatorCore and real LeaseKeepers on one
+ * virtual clock, connected by a modelled network, driven by a workload and
+ * a fault plan, all from one seed. Same seed, same run, event for event.
+ *
+ * After every admission it checks the envelope over every window (exact),
+ * that the agent spends only while the coordinator still counts its lease
+ * (grant time + TTL, on the coordinator's side), and that no balance is
+ * negative. It reports what the sweep and the tests need.
+ */
+import { CoordinatorCore, parseCoordinatorConfig, type CoordinatorConfig, type Delivery } from '@tokenlease/coordinator';
+import { encodeMessage, subjectFor, type Reply } from '@tokenlease/shared';
+import { seededRandom, type Random } from '../harness/random.js';
+import { EnvelopeWatch } from './checks.js';
+import { EventQueue } from './event-queue.js';
+import { Network } from './network.js';
+import type { SimConfig, SimResult } from './sim-config.js';
+import { SimAgent, type Waiter } from './sim-agent.js';
+import { makeWorkload, type Arrival, type Workload } from './workload.js';
+import { SimMetrics } from './sim-metrics.js';
+import {
+  AGENT_TICK_US_MAX,
+  AUDIT_EVERY_US,
+  CLOSE_PHASE_US,
+  COORDINATOR_TICK_US_MAX,
+  POOL,
+  PREFIX,
+  type Event,
+  type ReplyTo,
+} from './sim-events.js';
+import type { SendAction } from '@tokenlease/agent';
+
+export function runSimulation(config: SimConfig): SimResult {
+  return new Simulation(config).run();
+}
+
+class Simulation {
+  private readonly queue = new EventQueue<Event>();
+  private readonly random: Random;
+  private readonly network: Network;
+  private readonly workload: Workload;
+  private readonly coordinatorConfig: CoordinatorConfig;
+  private readonly envelope: EnvelopeWatch;
+  private readonly warmupUs: number;
+  private readonly endUs: number;
+  private now = 0;
+  private core: CoordinatorCore<ReplyTo> | null = null;
+  private epoch = 0;
+  private coordinatorGen = 0;
+  private readonly agents = new Map<string, SimAgent>();
+  private readonly slots: Array<SimAgent | null>;
+  private readonly restarts: number[];
+  private readonly legalUntilUs = new Map<string, number>();
+  private readonly countedReplies = new Set<string>();
+  private stopped = false;
+  private events = 0;
+  private readonly m: SimMetrics;
+  /** Crashed agents and when they died, for the reclaim audit. */
+  private readonly deaths = new Map<string, number>();
+  private readonly reclaimDeadlineUs: number;
+
+  constructor(private readonly config: SimConfig) {
+    this.random = seededRandom(config.seed);
+    const p = config.pool;
+    this.coordinatorConfig = parseCoordinatorConfig('simulation', {
+      pools: {
+        [POOL]: {
+          capacity: p.capacity,
+          refill: { tokens: p.refill.tokens, periodMs: p.refill.periodMs },
+          leaseTtlMs: p.leaseTtlMs,
+          maxLeaseTokens: p.maxLeaseTokens,
+          ...(p.minGrantTokens === undefined ? {} : { minGrantTokens: p.minGrantTokens }),
+          ...(p.maxHoldMs === undefined ? {} : { maxHoldMs: p.maxHoldMs }),
+        },
+      },
+    });
+    const fillUs = Math.ceil((p.capacity * p.refill.periodMs * 1000) / p.refill.tokens);
+    this.warmupUs = this.coordinatorConfig.quietPeriodMs * 1000 + fillUs + 200_000;
+    this.endUs = this.warmupUs + config.durationUs;
+    const refillPerSecond = (p.refill.tokens * 1000) / p.refill.periodMs;
+    this.workload = makeWorkload(config.workload, config.agents, refillPerSecond, config.durationUs, seededRandom(config.seed ^ 0x5eed));
+    this.network = new Network(
+      config.network,
+      config.partitions.map((x) => ({ ...x, fromUs: x.fromUs + this.warmupUs, toUs: x.toUs + this.warmupUs })),
+      this.random,
+    );
+    this.envelope = new EnvelopeWatch(p.capacity, p.refill);
+    this.slots = Array.from({ length: config.agents }, () => null);
+    this.restarts = Array.from({ length: config.agents }, () => 0);
+    this.m = new SimMetrics(config.agents);
+    // A dead agent's lease must be gone one TTL after its last grant, plus
+    // the longest hold, the coordinator's tick slack and a reply's flight.
+    this.reclaimDeadlineUs = config.reclaimDeadlineUs ?? (p.leaseTtlMs + this.coordinatorConfig.pools[0]!.maxHoldMs) * 1000 + COORDINATOR_TICK_US_MAX + 4 * config.network.latencyUs + 10_000;
+  }
+
+  run(): SimResult {
+    this.startCoordinator();
+    for (const span of this.workload.presence) {
+      this.queue.push(span.fromUs === 0 ? 0 : this.warmupUs + span.fromUs, { k: 'agent-start', slot: span.agent, incarnation: span.incarnation });
+      if (span.toUs < this.config.durationUs) this.queue.push(this.warmupUs + span.toUs, { k: 'agent-stop', slot: span.agent, incarnation: span.incarnation });
+    }
+    for (const arrival of this.workload.arrivals) this.queue.push(this.warmupUs + arrival.tUs, { k: 'arrival', arrival });
+    this.config.faults.forEach((fault, index) => this.queue.push(this.warmupUs + fault.atUs, { k: 'fault', index }));
+    this.queue.push(AUDIT_EVERY_US, { k: 'audit' });
+    this.drain(this.endUs);
+    for (const agent of this.agents.values()) if (agent.alive && !agent.paused(this.now)) this.act(agent, agent.keeper.close(agent.localUs(this.now)));
+    this.drain(this.endUs + CLOSE_PHASE_US);
+    return this.result();
+  }
+
+  private drain(untilUs: number): void {
+    while (!this.stopped && this.queue.peekTimeUs() <= untilUs) {
+      const next = this.queue.pop();
+      if (next === undefined) break;
+      this.now = next.timeUs;
+      this.events += 1;
+      this.handle(next.event);
+    }
+    this.now = Math.max(this.now, untilUs);
+  }
+
+  private handle(e: Event): void {
+    switch (e.k) {
+      case 'agent-start': return this.startAgent(e.slot, e.incarnation);
+      case 'agent-stop': return this.stopAgent(e.slot, e.incarnation);
+      case 'agent-tick': return this.withAgent(e.id, (a) => (e.gen === a.tickGeneration ? this.act(a, a.keeper.tick(a.localUs(this.now))) : undefined));
+      case 'arrival': return this.arrive(e.arrival);
+      case 'to-coordinator': return this.toCoordinator(e.to, e.subject, e.bytes);
+      case 'to-agent': return this.withAgent(e.to.id, (a) => this.reply(a, e.to, e.reply));
+      case 'attempt-failed': return this.withAgent(e.to.id, (a) => this.failed(a, e.to, e.code));
+      case 'coordinator-tick': return e.gen === this.coordinatorGen && this.core !== null ? this.deliver(this.guard(() => this.core!.tick(this.now))) : undefined;
+      case 'coordinator-up': return this.startCoordinator();
+      case 'fault': return this.fault(e.index);
+      case 'resume': return this.resume(e.id);
+      case 'take-timeout': return this.withAgent(e.id, (a) => this.takeTimeout(a, e.waiter));
+      case 'audit': return this.audit();
+    }
+  }
+
+  /** withAgent — runs `f` for a live agent now, or later if it is paused; drops it for a dead one. */
+  private withAgent(id: string, f: (agent: SimAgent) => void): void {
+    const agent = this.agents.get(id);
+    if (agent === undefined || !agent.alive) return;
+    if (agent.paused(this.now)) agent.deferred.push(() => f(agent));
+    else f(agent);
+  }
+
+  /** audit — every lease of a crashed agent is reclaimed by its deadline. */
+  private audit(): void {
+    const pool = this.core?.pool(POOL);
+    for (const [id, diedUs] of this.deaths) {
+      if (this.now < diedUs + this.reclaimDeadlineUs) continue;
+      if (pool?.leases.get(id) !== undefined) this.violation(`lease of ${id} (crashed at ${diedUs} µs) not reclaimed by ${diedUs + this.reclaimDeadlineUs} µs`);
+      this.deaths.delete(id);
+    }
+    if (this.now < this.endUs) this.queue.push(this.now + AUDIT_EVERY_US, { k: 'audit' });
+  }
+
+  private startCoordinator(): void {
+    this.epoch += 1;
+    this.core = new CoordinatorCore<ReplyTo>(this.coordinatorConfig, this.epoch, this.now);
+    this.scheduleCoordinatorTick();
+  }
+
+  private scheduleCoordinatorTick(): void {
+    if (this.core === null) return;
+    this.coordinatorGen += 1;
+    const at = Math.min(this.now + COORDINATOR_TICK_US_MAX, Math.max(this.now + 1, this.core.nextDeadlineUs()));
+    this.queue.push(at, { k: 'coordinator-tick', gen: this.coordinatorGen });
+  }
+
+  private guard(f: () => Delivery<ReplyTo>[]): Delivery<ReplyTo>[] {
+    try {
+      return f();
+    } catch (error) {
+      this.violation(`coordinator failed: ${error instanceof Error ? error.message : String(error)}`);
+      this.stopped = true;
+      return [];
+    }
+  }
+
+  private toCoordinator(to: ReplyTo, subject: string, bytes: Uint8Array): void {
+    const core = this.core;
+    if (core === null) {
+      // No coordinator subscribed: NATS answers "no responders" at once.
+      for (const at of this.network.arrivals(to.slot, this.now)) this.queue.push(at, { k: 'attempt-failed', to, code: 'bus-no-responders' });
+      return;
+    }
+    this.deliver(this.guard(() => core.receive(subject, bytes, to, this.now)));
+  }
+
+  private deliver(deliveries: Delivery<ReplyTo>[]): void {
+    for (const { to, reply } of deliveries) {
+      const key = `${to.id}:${to.seq}`;
+      if (reply.kind === 'grant') {
+        const legalKey = `${to.id}/${reply.leaseId}`;
+        this.legalUntilUs.set(legalKey, Math.max(this.legalUntilUs.get(legalKey) ?? 0, this.now + reply.ttlMs * 1000));
+        if (!this.countedReplies.has(key)) this.m.grantedTokens += reply.tokensGranted;
+      } else if (reply.kind === 'receipt' && !this.countedReplies.has(key)) {
+        this.m.returnedTokens += reply.tokensReturned;
+      }
+      this.countedReplies.add(key);
+      for (const at of this.network.arrivals(to.slot, this.now)) this.queue.push(at, { k: 'to-agent', to, reply });
+    }
+    this.scheduleCoordinatorTick();
+  }
+
+  private startAgent(slot: number, incarnation: number): void {
+    if (this.slots[slot] !== null) return;
+    const id = `a${slot}.${incarnation}`;
+    const drift = (this.random.next() * 2 - 1) * this.config.driftMax;
+    const agent = new SimAgent(slot, id, this.now, drift, this.config.keeper ?? {}, this.random);
+    agent.keeper.slot.onLow = () => this.queue.push(this.now, { k: 'agent-tick', id, gen: agent.tickGeneration });
+    this.agents.set(id, agent);
+    this.slots[slot] = agent;
+    this.act(agent, agent.keeper.tick(agent.localUs(this.now)));
+  }
+
+  private stopAgent(slot: number, incarnation: number): void {
+    const agent = this.slots[slot];
+    if (agent === null || agent === undefined || agent.id !== `a${slot}.${incarnation}`) return;
+    this.slots[slot] = null;
+    for (const w of agent.waiters.splice(0)) this.endWait(agent, w);
+    this.withAgent(agent.id, (a) => this.act(a, a.keeper.close(a.localUs(this.now))));
+  }
+
+  private act(agent: SimAgent, actions: readonly SendAction[]): void {
+    for (const action of actions) {
+      const attempt = agent.attemptOf(action);
+      const to: ReplyTo = { id: agent.id, slot: agent.slot, seq: action.seq, attempt };
+      this.m.roundTrips += 1;
+      const subject = subjectFor(PREFIX, action.message.op, POOL);
+      const bytes = encodeMessage(action.message);
+      for (const at of this.network.arrivals(agent.slot, this.now)) this.queue.push(at, { k: 'to-coordinator', to, subject, bytes });
+      this.queue.push(this.now + action.timeoutMs * 1000, { k: 'attempt-failed', to, code: 'bus-timeout' });
+    }
+    if (this.config.broken === 'spend-past-expiry' && agent.keeper.slot.hasLease) agent.keeper.slot.expiresAtUs = Number.MAX_VALUE;
+    this.serveWaiters(agent);
+    if (agent.keeper.slot.balanceTokens < 0) this.violation(`${agent.id}: negative balance ${agent.keeper.slot.balanceTokens}`);
+    agent.tickGeneration += 1;
+    const deadlineUs = agent.trueUs(agent.keeper.nextDeadlineUs());
+    const at = Math.min(this.now + AGENT_TICK_US_MAX, Math.max(this.now + 1, deadlineUs));
+    this.queue.push(at, { k: 'agent-tick', id: agent.id, gen: agent.tickGeneration });
+  }
+
+  private reply(agent: SimAgent, to: ReplyTo, reply: Reply): void {
+    agent.settledAttempts.add(`${to.seq}:${to.attempt}`);
+    this.act(agent, agent.keeper.onReply(to.seq, reply, agent.localUs(this.now)));
+  }
+
+  private failed(agent: SimAgent, to: ReplyTo, code: string): void {
+    const key = `${to.seq}:${to.attempt}`;
+    if (agent.settledAttempts.has(key)) return;
+    agent.settledAttempts.add(key);
+    this.act(agent, agent.keeper.onFailure(to.seq, code, code, agent.localUs(this.now)));
+  }
+
+  private arrive(a: Arrival): void {
+    this.m.offered(a.agent, a.cost, this.now - this.warmupUs);
+    const agent = this.slots[a.agent];
+    if (agent === null || agent === undefined) {
+      this.m.deniedCount += 1;
+      return;
+    }
+    this.withAgent(agent.id, (live) => this.offer(live, a));
+  }
+
+  private offer(agent: SimAgent, a: Arrival): void {
+    const slot = agent.keeper.slot;
+    if (agent.waiters.length === 0 && slot.takeAt(a.cost, agent.localUs(this.now))) {
+      this.admitted(agent, a.cost);
+    } else if (a.waitMs > 0) {
+      const waiter: Waiter = { cost: a.cost, arrivedUs: this.now, deadlineUs: this.now + a.waitMs * 1000 };
+      agent.waiters.push(waiter);
+      agent.keeper.waitingTokens += a.cost;
+      this.queue.push(waiter.deadlineUs, { k: 'take-timeout', id: agent.id, waiter });
+      this.queue.push(this.now, { k: 'agent-tick', id: agent.id, gen: agent.tickGeneration });
+    } else {
+      this.m.deniedCount += 1;
+    }
+  }
+
+  private serveWaiters(agent: SimAgent): void {
+    const slot = agent.keeper.slot;
+    for (let head = agent.waiters[0]; head !== undefined; head = agent.waiters[0]) {
+      if (head.cost > slot.balanceTokens || !slot.takeAt(head.cost, agent.localUs(this.now))) return;
+      agent.waiters.shift();
+      agent.keeper.waitingTokens -= head.cost;
+      this.m.takeWaitsMs.push((this.now - head.arrivedUs) / 1000);
+      this.admitted(agent, head.cost);
+    }
+  }
+
+  private takeTimeout(agent: SimAgent, waiter: Waiter): void {
+    const index = agent.waiters.indexOf(waiter);
+    if (index < 0) return;
+    agent.waiters.splice(index, 1);
+    this.endWait(agent, waiter);
+  }
+
+  private endWait(agent: SimAgent, waiter: Waiter): void {
+    agent.keeper.waitingTokens -= waiter.cost;
+    this.m.takeTimeouts += 1;
+    this.m.deniedCount += 1;
+  }
+
+  private admitted(agent: SimAgent, cost: number): void {
+    this.m.admitted(agent.slot, cost, this.now - this.warmupUs);
+    const excess = this.envelope.admit(this.now, cost);
+    if (excess > 0) this.violation(`envelope exceeded by ${excess.toFixed(3)} tokens in window ${JSON.stringify(this.envelope.worstWindow)}`);
+    const legalUs = this.legalUntilUs.get(`${agent.id}/${agent.keeper.leaseId ?? ''}`);
+    if (legalUs === undefined || this.now >= legalUs) {
+      this.violation(`${agent.id} spent ${cost} from lease ${agent.keeper.leaseId} at ${this.now} µs, after the coordinator's expiry ${legalUs ?? 'unknown'}`);
+    }
+  }
+
+  private fault(index: number): void {
+    const fault = this.config.faults[index];
+    if (fault === undefined) return;
+    if (fault.kind === 'restart-coordinator') {
+      this.core = null;
+      this.coordinatorGen += 1;
+      this.queue.push(this.now + fault.downUs, { k: 'coordinator-up' });
+      return;
+    }
+    const agent = this.slots[fault.agent];
+    if (agent === null || agent === undefined) return;
+    if (fault.kind === 'pause-agent') {
+      agent.pausedUntilUs = Math.max(agent.pausedUntilUs, this.now + fault.forUs);
+      this.queue.push(agent.pausedUntilUs, { k: 'resume', id: agent.id });
+      return;
+    }
+    agent.alive = false;
+    this.deaths.set(agent.id, this.now);
+    this.slots[fault.agent] = null;
+    this.restarts[fault.agent] = (this.restarts[fault.agent] ?? 0) + 1;
+    this.queue.push(this.now + fault.downUs, { k: 'agent-start', slot: fault.agent, incarnation: 1000 * (this.restarts[fault.agent] ?? 0) });
+  }
+
+  private resume(id: string): void {
+    const agent = this.agents.get(id);
+    if (agent === undefined || !agent.alive || agent.paused(this.now)) return;
+    for (const f of agent.deferred.splice(0)) f();
+    this.act(agent, agent.keeper.tick(agent.localUs(this.now)));
+  }
+
+  private violation(message: string): void {
+    this.m.violation(`t=${this.now} µs: ${message}`);
+  }
+
+  private result(): SimResult {
+    return this.m.result(this.config.seed, this.envelope.worstExcessTokens, this.now / 1e6, this.events);
+  }
+}
