@@ -10,7 +10,8 @@ import { makeRate } from '@tokenlease/shared';
 import { seededRandom } from '../harness/random.js';
 import type { Partition } from './network.js';
 import type { Fault, SimConfig } from './sim-config.js';
-import type { WorkloadName } from './workload.js';
+import type { Random } from '../harness/random.js';
+import type { WorkloadName, WorkloadSpec } from './workload.js';
 
 const WORKLOADS: readonly WorkloadName[] = ['steady', 'bursty', 'diurnal', 'zipf', 'churn', 'weighted'];
 const TTLS_MS = [200, 500, 1000, 2000] as const;
@@ -45,12 +46,23 @@ export function randomScenario(seed: number, durationUs = 20_000_000): SimConfig
     agents,
     durationUs,
     pool: { capacity, refill: makeRate(refillPerSecond, 1000), leaseTtlMs, maxLeaseTokens },
-    workload: { name: pick(WORKLOADS), load: 0.5 + r.next() * 2.5 },
+    workload: randomWorkload(pick(WORKLOADS), 0.5 + r.next() * 2.5, r),
     network: { latencyUs: r.int(200, 5000), lossRate: r.next() < 0.5 ? 0 : r.next() * 0.05, duplicateRate: r.next() < 0.5 ? 0 : r.next() * 0.05 },
     partitions,
     faults,
     driftMax: 0.04,
   };
+}
+
+function randomWorkload(name: WorkloadName, load: number, r: Random): WorkloadSpec {
+  switch (name) {
+    case 'steady': return { name, load };
+    case 'bursty': return { name, load, onMs: r.int(100, 1000), offMs: r.int(0, 3000) };
+    case 'diurnal': return { name, load, periodMs: r.int(2000, 20_000), amplitude: r.next() };
+    case 'zipf': return { name, load, exponent: 0.5 + r.next() * 1.5 };
+    case 'churn': return { name, load, upMs: r.int(500, 10_000), downMs: r.int(100, 5000), crashFraction: r.next() / 2 };
+    case 'weighted': return { name, load, heavyFraction: r.next() / 3, heavyRatio: r.int(2, 20) };
+  }
 }
 
 /** describeScenario — one line naming what a scenario does. */

@@ -15,7 +15,7 @@ export interface ReplyTo {
 
 export type Event =
   | { readonly k: 'agent-start'; readonly slot: number; readonly incarnation: number }
-  | { readonly k: 'agent-stop'; readonly slot: number; readonly incarnation: number }
+  | { readonly k: 'agent-stop'; readonly slot: number; readonly incarnation: number; readonly crash: boolean }
   | { readonly k: 'agent-tick'; readonly id: string; readonly gen: number }
   | { readonly k: 'arrival'; readonly arrival: Arrival }
   | { readonly k: 'to-coordinator'; readonly to: ReplyTo; readonly subject: string; readonly bytes: Uint8Array }

@@ -97,7 +97,9 @@ class Simulation {
     this.startCoordinator();
     for (const span of this.workload.presence) {
       this.queue.push(span.fromUs === 0 ? 0 : this.warmupUs + span.fromUs, { k: 'agent-start', slot: span.agent, incarnation: span.incarnation });
-      if (span.toUs < this.config.durationUs) this.queue.push(this.warmupUs + span.toUs, { k: 'agent-stop', slot: span.agent, incarnation: span.incarnation });
+      if (span.toUs < this.config.durationUs) {
+        this.queue.push(this.warmupUs + span.toUs, { k: 'agent-stop', slot: span.agent, incarnation: span.incarnation, crash: span.crashes });
+      }
     }
     for (const arrival of this.workload.arrivals) this.queue.push(this.warmupUs + arrival.tUs, { k: 'arrival', arrival });
     this.config.faults.forEach((fault, index) => this.queue.push(this.warmupUs + fault.atUs, { k: 'fault', index }));
@@ -122,7 +124,7 @@ class Simulation {
   private handle(e: Event): void {
     switch (e.k) {
       case 'agent-start': return this.startAgent(e.slot, e.incarnation);
-      case 'agent-stop': return this.stopAgent(e.slot, e.incarnation);
+      case 'agent-stop': return this.stopAgent(e.slot, e.incarnation, e.crash);
       case 'agent-tick': return this.withAgent(e.id, (a) => (e.gen === a.tickGeneration ? this.act(a, a.keeper.tick(a.localUs(this.now))) : undefined));
       case 'arrival': return this.arrive(e.arrival);
       case 'to-coordinator': return this.toCoordinator(e.to, e.subject, e.bytes);
@@ -216,12 +218,20 @@ class Simulation {
     this.act(agent, agent.keeper.tick(agent.localUs(this.now)));
   }
 
-  private stopAgent(slot: number, incarnation: number): void {
+  /** stopAgent — the agent leaves: it closes (returning its lease) or crashes (stranding it). */
+  private stopAgent(slot: number, incarnation: number, crash: boolean): void {
     const agent = this.slots[slot];
     if (agent === null || agent === undefined || agent.id !== `a${slot}.${incarnation}`) return;
     this.slots[slot] = null;
     for (const w of agent.waiters.splice(0)) this.endWait(agent, w);
-    this.withAgent(agent.id, (a) => this.act(a, a.keeper.close(a.localUs(this.now))));
+    if (crash) this.kill(agent);
+    else this.withAgent(agent.id, (a) => this.act(a, a.keeper.close(a.localUs(this.now))));
+  }
+
+  private kill(agent: SimAgent): void {
+    agent.alive = false;
+    this.deaths.set(agent.id, this.now);
+    if (this.slots[agent.slot] === agent) this.slots[agent.slot] = null;
   }
 
   private act(agent: SimAgent, actions: readonly SendAction[]): void {
@@ -330,9 +340,7 @@ class Simulation {
       this.queue.push(agent.pausedUntilUs, { k: 'resume', id: agent.id });
       return;
     }
-    agent.alive = false;
-    this.deaths.set(agent.id, this.now);
-    this.slots[fault.agent] = null;
+    this.kill(agent);
     this.restarts[fault.agent] = (this.restarts[fault.agent] ?? 0) + 1;
     this.queue.push(this.now + fault.downUs, { k: 'agent-start', slot: fault.agent, incarnation: 1000 * (this.restarts[fault.agent] ?? 0) });
   }

@@ -2,36 +2,44 @@
  * Workloads: the arrivals a fleet sees, generated up front from a seed so
  * every strategy compared by the sweep faces the very same requests.
  *
- * Demand is given as `load`, a multiple of the pool's refill rate, shared
- * among the agents by each shape:
+ * Demand is `load`, a multiple of the pool's refill rate, shared by the
+ * agents according to the shape:
  * - steady: equal Poisson streams.
- * - bursty: equal on/off streams (`onMs`, `offMs`), phases random per agent.
- * - diurnal: equal streams whose rate swings ±80% over `periodMs`.
- * - zipf: agent i gets a share ∝ 1/(i+1)^s.
- * - churn: equal streams; each agent is present for random spans (mean
- *   `upMs`) separated by absences (mean `downMs`), and comes back as a new
- *   agent (new id, no lease).
- * - weighted: steady, with costs 1, 5 and 20 (70/20/10%).
- * A fraction `takeShare` of requests wait (`take`, up to `takeTimeoutMs`)
- * instead of failing fast.
+ * - bursty: every agent bursts together for `onMs`, then is silent `offMs`.
+ * - diurnal: equal streams swinging by ±`amplitude` over `periodMs`.
+ * - zipf: agent i gets a share ∝ 1/(i+1)^exponent.
+ * - churn: agents are present for random spans (mean `upMs`) separated by
+ *   absences (mean `downMs`); a `crashFraction` of departures are crashes
+ *   (lease stranded), the rest close (lease returned); each comes back as
+ *   a new agent.
+ * - weighted: steady streams of weighted costs: a `heavyFraction` of
+ *   requests cost `heavyRatio` tokens, the rest 1.
+ * A share `takeShare` (default 0.2) of requests wait with `take()` up to
+ * `takeTimeoutMs` (default 200) instead of failing fast.
  */
 import type { Random } from '../harness/random.js';
 
 export type WorkloadName = 'steady' | 'bursty' | 'diurnal' | 'zipf' | 'churn' | 'weighted';
 
-export interface WorkloadSpec {
-  readonly name: WorkloadName;
-  /** Offered demand as a multiple of the refill rate. */
-  readonly load: number;
-  readonly onMs?: number;
-  readonly offMs?: number;
-  readonly periodMs?: number;
-  readonly s?: number;
-  readonly upMs?: number;
-  readonly downMs?: number;
+/** How requests may wait: a share of them call `take()` with a timeout instead of `tryTake()`. */
+export interface Waiting {
   readonly takeShare?: number;
   readonly takeTimeoutMs?: number;
 }
+
+/**
+ * WorkloadSpec — one demand shape. `load` is the fleet's mean offered demand
+ * as a multiple of the refill rate; durations are ms; fractions in [0, 1].
+ */
+export type WorkloadSpec = Waiting &
+  (
+    | { readonly name: 'steady'; readonly load: number }
+    | { readonly name: 'bursty'; readonly load: number; readonly onMs: number; readonly offMs: number }
+    | { readonly name: 'diurnal'; readonly load: number; readonly periodMs: number; readonly amplitude: number }
+    | { readonly name: 'zipf'; readonly load: number; readonly exponent: number }
+    | { readonly name: 'churn'; readonly load: number; readonly upMs: number; readonly downMs: number; readonly crashFraction: number }
+    | { readonly name: 'weighted'; readonly load: number; readonly heavyFraction: number; readonly heavyRatio: number }
+  );
 
 export interface Arrival {
   readonly tUs: number;
@@ -49,6 +57,8 @@ export interface Presence {
   readonly incarnation: number;
   readonly fromUs: number;
   readonly toUs: number;
+  /** The agent leaves by crashing (its lease stranded) rather than closing. */
+  readonly crashes: boolean;
 }
 
 export interface Workload {
@@ -60,7 +70,7 @@ export interface Workload {
 
 function shares(spec: WorkloadSpec, agents: number): number[] {
   if (spec.name !== 'zipf') return Array.from({ length: agents }, () => 1 / agents);
-  const s = spec.s ?? 1.2;
+  const s = spec.exponent;
   const raw = Array.from({ length: agents }, (_, i) => 1 / (i + 1) ** s);
   const total = raw.reduce((a, b) => a + b, 0);
   return raw.map((x) => x / total);
@@ -70,43 +80,47 @@ function presenceOf(spec: WorkloadSpec, agents: number, durationUs: number, rand
   const spans: Presence[] = [];
   for (let agent = 0; agent < agents; agent += 1) {
     if (spec.name !== 'churn') {
-      spans.push({ agent, incarnation: 0, fromUs: 0, toUs: durationUs });
+      spans.push({ agent, incarnation: 0, fromUs: 0, toUs: durationUs, crashes: false });
       continue;
     }
-    const upUs = (spec.upMs ?? 10_000) * 1000;
-    const downUs = (spec.downMs ?? 5_000) * 1000;
-    let t = random.next() < 0.7 ? 0 : Math.round(random.exponential(downUs));
+    const upUs = spec.upMs * 1000;
+    const downUs = spec.downMs * 1000;
+    let t = random.next() < upUs / (upUs + downUs) ? 0 : Math.round(random.exponential(downUs));
     for (let incarnation = 0; t < durationUs; incarnation += 1) {
       const end = Math.min(durationUs, t + Math.max(1000, Math.round(random.exponential(upUs))));
-      spans.push({ agent, incarnation, fromUs: t, toUs: end });
+      spans.push({ agent, incarnation, fromUs: t, toUs: end, crashes: random.next() < spec.crashFraction });
       t = end + Math.max(1000, Math.round(random.exponential(downUs)));
     }
   }
   return spans;
 }
 
-function rateFactor(spec: WorkloadSpec, tUs: number, phaseUs: number): number {
+/** rateFactor — the shape's demand at `tUs` relative to its mean (all agents in phase). */
+function rateFactor(spec: WorkloadSpec, tUs: number): number {
   if (spec.name === 'bursty') {
-    const onUs = (spec.onMs ?? 500) * 1000;
-    const offUs = (spec.offMs ?? 1500) * 1000;
-    return ((tUs + phaseUs) % (onUs + offUs)) < onUs ? (onUs + offUs) / onUs : 0;
+    const onUs = spec.onMs * 1000;
+    const cycleUs = onUs + spec.offMs * 1000;
+    return tUs % cycleUs < onUs ? cycleUs / onUs : 0;
   }
-  if (spec.name === 'diurnal') {
-    const periodUs = (spec.periodMs ?? 20_000) * 1000;
-    return 1 + 0.8 * Math.sin((2 * Math.PI * (tUs + phaseUs)) / periodUs);
-  }
+  if (spec.name === 'diurnal') return 1 + spec.amplitude * Math.sin((2 * Math.PI * tUs) / (spec.periodMs * 1000));
+  return 1;
+}
+
+function peakFactor(spec: WorkloadSpec): number {
+  if (spec.name === 'bursty') return (spec.onMs + spec.offMs) / spec.onMs;
+  if (spec.name === 'diurnal') return 1 + spec.amplitude;
   return 1;
 }
 
 function costOf(spec: WorkloadSpec, random: Random): number {
   if (spec.name !== 'weighted') return 1;
-  const u = random.next();
-  return u < 0.7 ? 1 : u < 0.9 ? 5 : 20;
+  return random.next() < spec.heavyFraction ? Math.max(1, Math.round(spec.heavyRatio)) : 1;
 }
 
 /** meanCost — average cost of one request of this workload. */
 export function meanCost(spec: WorkloadSpec): number {
-  return spec.name === 'weighted' ? 0.7 + 0.2 * 5 + 0.1 * 20 : 1;
+  if (spec.name !== 'weighted') return 1;
+  return 1 - spec.heavyFraction + spec.heavyFraction * Math.max(1, Math.round(spec.heavyRatio));
 }
 
 /**
@@ -118,17 +132,16 @@ export function makeWorkload(spec: WorkloadSpec, agents: number, refillPerSecond
   const presence = presenceOf(spec, agents, durationUs, random);
   const demandPerSecond = share.map((x) => x * spec.load * refillPerSecond);
   const arrivals: Arrival[] = [];
-  const peakFactor = spec.name === 'bursty' ? ((spec.onMs ?? 500) + (spec.offMs ?? 1500)) / (spec.onMs ?? 500) : spec.name === 'diurnal' ? 1.8 : 1;
+  const peak = peakFactor(spec);
   const takeShare = spec.takeShare ?? 0.2;
   const takeTimeoutMs = spec.takeTimeoutMs ?? 200;
   for (const span of presence) {
     const requestsPerSecond = (demandPerSecond[span.agent] as number) / meanCost(spec);
-    const peakPerUs = (requestsPerSecond * peakFactor) / 1e6;
+    const peakPerUs = (requestsPerSecond * peak) / 1e6;
     if (peakPerUs <= 0) continue;
-    const phaseUs = Math.floor(random.next() * 60_000_000);
     for (let t = span.fromUs + random.exponential(1 / peakPerUs); t < span.toUs; t += random.exponential(1 / peakPerUs)) {
       const tUs = Math.floor(t);
-      if (random.next() * peakFactor >= rateFactor(spec, tUs, phaseUs)) continue;
+      if (random.next() * peak >= rateFactor(spec, tUs)) continue;
       const waitMs = random.next() < takeShare ? takeTimeoutMs : 0;
       arrivals.push({ tUs, agent: span.agent, incarnation: span.incarnation, cost: costOf(spec, random), waitMs });
     }
