@@ -12,7 +12,8 @@
 import { Agent, type Limiter } from '@tokenlease/agent';
 import { scratchDir, startCoordinator, writeConfig } from '../harness/fleet.js';
 import { provideNats } from '../harness/nats.js';
-import { stopAll } from '../harness/processes.js';
+import { spawnProcess, stopAll } from '../harness/processes.js';
+import { fileURLToPath } from 'node:url';
 import { bytesPerCall, timeCalls } from './measure.js';
 
 const LEASE_TOKENS = 10_000;
@@ -39,65 +40,96 @@ async function endToEnd(agent: Agent): Promise<{ admitsPerSecond: number; roundT
   return { admitsPerSecond: Math.round(admitted / seconds), roundTrips: limiter.stats().attempts, admitted };
 }
 
+/** The fast-path loops measured, over a limiter with a large live lease. */
+function loops(agent: Agent, hot: Limiter): Record<'admit' | 'admitAt' | 'clock' | 'deny', (n: number) => void> {
+  let sink = 0;
+  const empty = agent.limiter('e2e-denials-only');
+  const clockBaseUs = Math.floor(performance.now() * 1000);
+  return {
+    admit: (n) => {
+      for (let i = 0; i < n; i += 1) if (hot.tryTake()) sink += 1;
+    },
+    // The same admissions at a time the caller read: what the admission
+    // logic itself allocates, without the clock read.
+    admitAt: (n) => {
+      for (let i = 0; i < n; i += 1) if (hot.tryTakeAt(1, clockBaseUs + (i & 1023))) sink += 1;
+    },
+    clock: (n) => {
+      for (let i = 0; i < n; i += 1) if (performance.now() > 0) sink += 1;
+    },
+    deny: (n) => {
+      for (let i = 0; i < n; i += 1) if (!empty.tryTake(2 ** 40)) sink += 1;
+    },
+  };
+}
+
+async function hotLimiter(natsUrl: string, prefix: string): Promise<{ agent: Agent; hot: Limiter }> {
+  const agent = await Agent.connect({ natsUrl, subjectPrefix: prefix, keeper: { initialTokens: 400_000_000 } });
+  const hot = agent.limiter('hot');
+  await waitForBalance(hot, 100_000_000, 10_000);
+  return { agent, hot };
+}
+
+/**
+ * allocationProbe — run in a child under --expose-gc and a large young
+ * generation (which keeps collections out of a measurement but slows the
+ * allocation of the clock's boxed result, so timings are taken elsewhere).
+ */
+async function allocationProbe(natsUrl: string, prefix: string): Promise<void> {
+  const { agent, hot } = await hotLimiter(natsUrl, prefix);
+  const l = loops(agent, hot);
+  const bytes = {
+    admit: await bytesPerCall(l.admit, 2_000_000),
+    admitAt: await bytesPerCall(l.admitAt, 2_000_000),
+    clock: await bytesPerCall(l.clock, 2_000_000),
+    deny: await bytesPerCall(l.deny, 1_000_000),
+  };
+  await agent.close();
+  process.stdout.write(`${JSON.stringify(bytes)}\n`);
+}
+
 async function main(): Promise<void> {
+  if (process.argv[2] === '--allocation-probe') return allocationProbe(process.argv[3] as string, process.argv[4] as string);
   const nats = await provideNats();
+  const prefix = `tlbench${process.pid}`;
   try {
     const configPath = writeConfig(scratchDir(), {
-      subjectPrefix: `tlbench${process.pid}`,
+      subjectPrefix: prefix,
       pools: {
         hot: { capacity: 1_000_000_000, refill: '1000000000/s', leaseTtlMs: 2000, maxLeaseTokens: 500_000_000, minGrantTokens: 1 },
         e2e: { capacity: 1_000_000, refill: '100000000/s', leaseTtlMs: 2000, maxLeaseTokens: LEASE_TOKENS },
       },
     });
     await startCoordinator(nats.url, configPath);
-    const agent = await Agent.connect({ natsUrl: nats.url, subjectPrefix: `tlbench${process.pid}`, keeper: { initialTokens: 400_000_000 } });
-    const hot = agent.limiter('hot');
-    await waitForBalance(hot, 100_000_000, 10_000);
-
-    let sink = 0;
-    const admit = (n: number): void => {
-      for (let i = 0; i < n; i += 1) if (hot.tryTake()) sink += 1;
-    };
-    const admitTiming = timeCalls(admit, 5000, 1000);
-    const admitBytes = await bytesPerCall(admit, 2_000_000);
-
-    // The same admissions at a time the caller read: what the admission
-    // logic itself allocates, without the clock read.
-    const clockBaseUs = Math.floor(performance.now() * 1000);
-    const admitAt = (n: number): void => {
-      for (let i = 0; i < n; i += 1) if (hot.tryTakeAt(1, clockBaseUs + (i & 1023))) sink += 1;
-    };
-    const admitAtBytes = await bytesPerCall(admitAt, 2_000_000);
-    const readClock = (n: number): void => {
-      for (let i = 0; i < n; i += 1) if (performance.now() > 0) sink += 1;
-    };
-    const clockBytes = await bytesPerCall(readClock, 2_000_000);
-
-    const empty = agent.limiter('e2e-denials-only');
-    const deny = (n: number): void => {
-      for (let i = 0; i < n; i += 1) if (!empty.tryTake(2 ** 40)) sink += 1;
-    };
-    const denyTiming = timeCalls(deny, 2000, 1000);
-    const denyBytes = await bytesPerCall(deny, 1_000_000);
-
+    const { agent, hot } = await hotLimiter(nats.url, prefix);
+    const l = loops(agent, hot);
+    const admitTiming = timeCalls(l.admit, 5000, 1000);
+    const denyTiming = timeCalls(l.deny, 2000, 1000);
     const e2e = await endToEnd(agent);
     await agent.close();
 
-    console.log(`tryTake admit: median ${admitTiming.nsMedian} ns, p99 ${admitTiming.nsP99} ns per call (${admitTiming.calls} calls in batches of 1000); ${admitBytes} heap bytes per call`);
-    console.log(`tryTakeAt (time supplied by the caller): ${admitAtBytes} heap bytes per call; performance.now() alone: ${clockBytes} heap bytes per call`);
-    console.log(`tryTake deny:  median ${denyTiming.nsMedian} ns, p99 ${denyTiming.nsP99} ns per call; ${denyBytes} heap bytes per call`);
+    const probe = spawnProcess('allocation-probe', process.execPath, [
+      '--expose-gc', '--min-semi-space-size=64', '--max-semi-space-size=128', fileURLToPath(import.meta.url), '--allocation-probe', nats.url, prefix,
+    ]);
+    const { code } = await probe.exited;
+    if (code !== 0) throw new Error(`allocation probe failed: ${probe.stderr()}`);
+    const bytes = JSON.parse(probe.lines[probe.lines.length - 1] ?? '{}') as Record<'admit' | 'admitAt' | 'clock' | 'deny', number>;
+
+    console.log(`tryTake admit: median ${admitTiming.nsMedian} ns, p99 ${admitTiming.nsP99} ns per call (${admitTiming.calls} calls in batches of 1000); ${bytes.admit} heap bytes per call`);
+    console.log(`  of which the clock read: performance.now() alone allocates ${bytes.clock} bytes per call (V8 boxes its result); tryTakeAt with a time the caller read: ${bytes.admitAt} bytes per call`);
+    console.log(`tryTake deny:  median ${denyTiming.nsMedian} ns, p99 ${denyTiming.nsP99} ns per call; ${bytes.deny} heap bytes per call`);
     console.log(`one agent end to end: ${e2e.admitsPerSecond} admissions/s over ${E2E_MS} ms with ${LEASE_TOKENS}-token leases (${e2e.roundTrips} round-trips, ${e2e.admitted} admitted)`);
-    console.log(`NATS: ${nats.source} ${nats.url}; node ${process.version}; checksum ${sink > 0 ? 'ok' : 'none'}`);
+    console.log(`NATS: ${nats.source} ${nats.url}; node ${process.version}`);
     console.log(
       JSON.stringify({
         tryTakeNsMedian: admitTiming.nsMedian,
         tryTakeNsP99: admitTiming.nsP99,
-        tryTakeBytesPerCall: admitBytes,
-        tryTakeAtBytesPerCall: admitAtBytes,
-        clockReadBytesPerCall: clockBytes,
+        tryTakeBytesPerCall: bytes.admit,
+        tryTakeAtBytesPerCall: bytes.admitAt,
+        clockReadBytesPerCall: bytes.clock,
         tryTakeDenyNsMedian: denyTiming.nsMedian,
         tryTakeDenyNsP99: denyTiming.nsP99,
-        tryTakeDenyBytesPerCall: denyBytes,
+        tryTakeDenyBytesPerCall: bytes.deny,
         agentAdmitsPerSecond: e2e.admitsPerSecond,
         agentRoundTrips: e2e.roundTrips,
         leaseTokens: LEASE_TOKENS,
