@@ -30,6 +30,12 @@ import {
 } from './sim-events.js';
 import type { SendAction } from '@tokenlease/agent';
 
+/** simWorkload — the arrivals a run of `config` sees (the same for every run with its seed and workload). */
+export function simWorkload(config: SimConfig): Workload {
+  const refillPerSecond = (config.pool.refill.tokens * 1000) / config.pool.refill.periodMs;
+  return makeWorkload(config.workload, config.agents, refillPerSecond, config.durationUs, seededRandom(config.seed ^ 0x5eed));
+}
+
 export function runSimulation(config: SimConfig): SimResult {
   return new Simulation(config).run();
 }
@@ -77,8 +83,7 @@ class Simulation {
     const fillUs = Math.ceil((p.capacity * p.refill.periodMs * 1000) / p.refill.tokens);
     this.warmupUs = this.coordinatorConfig.quietPeriodMs * 1000 + fillUs + 200_000;
     this.endUs = this.warmupUs + config.durationUs;
-    const refillPerSecond = (p.refill.tokens * 1000) / p.refill.periodMs;
-    this.workload = makeWorkload(config.workload, config.agents, refillPerSecond, config.durationUs, seededRandom(config.seed ^ 0x5eed));
+    this.workload = simWorkload(config);
     this.network = new Network(
       config.network,
       config.partitions.map((x) => ({ ...x, fromUs: x.fromUs + this.warmupUs, toUs: x.toUs + this.warmupUs })),
