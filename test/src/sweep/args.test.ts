@@ -1,0 +1,221 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { parseSweepArgs, sweepArgsToArgv, USAGE, type SweepArgs } from './args.js';
+import { SweepArgsError } from './args-error.js';
+import { formatDurationUs, parseDurationUs, DURATION_US_MAX } from './duration.js';
+import { formatWorkload, parseWorkload, WORKLOAD_NAMES, type Workload } from './workload.js';
+
+const SEED = 1234;
+const parse = (argv: string[]): SweepArgs => parseSweepArgs(argv, () => SEED);
+
+function refusal(argv: string[]): SweepArgsError {
+  try {
+    parse(argv);
+  } catch (error) {
+    if (error instanceof SweepArgsError) return error;
+    throw error;
+  }
+  throw new Error(`accepted ${JSON.stringify(argv)}`);
+}
+
+describe('parseSweepArgs defaults', () => {
+  it('fills in every default and draws the seed', () => {
+    expect(parse([])).toEqual({
+      agents: 20,
+      capacityTokens: 500,
+      refill: { tokens: 1000, periodMs: 1000 },
+      workload: { name: 'zipf', load: 1.5, exponent: 1 },
+      leaseSizesTokens: [5, 10, 25, 50, 100],
+      ttlsMs: [1000, 2000, 5000],
+      allowancesTokens: [0],
+      latencyUs: 1000,
+      durationMs: 60_000,
+      seed: SEED,
+      seedFromFlag: false,
+      json: false,
+      htmlPath: null,
+      targetUtilization: 0.97,
+      help: false,
+    });
+  });
+
+  it('draws a 32-bit seed when none is given', () => {
+    const seed = parseSweepArgs([]).seed;
+    expect(Number.isSafeInteger(seed) && seed >= 0 && seed < 2 ** 32).toBe(true);
+  });
+});
+
+describe('parseSweepArgs accepts every flag', () => {
+  const cases: [string[], Partial<SweepArgs>][] = [
+    [['--agents', '1'], { agents: 1 }],
+    [['--agents=100000'], { agents: 100_000 }],
+    [['--capacity', '1000'], { capacityTokens: 1000 }],
+    [['--refill', '500/s'], { refill: { tokens: 500, periodMs: 1000 } }],
+    [['--refill', '60/min'], { refill: { tokens: 60, periodMs: 60_000 } }],
+    [['--refill', '2/1000ms'], { refill: { tokens: 2, periodMs: 1000 } }],
+    [['--workload', 'steady'], { workload: { name: 'steady', load: 1.5 } }],
+    [['--workload', 'zipf:s=1.2,load=1.5'], { workload: { name: 'zipf', load: 1.5, exponent: 1.2 } }],
+    [['--workload', 'bursty:on=500,off=1500,load=2'], { workload: { name: 'bursty', load: 2, onMs: 500, offMs: 1500 } }],
+    [['--lease-sizes', '1,10,100'], { leaseSizesTokens: [1, 10, 100] }],
+    [['--lease-sizes', '100,10,10,1'], { leaseSizesTokens: [1, 10, 100] }],
+    [['--lease-sizes', '500'], { leaseSizesTokens: [500] }],
+    [['--ttls', '1s,5s'], { ttlsMs: [1000, 5000] }],
+    [['--ttls', '2m,10ms,1.5s'], { ttlsMs: [10, 1500, 120_000] }],
+    [['--ttls', '1h'], { ttlsMs: [3_600_000] }],
+    [['--allowances', '0,2000'], { allowancesTokens: [0, 2000] }],
+    [['--latency', '0ms'], { latencyUs: 0 }],
+    [['--latency', '0.25ms'], { latencyUs: 250 }],
+    [['--latency', '10s'], { latencyUs: 10_000_000 }],
+    [['--duration', '30s'], { durationMs: 30_000 }],
+    [['--duration', '2m'], { durationMs: 120_000 }],
+    [['--seed', '0'], { seed: 0, seedFromFlag: true }],
+    [['--seed', '4294967295'], { seed: 4_294_967_295, seedFromFlag: true }],
+    [['--json'], { json: true }],
+    [['--html', 'out/sweep.html'], { htmlPath: 'out/sweep.html' }],
+    [['--html=-dash.html'], { htmlPath: '-dash.html' }],
+    [['--target-utilization', '0.97'], { targetUtilization: 0.97 }],
+    [['--target-utilization', '1'], { targetUtilization: 1 }],
+    [['--target-utilization', '.5'], { targetUtilization: 0.5 }],
+    [['--help'], { help: true }],
+    [['-h'], { help: true }],
+  ];
+  it.each(cases)('%j', (argv, expected) => {
+    expect(parse(argv)).toMatchObject(expected);
+  });
+
+  it('does not validate the other flags under --help', () => {
+    expect(parse(['--help', '--agents', 'many']).help).toBe(true);
+  });
+});
+
+describe('parseSweepArgs refuses bad values with one line naming the flag and the form', () => {
+  const cases: [string[], string, string][] = [
+    [['--agents', '0'], '--agents', 'whole number in [1, 100000]'],
+    [['--agents', '2.5'], '--agents', 'whole number'],
+    [['--agents', 'many'], '--agents', 'whole number'],
+    [['--agents', '100001'], '--agents', '[1, 100000]'],
+    [['--agents'], '--agents', '--agents VALUE'],
+    [['--agents', '-3'], '--agents', '--agents=VALUE'],
+    [['--capacity', '0'], '--capacity', 'whole number'],
+    [['--capacity', '1e3'], '--capacity', 'whole number'],
+    [['--refill', 'fast'], '--refill', '<tokens>/<period>'],
+    [['--refill', '0/s'], '--refill', '<tokens>/<period>'],
+    [['--refill', '500/fortnight'], '--refill', '<tokens>/<period>'],
+    [['--workload', 'spiky'], '--workload', 'steady | bursty | diurnal | zipf | churn | weighted'],
+    [['--workload', 'zipf:q=1'], '--workload', 's=, load='],
+    [['--workload', 'zipf:s'], '--workload', 'zipf:k=v'],
+    [['--workload', 'zipf:'], '--workload', 'zipf:k=v'],
+    [['--workload', 'zipf:s=1,s=2'], '--workload', 'give it once'],
+    [['--workload', 'zipf:s=-1'], '--workload', 'decimal number'],
+    [['--workload', 'zipf:s=11'], '--workload', '[0, 10]'],
+    [['--workload', 'steady:load=0'], '--workload', '(0, 1000]'],
+    [['--workload', 'bursty:on=0'], '--workload', 'duration like 500ms'],
+    [['--workload', 'bursty:on=0.5ms'], '--workload', 'whole ms'],
+    [['--workload', 'diurnal:amp=1.5'], '--workload', '[0, 1]'],
+    [['--workload', 'churn:crash=2'], '--workload', '[0, 1]'],
+    [['--workload', 'weighted:heavy=1.5'], '--workload', '[0, 1]'],
+    [['--workload', 'weighted:ratio=2.5'], '--workload', 'a whole number in [1, 1000000]'],
+    [['--workload', 'weighted:ratio=0'], '--workload', 'a whole number in [1, 1000000]'],
+    [['--lease-sizes', '0'], '--lease-sizes', 'whole number in [1, 500]'],
+    [['--lease-sizes', '501'], '--lease-sizes', 'no larger than the capacity 500'],
+    [['--lease-sizes', '10,,20'], '--lease-sizes', 'comma-separated list'],
+    [['--lease-sizes', '10, 20'], '--lease-sizes', 'whole number'],
+    [['--lease-sizes', ''], '--lease-sizes', 'comma-separated list'],
+    [['--ttls', '5'], '--ttls', 'ms, s, m or h'],
+    [['--ttls', '5ms'], '--ttls', '[10ms, 1h]'],
+    [['--ttls', '2h'], '--ttls', '[10ms, 1h]'],
+    [['--ttls', '1.0005s'], '--ttls', 'whole milliseconds'],
+    [['--ttls', '-1s'], '--ttls', '--ttls=VALUE'],
+    [['--allowances', '-5'], '--allowances', '--allowances=VALUE'],
+    [['--allowances=-5'], '--allowances', 'whole number in [0,'],
+    [['--latency', '1'], '--latency', 'ms, s, m or h'],
+    [['--latency', '0.0001ms'], '--latency', 'whole microseconds'],
+    [['--latency', '11s'], '--latency', '[0ms, 10s]'],
+    [['--duration', '0s'], '--duration', 'duration in [1ms, 24h]'],
+    [['--duration', '25h'], '--duration', '[1ms, 24h]'],
+    [['--seed', 'abc'], '--seed', 'whole number in [0, 4294967295]'],
+    [['--seed', '4294967296'], '--seed', '[0, 4294967295]'],
+    [['--target-utilization', '97'], '--target-utilization', 'fraction in (0, 1]'],
+    [['--target-utilization', '0'], '--target-utilization', 'fraction in (0, 1]'],
+    [['--target-utilization', '97%'], '--target-utilization', 'decimal like 0.97'],
+    [['--html='], '--html', '--html sweep.html'],
+    [['--json=yes'], '--json', 'takes no value'],
+    [['--help=1'], '--help', 'takes no value'],
+    [['--bogus', '1'], '--bogus', 'see --help'],
+    [['-x'], '-x', 'see --help'],
+    [['sweep'], '(arguments)', 'every value follows its flag'],
+    [['--agents', '3', '--agents', '4'], '--agents', 'give it once'],
+    [['--lease-sizes', Array.from({ length: 40 }, (_, i) => i + 1).join(','), '--ttls', '1s,2s,3s,4s,5s,6s,7s,8s,9s,10s', '--allowances', '0,1,2'], '--lease-sizes', 'at most 1000'],
+  ];
+  it.each(cases)('%j', (argv, flag, form) => {
+    const error = refusal(argv);
+    expect(error).toBeInstanceOf(Error);
+    expect(error.flag).toBe(flag);
+    expect(error.message.startsWith(`${flag}: `)).toBe(true);
+    expect(error.message).toContain(form);
+    expect(error.message).not.toContain('\n');
+  });
+});
+
+describe('sweepArgsToArgv', () => {
+  const cases: [string[]][] = [
+    [[]],
+    [['--workload', 'bursty:on=0.5s,off=1500,load=2', '--latency', '0.2ms', '--json', '--html', 'a b.html']],
+    [['--refill', '7/1500ms', '--ttls', '10ms,1.5s,2m', '--allowances', '0,2000', '--duration', '1.5s']],
+    [['--workload', 'churn:up=2s,down=0,crash=0.5', '--target-utilization', '0.9', '--seed', '9']],
+  ];
+  it.each(cases)('replays %j exactly', (argv) => {
+    const args = parse(argv);
+    expect(parse(sweepArgsToArgv(args))).toEqual({ ...args, seedFromFlag: true });
+  });
+});
+
+describe('workloads', () => {
+  const cases: [string, Workload][] = [
+    ['steady', { name: 'steady', load: 1.5 }],
+    ['steady:load=3', { name: 'steady', load: 3 }],
+    ['bursty', { name: 'bursty', load: 1.5, onMs: 500, offMs: 1500 }],
+    ['bursty:off=2s,on=250ms', { name: 'bursty', load: 1.5, onMs: 250, offMs: 2000 }],
+    ['diurnal', { name: 'diurnal', load: 1.5, periodMs: 30_000, amplitude: 0.8 }],
+    ['diurnal:period=1m,amp=0', { name: 'diurnal', load: 1.5, periodMs: 60_000, amplitude: 0 }],
+    ['zipf', { name: 'zipf', load: 1.5, exponent: 1 }],
+    ['churn', { name: 'churn', load: 1.5, upMs: 10_000, downMs: 5000, crashFraction: 0.25 }],
+    ['weighted', { name: 'weighted', load: 1.5, heavyFraction: 0.2, heavyRatio: 10 }],
+    ['weighted:heavy=0,ratio=1,load=0.5', { name: 'weighted', load: 0.5, heavyFraction: 0, heavyRatio: 1 }],
+  ];
+  it.each(cases)('%s', (text, expected) => {
+    expect(parseWorkload(text)).toEqual(expected);
+    expect(parseWorkload(formatWorkload(expected))).toEqual(expected);
+  });
+
+  it('every workload and parameter appears in the usage text with its default', () => {
+    for (const name of WORKLOAD_NAMES) {
+      expect(USAGE).toContain(`  ${name} `);
+      for (const pair of formatWorkload(parseWorkload(name)).split(':')[1]?.split(',') ?? []) expect(USAGE).toContain(pair);
+    }
+  });
+
+  it('every flag appears in the usage text', () => {
+    for (const flag of ['--agents', '--capacity', '--refill', '--workload', '--lease-sizes', '--ttls', '--allowances', '--latency', '--duration', '--seed', '--json', '--html', '--target-utilization', '--help']) {
+      expect(USAGE).toContain(flag);
+    }
+  });
+});
+
+describe('durations', () => {
+  const cases: [string, number | null][] = [
+    ['0ms', 0], ['1ms', 1000], ['0.2ms', 200], ['0.001ms', 1], ['1.5s', 1_500_000], ['2m', 120_000_000], ['24h', 86_400_000_000],
+    ['0.0001ms', null], ['25h', null], ['1', null], ['s', null], ['-1s', null], ['1 s', null], ['1e3ms', null], ['.5s', null], ['1S', null],
+  ];
+  it.each(cases)('parseDurationUs(%j) = %j', (text, us) => {
+    expect(parseDurationUs(text)).toBe(us);
+  });
+
+  it('formatDurationUs reads back exactly (property)', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: DURATION_US_MAX }), (us) => {
+        expect(parseDurationUs(formatDurationUs(us))).toBe(us);
+      }),
+    );
+  });
+});

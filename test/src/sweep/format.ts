@@ -1,0 +1,62 @@
+/**
+ * Number and text formatting shared by the sweep's table and HTML report.
+ *
+ * Guarantees: output does not depend on the locale or time zone (no
+ * toLocaleString, no Intl); non-finite numbers print as `n/a` rather than
+ * `NaN`; `escapeHtml` makes any string safe as HTML text or as a quoted
+ * attribute value.
+ */
+
+const NOT_A_NUMBER = 'n/a';
+
+/** formatCount — a count rounded to a whole number with `,` between thousands: 59873.4 → `59,873`. */
+export function formatCount(value: number): string {
+  if (!Number.isFinite(value)) return NOT_A_NUMBER;
+  const digits = String(Math.abs(Math.round(value)));
+  const grouped = digits.replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+  return Math.round(value) < 0 ? `-${grouped}` : grouped;
+}
+
+/**
+ * formatFixed — `value` with `decimals` digits after the point and `,`
+ * between thousands: (1234.56, 1) → `1,234.6`; -0 prints as `0`.
+ */
+export function formatFixed(value: number, decimals: number): string {
+  if (!Number.isFinite(value)) return NOT_A_NUMBER;
+  const fixed = Math.abs(value).toFixed(decimals);
+  const [whole = '0', fraction] = fixed.split('.');
+  const sign = value < 0 && Number(fixed) !== 0 ? '-' : '';
+  const grouped = whole.replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+  return fraction === undefined ? `${sign}${grouped}` : `${sign}${grouped}.${fraction}`;
+}
+
+/** formatPercent — a fraction as a percentage number with one decimal, no sign: 0.9987 → `99.9`. */
+export function formatPercent(fraction: number): string {
+  return formatFixed(fraction * 100, 1);
+}
+
+/** escapeHtml — replaces `& < > " '` with entities, so the text can never open a tag or end an attribute. */
+export function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (ch) => ENTITIES[ch] ?? ch);
+}
+
+/**
+ * wrapText — the words of `text` in lines of at most `width` characters
+ * (a longer word gets a line of its own), each line starting with `indent`.
+ */
+export function wrapText(text: string, indent: string, width: number): string[] {
+  const lines: string[] = [];
+  let line = '';
+  for (const word of text.split(/\s+/).filter((w) => w !== '')) {
+    if (line !== '' && indent.length + line.length + 1 + word.length > width) {
+      lines.push(indent + line);
+      line = word;
+    } else {
+      line = line === '' ? word : `${line} ${word}`;
+    }
+  }
+  lines.push(indent + line);
+  return lines;
+}
+
+const ENTITIES: Readonly<Record<string, string>> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };

@@ -1,0 +1,201 @@
+/**
+ * The sweep's HTML report: one self-contained page.
+ *
+ * Guarantees: the page has no external resource, no script and no URL at
+ * all (it opens from file:// with no server and no network); every string
+ * that came from outside (arguments, rows, reason, generatedBy) is escaped.
+ * It shows the parameters and a replay command, the recommendation, then for
+ * each allowance that has lease rows a pair of charts (utilization and
+ * round-trips per 1,000 admissions against lease size, one line per TTL,
+ * baselines as dashed labelled reference lines), then the full table.
+ * The x axis is logarithmic when the lease sizes span more than a factor 10.
+ */
+import { formatRate } from '@tokenlease/shared';
+import { sweepArgsToArgv, type SweepArgs } from './args.js';
+import { renderLineChart, seriesStyle, type ChartSeries, type ReferenceLine } from './chart.js';
+import { formatDurationMs, formatDurationUs } from './duration.js';
+import { escapeHtml, formatCount, formatFixed, formatPercent } from './format.js';
+import { recommendationHeadline, type Recommendation } from './recommend.js';
+import { isLeaseRow, STRATEGY_DESCRIPTIONS, type SweepRow } from './row.js';
+import { renderTableHtml, TABLE_COLUMNS } from './table.js';
+import { formatWorkload } from './workload.js';
+
+/** HtmlReportInput — what the report shows; `generatedBy` names the tool and version (free text, escaped). */
+export interface HtmlReportInput {
+  readonly rows: readonly SweepRow[];
+  readonly args: SweepArgs;
+  readonly recommendation: Recommendation;
+  readonly generatedBy: string;
+}
+
+/** LOG_SCALE_SPAN — lease sizes spanning more than this factor get a logarithmic x axis. */
+export const LOG_SCALE_SPAN = 10;
+
+const DASH_CENTRAL = '7 4';
+const DASH_LOCAL = '2 3';
+const DASH_TARGET = '10 3 2 3';
+
+const STYLE = `
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #222; margin: 24px auto; max-width: 1200px; padding: 0 16px; }
+h1 { font-size: 22px; margin: 0 0 4px; } h2 { font-size: 17px; margin: 28px 0 8px; } h3 { font-size: 14px; margin: 14px 0 4px; }
+.generated { color: #666; margin: 0 0 12px; }
+dl.params { display: grid; grid-template-columns: max-content 1fr max-content 1fr; gap: 2px 14px; margin: 0; }
+dl.params dt { color: #555; } dl.params dd { margin: 0; font-family: ui-monospace, Menlo, Consolas, monospace; }
+code.replay { display: block; background: #f4f4f4; padding: 8px 10px; margin-top: 10px; white-space: pre-wrap; word-break: break-all; font-size: 12px; }
+.recommendation { border-left: 5px solid #2a7; background: #f1faf4; padding: 8px 14px; }
+.recommendation.none { border-color: #c80; background: #fff8ec; }
+.recommendation .headline { font-weight: 600; font-size: 15px; }
+.charts { display: flex; flex-wrap: wrap; gap: 12px; }
+svg.chart { max-width: 100%; height: auto; border: 1px solid #e4e4e4; background: #fff; }
+svg.chart text { fill: #333; }
+.table-wrap { overflow-x: auto; }
+table.rows { border-collapse: collapse; font-size: 13px; font-variant-numeric: tabular-nums; white-space: nowrap; }
+table.rows th, table.rows td { padding: 3px 8px; border-bottom: 1px solid #e6e6e6; }
+table.rows th { border-bottom: 2px solid #999; cursor: help; }
+.left { text-align: left; } .right { text-align: right; }
+tr.recommended { background: #e3f6ea; font-weight: 600; }
+tr.over td { color: #b00; }
+dl.columns { display: grid; grid-template-columns: max-content 1fr; gap: 0 12px; color: #444; font-size: 13px; }
+dl.columns dd { margin: 0; }
+`;
+
+/** Shell-quote one argument for the replay line (single quotes when needed). */
+const shellWord = (word: string): string => (/^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`);
+
+function parameters(args: SweepArgs): string {
+  const ttls = args.ttlsMs.map((ms) => formatDurationMs(ms)).join(', ');
+  const pairs: readonly [string, string][] = [
+    ['agents', String(args.agents)],
+    ['workload', formatWorkload(args.workload)],
+    ['capacity B', `${formatCount(args.capacityTokens)} tokens`],
+    ['refill r', formatRate(args.refill)],
+    ['lease sizes', `${args.leaseSizesTokens.map(formatCount).join(', ')} tokens`],
+    ['lease TTLs', ttls],
+    ['allowances A', `${args.allowancesTokens.map(formatCount).join(', ')} tokens`],
+    ['latency (one way)', formatDurationUs(args.latencyUs)],
+    ['simulated time', `${formatDurationMs(args.durationMs)} per run`],
+    ['seed', `${args.seed}${args.seedFromFlag ? '' : ' (random)'}`],
+    ['target utilization', `${formatPercent(args.targetUtilization)}%`],
+  ];
+  const items = pairs.map(([k, v]) => `<dt>${escapeHtml(k)}</dt><dd>${escapeHtml(v)}</dd>`).join('\n');
+  const replay = ['npm', 'run', 'sweep', '--', ...sweepArgsToArgv(args)].map(shellWord).join(' ');
+  return `<dl class="params">\n${items}\n</dl>\n<code class="replay">${escapeHtml(replay)}</code>`;
+}
+
+function recommendationSection(rec: Recommendation): string {
+  const cls = rec.row === null ? 'recommendation none' : 'recommendation';
+  return (
+    `<section class="${cls}">\n<p class="headline">${escapeHtml(recommendationHeadline(rec))}</p>\n` +
+    `<p>${escapeHtml(rec.reason)}</p>\n</section>`
+  );
+}
+
+type LeaseRow = SweepRow & { readonly leaseSize: number; readonly ttlMs: number };
+
+/** The two charts for the lease rows of one allowance. */
+function chartPair(leaseRows: readonly LeaseRow[], baselines: readonly SweepRow[], input: HtmlReportInput): string {
+  const ttls = [...new Set(leaseRows.map((row) => row.ttlMs))].sort((a, b) => a - b);
+  const sizes = [...new Set(leaseRows.map((row) => row.leaseSize))].sort((a, b) => a - b);
+  const logX = sizes.length > 0 && (sizes[sizes.length - 1] ?? 1) / (sizes[0] ?? 1) > LOG_SCALE_SPAN;
+  const chosen = input.recommendation.row;
+  const series = (value: (row: SweepRow) => number, unit: string): ChartSeries[] =>
+    ttls.map((ttlMs, i) => ({
+      label: `TTL ${formatDurationMs(ttlMs)}`,
+      ...seriesStyle(i),
+      points: leaseRows
+        .filter((row) => row.ttlMs === ttlMs)
+        .map((row) => ({
+          x: row.leaseSize,
+          y: value(row),
+          note: `lease ${formatCount(row.leaseSize)}, TTL ${formatDurationMs(ttlMs)}: ${formatFixed(value(row), 1)} ${unit}` + (row.overAdmitted > 0 ? `; OVER the envelope by ${formatCount(row.overAdmitted)} tokens` : ''),
+          mark: row.overAdmitted > 0 ? 'over' : row === chosen ? 'chosen' : null,
+        })),
+    }));
+  const refs = (value: (row: SweepRow) => number, suffix: string): ReferenceLine[] =>
+    baselines.map((row) => ({ label: `${row.strategy} ${formatFixed(value(row), 1)}${suffix}`, y: value(row), dash: row.strategy === 'central' ? DASH_CENTRAL : DASH_LOCAL }));
+  const utilization = (row: SweepRow): number => row.utilization * 100;
+  const roundTrips = (row: SweepRow): number => row.roundTripsPer1k;
+  const xLabel = `lease size (maxLeaseTokens), tokens${logX ? ', log scale' : ''}`;
+  const common = { xLabel, xTicks: sizes, logX, formatX: formatCount };
+  const target = input.args.targetUtilization * 100;
+  const utilChart = renderLineChart({
+    ...common,
+    title: 'Utilization vs lease size',
+    yLabel: 'utilization, % of the ideal bucket',
+    series: series(utilization, '%'),
+    references: [...refs(utilization, '%'), { label: `target ${formatFixed(target, 1)}%`, y: target, dash: DASH_TARGET }],
+    yFromZero: false,
+    formatY: (y) => formatFixed(y, y % 1 === 0 ? 0 : 1),
+  });
+  const rtChart = renderLineChart({
+    ...common,
+    title: 'Round-trips per 1,000 admissions vs lease size',
+    yLabel: 'round-trips per 1,000 admissions',
+    series: series(roundTrips, 'round-trips per 1,000'),
+    references: refs(roundTrips, ''),
+    yFromZero: true,
+    formatY: (y) => formatFixed(y, y % 1 === 0 ? 0 : 1),
+  });
+  return `<div class="charts">\n${utilChart}\n${rtChart}\n</div>`;
+}
+
+function chartSections(input: HtmlReportInput): string {
+  const leaseRows: LeaseRow[] = input.rows.filter(isLeaseRow);
+  const baselines = ['central', 'local'].map((s) => input.rows.find((row) => row.strategy === s)).filter((row) => row !== undefined);
+  const allowances = [...new Set(leaseRows.map((row) => row.allowance))].sort((a, b) => a - b);
+  if (allowances.length === 0) return '<p>No lease rows to chart.</p>';
+  return allowances
+    .map((allowance) => {
+      const promise = allowance === 0 ? 'strict: B + r·T' : `envelope B + ${formatCount(allowance)} + r·T`;
+      const heading = `Allowance ${formatCount(allowance)} (${promise})`;
+      return `<section class="allowance">\n<h2>${escapeHtml(heading)}</h2>\n${chartPair(leaseRows.filter((row) => row.allowance === allowance), baselines, input)}\n</section>`;
+    })
+    .join('\n');
+}
+
+function legendNotes(): string {
+  const list = (pairs: readonly (readonly [string, string])[]): string =>
+    `<dl class="columns">\n${pairs.map(([term, text]) => `<dt>${escapeHtml(term)}</dt><dd>${escapeHtml(text)}</dd>`).join('\n')}\n</dl>`;
+  return (
+    `<h3>Strategies</h3>\n${list(Object.entries(STRATEGY_DESCRIPTIONS))}\n` +
+    `<h3>Columns</h3>\n${list(TABLE_COLUMNS.map((c) => [c.header, c.title] as const))}`
+  );
+}
+
+/**
+ * renderHtml — the whole report as one HTML document (a string starting with
+ * `<!DOCTYPE html>`); no external resources, scripts or URLs; all text escaped.
+ */
+export function renderHtml(input: HtmlReportInput): string {
+  const title = `tokenlease lease-size sweep: ${formatWorkload(input.args.workload)}`;
+  return [
+    '<!DOCTYPE html>',
+    '<html lang="en">',
+    '<head>',
+    '<meta charset="utf-8">',
+    '<meta name="viewport" content="width=device-width, initial-scale=1">',
+    `<title>${escapeHtml(title)}</title>`,
+    `<style>${STYLE}</style>`,
+    '</head>',
+    '<body>',
+    '<header>',
+    '<h1>Lease-size sweep</h1>',
+    `<p class="generated">${escapeHtml(input.generatedBy)}</p>`,
+    parameters(input.args),
+    '</header>',
+    '<h2>Recommendation</h2>',
+    recommendationSection(input.recommendation),
+    chartSections(input),
+    '<section>',
+    '<h2>All runs</h2>',
+    `<div class="table-wrap">${renderTableHtml(input.rows, { marked: input.recommendation.row })}</div>`,
+    '</section>',
+    '<section>',
+    '<h2>What the table shows</h2>',
+    legendNotes(),
+    '</section>',
+    '</body>',
+    '</html>',
+    '',
+  ].join('\n');
+}

@@ -1,0 +1,84 @@
+/**
+ * npm run sweep -- [flags]   (npm run sweep -- --help lists them)
+ *
+ * Simulates the user's fleet for every lease size × TTL on identical
+ * arrivals, next to a round-trip-per-request central bucket and
+ * independent local buckets, then prints a table (or --json), recommends
+ * the cheapest setting that reaches the utilization target, and can write
+ * an HTML report with charts (--html FILE). Exits 2 with one line for a bad
+ * flag.
+ */
+import { writeFileSync } from 'node:fs';
+import { formatRate } from '@tokenlease/shared';
+import { SweepArgsError } from './args-error.js';
+import { parseSweepArgs, sweepArgsToArgv, USAGE, type SweepArgs } from './args.js';
+import { renderHtml } from './html.js';
+import { describeRecommendation, recommend } from './recommend.js';
+import { runSweep } from './run-sweep.js';
+import { renderTable } from './table.js';
+import { formatWorkload } from './workload.js';
+
+function parse(): SweepArgs | null {
+  try {
+    const args = parseSweepArgs(process.argv.slice(2));
+    if (args.help) {
+      console.log(USAGE);
+      return null;
+    }
+    if (args.allowancesTokens.some((a) => a !== 0)) {
+      throw new SweepArgsError('--allowances', 'pools have no allowance option yet, so only 0 (the strict envelope) can be swept');
+    }
+    return args;
+  } catch (error) {
+    if (error instanceof SweepArgsError) {
+      console.error(`sweep: ${error.message}`);
+      process.exit(2);
+    }
+    throw error;
+  }
+}
+
+function main(): void {
+  const args = parse();
+  if (args === null) return;
+  const replay = `npm run sweep -- ${sweepArgsToArgv(args).join(' ')}`;
+  const say = args.json ? (line: string): void => void process.stderr.write(`${line}\n`) : (line: string): void => console.log(line);
+  say(
+    `sweep: ${args.agents} agents, B=${args.capacityTokens}, r=${formatRate(args.refill)}, workload ${formatWorkload(args.workload)}, ` +
+      `latency ${args.latencyUs / 1000} ms, ${args.durationMs / 1000} s simulated per combination, seed ${args.seed}`,
+  );
+  say(`replay: ${replay}`);
+  const total = args.leaseSizesTokens.length * args.ttlsMs.length + 2;
+  let done = 0;
+  const rows = runSweep(
+    {
+      agents: args.agents,
+      capacity: args.capacityTokens,
+      refill: args.refill,
+      workload: args.workload,
+      leaseSizes: args.leaseSizesTokens,
+      ttlsMs: args.ttlsMs,
+      latencyUs: args.latencyUs,
+      durationMs: args.durationMs,
+      seed: args.seed,
+    },
+    () => {
+      done += 1;
+      process.stderr.write(`\r${done}/${total} runs`);
+    },
+  );
+  process.stderr.write('\n');
+  const recommendation = recommend(rows, args.targetUtilization);
+  if (args.json) {
+    console.log(JSON.stringify({ parameters: { ...args, refill: formatRate(args.refill), workload: formatWorkload(args.workload) }, replay, rows, recommendation }));
+  } else {
+    console.log(renderTable(rows, { marked: recommendation.row }));
+    console.log(`\n${describeRecommendation(recommendation)}`);
+  }
+  if (args.htmlPath !== null) {
+    writeFileSync(args.htmlPath, renderHtml({ rows, args, recommendation, generatedBy: `tokenlease sweep (${replay})` }));
+    say(`report: ${args.htmlPath}`);
+  }
+}
+
+main();

@@ -1,0 +1,153 @@
+/**
+ * The sweep's recommendation: which lease size and TTL to configure.
+ *
+ * Rule: among 'lease' rows that kept the envelope (overAdmitted === 0) and
+ * reached the target utilization, pick the one with the fewest round-trips
+ * per 1,000 admissions; ties go to the smaller lease size, then the shorter
+ * TTL, then the smaller allowance (the stricter promise). A row that
+ * exceeded the envelope is never recommended, whatever else it achieved.
+ * When nothing qualifies, the reason says how close the sweep came and what
+ * to change. Pure: the same rows give the same answer, and the returned row
+ * is one of the given rows (same object), so callers can mark it.
+ */
+import { formatDurationMs } from './duration.js';
+import { formatCount, formatFixed, formatPercent, wrapText } from './format.js';
+import { isLeaseRow, type SweepRow } from './row.js';
+
+/**
+ * Recommendation — `row` is the chosen lease row, or null when none
+ * qualified; `reason` is one or more sentences saying why (and, when null,
+ * what to try); `targetUtilization` is the fraction it was chosen against.
+ */
+export interface Recommendation {
+  readonly row: SweepRow | null;
+  readonly reason: string;
+  readonly targetUtilization: number;
+}
+
+type LeaseRow = SweepRow & { readonly leaseSize: number; readonly ttlMs: number };
+
+const pct = (fraction: number): string => `${formatPercent(fraction)}%`;
+const setting = (row: LeaseRow): string =>
+  `lease ${formatCount(row.leaseSize)} tokens, TTL ${formatDurationMs(row.ttlMs)}, allowance ${formatCount(row.allowance)}`;
+
+const capitalize = (text: string): string => text.charAt(0).toUpperCase() + text.slice(1);
+
+/** Fewest round-trips, then smaller lease, shorter TTL, smaller allowance. */
+function cheaper(a: LeaseRow, b: LeaseRow): number {
+  return a.roundTripsPer1k - b.roundTripsPer1k || a.leaseSize - b.leaseSize || a.ttlMs - b.ttlMs || a.allowance - b.allowance;
+}
+
+/** Higher utilization, then the cheaper row. */
+function fuller(a: LeaseRow, b: LeaseRow): number {
+  return b.utilization - a.utilization || cheaper(a, b);
+}
+
+/**
+ * recommend — the cheapest 'lease' row with `overAdmitted === 0` and
+ * `utilization ≥ targetUtilization` (a fraction in (0, 1]; other values
+ * throw a RangeError), or `{ row: null }` with a reason. Baseline rows are
+ * only used to explain the answer. No rows: `row` null.
+ */
+export function recommend(rows: readonly SweepRow[], targetUtilization: number): Recommendation {
+  if (!(targetUtilization > 0 && targetUtilization <= 1)) {
+    throw new RangeError(`recommend: targetUtilization must be a fraction in (0, 1], got ${targetUtilization}`);
+  }
+  const leaseRows: LeaseRow[] = rows.filter(isLeaseRow);
+  const safe = leaseRows.filter((row) => row.overAdmitted === 0);
+  const excluded = leaseRows.length - safe.length;
+  const candidates = safe.filter((row) => row.utilization >= targetUtilization).sort(cheaper);
+  const chosen = candidates[0];
+  const central = rows.find((row) => row.strategy === 'central');
+  const done = (row: SweepRow | null, sentences: readonly string[]): Recommendation => ({
+    row,
+    reason: sentences.filter((s) => s !== '').join(' '),
+    targetUtilization,
+  });
+  const excludedNote =
+    excluded === 0
+      ? ''
+      : `${excluded} lease setting(s) exceeded the envelope B + A + r·T and were excluded; that should never happen, so report it with the seed.`;
+
+  if (chosen !== undefined) {
+    const centralNote = central === undefined ? '' : `; a round-trip per request (central) costs ${formatFixed(central.roundTripsPer1k, 1)}`;
+    return done(chosen, [
+      `${capitalize(setting(chosen))} admits ${pct(chosen.utilization)} of what one ideal bucket admits (target ${pct(targetUtilization)})` +
+        ` with ${formatFixed(chosen.roundTripsPer1k, 1)} round-trips per 1,000 admissions, the fewest of the` +
+        ` ${candidates.length} setting(s) that reach the target without exceeding the envelope${centralNote}.`,
+      excludedNote,
+    ]);
+  }
+  if (leaseRows.length === 0) return done(null, ['The sweep produced no lease rows to choose from.']);
+  if (safe.length === 0) {
+    const worst = Math.max(...leaseRows.map((row) => row.overAdmitted));
+    return done(null, [
+      `Every one of the ${leaseRows.length} lease setting(s) exceeded the envelope B + A + r·T (worst by ${formatCount(worst)} tokens), so none can be recommended.`,
+      'That is a bug in the coordinator, agent or simulator: report it with the seed.',
+    ]);
+  }
+  const best = [...safe].sort(fuller)[0];
+  if (best === undefined) return done(null, ['No lease setting kept the envelope.']);
+  return done(null, [
+    `No lease setting reached ${pct(targetUtilization)} utilization without exceeding the envelope;` +
+      ` the best was ${pct(best.utilization)} (${setting(best)}).`,
+    ...suggestions(best, safe, central, targetUtilization),
+    excludedNote,
+  ]);
+}
+
+/** What to change when no row reached the target, judged from where the best row sits in the sweep. */
+function suggestions(best: LeaseRow, safe: readonly LeaseRow[], central: SweepRow | undefined, target: number): string[] {
+  const out: string[] = [];
+  if (central !== undefined && central.utilization < target) {
+    out.push(
+      `Even a round-trip per request (central) reaches only ${pct(central.utilization)} on this workload and latency,` +
+        ' so the target may be out of reach: consider a lower --target-utilization.',
+    );
+  }
+  const sizes = [...new Set(safe.map((row) => row.leaseSize))].sort((a, b) => a - b);
+  const ttls = [...new Set(safe.map((row) => row.ttlMs))].sort((a, b) => a - b);
+  const allowances = [...new Set(safe.map((row) => row.allowance))].sort((a, b) => a - b);
+  const smallestSize = sizes[0] ?? best.leaseSize;
+  if (best.leaseSize === smallestSize && smallestSize > 1) {
+    out.push(`Utilization was highest at the smallest lease size tried, so try smaller ones (below ${formatCount(smallestSize)} tokens, about B / active agents or less).`);
+  }
+  const largestAllowance = allowances[allowances.length - 1] ?? 0;
+  out.push(
+    `Try a larger allowance (--allowances; largest tried ${formatCount(largestAllowance)}): it lets more leased tokens be in flight,` +
+      ' at the price of a wider promise B + A + r·T.',
+  );
+  const shortest = ttls[0] ?? best.ttlMs;
+  const longest = ttls[ttls.length - 1] ?? best.ttlMs;
+  if (ttls.length === 1) {
+    out.push(`Try other TTLs than ${formatDurationMs(best.ttlMs)} (--ttls).`);
+  } else if (best.ttlMs === shortest) {
+    out.push(`The shortest TTL tried (${formatDurationMs(shortest)}) did best: try shorter ones, which strand fewer tokens.`);
+  } else if (best.ttlMs === longest) {
+    out.push(`The longest TTL tried (${formatDurationMs(longest)}) did best: try longer ones.`);
+  } else {
+    out.push(`TTLs near ${formatDurationMs(best.ttlMs)} did best; try values between its neighbours.`);
+  }
+  return out;
+}
+
+/**
+ * recommendationHeadline — the first sentence of a recommendation: the pool
+ * fields to configure (`maxLeaseTokens: 10, leaseTtlMs: 2000`, plus
+ * `allowance` when above 0), or `No recommendation.`
+ */
+export function recommendationHeadline(rec: Recommendation): string {
+  const row = rec.row;
+  if (row === null || row.leaseSize === null || row.ttlMs === null) return 'No recommendation.';
+  const allowance = row.allowance > 0 ? `, allowance: ${row.allowance}` : '';
+  return `Recommendation: maxLeaseTokens: ${row.leaseSize}, leaseTtlMs: ${row.ttlMs}${allowance}.`;
+}
+
+/**
+ * describeRecommendation — one paragraph for the terminal, wrapped at 78
+ * columns: the headline (the pool fields to configure) and the reason, or
+ * that there is none and what to try instead. No trailing newline.
+ */
+export function describeRecommendation(rec: Recommendation): string {
+  return wrapText(`${recommendationHeadline(rec)} ${rec.reason}`, '', 78).join('\n');
+}

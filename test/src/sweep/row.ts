@@ -1,0 +1,99 @@
+/**
+ * The one row shape of the lease-size sweep: every combination of lease size,
+ * TTL and allowance, and each baseline, produces exactly one SweepRow.
+ *
+ * Guarantees: the fields below are the whole contract between the simulator
+ * (which fills rows) and the presentation (table, recommendation, HTML),
+ * which read nothing else. `sweepRowProblem` states the invariants a row must
+ * satisfy, so a broken simulator shows up as a clear message rather than as a
+ * strange chart. Token counts are whole tokens; times are milliseconds.
+ */
+
+/**
+ * Strategy — how the fleet limits: `lease` is tokenlease; `central` a
+ * round-trip per request to one exact bucket; `local` independent buckets of
+ * r/N per agent, no coordination at all.
+ */
+export type Strategy = 'lease' | 'central' | 'local';
+
+/** STRATEGIES — every strategy, in the order tables and charts list them. */
+export const STRATEGIES: readonly Strategy[] = ['lease', 'central', 'local'];
+
+/** STRATEGY_DESCRIPTIONS — one-line explanations of each strategy, for legends. */
+export const STRATEGY_DESCRIPTIONS: Readonly<Record<Strategy, string>> = {
+  lease: 'tokenlease: agents spend leased chunks locally',
+  central: 'a round-trip per request to one exact bucket',
+  local: 'independent buckets of r/N per agent, no coordination',
+};
+
+/**
+ * SweepRow — what one simulated run measured. Baselines have `leaseSize`
+ * and `ttlMs` null and `allowance` 0.
+ */
+export interface SweepRow {
+  /** 'lease' = tokenlease; 'central' = a round-trip per request to one exact bucket; 'local' = independent buckets of r/N per agent. */
+  readonly strategy: Strategy;
+  /** maxLeaseTokens for 'lease', tokens; null for baselines. */
+  readonly leaseSize: number | null;
+  /** Lease TTL for 'lease', ms; null for baselines. */
+  readonly ttlMs: number | null;
+  /** Extra burst tokens allowed beyond B (0 = strict), tokens; baselines 0. */
+  readonly allowance: number;
+  /** Tokens admitted by the fleet. */
+  readonly admitted: number;
+  /** Tokens one ideal shared bucket admits for the same arrivals. */
+  readonly idealAdmitted: number;
+  /** admitted / idealAdmitted, a fraction (1 when idealAdmitted is 0); may pass 1 when allowance > 0. */
+  readonly utilization: number;
+  /** Worst excess of admitted over B + r·T in any window, tokens; 0 when the envelope held. */
+  readonly overAdmitted: number;
+  /** Coordinator round-trips per 1,000 admitted requests. */
+  readonly roundTripsPer1k: number;
+  /** Tokens leased and then lost at expiry or never used. */
+  readonly strandedTokens: number;
+  /** Jain's fairness index over agents with equal demand, in (0, 1]. */
+  readonly jain: number;
+  /** p99 wait of take() calls, ms. */
+  readonly p99WaitMs: number;
+  /** Denied requests / offered requests, a fraction in [0, 1]. */
+  readonly denialRate: number;
+  /** Offered requests. */
+  readonly requests: number;
+}
+
+/**
+ * utilizationOf — `admitted / idealAdmitted` as SweepRow defines it: 1 when
+ * `idealAdmitted` is 0 (nothing could be admitted, nothing was missed).
+ */
+export function utilizationOf(admitted: number, idealAdmitted: number): number {
+  return idealAdmitted === 0 ? 1 : admitted / idealAdmitted;
+}
+
+/** isLeaseRow — true for a tokenlease row, whose `leaseSize` and `ttlMs` are then numbers. */
+export function isLeaseRow(row: SweepRow): row is SweepRow & { readonly strategy: 'lease'; readonly leaseSize: number; readonly ttlMs: number } {
+  return row.strategy === 'lease' && row.leaseSize !== null && row.ttlMs !== null;
+}
+
+const nonNegative = (value: number): boolean => Number.isFinite(value) && value >= 0;
+
+/**
+ * sweepRowProblem — what is wrong with a row, or null when it is sound:
+ * counts finite and non-negative, `leaseSize`/`ttlMs` positive for 'lease'
+ * and null for baselines, `jain` in (0, 1], `denialRate` in [0, 1].
+ */
+export function sweepRowProblem(row: SweepRow): string | null {
+  const counts = ['admitted', 'idealAdmitted', 'utilization', 'overAdmitted', 'roundTripsPer1k', 'strandedTokens', 'p99WaitMs', 'requests'] as const;
+  for (const field of counts) {
+    if (!nonNegative(row[field])) return `${field} must be a finite number ≥ 0, got ${row[field]}`;
+  }
+  if (row.strategy === 'lease') {
+    if (row.leaseSize === null || !(row.leaseSize >= 1)) return `a lease row needs leaseSize ≥ 1, got ${row.leaseSize}`;
+    if (row.ttlMs === null || !(row.ttlMs > 0)) return `a lease row needs ttlMs > 0, got ${row.ttlMs}`;
+  } else if (row.leaseSize !== null || row.ttlMs !== null) {
+    return `a ${row.strategy} baseline has leaseSize and ttlMs null`;
+  }
+  if (!nonNegative(row.allowance)) return `allowance must be ≥ 0, got ${row.allowance}`;
+  if (!(row.jain > 0 && row.jain <= 1)) return `jain must be in (0, 1], got ${row.jain}`;
+  if (!(row.denialRate >= 0 && row.denialRate <= 1)) return `denialRate must be in [0, 1], got ${row.denialRate}`;
+  return null;
+}

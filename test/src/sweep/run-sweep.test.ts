@@ -1,0 +1,53 @@
+/**
+ * runSweep end to end on a small fleet: every combination and both
+ * baselines see the same arrivals, none exceeds the envelope, and the
+ * figures relate the way leasing promises (bigger leases, fewer
+ * round-trips; local buckets strand capacity under skew).
+ */
+import { describe, expect, it } from 'vitest';
+import { makeRate } from '@tokenlease/shared';
+import { runSweep } from './run-sweep.js';
+
+describe('runSweep', () => {
+  const rows = runSweep({
+    agents: 8,
+    capacity: 200,
+    refill: makeRate(400, 1000),
+    workload: { name: 'zipf', load: 1.5, exponent: 1 },
+    leaseSizes: [2, 10, 25],
+    ttlsMs: [500, 2000],
+    latencyUs: 1000,
+    durationMs: 10_000,
+    seed: 99,
+  });
+  const leases = rows.filter((r) => r.strategy === 'lease');
+
+  it('returns a row per combination, then the two baselines', () => {
+    expect(rows.map((r) => `${r.strategy}:${r.leaseSize}:${r.ttlMs}`)).toEqual([
+      'lease:2:500', 'lease:10:500', 'lease:25:500', 'lease:2:2000', 'lease:10:2000', 'lease:25:2000', 'central:null:null', 'local:null:null',
+    ]);
+  });
+
+  it('compares every strategy on identical arrivals', () => {
+    expect(new Set(rows.map((r) => r.requests)).size).toBe(1);
+    expect(new Set(rows.map((r) => r.idealAdmitted)).size).toBe(1);
+  });
+
+  it('never exceeds the envelope', () => {
+    for (const row of rows) expect(row.overAdmitted, `${row.strategy} ${row.leaseSize} ${row.ttlMs}`).toBe(0);
+  });
+
+  it('trades round-trips for lease size, and beats independent local buckets under skew', () => {
+    for (const ttl of [500, 2000]) {
+      const byTtl = leases.filter((r) => r.ttlMs === ttl);
+      expect(byTtl[0]!.roundTripsPer1k).toBeGreaterThan(byTtl[2]!.roundTripsPer1k);
+    }
+    const local = rows.find((r) => r.strategy === 'local')!;
+    const central = rows.find((r) => r.strategy === 'central')!;
+    expect(central.roundTripsPer1k).toBeGreaterThan(1000);
+    for (const row of leases) {
+      expect(row.utilization).toBeGreaterThan(local.utilization);
+      expect(row.utilization).toBeLessThanOrEqual(1.001);
+    }
+  });
+});
