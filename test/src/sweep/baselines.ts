@@ -11,8 +11,8 @@ import { makeRate, type Rate } from '@tokenlease/shared';
 import { checkEnvelope, type Admission } from '../harness/envelope.js';
 import { seededRandom } from '../harness/random.js';
 import { Network, type NetworkSpec } from '../sim/network.js';
-import type { Workload } from '../sim/workload.js';
-import { IdealBucket } from './ideal-bucket.js';
+import type { Arrival, Workload } from '../sim/workload.js';
+import { SharedBucket, type Admitted } from './shared-bucket.js';
 
 export interface BaselineOutcome {
   readonly admittedTokens: number;
@@ -28,12 +28,13 @@ function outcome(agents: number): { perAgent: number[]; admissions: Admission[];
   return { perAgent: Array.from({ length: agents }, () => 0), admissions: [], waitsMs: [] };
 }
 
-/** idealAdmitted — tokens one shared exact bucket admits for these arrivals, deciding at once. */
-export function idealAdmitted(workload: Workload, capacity: number, rate: Rate): number {
-  const bucket = new IdealBucket(capacity, rate, 0);
-  let admitted = 0;
-  for (const a of workload.arrivals) if (bucket.take(a.cost, a.tUs, a.waitMs * 1000) !== null) admitted += a.cost;
-  return admitted;
+/** recorder — books an admission of `a`; a `take` also books its wait plus `replyUs` of travel. */
+function recorder(o: ReturnType<typeof outcome>, a: Arrival, replyUs: number): Admitted {
+  return (tUs, waitedUs) => {
+    o.perAgent[a.agent] = (o.perAgent[a.agent] ?? 0) + a.cost;
+    o.admissions.push({ tUs, cost: a.cost });
+    if (a.waitMs > 0) o.waitsMs.push((waitedUs + replyUs) / 1000);
+  };
 }
 
 /** central — a round-trip per request to one exact bucket across a network of `spec`. */
@@ -42,37 +43,34 @@ export function central(workload: Workload, agents: number, capacity: number, ra
   const decided = workload.arrivals
     .map((a) => ({ a, atUs: network.arrivals(a.agent, a.tUs)[0] ?? a.tUs }))
     .sort((x, y) => x.atUs - y.atUs);
-  const bucket = new IdealBucket(capacity, rate, 0);
   const o = outcome(agents);
+  const bucket = new SharedBucket(capacity, rate, 0);
   for (const { a, atUs } of decided) {
-    const admittedUs = bucket.take(a.cost, atUs, a.waitMs * 1000 - 2 * spec.latencyUs);
-    if (admittedUs === null) continue;
-    o.perAgent[a.agent] = (o.perAgent[a.agent] ?? 0) + a.cost;
-    o.admissions.push({ tUs: admittedUs, cost: a.cost });
-    if (a.waitMs > 0) o.waitsMs.push((admittedUs - a.tUs + spec.latencyUs) / 1000);
+    const oneWayUs = atUs - a.tUs;
+    // A waiting request's reply needs the trip back too.
+    const waitUs = a.waitMs > 0 ? Math.max(1, a.waitMs * 1000 - 2 * oneWayUs) : 0;
+    bucket.offer(a.cost, atUs, waitUs, recorder(o, a, 2 * oneWayUs));
   }
+  bucket.finish();
   return finish(o, workload.arrivals.length, workload.arrivals.length, capacity, rate);
 }
 
-/** local — independent buckets of B/N and r/N per agent slot (a new agent starts with a full one). */
+/** local — independent buckets of B/N and r/N per agent (a new agent starts with a full one). */
 export function local(workload: Workload, agents: number, capacity: number, rate: Rate): BaselineOutcome {
   const share = makeRate(rate.tokens, rate.periodMs * agents);
   const perCapacity = Math.max(1, Math.floor(capacity / agents));
-  const buckets = new Map<string, IdealBucket>();
+  const buckets = new Map<string, SharedBucket>();
   const o = outcome(agents);
   for (const a of workload.arrivals) {
     const key = `${a.agent}.${a.incarnation}`;
     let bucket = buckets.get(key);
     if (bucket === undefined) {
-      bucket = new IdealBucket(perCapacity, share, a.tUs);
+      bucket = new SharedBucket(perCapacity, share, a.tUs);
       buckets.set(key, bucket);
     }
-    const admittedUs = bucket.take(a.cost, a.tUs, a.waitMs * 1000);
-    if (admittedUs === null) continue;
-    o.perAgent[a.agent] = (o.perAgent[a.agent] ?? 0) + a.cost;
-    o.admissions.push({ tUs: admittedUs, cost: a.cost });
-    if (a.waitMs > 0) o.waitsMs.push((admittedUs - a.tUs) / 1000);
+    bucket.offer(a.cost, a.tUs, a.waitMs * 1000, recorder(o, a, 0));
   }
+  for (const bucket of buckets.values()) bucket.finish();
   return finish(o, 0, workload.arrivals.length, capacity, rate);
 }
 

@@ -6,7 +6,8 @@ import type { Rate } from '@tokenlease/shared';
 import type { SimConfig, SimResult } from '../sim/sim-config.js';
 import { runSimulation, simWorkload } from '../sim/simulation.js';
 import type { Workload, WorkloadSpec } from '../sim/workload.js';
-import { central, idealAdmitted, local, type BaselineOutcome } from './baselines.js';
+import { central, local, type BaselineOutcome } from './baselines.js';
+import { idealAdmitted } from './ideal.js';
 import { jain, p99 } from './fairness.js';
 import type { SweepRow } from './row.js';
 
@@ -82,7 +83,7 @@ function commonOf(input: SweepInput, workload: Workload): Common {
     if (a.waitMs > 0) takes += 1;
   }
   return {
-    ideal: idealAdmitted(workload, input.capacity, input.refill),
+    ideal: idealAdmitted(workload.arrivals, input.capacity, input.refill),
     offeredCount: workload.arrivals.length,
     perAgentOffered,
     takes,
