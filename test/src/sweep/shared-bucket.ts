@@ -1,6 +1,7 @@
 /**
- * SharedBucket: one exact token bucket with the agent's semantics and no
- * latency, the yardstick of the sweep. `tryTake` requests are admitted when
+ * SharedBucket: one exact token bucket with the Limiter's semantics, the
+ * decision point of the baselines (one central bucket, or one per agent).
+ * `tryTake` requests are admitted when
  * the tokens are there; `take` requests that cannot be admitted at once
  * wait in FIFO order until the tokens have accrued or their wait runs out
  * (tries do not queue behind them, exactly as with a Limiter). Exact
