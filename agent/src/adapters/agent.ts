@@ -67,6 +67,9 @@ export class Agent implements LimiterHost {
   private readonly entries = new Map<string, Entry>();
   private seq = 0;
   private isClosed = false;
+  /** Set once close has finished: late replies and timers do nothing. */
+  private stopped = false;
+  private onSettled: () => void = () => {};
   private readonly keeperOpts: KeeperOptions;
   private readonly prefix: string;
   readonly clock: () => number;
@@ -151,22 +154,31 @@ export class Agent implements LimiterHost {
   async close(options: { readonly timeoutMs?: number } = {}): Promise<void> {
     if (this.isClosed) return;
     this.isClosed = true;
+    const settled = new Promise<void>((resolve) => {
+      this.onSettled = resolve;
+    });
     for (const entry of this.entries.values()) {
       entry.limiter.cancelWaiters();
       this.run(entry, entry.keeper.close(this.clock()));
     }
-    const deadline = Date.now() + (options.timeoutMs ?? 2000);
-    while ([...this.entries.values()].some((e) => !e.keeper.settled) && Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    }
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, options.timeoutMs ?? 2000);
+    });
+    await Promise.race([settled, timedOut]);
+    clearTimeout(timer);
+    // Whatever is still unanswered now is left to expire: stop acting on it.
+    this.stopped = true;
     for (const entry of this.entries.values()) if (entry.timer !== null) clearTimeout(entry.timer);
     if (this.ownsBus) await this.bus.drain();
   }
 
   private run(entry: Entry, actions: readonly SendAction[]): void {
+    if (this.stopped) return;
     for (const action of actions) this.send(entry, action);
     entry.limiter.serveWaiters();
     this.schedule(entry);
+    if (this.isClosed && [...this.entries.values()].every((e) => e.keeper.settled)) this.onSettled();
   }
 
   private send(entry: Entry, action: SendAction): void {
