@@ -45,7 +45,7 @@ function* sources(dir) {
 const problems = [];
 for (const path of sources(join(root, pkg, 'src'))) {
   const rel = relative(root, path);
-  const isTest = rel.endsWith('.test.ts');
+  const isTest = rel.endsWith('.test.ts') || rel.endsWith('.fixtures.ts');
   const text = readFileSync(path, 'utf8');
   const lines = text.split('\n');
   const pure = !isTest && (rel.includes('/src/core/') || rel.startsWith('shared/src/protocol/'));

@@ -19,16 +19,9 @@
 import type { ErrorCode, LeaseGrant, LeaseRequest, LeaseReturn, Reply } from '@tokenlease/shared';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { propertySeed } from '@tokenlease/shared/testing';
 import { keeperOptions, type KeeperOptions } from './keeper-options.js';
 import { LeaseKeeper, type SendAction } from './lease-keeper.js';
-
-function propertySeed(file: string): number {
-  const text = process.env['SEED'];
-  const seed = text === undefined || text === '' ? Math.floor(Math.random() * 0x7fffffff) : Number(text);
-  if (!Number.isSafeInteger(seed)) throw new Error(`SEED must be an integer, got ${JSON.stringify(text)}`);
-  console.log(`${file}: fast-check seed ${seed} (replay: SEED=${seed} npx vitest run src/core/${file})`);
-  return seed;
-}
 
 type Step =
   | { readonly kind: 'take'; readonly dtUs: number; readonly cost: number }
@@ -286,7 +279,7 @@ function settle(model: Model): void {
 
 describe('LeaseKeeper property', () => {
   it('never spends past the expiry or the tokens of the lease, whatever the interleaving', () => {
-    const seed = propertySeed('lease-keeper-property.test.ts');
+    const seed = propertySeed('src/core/lease-keeper-property.test.ts');
     const randoms = fc.array(fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }), { minLength: 1, maxLength: 8 });
     fc.assert(
       fc.property(options, randoms, fc.array(step, { maxLength: 200, size: 'max' }), (opts, draws, steps) => {

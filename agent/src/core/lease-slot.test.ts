@@ -1,16 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { propertySeed } from '@tokenlease/shared/testing';
 import { AgentError } from '../errors.js';
 import { LeaseSlot, type DenialReason } from './lease-slot.js';
-
-/** Seed of the property tests: `SEED=<n> npx vitest run src/core/lease-slot.test.ts` replays a run. */
-function propertySeed(file: string): number {
-  const text = process.env['SEED'];
-  const seed = text === undefined || text === '' ? Math.floor(Math.random() * 0x7fffffff) : Number(text);
-  if (!Number.isSafeInteger(seed)) throw new Error(`SEED must be an integer, got ${JSON.stringify(text)}`);
-  console.log(`${file}: fast-check seed ${seed} (replay: SEED=${seed} npx vitest run src/core/${file})`);
-  return seed;
-}
 
 interface SlotState {
   readonly balanceTokens?: number;
@@ -178,7 +170,7 @@ describe('LeaseSlot accounting', () => {
 
 describe('LeaseSlot property', () => {
   it('spends the whole cost exactly when it fits a live lease, else nothing, and never goes negative', () => {
-    const seed = propertySeed('lease-slot.test.ts');
+    const seed = propertySeed('src/core/lease-slot.test.ts');
     const call = fc.record({ cost: fc.integer({ min: 1, max: 40 }), dtUs: fc.integer({ min: 0, max: 300 }) });
     const start = fc.record({
       balanceTokens: fc.integer({ min: 0, max: 200 }),

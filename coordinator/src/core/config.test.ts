@@ -1,19 +1,11 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { propertySeed } from '@tokenlease/shared/testing';
 import { assertSubjectPrefix, poolNameProblem, tokenScale } from '@tokenlease/shared';
 import { CoordinatorError } from '../errors.js';
 import { DEFAULT_TTL_MS, parseCoordinatorConfig, type CoordinatorConfig, type PoolConfig } from './config.js';
 
 const SOURCE = 'etc/tokenlease/pools.yaml';
-
-/** Seed of the property tests: `SEED=<n> npx vitest run src/core/config.test.ts` replays a run. */
-function propertySeed(file: string): number {
-  const text = process.env['SEED'];
-  const seed = text === undefined || text === '' ? Math.floor(Math.random() * 0x7fffffff) : Number(text);
-  if (!Number.isSafeInteger(seed)) throw new Error(`SEED must be an integer, got ${JSON.stringify(text)}`);
-  console.log(`${file}: fast-check seed ${seed} (replay: SEED=${seed} npx vitest run src/core/${file})`);
-  return seed;
-}
 
 /** The error `run` throws, which must be a CoordinatorError. */
 function caught(run: () => unknown): CoordinatorError {
@@ -280,7 +272,7 @@ describe('parseCoordinatorConfig on arbitrary documents', () => {
   );
 
   it('returns a config within every documented limit, or throws CoordinatorError(config-invalid) and nothing else', () => {
-    const seed = propertySeed('config.test.ts');
+    const seed = propertySeed('src/core/config.test.ts');
     let accepted = 0;
     fc.assert(
       fc.property(docArb, (doc) => {

@@ -3,9 +3,10 @@
  * (µs). Routing, several pools, tick / nextDeadlineUs / flush, and bad input
  * that must be refused with a typed error and change nothing.
  *
- * Pools: "p" (capacity 100, 1000/s = 1 token per ms, TTL 1 s, leases ≤ 20,
- * minimum grant 5, holds ≤ 200 ms) and "q" (capacity 10, 10/s, TTL 500 ms);
- * start at 0, quiet period 1 s, so "p" is full from 1.100 s.
+ * Pools: "p", the standard pool of pool.fixtures.ts (capacity 100, 1000/s =
+ * 1 token per ms, TTL 1 s, leases ≤ 20, minimum grant 5, holds ≤ 200 ms), and
+ * "q" (capacity 10, 10/s, TTL 500 ms); start at 0, quiet period 1 s, so "p"
+ * is full from 1.100 s (FULL_AT).
  */
 import { describe, expect, it } from 'vitest';
 import {
@@ -14,7 +15,6 @@ import {
   MESSAGE_BYTES_MAX,
   subjectFor,
   TokenleaseError,
-  type LeaseGrant,
   type LeaseRequest,
   type PoolStatus,
   type Reply,
@@ -22,18 +22,17 @@ import {
 } from '@tokenlease/shared';
 import { parseCoordinatorConfig, type CoordinatorConfig } from './config.js';
 import { CoordinatorCore } from './coordinator-core.js';
-import type { Delivery, Pool } from './pool.js';
+import type { Delivery } from './pool.js';
+import { FULL_AT, MS, STANDARD_POOL_FIELDS, grantOf, internals } from './pool.fixtures.js';
 
-const MS = 1_000;
 const EPOCH = 7;
-const FULL_AT = 1_100 * MS;
 
 function makeConfig(top: Record<string, unknown> = {}): CoordinatorConfig {
   return parseCoordinatorConfig('coordinator-core.test.yaml', {
     quietPeriodMs: 1000,
     ...top,
     pools: {
-      p: { capacity: 100, refill: '1000/s', leaseTtlMs: 1000, maxLeaseTokens: 20, minGrantTokens: 5, maxHoldMs: 200 },
+      p: STANDARD_POOL_FIELDS,
       q: { capacity: 10, refill: '10/s', leaseTtlMs: 500 },
     },
   });
@@ -59,34 +58,10 @@ function only(deliveries: readonly Delivery<string>[]): Delivery<string> {
   return d;
 }
 
-function grantOf(deliveries: readonly Delivery<string>[]): LeaseGrant {
-  const reply = only(deliveries).reply;
-  if (reply.kind !== 'grant') throw new Error(`expected a grant, got ${JSON.stringify(reply)}`);
-  return reply;
-}
-
 function statusOf(core: CoordinatorCore<string>, pool: string, nowUs: number): PoolStatus {
   const reply = only(send(core, { v: 1, op: 'status', pool }, 'status', nowUs)).reply;
   if (reply.kind !== 'status') throw new Error(`expected a status, got ${JSON.stringify(reply)}`);
   return reply;
-}
-
-/** Exact private state of a pool, for "nothing changed" checks. */
-function internals(pool: Pool<string> | undefined): string {
-  const p = pool as unknown as {
-    levelUnits: number;
-    lastRefillUs: number;
-    waiters: ReadonlyArray<{ record: { leaseId: string }; wantTokens: number; to: string; deadlineUs: number }>;
-    leases: { byAgent: Map<string, unknown>; boundSum: number; issued: number };
-  };
-  return JSON.stringify({
-    level: p.levelUnits,
-    lastRefill: p.lastRefillUs,
-    waiters: p.waiters.map((w) => [w.record.leaseId, w.wantTokens, w.to, w.deadlineUs]),
-    leases: [...p.leases.byAgent.values()],
-    boundSum: p.leases.boundSum,
-    issued: p.leases.issued,
-  });
 }
 
 const wellFormed = (reply: Reply): void => {

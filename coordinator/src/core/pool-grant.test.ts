@@ -2,93 +2,12 @@
  * Pool: grants, reports and acquires naming a foreign lease id, at fixed
  * instants (µs). Quiet period, returns and expiry are in pool.test.ts.
  *
- * The standard pool "p": capacity 100, refill 1000/s (exactly 1 token per
- * ms), TTL 1 s, leases of at most 20, no grant under 5 while a request may
- * be held, holds of at most 200 ms; it starts at 0 with a 1 s quiet period,
- * so it is empty until 1.000 s and full from 1.100 s.
+ * The standard pool "p" and the helpers are in pool.fixtures.ts: capacity
+ * 100, 1 token per ms, TTL 1 s, leases ≤ 20, minimum grant 5, holds ≤ 200 ms;
+ * empty until QUIET_END (1.000 s), full from FULL_AT (1.100 s).
  */
 import { describe, expect, it } from 'vitest';
-import type { LeaseGrant, LeaseRequest, PoolStatus } from '@tokenlease/shared';
-import { parseCoordinatorConfig } from './config.js';
-import { Pool, type Delivery } from './pool.js';
-
-const MS = 1_000;
-const EPOCH = 3;
-const FULL_AT = 1_100 * MS;
-
-interface Setup {
-  readonly fields?: Readonly<Record<string, unknown>>;
-  readonly startUs?: number;
-  readonly quietPeriodMs?: number;
-}
-
-function makePool(setup: Setup = {}): Pool<string> {
-  const config = parseCoordinatorConfig('pool-grant.test.yaml', {
-    quietPeriodMs: setup.quietPeriodMs ?? 1000,
-    pools: {
-      p: {
-        capacity: 100,
-        refill: '1000/s',
-        leaseTtlMs: 1000,
-        maxLeaseTokens: 20,
-        minGrantTokens: 5,
-        maxHoldMs: 200,
-        ...setup.fields,
-      },
-    },
-  });
-  const pool = config.pools[0];
-  if (pool === undefined) throw new Error('no pool');
-  return new Pool<string>(pool, EPOCH, setup.startUs ?? 0, config.quietPeriodMs);
-}
-
-type AcquireFields = Partial<Omit<LeaseRequest, 'v' | 'op' | 'pool'>> & { readonly agentId: string; readonly seq: number };
-
-function acquire(pool: Pool<string>, nowUs: number, fields: AcquireFields, to = `${fields.agentId}#${fields.seq}`): Delivery<string>[] {
-  const out: Delivery<string>[] = [];
-  const req: LeaseRequest = {
-    v: 1,
-    op: 'acquire',
-    pool: 'p',
-    leaseId: null,
-    tokensLeft: 0,
-    tokensWanted: 20,
-    demandPerSecond: 0,
-    holdMs: 0,
-    ...fields,
-  };
-  pool.acquire(req, to, nowUs, out);
-  return out;
-}
-
-/** The one grant that `deliveries` must hold. */
-function grantOf(deliveries: readonly Delivery<string>[]): LeaseGrant {
-  expect(deliveries).toHaveLength(1);
-  const reply = deliveries[0]?.reply;
-  if (reply?.kind !== 'grant') throw new Error(`expected a grant, got ${JSON.stringify(reply)}`);
-  return reply;
-}
-
-function status(pool: Pool<string>, nowUs: number): PoolStatus {
-  const out: Delivery<string>[] = [];
-  const s = pool.status(nowUs, out);
-  expect(out).toEqual([]);
-  return s;
-}
-
-const credit = (s: PoolStatus): { level: number; leased: number; leases: number } => ({
-  level: s.levelTokens,
-  leased: s.leasedTokens,
-  leases: s.leases,
-});
-
-/** A full pool in which agent `a` holds a lease of `tokens` granted at FULL_AT with seq 1. */
-function poolWithLease(tokens: number): { pool: Pool<string>; leaseId: string } {
-  const pool = makePool();
-  const g = grantOf(acquire(pool, FULL_AT, { agentId: 'a', seq: 1, tokensWanted: tokens }));
-  expect(g.tokensGranted).toBe(tokens);
-  return { pool, leaseId: g.leaseId };
-}
+import { EPOCH, FULL_AT, MS, acquire, credit, grantOf, makePool, poolWithLease, status } from './pool.fixtures.js';
 
 describe('grants', () => {
   it('moves tokens from the level into one lease per agent, topped up under the same id', () => {

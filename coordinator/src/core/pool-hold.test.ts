@@ -2,86 +2,29 @@
  * Pool: idempotent retries, held requests (no crumbs), FIFO order, the next
  * deadline and flush, at fixed instants (µs).
  *
- * The standard pool "p": capacity 100, refill 1000/s (exactly 1 token per
- * ms), TTL 1 s, leases of at most 20, no grant under 5 while a request may
- * be held, holds of at most 200 ms; it starts at 0 with a 1 s quiet period,
- * so it is empty until 1.000 s and full from 1.100 s.
+ * The standard pool "p" and the helpers are in pool.fixtures.ts: capacity
+ * 100, 1 token per ms, TTL 1 s, leases ≤ 20, minimum grant 5, holds ≤ 200 ms;
+ * empty until QUIET_END (1.000 s), full from FULL_AT (1.100 s). Requests
+ * here may be held up to 200 ms unless they say otherwise.
  */
 import { describe, expect, it } from 'vitest';
-import type { LeaseGrant, LeaseRequest, PoolStatus } from '@tokenlease/shared';
-import { parseCoordinatorConfig } from './config.js';
-import { Pool, type Delivery } from './pool.js';
+import type { Delivery, Pool } from './pool.js';
+import {
+  FULL_AT,
+  MS,
+  QUIET_END,
+  acquire as acquireNow,
+  grantOf,
+  internals,
+  makePool,
+  status,
+  tick,
+  type AcquireFields,
+} from './pool.fixtures.js';
 
-const MS = 1_000;
-const EPOCH = 3;
-const QUIET_END = 1_000 * MS;
-const FULL_AT = 1_100 * MS;
-
-function makePool(): Pool<string> {
-  const config = parseCoordinatorConfig('pool-hold.test.yaml', {
-    quietPeriodMs: 1000,
-    pools: { p: { capacity: 100, refill: '1000/s', leaseTtlMs: 1000, maxLeaseTokens: 20, minGrantTokens: 5, maxHoldMs: 200 } },
-  });
-  const pool = config.pools[0];
-  if (pool === undefined) throw new Error('no pool');
-  return new Pool<string>(pool, EPOCH, 0, config.quietPeriodMs);
-}
-
-type AcquireFields = Partial<Omit<LeaseRequest, 'v' | 'op' | 'pool'>> & { readonly agentId: string; readonly seq: number };
-
-function acquire(pool: Pool<string>, nowUs: number, fields: AcquireFields, to = `${fields.agentId}#${fields.seq}`): Delivery<string>[] {
-  const out: Delivery<string>[] = [];
-  const req: LeaseRequest = {
-    v: 1,
-    op: 'acquire',
-    pool: 'p',
-    leaseId: null,
-    tokensLeft: 0,
-    tokensWanted: 20,
-    demandPerSecond: 0,
-    holdMs: 200,
-    ...fields,
-  };
-  pool.acquire(req, to, nowUs, out);
-  return out;
-}
-
-function grantOf(deliveries: readonly Delivery<string>[]): LeaseGrant {
-  expect(deliveries).toHaveLength(1);
-  const reply = deliveries[0]?.reply;
-  if (reply?.kind !== 'grant') throw new Error(`expected a grant, got ${JSON.stringify(reply)}`);
-  return reply;
-}
-
-function tick(pool: Pool<string>, nowUs: number): Delivery<string>[] {
-  const out: Delivery<string>[] = [];
-  pool.tick(nowUs, out);
-  return out;
-}
-
-function status(pool: Pool<string>, nowUs: number): PoolStatus {
-  const out: Delivery<string>[] = [];
-  const s = pool.status(nowUs, out);
-  expect(out).toEqual([]);
-  return s;
-}
-
-/** Exact private state, for "nothing changed" checks. */
-function internals(pool: Pool<string>): string {
-  const p = pool as unknown as {
-    levelUnits: number;
-    lastRefillUs: number;
-    waiters: ReadonlyArray<{ record: { leaseId: string }; wantTokens: number; to: string; deadlineUs: number }>;
-    leases: { byAgent: Map<string, unknown>; boundSum: number; issued: number };
-  };
-  return JSON.stringify({
-    level: p.levelUnits,
-    lastRefill: p.lastRefillUs,
-    waiters: p.waiters.map((w) => [w.record.leaseId, w.wantTokens, w.to, w.deadlineUs]),
-    leases: [...p.leases.byAgent.values()],
-    boundSum: p.leases.boundSum,
-    issued: p.leases.issued,
-  });
+/** acquire of pool.fixtures.ts, but a request may be held up to 200 ms unless `fields` set holdMs. */
+function acquire(pool: Pool<string>, nowUs: number, fields: AcquireFields, to?: string): Delivery<string>[] {
+  return acquireNow(pool, nowUs, { holdMs: 200, ...fields }, to);
 }
 
 /** [to, tokensGranted] of each delivery, in order. */

@@ -27,6 +27,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { propertySeed } from '@tokenlease/shared/testing';
 import {
   decodeReply,
   encodeMessage,
@@ -38,17 +39,8 @@ import {
 } from '@tokenlease/shared';
 import { parseCoordinatorConfig, type PoolConfig } from './config.js';
 import { CoordinatorCore } from './coordinator-core.js';
-import type { LeaseRecord } from './lease-table.js';
 import type { Delivery, Pool } from './pool.js';
-
-/** Seed of the property: `SEED=<n> npx vitest run src/core/pool-property.test.ts` replays a run. */
-function propertySeed(file: string): number {
-  const text = process.env['SEED'];
-  const seed = text === undefined || text === '' ? Math.floor(Math.random() * 0x7fffffff) : Number(text);
-  if (!Number.isSafeInteger(seed)) throw new Error(`SEED must be an integer, got ${JSON.stringify(text)}`);
-  console.log(`${file}: fast-check seed ${seed} (replay: SEED=${seed} npx vitest run src/core/${file})`);
-  return seed;
-}
+import { internals, internalsOf } from './pool.fixtures.js';
 
 const RUNS = Number(process.env['RUNS'] ?? '300');
 const PREFIX = 'tokenlease';
@@ -241,28 +233,6 @@ interface SimAgent {
   readonly lastReceived: Map<number, number>;
 }
 
-interface PoolInternals {
-  readonly levelUnits: number;
-  readonly lastRefillUs: number;
-  readonly waiters: ReadonlyArray<{ readonly record: LeaseRecord; readonly wantTokens: number; readonly to: Target; readonly deadlineUs: number }>;
-  readonly leases: { readonly byAgent: Map<string, LeaseRecord>; readonly boundSum: number; readonly issued: number };
-}
-
-const internalsOf = (pool: Pool<Target>): PoolInternals => pool as unknown as PoolInternals;
-
-function snapshot(pool: Pool<Target>): string {
-  const p = internalsOf(pool);
-  return JSON.stringify({
-    level: p.levelUnits,
-    lastRefill: p.lastRefillUs,
-    waiters: p.waiters.map((w) => [w.record.leaseId, w.wantTokens, w.to.reqId, w.deadlineUs]),
-    leases: [...p.leases.byAgent.values()],
-    boundSum: p.leases.boundSum,
-    issued: p.leases.issued,
-  });
-}
-
-
 /** What runs exercised, summed and printed, so that a vacuous property shows. */
 const COUNTED = [
   'grants',
@@ -452,7 +422,7 @@ class Simulation {
     const record = internalsOf(this.pool).leases.byAgent.get(a.id);
     const staleAcquire = s.kind === 'acquire' && record !== undefined && s.seq < record.lastSeq;
     const staleReturn = s.kind === 'return' && (record === undefined || s.seq <= record.lastSeq);
-    const before = snapshot(this.pool);
+    const before = internals(this.pool);
     const sent = this.sendAgentRequest(op.agent, s, op.dropRequest, op.loseReply);
     if (op.dropRequest || !(staleAcquire || staleReturn)) return;
     expect(sent.replies).toEqual([
@@ -460,7 +430,7 @@ class Simulation {
         ? { v: 1, kind: 'error', code: 'stale-sequence', fault: 'peer', seq: s.seq, message: expect.any(String), retryAfterMs: 0 }
         : { v: 1, kind: 'receipt', seq: s.seq, tokensReturned: 0 },
     ]);
-    expect(snapshot(this.pool), 'a stale duplicate changed the pool').toBe(before);
+    expect(internals(this.pool), 'a stale duplicate changed the pool').toBe(before);
   }
 
   spend(op: Extract<Op, { t: 'spend' }>): void {
@@ -571,11 +541,11 @@ class Simulation {
     const picked = cases[op.kind % cases.length];
     if (picked === undefined) throw new Error('no garbage case');
     const [subject, payload, codes] = picked;
-    const before = snapshot(this.pool);
+    const before = internals(this.pool);
     const req = { agent: null, kind: 'garbage', seq: null, body: null, codes, sameBodyPerSeq: true, loseReply: false } as const;
     const sent = this.send(subject, payload, req, false);
     expect(sent.replies, 'bad input must get exactly one reply').toHaveLength(1);
-    expect(snapshot(this.pool), 'bad input changed the pool').toBe(before);
+    expect(internals(this.pool), 'bad input changed the pool').toBe(before);
   }
 
   // -- replies -----------------------------------------------------------------
@@ -770,7 +740,7 @@ class Simulation {
 describe('CoordinatorCore under random requests from honest agents', () => {
   const name = 'keeps credit within capacity, answers every request at most once, and never lets the fleet spend past B + r·T';
   it(name, { timeout: Math.max(60_000, RUNS * 100) }, () => {
-    const seed = propertySeed('pool-property.test.ts');
+    const seed = propertySeed('src/core/pool-property.test.ts');
     const total = noCounts();
     let runs = 0;
     fc.assert(

@@ -1,17 +1,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { propertySeed } from '../testing/seed.js';
 import { TokenleaseError } from '../errors.js';
 import { ExactBucket, type TakeResult } from './bucket.js';
 import { makeRate, parseRate, type Rate } from './rate.js';
-
-/** Seed of the property tests: `SEED=<n> npx vitest run src/core/bucket.test.ts` replays a run. */
-function propertySeed(file: string): number {
-  const text = process.env['SEED'];
-  const seed = text === undefined || text === '' ? Math.floor(Math.random() * 0x7fffffff) : Number(text);
-  if (!Number.isSafeInteger(seed)) throw new Error(`SEED must be an integer, got ${JSON.stringify(text)}`);
-  console.log(`${file}: fast-check seed ${seed} (replay: SEED=${seed} npx vitest run src/core/${file})`);
-  return seed;
-}
 
 /** The error `run` throws, which must be a TokenleaseError. */
 function caught(run: () => unknown): TokenleaseError {
@@ -232,7 +224,7 @@ describe('ExactBucket properties', () => {
           }
         }
       }),
-      { seed: propertySeed('bucket.test.ts'), numRuns: 300 },
+      { seed: propertySeed('src/core/bucket.test.ts'), numRuns: 300 },
     );
   });
 });

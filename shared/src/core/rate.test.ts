@@ -1,17 +1,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { propertySeed } from '../testing/seed.js';
 import { TokenleaseError } from '../errors.js';
 import { RATE_PERIOD_MS_MAX, RATE_TOKENS_MAX, formatRate, makeRate, parseRate, tokensPerSecond } from './rate.js';
 import { UNITS_MAX, tokenScale, waitUs, wholeTokens, type TokenScale } from './token-scale.js';
-
-/** Seed of the property tests: `SEED=<n> npx vitest run src/core/rate.test.ts` replays a run. */
-function propertySeed(file: string): number {
-  const text = process.env['SEED'];
-  const seed = text === undefined || text === '' ? Math.floor(Math.random() * 0x7fffffff) : Number(text);
-  if (!Number.isSafeInteger(seed)) throw new Error(`SEED must be an integer, got ${JSON.stringify(text)}`);
-  console.log(`${file}: fast-check seed ${seed} (replay: SEED=${seed} npx vitest run src/core/${file})`);
-  return seed;
-}
 
 /** The error `run` throws, which must be a TokenleaseError. */
 function caught(run: () => unknown): TokenleaseError {
@@ -167,7 +159,7 @@ describe('wholeTokens', () => {
         if (units < 0n || units > BigInt(UNITS_MAX)) return;
         expect(wholeTokens(withUnits(u), Number(units))).toBe(Number(units / BigInt(u)));
       }),
-      { seed: propertySeed('rate.test.ts'), numRuns: 2000 },
+      { seed: propertySeed('src/core/rate.test.ts'), numRuns: 2000 },
     );
   });
 });

@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { propertySeed } from '../testing/seed.js';
 import { decodeReply, decodeRequest, encodeMessage, type Decoded } from './codec.js';
 import { HOLD_MS_MAX, MESSAGE_BYTES_MAX } from './limits.js';
 import type {
@@ -13,15 +14,6 @@ import type {
   ReturnReceipt,
   StatusQuery,
 } from './messages.js';
-
-/** Seed of the property tests: `SEED=<n> npx vitest run src/protocol/codec.test.ts` replays a run. */
-function propertySeed(file: string): number {
-  const text = process.env['SEED'];
-  const seed = text === undefined || text === '' ? Math.floor(Math.random() * 0x7fffffff) : Number(text);
-  if (!Number.isSafeInteger(seed)) throw new Error(`SEED must be an integer, got ${JSON.stringify(text)}`);
-  console.log(`${file}: fast-check seed ${seed} (replay: SEED=${seed} npx vitest run src/protocol/${file})`);
-  return seed;
-}
 
 const bytes = (value: unknown): Uint8Array => new TextEncoder().encode(JSON.stringify(value));
 
@@ -222,7 +214,7 @@ describe('refusals', () => {
 });
 
 describe('never throws on input (property)', () => {
-  const seed = propertySeed('codec.test.ts');
+  const seed = propertySeed('src/protocol/codec.test.ts');
   const run = (input: Uint8Array): void => {
     for (const result of [decodeRequest(input), decodeReply(input)] as const) {
       if (!result.ok) expect(['bad-request', 'unsupported-version']).toContain(result.code);

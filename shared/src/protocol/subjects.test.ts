@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { propertySeed } from '../testing/seed.js';
 import { TokenleaseError } from '../errors.js';
 import {
   DEFAULT_SUBJECT_PREFIX,
@@ -12,15 +13,6 @@ import {
   subjectFor,
   type Op,
 } from './subjects.js';
-
-/** Seed of the property tests: `SEED=<n> npx vitest run src/protocol/subjects.test.ts` replays a run. */
-function propertySeed(file: string): number {
-  const text = process.env['SEED'];
-  const seed = text === undefined || text === '' ? Math.floor(Math.random() * 0x7fffffff) : Number(text);
-  if (!Number.isSafeInteger(seed)) throw new Error(`SEED must be an integer, got ${JSON.stringify(text)}`);
-  console.log(`${file}: fast-check seed ${seed} (replay: SEED=${seed} npx vitest run src/protocol/${file})`);
-  return seed;
-}
 
 /** The error `run` throws, which must be a TokenleaseError. */
 function caught(run: () => unknown): TokenleaseError {
@@ -125,7 +117,7 @@ describe('subjects', () => {
 });
 
 describe('subject properties', () => {
-  const seed = propertySeed('subjects.test.ts');
+  const seed = propertySeed('src/protocol/subjects.test.ts');
   const tokenChar = fc.integer({ min: 0x21, max: 0x7e }).filter((c) => c !== 0x2e && c !== 0x2a && c !== 0x3e).map((c) => String.fromCharCode(c));
   const token = fc.string({ unit: tokenChar, minLength: 1, maxLength: POOL_NAME_LENGTH_MAX });
   const prefix = fc.array(fc.string({ unit: tokenChar, minLength: 1, maxLength: 12 }), { minLength: 1, maxLength: 4 }).map((t) => t.join('.'));

@@ -27,13 +27,5 @@ export function seededRandom(seed: number): Random {
   };
 }
 
-/** seedFromEnv — `$SEED` when set (to replay a run), else a fresh random seed. */
-export function seedFromEnv(): number {
-  const text = process.env['SEED'];
-  if (text !== undefined && text !== '') {
-    const seed = Number(text);
-    if (!Number.isSafeInteger(seed) || seed < 0) throw new Error(`SEED must be a non-negative integer, got ${text}`);
-    return seed >>> 0;
-  }
-  return Math.floor(Math.random() * 2 ** 32) >>> 0;
-}
+/** seedFromEnv — `$SEED` when set (to replay a run), else a fresh random seed in [0, 2^31); see @tokenlease/shared/testing. */
+export { seedFromEnv } from '@tokenlease/shared/testing';
