@@ -74,6 +74,11 @@ export class Limiter {
     return this.keeper.slot.takeAt(cost, nowUs);
   }
 
+  /** leaseId — the lease this limiter holds or last held, or null before the first grant. */
+  get leaseId(): string | null {
+    return this.keeper.leaseId;
+  }
+
   /** lastDenial — why the last denial happened: no-lease, exhausted, never-fits or expired. */
   get lastDenial(): DenialReason {
     return this.keeper.slot.lastDenial;

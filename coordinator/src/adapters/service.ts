@@ -52,7 +52,8 @@ export function startCoordinatorService(options: ServiceOptions): CoordinatorSer
       if (reply.kind === 'error') {
         logger.warn({ subject, code: reply.code, fault: reply.fault, seq: reply.seq, reason: reply.message }, 'request refused');
       } else if (reply.kind === 'grant') {
-        logger.debug({ leaseId: reply.leaseId, seq: reply.seq, tokensGranted: reply.tokensGranted, tokensHeld: reply.tokensHeld }, 'grant');
+        // tUs: the host monotonic clock, so grants can be lined up with agents' logs.
+        logger.debug({ leaseId: reply.leaseId, seq: reply.seq, tokensGranted: reply.tokensGranted, tokensHeld: reply.tokensHeld, ttlMs: reply.ttlMs, tUs: nowUs() }, 'grant');
       }
       to.respond(encodeMessage(reply));
     }

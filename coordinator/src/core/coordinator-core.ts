@@ -109,7 +109,7 @@ export class CoordinatorCore<R> {
         pool.giveBack(req, replyTo, nowUs, out);
         return;
       case 'status':
-        out.push({ to: replyTo, reply: pool.status(nowUs, out) });
+        out.push({ to: replyTo, reply: pool.status(nowUs, out, req.agentId) });
         return;
     }
   }

@@ -8,6 +8,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { EPOCH, FULL_AT, MS, acquire, credit, grantOf, makePool, poolWithLease, status } from './pool.fixtures.js';
+import type { Delivery } from './pool.js';
 
 describe('grants', () => {
   it('moves tokens from the level into one lease per agent, topped up under the same id', () => {
@@ -124,5 +125,16 @@ describe('an acquire naming another lease (or none) voids the agent’s live lea
     const g = grantOf(acquire(pool, FULL_AT, { agentId: 'a', seq: 2, leaseId: theirs, tokensLeft: 15, tokensWanted: 0 }));
     expect(g).toMatchObject({ leaseId: mine, tokensGranted: 0, tokensHeld: 0 });
     expect(credit(status(pool, FULL_AT))).toEqual({ level: 65, leased: 20, leases: 2 });
+  });
+});
+
+describe('status of one agent', () => {
+  it('shows the named agent’s lease, bound and time left, and null for an agent without one', () => {
+    const pool = makePool();
+    const g = grantOf(acquire(pool, FULL_AT, { agentId: 'a', seq: 1, tokensWanted: 7 }));
+    const out: Delivery<string>[] = [];
+    expect(pool.status(FULL_AT + 300 * MS, out, 'a').agentLease).toEqual({ leaseId: g.leaseId, tokensHeld: 7, expiresInMs: 700 });
+    expect(pool.status(FULL_AT + 300 * MS, out, 'b').agentLease).toBeNull();
+    expect('agentLease' in pool.status(FULL_AT + 300 * MS, out)).toBe(false);
   });
 });

@@ -146,10 +146,16 @@ export class Pool<R> {
     for (const w of waiting) this.grant(w.record, w.wantTokens, w.to, nowUs, out);
   }
 
-  /** status — the pool's credit at `nowUs`. */
-  status(nowUs: number, out: Delivery<R>[]): PoolStatus {
+  /** status — the pool's credit at `nowUs`, and `agentId`'s lease when one is named. */
+  status(nowUs: number, out: Delivery<R>[], agentId?: string): PoolStatus {
     this.tick(nowUs, out);
+    const record = agentId === undefined ? undefined : this.leases.get(agentId);
+    const agentLease =
+      record === undefined
+        ? null
+        : { leaseId: record.leaseId, tokensHeld: record.boundTokens, expiresInMs: Math.ceil((record.expiresAtUs - nowUs) / 1000) };
     return {
+      ...(agentId === undefined ? {} : { agentLease }),
       v: 1,
       kind: 'status',
       pool: this.config.name,

@@ -74,6 +74,7 @@ describe('round trips', () => {
     ['LeaseRequest renewing a lease', renew],
     ['LeaseReturn', giveBack],
     ['StatusQuery', status],
+    ['StatusQuery for one agent', { ...status, agentId: 'agent-7' }],
   ])('%s', (_name, request) => {
     expect(decodeRequest(encodeMessage(request))).toEqual({ ok: true, value: request });
   });
@@ -82,6 +83,8 @@ describe('round trips', () => {
     ['LeaseGrant', grant],
     ['ReturnReceipt', receipt],
     ['PoolStatus', poolStatus],
+    ['PoolStatus with an agent lease', { ...poolStatus, agentLease: { leaseId: 'e-1', tokensHeld: 3, expiresInMs: 900 } }],
+    ['PoolStatus of an agent without a lease', { ...poolStatus, agentLease: null }],
     ['ErrorReply', errorReply],
     ['ErrorReply without a seq', { ...errorReply, seq: null, code: 'bad-request', fault: 'coordinator' }],
   ])('%s', (_name, reply) => {

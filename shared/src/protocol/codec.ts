@@ -25,7 +25,7 @@ import {
   SEQ_MAX,
   WIRE_TOKENS_MAX,
 } from './limits.js';
-import type { ErrorCode, Reply, Request } from './messages.js';
+import type { AgentLease, ErrorCode, Reply, Request } from './messages.js';
 import { PROTOCOL_VERSION, poolNameProblem } from './subjects.js';
 
 export interface DecodeFailure {
@@ -75,7 +75,7 @@ function poolField(obj: Fields): string {
 function readRequest(obj: Fields): Request {
   const op = oneOf(obj, 'op', ['acquire', 'return', 'status'] as const);
   const pool = poolField(obj);
-  if (op === 'status') return { v: 1, op, pool };
+  if (op === 'status') return obj['agentId'] === undefined ? { v: 1, op, pool } : { v: 1, op, pool, agentId: idField(obj, 'agentId') };
   const agentId = idField(obj, 'agentId');
   const seq = intField(obj, 'seq', 0, SEQ_MAX);
   const tokensLeft = intField(obj, 'tokensLeft', 0, WIRE_TOKENS_MAX);
@@ -103,6 +103,17 @@ const ERROR_CODES: readonly ErrorCode[] = [
   'unavailable',
   'internal',
 ];
+
+function readAgentLease(value: unknown): AgentLease | null {
+  if (value === null) return null;
+  if (typeof value !== 'object' || Array.isArray(value)) throw new FieldProblem('agentLease', 'must be an object or null');
+  const lease = value as Fields;
+  return {
+    leaseId: idField(lease, 'leaseId'),
+    tokensHeld: intField(lease, 'tokensHeld', 0, WIRE_TOKENS_MAX),
+    expiresInMs: intField(lease, 'expiresInMs', 0, DURATION_MS_MAX),
+  };
+}
 
 function readReply(obj: Fields): Reply {
   const kind = oneOf(obj, 'kind', ['grant', 'receipt', 'status', 'error'] as const);
@@ -137,6 +148,7 @@ function readReply(obj: Fields): Reply {
         leases: tokens('leases'),
         waiting: tokens('waiting'),
         quietMs: intField(obj, 'quietMs', 0, DURATION_MS_MAX),
+        ...(obj['agentLease'] === undefined ? {} : { agentLease: readAgentLease(obj['agentLease']) }),
       };
     case 'error':
       return {

@@ -42,11 +42,19 @@ export interface LeaseReturn {
   readonly tokensLeft: number;
 }
 
-/** StatusQuery — read a pool's credit; changes nothing. */
+/** StatusQuery — read a pool's credit, and one agent's lease when `agentId` is given; changes nothing. */
 export interface StatusQuery {
   readonly v: 1;
   readonly op: 'status';
   readonly pool: string;
+  readonly agentId?: string;
+}
+
+/** AgentLease — what the coordinator holds for one agent: lease, bound and time left. */
+export interface AgentLease {
+  readonly leaseId: string;
+  readonly tokensHeld: number;
+  readonly expiresInMs: number;
 }
 
 export type Request = LeaseRequest | LeaseReturn | StatusQuery;
@@ -93,6 +101,8 @@ export interface PoolStatus {
   readonly waiting: number;
   /** Ms until the pool grants again after a restart; 0 when it grants now. */
   readonly quietMs: number;
+  /** The asked-for agent's lease, or null when it holds none; absent when no agent was asked for. */
+  readonly agentLease?: AgentLease | null;
 }
 
 export type ErrorCode =

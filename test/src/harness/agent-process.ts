@@ -4,9 +4,11 @@
  *   node agent-process.js '<json AgentProcessConfig>'
  *
  * stdout, one JSON object a line: {"type":"ready"}, then {"type":"stats",...}
- * every `statsEveryMs`, then {"type":"done",...}. With `logPath`, each
- * admission is appended as "<host monotonic µs> <cost>\n" (flushed every
- * 20 ms). SIGTERM ends the traffic, returns the lease and exits 0.
+ * every `statsEveryMs`, {"type":"event",...} for each NATS disconnect,
+ * reconnect or failed request, then {"type":"done",...}. With `logPath`,
+ * each admission is appended as "<host monotonic µs> <cost> <lease id>\n"
+ * (flushed every 20 ms). SIGTERM ends the traffic, returns the lease and
+ * exits 0.
  */
 import { closeSync, openSync, writeSync } from 'node:fs';
 import { Agent } from '@tokenlease/agent';
@@ -37,6 +39,7 @@ async function main(): Promise<void> {
     natsUrl: config.natsUrl,
     clock: hostMonoNowUs,
     agentId: `${config.name}-${process.pid}`,
+    onEvent: (event) => print({ type: 'event', name: config.name, event: event.type, ...('code' in event ? { code: event.code } : {}) }),
     ...(config.subjectPrefix === undefined ? {} : { subjectPrefix: config.subjectPrefix }),
   });
   const limiter = agent.limiter(config.pool);
@@ -61,7 +64,7 @@ async function main(): Promise<void> {
     durationMs: config.durationMs,
     stopped: () => stopping,
     onAdmit: (tUs, cost) => {
-      pending += `${tUs} ${cost}\n`;
+      pending += `${tUs} ${cost} ${limiter.leaseId ?? '-'}\n`;
     },
   });
   clearInterval(flushTimer);

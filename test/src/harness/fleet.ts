@@ -51,14 +51,19 @@ export async function startAgentProcess(config: AgentProcessConfig): Promise<Chi
   return child;
 }
 
-/** readAdmissionLog — admissions written by an agent process ("<µs> <cost>" lines). */
-export function readAdmissionLog(path: string): Admission[] {
+/** LoggedAdmission — an admission and the lease it spent from. */
+export interface LoggedAdmission extends Admission {
+  readonly leaseId: string;
+}
+
+/** readAdmissionLog — admissions written by an agent process ("<µs> <cost> <lease id>" lines). */
+export function readAdmissionLog(path: string): LoggedAdmission[] {
   if (!existsSync(path)) return [];
-  const admissions: Admission[] = [];
+  const admissions: LoggedAdmission[] = [];
   for (const line of readFileSync(path, 'utf8').split('\n')) {
     if (line === '') continue;
-    const [t, cost] = line.split(' ');
-    admissions.push({ tUs: Number(t), cost: Number(cost) });
+    const [t, cost, leaseId] = line.split(' ');
+    admissions.push({ tUs: Number(t), cost: Number(cost), leaseId: leaseId ?? '-' });
   }
   return admissions;
 }
@@ -71,8 +76,9 @@ export class StatusProbe {
     return new StatusProbe(await connectBus(natsUrl, { name: 'tokenlease-test-probe' }));
   }
 
-  async status(pool: string, prefix: string = DEFAULT_SUBJECT_PREFIX): Promise<PoolStatus> {
-    const bytes = await this.bus.request(subjectFor(prefix, 'status', pool), encodeMessage({ v: 1, op: 'status', pool }), 2000);
+  async status(pool: string, prefix: string = DEFAULT_SUBJECT_PREFIX, agentId?: string): Promise<PoolStatus> {
+    const query = agentId === undefined ? { v: 1 as const, op: 'status' as const, pool } : { v: 1 as const, op: 'status' as const, pool, agentId };
+    const bytes = await this.bus.request(subjectFor(prefix, 'status', pool), encodeMessage(query), 2000);
     const decoded = decodeReply(bytes);
     if (!decoded.ok || decoded.value.kind !== 'status') throw new Error(`unexpected status reply: ${new TextDecoder().decode(bytes)}`);
     return decoded.value;
