@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { makeRate } from '@tokenlease/shared';
-import { checkEnvelope, type Admission } from './envelope.js';
+import { checkEnvelope, worstWindowRatio, type Admission } from './envelope.js';
 import { seedFromEnv } from './random.js';
 
 const rate = makeRate(2, 1000); // 2 tokens/s: 1 token per 500 000 µs
@@ -50,5 +50,16 @@ describe('checkEnvelope', () => {
       }),
       { seed, numRuns: 500 },
     );
+  });
+});
+
+describe('worstWindowRatio', () => {
+  it.each<[string, Admission[], number]>([
+    ['one full burst uses the whole envelope', [{ tUs: 0, cost: 3 }], 1],
+    ['half a burst', [{ tUs: 0, cost: 1 }, { tUs: 0, cost: 0.5 }], 0.5],
+    ['a burst one over capacity', [{ tUs: 0, cost: 4 }], 4 / 3],
+    ['burst then refill on time', [{ tUs: 0, cost: 3 }, { tUs: 500_000, cost: 1 }], 1],
+  ])('%s', (_name, admissions, ratio) => {
+    expect(worstWindowRatio(admissions, 3, rate)).toBeCloseTo(ratio, 6);
   });
 });

@@ -21,6 +21,8 @@ export interface EnvelopeReport {
   readonly admittedTokens: number;
   /** Largest (admitted − (B + r·T)) over all windows, in tokens; ≤ 0 means the envelope held. */
   readonly worstExcessTokens: number;
+  /** Admissions that end at least one window over the envelope (0 when it held). */
+  readonly violations: number;
   readonly worstWindow: { readonly fromUs: number; readonly toUs: number; readonly admittedTokens: number } | null;
   readonly ok: boolean;
 }
@@ -37,6 +39,7 @@ export function checkEnvelope(admissions: readonly Admission[], capacity: number
   let worst: bigint | null = null;
   let worstFrom = 0;
   let worstTo = 0;
+  let violations = 0;
   const prefixAt: bigint[] = [];
   for (let j = 0; j < sorted.length; j += 1) {
     const a = sorted[j] as Admission;
@@ -49,6 +52,7 @@ export function checkEnvelope(admissions: readonly Admission[], capacity: number
     prefixAt.push(prefix);
     prefix += BigInt(a.cost);
     const excess = prefix * periodUs - rho * t - minTerm - bound;
+    if (excess > 0n) violations += 1;
     if (worst === null || excess > worst) {
       worst = excess;
       worstFrom = minIndex;
@@ -63,6 +67,7 @@ export function checkEnvelope(admissions: readonly Admission[], capacity: number
     admissions: sorted.length,
     admittedTokens: Number(prefix),
     worstExcessTokens,
+    violations,
     worstWindow: from && to ? { fromUs: from.tUs, toUs: to.tUs, admittedTokens: windowTokens } : null,
     ok: worst === null || worst <= 0n,
   };
@@ -70,4 +75,38 @@ export function checkEnvelope(admissions: readonly Admission[], capacity: number
 
 function prefixAfter(prefixAt: readonly bigint[], sorted: readonly Admission[], j: number): bigint {
   return (prefixAt[j] ?? 0n) + BigInt((sorted[j] as Admission).cost);
+}
+
+/**
+ * worstWindowRatio — the largest admitted / (B + r·T) over all windows
+ * bounded by admission timestamps (1 means a window used the whole
+ * envelope; above 1 is a violation). Found by bisection on the ratio λ:
+ * some window exceeds λ·(B + r·T) iff max_j (S_j − λρt_j) − min_{i≤j}
+ * (S_{i−1} − λρt_i) > λB. A figure to report; `checkEnvelope` is the exact test.
+ */
+export function worstWindowRatio(admissions: readonly Admission[], capacity: number, rate: Rate): number {
+  const sorted = [...admissions].sort((a, b) => a.tUs - b.tUs);
+  if (sorted.length === 0) return 0;
+  const t0 = (sorted[0] as Admission).tUs;
+  const perUs = rate.tokens / (rate.periodMs * 1000);
+  const exceeds = (lambda: number): boolean => {
+    let prefix = 0;
+    let minTerm = Infinity;
+    for (const a of sorted) {
+      const t = a.tUs - t0;
+      minTerm = Math.min(minTerm, prefix - lambda * perUs * t);
+      prefix += a.cost;
+      if (prefix - lambda * perUs * t - minTerm > lambda * capacity) return true;
+    }
+    return false;
+  };
+  let lo = 0;
+  let hi = 1;
+  while (exceeds(hi)) hi *= 2;
+  for (let i = 0; i < 40; i += 1) {
+    const mid = (lo + hi) / 2;
+    if (exceeds(mid)) lo = mid;
+    else hi = mid;
+  }
+  return hi;
 }

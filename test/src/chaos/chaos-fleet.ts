@@ -1,0 +1,155 @@
+/**
+ * ChaosFleet: real processes for chaos scenarios. A coordinator process
+ * (debug logs, so every grant is logged with the host monotonic clock), agent
+ * processes logging each admission with the lease it spent from, a status
+ * probe, and the faults: SIGKILL and SIGSTOP/SIGCONT of processes this fleet
+ * started, each verified (exit signal, /proc state). It never signals a
+ * process it did not start.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { PoolStatus } from '@tokenlease/shared';
+import { readAdmissionLog, startAgentProcess, StatusProbe, writeConfig, type LoggedAdmission } from '../harness/fleet.js';
+import { coordinatorCliScript } from '../harness/paths.js';
+import { spawnNode, stop, type Child } from '../harness/processes.js';
+import type { Traffic } from '../harness/traffic.js';
+
+export interface ChaosPool {
+  readonly capacity: number;
+  readonly refillPerSecond: number;
+  readonly leaseTtlMs: number;
+  readonly maxLeaseTokens: number;
+}
+
+export interface AgentHandle {
+  readonly name: string;
+  readonly child: Child;
+  readonly agentId: string;
+  readonly logPath: string;
+}
+
+/** Grant — a fresh grant as the coordinator logged it. */
+export interface Grant {
+  readonly leaseId: string;
+  readonly tUs: number;
+  readonly ttlMs: number;
+}
+
+const POOL = 'api';
+
+function procState(pid: number): string | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+  } catch {
+    return null;
+  }
+}
+
+export class ChaosFleet {
+  readonly coordinators: Child[] = [];
+  readonly agents: AgentHandle[] = [];
+  private agentCount = 0;
+
+  private constructor(
+    readonly natsUrl: string,
+    readonly pool: ChaosPool,
+    readonly dir: string,
+    readonly prefix: string,
+    private readonly configPath: string,
+    readonly probe: StatusProbe,
+  ) {}
+
+  static async start(natsUrl: string, pool: ChaosPool, dir: string, prefix: string): Promise<ChaosFleet> {
+    const configPath = writeConfig(dir, {
+      subjectPrefix: prefix,
+      pools: { [POOL]: { capacity: pool.capacity, refill: `${pool.refillPerSecond}/s`, leaseTtlMs: pool.leaseTtlMs, maxLeaseTokens: pool.maxLeaseTokens } },
+    });
+    const fleet = new ChaosFleet(natsUrl, pool, dir, prefix, configPath, await StatusProbe.connect(natsUrl));
+    await fleet.startCoordinator();
+    return fleet;
+  }
+
+  /** startCoordinator — a coordinator process; resolves once it serves. */
+  async startCoordinator(): Promise<Child> {
+    const child = spawnNode(`coordinator-${this.coordinators.length}`, coordinatorCliScript(), ['--config', this.configPath, '--nats', this.natsUrl, '--log-level', 'debug']);
+    this.coordinators.push(child);
+    await child.waitForLine((line) => line.includes('coordinator serving'), 15_000);
+    return child;
+  }
+
+  /** killCoordinator — SIGKILLs the running coordinator; true when verified dead by its exit signal. */
+  async killCoordinator(): Promise<boolean> {
+    const child = this.coordinators[this.coordinators.length - 1];
+    if (child === undefined) return false;
+    child.proc.kill('SIGKILL');
+    return (await child.exited).signal === 'SIGKILL';
+  }
+
+  /** addAgent — an agent process offering `traffic` for `durationMs`. */
+  async addAgent(name: string, traffic: Traffic, durationMs: number, seed: number): Promise<AgentHandle> {
+    this.agentCount += 1;
+    const logPath = join(this.dir, `${name}-${this.agentCount}.log`);
+    const child = await startAgentProcess({ natsUrl: this.natsUrl, subjectPrefix: this.prefix, pool: POOL, name, seed, durationMs, traffic, logPath });
+    const ready = JSON.parse(child.lines.find((l) => l.includes('"type":"ready"')) ?? '{}') as { agentId?: string };
+    const handle = { name, child, agentId: ready.agentId ?? '', logPath };
+    this.agents.push(handle);
+    return handle;
+  }
+
+  /** killAgent — SIGKILL; true when verified dead by its exit signal. */
+  async killAgent(agent: AgentHandle): Promise<boolean> {
+    agent.child.proc.kill('SIGKILL');
+    return (await agent.child.exited).signal === 'SIGKILL';
+  }
+
+  /** pauseAgent — SIGSTOP for `forMs`, then SIGCONT; true when /proc showed it stopped, then running again. */
+  async pauseAgent(agent: AgentHandle, forMs: number, during: () => Promise<void> = async () => {}): Promise<boolean> {
+    agent.child.proc.kill('SIGSTOP');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const stopped = procState(agent.child.pid) === 'T';
+    await Promise.all([during(), new Promise((resolve) => setTimeout(resolve, Math.max(0, forMs - 50)))]);
+    agent.child.proc.kill('SIGCONT');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const state = procState(agent.child.pid);
+    return stopped && state !== null && state !== 'T';
+  }
+
+  /** stopAgent — SIGTERM: the agent returns its lease and exits; true when it exited with 0. */
+  async stopAgent(agent: AgentHandle): Promise<boolean> {
+    await stop(agent.child);
+    return agent.child.proc.exitCode === 0;
+  }
+
+  status(agentId?: string): Promise<PoolStatus> {
+    return this.probe.status(POOL, this.prefix, agentId);
+  }
+
+  /** admissions — every admission logged by every agent process, in time order. */
+  admissions(): Array<LoggedAdmission & { readonly agent: string }> {
+    return this.agents
+      .flatMap((a) => readAdmissionLog(a.logPath).map((x) => ({ ...x, agent: a.agentId })))
+      .sort((x, y) => x.tUs - y.tUs);
+  }
+
+  /** grants — the fresh grants every coordinator logged (a retry's repeated reply counts once, at first). */
+  grants(): Grant[] {
+    const seen = new Set<string>();
+    const grants: Grant[] = [];
+    for (const child of this.coordinators) {
+      for (const line of child.lines) {
+        if (!line.includes('"msg":"grant"')) continue;
+        const g = JSON.parse(line) as { leaseId: string; seq: number; tUs: number; ttlMs: number };
+        const key = `${g.leaseId}#${g.seq}`;
+        if (seen.has(key)) continue;
+        seen.add(key);
+        grants.push({ leaseId: g.leaseId, tUs: g.tUs, ttlMs: g.ttlMs });
+      }
+    }
+    return grants;
+  }
+
+  async close(): Promise<void> {
+    await this.probe.close();
+  }
+}

@@ -1,0 +1,59 @@
+/**
+ * npm run chaos -- [--json] [--short] [--seed N] [--only name,name]
+ *
+ * Runs every chaos scenario against real processes and prints one row per
+ * scenario (or JSON). Exits 1 if any fault was not verified or any check
+ * failed.
+ */
+import { parseArgs } from 'node:util';
+import { seedFromEnv } from '../harness/random.js';
+import { SCENARIOS, type ScenarioRow } from './scenarios.js';
+import { rowProblems } from './verdict.js';
+
+const COLUMNS: Array<[string, (r: ScenarioRow) => string]> = [
+  ['scenario', (r) => r.scenario],
+  ['fault verified', (r) => (r.faultVerified ? 'yes' : 'NO')],
+  ['admitted', (r) => String(r.admitted)],
+  ['envelope violations', (r) => String(r.envelopeViolations)],
+  ['worst window', (r) => r.worstWindowRatio.toFixed(3)],
+  ['expiry violations', (r) => String(r.expiryViolations)],
+  ['reclaim ms', (r) => (r.reclaimMs === null ? '-' : String(r.reclaimMs))],
+  ['recovery ms', (r) => (r.recoveryMs === null ? '-' : String(r.recoveryMs))],
+];
+
+function table(rows: readonly ScenarioRow[]): string {
+  const widths = COLUMNS.map(([h, f]) => Math.max(h.length, ...rows.map((r) => f(r).length)));
+  const line = (cells: string[]): string => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i] as number) : c.padStart(widths[i] as number))).join('  ');
+  return [line(COLUMNS.map(([h]) => h)), line(widths.map((w) => '-'.repeat(w))), ...rows.map((r) => line(COLUMNS.map(([, f]) => f(r))))].join('\n');
+}
+
+async function main(): Promise<number> {
+  const { values } = parseArgs({ options: { json: { type: 'boolean' }, short: { type: 'boolean' }, seed: { type: 'string' }, only: { type: 'string' } } });
+  const seed = values.seed === undefined ? seedFromEnv() : Number(values.seed);
+  const names = values.only === undefined ? Object.keys(SCENARIOS) : values.only.split(',');
+  const unknown = names.filter((n) => !(n in SCENARIOS));
+  if (unknown.length > 0) throw new Error(`unknown scenario(s) ${unknown.join(', ')}; known: ${Object.keys(SCENARIOS).join(', ')}`);
+  process.stderr.write(`chaos: SEED=${seed}${values.short === true ? ' (short)' : ''}\n`);
+  const rows: ScenarioRow[] = [];
+  for (const name of names) {
+    process.stderr.write(`  ${name}…\n`);
+    rows.push(await SCENARIOS[name as keyof typeof SCENARIOS]({ short: values.short === true, seed }));
+  }
+  const problems = rows.flatMap(rowProblems);
+  if (values.json === true) console.log(JSON.stringify(rows));
+  else {
+    console.log(table(rows));
+    for (const r of rows) console.log(`${r.scenario}: ${r.note}`);
+  }
+  for (const p of problems) console.error(`FAILED: ${p}`);
+  console.error(`${rows.length - new Set(problems.map((p) => p.split(':')[0])).size} passed, ${new Set(problems.map((p) => p.split(':')[0])).size} failed`);
+  return problems.length === 0 ? 0 : 1;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    console.error(`chaos: ${error instanceof Error ? error.stack ?? error.message : String(error)}`);
+    process.exit(2);
+  },
+);

@@ -1,0 +1,19 @@
+/**
+ * rowProblems — why a chaos row fails, one line each (empty when it passes):
+ * the fault must be verified, the envelope and lease lifetimes kept, a
+ * stranded lease reclaimed within one TTL plus the coordinator's tick slack
+ * and a status poll, and the full admission rate must come back.
+ */
+import { CHAOS_POOL, type ScenarioRow } from './scenarios.js';
+
+export const RECLAIM_BOUND_MS = CHAOS_POOL.leaseTtlMs + 400;
+
+export function rowProblems(r: ScenarioRow): string[] {
+  const problems: string[] = [];
+  if (!r.faultVerified) problems.push(`${r.scenario}: the fault was not verified (${r.note})`);
+  if (r.envelopeViolations > 0 || r.worstWindowRatio > 1) problems.push(`${r.scenario}: ${r.envelopeViolations} admissions over the envelope (worst window ${r.worstWindowRatio})`);
+  if (r.expiryViolations > 0) problems.push(`${r.scenario}: ${r.expiryViolations} admissions spent a lease after its expiry (${r.note})`);
+  if (r.reclaimMs !== null && r.reclaimMs > RECLAIM_BOUND_MS) problems.push(`${r.scenario}: stranded lease reclaimed after ${r.reclaimMs} ms, bound ${RECLAIM_BOUND_MS} ms`);
+  if (r.scenario !== 'churn-agents' && r.recoveryMs === null) problems.push(`${r.scenario}: the admission rate never came back to 90% of r`);
+  return problems;
+}
