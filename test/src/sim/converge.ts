@@ -6,6 +6,7 @@
  */
 import type { SimConfig, SimResult } from './sim-config.js';
 import { SLICE_US } from './sim-metrics.js';
+import { runSimulation } from './simulation.js';
 
 export function faultsEndUs(config: SimConfig): number {
   const ends = [
@@ -28,4 +29,16 @@ export function recoveredRate(config: SimConfig, result: SimResult): number | nu
   }
   const admitted = result.admittedPerSlice.slice(first, last).reduce((a, b) => a + b, 0);
   return admitted / (refillPerSlice * (last - first));
+}
+
+/**
+ * convergenceProblem — once the faults have settled, a saturated fleet must
+ * admit at least 75% of what the same fleet (same seed, no faults) admits in
+ * the same window; null when it does or the check does not apply.
+ */
+export function convergenceProblem(config: SimConfig, result: SimResult): string | null {
+  const recovered = recoveredRate(config, result);
+  if (recovered === null || config.faults.length + config.partitions.length === 0) return null;
+  const twin = recoveredRate(config, runSimulation({ ...config, faults: [], partitions: [] })) ?? 0;
+  return recovered < 0.75 * twin ? `rate after the faults ${(recovered * 100).toFixed(1)}% of r, without them ${(twin * 100).toFixed(1)}%` : null;
 }

@@ -7,7 +7,7 @@
  */
 import { parseArgs } from 'node:util';
 import { describeScenario, randomScenario } from './scenario.js';
-import { recoveredRate } from './converge.js';
+import { convergenceProblem, recoveredRate } from './converge.js';
 import { runSimulation } from './simulation.js';
 
 function main(): number {
@@ -27,15 +27,17 @@ function main(): number {
     const result = runSimulation(config);
     simulated += result.simulatedSeconds;
     const recovered = recoveredRate(config, result);
-    const ok = result.violations.length === 0;
+    const converged = convergenceProblem(config, result);
+    const violations = converged === null ? result.violations : [...result.violations, converged];
+    const ok = violations.length === 0;
     if (!ok) failed += 1;
     const line = values.json === true
-      ? JSON.stringify({ seed: config.seed, ok, admitted: result.admittedTokens, worstExcessTokens: result.worstExcessTokens, recovered, roundTrips: result.roundTrips, violations: result.violations })
+      ? JSON.stringify({ seed: config.seed, ok, admitted: result.admittedTokens, worstExcessTokens: result.worstExcessTokens, recovered, roundTrips: result.roundTrips, violations })
       : `${ok ? 'ok  ' : 'FAIL'} seed ${config.seed}: ${describeScenario(config)} → admitted ${result.admittedTokens}, closest ${(-result.worstExcessTokens).toFixed(2)} under the envelope` +
         (recovered === null ? '' : `, rate after faults ${(recovered * 100).toFixed(0)}% of r`);
     console.log(line);
     if (!ok) {
-      for (const v of result.violations) console.log(`    ${v}`);
+      for (const v of violations) console.log(`    ${v}`);
       console.log(`    replay: npm run sim -- --scenarios 1 --seed ${config.seed} --duration ${durationS}s`);
     }
   }

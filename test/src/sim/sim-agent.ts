@@ -26,6 +26,11 @@ export class SimAgent {
   /** (seq:attempt) of the attempts answered or failed, so a late timeout does nothing. */
   readonly settledAttempts = new Set<string>();
   readonly attemptCounts = new Map<number, number>();
+  /** Local clock reading when each sequence was first sent. */
+  private readonly firstSentLocalUs = new Map<number, number>();
+  /** Agent-side expiry of the lease in hand, computed here from the send time: the check's own figure. */
+  expectedExpiryLocalUs = -Infinity;
+  readonly driftMargin: number;
 
   constructor(
     readonly slot: number,
@@ -36,7 +41,9 @@ export class SimAgent {
     options: Partial<KeeperOptions>,
     random: Random,
   ) {
-    this.keeper = new LeaseKeeper(id, 'pool', () => (this.seq += 1), keeperOptions(options), () => random.next());
+    const resolved = keeperOptions(options);
+    this.driftMargin = resolved.driftMargin;
+    this.keeper = new LeaseKeeper(id, 'pool', () => (this.seq += 1), resolved, () => random.next());
   }
 
   /** localUs — this agent's clock reading at true time `trueUs` (starts at an arbitrary offset). */
@@ -54,9 +61,22 @@ export class SimAgent {
   }
 
   /** attemptOf — numbers each send of a sequence so its timeout can be told apart. */
-  attemptOf(action: SendAction): number {
+  attemptOf(action: SendAction, trueUs: number): number {
     const attempt = (this.attemptCounts.get(action.seq) ?? 0) + 1;
     this.attemptCounts.set(action.seq, attempt);
+    if (attempt === 1) this.firstSentLocalUs.set(action.seq, this.localUs(trueUs));
     return attempt;
+  }
+
+  /**
+   * noteGrant — after the keeper handled a grant to `seq`: if it took it
+   * (its expiry is the one the design prescribes: first send + TTL less the
+   * drift margin), that becomes the expiry the admission check holds it to.
+   */
+  noteGrant(seq: number, ttlMs: number): void {
+    const sent = this.firstSentLocalUs.get(seq);
+    if (sent === undefined) return;
+    const expected = sent + Math.floor(ttlMs * 1000 * (1 - this.driftMargin));
+    if (this.keeper.slot.expiresAtUs === expected) this.expectedExpiryLocalUs = expected;
   }
 }

@@ -4,13 +4,14 @@
  * pauses past expiry, coordinator restarts, drift) and checks after every
  * admission the envelope, that the agent spends only while the coordinator
  * still counts its lease, that no balance is negative, and that crashed
- * agents' leases are reclaimed in time. Then it proves those checks can
- * fail, and that a run is a function of its seed.
+ * agents' leases are reclaimed in time, and that once the faults have
+ * settled a saturated fleet admits what it does without them. Then it proves
+ * those checks can fail, and that a run is a function of its seed.
  */
 import { describe, expect, it } from 'vitest';
 import { makeRate } from '@tokenlease/shared';
 import { seedFromEnv } from '../harness/random.js';
-import { recoveredRate } from './converge.js';
+import { convergenceProblem, recoveredRate } from './converge.js';
 import { describeScenario, randomScenario } from './scenario.js';
 import type { SimConfig } from './sim-config.js';
 import { runSimulation } from './simulation.js';
@@ -27,8 +28,10 @@ describe('the simulator', () => {
       const config = randomScenario((seed + i) >>> 0);
       const result = runSimulation(config);
       simulatedSeconds += result.simulatedSeconds;
-      if (result.violations.length > 0) {
-        failures.push(`seed ${config.seed} (${describeScenario(config)}):\n  ${result.violations.slice(0, 5).join('\n  ')}\n  replay: npm run sim -- --scenarios 1 --seed ${config.seed}`);
+      const converged = convergenceProblem(config, result);
+      const problems = converged === null ? [...result.violations] : [...result.violations, converged];
+      if (problems.length > 0) {
+        failures.push(`seed ${config.seed} (${describeScenario(config)}):\n  ${problems.slice(0, 5).join('\n  ')}\n  replay: npm run sim -- --scenarios 1 --seed ${config.seed}`);
       }
     }
     console.log(`sim: ${simulatedSeconds.toFixed(0)} simulated seconds`);
@@ -64,6 +67,7 @@ describe('the simulator', () => {
     expect(broken.worstExcessTokens).toBeGreaterThan(1);
     expect(broken.violations.some((v) => v.includes('envelope exceeded'))).toBe(true);
     expect(broken.violations.some((v) => v.includes("after the coordinator's expiry"))).toBe(true);
+    expect(broken.violations.some((v) => v.includes('after its agent-side expiry'))).toBe(true);
   });
 
   it('reclaims a crashed agent’s lease in time, and a saturated fleet returns to the refill rate', () => {

@@ -241,7 +241,7 @@ class Simulation {
 
   private act(agent: SimAgent, actions: readonly SendAction[]): void {
     for (const action of actions) {
-      const attempt = agent.attemptOf(action);
+      const attempt = agent.attemptOf(action, this.now);
       const to: ReplyTo = { id: agent.id, slot: agent.slot, seq: action.seq, attempt };
       this.m.roundTrips += 1;
       const subject = subjectFor(PREFIX, action.message.op, POOL);
@@ -260,7 +260,9 @@ class Simulation {
 
   private reply(agent: SimAgent, to: ReplyTo, reply: Reply): void {
     agent.settledAttempts.add(`${to.seq}:${to.attempt}`);
-    this.act(agent, agent.keeper.onReply(to.seq, reply, agent.localUs(this.now)));
+    const actions = agent.keeper.onReply(to.seq, reply, agent.localUs(this.now));
+    if (reply.kind === 'grant') agent.noteGrant(to.seq, reply.ttlMs);
+    this.act(agent, actions);
   }
 
   private failed(agent: SimAgent, to: ReplyTo, code: string): void {
@@ -323,6 +325,9 @@ class Simulation {
     this.m.admitted(agent.slot, cost, this.now - this.warmupUs);
     const excess = this.envelope.admit(this.now, cost);
     if (excess > 0) this.violation(`envelope exceeded by ${excess.toFixed(3)} tokens in window ${JSON.stringify(this.envelope.worstWindow)}`);
+    if (agent.localUs(this.now) >= agent.expectedExpiryLocalUs) {
+      this.violation(`${agent.id} spent ${cost} at local ${agent.localUs(this.now)} µs, after its agent-side expiry ${agent.expectedExpiryLocalUs}`);
+    }
     const legalUs = this.legalUntilUs.get(`${agent.id}/${agent.keeper.leaseId ?? ''}`);
     if (legalUs === undefined || this.now >= legalUs) {
       this.violation(`${agent.id} spent ${cost} from lease ${agent.keeper.leaseId} at ${this.now} µs, after the coordinator's expiry ${legalUs ?? 'unknown'}`);
