@@ -27,6 +27,14 @@ export class LeaseTable {
   private readonly byAgent = new Map<string, LeaseRecord>();
   private boundSum = 0;
   private issued = 0;
+  /**
+   * The soonest expiry of a live lease, kept exact without a scan per
+   * request: opening a lease can only lower it, and extending a lease
+   * changes it only when that lease held it (then it is recomputed once,
+   * lazily). So `reclaimExpired` scans only when a lease may have expired.
+   */
+  private expiryFloorUs = Infinity;
+  private floorStale = false;
 
   constructor(private readonly idPrefix: string) {}
 
@@ -56,7 +64,15 @@ export class LeaseTable {
       lastReply: null,
     };
     this.byAgent.set(agentId, record);
+    if (!this.floorStale) this.expiryFloorUs = Math.min(this.expiryFloorUs, expiresAtUs);
     return record;
+  }
+
+  /** extend — moves a lease's expiry to `expiresAtUs` if that is later; never shortens it. */
+  extend(record: LeaseRecord, expiresAtUs: number): void {
+    if (expiresAtUs <= record.expiresAtUs) return;
+    if (record.expiresAtUs === this.expiryFloorUs) this.floorStale = true;
+    record.expiresAtUs = expiresAtUs;
   }
 
   /** setBound — changes a lease's bound and the sum with it. */
@@ -71,27 +87,32 @@ export class LeaseTable {
     const bound = record.boundTokens;
     this.setBound(record, 0);
     this.byAgent.delete(record.agentId);
+    if (record.expiresAtUs === this.expiryFloorUs) this.floorStale = true;
     return bound;
   }
 
   /** reclaimExpired — ends every lease whose expiry is at or before `nowUs`; returns their agent ids. */
   reclaimExpired(nowUs: number): string[] {
     const ended: string[] = [];
+    if (nowUs < this.earliestExpiryUs()) return ended;
     for (const record of this.byAgent.values()) {
       if (record.expiresAtUs <= nowUs) {
         this.remove(record);
         ended.push(record.agentId);
       }
     }
+    this.floorStale = true;
     return ended;
   }
 
   /** earliestExpiryUs — the soonest lease expiry, or Infinity without leases. */
   earliestExpiryUs(): number {
-    let earliest = Infinity;
-    for (const record of this.byAgent.values()) {
-      if (record.expiresAtUs < earliest) earliest = record.expiresAtUs;
+    if (this.floorStale) {
+      let floorUs = Infinity;
+      for (const record of this.byAgent.values()) if (record.expiresAtUs < floorUs) floorUs = record.expiresAtUs;
+      this.expiryFloorUs = floorUs;
+      this.floorStale = false;
     }
-    return earliest;
+    return this.expiryFloorUs;
   }
 }

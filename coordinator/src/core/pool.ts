@@ -94,7 +94,7 @@ export class Pool<R> {
     this.leases.setBound(record, reportedTokens);
     record.lastSeq = req.seq;
     record.lastReply = null;
-    record.expiresAtUs = Math.max(record.expiresAtUs, nowUs + this.ttlUs);
+    this.leases.extend(record, nowUs + this.ttlUs);
     const wantTokens = Math.min(req.tokensWanted, this.config.maxLeaseTokens - record.boundTokens);
     const holdUs = Math.min(req.holdMs, this.config.maxHoldMs) * 1000;
     if (wantTokens === 0 || (this.waiters.length === 0 && (holdUs === 0 || this.worthGranting(wantTokens)))) {
@@ -210,7 +210,7 @@ export class Pool<R> {
     const tokensGranted = Math.min(wantTokens, tokensMax, wholeTokens(this.scale, this.levelUnits));
     this.levelUnits -= tokensGranted * this.scale.unitsPerToken;
     this.leases.setBound(record, record.boundTokens + tokensGranted);
-    record.expiresAtUs = Math.max(record.expiresAtUs, nowUs + this.ttlUs);
+    this.leases.extend(record, nowUs + this.ttlUs);
     const reply: LeaseGrant = {
       v: 1,
       kind: 'grant',

@@ -1,0 +1,29 @@
+/**
+ * LeaseTable keeps the soonest expiry exact as leases open, extend, end
+ * and lapse, so the coordinator wakes exactly when a lease may lapse.
+ */
+import { describe, expect, it } from 'vitest';
+import { LeaseTable } from './lease-table.js';
+
+describe('LeaseTable soonest expiry', () => {
+  it('follows opens, extensions of the soonest lease, removals and reclaims', () => {
+    const table = new LeaseTable('e-');
+    expect(table.earliestExpiryUs()).toBe(Infinity);
+    const a = table.open('a', 1, 1_000);
+    const b = table.open('b', 1, 2_000);
+    table.open('c', 1, 3_000);
+    expect(table.earliestExpiryUs()).toBe(1_000);
+    table.extend(b, 1_500); // never shortens
+    expect(b.expiresAtUs).toBe(2_000);
+    table.extend(a, 2_500); // the soonest moves on to b
+    expect(table.earliestExpiryUs()).toBe(2_000);
+    table.remove(b);
+    expect(table.earliestExpiryUs()).toBe(2_500);
+    expect(table.reclaimExpired(2_499)).toEqual([]);
+    expect(table.reclaimExpired(2_500)).toEqual(['a']);
+    expect(table.earliestExpiryUs()).toBe(3_000);
+    expect(table.reclaimExpired(3_000)).toEqual(['c']);
+    expect(table.earliestExpiryUs()).toBe(Infinity);
+    expect(table.boundTokensSum).toBe(0);
+  });
+});
