@@ -51,6 +51,7 @@ describe('parseCoordinatorConfig accepts a valid document and fills in defaults'
           maxLeaseTokens: 50, // max(1, floor(500 / 10))
           minGrantTokens: 13, // ceil(50 / 4)
           maxHoldMs: 250, // min(250, 2000 / 4)
+          allowance: 0,
         },
         {
           name: 'slow',
@@ -60,6 +61,7 @@ describe('parseCoordinatorConfig accepts a valid document and fills in defaults'
           maxLeaseTokens: 1, // max(1, floor(0.7))
           minGrantTokens: 1,
           maxHoldMs: 250,
+          allowance: 0,
         },
       ],
     });
@@ -102,7 +104,7 @@ describe('parseCoordinatorConfig accepts a valid document and fills in defaults'
     const config = parseCoordinatorConfig(
       SOURCE,
       onePool(
-        { capacity: 100, refill: '3/7ms', leaseTtlMs: 1000, maxLeaseTokens: 100, minGrantTokens: 100, maxHoldMs: 500 },
+        { capacity: 100, refill: '3/7ms', leaseTtlMs: 1000, maxLeaseTokens: 100, minGrantTokens: 100, maxHoldMs: 500, allowance: 250 },
         { subjectPrefix: 'acme.limits', quietPeriodMs: 1000 },
       ),
     );
@@ -116,6 +118,7 @@ describe('parseCoordinatorConfig accepts a valid document and fills in defaults'
       maxLeaseTokens: 100,
       minGrantTokens: 100,
       maxHoldMs: 500, // = floor(ttl / 2), the ceiling
+      allowance: 250,
     });
   });
 

@@ -13,6 +13,9 @@
  * - `minGrantTokens` [ceil(maxLeaseTokens/4)]: the smallest grant worth a
  *   reply while the request may still be held (no crumbs).
  * - `maxHoldMs` [min(250, leaseTtlMs/4)]: the longest a request is held.
+ * - `allowance` [0] tokens, A: how far leased tokens may exceed what the
+ *   bucket would hold, widening the promise to B + A + r·T for fewer
+ *   round-trips and less clipped refill under many leases (0 = strict).
  */
 import { makeRate, parseRate, poolNameProblem, assertSubjectPrefix, tokenScale, TokenleaseError, DEFAULT_SUBJECT_PREFIX, type Rate } from '@tokenlease/shared';
 import { CoordinatorError } from '../errors.js';
@@ -30,6 +33,7 @@ export interface PoolConfig {
   readonly maxLeaseTokens: number;
   readonly minGrantTokens: number;
   readonly maxHoldMs: number;
+  readonly allowance: number;
 }
 
 export interface CoordinatorConfig {
@@ -39,7 +43,7 @@ export interface CoordinatorConfig {
   readonly pools: readonly PoolConfig[];
 }
 
-const POOL_KEYS = new Set(['capacity', 'refill', 'leaseTtlMs', 'maxLeaseTokens', 'minGrantTokens', 'maxHoldMs']);
+const POOL_KEYS = new Set(['capacity', 'refill', 'leaseTtlMs', 'maxLeaseTokens', 'minGrantTokens', 'maxHoldMs', 'allowance']);
 const TOP_KEYS = new Set(['subjectPrefix', 'quietPeriodMs', 'pools']);
 
 type Doc = Readonly<Record<string, unknown>>;
@@ -98,10 +102,17 @@ function readPool(source: string, name: string, doc: unknown): PoolConfig {
   where.rejectUnknown(doc, POOL_KEYS);
   const refill = readRate(where, doc['refill']);
   const capacity = where.int(doc, 'capacity', 1, Number.MAX_SAFE_INTEGER);
+  const allowance = where.int(doc, 'allowance', 0, Number.MAX_SAFE_INTEGER, 0);
   try {
     tokenScale(capacity, refill);
   } catch (error) {
     if (error instanceof TokenleaseError) where.fail('capacity', error.message, error);
+    throw error;
+  }
+  try {
+    tokenScale(capacity + allowance, refill);
+  } catch (error) {
+    if (error instanceof TokenleaseError) where.fail('allowance', `capacity + allowance is too large: ${error.message}`, error);
     throw error;
   }
   const leaseTtlMs = where.int(doc, 'leaseTtlMs', MIN_TTL_MS, MAX_TTL_MS, DEFAULT_TTL_MS);
@@ -109,7 +120,7 @@ function readPool(source: string, name: string, doc: unknown): PoolConfig {
   const minGrantTokens = where.int(doc, 'minGrantTokens', 1, maxLeaseTokens, Math.ceil(maxLeaseTokens / 4));
   const holdCeilingMs = Math.floor(leaseTtlMs / 2);
   const maxHoldMs = where.int(doc, 'maxHoldMs', 0, holdCeilingMs, Math.min(DEFAULT_HOLD_MS_MAX, Math.floor(leaseTtlMs / 4)));
-  return { name, capacity, refill, leaseTtlMs, maxLeaseTokens, minGrantTokens, maxHoldMs };
+  return { name, capacity, refill, leaseTtlMs, maxLeaseTokens, minGrantTokens, maxHoldMs, allowance };
 }
 
 /** parseCoordinatorConfig — validates a parsed document; throws `CoordinatorError('config-invalid')`. */

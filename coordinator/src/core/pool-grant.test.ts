@@ -138,3 +138,30 @@ describe('status of one agent', () => {
     expect('agentLease' in pool.status(FULL_AT + 300 * MS, out)).toBe(false);
   });
 });
+
+describe('allowance', () => {
+  // B = 100, r = 1000/s (1 token per ms), leases of at most 20; full at FULL_AT.
+  const leaseFrom = (pool: ReturnType<typeof makePool>, agentId: string, nowUs: number): string =>
+    grantOf(acquire(pool, nowUs, { agentId, seq: 1, tokensWanted: 20 })).leaseId;
+
+  it.each<[number, number]>([
+    // allowance, level 30 ms after two leases of 20 took 40 from a full pool
+    [0, 60], // strict: outstanding leases count against B, refill is clipped at 100 − 40
+    [25, 85], // 25 more may be in flight: clipped at 125 − 40
+    [50, 90], // the level itself never passes B: 60 + 30 ms of refill
+  ])('with A = %i the level refills to %i while 40 tokens are leased', (allowance, level) => {
+    const pool = makePool({ fields: { allowance } });
+    leaseFrom(pool, 'a', FULL_AT);
+    leaseFrom(pool, 'b', FULL_AT);
+    expect(status(pool, FULL_AT + 30 * MS)).toMatchObject({ levelTokens: level, leasedTokens: 40 });
+  });
+
+  it('takes back only up to B when a lease is returned into a full level', () => {
+    const pool = makePool({ fields: { allowance: 50 } });
+    const leaseId = leaseFrom(pool, 'a', FULL_AT);
+    expect(status(pool, FULL_AT + 100 * MS).levelTokens).toBe(100);
+    const out: Delivery<string>[] = [];
+    pool.giveBack({ v: 1, op: 'return', agentId: 'a', pool: 'p', seq: 2, leaseId, tokensLeft: 20 }, 'a#2', FULL_AT + 100 * MS, out);
+    expect(status(pool, FULL_AT + 100 * MS)).toMatchObject({ levelTokens: 100, leasedTokens: 0 });
+  });
+});

@@ -4,7 +4,8 @@
  * increasing instants, run through the real CoordinatorCore (bytes in,
  * deliveries out). After every step:
  *
- * - credit: level + Σ bounds ≤ capacity, exactly, in units; nothing
+ * - credit: level ≤ capacity and level + Σ bounds ≤ capacity + allowance,
+ *   exactly, in units; nothing
  *   negative; Σ bounds is the sum of the bounds; no lease over its maximum;
  * - every reply is well-formed (it survives the codec) and consistent with
  *   its request; every request gets at most one reply, and at the end the
@@ -20,7 +21,7 @@
  * - the envelope: the agents spend honestly (only granted tokens, only
  *   before send time + TTL, reporting at least what they hold), and the
  *   tokens spent in every window [tᵢ, tⱼ] of spend instants are at most
- *   capacity + r·(tⱼ − tᵢ), in exact BigInt arithmetic.
+ *   capacity + allowance + r·(tⱼ − tᵢ), in exact BigInt arithmetic.
  *
  * Replay a failure with `SEED=<n> npx vitest run src/core/pool-property.test.ts`
  * (the seed is printed); `RUNS=<n>` changes the number of runs.
@@ -151,6 +152,7 @@ const shapeArb = fc.record({
   minGrantPick: fc.nat(),
   maxHoldPick: fc.nat(),
   quietExtraPick: fc.nat(),
+  allowance: fc.oneof({ arbitrary: fc.constant(0), weight: 2 }, { arbitrary: fc.integer({ min: 1, max: 300 }), weight: 1 }),
 });
 
 const scenarioArb: fc.Arbitrary<Scenario> = fc.record({
@@ -180,6 +182,7 @@ function poolFields(shape: PoolShape): Record<string, unknown> {
     maxLeaseTokens,
     minGrantTokens: 1 + (shape.minGrantPick % maxLeaseTokens),
     maxHoldMs: shape.maxHoldPick % (Math.floor(shape.leaseTtlMs / 2) + 1),
+    allowance: shape.allowance,
   };
 }
 
@@ -584,7 +587,7 @@ class Simulation {
     switch (req.kind) {
       case 'status':
         expect(reply).toMatchObject({ kind: 'status', pool: 'p', epoch: this.sc.epoch, capacityTokens: c.capacity });
-        if (reply.kind === 'status') expect(reply.levelTokens + reply.leasedTokens).toBeLessThanOrEqual(c.capacity);
+        if (reply.kind === 'status') expect(reply.levelTokens + reply.leasedTokens).toBeLessThanOrEqual(c.capacity + c.allowance);
         return;
       case 'garbage':
         expect(reply).toMatchObject({ kind: 'error', fault: 'peer', retryAfterMs: 0 });
@@ -651,7 +654,8 @@ class Simulation {
       sum += r.boundTokens;
     }
     expect(p.leases.boundSum).toBe(sum);
-    expect(p.levelUnits + sum * scale.unitsPerToken, 'credit over capacity').toBeLessThanOrEqual(scale.capacityUnits);
+    expect(p.levelUnits, 'level over capacity').toBeLessThanOrEqual(scale.capacityUnits);
+    expect(p.levelUnits + sum * scale.unitsPerToken, 'credit over capacity + allowance').toBeLessThanOrEqual(scale.capacityUnits + this.config.allowance * scale.unitsPerToken);
     for (const w of p.waiters) expect(p.leases.byAgent.get(w.record.agentId), 'a waiter whose lease is gone').toBe(w.record);
     // Agent safety: what an agent may still spend is covered by a live bound that outlives it.
     for (const a of this.agents) {
@@ -674,13 +678,13 @@ class Simulation {
       const s = this.spends[i];
       if (s === undefined) break;
       sum += BigInt(s.tokens);
-      const allowed = BigInt(this.config.capacity) * periodUs + BigInt(rateTokens) * BigInt(last.atUs - s.atUs);
+      const allowed = BigInt(this.config.capacity + this.config.allowance) * periodUs + BigInt(rateTokens) * BigInt(last.atUs - s.atUs);
       const closeness = Number((sum * periodUs * 1000n) / allowed) / 1000;
       if (closeness > this.counts.closestWindow) this.counts.closestWindow = closeness;
       if (sum * periodUs > allowed) {
         throw new Error(
           `envelope broken: ${sum} tokens spent in [${s.atUs}, ${last.atUs}] µs; ` +
-            `allowed ${this.config.capacity} + ${rateTokens}/${periodMs}ms × ${last.atUs - s.atUs} µs`,
+            `allowed ${this.config.capacity} + ${this.config.allowance} + ${rateTokens}/${periodMs}ms × ${last.atUs - s.atUs} µs`,
         );
       }
     }
@@ -771,6 +775,7 @@ describe('CoordinatorCore under random requests from honest agents', () => {
       minGrantPick: 0, // min grant 1
       maxHoldPick: 0,
       quietExtraPick: 0,
+      allowance: 0,
     };
     const ops: Op[] = [];
     for (let i = 0; i < 200; i += 1) {

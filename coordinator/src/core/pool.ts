@@ -3,8 +3,10 @@
  *
  * Rules (the credit argument of DESIGN.md, in code):
  * - Credit is `level + Σ lease bounds`, in exact units (token-scale.ts).
- *   It never exceeds capacity: refill adds at most `r·Δt` and is clipped so
- *   that `level + Σ bounds ≤ capacity`. Checked after every change.
+ *   It never exceeds capacity B plus the pool's allowance A: refill adds at
+ *   most `r·Δt` and is clipped so that `level ≤ B` and
+ *   `level + Σ bounds ≤ B + A`. Checked after every change. So the fleet
+ *   admits at most `B + A + r·T` in any window (A = 0: the strict bucket).
  * - A grant moves tokens from the level into a lease; a report lowers a
  *   lease's bound and never raises it; a return moves the unspent part back
  *   to the level; an expiry drops the bound (those tokens are lost).
@@ -62,6 +64,8 @@ export class Pool<R> {
   private lastRefillUs: number;
   private readonly quietUntilUs: number;
   private readonly ttlUs: number;
+  /** (B + A) in units: the ceiling of credit. */
+  private readonly ceilingUnits: number;
   private waiters: Waiter<R>[] = [];
 
   constructor(
@@ -75,6 +79,7 @@ export class Pool<R> {
     this.quietUntilUs = startUs + quietPeriodMs * 1000;
     this.lastRefillUs = this.quietUntilUs;
     this.ttlUs = config.leaseTtlMs * 1000;
+    this.ceilingUnits = (config.capacity + config.allowance) * this.scale.unitsPerToken;
   }
 
   /** acquire — grants, renews or holds `req`; replies go to `out`. */
@@ -117,7 +122,8 @@ export class Pool<R> {
       this.dropWaiter(req.agentId, req.seq, out);
       tokensReturned = Math.min(req.tokensLeft, record.boundTokens);
       this.leases.remove(record);
-      this.levelUnits += tokensReturned * this.scale.unitsPerToken;
+      // With an allowance the level may not take all of it back: it never holds more than B.
+      this.levelUnits = Math.min(this.scale.capacityUnits, this.levelUnits + tokensReturned * this.scale.unitsPerToken);
     }
     out.push({ to, reply: { v: 1, kind: 'receipt', seq: req.seq, tokensReturned } });
     this.checkCredit();
@@ -127,8 +133,7 @@ export class Pool<R> {
   /** tick — refills, reclaims expired leases and answers the waiters that can be answered. */
   tick(nowUs: number, out: Delivery<R>[]): void {
     if (nowUs > this.lastRefillUs) {
-      const roomUnits = this.scale.capacityUnits - this.levelUnits - this.leasedUnits();
-      this.levelUnits += refillUnits(this.scale, nowUs - this.lastRefillUs, roomUnits);
+      this.levelUnits += refillUnits(this.scale, nowUs - this.lastRefillUs, this.roomUnits());
       this.lastRefillUs = nowUs;
     }
     // Held requests are answered before reclaiming: a held lease is live
@@ -176,8 +181,7 @@ export class Pool<R> {
     const head = this.waiters[0];
     if (head !== undefined) {
       const needUnits = Math.min(head.wantTokens, this.config.minGrantTokens) * this.scale.unitsPerToken - this.levelUnits;
-      const roomUnits = this.scale.capacityUnits - this.levelUnits - this.leasedUnits();
-      if (needUnits <= roomUnits) deadline = Math.min(deadline, this.lastRefillUs + waitUs(this.scale, needUnits));
+      if (needUnits <= this.roomUnits()) deadline = Math.min(deadline, this.lastRefillUs + waitUs(this.scale, needUnits));
     }
     return deadline;
   }
@@ -249,6 +253,11 @@ export class Pool<R> {
     out.push({ to: held.to, reply: staleSequence(held.record.lastSeq, newerSeq, 'superseded by') });
   }
 
+  /** roomUnits — how much refill the level may still take: up to B itself, and credit up to B + A. */
+  private roomUnits(): number {
+    return Math.min(this.scale.capacityUnits - this.levelUnits, this.ceilingUnits - this.levelUnits - this.leasedUnits());
+  }
+
   private leasedUnits(): number {
     return this.leases.boundTokensSum * this.scale.unitsPerToken;
   }
@@ -256,7 +265,8 @@ export class Pool<R> {
   private checkCredit(): void {
     const creditUnits = this.levelUnits + this.leasedUnits();
     assertInvariant(this.levelUnits >= 0, `pool ${this.config.name}: negative level ${this.levelUnits}`);
-    assertInvariant(creditUnits <= this.scale.capacityUnits, `pool ${this.config.name}: credit ${creditUnits} over capacity ${this.scale.capacityUnits}`);
+    assertInvariant(this.levelUnits <= this.scale.capacityUnits, `pool ${this.config.name}: level ${this.levelUnits} over capacity ${this.scale.capacityUnits}`);
+    assertInvariant(creditUnits <= this.ceilingUnits, `pool ${this.config.name}: credit ${creditUnits} over capacity + allowance ${this.ceilingUnits}`);
   }
 }
 

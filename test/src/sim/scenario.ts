@@ -45,7 +45,7 @@ export function randomScenario(seed: number, durationUs = 20_000_000): SimConfig
     seed,
     agents,
     durationUs,
-    pool: { capacity, refill: makeRate(refillPerSecond, 1000), leaseTtlMs, maxLeaseTokens },
+    pool: { capacity, refill: makeRate(refillPerSecond, 1000), leaseTtlMs, maxLeaseTokens, allowance: r.next() < 0.7 ? 0 : r.int(1, capacity) },
     workload: randomWorkload(pick(WORKLOADS), 0.5 + r.next() * 2.5, r),
     network: { latencyUs: r.int(200, 5000), lossRate: r.next() < 0.5 ? 0 : r.next() * 0.05, duplicateRate: r.next() < 0.5 ? 0 : r.next() * 0.05 },
     partitions,
@@ -70,7 +70,7 @@ export function describeScenario(c: SimConfig): string {
   const p = c.pool;
   const faults: string[] = [...c.faults.map((f) => f.kind), ...c.partitions.map(() => 'partition')];
   return (
-    `${c.agents} agents, B=${p.capacity}, r=${p.refill.tokens}/${p.refill.periodMs}ms, lease ${p.maxLeaseTokens}, TTL ${p.leaseTtlMs} ms, ` +
+    `${c.agents} agents, B=${p.capacity}${p.allowance ? `+A=${p.allowance}` : ''}, r=${p.refill.tokens}/${p.refill.periodMs}ms, lease ${p.maxLeaseTokens}, TTL ${p.leaseTtlMs} ms, ` +
     `${c.workload.name}×${c.workload.load.toFixed(2)}, latency ${(c.network.latencyUs / 1000).toFixed(1)} ms, ` +
     `loss ${(c.network.lossRate * 100).toFixed(1)}%, dup ${(c.network.duplicateRate * 100).toFixed(1)}%` +
     (faults.length > 0 ? `, faults: ${faults.join(' ')}` : '')

@@ -13,6 +13,8 @@ export interface SimPool {
   readonly maxLeaseTokens: number;
   readonly minGrantTokens?: number;
   readonly maxHoldMs?: number;
+  /** Tokens A the promise is widened by (B + A + r·T); default 0. */
+  readonly allowance?: number;
 }
 
 /** Faults; times are µs from the start of traffic. */

@@ -3,7 +3,8 @@
  * virtual clock, connected by a modelled network, driven by a workload and
  * a fault plan, all from one seed. Same seed, same run, event for event.
  *
- * After every admission it checks the envelope over every window (exact),
+ * After every admission it checks the envelope B + A + r·T over every
+ * window (exact; A is the pool's allowance, 0 unless set),
  * that the agent spends only while the coordinator still counts its lease
  * (grant time + TTL, on the coordinator's side), and that no balance is
  * negative. It reports what the sweep and the tests need.
@@ -77,6 +78,7 @@ class Simulation {
           maxLeaseTokens: p.maxLeaseTokens,
           ...(p.minGrantTokens === undefined ? {} : { minGrantTokens: p.minGrantTokens }),
           ...(p.maxHoldMs === undefined ? {} : { maxHoldMs: p.maxHoldMs }),
+          ...(p.allowance === undefined ? {} : { allowance: p.allowance }),
         },
       },
     });
@@ -89,7 +91,7 @@ class Simulation {
       config.partitions.map((x) => ({ ...x, fromUs: x.fromUs + this.warmupUs, toUs: x.toUs + this.warmupUs })),
       this.random,
     );
-    this.envelope = new EnvelopeWatch(p.capacity, p.refill);
+    this.envelope = new EnvelopeWatch(p.capacity + (p.allowance ?? 0), p.refill);
     this.slots = Array.from({ length: config.agents }, () => null);
     this.restarts = Array.from({ length: config.agents }, () => 0);
     this.m = new SimMetrics(config.agents);

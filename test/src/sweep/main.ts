@@ -25,9 +25,6 @@ function parse(): SweepArgs | null {
       console.log(USAGE);
       return null;
     }
-    if (args.allowancesTokens.some((a) => a !== 0)) {
-      throw new SweepArgsError('--allowances', 'pools have no allowance option yet, so only 0 (the strict envelope) can be swept');
-    }
     return args;
   } catch (error) {
     if (error instanceof SweepArgsError) {
@@ -48,7 +45,7 @@ function main(): void {
       `latency ${args.latencyUs / 1000} ms, ${args.durationMs / 1000} s simulated per combination, seed ${args.seed}`,
   );
   say(`replay: ${replay}`);
-  const total = args.leaseSizesTokens.length * args.ttlsMs.length + 2;
+  const total = args.allowancesTokens.length * args.leaseSizesTokens.length * args.ttlsMs.length + 2;
   let done = 0;
   const rows = runSweep(
     {
@@ -58,6 +55,7 @@ function main(): void {
       workload: args.workload,
       leaseSizes: args.leaseSizesTokens,
       ttlsMs: args.ttlsMs,
+      allowances: args.allowancesTokens,
       latencyUs: args.latencyUs,
       durationMs: args.durationMs,
       seed: args.seed,

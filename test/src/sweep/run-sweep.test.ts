@@ -16,6 +16,7 @@ describe('runSweep', () => {
     workload: { name: 'zipf', load: 1.5, exponent: 1 },
     leaseSizes: [2, 10, 25],
     ttlsMs: [500, 2000],
+    allowances: [0],
     latencyUs: 1000,
     durationMs: 10_000,
     seed: 99,

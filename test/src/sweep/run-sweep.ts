@@ -18,6 +18,8 @@ export interface SweepInput {
   readonly workload: WorkloadSpec;
   readonly leaseSizes: readonly number[];
   readonly ttlsMs: readonly number[];
+  /** Allowances A to try (0 = the strict envelope). */
+  readonly allowances: readonly number[];
   readonly latencyUs: number;
   readonly durationMs: number;
   readonly seed: number;
@@ -31,7 +33,7 @@ interface Common {
   readonly takeTimeoutMs: number;
 }
 
-function rowOf(strategy: SweepRow['strategy'], leaseSize: number | null, ttlMs: number | null, c: Common, r: {
+function rowOf(strategy: SweepRow['strategy'], leaseSize: number | null, ttlMs: number | null, allowance: number, c: Common, r: {
   admittedTokens: number; admittedCount: number; deniedCount: number; roundTrips: number; strandedTokens: number;
   perAgentAdmitted: readonly number[]; waitsMs: readonly number[]; worstExcessTokens: number;
 }): SweepRow {
@@ -40,7 +42,7 @@ function rowOf(strategy: SweepRow['strategy'], leaseSize: number | null, ttlMs: 
     strategy,
     leaseSize,
     ttlMs,
-    allowance: 0,
+    allowance,
     admitted: r.admittedTokens,
     idealAdmitted: c.ideal,
     utilization: c.ideal === 0 ? 1 : r.admittedTokens / c.ideal,
@@ -54,12 +56,12 @@ function rowOf(strategy: SweepRow['strategy'], leaseSize: number | null, ttlMs: 
   };
 }
 
-function leaseRow(input: SweepInput, leaseSize: number, ttlMs: number, common: Common): SweepRow {
+function leaseRow(input: SweepInput, leaseSize: number, ttlMs: number, allowance: number, common: Common): SweepRow {
   const config: SimConfig = {
     seed: input.seed,
     agents: input.agents,
     durationUs: input.durationMs * 1000,
-    pool: { capacity: input.capacity, refill: input.refill, leaseTtlMs: ttlMs, maxLeaseTokens: leaseSize },
+    pool: { capacity: input.capacity, refill: input.refill, leaseTtlMs: ttlMs, maxLeaseTokens: leaseSize, allowance },
     workload: input.workload,
     network: { latencyUs: input.latencyUs, lossRate: 0, duplicateRate: 0 },
     partitions: [],
@@ -67,12 +69,12 @@ function leaseRow(input: SweepInput, leaseSize: number, ttlMs: number, common: C
     driftMax: 0,
   };
   const r: SimResult = runSimulation(config);
-  if (r.violations.length > 0) throw new Error(`lease ${leaseSize}, TTL ${ttlMs} ms broke a check: ${r.violations[0]}`);
-  return rowOf('lease', leaseSize, ttlMs, common, { ...r, waitsMs: r.takeWaitsMs });
+  if (r.violations.length > 0) throw new Error(`lease ${leaseSize}, TTL ${ttlMs} ms, allowance ${allowance} broke a check: ${r.violations[0]}`);
+  return rowOf('lease', leaseSize, ttlMs, allowance, common, { ...r, waitsMs: r.takeWaitsMs });
 }
 
 function baselineRow(strategy: 'central' | 'local', b: BaselineOutcome, common: Common): SweepRow {
-  return rowOf(strategy, null, null, common, { ...b, strandedTokens: 0 });
+  return rowOf(strategy, null, null, 0, common, { ...b, strandedTokens: 0 });
 }
 
 function commonOf(input: SweepInput, workload: Workload): Common {
@@ -91,7 +93,7 @@ function commonOf(input: SweepInput, workload: Workload): Common {
   };
 }
 
-/** runSweep — rows for every combination (by TTL, then lease size), then the central and local baselines. */
+/** runSweep — rows for every combination (by allowance, TTL, then lease size), then the central and local baselines. */
 export function runSweep(input: SweepInput, onRow: (row: SweepRow) => void = () => {}): SweepRow[] {
   const workload = simWorkload({
     seed: input.seed, agents: input.agents, durationUs: input.durationMs * 1000,
@@ -104,7 +106,9 @@ export function runSweep(input: SweepInput, onRow: (row: SweepRow) => void = () 
     rows.push(row);
     onRow(row);
   };
-  for (const ttlMs of input.ttlsMs) for (const leaseSize of input.leaseSizes) add(leaseRow(input, leaseSize, ttlMs, common));
+  for (const allowance of input.allowances) {
+    for (const ttlMs of input.ttlsMs) for (const leaseSize of input.leaseSizes) add(leaseRow(input, leaseSize, ttlMs, allowance, common));
+  }
   add(baselineRow('central', central(workload, input.agents, input.capacity, input.refill, { latencyUs: input.latencyUs, lossRate: 0, duplicateRate: 0 }, input.seed), common));
   add(baselineRow('local', local(workload, input.agents, input.capacity, input.refill), common));
   return rows;
