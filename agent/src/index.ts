@@ -5,3 +5,4 @@ export { LeaseKeeper, type SendAction, type KeeperStats } from './core/lease-kee
 export { LeaseSlot, type DenialReason } from './core/lease-slot.js';
 export { keeperOptions, DEFAULT_KEEPER_OPTIONS, type KeeperOptions } from './core/keeper-options.js';
 export { DemandMeter } from './core/demand-meter.js';
+export { takeAllAt, type SlotCharge } from './core/take-all.js';

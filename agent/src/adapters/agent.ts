@@ -19,6 +19,7 @@ import {
 } from '@tokenlease/shared';
 import { LeaseKeeper, type SendAction } from '../core/lease-keeper.js';
 import { keeperOptions, type KeeperOptions } from '../core/keeper-options.js';
+import { takeAllAt, type SlotCharge } from '../core/take-all.js';
 import { AgentError } from '../errors.js';
 import { Limiter, type LimiterHost } from './limiter.js';
 
@@ -67,6 +68,8 @@ export class Agent implements LimiterHost {
   private readonly entries = new Map<string, Entry>();
   private seq = 0;
   private isClosed = false;
+  /** Index of the part the last `tryTakeAll` denied; -1 after an admission. */
+  lastDeniedIndex = -1;
   /** Set once close has finished: late replies and timers do nothing. */
   private stopped = false;
   private onSettled: () => void = () => {};
@@ -137,6 +140,20 @@ export class Agent implements LimiterHost {
     this.entries.set(pool, entry);
     this.run(entry, keeper.tick(this.clock()));
     return entry.limiter;
+  }
+
+  /**
+   * tryTakeAll — admits every `{ limiter, cost }` part or none (e.g. a global
+   * pool and a tenant pool together). Synchronous; allocates nothing and
+   * looks nothing up, so keep the charge list and reuse it. On false,
+   * `lastDeniedIndex` names the part that was denied and its limiter's
+   * `lastDenial` and `retryAfterMs` say why. Throws AgentError
+   * ('invalid-argument') for a bad cost or a pool charged twice, before
+   * anything is spent.
+   */
+  tryTakeAll(charges: readonly SlotCharge[]): boolean {
+    this.lastDeniedIndex = takeAllAt(charges, this.clock());
+    return this.lastDeniedIndex === -1;
   }
 
   /** wake — runs the keeper's tick soon (once, however often it is called before then). */

@@ -6,7 +6,7 @@
  * agent-side expiry every time, so a process resumed after a SIGSTOP past its
  * lease's expiry denies instead of spending. `take` waits (bounded) for tokens.
  */
-import type { DenialReason } from '../core/lease-slot.js';
+import type { DenialReason, LeaseSlot } from '../core/lease-slot.js';
 import type { LeaseKeeper } from '../core/lease-keeper.js';
 import { AgentError } from '../errors.js';
 
@@ -45,12 +45,15 @@ export class Limiter {
   private readonly waiters: Waiter[] = [];
 
   private readonly now: () => number;
+  /** The fast-path state of this pool, shared with its lease keeper. */
+  readonly slot: LeaseSlot;
 
   constructor(
     private readonly keeper: LeaseKeeper,
     private readonly host: LimiterHost,
   ) {
     this.now = host.clock;
+    this.slot = keeper.slot;
   }
 
   get pool(): string {
@@ -63,7 +66,7 @@ export class Limiter {
    * for a bad cost. After a denial read `lastDenial` and `retryAfterMs`.
    */
   tryTake(cost = 1): boolean {
-    return this.keeper.slot.takeAt(cost, this.now());
+    return this.slot.takeAt(cost, this.now());
   }
 
   /**

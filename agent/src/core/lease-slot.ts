@@ -79,6 +79,12 @@ export class LeaseSlot {
     return this.deny(cost, nowUs);
   }
 
+  /** canTakeAt — whether `takeAt(cost, nowUs)` would admit; spends and records nothing. */
+  canTakeAt(cost: number, nowUs: number): boolean {
+    const n = this.n;
+    return cost <= (n[BALANCE] as number) && nowUs < (n[EXPIRES_AT] as number) && cost >= 1 && Number.isSafeInteger(cost);
+  }
+
   private deny(cost: number, nowUs: number): false {
     if (!(cost >= 1 && Number.isSafeInteger(cost))) {
       throw new AgentError('invalid-argument', `cost must be a positive integer, got ${cost}`, { pool: this.pool });

@@ -41,9 +41,10 @@ async function endToEnd(agent: Agent): Promise<{ admitsPerSecond: number; roundT
 }
 
 /** The fast-path loops measured, over a limiter with a large live lease. */
-function loops(agent: Agent, hot: Limiter): Record<'admit' | 'admitAt' | 'clock' | 'deny', (n: number) => void> {
+function loops(agent: Agent, hot: Limiter, hot2: Limiter): Record<'admit' | 'admitAt' | 'admitAll' | 'clock' | 'deny', (n: number) => void> {
   let sink = 0;
   const empty = agent.limiter('e2e-denials-only');
+  const both = [{ limiter: hot, cost: 1 }, { limiter: hot2, cost: 1 }];
   const clockBaseUs = Math.floor(performance.now() * 1000);
   return {
     admit: (n) => {
@@ -54,6 +55,9 @@ function loops(agent: Agent, hot: Limiter): Record<'admit' | 'admitAt' | 'clock'
     admitAt: (n) => {
       for (let i = 0; i < n; i += 1) if (hot.tryTakeAt(1, clockBaseUs + (i & 1023))) sink += 1;
     },
+    admitAll: (n) => {
+      for (let i = 0; i < n; i += 1) if (agent.tryTakeAll(both)) sink += 1;
+    },
     clock: (n) => {
       for (let i = 0; i < n; i += 1) if (performance.now() > 0) sink += 1;
     },
@@ -63,11 +67,13 @@ function loops(agent: Agent, hot: Limiter): Record<'admit' | 'admitAt' | 'clock'
   };
 }
 
-async function hotLimiter(natsUrl: string, prefix: string): Promise<{ agent: Agent; hot: Limiter }> {
+async function hotLimiter(natsUrl: string, prefix: string): Promise<{ agent: Agent; hot: Limiter; hot2: Limiter }> {
   const agent = await Agent.connect({ natsUrl, subjectPrefix: prefix, keeper: { initialTokens: 400_000_000 } });
   const hot = agent.limiter('hot');
+  const hot2 = agent.limiter('hot2');
   await waitForBalance(hot, 100_000_000, 10_000);
-  return { agent, hot };
+  await waitForBalance(hot2, 100_000_000, 10_000);
+  return { agent, hot, hot2 };
 }
 
 /**
@@ -76,10 +82,11 @@ async function hotLimiter(natsUrl: string, prefix: string): Promise<{ agent: Age
  * allocation of the clock's boxed result, so timings are taken elsewhere).
  */
 async function allocationProbe(natsUrl: string, prefix: string): Promise<void> {
-  const { agent, hot } = await hotLimiter(natsUrl, prefix);
-  const l = loops(agent, hot);
+  const { agent, hot, hot2 } = await hotLimiter(natsUrl, prefix);
+  const l = loops(agent, hot, hot2);
   const bytes = {
     admit: await bytesPerCall(l.admit, 2_000_000),
+    admitAll: await bytesPerCall(l.admitAll, 1_000_000),
     admitAt: await bytesPerCall(l.admitAt, 2_000_000),
     clock: await bytesPerCall(l.clock, 2_000_000),
     deny: await bytesPerCall(l.deny, 1_000_000),
@@ -97,13 +104,15 @@ async function main(): Promise<void> {
       subjectPrefix: prefix,
       pools: {
         hot: { capacity: 1_000_000_000, refill: '1000000000/s', leaseTtlMs: 2000, maxLeaseTokens: 500_000_000, minGrantTokens: 1 },
+        hot2: { capacity: 1_000_000_000, refill: '1000000000/s', leaseTtlMs: 2000, maxLeaseTokens: 500_000_000, minGrantTokens: 1 },
         e2e: { capacity: 1_000_000, refill: '100000000/s', leaseTtlMs: 2000, maxLeaseTokens: LEASE_TOKENS },
       },
     });
     await startCoordinator(nats.url, configPath);
-    const { agent, hot } = await hotLimiter(nats.url, prefix);
-    const l = loops(agent, hot);
+    const { agent, hot, hot2 } = await hotLimiter(nats.url, prefix);
+    const l = loops(agent, hot, hot2);
     const admitTiming = timeCalls(l.admit, 5000, 1000);
+    const allTiming = timeCalls(l.admitAll, 2000, 1000);
     const denyTiming = timeCalls(l.deny, 2000, 1000);
     const e2e = await endToEnd(agent);
     await agent.close();
@@ -113,10 +122,11 @@ async function main(): Promise<void> {
     ]);
     const { code } = await probe.exited;
     if (code !== 0) throw new Error(`allocation probe failed: ${probe.stderr()}`);
-    const bytes = JSON.parse(probe.lines[probe.lines.length - 1] ?? '{}') as Record<'admit' | 'admitAt' | 'clock' | 'deny', number>;
+    const bytes = JSON.parse(probe.lines[probe.lines.length - 1] ?? '{}') as Record<'admit' | 'admitAt' | 'admitAll' | 'clock' | 'deny', number>;
 
     console.log(`tryTake admit: median ${admitTiming.nsMedian} ns, p99 ${admitTiming.nsP99} ns per call (${admitTiming.calls} calls in batches of 1000); ${bytes.admit} heap bytes per call`);
     console.log(`  of which the clock read: performance.now() alone allocates ${bytes.clock} bytes per call (V8 boxes its result); tryTakeAt with a time the caller read: ${bytes.admitAt} bytes per call`);
+    console.log(`tryTakeAll over 2 pools: median ${allTiming.nsMedian} ns, p99 ${allTiming.nsP99} ns per call; ${bytes.admitAll} heap bytes per call`);
     console.log(`tryTake deny:  median ${denyTiming.nsMedian} ns, p99 ${denyTiming.nsP99} ns per call; ${bytes.deny} heap bytes per call`);
     console.log(`one agent end to end: ${e2e.admitsPerSecond} admissions/s over ${E2E_MS} ms with ${LEASE_TOKENS}-token leases (${e2e.roundTrips} round-trips, ${e2e.admitted} admitted)`);
     console.log(`NATS: ${nats.source} ${nats.url}; node ${process.version}`);
@@ -127,6 +137,8 @@ async function main(): Promise<void> {
         tryTakeBytesPerCall: bytes.admit,
         tryTakeAtBytesPerCall: bytes.admitAt,
         clockReadBytesPerCall: bytes.clock,
+        tryTakeAllNsMedian: allTiming.nsMedian,
+        tryTakeAllBytesPerCall: bytes.admitAll,
         tryTakeDenyNsMedian: denyTiming.nsMedian,
         tryTakeDenyNsP99: denyTiming.nsP99,
         tryTakeDenyBytesPerCall: bytes.deny,

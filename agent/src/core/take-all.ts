@@ -1,0 +1,41 @@
+/**
+ * takeAllAt — all-or-nothing admission across several pools, e.g. a global
+ * pool and a tenant pool charged together or not at all.
+ *
+ * Rules: one clock reading for every part; nothing is spent unless every
+ * part can be; a denial is recorded on the first part that cannot be
+ * admitted (its `lastDenial` says why) and no other part changes; a bad
+ * cost throws before anything is spent; the same pool twice is refused
+ * (its parts would each fit alone and not together). Synchronous, no
+ * allocation, no lookup: callers keep their charge list and reuse it.
+ */
+import { AgentError } from '../errors.js';
+import type { LeaseSlot } from './lease-slot.js';
+
+/** SlotCharge — one part: the limiter (anything holding the pool's slot) and the cost in tokens. */
+export interface SlotCharge {
+  readonly limiter: { readonly slot: LeaseSlot };
+  readonly cost: number;
+}
+
+/** takeAllAt — -1 when every part was admitted at `nowUs`, else the index of the part that was denied. */
+export function takeAllAt(charges: readonly SlotCharge[], nowUs: number): number {
+  const count = charges.length;
+  for (let i = 0; i < count; i += 1) {
+    const charge = charges[i] as SlotCharge;
+    for (let j = 0; j < i; j += 1) {
+      if ((charges[j] as SlotCharge).limiter.slot === charge.limiter.slot) {
+        throw new AgentError('invalid-argument', `pool ${charge.limiter.slot.pool} is charged twice; charge it once with the summed cost`, { pool: charge.limiter.slot.pool });
+      }
+    }
+    if (!charge.limiter.slot.canTakeAt(charge.cost, nowUs)) {
+      charge.limiter.slot.takeAt(charge.cost, nowUs); // records why (or throws for a bad cost); spends nothing
+      return i;
+    }
+  }
+  for (let i = 0; i < count; i += 1) {
+    const charge = charges[i] as SlotCharge;
+    charge.limiter.slot.takeAt(charge.cost, nowUs);
+  }
+  return -1;
+}
