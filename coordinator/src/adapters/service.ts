@@ -59,18 +59,22 @@ export function startCoordinatorService(options: ServiceOptions): CoordinatorSer
     }
   };
 
-  const schedule = (): void => {
-    if (timer !== null) clearTimeout(timer);
-    timer = null;
+  let timerAtUs = Infinity;
+  /** schedule — (re)arms the tick timer for `deadlineUs`, unless it already fires sooner. */
+  const schedule = (deadlineUs: number): void => {
     if (stopped) return;
-    const waitMs = Math.ceil((core.nextDeadlineUs() - nowUs()) / 1000);
-    timer = setTimeout(onTimer, Math.min(TICK_MS_MAX, Math.max(1, waitMs)));
+    const now = nowUs();
+    const atUs = now + Math.min(TICK_MS_MAX, Math.max(1, Math.ceil((deadlineUs - now) / 1000))) * 1000;
+    if (timer !== null && timerAtUs <= atUs) return;
+    if (timer !== null) clearTimeout(timer);
+    timerAtUs = atUs;
+    timer = setTimeout(onTimer, (atUs - now) / 1000);
   };
 
   function onTimer(): void {
     timer = null;
     deliver(core.tick(nowUs()));
-    schedule();
+    schedule(core.nextDeadlineUs());
   }
 
   const subscription = bus.serve(serviceSubject(config.subjectPrefix), COORDINATOR_QUEUE_GROUP, (subject, payload, port) => {
@@ -81,7 +85,7 @@ export function startCoordinatorService(options: ServiceOptions): CoordinatorSer
       logger.error({ err: error, subject }, 'internal error while handling a request');
       port.respond(encodeMessage({ v: 1, kind: 'error', seq: null, code: 'internal', fault: 'coordinator', message: 'internal error; see the coordinator log', retryAfterMs: 1000 }));
     }
-    schedule();
+    schedule(core.touchedDeadlineUs());
   });
 
   logger.info(
@@ -93,7 +97,7 @@ export function startCoordinatorService(options: ServiceOptions): CoordinatorSer
     },
     'coordinator serving',
   );
-  schedule();
+  schedule(core.nextDeadlineUs());
 
   return {
     core,

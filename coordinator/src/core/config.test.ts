@@ -64,6 +64,7 @@ describe('parseCoordinatorConfig accepts a valid document and fills in defaults'
           allowance: 0,
         },
       ],
+      templates: [],
     });
     expect(DEFAULT_TTL_MS).toBe(2000);
   });
@@ -182,9 +183,9 @@ describe('parseCoordinatorConfig refuses a bad document, naming file, pool and f
       undefined,
       '[1001,',
     ],
-    ['empty pools', { pools: {} }, 'pools', undefined, 'non-empty'],
-    ['missing pools', {}, 'pools', undefined, 'non-empty'],
-    ['pools as a list', { pools: [ok] }, 'pools', undefined, 'non-empty'],
+    ['empty pools', { pools: {} }, 'pools', undefined, 'at least one pool'],
+    ['missing pools', {}, 'pools', undefined, 'at least one pool'],
+    ['pools as a list', { pools: [ok] }, 'pools', undefined, 'must be a mapping'],
     ['document null', null, '(document)', undefined, 'mapping'],
     ['document a list', [], '(document)', undefined, 'mapping'],
     ['document a string', 'pools: {}', '(document)', undefined, 'mapping'],

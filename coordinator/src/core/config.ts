@@ -16,6 +16,10 @@
  * - `allowance` [0] tokens, A: how far leased tokens may exceed what the
  *   bucket would hold, widening the promise to B + A + r·T for fewer
  *   round-trips and less clipped refill under many leases (0 = strict).
+ *
+ * Templates (`templates: { "tenant:*": { ...pool fields, idleEvictMs
+ * [max(60000, leaseTtlMs)], maxPools [100000] } }`) make per-tenant pools on
+ * first use; see TemplateConfig.
  */
 import { makeRate, parseRate, poolNameProblem, assertSubjectPrefix, tokenScale, TokenleaseError, DEFAULT_SUBJECT_PREFIX, type Rate } from '@tokenlease/shared';
 import { CoordinatorError } from '../errors.js';
@@ -36,15 +40,35 @@ export interface PoolConfig {
   readonly allowance: number;
 }
 
+/**
+ * TemplateConfig — pools made on first use for every name starting with
+ * `prefix` (configured as `"<prefix>*"`), all with the same fields, and
+ * forgotten again once idle and full for `idleEvictMs`. A pool configured
+ * by name wins over a template; among templates the longest prefix wins.
+ */
+export interface TemplateConfig {
+  readonly prefix: string;
+  /** The pool fields; `name` is the template's key, e.g. `tenant:*`. */
+  readonly pool: PoolConfig;
+  readonly idleEvictMs: number;
+  /** Most pools this template may have at once; requests for more are refused. */
+  readonly maxPools: number;
+}
+
 export interface CoordinatorConfig {
   readonly subjectPrefix: string;
   /** Time after start during which nothing is granted; defaults to the longest pool TTL. */
   readonly quietPeriodMs: number;
   readonly pools: readonly PoolConfig[];
+  readonly templates: readonly TemplateConfig[];
 }
 
+export const DEFAULT_IDLE_EVICT_MS = 60_000;
+export const DEFAULT_MAX_POOLS = 100_000;
+
 const POOL_KEYS = new Set(['capacity', 'refill', 'leaseTtlMs', 'maxLeaseTokens', 'minGrantTokens', 'maxHoldMs', 'allowance']);
-const TOP_KEYS = new Set(['subjectPrefix', 'quietPeriodMs', 'pools']);
+const TOP_KEYS = new Set(['subjectPrefix', 'quietPeriodMs', 'pools', 'templates']);
+const TEMPLATE_KEYS = new Set([...POOL_KEYS, 'idleEvictMs', 'maxPools']);
 
 type Doc = Readonly<Record<string, unknown>>;
 
@@ -94,12 +118,14 @@ function readRate(where: Where, value: unknown): Rate {
   return where.fail('refill', value === undefined ? 'is required' : 'must be a string like "500/s" or { tokens, periodMs }');
 }
 
-function readPool(source: string, name: string, doc: unknown): PoolConfig {
+function readPool(source: string, name: string, doc: unknown, template = false): PoolConfig {
   const where: Where = new Where(source, name);
-  const problem = poolNameProblem(name);
-  if (problem !== null) where.fail('name', problem);
+  const problem = poolNameProblem(template ? name.slice(0, -1) : name);
+  if (problem !== null || (template && !name.endsWith('*'))) {
+    where.fail('name', template ? 'must be a prefix of pool names followed by "*", like "tenant:*"' : (problem as string));
+  }
   if (!isDoc(doc)) return where.fail('(pool)', 'must be a mapping of pool fields');
-  where.rejectUnknown(doc, POOL_KEYS);
+  where.rejectUnknown(doc, template ? TEMPLATE_KEYS : POOL_KEYS);
   const refill = readRate(where, doc['refill']);
   const capacity = where.int(doc, 'capacity', 1, Number.MAX_SAFE_INTEGER);
   const allowance = where.int(doc, 'allowance', 0, Number.MAX_SAFE_INTEGER, 0);
@@ -123,16 +149,32 @@ function readPool(source: string, name: string, doc: unknown): PoolConfig {
   return { name, capacity, refill, leaseTtlMs, maxLeaseTokens, minGrantTokens, maxHoldMs, allowance };
 }
 
+function readTemplate(source: string, key: string, doc: unknown): TemplateConfig {
+  const pool = readPool(source, key, doc, true);
+  const where: Where = new Where(source, key);
+  const fields = doc as Doc;
+  return {
+    prefix: key.slice(0, -1),
+    pool,
+    idleEvictMs: where.int(fields, 'idleEvictMs', pool.leaseTtlMs, 86_400_000, Math.max(DEFAULT_IDLE_EVICT_MS, pool.leaseTtlMs)),
+    maxPools: where.int(fields, 'maxPools', 1, 10_000_000, DEFAULT_MAX_POOLS),
+  };
+}
+
 /** parseCoordinatorConfig — validates a parsed document; throws `CoordinatorError('config-invalid')`. */
 export function parseCoordinatorConfig(source: string, doc: unknown): CoordinatorConfig {
   const where: Where = new Where(source);
   if (!isDoc(doc)) return where.fail('(document)', 'must be a mapping with a "pools" field');
   where.rejectUnknown(doc, TOP_KEYS);
-  const poolsDoc = doc['pools'];
-  if (!isDoc(poolsDoc) || Object.keys(poolsDoc).length === 0) {
-    where.fail('pools', 'must be a non-empty mapping of pool name to pool fields');
+  const poolsDoc = doc['pools'] ?? {};
+  const templatesDoc = doc['templates'] ?? {};
+  if (!isDoc(poolsDoc)) where.fail('pools', 'must be a mapping of pool name to pool fields');
+  if (!isDoc(templatesDoc)) where.fail('templates', 'must be a mapping of "<prefix>*" to pool fields');
+  if (Object.keys(poolsDoc).length + Object.keys(templatesDoc).length === 0) {
+    where.fail('pools', 'must name at least one pool (or give "templates")');
   }
   const pools = Object.entries(poolsDoc).map(([name, poolDoc]) => readPool(source, name, poolDoc));
+  const templates = Object.entries(templatesDoc).map(([key, templateDoc]) => readTemplate(source, key, templateDoc));
   const subjectPrefix = doc['subjectPrefix'] ?? DEFAULT_SUBJECT_PREFIX;
   if (typeof subjectPrefix !== 'string') where.fail('subjectPrefix', 'must be a string');
   try {
@@ -140,7 +182,7 @@ export function parseCoordinatorConfig(source: string, doc: unknown): Coordinato
   } catch (error) {
     where.fail('subjectPrefix', 'must be dot-joined subject tokens without "*" or ">"', error);
   }
-  const longestTtlMs = Math.max(...pools.map((p) => p.leaseTtlMs));
+  const longestTtlMs = Math.max(...pools.map((p) => p.leaseTtlMs), ...templates.map((t) => t.pool.leaseTtlMs));
   const quietPeriodMs = where.int(doc, 'quietPeriodMs', longestTtlMs, MAX_TTL_MS, longestTtlMs);
-  return { subjectPrefix, quietPeriodMs, pools };
+  return { subjectPrefix, quietPeriodMs, pools, templates };
 }

@@ -22,10 +22,13 @@ import {
   type Request,
 } from '@tokenlease/shared';
 import type { CoordinatorConfig } from './config.js';
-import { Pool, type Delivery } from './pool.js';
+import type { Delivery, Pool } from './pool.js';
+import { PoolRegistry } from './pool-registry.js';
 
 export class CoordinatorCore<R> {
-  private readonly pools = new Map<string, Pool<R>>();
+  private readonly pools: PoolRegistry<R>;
+  /** The pool the last `receive` reached, so the adapter can reschedule without scanning every pool. */
+  private touched: Pool<R> | null = null;
 
   /**
    * CoordinatorCore — pools of `config`, all empty, refilling from the end
@@ -38,9 +41,7 @@ export class CoordinatorCore<R> {
     startUs: number,
   ) {
     assertTimeUs(startUs, 'startUs');
-    for (const pool of config.pools) {
-      this.pools.set(pool.name, new Pool<R>(pool, epoch, startUs, config.quietPeriodMs));
-    }
+    this.pools = new PoolRegistry<R>(config, epoch, startUs);
   }
 
   /** receive — handles one request's bytes; returns the replies it causes (possibly none while held). */
@@ -63,11 +64,18 @@ export class CoordinatorCore<R> {
       out.push(refusal(replyTo, 'bad-request', seq, `payload (${req.op} on ${req.pool}) does not match subject (${parts.op} on ${parts.pool})`));
       return out;
     }
-    const pool = this.pools.get(req.pool);
+    // A status query never makes a pool from a template; it reports an absent one as unknown.
+    const pool = req.op === 'status' ? this.pools.existing(req.pool) : this.pools.get(req.pool, nowUs);
     if (pool === undefined) {
-      out.push(refusal(replyTo, 'unknown-pool', seq, `pool ${JSON.stringify(req.pool)} is not configured`));
+      const why = req.op === 'status' ? 'is not configured, and no template pool of that name is in use' : 'is not configured and matches no template';
+      out.push(refusal(replyTo, 'unknown-pool', seq, `pool ${JSON.stringify(req.pool)} ${why}`));
       return out;
     }
+    if (pool === 'too-many') {
+      out.push({ to: replyTo, reply: { v: 1, kind: 'error', seq, code: 'unavailable', fault: 'peer', message: `pool ${JSON.stringify(req.pool)}: its template has as many pools as it may hold`, retryAfterMs: 1000 } });
+      return out;
+    }
+    this.touched = pool;
     this.dispatch(pool, req, replyTo, nowUs, out);
     return out;
   }
@@ -76,28 +84,44 @@ export class CoordinatorCore<R> {
   tick(nowUs: number): Delivery<R>[] {
     assertTimeUs(nowUs);
     const out: Delivery<R>[] = [];
-    for (const pool of this.pools.values()) pool.tick(nowUs, out);
+    for (const pool of this.pools.all()) pool.tick(nowUs, out);
+    this.pools.evictIdle(nowUs);
     return out;
   }
 
-  /** nextDeadlineUs — the earliest instant `tick` has work, or Infinity. */
+  /**
+   * nextDeadlineUs — the earliest instant `tick` has work, or Infinity. It
+   * looks at every pool; after a `receive`, `touchedDeadlineUs` is the cheap
+   * answer for the one pool that changed. Idle template pools are evicted
+   * on ticks without a deadline of their own (late eviction costs nothing).
+   */
   nextDeadlineUs(): number {
     let deadline = Infinity;
-    for (const pool of this.pools.values()) deadline = Math.min(deadline, pool.nextDeadlineUs());
+    for (const pool of this.pools.all()) deadline = Math.min(deadline, pool.nextDeadlineUs());
     return deadline;
+  }
+
+  /** touchedDeadlineUs — the next deadline of the pool the last `receive` reached (Infinity if none). */
+  touchedDeadlineUs(): number {
+    return this.touched?.nextDeadlineUs() ?? Infinity;
   }
 
   /** flush — answers every held request now (for shutdown). */
   flush(nowUs: number): Delivery<R>[] {
     assertTimeUs(nowUs);
     const out: Delivery<R>[] = [];
-    for (const pool of this.pools.values()) pool.flush(nowUs, out);
+    for (const pool of this.pools.all()) pool.flush(nowUs, out);
     return out;
   }
 
-  /** pool — the named pool, for inspection; undefined when not configured. */
+  /** pool — the named pool if it is held now, for inspection; never makes one. */
   pool(name: string): Pool<R> | undefined {
-    return this.pools.get(name);
+    return this.pools.existing(name);
+  }
+
+  /** poolCount — pools held now, configured and made from templates. */
+  get poolCount(): number {
+    return this.pools.size;
   }
 
   private dispatch(pool: Pool<R>, req: Request, replyTo: R, nowUs: number, out: Delivery<R>[]): void {

@@ -67,6 +67,8 @@ export class Pool<R> {
   /** (B + A) in units: the ceiling of credit. */
   private readonly ceilingUnits: number;
   private waiters: Waiter<R>[] = [];
+  /** Last time a request reached this pool, µs. */
+  lastActivityUs = 0;
 
   constructor(
     readonly config: PoolConfig,
@@ -82,8 +84,23 @@ export class Pool<R> {
     this.ceilingUnits = (config.capacity + config.allowance) * this.scale.unitsPerToken;
   }
 
+  /** touch — notes a request at `nowUs` (for idle eviction of template pools). */
+  touch(nowUs: number): void {
+    this.lastActivityUs = Math.max(this.lastActivityUs, nowUs);
+  }
+
+  /**
+   * idleFullAtUs — when this pool, left alone, will have no lease, no held
+   * request and a full level (Infinity while a lease or request is open).
+   */
+  idleFullAtUs(): number {
+    if (this.leases.size > 0 || this.waiters.length > 0) return Infinity;
+    return this.lastRefillUs + waitUs(this.scale, this.scale.capacityUnits - this.levelUnits);
+  }
+
   /** acquire — grants, renews or holds `req`; replies go to `out`. */
   acquire(req: LeaseRequest, to: R, nowUs: number, out: Delivery<R>[]): void {
+    this.touch(nowUs);
     this.tick(nowUs, out);
     const existing = this.leases.get(req.agentId);
     if (existing !== undefined && req.seq <= existing.lastSeq) {
@@ -115,6 +132,7 @@ export class Pool<R> {
 
   /** giveBack — ends the named lease and moves its unspent tokens back to the level. */
   giveBack(req: LeaseReturn, to: R, nowUs: number, out: Delivery<R>[]): void {
+    this.touch(nowUs);
     this.tick(nowUs, out);
     const record = this.leases.get(req.agentId);
     let tokensReturned = 0;

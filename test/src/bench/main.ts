@@ -15,6 +15,7 @@ import { provideNats } from '../harness/nats.js';
 import { spawnProcess, stopAll } from '../harness/processes.js';
 import { fileURLToPath } from 'node:url';
 import { bytesPerCall, timeCalls } from './measure.js';
+import { memoryFigures } from './memory.js';
 
 const LEASE_TOKENS = 10_000;
 const E2E_MS = 3000;
@@ -92,7 +93,7 @@ async function allocationProbe(natsUrl: string, prefix: string): Promise<void> {
     deny: await bytesPerCall(l.deny, 1_000_000),
   };
   await agent.close();
-  process.stdout.write(`${JSON.stringify(bytes)}\n`);
+  process.stdout.write(`${JSON.stringify({ ...bytes, ...memoryFigures() })}\n`);
 }
 
 async function main(): Promise<void> {
@@ -122,13 +123,14 @@ async function main(): Promise<void> {
     ]);
     const { code } = await probe.exited;
     if (code !== 0) throw new Error(`allocation probe failed: ${probe.stderr()}`);
-    const bytes = JSON.parse(probe.lines[probe.lines.length - 1] ?? '{}') as Record<'admit' | 'admitAt' | 'admitAll' | 'clock' | 'deny', number>;
+    const bytes = JSON.parse(probe.lines[probe.lines.length - 1] ?? '{}') as Record<'admit' | 'admitAt' | 'admitAll' | 'clock' | 'deny' | 'bytesPerLease' | 'bytesPerEvictedPool' | 'poolsLeft', number>;
 
     console.log(`tryTake admit: median ${admitTiming.nsMedian} ns, p99 ${admitTiming.nsP99} ns per call (${admitTiming.calls} calls in batches of 1000); ${bytes.admit} heap bytes per call`);
     console.log(`  of which the clock read: performance.now() alone allocates ${bytes.clock} bytes per call (V8 boxes its result); tryTakeAt with a time the caller read: ${bytes.admitAt} bytes per call`);
     console.log(`tryTakeAll over 2 pools: median ${allTiming.nsMedian} ns, p99 ${allTiming.nsP99} ns per call; ${bytes.admitAll} heap bytes per call`);
     console.log(`tryTake deny:  median ${denyTiming.nsMedian} ns, p99 ${denyTiming.nsP99} ns per call; ${bytes.deny} heap bytes per call`);
     console.log(`one agent end to end: ${e2e.admitsPerSecond} admissions/s over ${E2E_MS} ms with ${LEASE_TOKENS}-token leases (${e2e.roundTrips} round-trips, ${e2e.admitted} admitted)`);
+    console.log(`coordinator memory: ${bytes.bytesPerLease} heap bytes per live lease; ${bytes.bytesPerEvictedPool} per template pool after idle eviction (${bytes.poolsLeft} of 20,000 left)`);
     console.log(`NATS: ${nats.source} ${nats.url}; node ${process.version}`);
     console.log(
       JSON.stringify({
@@ -144,6 +146,8 @@ async function main(): Promise<void> {
         tryTakeDenyBytesPerCall: bytes.deny,
         agentAdmitsPerSecond: e2e.admitsPerSecond,
         agentRoundTrips: e2e.roundTrips,
+        coordinatorBytesPerLease: bytes.bytesPerLease,
+        coordinatorBytesPerEvictedPool: bytes.bytesPerEvictedPool,
         leaseTokens: LEASE_TOKENS,
       }),
     );
