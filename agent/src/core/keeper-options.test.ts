@@ -66,3 +66,12 @@ describe('keeperOptions', () => {
     expect(error.message).toContain(field);
   });
 });
+
+describe('agentClass', () => {
+  it('is null by default, kept when valid, refused with a space or empty', () => {
+    expect(keeperOptions().agentClass).toBeNull();
+    expect(keeperOptions({ agentClass: 'premium' }).agentClass).toBe('premium');
+    expect(() => keeperOptions({ agentClass: 'pre mium' })).toThrow(/agentClass/);
+    expect(() => keeperOptions({ agentClass: '' })).toThrow(/agentClass/);
+  });
+});

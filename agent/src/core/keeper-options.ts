@@ -20,6 +20,8 @@ export interface KeeperOptions {
   readonly backoffMsMax: number;
   /** Lease TTL assumed before the first grant tells the real one. */
   readonly assumedTtlMs: number;
+  /** This agent's class, weighted by each pool's `classWeights`; null: none. */
+  readonly agentClass: string | null;
 }
 
 export const DEFAULT_KEEPER_OPTIONS: KeeperOptions = {
@@ -32,6 +34,7 @@ export const DEFAULT_KEEPER_OPTIONS: KeeperOptions = {
   backoffMsMin: 25,
   backoffMsMax: 2000,
   assumedTtlMs: 2000,
+  agentClass: null,
 };
 
 function check(ok: boolean, field: string, rule: string, value: unknown): void {
@@ -41,7 +44,7 @@ function check(ok: boolean, field: string, rule: string, value: unknown): void {
 /** keeperOptions — defaults overlaid with `given`; throws AgentError('invalid-argument') for a bad value. */
 export function keeperOptions(given: Partial<KeeperOptions> = {}): KeeperOptions {
   const o = { ...DEFAULT_KEEPER_OPTIONS, ...given };
-  const ms = (field: keyof KeeperOptions, min: number, max: number): void => {
+  const ms = (field: Exclude<keyof KeeperOptions, 'agentClass'>, min: number, max: number): void => {
     const v = o[field];
     check(Number.isSafeInteger(v) && v >= min && v <= max, field, `must be an integer in [${min}, ${max}]`, v);
   };
@@ -54,5 +57,6 @@ export function keeperOptions(given: Partial<KeeperOptions> = {}): KeeperOptions
   ms('backoffMsMax', o.backoffMsMin, 600_000);
   ms('assumedTtlMs', 1, 3_600_000);
   check(o.driftMargin >= 0 && o.driftMargin < 0.5, 'driftMargin', 'must be in [0, 0.5)', o.driftMargin);
+  check(o.agentClass === null || /^[\x21-\x7e]{1,128}$/.test(o.agentClass), 'agentClass', 'must be 1 to 128 printable ASCII characters without spaces, or null', o.agentClass);
   return o;
 }

@@ -304,3 +304,13 @@ describe('LeaseKeeper expiry', () => {
     expect(keeper.slot.expiresAtUs).toBe(expiresAtUs + lifeUs(2000));
   });
 });
+
+describe('agent class', () => {
+  it('is sent with every acquire when configured, and absent otherwise', () => {
+    const withClass = new LeaseKeeper('a', 'p', () => 1, keeperOptions({ agentClass: 'premium' }), () => 0.5);
+    const sent = withClass.tick(0)[0]?.message;
+    expect(sent).toMatchObject({ op: 'acquire', agentClass: 'premium' });
+    const without = new LeaseKeeper('b', 'p', () => 1, keeperOptions(), () => 0.5);
+    expect('agentClass' in (without.tick(0)[0]?.message ?? {})).toBe(false);
+  });
+});

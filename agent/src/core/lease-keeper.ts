@@ -240,6 +240,7 @@ export class LeaseKeeper {
       tokensWanted,
       demandPerSecond: Math.min(1e12, Math.round(this.demand.perSecond * 1000) / 1000),
       holdMs: this.options.holdMs,
+      ...(this.options.agentClass === null ? {} : { agentClass: this.options.agentClass }),
     };
     this.everAsked = true;
     this.stats.requests += 1;

@@ -16,6 +16,10 @@
  * - `allowance` [0] tokens, A: how far leased tokens may exceed what the
  *   bucket would hold, widening the promise to B + A + r·T for fewer
  *   round-trips and less clipped refill under many leases (0 = strict).
+ * - `classWeights` [{}]: agent class → integer weight in [1, 1000]. A held
+ *   request of a class of weight w waits for, and is served, a turn of
+ *   `min(wanted, minGrantTokens × w)`, so under contention agents' shares
+ *   follow their weights (an agent without a listed class: weight 1).
  *
  * Templates (`templates: { "tenant:*": { ...pool fields, idleEvictMs
  * [max(60000, leaseTtlMs)], maxPools [100000] } }`) make per-tenant pools on
@@ -38,6 +42,8 @@ export interface PoolConfig {
   readonly minGrantTokens: number;
   readonly maxHoldMs: number;
   readonly allowance: number;
+  /** Weight of each agent class in this pool's turns (an agent without a listed class: 1). */
+  readonly classWeights: Readonly<Record<string, number>>;
 }
 
 /**
@@ -66,7 +72,8 @@ export interface CoordinatorConfig {
 export const DEFAULT_IDLE_EVICT_MS = 60_000;
 export const DEFAULT_MAX_POOLS = 100_000;
 
-const POOL_KEYS = new Set(['capacity', 'refill', 'leaseTtlMs', 'maxLeaseTokens', 'minGrantTokens', 'maxHoldMs', 'allowance']);
+const POOL_KEYS = new Set(['capacity', 'refill', 'leaseTtlMs', 'maxLeaseTokens', 'minGrantTokens', 'maxHoldMs', 'allowance', 'classWeights']);
+export const CLASS_WEIGHT_MAX = 1000;
 const TOP_KEYS = new Set(['subjectPrefix', 'quietPeriodMs', 'pools', 'templates']);
 const TEMPLATE_KEYS = new Set([...POOL_KEYS, 'idleEvictMs', 'maxPools']);
 
@@ -146,7 +153,21 @@ function readPool(source: string, name: string, doc: unknown, template = false):
   const minGrantTokens = where.int(doc, 'minGrantTokens', 1, maxLeaseTokens, Math.ceil(maxLeaseTokens / 4));
   const holdCeilingMs = Math.floor(leaseTtlMs / 2);
   const maxHoldMs = where.int(doc, 'maxHoldMs', 0, holdCeilingMs, Math.min(DEFAULT_HOLD_MS_MAX, Math.floor(leaseTtlMs / 4)));
-  return { name, capacity, refill, leaseTtlMs, maxLeaseTokens, minGrantTokens, maxHoldMs, allowance };
+  return { name, capacity, refill, leaseTtlMs, maxLeaseTokens, minGrantTokens, maxHoldMs, allowance, classWeights: readWeights(where, doc['classWeights']) };
+}
+
+function readWeights(where: Where, value: unknown): Readonly<Record<string, number>> {
+  if (value === undefined) return {};
+  if (!isDoc(value)) return where.fail('classWeights', 'must be a mapping of agent class to weight');
+  const weights: Record<string, number> = {};
+  for (const [agentClass, weight] of Object.entries(value)) {
+    if (!/^[\x21-\x7e]{1,128}$/.test(agentClass)) where.fail('classWeights', `class ${JSON.stringify(agentClass)} must be 1 to 128 printable ASCII characters`);
+    if (typeof weight !== 'number' || !Number.isSafeInteger(weight) || weight < 1 || weight > CLASS_WEIGHT_MAX) {
+      where.fail('classWeights', `weight of ${JSON.stringify(agentClass)} must be an integer in [1, ${CLASS_WEIGHT_MAX}], got ${JSON.stringify(weight)}`);
+    }
+    weights[agentClass] = weight;
+  }
+  return weights;
 }
 
 function readTemplate(source: string, key: string, doc: unknown): TemplateConfig {

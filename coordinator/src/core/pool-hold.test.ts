@@ -164,14 +164,25 @@ describe('no crumbs: holding requests', () => {
     expect(status(pool, 1_011 * MS)).toMatchObject({ waiting: 0, levelTokens: 0, leasedTokens: 11, leases: 3 });
   });
 
-  it('serves several waiters in one tick, in arrival order, when enough has accrued for all', () => {
+  it('serves several waiters in one tick, in arrival order, sharing a backlog in proportion to their turns', () => {
     const pool = makePool();
     for (const agentId of ['a', 'b', 'c']) expect(acquire(pool, QUIET_END, { agentId, seq: 1 })).toEqual([]);
+    // 50 tokens for three who want 20 each: 50·5/15, then 34·5/10, then the last takes its fill of the 17 left.
     expect(served(tick(pool, 1_050 * MS))).toEqual([
-      ['a#1', 20],
-      ['b#1', 20],
-      ['c#1', 10],
+      ['a#1', 16],
+      ['b#1', 17],
+      ['c#1', 17],
     ]);
+  });
+
+  it('gives a class of weight w turns w times as large', () => {
+    const pool = makePool({ fields: { classWeights: { premium: 3 } } });
+    expect(acquire(pool, QUIET_END, { agentId: 'p', seq: 1, agentClass: 'premium' })).toEqual([]);
+    expect(acquire(pool, QUIET_END, { agentId: 'b', seq: 1 })).toEqual([]);
+    // The premium turn is min(20, 5·3) = 15 and waits for 15 tokens; then the basic turn of 5.
+    expect(served(tick(pool, QUIET_END + 14 * MS))).toEqual([]);
+    expect(served(tick(pool, QUIET_END + 15 * MS))).toEqual([['p#1', 15]]);
+    expect(served(tick(pool, QUIET_END + 20 * MS))).toEqual([['b#1', 5]]);
   });
 
   it('reports the earliest of a hold end, the head’s accrual and a lease expiry as the next deadline', () => {

@@ -110,3 +110,16 @@ describe('template configuration', () => {
     expect(config.quietPeriodMs).toBe(2000);
   });
 });
+
+describe('classWeights configuration', () => {
+  it.each<[string, unknown]>([
+    ['weight 0', { premium: 0 }],
+    ['a fractional weight', { premium: 1.5 }],
+    ['a weight over 1000', { premium: 1001 }],
+    ['a class with a space', { 'pre mium': 2 }],
+    ['a list', [2]],
+  ])('refuses %s naming the field', (_name, classWeights) => {
+    const doc = { pools: { api: { capacity: 10, refill: '10/s', classWeights } } };
+    expect(() => parseCoordinatorConfig('w.yaml', doc)).toThrow(/pool "api": field "classWeights"/);
+  });
+});

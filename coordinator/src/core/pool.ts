@@ -18,9 +18,11 @@
  *   to the whole capacity, may still be spent until then, so they count as
  *   a full bound. Refill that started earlier would let those leases and a
  *   fresh grant land in one window.
- * - No crumbs: a request that cannot get `min(wanted, minGrantTokens)` is
- *   held (up to its hold time) in a FIFO queue, and waiting agents are served
- *   in arrival order. A held request that times out gets what there is; one
+ * - No crumbs: a request that cannot get its turn, `min(wanted,
+ *   minGrantTokens × w)` for its class's weight w, is held (up to its hold
+ *   time) in a FIFO queue, and waiting agents are served in arrival order,
+ *   a turn each while others wait (a backlog is split in proportion to the
+ *   turns): under contention agents' shares follow their weights. A held request that times out gets what there is; one
  *   that may not wait gets nothing while others wait before it; one that a
  *   newer request of its agent supersedes is answered `stale-sequence`.
  * - The coordinator's lease expiry is `grant time + TTL`, never earlier than
@@ -53,6 +55,8 @@ export interface Delivery<R> {
 interface Waiter<R> {
   readonly record: LeaseRecord;
   readonly wantTokens: number;
+  /** The turn worth a reply: min(wanted, minGrantTokens × its class's weight). */
+  readonly thresholdTokens: number;
   to: R;
   readonly deadlineUs: number;
 }
@@ -119,13 +123,15 @@ export class Pool<R> {
     this.leases.extend(record, nowUs + this.ttlUs);
     const wantTokens = Math.min(req.tokensWanted, this.config.maxLeaseTokens - record.boundTokens);
     const holdUs = Math.min(req.holdMs, this.config.maxHoldMs) * 1000;
-    if (wantTokens === 0 || (this.waiters.length === 0 && (holdUs === 0 || this.worthGranting(wantTokens)))) {
+    const weight = req.agentClass === undefined ? 1 : (this.config.classWeights[req.agentClass] ?? 1);
+    const thresholdTokens = Math.min(wantTokens, this.config.minGrantTokens * weight);
+    if (wantTokens === 0 || (this.waiters.length === 0 && (holdUs === 0 || this.worthGranting(thresholdTokens)))) {
       this.grant(record, wantTokens, to, nowUs, out);
     } else if (holdUs === 0) {
       // It may not wait and others are waiting first: renew only, and say when to ask again.
       this.grant(record, wantTokens, to, nowUs, out, 0);
     } else {
-      this.waiters.push({ record, wantTokens, to, deadlineUs: nowUs + holdUs });
+      this.waiters.push({ record, wantTokens, thresholdTokens, to, deadlineUs: nowUs + holdUs });
     }
     this.checkCredit();
   }
@@ -198,7 +204,7 @@ export class Pool<R> {
     for (const w of this.waiters) deadline = Math.min(deadline, w.deadlineUs);
     const head = this.waiters[0];
     if (head !== undefined) {
-      const needUnits = Math.min(head.wantTokens, this.config.minGrantTokens) * this.scale.unitsPerToken - this.levelUnits;
+      const needUnits = head.thresholdTokens * this.scale.unitsPerToken - this.levelUnits;
       if (needUnits <= this.roomUnits()) deadline = Math.min(deadline, this.lastRefillUs + waitUs(this.scale, needUnits));
     }
     return deadline;
@@ -218,9 +224,11 @@ export class Pool<R> {
   private serveWaiters(nowUs: number, out: Delivery<R>[]): void {
     while (this.waiters.length > 0) {
       const head = this.waiters[0] as Waiter<R>;
-      if (!this.worthGranting(head.wantTokens)) break;
+      if (!this.worthGranting(head.thresholdTokens)) break;
       this.waiters.shift();
-      this.grant(head.record, head.wantTokens, head.to, nowUs, out);
+      // With others still waiting, a turn is its threshold; a lone waiter
+      // (or one at the back) takes what it wants of what there is.
+      this.grant(head.record, head.wantTokens, head.to, nowUs, out, this.waiters.length > 0 ? Math.max(head.thresholdTokens, this.fairRest(head)) : Infinity);
     }
     if (!this.waiters.some((w) => w.deadlineUs <= nowUs)) return;
     const due = this.waiters.filter((w) => w.deadlineUs <= nowUs);
@@ -258,9 +266,18 @@ export class Pool<R> {
     return Math.min(DURATION_MS_MAX, Math.max(1, Math.ceil((quietUs + accrueUs) / 1000)));
   }
 
-  private worthGranting(wantTokens: number): boolean {
-    const thresholdUnits = Math.min(wantTokens, this.config.minGrantTokens) * this.scale.unitsPerToken;
-    return this.levelUnits >= thresholdUnits;
+  private worthGranting(thresholdTokens: number): boolean {
+    return this.levelUnits >= thresholdTokens * this.scale.unitsPerToken;
+  }
+
+  /**
+   * fairRest — the head's part when what there is exceeds every waiter's
+   * turn: the level divided in proportion to the waiters' turns (its own
+   * included), so a backlog is shared by weight rather than first come.
+   */
+  private fairRest(head: Waiter<R>): number {
+    const turns = this.waiters.reduce((sum, w) => sum + w.thresholdTokens, head.thresholdTokens);
+    return Math.floor((wholeTokens(this.scale, this.levelUnits) * head.thresholdTokens) / turns);
   }
 
   /** dropWaiter — a newer request of the agent supersedes its held one, which is answered as stale. */

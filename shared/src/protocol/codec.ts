@@ -91,6 +91,7 @@ function readRequest(obj: Fields): Request {
     tokensWanted: intField(obj, 'tokensWanted', 0, WIRE_TOKENS_MAX),
     demandPerSecond: numberField(obj, 'demandPerSecond', 0, DEMAND_PER_SECOND_MAX),
     holdMs: intField(obj, 'holdMs', 0, HOLD_MS_MAX),
+    ...(obj['agentClass'] === undefined ? {} : { agentClass: idField(obj, 'agentClass') }),
   };
 }
 

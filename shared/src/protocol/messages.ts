@@ -25,6 +25,8 @@ export interface LeaseRequest {
   readonly demandPerSecond: number;
   /** How long the coordinator may hold the request while a worthwhile grant accrues, ms. */
   readonly holdMs: number;
+  /** The agent's class, weighted by the pool's `classWeights`; absent: weight 1. */
+  readonly agentClass?: string;
 }
 
 /**

@@ -15,6 +15,8 @@ export interface SimPool {
   readonly maxHoldMs?: number;
   /** Tokens A the promise is widened by (B + A + r·T); default 0. */
   readonly allowance?: number;
+  /** Weight per agent class (see the coordinator's classWeights). */
+  readonly classWeights?: Readonly<Record<string, number>>;
 }
 
 /** Faults; times are µs from the start of traffic. */
@@ -37,6 +39,8 @@ export interface SimConfig {
   /** Largest |clock rate error| of an agent (must stay below the keeper's drift margin). */
   readonly driftMax: number;
   readonly keeper?: Partial<KeeperOptions>;
+  /** The class of each agent slot (null or absent: none). */
+  readonly agentClasses?: ReadonlyArray<string | null>;
   /** How long after a crash the agent's lease must be gone; default TTL + hold + tick slack + flight times. */
   readonly reclaimDeadlineUs?: number;
   /** Deliberately broken agents, to prove the checks can fail. */

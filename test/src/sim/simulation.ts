@@ -79,6 +79,7 @@ class Simulation {
           ...(p.minGrantTokens === undefined ? {} : { minGrantTokens: p.minGrantTokens }),
           ...(p.maxHoldMs === undefined ? {} : { maxHoldMs: p.maxHoldMs }),
           ...(p.allowance === undefined ? {} : { allowance: p.allowance }),
+          ...(p.classWeights === undefined ? {} : { classWeights: p.classWeights }),
         },
       },
     });
@@ -218,7 +219,8 @@ class Simulation {
     if (this.slots[slot] !== null) return;
     const id = `a${slot}.${incarnation}`;
     const drift = (this.random.next() * 2 - 1) * this.config.driftMax;
-    const agent = new SimAgent(slot, id, this.now, drift, this.config.keeper ?? {}, this.random);
+    const agentClass = this.config.agentClasses?.[slot] ?? null;
+    const agent = new SimAgent(slot, id, this.now, drift, { ...this.config.keeper, agentClass }, this.random);
     agent.keeper.slot.onLow = () => this.queue.push(this.now, { k: 'agent-tick', id, gen: agent.tickGeneration });
     this.agents.set(id, agent);
     this.slots[slot] = agent;
