@@ -75,6 +75,7 @@ describe('round trips', () => {
     ['LeaseReturn', giveBack],
     ['StatusQuery', status],
     ['StatusQuery for one agent', { ...status, agentId: 'agent-7' }],
+    ['LeaseRequest of an agent class', { ...acquire, agentClass: 'premium' }],
   ])('%s', (_name, request) => {
     expect(decodeRequest(encodeMessage(request))).toEqual({ ok: true, value: request });
   });
