@@ -314,3 +314,20 @@ describe('agent class', () => {
     expect('agentClass' in (without.tick(0)[0]?.message ?? {})).toBe(false);
   });
 });
+
+describe('a starved agent', () => {
+  it('asks again as soon as a grant arrives when it was denied since it last asked, and not otherwise', () => {
+    const keeper = keeperWith();
+    const first = keeper.tick(0)[0]!;
+    expect(keeper.onReply(first.seq, grant(first.seq, { tokensGranted: 10 }), 1_000)).toEqual([]); // not denied: no new ask
+    for (let i = 0; i < 10; i += 1) expect(keeper.slot.takeAt(1, 2_000)).toBe(true);
+    expect(keeper.slot.takeAt(1, 2_000)).toBe(false); // denied
+    const second = keeper.tick(2_000)[0]!;
+    expect(second.message.op).toBe('acquire');
+    expect(keeper.slot.takeAt(1, 2_500)).toBe(false); // denied again while the request is out
+    // The grant brings plenty, but the agent was denied since it asked: it asks again at once.
+    const again = keeper.onReply(second.seq, grant(second.seq, { tokensGranted: 10 }), 3_000);
+    expect(again).toHaveLength(1);
+    expect(again[0]!.message).toMatchObject({ op: 'acquire', tokensLeft: 10 });
+  });
+});

@@ -74,6 +74,7 @@ export class LeaseKeeper {
   private lastDemandCount = 0;
   private lastActiveUs = 0;
   private everAsked = false;
+  private deniedAtLastAsk = 0;
   private lastTickUs = 0;
   private closing = false;
 
@@ -207,7 +208,10 @@ export class LeaseKeeper {
       return s.wantedCostTokens > 0 || this.waitingTokens > 0 || (recentlyActive && this.demand.perSecond > 0.5);
     }
     const floorTokens = Math.max(s.lowWatermarkTokens, Math.min(this.options.initialTokens, s.costMaxTokens));
-    return s.balanceTokens < floorTokens || s.wantedCostTokens > s.balanceTokens || this.waitingTokens > s.balanceTokens;
+    // Denied since it last asked: demand outruns what it gets, so it keeps a
+    // request waiting at the coordinator and takes every turn it is due.
+    const starved = s.deniedTokens > this.deniedAtLastAsk;
+    return starved || s.balanceTokens < floorTokens || s.wantedCostTokens > s.balanceTokens || this.waitingTokens > s.balanceTokens;
   }
 
   private renewLeadUs(): number {
@@ -243,6 +247,7 @@ export class LeaseKeeper {
       ...(this.options.agentClass === null ? {} : { agentClass: this.options.agentClass }),
     };
     this.everAsked = true;
+    this.deniedAtLastAsk = s.deniedTokens;
     this.stats.requests += 1;
     return this.launch(message, nowUs);
   }
