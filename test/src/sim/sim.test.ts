@@ -134,3 +134,29 @@ describe('class weights', () => {
     expect(Math.abs(ratio / weight - 1)).toBeLessThan(0.02);
   });
 });
+
+describe('a demand shift', () => {
+  it('moves the share of agents gone idle to the busy ones within one refresh interval', () => {
+    const refillPerSecond = 400;
+    const result = runSimulation({
+      seed: 5,
+      agents: 8,
+      durationUs: 20_000_000,
+      pool: { capacity: 100, refill: makeRate(refillPerSecond, 1000), leaseTtlMs: 1000, maxLeaseTokens: 12 },
+      // 3× the refill rate in all; from 10 s on, half the agents offer nothing (the rest still 1.5×).
+      workload: { name: 'steady', load: 3, idleFromMs: 10_000, idleShare: 0.5, takeShare: 0 },
+      network: { latencyUs: 1000, lossRate: 0, duplicateRate: 0 },
+      partitions: [],
+      faults: [],
+      driftMax: 0,
+    });
+    expect(result.violations).toEqual([]);
+    // Slices are 100 ms; the refresh interval (keeper.refreshMs) is 1 s.
+    const second = (from: number): number => result.admittedPerSlice.slice(from, from + 10).reduce((a, b) => a + b, 0);
+    const before = second(80);
+    const after = second(110); // the second after one refresh interval past the shift
+    console.log(`sim: demand shift: ${before} tokens/s before, ${after} tokens/s one refresh interval after`);
+    expect(before).toBeGreaterThan(0.95 * refillPerSecond);
+    expect(after).toBeGreaterThan(0.95 * refillPerSecond);
+  });
+});

@@ -4,7 +4,8 @@
  *
  * Demand is `load`, a multiple of the pool's refill rate, shared by the
  * agents according to the shape:
- * - steady: equal Poisson streams.
+ * - steady: equal Poisson streams; optionally the first `idleShare` of the
+ *   agents stop offering anything from `idleFromMs` on (a demand shift).
  * - bursty: every agent bursts together for `onMs`, then is silent `offMs`.
  * - diurnal: equal streams swinging by ±`amplitude` over `periodMs`.
  * - zipf: agent i gets a share ∝ 1/(i+1)^exponent.
@@ -33,7 +34,7 @@ export interface Waiting {
  */
 export type WorkloadSpec = Waiting &
   (
-    | { readonly name: 'steady'; readonly load: number }
+    | { readonly name: 'steady'; readonly load: number; readonly idleFromMs?: number; readonly idleShare?: number }
     | { readonly name: 'bursty'; readonly load: number; readonly onMs: number; readonly offMs: number }
     | { readonly name: 'diurnal'; readonly load: number; readonly periodMs: number; readonly amplitude: number }
     | { readonly name: 'zipf'; readonly load: number; readonly exponent: number }
@@ -142,6 +143,7 @@ export function makeWorkload(spec: WorkloadSpec, agents: number, refillPerSecond
     for (let t = span.fromUs + random.exponential(1 / peakPerUs); t < span.toUs; t += random.exponential(1 / peakPerUs)) {
       const tUs = Math.floor(t);
       if (random.next() * peak >= rateFactor(spec, tUs)) continue;
+      if (spec.name === 'steady' && spec.idleFromMs !== undefined && tUs >= spec.idleFromMs * 1000 && span.agent < Math.round((spec.idleShare ?? 0.5) * agents)) continue;
       const waitMs = random.next() < takeShare ? takeTimeoutMs : 0;
       arrivals.push({ tUs, agent: span.agent, incarnation: span.incarnation, cost: costOf(spec, random), waitMs });
     }
