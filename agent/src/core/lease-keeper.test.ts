@@ -4,35 +4,11 @@
  * expiry. Idle return, close, the low watermark and back-off are in
  * lease-keeper-lifecycle.test.ts; the property test in lease-keeper-property.test.ts.
  */
-import { encodeMessage, type LeaseGrant, type LeaseRequest } from '@tokenlease/shared';
+import { encodeMessage, type LeaseRequest } from '@tokenlease/shared';
 import { describe, expect, it } from 'vitest';
 import { keeperOptions, type KeeperOptions } from './keeper-options.js';
 import { LeaseKeeper, type SendAction } from './lease-keeper.js';
-
-const BASE: Partial<KeeperOptions> = {
-  holdMs: 200,
-  replyTimeoutMs: 1000,
-  driftMargin: 0.05,
-  refreshMs: 1000,
-  idleReturnMs: 3000,
-  initialTokens: 5,
-  backoffMsMin: 10,
-  backoffMsMax: 80,
-  assumedTtlMs: 2000,
-};
-
-/** A keeper with deterministic sequence numbers (101, 102, …) and jitter. */
-function keeperWith(options: Partial<KeeperOptions> = {}, random = 0.5): LeaseKeeper {
-  let seq = 100;
-  return new LeaseKeeper('agent-1', 'pool-a', () => ++seq, keeperOptions({ ...BASE, ...options }), () => random);
-}
-
-function grant(seq: number, fields: Partial<LeaseGrant> = {}): LeaseGrant {
-  return {
-    v: 1, kind: 'grant', seq, leaseId: 'L1', tokensGranted: 100, tokensHeld: 100, ttlMs: 2000, epoch: 1,
-    maxLeaseTokens: 1000, capacityTokens: 5000, retryAfterMs: 0, ...fields,
-  };
-}
+import { grant, keeperWith } from './lease-keeper.fixtures.js';
 
 function only(actions: readonly SendAction[]): SendAction {
   expect(actions).toHaveLength(1);
