@@ -1,17 +1,7 @@
+import { thrown } from '@tokenlease/shared/testing';
 import { describe, expect, it } from 'vitest';
 import { AgentError } from '../errors.js';
 import { DEFAULT_KEEPER_OPTIONS, keeperOptions, type KeeperOptions } from './keeper-options.js';
-
-/** The error `run` throws, which must be an AgentError. */
-function caught(run: () => unknown): AgentError {
-  try {
-    run();
-  } catch (error) {
-    expect(error).toBeInstanceOf(AgentError);
-    return error as AgentError;
-  }
-  throw new Error('expected an AgentError, nothing was thrown');
-}
 
 describe('keeperOptions', () => {
   it('returns the defaults when given nothing, as a copy', () => {
@@ -61,7 +51,7 @@ describe('keeperOptions', () => {
     ['driftMargin', { driftMargin: Number.NaN }],
   ];
   it.each(refused)('refuses a bad %s (%j) with invalid-argument naming the field', (field, given) => {
-    const error = caught(() => keeperOptions(given));
+    const error = thrown(AgentError, () => keeperOptions(given));
     expect(error.code).toBe('invalid-argument');
     expect(error.message).toContain(field);
   });

@@ -1,22 +1,11 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { propertySeed } from '@tokenlease/shared/testing';
+import { propertySeed, thrown } from '@tokenlease/shared/testing';
 import { assertSubjectPrefix, poolNameProblem, tokenScale } from '@tokenlease/shared';
 import { CoordinatorError } from '../errors.js';
 import { DEFAULT_TTL_MS, parseCoordinatorConfig, type CoordinatorConfig, type PoolConfig } from './config.js';
 
 const SOURCE = 'etc/tokenlease/pools.yaml';
-
-/** The error `run` throws, which must be a CoordinatorError. */
-function caught(run: () => unknown): CoordinatorError {
-  try {
-    run();
-  } catch (error) {
-    expect(error).toBeInstanceOf(CoordinatorError);
-    return error as CoordinatorError;
-  }
-  throw new Error('expected a CoordinatorError, nothing was thrown');
-}
 
 function onlyPool(config: CoordinatorConfig): PoolConfig {
   expect(config.pools).toHaveLength(1);
@@ -198,7 +187,7 @@ describe('parseCoordinatorConfig refuses a bad document, naming file, pool and f
   ];
 
   it.each(cases)('%s', (_name, doc, field, pool, fragment) => {
-    const error = caught(() => parseCoordinatorConfig(SOURCE, doc));
+    const error = thrown(CoordinatorError, () => parseCoordinatorConfig(SOURCE, doc));
     expect(error.code).toBe('config-invalid');
     expect(error.field).toBe(field);
     expect(error.pool).toBe(pool);
@@ -210,17 +199,17 @@ describe('parseCoordinatorConfig refuses a bad document, naming file, pool and f
   });
 
   it('keeps the underlying rate error as the cause', () => {
-    const error = caught(() => parseCoordinatorConfig(SOURCE, onePool({ ...ok, refill: 'fast' })));
+    const error = thrown(CoordinatorError, () => parseCoordinatorConfig(SOURCE, onePool({ ...ok, refill: 'fast' })));
     expect(error.cause).toMatchObject({ name: 'TokenleaseError', code: 'invalid-rate' });
   });
 
   it('is deterministic about which problem of a pool it names first (refill before capacity)', () => {
-    const error = caught(() => parseCoordinatorConfig(SOURCE, onePool({ capacity: 0, refill: 'fast' })));
+    const error = thrown(CoordinatorError, () => parseCoordinatorConfig(SOURCE, onePool({ capacity: 0, refill: 'fast' })));
     expect(error.field).toBe('refill');
   });
 
   it('refuses a good pool next to a bad one: nothing is half-applied', () => {
-    const error = caught(() => parseCoordinatorConfig(SOURCE, { pools: { good: ok, bad: { ...ok, capacity: 0 } } }));
+    const error = thrown(CoordinatorError, () => parseCoordinatorConfig(SOURCE, { pools: { good: ok, bad: { ...ok, capacity: 0 } } }));
     expect(error.pool).toBe('bad');
     expect(error.field).toBe('capacity');
   });

@@ -1,20 +1,10 @@
 import fc from 'fast-check';
+import { thrown } from '../testing/thrown.js';
 import { describe, expect, it } from 'vitest';
 import { propertySeed } from '../testing/seed.js';
 import { TokenleaseError } from '../errors.js';
 import { ExactBucket, type TakeResult } from './bucket.js';
 import { makeRate, parseRate, type Rate } from './rate.js';
-
-/** The error `run` throws, which must be a TokenleaseError. */
-function caught(run: () => unknown): TokenleaseError {
-  try {
-    run();
-  } catch (error) {
-    expect(error).toBeInstanceOf(TokenleaseError);
-    return error as TokenleaseError;
-  }
-  throw new Error('expected a TokenleaseError, nothing was thrown');
-}
 
 const SECOND_US = 1_000_000;
 const ALLOW: TakeResult = { ok: true };
@@ -86,7 +76,7 @@ describe('ExactBucket rules', () => {
 
   it.each([0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, 2 ** 53])('rejects cost %d with invalid-argument', (cost) => {
     const bucket = new ExactBucket(3, parseRate('2/s'), 0);
-    const error = caught(() => bucket.take(cost, 0));
+    const error = thrown(TokenleaseError, () => bucket.take(cost, 0));
     expect(error.code).toBe('invalid-argument');
     expect(error.field).toBe('cost');
     expect(bucket.availableTokens(0)).toBe(3);
@@ -94,14 +84,14 @@ describe('ExactBucket rules', () => {
 
   it.each([-1, 1.5, Number.NaN, 2 ** 53])('rejects time %d with out-of-range', (nowUs) => {
     const bucket = new ExactBucket(3, parseRate('2/s'), 0);
-    expect(caught(() => bucket.take(1, nowUs)).code).toBe('out-of-range');
-    expect(caught(() => bucket.availableTokens(nowUs)).code).toBe('out-of-range');
-    expect(caught(() => new ExactBucket(3, parseRate('2/s'), nowUs)).code).toBe('out-of-range');
+    expect(thrown(TokenleaseError, () => bucket.take(1, nowUs)).code).toBe('out-of-range');
+    expect(thrown(TokenleaseError, () => bucket.availableTokens(nowUs)).code).toBe('out-of-range');
+    expect(thrown(TokenleaseError, () => new ExactBucket(3, parseRate('2/s'), nowUs)).code).toBe('out-of-range');
     expect(bucket.availableTokens(0)).toBe(3);
   });
 
   it('rejects a capacity the scale refuses', () => {
-    expect(caught(() => new ExactBucket(0, parseRate('2/s'), 0)).code).toBe('out-of-range');
+    expect(thrown(TokenleaseError, () => new ExactBucket(0, parseRate('2/s'), 0)).code).toBe('out-of-range');
   });
 
   it('a clock reading earlier than the previous one mints nothing', () => {

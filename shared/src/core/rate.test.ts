@@ -1,20 +1,10 @@
 import fc from 'fast-check';
+import { thrown } from '../testing/thrown.js';
 import { describe, expect, it } from 'vitest';
 import { propertySeed } from '../testing/seed.js';
 import { TokenleaseError } from '../errors.js';
 import { RATE_PERIOD_MS_MAX, RATE_TOKENS_MAX, formatRate, makeRate, parseRate, tokensPerSecond } from './rate.js';
 import { UNITS_MAX, tokenScale, waitUs, wholeTokens, type TokenScale } from './token-scale.js';
-
-/** The error `run` throws, which must be a TokenleaseError. */
-function caught(run: () => unknown): TokenleaseError {
-  try {
-    run();
-  } catch (error) {
-    expect(error).toBeInstanceOf(TokenleaseError);
-    return error as TokenleaseError;
-  }
-  throw new Error('expected a TokenleaseError, nothing was thrown');
-}
 
 describe('parseRate', () => {
   it.each([
@@ -49,12 +39,12 @@ describe('parseRate', () => {
     '1/2d',
     '99999999999999999999/s',
   ])('rejects %j with invalid-rate', (text) => {
-    const error = caught(() => parseRate(text));
+    const error = thrown(TokenleaseError, () => parseRate(text));
     expect(error.code).toBe('invalid-rate');
   });
 
   it('quotes the rejected input in the message', () => {
-    expect(caught(() => parseRate('5/yr')).message).toContain('"5/yr"');
+    expect(thrown(TokenleaseError, () => parseRate('5/yr')).message).toContain('"5/yr"');
   });
 });
 
@@ -74,7 +64,7 @@ describe('makeRate', () => {
     [1, 0.5],
     [1, Number.POSITIVE_INFINITY],
   ])('rejects tokens %d per %d ms', (tokens, periodMs) => {
-    expect(caught(() => makeRate(tokens, periodMs)).code).toBe('invalid-rate');
+    expect(thrown(TokenleaseError, () => makeRate(tokens, periodMs)).code).toBe('invalid-rate');
   });
 
   it('formats and converts for display', () => {
@@ -102,7 +92,7 @@ describe('tokenScale', () => {
   });
 
   it.each([0, -1, 1.5, Number.NaN])('rejects capacity %d with out-of-range', (capacity) => {
-    const error = caught(() => tokenScale(capacity, parseRate('500/s')));
+    const error = thrown(TokenleaseError, () => tokenScale(capacity, parseRate('500/s')));
     expect(error.code).toBe('out-of-range');
     expect(error.field).toBe('capacity');
   });
@@ -111,7 +101,7 @@ describe('tokenScale', () => {
     const rate = parseRate('1/d');
     const max = Number(BigInt(UNITS_MAX) / 86_400_000_000n);
     expect(tokenScale(max, rate).capacityUnits).toBeLessThanOrEqual(UNITS_MAX);
-    const error = caught(() => tokenScale(max + 1, rate));
+    const error = thrown(TokenleaseError, () => tokenScale(max + 1, rate));
     expect(error.code).toBe('out-of-range');
     expect(error.message).toContain(`[1, ${max}]`);
   });

@@ -1,4 +1,5 @@
 import fc from 'fast-check';
+import { thrown } from '../testing/thrown.js';
 import { describe, expect, it } from 'vitest';
 import { propertySeed } from '../testing/seed.js';
 import { TokenleaseError } from '../errors.js';
@@ -13,17 +14,6 @@ import {
   subjectFor,
   type Op,
 } from './subjects.js';
-
-/** The error `run` throws, which must be a TokenleaseError. */
-function caught(run: () => unknown): TokenleaseError {
-  try {
-    run();
-  } catch (error) {
-    expect(error).toBeInstanceOf(TokenleaseError);
-    return error as TokenleaseError;
-  }
-  throw new Error('expected a TokenleaseError, nothing was thrown');
-}
 
 const OPS: readonly Op[] = ['acquire', 'return', 'status'];
 const P = DEFAULT_SUBJECT_PREFIX;
@@ -54,7 +44,7 @@ describe('poolNameProblem', () => {
   ])('rejects %s', (_name, name) => {
     expect(typeof poolNameProblem(name)).toBe('string');
     if (typeof name === 'string') {
-      const error = caught(() => assertPoolName(name));
+      const error = thrown(TokenleaseError, () => assertPoolName(name));
       expect(error.code).toBe('invalid-pool-name');
       expect(error.pool).toBe(name);
     }
@@ -73,7 +63,7 @@ describe('subjects', () => {
 
   it('subjectFor throws invalid-pool-name for a name that is not one subject token', () => {
     for (const pool of ['a.b', '*', '>', '', 'a b']) {
-      expect(caught(() => subjectFor(P, 'acquire', pool)).code).toBe('invalid-pool-name');
+      expect(thrown(TokenleaseError, () => subjectFor(P, 'acquire', pool)).code).toBe('invalid-pool-name');
     }
   });
 
@@ -112,7 +102,7 @@ describe('subjects', () => {
   });
 
   it.each(['', '.', 'a.', '.a', 'a..b', 'a.*', '>', 'a b', 'a.\u0001'])('assertSubjectPrefix rejects %j', (prefix) => {
-    expect(caught(() => assertSubjectPrefix(prefix)).code).toBe('invalid-subject');
+    expect(thrown(TokenleaseError, () => assertSubjectPrefix(prefix)).code).toBe('invalid-subject');
   });
 });
 

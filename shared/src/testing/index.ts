@@ -1,0 +1,2 @@
+export { propertySeed, seedFromEnv } from './seed.js';
+export { thrown } from './thrown.js';
