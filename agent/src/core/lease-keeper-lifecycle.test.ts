@@ -6,24 +6,13 @@ import type { ErrorCode, LeaseGrant, LeaseRequest, LeaseReturn, Reply } from '@t
 import { describe, expect, it } from 'vitest';
 import type { KeeperOptions } from './keeper-options.js';
 import { LeaseKeeper, type SendAction } from './lease-keeper.js';
-import { grant, keeperWith } from './lease-keeper.fixtures.js';
+import { acquireIn, grant, keeperWith, only } from './lease-keeper.fixtures.js';
 
 const receipt = (seq: number, tokensReturned: number): Reply => ({ v: 1, kind: 'receipt', seq, tokensReturned });
 
 const errorReply = (seq: number, code: ErrorCode, retryAfterMs: number): Reply => ({
   v: 1, kind: 'error', seq, code, fault: 'coordinator', message: `${code} for the test`, retryAfterMs,
 });
-
-function only(actions: readonly SendAction[]): SendAction {
-  expect(actions).toHaveLength(1);
-  return actions[0] as SendAction;
-}
-
-function acquireIn(actions: readonly SendAction[]): LeaseRequest {
-  const { message } = only(actions);
-  if (message.op !== 'acquire') throw new Error(`expected an acquire, got ${JSON.stringify(message)}`);
-  return message;
-}
 
 function returnIn(actions: readonly SendAction[]): LeaseReturn {
   const { message } = only(actions);

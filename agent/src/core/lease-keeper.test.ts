@@ -4,22 +4,11 @@
  * expiry. Idle return, close, the low watermark and back-off are in
  * lease-keeper-lifecycle.test.ts; the property test in lease-keeper-property.test.ts.
  */
-import { encodeMessage, type LeaseRequest } from '@tokenlease/shared';
+import { encodeMessage } from '@tokenlease/shared';
 import { describe, expect, it } from 'vitest';
 import { keeperOptions, type KeeperOptions } from './keeper-options.js';
-import { LeaseKeeper, type SendAction } from './lease-keeper.js';
-import { grant, keeperWith } from './lease-keeper.fixtures.js';
-
-function only(actions: readonly SendAction[]): SendAction {
-  expect(actions).toHaveLength(1);
-  return actions[0] as SendAction;
-}
-
-function acquireIn(actions: readonly SendAction[]): LeaseRequest {
-  const { message } = only(actions);
-  if (message.op !== 'acquire') throw new Error(`expected an acquire, got ${JSON.stringify(message)}`);
-  return message;
-}
+import { LeaseKeeper } from './lease-keeper.js';
+import { acquireIn, grant, keeperWith, only } from './lease-keeper.fixtures.js';
 
 /** Agent-side lease life of a grant, µs: ttl·(1 − drift), rounded down. */
 const lifeUs = (ttlMs: number, driftMargin = 0.05): number => Math.floor(ttlMs * 1000 * (1 - driftMargin));

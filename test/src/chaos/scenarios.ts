@@ -9,7 +9,7 @@
 import { makeRate } from '@tokenlease/shared';
 import { checkEnvelope, worstWindowRatio } from '../harness/envelope.js';
 import { scratchDir } from '../harness/fleet.js';
-import { startPrivateNats } from '../harness/nats.js';
+import { startPrivateNats, type PrivateNats } from '../harness/nats.js';
 import { startNatsCluster } from '../harness/nats-cluster.js';
 import { stopAll } from '../harness/processes.js';
 import { seededRandom, type Random } from '../harness/random.js';
@@ -65,6 +65,16 @@ async function untilLease(fleet: ChaosFleet, agentId: string, timeoutMs: number)
   return false;
 }
 
+/** withPrivateNats — runs `body` against a private NATS server, stopped afterwards whatever happens. */
+async function withPrivateNats<T>(body: (nats: PrivateNats) => Promise<T>): Promise<T> {
+  const nats = await startPrivateNats();
+  try {
+    return await body(nats);
+  } finally {
+    await nats.stop();
+  }
+}
+
 /** runScenario — a fleet on `natsUrl`, `agents` steady agents running `runMs`, and `fault` injected meanwhile. */
 async function runScenario(
   name: string,
@@ -105,8 +115,7 @@ async function runScenario(
 
 /** 1. SIGKILL random agents mid-lease, repeatedly, while the others keep load on. */
 export async function killAgents(options: ScenarioOptions): Promise<ScenarioRow> {
-  const nats = await startPrivateNats();
-  try {
+  return withPrivateNats(async (nats) => {
     const kills = options.short ? 2 : 5;
     const runMs = 2500 + kills * 2500;
     return await runScenario('kill-agents', nats.url, options, 4, runMs, async (fleet, random) => {
@@ -128,15 +137,12 @@ export async function killAgents(options: ScenarioOptions): Promise<ScenarioRow>
       }
       return { faultVerified: verified, reclaimMs: reclaim, recoveryFromUs: from, note: `${kills} agents killed mid-lease` };
     });
-  } finally {
-    await nats.stop();
-  }
+  });
 }
 
 /** 2. SIGSTOP an agent past its lease's expiry, then SIGCONT: it must not spend the expired lease. */
 export async function pauseAgent(options: ScenarioOptions): Promise<ScenarioRow> {
-  const nats = await startPrivateNats();
-  try {
+  return withPrivateNats(async (nats) => {
     const runMs = options.short ? 6000 : 10_000;
     return await runScenario('pause-agent', nats.url, options, 3, runMs, async (fleet) => {
       await sleep(1500);
@@ -151,15 +157,12 @@ export async function pauseAgent(options: ScenarioOptions): Promise<ScenarioRow>
       const resumedUs = nowUs();
       return { faultVerified: hadLease && stopped && reclaim !== null, reclaimMs: reclaim, recoveryFromUs: [resumedUs], note: `paused ${pauseMs} ms with a live lease (TTL ${CHAOS_POOL.leaseTtlMs} ms)` };
     });
-  } finally {
-    await nats.stop();
-  }
+  });
 }
 
 /** 3. Restart the NATS server: everyone reconnects; leases in hand keep working until expiry. */
 export async function restartNats(options: ScenarioOptions): Promise<ScenarioRow> {
-  const nats = await startPrivateNats();
-  try {
+  return withPrivateNats(async (nats) => {
     const runMs = options.short ? 6000 : 10_000;
     return await runScenario('restart-nats', nats.url, options, 3, runMs, async (fleet) => {
       await sleep(2000);
@@ -179,9 +182,7 @@ export async function restartNats(options: ScenarioOptions): Promise<ScenarioRow
         note: `NATS down 1 s; ${spentDuring} admissions from leases in hand while it was down`,
       };
     });
-  } finally {
-    await nats.stop();
-  }
+  });
 }
 
 /** 3b. Lose one node of a three-node NATS cluster: clients fail over to the others. */
@@ -205,8 +206,7 @@ export async function loseNatsNode(options: ScenarioOptions): Promise<ScenarioRo
 
 /** 4. Kill the coordinator (memory mode): a new one starts empty and grants nothing for one TTL. */
 export async function killCoordinator(options: ScenarioOptions): Promise<ScenarioRow> {
-  const nats = await startPrivateNats();
-  try {
+  return withPrivateNats(async (nats) => {
     const runMs = options.short ? 7000 : 10_000;
     return await runScenario('kill-coordinator', nats.url, options, 3, runMs, async (fleet) => {
       await sleep(2000);
@@ -216,15 +216,12 @@ export async function killCoordinator(options: ScenarioOptions): Promise<Scenari
       await fleet.startCoordinator();
       return { faultVerified: dead, reclaimMs: null, recoveryFromUs: [killedUs], note: 'memory mode: restarted after 0.5 s; quiet for one TTL, then refills from empty' };
     });
-  } finally {
-    await nats.stop();
-  }
+  });
 }
 
 /** 5. Agents join and leave at a high rate while two stay. */
 export async function churnAgents(options: ScenarioOptions): Promise<ScenarioRow> {
-  const nats = await startPrivateNats();
-  try {
+  return withPrivateNats(async (nats) => {
     const runMs = options.short ? 6000 : 12_000;
     return await runScenario('churn-agents', nats.url, options, 2, runMs, async (fleet, random) => {
       const started = performance.now();
@@ -247,9 +244,7 @@ export async function churnAgents(options: ScenarioOptions): Promise<ScenarioRow
       leaves += visitors.length;
       return { faultVerified: joins >= 5 && leaves >= 5 && cleanLeaves, reclaimMs: null, note: `${joins} joins, ${leaves} leaves (each returned its lease and exited 0)` };
     });
-  } finally {
-    await nats.stop();
-  }
+  });
 }
 
 export const SCENARIOS = { killAgents, pauseAgent, restartNats, loseNatsNode, killCoordinator, churnAgents } as const;
