@@ -5,7 +5,7 @@
 //   no timers, no randomness;
 // - dependencies point one way (agent -> shared <- coordinator; test may use all);
 // - a package never imports itself through its public name;
-// - `nats` is imported by the one adapter file only;
+// - `nats` and `ioredis` are each imported by their one adapter file only;
 // - source files stay under 400 lines.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
@@ -32,6 +32,7 @@ const IMPURE = [
   [/\bMath\.random\s*\(/, 'draws randomness'],
 ];
 const NATS_ADAPTER = 'shared/src/adapters/nats-bus.ts';
+const REDIS_ADAPTER = 'coordinator/src/adapters/redis-store.ts';
 const MAX_LINES = 400;
 
 function* sources(dir) {
@@ -59,6 +60,7 @@ for (const path of sources(join(root, pkg, 'src'))) {
     }
     if (/from\s+['"]@tokenlease\/([a-z]+)['"]/.exec(line)?.[1] === pkg) problems.push(`${where}: imports its own package by name; use a relative path`);
     if (/from\s+['"]nats['"]/.test(line) && rel !== NATS_ADAPTER) problems.push(`${where}: nats is imported only by ${NATS_ADAPTER}`);
+    if (/from\s+['"]ioredis['"]/.test(line) && rel !== REDIS_ADAPTER) problems.push(`${where}: ioredis is imported only by ${REDIS_ADAPTER}`);
   });
   if (!isTest && lines.length > MAX_LINES) problems.push(`${rel}: ${lines.length} lines; split it (limit ${MAX_LINES})`);
 }

@@ -2,7 +2,17 @@
  * CoordinatorError — the one error class of `@tokenlease/coordinator`.
  * Callers match on `code`; `pool` and `field` name what was wrong.
  */
-export type CoordinatorErrorCode = 'config-invalid' | 'config-unreadable' | 'startup-failed' | 'invalid-argument';
+export type CoordinatorErrorCode =
+  | 'config-invalid'
+  | 'config-unreadable'
+  | 'startup-failed'
+  | 'invalid-argument'
+  /** The state store holds a record that is not tokenlease state. */
+  | 'state-invalid'
+  /** The state store cannot be reached (or did not answer in time): nothing is granted meanwhile. */
+  | 'store-unavailable'
+  /** A fenced write was refused: another coordinator owns the pool now. */
+  | 'not-owner';
 
 export class CoordinatorError extends Error {
   override readonly name = 'CoordinatorError';

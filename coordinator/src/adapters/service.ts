@@ -7,7 +7,6 @@
 import { randomInt } from 'node:crypto';
 import {
   COORDINATOR_QUEUE_GROUP,
-  encodeMessage,
   formatRate,
   serviceSubject,
   type Bus,
@@ -17,11 +16,8 @@ import {
 import type { Logger } from 'pino';
 import { CoordinatorCore } from '../core/coordinator-core.js';
 import type { CoordinatorConfig } from '../core/config.js';
-import type { Delivery } from '../core/pool.js';
-
-
-/** Longest sleep between ticks, ms, so refill and expiry are never far behind. */
-const TICK_MS_MAX = 250;
+import { INTERNAL_ERROR, sendReplies } from './reply-log.js';
+import { TickTimer } from './tick-timer.js';
 
 export interface CoordinatorService {
   readonly core: CoordinatorCore<ReplyPort>;
@@ -44,48 +40,21 @@ export function startCoordinatorService(options: ServiceOptions): CoordinatorSer
   const nowUs = options.nowUs ?? hostMonoNowUs;
   const epoch = options.epoch ?? randomInt(1, 2 ** 31);
   const core = new CoordinatorCore<ReplyPort>(config, epoch, nowUs());
-  let timer: NodeJS.Timeout | null = null;
   let stopped = false;
-
-  const deliver = (deliveries: Delivery<ReplyPort>[], subject?: string): void => {
-    for (const { to, reply } of deliveries) {
-      if (reply.kind === 'error') {
-        logger.warn({ subject, code: reply.code, fault: reply.fault, seq: reply.seq, reason: reply.message }, 'request refused');
-      } else if (reply.kind === 'grant') {
-        // tUs: the host monotonic clock, so grants can be lined up with agents' logs.
-        logger.debug({ leaseId: reply.leaseId, seq: reply.seq, tokensGranted: reply.tokensGranted, tokensHeld: reply.tokensHeld, ttlMs: reply.ttlMs, tUs: nowUs() }, 'grant');
-      }
-      to.respond(encodeMessage(reply));
-    }
-  };
-
-  let timerAtUs = Infinity;
-  /** schedule — (re)arms the tick timer for `deadlineUs`, unless it already fires sooner. */
-  const schedule = (deadlineUs: number): void => {
-    if (stopped) return;
-    const now = nowUs();
-    const atUs = now + Math.min(TICK_MS_MAX, Math.max(1, Math.ceil((deadlineUs - now) / 1000))) * 1000;
-    if (timer !== null && timerAtUs <= atUs) return;
-    if (timer !== null) clearTimeout(timer);
-    timerAtUs = atUs;
-    timer = setTimeout(onTimer, (atUs - now) / 1000);
-  };
-
-  function onTimer(): void {
-    timer = null;
-    deliver(core.tick(nowUs()));
-    schedule(core.nextDeadlineUs());
-  }
+  const timer = new TickTimer(nowUs, () => {
+    sendReplies(logger, core.tick(nowUs()), nowUs());
+    return core.nextDeadlineUs();
+  });
 
   const subscription = bus.serve(serviceSubject(config.subjectPrefix), COORDINATOR_QUEUE_GROUP, (subject, payload, port) => {
     try {
-      deliver(core.receive(subject, payload, port, nowUs()), subject);
+      sendReplies(logger, core.receive(subject, payload, port, nowUs()), nowUs(), subject);
     } catch (error) {
       // A broken invariant: refuse loudly, keep serving the other pools.
       logger.error({ err: error, subject }, 'internal error while handling a request');
-      port.respond(encodeMessage({ v: 1, kind: 'error', seq: null, code: 'internal', fault: 'coordinator', message: 'internal error; see the coordinator log', retryAfterMs: 1000 }));
+      port.respond(INTERNAL_ERROR);
     }
-    schedule(core.touchedDeadlineUs());
+    timer.schedule(core.touchedDeadlineUs());
   });
 
   logger.info(
@@ -97,7 +66,7 @@ export function startCoordinatorService(options: ServiceOptions): CoordinatorSer
     },
     'coordinator serving',
   );
-  schedule(core.nextDeadlineUs());
+  timer.schedule(core.nextDeadlineUs());
 
   return {
     core,
@@ -105,9 +74,9 @@ export function startCoordinatorService(options: ServiceOptions): CoordinatorSer
     async stop(): Promise<void> {
       if (stopped) return;
       stopped = true;
-      if (timer !== null) clearTimeout(timer);
+      timer.stop();
       await subscription.stop();
-      deliver(core.flush(nowUs()));
+      sendReplies(logger, core.flush(nowUs()), nowUs());
       logger.info({ epoch }, 'coordinator stopped');
     },
   };

@@ -12,6 +12,9 @@
  *   disagreeing, unknown pool) gets a typed error reply with `fault: 'peer'`
  *   and changes nothing.
  * - `nowUs` is an integer count of microseconds of a monotonic clock.
+ * - Durable mode: the core holds only the pools it was given (`adopt`),
+ *   each with the epoch of its ownership, and forgets those it lost
+ *   (`release`); which pools those are is the adapter's to learn.
  */
 import {
   assertTimeUs,
@@ -23,25 +26,59 @@ import {
 } from '@tokenlease/shared';
 import type { CoordinatorConfig } from './config.js';
 import type { Delivery, Pool } from './pool.js';
-import { PoolRegistry } from './pool-registry.js';
+import { PoolRegistry, type PoolKind } from './pool-registry.js';
+import type { PersistedPool } from './pool-state.js';
 
 export class CoordinatorCore<R> {
   private readonly pools: PoolRegistry<R>;
   /** The pool the last `receive` reached, so the adapter can reschedule without scanning every pool. */
   private touched: Pool<R> | null = null;
+  private evicted: string[] = [];
 
   /**
    * CoordinatorCore — pools of `config`, all empty, refilling from the end
    * of the quiet period that starts at `startUs`. `epoch` names this
-   * incarnation in lease ids and replies.
+   * incarnation in lease ids and replies. `durable`: start with no pool
+   * and serve only those adopted.
    */
   constructor(
     readonly config: CoordinatorConfig,
     readonly epoch: number,
     startUs: number,
+    private readonly durable = false,
   ) {
     assertTimeUs(startUs, 'startUs');
-    this.pools = new PoolRegistry<R>(config, epoch, startUs);
+    this.pools = new PoolRegistry<R>(config, epoch, startUs, durable);
+  }
+
+  /** kindOf — whether `pool` names a configured pool, a template's pool, or neither. */
+  kindOf(pool: string): PoolKind {
+    return this.pools.kindOf(pool);
+  }
+
+  /**
+   * adopt — (durable mode) takes the pool `name` over at `nowUs` under
+   * `epoch`, with the store's `state` (null: no record, so it starts full).
+   */
+  adopt(name: string, epoch: number, nowUs: number, state: PersistedPool | null): 'adopted' | 'too-many' | 'unknown' {
+    assertTimeUs(nowUs);
+    const pool = this.pools.adopt(name, epoch, nowUs, state);
+    return pool === undefined ? 'unknown' : pool === 'too-many' ? 'too-many' : 'adopted';
+  }
+
+  /** release — forgets the pool `name` (another coordinator owns it now); its held requests are told `not-owner`. */
+  release(name: string): Delivery<R>[] {
+    const pool = this.pools.release(name);
+    if (this.touched === pool) this.touched = null;
+    const message = `pool ${JSON.stringify(name)} is changing owner; ask again`;
+    return (pool?.releaseWaiters() ?? []).map(({ seq, to }) => notOwner(to, seq, message));
+  }
+
+  /** takeEvicted — (durable mode) names of template pools forgotten by ticks since the last call. */
+  takeEvicted(): string[] {
+    const names = this.evicted;
+    this.evicted = [];
+    return names;
   }
 
   /** receive — handles one request's bytes; returns the replies it causes (possibly none while held). */
@@ -84,9 +121,21 @@ export class CoordinatorCore<R> {
   tick(nowUs: number): Delivery<R>[] {
     assertTimeUs(nowUs);
     const out: Delivery<R>[] = [];
-    for (const pool of this.pools.all()) pool.tick(nowUs, out);
-    this.pools.evictIdle(nowUs);
+    this.tickEach(nowUs, (_pool, replies) => out.push(...replies));
     return out;
+  }
+
+  /** tickEach — `tick`, handing each pool's replies to `visit` with its name (for an adapter that writes per pool). */
+  tickEach(nowUs: number, visit: (pool: string, out: Delivery<R>[]) => void): void {
+    assertTimeUs(nowUs);
+    for (const pool of this.pools.all()) {
+      const out: Delivery<R>[] = [];
+      pool.tick(nowUs, out);
+      if (out.length > 0) visit(pool.config.name, out);
+    }
+    const evicted = this.pools.evictIdle(nowUs);
+    // Only a durable adapter collects them (to delete their records); memory mode just forgets.
+    if (this.durable) this.evicted.push(...evicted);
   }
 
   /**
@@ -110,8 +159,18 @@ export class CoordinatorCore<R> {
   flush(nowUs: number): Delivery<R>[] {
     assertTimeUs(nowUs);
     const out: Delivery<R>[] = [];
-    for (const pool of this.pools.all()) pool.flush(nowUs, out);
+    this.flushEach(nowUs, (_pool, replies) => out.push(...replies));
     return out;
+  }
+
+  /** flushEach — `flush`, handing each pool's replies to `visit` with its name. */
+  flushEach(nowUs: number, visit: (pool: string, out: Delivery<R>[]) => void): void {
+    assertTimeUs(nowUs);
+    for (const pool of this.pools.all()) {
+      const out: Delivery<R>[] = [];
+      pool.flush(nowUs, out);
+      if (out.length > 0) visit(pool.config.name, out);
+    }
   }
 
   /** pool — the named pool if it is held now, for inspection; never makes one. */
@@ -137,6 +196,11 @@ export class CoordinatorCore<R> {
         return;
     }
   }
+}
+
+/** notOwner — the reply to a request that reached a coordinator not (or no longer) owning its pool. */
+export function notOwner<R>(to: R, seq: number | null, message: string, retryAfterMs = 50): Delivery<R> {
+  return { to, reply: { v: 1, kind: 'error', seq, code: 'not-owner', fault: 'coordinator', message, retryAfterMs } };
 }
 
 function refusal<R>(to: R, code: ErrorCode, seq: number | null, message: string): Delivery<R> {

@@ -68,6 +68,16 @@ export class LeaseTable {
     return record;
   }
 
+  /** adopt — a lease kept by a previous owner, live until `expiresAtUs`; `agentId` must hold none here. */
+  adopt(agentId: string, leaseId: string, boundTokens: number, lastSeq: number, expiresAtUs: number): LeaseRecord {
+    assertInvariant(!this.byAgent.has(agentId), `agent ${agentId} already holds a lease`);
+    const record: LeaseRecord = { leaseId, agentId, boundTokens: 0, expiresAtUs, lastSeq, lastReply: null };
+    this.byAgent.set(agentId, record);
+    this.setBound(record, boundTokens);
+    if (!this.floorStale) this.expiryFloorUs = Math.min(this.expiryFloorUs, expiresAtUs);
+    return record;
+  }
+
   /** extend — moves a lease's expiry to `expiresAtUs` if that is later; never shortens it. */
   extend(record: LeaseRecord, expiresAtUs: number): void {
     if (expiresAtUs <= record.expiresAtUs) return;

@@ -13,9 +13,16 @@
  *   forgotten pool: none.
  * - A template makes at most `maxPools` pools at once; beyond that the name
  *   is refused (`too-many`) rather than letting names exhaust memory.
+ * - Durable mode (a store holds the state and pools have owners): no pool
+ *   exists until this coordinator takes it over (`adopt`) with what the
+ *   store holds, and a pool it no longer owns is dropped (`release`).
  */
 import type { CoordinatorConfig, TemplateConfig } from './config.js';
 import { Pool } from './pool.js';
+import type { PersistedPool } from './pool-state.js';
+
+/** PoolKind — how a name is served: a configured pool, a template's pool, or nothing. */
+export type PoolKind = 'fixed' | 'template' | null;
 
 interface Made<R> {
   readonly pool: Pool<R>;
@@ -32,9 +39,59 @@ export class PoolRegistry<R> {
     private readonly config: CoordinatorConfig,
     private readonly epoch: number,
     private readonly startUs: number,
+    private readonly durable = false,
   ) {
-    for (const pool of config.pools) this.fixed.set(pool.name, new Pool<R>(pool, epoch, startUs, config.quietPeriodMs));
+    if (!durable) for (const pool of config.pools) this.fixed.set(pool.name, new Pool<R>(pool, epoch, startUs, config.quietPeriodMs));
     this.templates = [...config.templates].sort((a, b) => b.prefix.length - a.prefix.length);
+  }
+
+  /** kindOf — whether `name` is a configured pool, a template's pool, or neither. */
+  kindOf(name: string): PoolKind {
+    if (this.config.pools.some((p) => p.name === name)) return 'fixed';
+    return this.templateOf(name) === undefined ? null : 'template';
+  }
+
+  /**
+   * adopt — (durable mode) the pool `name` taken over at `nowUs` under
+   * `epoch` with the store's `state`; 'too-many' when its template is full,
+   * undefined when `name` is no pool. A pool already held is kept as it is.
+   */
+  adopt(name: string, epoch: number, nowUs: number, state: PersistedPool | null): Pool<R> | 'too-many' | undefined {
+    const held = this.existing(name);
+    if (held !== undefined) return held;
+    const config = this.config.pools.find((p) => p.name === name);
+    if (config !== undefined) {
+      const pool = Pool.takeOver<R>(config, epoch, nowUs, state);
+      this.fixed.set(name, pool);
+      return pool;
+    }
+    const template = this.templateOf(name);
+    if (template === undefined) return undefined;
+    const count = this.counts.get(template) ?? 0;
+    if (count >= template.maxPools) return 'too-many';
+    const pool = Pool.takeOver<R>({ ...template.pool, name }, epoch, nowUs, state);
+    pool.touch(nowUs);
+    this.made.set(name, { pool, template });
+    this.counts.set(template, count + 1);
+    return pool;
+  }
+
+  /** release — drops the pool `name` (it changed owner); returns it, or undefined when not held. */
+  release(name: string): Pool<R> | undefined {
+    const fixed = this.fixed.get(name);
+    if (fixed !== undefined) {
+      this.fixed.delete(name);
+      return fixed;
+    }
+    const made = this.made.get(name);
+    if (made === undefined) return undefined;
+    this.made.delete(name);
+    this.counts.set(made.template, (this.counts.get(made.template) ?? 1) - 1);
+    return made.pool;
+  }
+
+  private templateOf(name: string): TemplateConfig | undefined {
+    return this.templates.find((t) => name.startsWith(t.prefix) && name.length > t.prefix.length);
   }
 
   /** size — pools held now (configured and made from templates). */
@@ -45,8 +102,8 @@ export class PoolRegistry<R> {
   /** get — the pool named `name` (made from a template if need be), 'too-many', or undefined when no pool or template matches. */
   get(name: string, nowUs: number): Pool<R> | 'too-many' | undefined {
     const pool = this.fixed.get(name) ?? this.made.get(name)?.pool;
-    if (pool !== undefined) return pool;
-    const template = this.templates.find((t) => name.startsWith(t.prefix) && name.length > t.prefix.length);
+    if (pool !== undefined || this.durable) return pool;
+    const template = this.templateOf(name);
     if (template === undefined) return undefined;
     const count = this.counts.get(template) ?? 0;
     if (count >= template.maxPools) return 'too-many';

@@ -28,6 +28,13 @@
  * - The coordinator's lease expiry is `grant time + TTL`, never earlier than
  *   `receipt time + TTL`; the agent counts from when it sent, so it always
  *   stops spending first.
+ * - A pool taken over from a durable store (`takeOver`) has no quiet
+ *   period: it knows the kept leases, treats each as live for a full TTL
+ *   from the takeover and refills from the takeover on, so the owners' gap
+ *   mints nothing. Its level is clipped so the kept credit fits B + A; a
+ *   pool the store has no record of starts full (it has no lease anywhere).
+ *   Such a pool records which leases changed, for the adapter to write
+ *   before it sends the replies (`takeChanges`).
  */
 import {
   assertInvariant,
@@ -45,6 +52,7 @@ import {
 } from '@tokenlease/shared';
 import type { PoolConfig } from './config.js';
 import { LeaseTable, type LeaseRecord } from './lease-table.js';
+import type { PersistedPool, PoolChanges } from './pool-state.js';
 
 /** Delivery — a reply and the opaque target it goes to. */
 export interface Delivery<R> {
@@ -70,7 +78,11 @@ export class Pool<R> {
   private readonly ttlUs: number;
   /** (B + A) in units: the ceiling of credit. */
   private readonly ceilingUnits: number;
+  /** The ceiling the credit check allows: above (B + A) only while leases kept from a larger configuration remain. */
+  private creditCeilingUnits: number;
   private waiters: Waiter<R>[] = [];
+  /** Agents whose lease changed since the last `takeChanges`; null when nothing is written anywhere. */
+  private changed: Set<string> | null = null;
   /** Last time a request reached this pool, µs. */
   lastActivityUs = 0;
 
@@ -86,6 +98,62 @@ export class Pool<R> {
     this.lastRefillUs = this.quietUntilUs;
     this.ttlUs = config.leaseTtlMs * 1000;
     this.ceilingUnits = (config.capacity + config.allowance) * this.scale.unitsPerToken;
+    this.creditCeilingUnits = this.ceilingUnits;
+  }
+
+  /**
+   * takeOver — the pool as a new owner at `takeoverUs` finds it in the
+   * store (`state`, or null when the store has no record of it), with
+   * change tracking on.
+   */
+  static takeOver<R>(config: PoolConfig, epoch: number, takeoverUs: number, state: PersistedPool | null): Pool<R> {
+    const pool = new Pool<R>(config, epoch, takeoverUs, 0);
+    pool.changed = new Set();
+    if (state === null) {
+      pool.levelUnits = pool.scale.capacityUnits;
+      return pool;
+    }
+    for (const kept of state.leases) {
+      const record = pool.leases.adopt(kept.agentId, kept.leaseId, kept.boundTokens, kept.lastSeq, takeoverUs + pool.ttlUs);
+      // A request that was held when the store last heard of it: a retry of it learns the balance and asks again.
+      record.lastReply = kept.lastReply ?? pool.grantReply(record, 0, 1);
+    }
+    const leasedUnits = pool.leasedUnits();
+    pool.creditCeilingUnits = Math.max(pool.ceilingUnits, leasedUnits);
+    pool.levelUnits = Math.max(0, Math.min(state.levelTokens * pool.scale.unitsPerToken, pool.scale.capacityUnits, pool.ceilingUnits - leasedUnits));
+    pool.checkCredit();
+    return pool;
+  }
+
+  /**
+   * takeChanges — the level and the leases changed since the last call, or
+   * null when no lease changed (refill alone is not written: a store that
+   * lags behind on refill only under-admits after a takeover).
+   */
+  takeChanges(): PoolChanges | null {
+    if (this.changed === null || this.changed.size === 0) return null;
+    const upserts = [];
+    const removes = [];
+    for (const agentId of this.changed) {
+      const record = this.leases.get(agentId);
+      if (record === undefined) removes.push(agentId);
+      else upserts.push({ agentId, leaseId: record.leaseId, boundTokens: record.boundTokens, lastSeq: record.lastSeq, lastReply: record.lastReply });
+    }
+    this.changed.clear();
+    return { levelTokens: wholeTokens(this.scale, this.levelUnits), upserts, removes };
+  }
+
+  /** requeueChanges — marks the leases of changes that were not written as changed again. */
+  requeueChanges(changes: PoolChanges): void {
+    for (const lease of changes.upserts) this.changed?.add(lease.agentId);
+    for (const agentId of changes.removes) this.changed?.add(agentId);
+  }
+
+  /** releaseWaiters — takes every held request out of the queue (when the pool changes owner); returns their reply targets. */
+  releaseWaiters(): { seq: number; to: R }[] {
+    const held = this.waiters.map((w) => ({ seq: w.record.lastSeq, to: w.to }));
+    this.waiters = [];
+    return held;
   }
 
   /** touch — notes a request at `nowUs` (for idle eviction of template pools). */
@@ -121,6 +189,7 @@ export class Pool<R> {
     record.lastSeq = req.seq;
     record.lastReply = null;
     this.leases.extend(record, nowUs + this.ttlUs);
+    this.changed?.add(req.agentId);
     const wantTokens = Math.min(req.tokensWanted, this.config.maxLeaseTokens - record.boundTokens);
     const holdUs = Math.min(req.holdMs, this.config.maxHoldMs) * 1000;
     const weight = req.agentClass === undefined ? 1 : (this.config.classWeights[req.agentClass] ?? 1);
@@ -146,6 +215,7 @@ export class Pool<R> {
       this.dropWaiter(req.agentId, req.seq, out);
       tokensReturned = Math.min(req.tokensLeft, record.boundTokens);
       this.leases.remove(record);
+      this.changed?.add(req.agentId);
       // With an allowance the level may not take all of it back: it never holds more than B.
       this.levelUnits = Math.min(this.scale.capacityUnits, this.levelUnits + tokensReturned * this.scale.unitsPerToken);
     }
@@ -163,7 +233,7 @@ export class Pool<R> {
     // Held requests are answered before reclaiming: a held lease is live
     // until its reply, whenever the adapter gets round to calling.
     this.serveWaiters(nowUs, out);
-    this.leases.reclaimExpired(nowUs);
+    for (const agentId of this.leases.reclaimExpired(nowUs)) this.changed?.add(agentId);
     this.checkCredit();
   }
 
@@ -241,7 +311,15 @@ export class Pool<R> {
     this.levelUnits -= tokensGranted * this.scale.unitsPerToken;
     this.leases.setBound(record, record.boundTokens + tokensGranted);
     this.leases.extend(record, nowUs + this.ttlUs);
-    const reply: LeaseGrant = {
+    const reply = this.grantReply(record, tokensGranted, tokensGranted < wantTokens ? this.retryAfterMs(wantTokens - tokensGranted, nowUs) : 0);
+    record.lastReply = reply;
+    this.changed?.add(record.agentId);
+    out.push({ to, reply });
+    this.checkCredit();
+  }
+
+  private grantReply(record: LeaseRecord, tokensGranted: number, retryAfterMs: number): LeaseGrant {
+    return {
       v: 1,
       kind: 'grant',
       seq: record.lastSeq,
@@ -252,11 +330,8 @@ export class Pool<R> {
       epoch: this.epoch,
       maxLeaseTokens: this.config.maxLeaseTokens,
       capacityTokens: this.config.capacity,
-      retryAfterMs: tokensGranted < wantTokens ? this.retryAfterMs(wantTokens - tokensGranted, nowUs) : 0,
+      retryAfterMs,
     };
-    record.lastReply = reply;
-    out.push({ to, reply });
-    this.checkCredit();
   }
 
   private retryAfterMs(missingTokens: number, nowUs: number): number {
@@ -300,8 +375,10 @@ export class Pool<R> {
   private checkCredit(): void {
     const creditUnits = this.levelUnits + this.leasedUnits();
     assertInvariant(this.levelUnits >= 0, `pool ${this.config.name}: negative level ${this.levelUnits}`);
+    // Kept leases from a larger configuration may exceed B + A until they shrink; the excess never comes back.
+    if (this.creditCeilingUnits > this.ceilingUnits) this.creditCeilingUnits = Math.min(this.creditCeilingUnits, Math.max(this.ceilingUnits, creditUnits));
     assertInvariant(this.levelUnits <= this.scale.capacityUnits, `pool ${this.config.name}: level ${this.levelUnits} over capacity ${this.scale.capacityUnits}`);
-    assertInvariant(creditUnits <= this.ceilingUnits, `pool ${this.config.name}: credit ${creditUnits} over capacity + allowance ${this.ceilingUnits}`);
+    assertInvariant(creditUnits <= this.creditCeilingUnits, `pool ${this.config.name}: credit ${creditUnits} over capacity + allowance ${this.ceilingUnits}`);
   }
 }
 

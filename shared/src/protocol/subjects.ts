@@ -57,6 +57,15 @@ export function serviceSubject(prefix: string): string {
   return `${prefix}.v${PROTOCOL_VERSION}.*.*`;
 }
 
+/** poolSubject — the wildcard for every op on one pool: what the owner of that pool alone subscribes to. */
+export function poolSubject(prefix: string, pool: string): string {
+  assertPoolName(pool);
+  return `${prefix}.v${PROTOCOL_VERSION}.*.${pool}`;
+}
+
+/** CATCH_ALL_QUEUE_GROUP — the queue group of the coordinators serving names that are no configured pool (durable mode). */
+export const CATCH_ALL_QUEUE_GROUP = 'tokenlease-catch-all';
+
 export interface SubjectParts {
   readonly op: Op;
   readonly pool: string;

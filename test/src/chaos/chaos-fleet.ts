@@ -72,7 +72,7 @@ export class ChaosFleet {
 
   /** startCoordinator — a coordinator process; resolves once it serves. */
   async startCoordinator(): Promise<Child> {
-    const child = spawnNode(`coordinator-${this.coordinators.length}`, coordinatorCliScript(), ['--config', this.configPath, '--nats', this.natsUrl, '--log-level', 'debug']);
+    const child = spawnNode(`coordinator-${this.coordinators.length}`, coordinatorCliScript(), ['--config', this.configPath, '--nats', this.natsUrl, '--log-level', 'debug', '--memory']);
     this.coordinators.push(child);
     await child.waitForLine((line) => line.includes('coordinator serving'), 15_000);
     return child;

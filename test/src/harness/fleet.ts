@@ -33,12 +33,36 @@ export function writeConfig(dir: string, doc: object): string {
   return path;
 }
 
-/** startCoordinator — the CLI in a child process (info logs, captured); resolves once it serves. */
-export async function startCoordinator(natsUrl: string, configPath: string): Promise<Child> {
-  const child = spawnNode('coordinator', coordinatorCliScript(), ['--config', configPath, '--nats', natsUrl, '--log-level', 'info']);
-  await child.waitForLine((line) => line.includes('coordinator serving'), 15_000);
+/** DurableOptions — run the coordinator on Redis (durable mode) instead of in memory. */
+export interface DurableOptions {
+  readonly redisUrl: string;
+  /** Its name among its peers (default: chosen by the CLI). */
+  readonly member?: string;
+  readonly ownershipTtlMs?: number;
+  /** Key prefix (default the configuration's subject prefix). */
+  readonly redisPrefix?: string;
+  /** Log level (default info; debug logs every grant with its host time). */
+  readonly logLevel?: string;
+}
+
+/**
+ * startCoordinator — the CLI in a child process (info logs, captured);
+ * resolves once it serves. In memory mode unless `durable` is given, even
+ * when REDIS_URL is set in the environment.
+ */
+export async function startCoordinator(natsUrl: string, configPath: string, durable?: DurableOptions): Promise<Child> {
+  const args = ['--config', configPath, '--nats', natsUrl, '--log-level', durable?.logLevel ?? 'info'];
+  if (durable === undefined) args.push('--memory');
+  else {
+    args.push('--redis', durable.redisUrl);
+    if (durable.member !== undefined) args.push('--member', durable.member);
+    if (durable.ownershipTtlMs !== undefined) args.push('--ownership-ttl-ms', String(durable.ownershipTtlMs));
+    if (durable.redisPrefix !== undefined) args.push('--redis-prefix', durable.redisPrefix);
+  }
+  const child = spawnNode(durable?.member === undefined ? 'coordinator' : `coordinator:${durable.member}`, coordinatorCliScript(), args);
+  await child.waitForLine((line) => line.includes('coordinator serving') || line.includes('durable coordinator started'), 15_000);
   void child.exited.then(({ code, signal }) => {
-    const stopped = child.lines.some((line) => line.includes('"coordinator stopped"'));
+    const stopped = child.lines.some((line) => line.includes('"coordinator stopped"') || line.includes('"durable coordinator stopped"'));
     if (!stopped) console.error(`coordinator ${child.pid} exited unexpectedly (code ${code}, signal ${signal}): ${child.stderr().slice(-4000)}`);
   });
   return child;

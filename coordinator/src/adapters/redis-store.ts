@@ -1,0 +1,219 @@
+/**
+ * The Redis state store: the only file in tokenlease that imports `ioredis`.
+ *
+ * It moves pool state and ownership records in and out of Redis with Lua
+ * scripts, each touching the keys of one pool only, and makes no decision.
+ * Key layout (`<p>` is the key prefix, default `tokenlease`; every key of a
+ * pool carries the hash tag `{<pool>}`, so a pool's scripts run on one
+ * Redis Cluster slot):
+ *
+ *   <p>:{<pool>}:owner   hash  member, epoch   PEXPIRE ownership TTL
+ *   <p>:{<pool>}:epoch   int   last epoch handed out for the pool
+ *   <p>:{<pool>}:level   int   level in whole tokens at the last write
+ *   <p>:{<pool>}:leases  hash  agent id -> lease JSON (leaseId, boundTokens, lastSeq, lastReply)
+ *   <p>:members          zset  member -> Redis time (ms) its heartbeat expires
+ *
+ * The catch-all unit `*` has an owner and an epoch record only.
+ * Fencing: a write or renewal names the member and the epoch of its claim;
+ * the script refuses it unless the owner record (alive, not expired) names
+ * both. Redis must keep its data across a restart (`appendonly yes` and
+ * `appendfsync always`): a pool Redis has no record of starts full.
+ */
+import { Redis } from 'ioredis';
+import { CoordinatorError } from '../errors.js';
+import { decodePersistedLease, encodePersistedLease, parseLevelTokens, type PersistedPool, type PoolChanges } from '../core/pool-state.js';
+
+const CLAIM = `
+local cur = redis.call('HGET', KEYS[1], 'member')
+if cur and cur ~= ARGV[1] then return {0, redis.call('PTTL', KEYS[1])} end
+local epoch = redis.call('INCR', KEYS[2])
+redis.call('HSET', KEYS[1], 'member', ARGV[1], 'epoch', epoch)
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return {1, epoch, redis.call('GET', KEYS[3]), redis.call('HGETALL', KEYS[4])}`;
+
+const OWNED = `
+local o = redis.call('HMGET', KEYS[1], 'member', 'epoch')
+if o[1] ~= ARGV[1] or o[2] ~= ARGV[2] then return 0 end`;
+
+const RENEW = `${OWNED}
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return 1`;
+
+const WRITE = `${OWNED}
+redis.call('SET', KEYS[2], ARGV[3])
+local n = tonumber(ARGV[4])
+for i = 5, 4 + 2 * n, 2 do redis.call('HSET', KEYS[3], ARGV[i], ARGV[i + 1]) end
+for i = 5 + 2 * n, #ARGV do redis.call('HDEL', KEYS[3], ARGV[i]) end
+return 1`;
+
+const RELEASE = `${OWNED}
+redis.call('DEL', KEYS[1])
+return 1`;
+
+const FORGET = `${OWNED}
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4])
+return 1`;
+
+const HEARTBEAT = `
+local t = redis.call('TIME')
+local nowMs = t[1] * 1000 + math.floor(t[2] / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', nowMs)
+if ARGV[2] ~= '0' then redis.call('ZADD', KEYS[1], nowMs + tonumber(ARGV[2]), ARGV[1]) else redis.call('ZREM', KEYS[1], ARGV[1]) end
+return redis.call('ZRANGE', KEYS[1], 0, -1)`;
+
+/** Claim — the outcome of a claim: taken with an epoch and the stored state, or held by another member. */
+export type Claim =
+  | { readonly taken: true; readonly epoch: number; readonly state: PersistedPool | null }
+  | { readonly taken: false; readonly heldForMs: number };
+
+/** StateStore — pool state and ownership records; every method rejects with CoordinatorError('store-unavailable') when the store cannot answer. */
+export interface StateStore {
+  /** heartbeat — marks `member` alive for `ttlMs` (0: gone) and lists the live members. */
+  heartbeat(member: string, ttlMs: number): Promise<string[]>;
+  /** claim — takes `unit` for `member` for `ttlMs` unless another member holds it, with a new epoch. */
+  claim(unit: string, member: string, ttlMs: number): Promise<Claim>;
+  /** renew — extends the claim `epoch` of `member` on `unit`; false when it is no longer theirs. */
+  renew(unit: string, member: string, epoch: number, ttlMs: number): Promise<boolean>;
+  /** write — applies `changes` to `unit` if `member` still owns it under `epoch`; false when fenced. */
+  write(unit: string, member: string, epoch: number, changes: PoolChanges): Promise<boolean>;
+  /** release — gives `unit` up (the state stays for the next owner); false when it was no longer theirs. */
+  release(unit: string, member: string, epoch: number): Promise<boolean>;
+  /** forget — deletes `unit`'s records, ownership and state (an evicted template pool); false when fenced. */
+  forget(unit: string, member: string, epoch: number): Promise<boolean>;
+  /** durabilityWarning — why Redis may lose acknowledged writes on a restart, or null when it is set up to keep them (or will not say). */
+  durabilityWarning(): Promise<string | null>;
+  close(): Promise<void>;
+}
+
+export interface RedisStoreOptions {
+  /** Key prefix; no braces. Default `tokenlease`. */
+  readonly keyPrefix?: string;
+  /** Longest wait for one command, ms (default 1000); then the store counts as unavailable. */
+  readonly commandTimeoutMs?: number;
+  /** Longest wait for the first connection, ms (default 3000). */
+  readonly connectTimeoutMs?: number;
+}
+
+/** parseRedisUrl — `url` if it is a redis:// or rediss:// URL; throws CoordinatorError('config-invalid') otherwise. */
+export function parseRedisUrl(url: string): URL {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new CoordinatorError('config-invalid', `Redis URL ${JSON.stringify(url)} is not a URL (expected redis://host:port)`);
+  }
+  if (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:') {
+    throw new CoordinatorError('config-invalid', `Redis URL ${JSON.stringify(url)} must start with redis:// or rediss://`);
+  }
+  if (parsed.hostname === '') throw new CoordinatorError('config-invalid', `Redis URL ${JSON.stringify(url)} names no host`);
+  return parsed;
+}
+
+function unavailable(error: unknown): CoordinatorError {
+  if (error instanceof CoordinatorError) return error;
+  const text = error instanceof Error ? error.message : String(error);
+  return new CoordinatorError('store-unavailable', `Redis did not answer: ${text}`, { cause: error });
+}
+
+/** connectRedisStore — a store on the Redis at `url`; rejects with one-line CoordinatorErrors for a bad URL or an unreachable server. */
+export async function connectRedisStore(url: string, options: RedisStoreOptions = {}): Promise<StateStore> {
+  parseRedisUrl(url);
+  const prefix = options.keyPrefix ?? 'tokenlease';
+  if (/[{}\s]/.test(prefix) || prefix.length === 0) throw new CoordinatorError('config-invalid', `Redis key prefix ${JSON.stringify(prefix)} may not be empty or hold braces or spaces`);
+  const redis = new Redis(url, {
+    lazyConnect: true,
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    commandTimeout: options.commandTimeoutMs ?? 1000,
+    connectTimeout: options.connectTimeoutMs ?? 3000,
+    retryStrategy: () => 250,
+  });
+  // Connection errors surface as failed commands; the client keeps reconnecting.
+  redis.on('error', () => {});
+  try {
+    await redis.connect();
+  } catch (error) {
+    redis.disconnect();
+    const text = error instanceof Error ? error.message : String(error);
+    throw new CoordinatorError('store-unavailable', `cannot reach Redis at ${url}: ${text}`, { cause: error });
+  }
+  return new RedisStore(redis, prefix);
+}
+
+class RedisStore implements StateStore {
+  constructor(
+    private readonly redis: Redis,
+    private readonly prefix: string,
+  ) {}
+
+  private keys(unit: string): [owner: string, epoch: string, level: string, leases: string] {
+    const base = `${this.prefix}:{${unit}}:`;
+    return [`${base}owner`, `${base}epoch`, `${base}level`, `${base}leases`];
+  }
+
+  private async run(script: string, keys: string[], args: (string | number)[]): Promise<unknown> {
+    try {
+      return await this.redis.eval(script, keys.length, ...keys, ...args);
+    } catch (error) {
+      throw unavailable(error);
+    }
+  }
+
+  async heartbeat(member: string, ttlMs: number): Promise<string[]> {
+    return (await this.run(HEARTBEAT, [`${this.prefix}:members`], [member, ttlMs])) as string[];
+  }
+
+  async claim(unit: string, member: string, ttlMs: number): Promise<Claim> {
+    const [owner, epoch, level, leases] = this.keys(unit);
+    const result = (await this.run(CLAIM, [owner, epoch, level, leases], [member, ttlMs])) as unknown[];
+    if (result[0] === 0) return { taken: false, heldForMs: Math.max(0, Number(result[1])) };
+    const levelText = result[2] as string | null;
+    const pairs = result[3] as string[];
+    if (levelText === null && pairs.length === 0) return { taken: true, epoch: Number(result[1]), state: null };
+    const kept = [];
+    for (let i = 0; i + 1 < pairs.length; i += 2) kept.push(decodePersistedLease(unit, pairs[i] as string, pairs[i + 1] as string));
+    return { taken: true, epoch: Number(result[1]), state: { levelTokens: levelText === null ? 0 : parseLevelTokens(unit, levelText), leases: kept } };
+  }
+
+  async renew(unit: string, member: string, epoch: number, ttlMs: number): Promise<boolean> {
+    return (await this.run(RENEW, [this.keys(unit)[0]], [member, epoch, ttlMs])) === 1;
+  }
+
+  async write(unit: string, member: string, epoch: number, changes: PoolChanges): Promise<boolean> {
+    const [owner, , level, leases] = this.keys(unit);
+    const args: (string | number)[] = [member, epoch, changes.levelTokens, changes.upserts.length];
+    for (const lease of changes.upserts) args.push(lease.agentId, encodePersistedLease(lease));
+    args.push(...changes.removes);
+    return (await this.run(WRITE, [owner, level, leases], args)) === 1;
+  }
+
+  async release(unit: string, member: string, epoch: number): Promise<boolean> {
+    return (await this.run(RELEASE, [this.keys(unit)[0]], [member, epoch])) === 1;
+  }
+
+  async forget(unit: string, member: string, epoch: number): Promise<boolean> {
+    return (await this.run(FORGET, this.keys(unit), [member, epoch])) === 1;
+  }
+
+  async durabilityWarning(): Promise<string | null> {
+    let reply: string[];
+    try {
+      reply = (await this.redis.call('CONFIG', 'GET', 'append*')) as string[];
+    } catch {
+      return null; // CONFIG is often disabled on managed Redis: nothing to say.
+    }
+    const settings = new Map<string, string>();
+    for (let i = 0; i + 1 < reply.length; i += 2) settings.set(reply[i] as string, reply[i + 1] as string);
+    if (settings.get('appendonly') !== 'yes') return 'Redis runs without appendonly: a restart loses the leases granted since its last snapshot, and may over-admit';
+    if (settings.get('appendfsync') !== 'always') return `Redis runs with appendfsync ${settings.get('appendfsync') ?? '?'}: a crash of Redis may lose the last acknowledged grants, and may over-admit`;
+    return null;
+  }
+
+  async close(): Promise<void> {
+    try {
+      await this.redis.quit();
+    } catch {
+      this.redis.disconnect();
+    }
+  }
+}

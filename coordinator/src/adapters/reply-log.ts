@@ -1,0 +1,22 @@
+/**
+ * sendReplies — encodes and sends each delivery, logging refusals (warn)
+ * and grants (debug, with `tUs` on the host monotonic clock so grants line
+ * up with agents' logs).
+ */
+import { encodeMessage, type ReplyPort } from '@tokenlease/shared';
+import type { Logger } from 'pino';
+import type { Delivery } from '../core/pool.js';
+
+export function sendReplies(logger: Logger, deliveries: readonly Delivery<ReplyPort>[], tUs: number, subject?: string): void {
+  for (const { to, reply } of deliveries) {
+    if (reply.kind === 'error') {
+      logger.warn({ subject, code: reply.code, fault: reply.fault, seq: reply.seq, reason: reply.message }, 'request refused');
+    } else if (reply.kind === 'grant') {
+      logger.debug({ leaseId: reply.leaseId, seq: reply.seq, tokensGranted: reply.tokensGranted, tokensHeld: reply.tokensHeld, ttlMs: reply.ttlMs, epoch: reply.epoch, tUs }, 'grant');
+    }
+    to.respond(encodeMessage(reply));
+  }
+}
+
+/** INTERNAL_ERROR — what a request gets when handling it broke an invariant. */
+export const INTERNAL_ERROR = encodeMessage({ v: 1, kind: 'error', seq: null, code: 'internal', fault: 'coordinator', message: 'internal error; see the coordinator log', retryAfterMs: 1000 });

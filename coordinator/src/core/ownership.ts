@@ -1,0 +1,79 @@
+/**
+ * Ownership: which coordinator of a durable deployment owns which unit.
+ *
+ * Units are the configured pools, each on its own, and the catch-all unit
+ * `CATCH_ALL_UNIT`, whose owner serves every name that is no configured pool:
+ * it makes template pools on first use and refuses unknown names.
+ *
+ * Rules:
+ * - Every unit has one preferred owner among the live members: the one whose
+ *   rendezvous hash with the unit is highest. Every member computes the same
+ *   answer from the same member list, and a member joining or leaving moves
+ *   only the units it wins or held (about 1/n of them), not a reshuffle.
+ * - A member claims the units it is preferred for and releases, for the
+ *   preferred one to claim, those it holds but is no longer preferred for.
+ *   Claims are fenced by the store, so two members that briefly disagree
+ *   about the member list cannot both own a unit; at worst a unit waits one
+ *   heartbeat for its owner.
+ * - A member that does not see itself in the list (its heartbeat failed)
+ *   changes nothing: it cannot tell who is alive.
+ */
+
+/** CATCH_ALL_UNIT — the unit of every name that is no configured pool (never a valid pool name). */
+export const CATCH_ALL_UNIT = '*';
+
+export interface OwnershipPlan {
+  /** Units to claim, in a fixed order. */
+  readonly claim: readonly string[];
+  /** Units held now to hand over to their preferred owner. */
+  readonly release: readonly string[];
+}
+
+/** rendezvousScore — a 32-bit FNV-1a hash of `member` and `unit`, mixed so close names spread. */
+export function rendezvousScore(member: string, unit: string): number {
+  let h = 0x811c9dc5;
+  const text = `${member}\n${unit}`;
+  for (let i = 0; i < text.length; i += 1) {
+    h ^= text.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  // Final avalanche (murmur3's fmix32), so one changed character moves every bit.
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return h >>> 0;
+}
+
+/** preferredOwner — the member preferred for `unit` (ties: the smaller id), or null without members. */
+export function preferredOwner(unit: string, members: readonly string[]): string | null {
+  let best: string | null = null;
+  let bestScore = -1;
+  for (const member of members) {
+    const score = rendezvousScore(member, unit);
+    if (score > bestScore || (score === bestScore && best !== null && member < best)) {
+      best = member;
+      bestScore = score;
+    }
+  }
+  return best;
+}
+
+/** planOwnership — what `me` should claim and release, given the live `members` and the units it `owned`. */
+export function planOwnership(me: string, members: readonly string[], units: readonly string[], owned: ReadonlySet<string>): OwnershipPlan {
+  if (!members.includes(me)) return { claim: [], release: [] };
+  const claim: string[] = [];
+  const release: string[] = [];
+  for (const unit of units) {
+    const mine = preferredOwner(unit, members) === me;
+    if (mine && !owned.has(unit)) claim.push(unit);
+    if (!mine && owned.has(unit)) release.push(unit);
+  }
+  return { claim, release };
+}
+
+/** ownershipUnits — the units of a configuration: each configured pool, then the catch-all. */
+export function ownershipUnits(poolNames: readonly string[]): string[] {
+  return [...poolNames, CATCH_ALL_UNIT];
+}
