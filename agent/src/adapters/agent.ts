@@ -112,8 +112,13 @@ export class Agent implements LimiterHost {
     return this.isClosed;
   }
 
-  /** limiter — the handle for `pool`, created (and its first lease requested) on first use. */
-  limiter(pool: string): Limiter {
+  /**
+   * limiter — the handle for `pool`, created (and its first lease
+   * requested) on first use. `fallback` sets this pool's local fallback
+   * (see KeeperOptions.fallbackPerSecond) over the agent's; it counts only
+   * when the limiter is created. Throws AgentError('invalid-argument').
+   */
+  limiter(pool: string, fallback?: Pick<Partial<KeeperOptions>, 'fallbackPerSecond' | 'fallbackBurstTokens'>): Limiter {
     const existing = this.entries.get(pool);
     if (existing !== undefined) return existing.limiter;
     if (this.isClosed) throw new AgentError('closed', 'the agent is closed', { pool });
@@ -123,7 +128,8 @@ export class Agent implements LimiterHost {
       if (error instanceof TokenleaseError) throw new AgentError('invalid-argument', error.message, { pool, cause: error });
       throw error;
     }
-    const keeper = new LeaseKeeper(this.agentId, pool, () => (this.seq += 1), this.keeperOpts, Math.random);
+    const opts = fallback === undefined ? this.keeperOpts : keeperOptions({ ...this.keeperOpts, ...fallback });
+    const keeper = new LeaseKeeper(this.agentId, pool, () => (this.seq += 1), opts, Math.random);
     const entry: Entry = {
       keeper,
       limiter: new Limiter(keeper, this),

@@ -39,6 +39,11 @@ export interface LimiterStats {
   readonly tokensGranted: number;
   readonly tokensReturned: number;
   readonly lastErrorCode: string | null;
+  /** Tokens and admissions from the local fallback bucket (outside the global bound); 0 when none is configured. */
+  readonly fallbackTokens: number;
+  readonly fallbackCount: number;
+  /** Whether the fallback bucket serves costs the lease cannot cover right now. */
+  readonly fallbackActive: boolean;
 }
 
 export class Limiter {
@@ -146,6 +151,9 @@ export class Limiter {
       tokensGranted: k.tokensGranted,
       tokensReturned: k.tokensReturned,
       lastErrorCode: k.lastErrorCode,
+      fallbackTokens: s.fallbackTokens,
+      fallbackCount: s.fallbackCount,
+      fallbackActive: s.fallbackActive,
     };
   }
 
@@ -154,8 +162,8 @@ export class Limiter {
     const slot = this.keeper.slot;
     while (this.waiters.length > 0) {
       const head = this.waiters[0] as Waiter;
-      if (head.cost > slot.balanceTokens || !slot.hasLease) return;
-      if (!slot.takeAt(head.cost, this.now())) return;
+      const nowUs = this.now();
+      if (!slot.canTakeAt(head.cost, nowUs) || !slot.takeAt(head.cost, nowUs)) return;
       this.settle(head, true);
     }
   }

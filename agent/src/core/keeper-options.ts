@@ -22,6 +22,15 @@ export interface KeeperOptions {
   readonly assumedTtlMs: number;
   /** This agent's class, weighted by each pool's `classWeights`; null: none. */
   readonly agentClass: string | null;
+  /**
+   * Local fallback rate, tokens per second, used only while the coordinator
+   * cannot grant (unreachable, no owner, store down) and the lease cannot
+   * cover a cost. 0 (default): fail closed. What it admits is outside the
+   * fleet's global bound: each agent may admit this much on its own.
+   */
+  readonly fallbackPerSecond: number;
+  /** Burst of the fallback bucket, tokens; 0: one second of `fallbackPerSecond` (at least 1). */
+  readonly fallbackBurstTokens: number;
 }
 
 export const DEFAULT_KEEPER_OPTIONS: KeeperOptions = {
@@ -35,6 +44,8 @@ export const DEFAULT_KEEPER_OPTIONS: KeeperOptions = {
   backoffMsMax: 2000,
   assumedTtlMs: 2000,
   agentClass: null,
+  fallbackPerSecond: 0,
+  fallbackBurstTokens: 0,
 };
 
 function check(ok: boolean, field: string, rule: string, value: unknown): void {
@@ -56,6 +67,8 @@ export function keeperOptions(given: Partial<KeeperOptions> = {}): KeeperOptions
   ms('backoffMsMin', 1, 60_000);
   ms('backoffMsMax', o.backoffMsMin, 600_000);
   ms('assumedTtlMs', 1, 3_600_000);
+  ms('fallbackPerSecond', 0, 1e9);
+  ms('fallbackBurstTokens', 0, 1e9);
   check(o.driftMargin >= 0 && o.driftMargin < 0.5, 'driftMargin', 'must be in [0, 0.5)', o.driftMargin);
   check(o.agentClass === null || /^[\x21-\x7e]{1,128}$/.test(o.agentClass), 'agentClass', 'must be 1 to 128 printable ASCII characters without spaces, or null', o.agentClass);
   return o;

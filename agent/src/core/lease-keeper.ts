@@ -86,6 +86,7 @@ export class LeaseKeeper {
     private readonly random: () => number,
   ) {
     this.slot = new LeaseSlot(pool);
+    this.slot.configureFallback(options.fallbackPerSecond, options.fallbackBurstTokens || Math.max(1, options.fallbackPerSecond), 0);
     this.ttlUs = options.assumedTtlMs * 1000;
   }
 
@@ -158,6 +159,7 @@ export class LeaseKeeper {
     if (flight === null || flight.seq !== seq) return NONE;
     const delayUs = this.backoffUs();
     this.recordError(code, message);
+    this.slot.fallbackActive = true;
     const staleAfterUs = (this.ttlUs * (1 - this.options.driftMargin) * 3) / 4;
     const abandon = (this.closing && flight.message.op === 'acquire') || nowUs - flight.firstSentAtUs >= staleAfterUs;
     if (abandon) {
@@ -291,6 +293,7 @@ export class LeaseKeeper {
     if (s.wantedCostTokens <= s.balanceTokens || s.wantedCostTokens > s.costMaxTokens) s.wantedCostTokens = 0;
     this.stats.tokensGranted += reply.tokensGranted;
     this.consecutiveFailures = 0;
+    s.fallbackActive = false;
     if (flight.attempts === 1) this.addRttSample(nowUs - flight.firstSentAtUs);
     if (!sameLease) this.lastActiveUs = Math.max(this.lastActiveUs, nowUs);
     s.lowWatermarkTokens = Math.min(s.costMaxTokens, this.demand.tokensOver(2 * this.rttUs + 10_000));
@@ -303,6 +306,8 @@ export class LeaseKeeper {
   private backOff(nowUs: number, code: string, message: string, atLeastUs: number): void {
     this.notBeforeUs = nowUs + Math.max(this.backoffUs(), atLeastUs);
     this.recordError(code, message);
+    // These say the coordinator cannot grant now; a refusal of the request itself does not.
+    if (code === 'unavailable' || code === 'not-owner' || code === 'internal') this.slot.fallbackActive = true;
   }
 
   private backoffUs(): number {

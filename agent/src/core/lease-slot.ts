@@ -12,6 +12,12 @@
  *   re-arms it when it acts. That call is the only way the fast path reaches
  *   the I/O side, and it happens once per refresh, not per call.
  * - Counters only grow; the keeper derives demand from their differences.
+ * - Fallback (opt-in, off by default: fail-closed): while the keeper says
+ *   the coordinator cannot grant (`fallbackActive`), a cost the lease
+ *   cannot cover is admitted from a local bucket of `tokensPerSecond` and
+ *   `burstTokens` instead, counted apart. That bucket is this agent's own:
+ *   the fleet's global bound does not cover what it admits. Its level is an
+ *   integer count of millionths of a token, refilled per whole µs.
  */
 import { AgentError } from '../errors.js';
 
@@ -32,9 +38,18 @@ const LAST_ADMIT = 6;
 const WANTED_COST = 7;
 const LOW_WATERMARK = 8;
 const COST_MAX = 9;
+const FALLBACK_ACTIVE = 10;
+const FALLBACK_LEVEL = 11;
+const FALLBACK_AT = 12;
+const FALLBACK_RATE = 13;
+const FALLBACK_CAP = 14;
+const FALLBACK_TOKENS = 15;
+const FALLBACK_COUNT = 16;
+/** Fallback level units per token: one token·second in token·µs. */
+const UNITS_PER_TOKEN = 1_000_000;
 
 export class LeaseSlot {
-  private readonly n = new Float64Array(10);
+  private readonly n = new Float64Array(17);
   hasLease = false;
   lowSignalled = false;
   onLow: () => void = ignore;
@@ -63,6 +78,29 @@ export class LeaseSlot {
   get deniedTokens(): number { return this.n[DENIED_TOKENS] as number; }
   get deniedCount(): number { return this.n[DENIED_COUNT] as number; }
   get lastAdmitUs(): number { return this.n[LAST_ADMIT] as number; }
+  /** Tokens and admissions taken from the local fallback bucket. */
+  get fallbackTokens(): number { return this.n[FALLBACK_TOKENS] as number; }
+  get fallbackCount(): number { return this.n[FALLBACK_COUNT] as number; }
+  /** Whether costs the lease cannot cover go to the fallback bucket now (only when one is configured). */
+  get fallbackActive(): boolean { return this.n[FALLBACK_ACTIVE] === 1; }
+  set fallbackActive(active: boolean) { this.n[FALLBACK_ACTIVE] = active && this.n[FALLBACK_RATE] !== 0 ? 1 : 0; }
+
+  /**
+   * configureFallback — a local bucket of `tokensPerSecond` (0: none,
+   * fail-closed) and `burstTokens`, full at `nowUs`. Throws AgentError
+   * ('invalid-argument') unless both are safe integers with rate ≤ 1e9 and
+   * burst in [1, 1e9].
+   */
+  configureFallback(tokensPerSecond: number, burstTokens: number, nowUs: number): void {
+    const ok = Number.isSafeInteger(tokensPerSecond) && tokensPerSecond >= 0 && tokensPerSecond <= 1e9 && Number.isSafeInteger(burstTokens) && burstTokens >= 1 && burstTokens <= 1e9;
+    if (!ok) throw new AgentError('invalid-argument', `fallback needs integer tokensPerSecond in [0, 1e9] and burstTokens in [1, 1e9], got ${tokensPerSecond} and ${burstTokens}`, { pool: this.pool });
+    const n = this.n;
+    n[FALLBACK_RATE] = tokensPerSecond;
+    n[FALLBACK_CAP] = burstTokens * UNITS_PER_TOKEN;
+    n[FALLBACK_LEVEL] = n[FALLBACK_CAP] as number;
+    n[FALLBACK_AT] = nowUs;
+    if (tokensPerSecond === 0) n[FALLBACK_ACTIVE] = 0;
+  }
 
   /** takeAt — spends `cost` whole tokens at `nowUs` when the live lease holds them; else records a denial. */
   takeAt(cost: number, nowUs: number): boolean {
@@ -76,13 +114,35 @@ export class LeaseSlot {
       if (balance - cost < (n[LOW_WATERMARK] as number) && !this.lowSignalled) this.signalLow();
       return true;
     }
+    if (n[FALLBACK_ACTIVE] === 1 && cost >= 1 && Number.isSafeInteger(cost) && this.fallbackUnitsAt(nowUs) >= cost * UNITS_PER_TOKEN) {
+      n[FALLBACK_LEVEL] = (n[FALLBACK_LEVEL] as number) - cost * UNITS_PER_TOKEN;
+      n[FALLBACK_TOKENS] = (n[FALLBACK_TOKENS] as number) + cost;
+      n[FALLBACK_COUNT] = (n[FALLBACK_COUNT] as number) + 1;
+      // The keeper still wants to hear that the lease ran short.
+      if (!this.lowSignalled) this.signalLow();
+      return true;
+    }
     return this.deny(cost, nowUs);
+  }
+
+  /** fallbackUnitsAt — the fallback bucket's level brought up to `nowUs` (never moving its clock back). */
+  private fallbackUnitsAt(nowUs: number): number {
+    const n = this.n;
+    // Whole µs only, so the level stays an integer count of millionths of a token.
+    const elapsedUs = Math.floor(nowUs - (n[FALLBACK_AT] as number));
+    if (elapsedUs > 0) {
+      n[FALLBACK_LEVEL] = Math.min(n[FALLBACK_CAP] as number, (n[FALLBACK_LEVEL] as number) + elapsedUs * (n[FALLBACK_RATE] as number));
+      n[FALLBACK_AT] = (n[FALLBACK_AT] as number) + elapsedUs;
+    }
+    return n[FALLBACK_LEVEL] as number;
   }
 
   /** canTakeAt — whether `takeAt(cost, nowUs)` would admit; spends and records nothing. */
   canTakeAt(cost: number, nowUs: number): boolean {
     const n = this.n;
-    return cost <= (n[BALANCE] as number) && nowUs < (n[EXPIRES_AT] as number) && cost >= 1 && Number.isSafeInteger(cost);
+    if (!(cost >= 1 && Number.isSafeInteger(cost))) return false;
+    if (cost <= (n[BALANCE] as number) && nowUs < (n[EXPIRES_AT] as number)) return true;
+    return n[FALLBACK_ACTIVE] === 1 && this.fallbackUnitsAt(nowUs) >= cost * UNITS_PER_TOKEN;
   }
 
   private deny(cost: number, nowUs: number): false {
