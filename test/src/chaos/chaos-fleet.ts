@@ -4,7 +4,9 @@
  * processes logging each admission with the lease it spent from, a status
  * probe, and the faults: SIGKILL and SIGSTOP/SIGCONT of processes this fleet
  * started, each verified (exit signal, /proc state). It never signals a
- * process it did not start.
+ * process it did not start. Given a Redis URL its coordinators run in
+ * durable mode (members c0, c1, …), and the owner of the pool can be found
+ * from their logs.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -36,6 +38,8 @@ export interface Grant {
 }
 
 const POOL = 'api';
+/** Ownership TTL of durable coordinators: a standby takes over within about this long. */
+export const OWNERSHIP_TTL_MS = 1000;
 
 function procState(pid: number): string | null {
   try {
@@ -58,24 +62,50 @@ export class ChaosFleet {
     readonly prefix: string,
     private readonly configPath: string,
     readonly probe: StatusProbe,
+    readonly redisUrl: string | null,
   ) {}
 
-  static async start(natsUrl: string, pool: ChaosPool, dir: string, prefix: string): Promise<ChaosFleet> {
+  static async start(natsUrl: string, pool: ChaosPool, dir: string, prefix: string, redisUrl: string | null = null): Promise<ChaosFleet> {
     const configPath = writeConfig(dir, {
       subjectPrefix: prefix,
       pools: { [POOL]: { capacity: pool.capacity, refill: `${pool.refillPerSecond}/s`, leaseTtlMs: pool.leaseTtlMs, maxLeaseTokens: pool.maxLeaseTokens } },
     });
-    const fleet = new ChaosFleet(natsUrl, pool, dir, prefix, configPath, await StatusProbe.connect(natsUrl));
+    const fleet = new ChaosFleet(natsUrl, pool, dir, prefix, configPath, await StatusProbe.connect(natsUrl), redisUrl);
     await fleet.startCoordinator();
     return fleet;
   }
 
-  /** startCoordinator — a coordinator process; resolves once it serves. */
+  /** startCoordinator — a coordinator process; resolves once it serves (durable: once it has started). */
   async startCoordinator(): Promise<Child> {
-    const child = spawnNode(`coordinator-${this.coordinators.length}`, coordinatorCliScript(), ['--config', this.configPath, '--nats', this.natsUrl, '--log-level', 'debug', '--memory']);
+    const n = this.coordinators.length;
+    const mode = this.redisUrl === null ? ['--memory'] : ['--redis', this.redisUrl, '--member', `c${n}`, '--ownership-ttl-ms', String(OWNERSHIP_TTL_MS)];
+    const child = spawnNode(`coordinator-${n}`, coordinatorCliScript(), ['--config', this.configPath, '--nats', this.natsUrl, '--log-level', 'debug', ...mode]);
     this.coordinators.push(child);
-    await child.waitForLine((line) => line.includes('coordinator serving'), 15_000);
+    await child.waitForLine((line) => line.includes('coordinator serving') || line.includes('durable coordinator started'), 15_000);
     return child;
+  }
+
+  /** owner — (durable mode) the live coordinator whose last word on the pool was "pool owned", if any. */
+  owner(): Child | undefined {
+    return this.coordinators.find((child) => {
+      if (child.proc.exitCode !== null || child.proc.signalCode !== null) return false;
+      const last = [...child.lines].reverse().find((l) => l.includes(`"pool":"${POOL}"`) && /"msg":"(pool owned|pool handed over|stepped down)"/.test(l));
+      return last?.includes('"msg":"pool owned"') ?? false;
+    });
+  }
+
+  /** firstGrantAfterUs — the host time of the first grant any coordinator logged at or after `tUs`, or null. */
+  firstGrantAfterUs(tUs: number): number | null {
+    const times = this.grants().map((g) => g.tUs).filter((t) => t >= tUs);
+    return times.length === 0 ? null : Math.min(...times);
+  }
+
+  /** killOwner — (durable mode) SIGKILLs the pool's owner; true when verified dead by its exit signal. */
+  async killOwner(): Promise<boolean> {
+    const child = this.owner();
+    if (child === undefined) return false;
+    child.proc.kill('SIGKILL');
+    return (await child.exited).signal === 'SIGKILL';
   }
 
   /** killCoordinator — SIGKILLs the running coordinator; true when verified dead by its exit signal. */

@@ -1,12 +1,13 @@
 /**
- * Short versions of chaos scenarios 1–3 on real processes (the full suite
- * is `npm run chaos`): agents killed with SIGKILL mid-lease, an agent
- * paused with SIGSTOP past its lease's expiry, and a NATS restart. Each
- * fails if its fault was not really injected.
+ * Short versions of chaos scenarios on real processes (the full suite is
+ * `npm run chaos`): agents killed with SIGKILL mid-lease, an agent paused
+ * with SIGSTOP past its lease's expiry, a NATS restart, and the owning
+ * coordinator killed in Redis mode with a standby. Each fails if its fault
+ * was not really injected.
  */
 import { describe, expect, it } from 'vitest';
 import { seedFromEnv } from '../harness/random.js';
-import { killAgents, pauseAgent, restartNats, type ScenarioRow } from './scenarios.js';
+import { failoverCoordinator, killAgents, pauseAgent, restartNats, type ScenarioRow } from './scenarios.js';
 import { rowProblems } from './verdict.js';
 
 const seed = seedFromEnv();
@@ -32,5 +33,11 @@ describe('chaos, short', () => {
 
   it('NATS restart: everyone reconnects and the full rate comes back', async () => {
     verdict(await restartNats({ short: true, seed }));
+  }, 120_000);
+
+  it('owner SIGKILLed in Redis mode: the standby takes over, envelope kept', async () => {
+    const row = await failoverCoordinator({ short: true, seed });
+    verdict(row);
+    expect(row.recoveryMs).not.toBeNull();
   }, 120_000);
 });

@@ -18,6 +18,7 @@ const COLUMNS: Array<[string, (r: ScenarioRow) => string]> = [
   ['worst window', (r) => r.worstWindowRatio.toFixed(3)],
   ['expiry violations', (r) => String(r.expiryViolations)],
   ['reclaim ms', (r) => (r.reclaimMs === null ? '-' : String(r.reclaimMs))],
+  ['takeover ms', (r) => (r.takeoverMs === null ? '-' : String(r.takeoverMs))],
   ['recovery ms', (r) => (r.recoveryMs === null ? '-' : String(r.recoveryMs))],
 ];
 

@@ -10,10 +10,11 @@ import { makeRate } from '@tokenlease/shared';
 import { checkEnvelope, worstWindowRatio } from '../harness/envelope.js';
 import { scratchDir } from '../harness/fleet.js';
 import { startPrivateNats, type PrivateNats } from '../harness/nats.js';
+import { startPrivateRedis } from '../harness/redis.js';
 import { startNatsCluster } from '../harness/nats-cluster.js';
 import { stopAll } from '../harness/processes.js';
 import { seededRandom, type Random } from '../harness/random.js';
-import { ChaosFleet, type AgentHandle, type ChaosPool } from './chaos-fleet.js';
+import { ChaosFleet, OWNERSHIP_TTL_MS, type AgentHandle, type ChaosPool } from './chaos-fleet.js';
 import { expiryViolations, recoveryMs } from './checks.js';
 
 export interface ScenarioRow {
@@ -24,6 +25,8 @@ export interface ScenarioRow {
   readonly worstWindowRatio: number;
   readonly expiryViolations: number;
   readonly reclaimMs: number | null;
+  /** From the owner's kill to the first grant by its successor (durable failover only). */
+  readonly takeoverMs: number | null;
   readonly recoveryMs: number | null;
   readonly note: string;
 }
@@ -42,6 +45,7 @@ const nowUs = (): number => Number(process.hrtime.bigint() / 1000n);
 interface Outcome {
   readonly faultVerified: boolean;
   readonly reclaimMs?: number | null;
+  readonly takeoverMs?: number | null;
   readonly recoveryFromUs?: readonly number[];
   readonly note: string;
 }
@@ -83,9 +87,10 @@ async function runScenario(
   agents: number,
   runMs: number,
   fault: (fleet: ChaosFleet, random: Random, runMs: number) => Promise<Outcome>,
+  redisUrl: string | null = null,
 ): Promise<ScenarioRow> {
   const random = seededRandom(options.seed);
-  const fleet = await ChaosFleet.start(natsUrl, CHAOS_POOL, scratchDir(), `tlchaos${options.seed}${name.replace(/[^a-z]/g, '')}`);
+  const fleet = await ChaosFleet.start(natsUrl, CHAOS_POOL, scratchDir(), `tlchaos${options.seed}${name.replace(/[^a-z]/g, '')}`, redisUrl);
   try {
     for (let i = 0; i < agents; i += 1) await fleet.addAgent(`agent${i}`, STEADY, runMs, random.int(0, 2 ** 31));
     await untilLease(fleet, fleet.agents[0]?.agentId ?? '', 5000);
@@ -104,6 +109,7 @@ async function runScenario(
       worstWindowRatio: Math.round(worstWindowRatio(admissions, CHAOS_POOL.capacity, rate) * 1000) / 1000,
       expiryViolations: expiry.length,
       reclaimMs: outcome.reclaimMs === undefined || outcome.reclaimMs === null ? null : Math.round(outcome.reclaimMs),
+      takeoverMs: outcome.takeoverMs ?? null,
       recoveryMs: recoveries.length === 0 || recoveries.some((r) => r === null) ? null : Math.round(Math.max(...(recoveries as number[]))),
       note: outcome.note + (expiry.length > 0 ? `; first expiry violation: ${expiry[0]}` : ''),
     };
@@ -219,6 +225,39 @@ export async function killCoordinator(options: ScenarioOptions): Promise<Scenari
   });
 }
 
+/**
+ * 4b. Kill the owning coordinator (durable mode on a private Redis): a
+ * standby takes the pool over once the ownership record lapses, with the
+ * kept leases live and no credit minted for the gap.
+ */
+export async function failoverCoordinator(options: ScenarioOptions): Promise<ScenarioRow> {
+  return withPrivateNats(async (nats) => {
+    const redis = await startPrivateRedis();
+    try {
+      const runMs = options.short ? 7000 : 10_000;
+      return await runScenario('failover-coordinator', nats.url, options, 3, runMs, async (fleet) => {
+        await fleet.startCoordinator(); // the standby
+        await sleep(2000);
+        const killedUs = nowUs();
+        const dead = await fleet.killOwner();
+        await sleep(OWNERSHIP_TTL_MS + CHAOS_POOL.leaseTtlMs + 500);
+        const takenOver = fleet.owner() !== undefined;
+        const firstUs = fleet.firstGrantAfterUs(killedUs);
+        const takeoverMs = firstUs === null ? null : Math.round((firstUs - killedUs) / 1000);
+        return {
+          faultVerified: dead && takenOver,
+          reclaimMs: null,
+          takeoverMs,
+          recoveryFromUs: [killedUs],
+          note: `Redis mode, ownership TTL ${OWNERSHIP_TTL_MS} ms: owner SIGKILLed; first grant by the standby ${takeoverMs ?? 'never'} ms after the kill`,
+        };
+      }, redis.url);
+    } finally {
+      await redis.stop();
+    }
+  });
+}
+
 /** 5. Agents join and leave at a high rate while two stay. */
 export async function churnAgents(options: ScenarioOptions): Promise<ScenarioRow> {
   return withPrivateNats(async (nats) => {
@@ -247,4 +286,4 @@ export async function churnAgents(options: ScenarioOptions): Promise<ScenarioRow
   });
 }
 
-export const SCENARIOS = { killAgents, pauseAgent, restartNats, loseNatsNode, killCoordinator, churnAgents } as const;
+export const SCENARIOS = { killAgents, pauseAgent, restartNats, loseNatsNode, killCoordinator, failoverCoordinator, churnAgents } as const;

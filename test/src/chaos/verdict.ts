@@ -2,11 +2,14 @@
  * rowProblems — why a chaos row fails, one line each (empty when it passes):
  * the fault must be verified, the envelope and lease lifetimes kept, a
  * stranded lease reclaimed within one TTL plus the coordinator's tick slack
- * and a status poll, and the full admission rate must come back.
+ * and a status poll, a failed-over pool granting again within one lease TTL
+ * plus one ownership TTL, and the full admission rate must come back.
  */
+import { OWNERSHIP_TTL_MS } from './chaos-fleet.js';
 import { CHAOS_POOL, type ScenarioRow } from './scenarios.js';
 
 export const RECLAIM_BOUND_MS = CHAOS_POOL.leaseTtlMs + 400;
+export const TAKEOVER_BOUND_MS = CHAOS_POOL.leaseTtlMs + OWNERSHIP_TTL_MS;
 
 export function rowProblems(r: ScenarioRow): string[] {
   const problems: string[] = [];
@@ -14,6 +17,7 @@ export function rowProblems(r: ScenarioRow): string[] {
   if (r.envelopeViolations > 0 || r.worstWindowRatio > 1) problems.push(`${r.scenario}: ${r.envelopeViolations} admissions over the envelope (worst window ${r.worstWindowRatio})`);
   if (r.expiryViolations > 0) problems.push(`${r.scenario}: ${r.expiryViolations} admissions spent a lease after its expiry (${r.note})`);
   if (r.reclaimMs !== null && r.reclaimMs > RECLAIM_BOUND_MS) problems.push(`${r.scenario}: stranded lease reclaimed after ${r.reclaimMs} ms, bound ${RECLAIM_BOUND_MS} ms`);
+  if (r.scenario === 'failover-coordinator' && (r.takeoverMs === null || r.takeoverMs > TAKEOVER_BOUND_MS)) problems.push(`${r.scenario}: first grant after the owner's kill took ${r.takeoverMs ?? 'forever'} ms, bound ${TAKEOVER_BOUND_MS} ms`);
   if (r.scenario !== 'churn-agents' && r.recoveryMs === null) problems.push(`${r.scenario}: the admission rate never came back to 90% of r`);
   return problems;
 }
