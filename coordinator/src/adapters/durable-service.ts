@@ -310,10 +310,19 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
   }
 
   let beating: Promise<void> = Promise.resolve();
-  const beat = setInterval(() => {
-    beating = beating.then(heartbeat).catch((error: unknown) => logger.error({ err: error }, 'heartbeat task failed'));
-  }, Math.max(1, Math.floor(ttlMs / 3)));
-  beating = heartbeat();
+  let beatBusy = false;
+  const runBeat = (): void => {
+    // A heartbeat slower than the interval (a store timing out) is not stacked up behind.
+    if (beatBusy) return;
+    beatBusy = true;
+    beating = heartbeat()
+      .catch((error: unknown) => logger.error({ err: error }, 'heartbeat task failed'))
+      .finally(() => {
+        beatBusy = false;
+      });
+  };
+  const beat = setInterval(runBeat, Math.max(1, Math.floor(ttlMs / 3)));
+  runBeat();
   logger.info({ member, ownershipTtlMs: ttlMs, units }, 'durable coordinator started');
 
   return {
