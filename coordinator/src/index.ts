@@ -5,4 +5,7 @@ export { parseCoordinatorConfig, type CoordinatorConfig, type PoolConfig, DEFAUL
 export { CoordinatorError, type CoordinatorErrorCode } from './errors.js';
 export { loadConfigFile } from './adapters/config-file.js';
 export { startCoordinatorService, type CoordinatorService, type ServiceOptions } from './adapters/service.js';
-
+export { connectRedisStore, parseRedisUrl, type StateStore, type Claim, type RedisStoreOptions } from './adapters/redis-store.js';
+export { startDurableService, DEFAULT_OWNERSHIP_TTL_MS, type DurableService, type DurableServiceOptions } from './adapters/durable-service.js';
+export { CATCH_ALL_UNIT, preferredOwner, planOwnership, ownershipUnits, rendezvousScore, type OwnershipPlan } from './core/ownership.js';
+export { type PersistedPool, type PersistedLease, type PoolChanges } from './core/pool-state.js';

@@ -10,8 +10,9 @@
  * `REDIS_URL` environment variable unless `--memory` is given): then pools
  * are shared with the other coordinators on that Redis, each owned by one.
  *
- * Exits 2 with one line on a usage or configuration error, 1 when NATS or
- * Redis cannot be reached, 0 after a clean SIGTERM/SIGINT shutdown.
+ * Exits 2 on a usage or configuration error (one line saying why, followed
+ * by the usage for a usage error), 1 with one line when NATS or Redis cannot
+ * be reached, 0 after a clean SIGTERM/SIGINT shutdown.
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';

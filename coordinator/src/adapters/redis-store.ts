@@ -26,10 +26,13 @@ import { decodePersistedLease, encodePersistedLease, parseLevelTokens, type Pers
 const CLAIM = `
 local cur = redis.call('HGET', KEYS[1], 'member')
 if cur and cur ~= ARGV[1] then return {0, redis.call('PTTL', KEYS[1])} end
+-- Read first: a key of the wrong type fails the script before anything is written.
+local level = redis.call('GET', KEYS[3])
+local leases = redis.call('HGETALL', KEYS[4])
 local epoch = redis.call('INCR', KEYS[2])
 redis.call('HSET', KEYS[1], 'member', ARGV[1], 'epoch', epoch)
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
-return {1, epoch, redis.call('GET', KEYS[3]), redis.call('HGETALL', KEYS[4])}`;
+return {1, epoch, level, leases}`;
 
 const OWNED = `
 local o = redis.call('HMGET', KEYS[1], 'member', 'epoch')
@@ -112,6 +115,8 @@ export function parseRedisUrl(url: string): URL {
 function unavailable(error: unknown): CoordinatorError {
   if (error instanceof CoordinatorError) return error;
   const text = error instanceof Error ? error.message : String(error);
+  // Redis answered, but a key holds something a script cannot work on: not ours, or damaged.
+  if (text.includes('WRONGTYPE')) return new CoordinatorError('state-invalid', `Redis holds a key of the wrong type: ${text}`, { cause: error });
   return new CoordinatorError('store-unavailable', `Redis did not answer: ${text}`, { cause: error });
 }
 
@@ -164,15 +169,21 @@ class RedisStore implements StateStore {
   }
 
   async claim(unit: string, member: string, ttlMs: number): Promise<Claim> {
-    const [owner, epoch, level, leases] = this.keys(unit);
-    const result = (await this.run(CLAIM, [owner, epoch, level, leases], [member, ttlMs])) as unknown[];
+    const result = (await this.run(CLAIM, this.keys(unit), [member, ttlMs])) as unknown[];
     if (result[0] === 0) return { taken: false, heldForMs: Math.max(0, Number(result[1])) };
+    const epoch = Number(result[1]);
     const levelText = result[2] as string | null;
     const pairs = result[3] as string[];
-    if (levelText === null && pairs.length === 0) return { taken: true, epoch: Number(result[1]), state: null };
-    const kept = [];
-    for (let i = 0; i + 1 < pairs.length; i += 2) kept.push(decodePersistedLease(unit, pairs[i] as string, pairs[i + 1] as string));
-    return { taken: true, epoch: Number(result[1]), state: { levelTokens: levelText === null ? 0 : parseLevelTokens(unit, levelText), leases: kept } };
+    if (levelText === null && pairs.length === 0) return { taken: true, epoch, state: null };
+    try {
+      const kept = [];
+      for (let i = 0; i + 1 < pairs.length; i += 2) kept.push(decodePersistedLease(unit, pairs[i] as string, pairs[i + 1] as string));
+      return { taken: true, epoch, state: { levelTokens: levelText === null ? 0 : parseLevelTokens(unit, levelText), leases: kept } };
+    } catch (error) {
+      // Damaged state: give the record back rather than hold a pool nobody can serve.
+      await this.release(unit, member, epoch).catch(() => false);
+      throw error;
+    }
   }
 
   async renew(unit: string, member: string, epoch: number, ttlMs: number): Promise<boolean> {

@@ -1,0 +1,343 @@
+/**
+ * The Redis state store against a real Redis: claims, fencing, renewals,
+ * releases, heartbeats, the key layout, and a typed one-line error for
+ * every way it can fail (bad URL, unreachable server, corrupted state).
+ * Each test keeps to its own key prefix, so a shared Redis stays usable.
+ *
+ * Raw reads go through a tiny RESP client below: `ioredis` is imported by
+ * the store's adapter alone (tools/lint.mjs).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createConnection } from 'node:net';
+import { randomBytes } from 'node:crypto';
+import { connectRedisStore, CoordinatorError, type PersistedLease, type StateStore } from '@tokenlease/coordinator';
+import type { LeaseGrant } from '@tokenlease/shared';
+import { freePort } from '../harness/ports.js';
+import { provideRedis, startPrivateRedis, type PrivateRedis, type RedisHandle } from '../harness/redis.js';
+
+type Resp = string | number | null | Resp[];
+
+/** parseResp — one RESP2 reply from `buf` at `at`, or null while incomplete. */
+function parseResp(buf: Buffer, at: number): { value: Resp | Error; next: number } | null {
+  const eol = buf.indexOf('\r\n', at);
+  if (eol < 0) return null;
+  const type = String.fromCharCode(buf[at] ?? 0);
+  const line = buf.toString('utf8', at + 1, eol);
+  if (type === '+') return { value: line, next: eol + 2 };
+  if (type === '-') return { value: new Error(line), next: eol + 2 };
+  if (type === ':') return { value: Number(line), next: eol + 2 };
+  if (type === '$') {
+    const n = Number(line);
+    if (n < 0) return { value: null, next: eol + 2 };
+    if (buf.length < eol + 4 + n) return null;
+    return { value: buf.toString('utf8', eol + 2, eol + 2 + n), next: eol + 4 + n };
+  }
+  if (type === '*') {
+    const n = Number(line);
+    if (n < 0) return { value: null, next: eol + 2 };
+    const items: Resp[] = [];
+    let next = eol + 2;
+    for (let i = 0; i < n; i += 1) {
+      const item = parseResp(buf, next);
+      if (item === null) return null;
+      if (item.value instanceof Error) return item;
+      items.push(item.value);
+      next = item.next;
+    }
+    return { value: items, next };
+  }
+  throw new Error(`unexpected RESP type ${JSON.stringify(type)}`);
+}
+
+/** redisRaw — sends one command on a fresh connection (AUTH/SELECT first when the URL says so); rejects on an error reply. */
+function redisRaw(url: string, ...command: (string | number)[]): Promise<Resp> {
+  const parsed = new URL(url);
+  const commands: string[][] = [];
+  if (parsed.password !== '') commands.push(parsed.username === '' ? ['AUTH', decodeURIComponent(parsed.password)] : ['AUTH', decodeURIComponent(parsed.username), decodeURIComponent(parsed.password)]);
+  if (parsed.pathname.length > 1) commands.push(['SELECT', parsed.pathname.slice(1)]);
+  commands.push(command.map(String));
+  const payload = commands.map((c) => `*${c.length}\r\n${c.map((p) => `$${Buffer.byteLength(p)}\r\n${p}\r\n`).join('')}`).join('');
+  return new Promise((resolve, reject) => {
+    const socket = createConnection({ host: parsed.hostname, port: Number(parsed.port === '' ? 6379 : parsed.port) });
+    let buf = Buffer.alloc(0);
+    socket.setTimeout(2000, () => {
+      socket.destroy();
+      reject(new Error(`raw Redis command ${command[0]} timed out`));
+    });
+    socket.once('error', reject);
+    socket.on('data', (chunk: Buffer) => {
+      buf = Buffer.concat([buf, chunk]);
+      let at = 0;
+      for (let i = 0; i < commands.length; i += 1) {
+        const reply = parseResp(buf, at);
+        if (reply === null) return;
+        if (reply.value instanceof Error) {
+          socket.destroy();
+          return reject(reply.value);
+        }
+        if (i === commands.length - 1) {
+          socket.destroy();
+          return resolve(reply.value);
+        }
+        at = reply.next;
+      }
+    });
+    socket.write(payload);
+  });
+}
+
+async function keysUnder(url: string, prefix: string): Promise<string[]> {
+  return ((await redisRaw(url, 'KEYS', `${prefix}:*`)) as string[]).sort();
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function rejection(promise: Promise<unknown>): Promise<CoordinatorError> {
+  try {
+    await promise;
+  } catch (error) {
+    expect(error).toBeInstanceOf(CoordinatorError);
+    return error as CoordinatorError;
+  }
+  throw new Error('expected a rejection');
+}
+
+const grant: LeaseGrant = { v: 1, kind: 'grant', seq: 3, leaseId: 'L-7', tokensGranted: 5, tokensHeld: 5, ttlMs: 1000, epoch: 1, maxLeaseTokens: 10, capacityTokens: 100, retryAfterMs: 0 };
+const leaseA: PersistedLease = { agentId: 'agent-a', leaseId: 'L-7', boundTokens: 5, lastSeq: 3, lastReply: grant };
+const leaseB: PersistedLease = { agentId: 'agent-b', leaseId: 'L-8', boundTokens: 2, lastSeq: 9, lastReply: null };
+
+describe('the Redis state store', () => {
+  let redis: RedisHandle;
+  const run = randomBytes(4).toString('hex');
+  let counter = 0;
+  const stores: StateStore[] = [];
+  /** A prefix of its own for each test. */
+  const nextPrefix = (): string => `tlstore-${run}-${(counter += 1)}`;
+  async function open(prefix: string): Promise<StateStore> {
+    const store = await connectRedisStore(redis.url, { keyPrefix: prefix });
+    stores.push(store);
+    return store;
+  }
+
+  beforeAll(async () => {
+    redis = await provideRedis();
+  });
+  afterAll(async () => {
+    await Promise.all(stores.map((store) => store.close()));
+    for (let i = 1; i <= counter; i += 1) {
+      const keys = await keysUnder(redis.url, `tlstore-${run}-${i}`);
+      if (keys.length > 0) await redisRaw(redis.url, 'DEL', ...keys);
+    }
+    await redis.stop();
+  });
+
+  it('claims a fresh unit with epoch 1 and no state, and fences a second member until the record expires', async () => {
+    const prefix = nextPrefix();
+    const store = await open(prefix);
+    expect(await store.claim('api', 'c1', 200)).toEqual({ taken: true, epoch: 1, state: null });
+    expect(await store.write('api', 'c1', 1, { levelTokens: 42, upserts: [leaseA, leaseB], removes: [] })).toBe(true);
+    const refused = await store.claim('api', 'c2', 200);
+    expect(refused.taken).toBe(false);
+    expect(refused.taken === false && refused.heldForMs > 0 && refused.heldForMs <= 200).toBe(true);
+    await sleep(260);
+    const taken = await store.claim('api', 'c2', 5000);
+    expect(taken.taken).toBe(true);
+    if (!taken.taken) return;
+    expect(taken.epoch).toBe(2);
+    expect(taken.state?.levelTokens).toBe(42);
+    expect([...(taken.state?.leases ?? [])].sort((a, b) => a.agentId.localeCompare(b.agentId))).toEqual([leaseA, leaseB]);
+    // The record of c1's reign is gone: c1 is now fenced.
+    expect(await store.renew('api', 'c1', 1, 5000)).toBe(false);
+  });
+
+  it('refuses a write with a stale epoch or by another member, and changes nothing', async () => {
+    const prefix = nextPrefix();
+    const store = await open(prefix);
+    expect(await store.claim('api', 'c1', 5000)).toMatchObject({ taken: true, epoch: 1 });
+    expect(await store.write('api', 'c1', 1, { levelTokens: 10, upserts: [leaseA], removes: [] })).toBe(true);
+    // Claiming again (the same member) moves the epoch on: epoch 1 is stale now.
+    expect(await store.claim('api', 'c1', 5000)).toMatchObject({ taken: true, epoch: 2 });
+    const level = `${prefix}:{api}:level`;
+    const leases = `${prefix}:{api}:leases`;
+    const before = { level: await redisRaw(redis.url, 'GET', level), leases: await redisRaw(redis.url, 'HGETALL', leases) };
+    expect(before.level).toBe('10');
+    expect(await store.write('api', 'c1', 1, { levelTokens: 99, upserts: [leaseB], removes: ['agent-a'] })).toBe(false);
+    expect(await store.write('api', 'c2', 2, { levelTokens: 99, upserts: [leaseB], removes: ['agent-a'] })).toBe(false);
+    expect(await store.write('api', 'c2', 3, { levelTokens: 99, upserts: [leaseB], removes: [] })).toBe(false);
+    expect({ level: await redisRaw(redis.url, 'GET', level), leases: await redisRaw(redis.url, 'HGETALL', leases) }).toEqual(before);
+    // The owner's write under its epoch goes through, upserts and removes alike.
+    expect(await store.write('api', 'c1', 2, { levelTokens: 7, upserts: [leaseB], removes: ['agent-a'] })).toBe(true);
+    expect(await redisRaw(redis.url, 'GET', level)).toBe('7');
+    expect(await redisRaw(redis.url, 'HKEYS', leases)).toEqual(['agent-b']);
+  });
+
+  it('renews only the live claim of its member and epoch', async () => {
+    const store = await open(nextPrefix());
+    expect(await store.claim('api', 'c1', 300)).toMatchObject({ taken: true, epoch: 1 });
+    expect(await store.renew('api', 'c1', 1, 300)).toBe(true);
+    expect(await store.renew('api', 'c1', 2, 300)).toBe(false);
+    expect(await store.renew('api', 'c2', 1, 300)).toBe(false);
+    // Renewals keep it alive past its first TTL.
+    for (let i = 0; i < 4; i += 1) {
+      await sleep(150);
+      expect(await store.renew('api', 'c1', 1, 300)).toBe(true);
+    }
+    expect((await store.claim('api', 'c2', 300)).taken).toBe(false);
+    await sleep(400);
+    expect(await store.renew('api', 'c1', 1, 300)).toBe(false);
+  });
+
+  it('lets another member claim at once after a release, and keeps the state for it', async () => {
+    const store = await open(nextPrefix());
+    expect(await store.claim('api', 'c1', 60_000)).toMatchObject({ taken: true, epoch: 1 });
+    expect(await store.write('api', 'c1', 1, { levelTokens: 3, upserts: [leaseB], removes: [] })).toBe(true);
+    expect(await store.release('api', 'c2', 1)).toBe(false);
+    expect(await store.release('api', 'c1', 2)).toBe(false);
+    expect((await store.claim('api', 'c2', 60_000)).taken).toBe(false);
+    expect(await store.release('api', 'c1', 1)).toBe(true);
+    expect(await store.claim('api', 'c2', 60_000)).toEqual({ taken: true, epoch: 2, state: { levelTokens: 3, leases: [leaseB] } });
+    expect(await store.release('api', 'c1', 1)).toBe(false);
+    expect(await store.write('api', 'c1', 1, { levelTokens: 100, upserts: [], removes: [] })).toBe(false);
+  });
+
+  it('forgets all four keys of a unit, and only when fenced right', async () => {
+    const prefix = nextPrefix();
+    const store = await open(prefix);
+    expect(await store.claim('tenant:acme', 'c1', 60_000)).toMatchObject({ taken: true, epoch: 1 });
+    expect(await store.write('tenant:acme', 'c1', 1, { levelTokens: 5, upserts: [leaseA], removes: [] })).toBe(true);
+    expect(await store.claim('api', 'c1', 60_000)).toMatchObject({ taken: true, epoch: 1 });
+    const unitKeys = ['epoch', 'leases', 'level', 'owner'].map((k) => `${prefix}:{tenant:acme}:${k}`);
+    expect((await keysUnder(redis.url, prefix)).filter((k) => k.includes('{tenant:acme}'))).toEqual(unitKeys);
+    expect(await store.forget('tenant:acme', 'c2', 1)).toBe(false);
+    expect(await store.forget('tenant:acme', 'c1', 2)).toBe(false);
+    expect(await store.forget('tenant:acme', 'c1', 1)).toBe(true);
+    expect(await keysUnder(redis.url, prefix)).toEqual([`${prefix}:{api}:epoch`, `${prefix}:{api}:owner`]);
+    // A later owner starts over: epoch 1, no state.
+    expect(await store.claim('tenant:acme', 'c2', 60_000)).toEqual({ taken: true, epoch: 1, state: null });
+  });
+
+  it('lists live members in the heartbeat, drops a lapsed one, and removes one at ttl 0', async () => {
+    const store = await open(nextPrefix());
+    expect(await store.heartbeat('c1', 10_000)).toEqual(['c1']);
+    expect((await store.heartbeat('c2', 200)).sort()).toEqual(['c1', 'c2']);
+    expect((await store.heartbeat('c3', 10_000)).sort()).toEqual(['c1', 'c2', 'c3']);
+    await sleep(300);
+    expect((await store.heartbeat('c1', 10_000)).sort()).toEqual(['c1', 'c3']);
+    expect(await store.heartbeat('c3', 0)).toEqual(['c1']);
+    expect(await store.heartbeat('c1', 0)).toEqual([]);
+  });
+
+  it('keeps every key of a unit under the documented names with the unit as hash tag', async () => {
+    const prefix = nextPrefix();
+    const store = await open(prefix);
+    await store.heartbeat('c1', 60_000);
+    for (const unit of ['api', 'tenant:acme', '*']) {
+      const claim = await store.claim(unit, 'c1', 60_000);
+      expect(claim.taken).toBe(true);
+      if (unit !== '*' && claim.taken) expect(await store.write(unit, 'c1', claim.epoch, { levelTokens: 1, upserts: [leaseA], removes: [] })).toBe(true);
+    }
+    const keys = await keysUnder(redis.url, prefix);
+    const layout = new RegExp(`^${prefix}:(members|\\{([^{}]+)\\}:(owner|epoch|level|leases))$`);
+    for (const key of keys) expect(key, key).toMatch(layout);
+    const byUnit = new Map<string, string[]>();
+    for (const key of keys) {
+      const match = layout.exec(key);
+      if (match?.[2] !== undefined) byUnit.set(match[2], [...(byUnit.get(match[2]) ?? []), match[3] as string]);
+    }
+    expect(Object.fromEntries([...byUnit].map(([unit, kinds]) => [unit, kinds.sort()]))).toEqual({
+      api: ['epoch', 'leases', 'level', 'owner'],
+      'tenant:acme': ['epoch', 'leases', 'level', 'owner'],
+      '*': ['epoch', 'owner'],
+    });
+    expect(keys).toContain(`${prefix}:members`);
+    expect(await redisRaw(redis.url, 'TYPE', `${prefix}:members`)).toBe('zset');
+    expect(await redisRaw(redis.url, 'TYPE', `${prefix}:{api}:owner`)).toBe('hash');
+    expect(await redisRaw(redis.url, 'TYPE', `${prefix}:{api}:leases`)).toBe('hash');
+    expect(await redisRaw(redis.url, 'HGETALL', `${prefix}:{api}:owner`)).toEqual(['member', 'c1', 'epoch', '1']);
+    const pttl = (await redisRaw(redis.url, 'PTTL', `${prefix}:{api}:owner`)) as number;
+    expect(pttl).toBeGreaterThan(50_000);
+    expect(await redisRaw(redis.url, 'PTTL', `${prefix}:{api}:leases`)).toBe(-1);
+  });
+
+  it('refuses a bad URL or key prefix with config-invalid, and an unreachable server with one line of store-unavailable', async () => {
+    for (const url of ['http://x', 'not a url', 'redis://']) {
+      const error = await rejection(connectRedisStore(url));
+      expect(error.code, url).toBe('config-invalid');
+      expect(error.message).not.toContain('\n');
+    }
+    for (const keyPrefix of ['a{b}', '', 'a b']) expect((await rejection(connectRedisStore(redis.url, { keyPrefix }))).code).toBe('config-invalid');
+    const port = await freePort();
+    const startedMs = performance.now();
+    const error = await rejection(connectRedisStore(`redis://127.0.0.1:${port}`, { connectTimeoutMs: 1000 }));
+    expect(performance.now() - startedMs).toBeLessThan(3000);
+    expect(error.code).toBe('store-unavailable');
+    expect(error.message).toContain(`cannot reach Redis at redis://127.0.0.1:${port}`);
+    expect(error.message.split('\n')).toHaveLength(1);
+  });
+
+  it('rejects a corrupted lease or level with state-invalid', async () => {
+    const prefix = nextPrefix();
+    const store = await open(prefix);
+    await redisRaw(redis.url, 'HSET', `${prefix}:{api}:leases`, 'agent-x', '{not json');
+    const error = await rejection(store.claim('api', 'c1', 60_000));
+    expect(error.code).toBe('state-invalid');
+    expect(error.message).toContain('"agent-x"');
+    await redisRaw(redis.url, 'HSET', `${prefix}:{api}:leases`, 'agent-x', JSON.stringify({ leaseId: 'L', boundTokens: -1, lastSeq: 0, lastReply: null }));
+    expect((await rejection(store.claim('api', 'c1', 60_000))).code).toBe('state-invalid');
+    await redisRaw(redis.url, 'SET', `${prefix}:{other}:level`, '12.5');
+    expect((await rejection(store.claim('other', 'c1', 60_000))).code).toBe('state-invalid');
+  });
+
+  describe('on a private Redis', () => {
+    let priv: PrivateRedis;
+    beforeAll(async () => {
+      priv = await startPrivateRedis();
+    });
+    afterAll(async () => {
+      await priv.stop();
+    });
+
+    it('warns about a Redis that may lose acknowledged writes, and not about one set up to keep them', async () => {
+      // A Redis of its own: turning appendonly off and on again starts a
+      // rewrite that would hold back the append-only file of the next test.
+      const own = await startPrivateRedis();
+      const store = await connectRedisStore(own.url, { keyPrefix: 'tldurability' });
+      try {
+        expect(await store.durabilityWarning()).toBeNull();
+        await redisRaw(own.url, 'CONFIG', 'SET', 'appendfsync', 'everysec');
+        expect(await store.durabilityWarning()).toMatch(/appendfsync everysec/);
+        await redisRaw(own.url, 'CONFIG', 'SET', 'appendonly', 'no');
+        expect(await store.durabilityWarning()).toMatch(/without appendonly/);
+      } finally {
+        await store.close();
+        await own.stop();
+      }
+    });
+
+    it('turns a dead Redis into store-unavailable, and finds its state again once it is back', async () => {
+      const store = await connectRedisStore(priv.url, { keyPrefix: 'tlrestart', commandTimeoutMs: 500 });
+      stores.push(store);
+      expect(await store.claim('api', 'c1', 60_000)).toMatchObject({ taken: true, epoch: 1 });
+      expect(await store.write('api', 'c1', 1, { levelTokens: 17, upserts: [leaseA], removes: [] })).toBe(true);
+      await priv.kill();
+      const startedMs = performance.now();
+      for (const attempt of [store.renew('api', 'c1', 1, 60_000), store.heartbeat('c1', 1000), store.claim('api', 'c2', 1000)]) {
+        const error = await rejection(attempt);
+        expect(error.code).toBe('store-unavailable');
+        expect(error.message.split('\n')).toHaveLength(1);
+      }
+      expect(performance.now() - startedMs).toBeLessThan(2000);
+      await priv.start();
+      // The client reconnects by itself; the append-only file kept every acknowledged write.
+      const deadlineMs = performance.now() + 5000;
+      let renewed: boolean | null = null;
+      while (renewed === null && performance.now() < deadlineMs) {
+        renewed = await store.renew('api', 'c1', 1, 60_000).catch(() => null);
+        if (renewed === null) await sleep(100);
+      }
+      expect(renewed).toBe(true);
+      expect(await store.release('api', 'c1', 1)).toBe(true);
+      expect(await store.claim('api', 'c2', 60_000)).toEqual({ taken: true, epoch: 2, state: { levelTokens: 17, leases: [leaseA] } });
+    });
+  });
+});
