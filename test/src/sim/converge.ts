@@ -4,16 +4,26 @@
  * fleet offered enough demand to saturate the pool then (≥ 1.5·r in every
  * second of the window); null when it did not, or the window is under 3 s.
  */
-import type { SimConfig, SimResult } from './sim-config.js';
+import type { Fault, SimConfig, SimResult } from './sim-config.js';
 import { SLICE_US } from './sim-metrics.js';
 import { runSimulation } from './simulation.js';
 
 export function faultsEndUs(config: SimConfig): number {
   const ends = [
-    ...config.faults.map((f) => f.atUs + (f.kind === 'pause-agent' ? f.forUs : f.kind === 'restart-coordinator' ? f.downUs + config.pool.leaseTtlMs * 1000 : f.downUs)),
+    ...config.faults.map((f) => f.atUs + faultSpanUs(f, config.pool.leaseTtlMs * 1000)),
     ...config.partitions.map((p) => p.toUs),
   ];
   return ends.length === 0 ? 0 : Math.max(...ends);
+}
+
+/** faultSpanUs — how long after it starts a fault lasts: a coordinator's (or deposed owner's) absence counts one TTL more, while the leases it stranded or kept run out. */
+function faultSpanUs(f: Fault, ttlUs: number): number {
+  switch (f.kind) {
+    case 'pause-agent': return f.forUs;
+    case 'crash-agent': return f.downUs;
+    case 'restart-coordinator': return f.downUs + ttlUs;
+    case 'failover-coordinator': return Math.max(f.downUs, f.deposedUs ?? 0) + ttlUs;
+  }
 }
 
 export function recoveredRate(config: SimConfig, result: SimResult): number | null {

@@ -2,13 +2,43 @@
  * npm run sim -- [--scenarios N] [--seed S] [--duration 20s] [--json]
  *
  * Runs N random scenarios (seeds S, S+1, …) through the simulator and
- * prints one line each; exits 1 if any check failed, printing the command
- * that replays the failing seed alone.
+ * prints one line each, then a summary (memory and durable scenarios,
+ * failovers and takeovers, violations); exits 1 if any check failed,
+ * printing the command that replays the failing seed alone.
  */
 import { parseArgs } from 'node:util';
 import { describeScenario, randomScenario } from './scenario.js';
 import { convergenceProblem, recoveredRate } from './converge.js';
+import type { SimConfig, SimResult } from './sim-config.js';
 import { runSimulation } from './simulation.js';
+
+/** Tally — what a batch of scenarios did, for the summary line. */
+class Tally {
+  durable = 0;
+  failovers = 0;
+  deposed = 0;
+  takeovers = 0;
+  fencedWrites = 0;
+  violations = 0;
+
+  add(config: SimConfig, result: SimResult, violations: number): void {
+    const failovers = config.faults.filter((f) => f.kind === 'failover-coordinator');
+    if (config.durable !== undefined) this.durable += 1;
+    this.failovers += failovers.length;
+    this.deposed += failovers.filter((f) => f.deposedUs !== undefined).length;
+    this.takeovers += result.takeovers;
+    this.fencedWrites += result.fencedWrites;
+    this.violations += violations;
+  }
+
+  line(scenarios: number): string {
+    return (
+      `${scenarios - this.durable} memory-mode and ${this.durable} durable scenarios; ` +
+      `${this.failovers} failovers (${this.deposed} of a deposed owner), ${this.takeovers} takeovers from the store, ` +
+      `${this.fencedWrites} writes fenced; ${this.violations} violations`
+    );
+  }
+}
 
 function main(): number {
   const { values } = parseArgs({ options: { scenarios: { type: 'string' }, seed: { type: 'string' }, duration: { type: 'string' }, json: { type: 'boolean' } } });
@@ -21,6 +51,7 @@ function main(): number {
   console.log(`simulating ${scenarios} scenarios from SEED=${seed}, ${durationS} s of traffic each`);
   let failed = 0;
   let simulated = 0;
+  const tally = new Tally();
   const started = performance.now();
   for (let i = 0; i < scenarios; i += 1) {
     const config = randomScenario(seed + i, durationS * 1_000_000);
@@ -31,6 +62,7 @@ function main(): number {
     const violations = converged === null ? result.violations : [...result.violations, converged];
     const ok = violations.length === 0;
     if (!ok) failed += 1;
+    tally.add(config, result, violations.length);
     const line = values.json === true
       ? JSON.stringify({ seed: config.seed, ok, admitted: result.admittedTokens, worstExcessTokens: result.worstExcessTokens, recovered, roundTrips: result.roundTrips, violations })
       : `${ok ? 'ok  ' : 'FAIL'} seed ${config.seed}: ${describeScenario(config)} → admitted ${result.admittedTokens}, closest ${(-result.worstExcessTokens).toFixed(2)} under the envelope` +
@@ -42,6 +74,7 @@ function main(): number {
     }
   }
   const seconds = (performance.now() - started) / 1000;
+  console.log(tally.line(scenarios));
   console.log(`${scenarios - failed} passed, ${failed} failed (${simulated.toFixed(0)} simulated seconds in ${seconds.toFixed(1)} s)`);
   return failed === 0 ? 0 : 1;
 }

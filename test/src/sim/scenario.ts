@@ -5,16 +5,23 @@
  * coordinator restarts and clock drift within the agents' margin.
  * Faults happen in the first half of the run so the second half shows
  * whether the fleet converges.
+ *
+ * A share `DURABLE_SHARE` of scenarios run the durable (store) mode: the
+ * same scenario as the memory one of its seed, drawn from the same stream,
+ * with its restarts turned into failovers and one or two more failovers,
+ * half of them of an owner that is deposed and runs on rather than one
+ * that crashes; those extra draws come from a second stream of the seed.
  */
 import { makeRate } from '@tokenlease/shared';
 import { seededRandom } from '../harness/random.js';
 import type { Partition } from './network.js';
-import type { Fault, SimConfig } from './sim-config.js';
+import type { DurableSpec, Fault, SimConfig } from './sim-config.js';
 import type { Random } from '../harness/random.js';
 import type { WorkloadName, WorkloadSpec } from './workload.js';
 
 const WORKLOADS: readonly WorkloadName[] = ['steady', 'bursty', 'diurnal', 'zipf', 'churn', 'weighted'];
 const TTLS_MS = [200, 500, 1000, 2000] as const;
+export const DURABLE_SHARE = 0.4;
 
 export function randomScenario(seed: number, durationUs = 20_000_000): SimConfig {
   const r = seededRandom(seed);
@@ -41,7 +48,7 @@ export function randomScenario(seed: number, durationUs = 20_000_000): SimConfig
     const members = Array.from({ length: agents }, (_, k) => k).filter(() => r.next() < 0.4);
     partitions.push({ agents: members.length > 0 ? members : [0], fromUs, toUs: fromUs + r.int(ttlUs / 2, 3 * ttlUs) });
   }
-  return {
+  const base: SimConfig = {
     seed,
     agents,
     durationUs,
@@ -52,6 +59,21 @@ export function randomScenario(seed: number, durationUs = 20_000_000): SimConfig
     faults,
     driftMax: 0.04,
   };
+  return withDurableMode(base, faultWindowUs);
+}
+
+/** withDurableMode — `base` in durable mode, for a share of seeds: restarts become failovers, and one or two more are added. */
+function withDurableMode(base: SimConfig, faultWindowUs: number): SimConfig {
+  const d = seededRandom(base.seed ^ 0xd0ab1e);
+  if (d.next() >= DURABLE_SHARE) return base;
+  const failover = (atUs: number): Fault => {
+    const downUs = d.int(50_000, 3_000_000);
+    return { kind: 'failover-coordinator', atUs, downUs, ...(d.next() < 0.5 ? { deposedUs: d.int(0, 2 * downUs) } : {}) };
+  };
+  const faults = base.faults.map((f) => (f.kind === 'restart-coordinator' ? failover(f.atUs) : f));
+  for (let i = d.int(1, 2); i > 0; i -= 1) faults.push(failover(d.int(1_000_000, Math.max(1_000_001, faultWindowUs - 1))));
+  const durable: DurableSpec = { writeUsMin: 100, writeUsMax: d.int(300, 3000) };
+  return { ...base, faults, durable };
 }
 
 function randomWorkload(name: WorkloadName, load: number, r: Random): WorkloadSpec {
@@ -68,11 +90,17 @@ function randomWorkload(name: WorkloadName, load: number, r: Random): WorkloadSp
 /** describeScenario — one line naming what a scenario does. */
 export function describeScenario(c: SimConfig): string {
   const p = c.pool;
-  const faults: string[] = [...c.faults.map((f) => f.kind), ...c.partitions.map(() => 'partition')];
+  const faults: string[] = [...c.faults.map(faultName), ...c.partitions.map(() => 'partition')];
+  const store = c.durable === undefined ? '' : `durable (writes ${(c.durable.writeUsMin / 1000).toFixed(1)}–${(c.durable.writeUsMax / 1000).toFixed(1)} ms), `;
   return (
-    `${c.agents} agents, B=${p.capacity}${p.allowance ? `+A=${p.allowance}` : ''}, r=${p.refill.tokens}/${p.refill.periodMs}ms, lease ${p.maxLeaseTokens}, TTL ${p.leaseTtlMs} ms, ` +
+    `${store}${c.agents} agents, B=${p.capacity}${p.allowance ? `+A=${p.allowance}` : ''}, r=${p.refill.tokens}/${p.refill.periodMs}ms, lease ${p.maxLeaseTokens}, TTL ${p.leaseTtlMs} ms, ` +
     `${c.workload.name}×${c.workload.load.toFixed(2)}, latency ${(c.network.latencyUs / 1000).toFixed(1)} ms, ` +
     `loss ${(c.network.lossRate * 100).toFixed(1)}%, dup ${(c.network.duplicateRate * 100).toFixed(1)}%` +
     (faults.length > 0 ? `, faults: ${faults.join(' ')}` : '')
   );
+}
+
+function faultName(f: Fault): string {
+  if (f.kind !== 'failover-coordinator') return f.kind;
+  return f.deposedUs === undefined ? `failover(down ${(f.downUs / 1000).toFixed(0)} ms)` : `failover(deposed ${(f.deposedUs / 1000).toFixed(0)} ms, down ${(f.downUs / 1000).toFixed(0)} ms)`;
 }

@@ -23,7 +23,31 @@ export interface SimPool {
 export type Fault =
   | { readonly kind: 'crash-agent'; readonly agent: number; readonly atUs: number; readonly downUs: number }
   | { readonly kind: 'pause-agent'; readonly agent: number; readonly atUs: number; readonly forUs: number }
-  | { readonly kind: 'restart-coordinator'; readonly atUs: number; readonly downUs: number };
+  | { readonly kind: 'restart-coordinator'; readonly atUs: number; readonly downUs: number }
+  /**
+   * Durable mode only. The owner crashes at `atUs` (or, with `deposedUs`,
+   * its ownership lapses then: it runs on for `deposedUs`, every write it
+   * makes from then on refused); a standby takes the pool over from the
+   * store `downUs` later (the ownership TTL), under the next epoch.
+   */
+  | { readonly kind: 'failover-coordinator'; readonly atUs: number; readonly downUs: number; readonly deposedUs?: number };
+
+/**
+ * DurableSpec — the coordinator keeps its pool in a store (the Redis mode):
+ * replies leave only after the changes behind them are written, and a write
+ * takes a uniform time in [writeUsMin, writeUsMax] µs.
+ */
+export interface DurableSpec {
+  readonly writeUsMin: number;
+  readonly writeUsMax: number;
+}
+
+/**
+ * Deliberately broken parts, to prove the checks can fail: an agent that
+ * spends past its expiry; a durable coordinator that replies before the
+ * write lands; a takeover that forgets the kept leases.
+ */
+export type Broken = 'spend-past-expiry' | 'reply-before-write' | 'forget-kept-leases';
 
 export interface SimConfig {
   readonly seed: number;
@@ -43,8 +67,10 @@ export interface SimConfig {
   readonly agentClasses?: ReadonlyArray<string | null>;
   /** How long after a crash the agent's lease must be gone; default TTL + hold + tick slack + flight times. */
   readonly reclaimDeadlineUs?: number;
-  /** Deliberately broken agents, to prove the checks can fail. */
-  readonly broken?: 'spend-past-expiry';
+  /** Durable (store-backed) coordinator; absent: memory mode. */
+  readonly durable?: DurableSpec;
+  /** Deliberately broken parts, to prove the checks can fail. */
+  readonly broken?: Broken;
 }
 
 export interface SimResult {
@@ -73,4 +99,8 @@ export interface SimResult {
   readonly offeredPerSlice: readonly number[];
   readonly simulatedSeconds: number;
   readonly events: number;
+  /** Durable mode: pools taken over from the store after the first owner, store writes made, and those refused (fenced). */
+  readonly takeovers: number;
+  readonly storeWrites: number;
+  readonly fencedWrites: number;
 }

@@ -21,8 +21,10 @@ export type Event =
   | { readonly k: 'to-coordinator'; readonly to: ReplyTo; readonly subject: string; readonly bytes: Uint8Array }
   | { readonly k: 'to-agent'; readonly to: ReplyTo; readonly reply: Reply }
   | { readonly k: 'attempt-failed'; readonly to: ReplyTo; readonly code: string }
-  | { readonly k: 'coordinator-tick'; readonly gen: number }
+  | { readonly k: 'coordinator-tick'; readonly id: number; readonly gen: number }
   | { readonly k: 'coordinator-up' }
+  | { readonly k: 'write-landed'; readonly id: number }
+  | { readonly k: 'step-down'; readonly id: number }
   | { readonly k: 'fault'; readonly index: number }
   | { readonly k: 'resume'; readonly id: string }
   | { readonly k: 'take-timeout'; readonly id: string; readonly waiter: Waiter }

@@ -51,8 +51,9 @@ export class SimMetrics {
     if (this.violations.length < VIOLATIONS_KEPT) this.violations.push(message);
   }
 
-  result(seed: number, worstExcessTokens: number, simulatedSeconds: number, events: number): SimResult {
+  result(seed: number, worstExcessTokens: number, simulatedSeconds: number, events: number, store: Pick<SimResult, 'takeovers' | 'storeWrites' | 'fencedWrites'>): SimResult {
     return {
+      ...store,
       seed,
       offeredTokens: this.offeredTokens,
       offeredCount: this.offeredCount,

@@ -1,7 +1,8 @@
 /**
  * The simulator runs the real coordinator and agent cores through random
  * adversarial scenarios (loss, duplication, reordering, partitions, crashes,
- * pauses past expiry, coordinator restarts, drift) and checks after every
+ * pauses past expiry, coordinator restarts, drift; a share of them with the
+ * durable store and coordinator failovers) and checks after every
  * admission the envelope, that the agent spends only while the coordinator
  * still counts its lease, that no balance is negative, and that crashed
  * agents' leases are reclaimed in time, and that once the faults have
@@ -13,7 +14,7 @@ import { makeRate } from '@tokenlease/shared';
 import { seedFromEnv } from '../harness/random.js';
 import { convergenceProblem, recoveredRate } from './converge.js';
 import { describeScenario, randomScenario } from './scenario.js';
-import type { SimConfig } from './sim-config.js';
+import type { Broken, SimConfig } from './sim-config.js';
 import { runSimulation } from './simulation.js';
 
 const SCENARIOS = Number(process.env['SIM_SCENARIOS'] ?? '150');
@@ -23,25 +24,41 @@ describe('the simulator', () => {
     const seed = seedFromEnv();
     console.log(`sim: ${SCENARIOS} scenarios from SEED=${seed} (replay one: npm run sim -- --scenarios 1 --seed <seed>)`);
     let simulatedSeconds = 0;
+    let durable = 0;
+    let takeovers = 0;
     const failures: string[] = [];
     for (let i = 0; i < SCENARIOS; i += 1) {
       const config = randomScenario((seed + i) >>> 0);
       const result = runSimulation(config);
       simulatedSeconds += result.simulatedSeconds;
+      if (config.durable !== undefined) durable += 1;
+      takeovers += result.takeovers;
       const converged = convergenceProblem(config, result);
       const problems = converged === null ? [...result.violations] : [...result.violations, converged];
       if (problems.length > 0) {
         failures.push(`seed ${config.seed} (${describeScenario(config)}):\n  ${problems.slice(0, 5).join('\n  ')}\n  replay: npm run sim -- --scenarios 1 --seed ${config.seed}`);
       }
     }
-    console.log(`sim: ${simulatedSeconds.toFixed(0)} simulated seconds`);
+    console.log(`sim: ${simulatedSeconds.toFixed(0)} simulated seconds; ${durable} durable scenarios with ${takeovers} takeovers`);
     expect(failures, failures.join('\n')).toEqual([]);
     expect(simulatedSeconds).toBeGreaterThan(SCENARIOS * 20);
+    if (SCENARIOS >= 50) expect(takeovers).toBeGreaterThan(0);
   });
 
-  it('is a function of its seed', () => {
-    const config = randomScenario(424242);
+  it.each([424242, 424243])('is a function of its seed (seed %i)', (seed) => {
+    const config = randomScenario(seed);
     expect(runSimulation(config)).toEqual(runSimulation(config));
+  });
+
+  it('draws durable scenarios with failovers for a share of seeds, and says so', () => {
+    const configs = Array.from({ length: 100 }, (_, i) => randomScenario(9000 + i));
+    const durable = configs.filter((c) => c.durable !== undefined);
+    expect(durable.length).toBeGreaterThan(20);
+    expect(durable.length).toBeLessThan(60);
+    expect(durable.every((c) => c.faults.some((f) => f.kind === 'failover-coordinator') && !c.faults.some((f) => f.kind === 'restart-coordinator'))).toBe(true);
+    expect(durable.some((c) => c.faults.some((f) => f.kind === 'failover-coordinator' && f.deposedUs !== undefined))).toBe(true);
+    expect(configs.every((c) => c.durable !== undefined || !c.faults.some((f) => f.kind === 'failover-coordinator'))).toBe(true);
+    expect(durable.every((c) => describeScenario(c).startsWith('durable'))).toBe(true);
   });
 
   // An agent that keeps spending its lease after it expired (pauses make it
@@ -110,6 +127,86 @@ describe('the simulator', () => {
     // Demand the lease back sooner than one TTL: no coordinator can, so the audit must say so.
     const impatient = runSimulation({ ...config, reclaimDeadlineUs: 1 });
     expect(impatient.violations.some((v) => v.includes('not reclaimed'))).toBe(true);
+  });
+});
+
+describe('the durable mode', () => {
+  // Four agents whose demand comes in bursts (all of B and more within
+  // 50 ms, once a second) with leases that outlive a second, a slow store
+  // (20–80 ms a write), and eight failovers in which the old owner is
+  // deposed and runs on for 100 ms, its writes refused, while a standby
+  // takes over 50 ms after the fault. `plan` places the failovers mid-pause
+  // (agents hold full leases they will spend at the next burst) or just
+  // after a burst starts (grants in flight).
+  const burstyFailovers = (seed: number, plan: 'mid-pause' | 'burst', broken?: Broken): SimConfig => ({
+    seed,
+    agents: 4,
+    durationUs: 30_000_000,
+    pool: { capacity: 100, refill: makeRate(400, 1000), leaseTtlMs: 2000, maxLeaseTokens: 25 },
+    workload: { name: 'bursty', load: 1, onMs: 50, offMs: 950 },
+    network: { latencyUs: 1000, lossRate: 0, duplicateRate: 0 },
+    partitions: [],
+    faults: [2, 5, 8, 11, 14, 17, 20, 23].map((s, i) => ({
+      kind: 'failover-coordinator' as const,
+      atUs: s * 1_000_000 + (plan === 'mid-pause' ? 500_000 : 5_000 + 30_000 * i),
+      downUs: 50_000,
+      deposedUs: 100_000,
+    })),
+    driftMax: 0.01,
+    durable: { writeUsMin: 20_000, writeUsMax: 80_000 },
+    ...(broken === undefined ? {} : { broken }),
+  });
+
+  it.each([1, 2, 3])('keeps every check across failovers of deposed owners (seed %i)', (seed) => {
+    let fencedWrites = 0;
+    for (const plan of ['mid-pause', 'burst'] as const) {
+      const result = runSimulation(burstyFailovers(seed, plan));
+      expect(result.violations).toEqual([]);
+      expect(result.takeovers).toBe(8);
+      fencedWrites += result.fencedWrites;
+    }
+    // The deposed owners did try to write, and were refused.
+    expect(fencedWrites).toBeGreaterThan(0);
+  });
+
+  it.each([
+    ['reply-before-write', 'burst'],
+    ['forget-kept-leases', 'mid-pause'],
+  ] as const)('catches a store that is broken so: %s (failovers %s): the envelope fails for some seeds', (broken, plan) => {
+    const excess = [1, 2, 3, 4].map((seed) => runSimulation(burstyFailovers(seed, plan, broken)));
+    console.log(`sim: ${broken}: worst excess ${excess.map((r) => r.worstExcessTokens.toFixed(1)).join(', ')} tokens`);
+    expect(excess.some((r) => r.worstExcessTokens > 1 && r.violations.some((v) => v.includes('envelope exceeded')))).toBe(true);
+  });
+
+  it('returns to the refill rate after failovers, as the same fleet without them does', () => {
+    const config: SimConfig = {
+      seed: 13,
+      agents: 4,
+      durationUs: 20_000_000,
+      pool: { capacity: 200, refill: makeRate(400, 1000), leaseTtlMs: 500, maxLeaseTokens: 25 },
+      workload: { name: 'steady', load: 2 },
+      network: { latencyUs: 1000, lossRate: 0.01, duplicateRate: 0.01 },
+      partitions: [],
+      faults: [
+        { kind: 'failover-coordinator', atUs: 2_000_000, downUs: 1_000_000 },
+        { kind: 'crash-agent', agent: 0, atUs: 4_000_000, downUs: 500_000 },
+        { kind: 'failover-coordinator', atUs: 6_000_000, downUs: 300_000, deposedUs: 600_000 },
+      ],
+      driftMax: 0.04,
+      durable: { writeUsMin: 100, writeUsMax: 2000 },
+    };
+    const result = runSimulation(config);
+    expect(result.violations).toEqual([]);
+    expect(result.takeovers).toBe(2);
+    expect(convergenceProblem(config, result)).toBeNull();
+    const recovered = recoveredRate(config, result);
+    console.log(`sim: durable: admission rate after the failovers settled: ${((recovered ?? 0) * 100).toFixed(1)}% of r`);
+    expect(recovered as number).toBeGreaterThan(0.9);
+  });
+
+  it('refuses a failover in memory mode', () => {
+    const { durable: _durable, ...memory } = randomScenario(7);
+    expect(() => runSimulation({ ...memory, faults: [{ kind: 'failover-coordinator', atUs: 1_000_000, downUs: 1000 }] })).toThrow(/durable mode/);
   });
 });
 

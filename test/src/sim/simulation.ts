@@ -2,17 +2,22 @@
  * The simulator: the real CoordinatorCore and real LeaseKeepers on one
  * virtual clock, connected by a modelled network, driven by a workload and
  * a fault plan, all from one seed. Same seed, same run, event for event.
+ * The coordinator keeps its pool in memory, or (durable mode) in a modelled
+ * store that it writes before it replies, and fails over to a standby
+ * (coordinators.ts).
  *
  * After every admission it checks the envelope B + A + r·T over every
  * window (exact; A is the pool's allowance, 0 unless set),
  * that the agent spends only while the coordinator still counts its lease
- * (grant time + TTL, on the coordinator's side), and that no balance is
- * negative. It reports what the sweep and the tests need.
+ * (grant time + TTL, on the coordinator's side; after a takeover, each kept
+ * lease is counted, and checked to be, live for a full TTL from it), and
+ * that no balance is negative. It reports what the sweep and the tests need.
  */
-import { CoordinatorCore, parseCoordinatorConfig, type CoordinatorConfig, type Delivery } from '@tokenlease/coordinator';
+import { parseCoordinatorConfig, type CoordinatorConfig, type Delivery, type PersistedPool, type Pool } from '@tokenlease/coordinator';
 import { encodeMessage, subjectFor, type Reply } from '@tokenlease/shared';
 import { seededRandom, type Random } from '../harness/random.js';
 import { EnvelopeWatch } from './checks.js';
+import { Coordinators, type ClusterHost } from './coordinators.js';
 import { EventQueue } from './event-queue.js';
 import { Network } from './network.js';
 import type { SimConfig, SimResult } from './sim-config.js';
@@ -51,9 +56,7 @@ class Simulation {
   private readonly warmupUs: number;
   private readonly endUs: number;
   private now = 0;
-  private core: CoordinatorCore<ReplyTo> | null = null;
-  private epoch = 0;
-  private coordinatorGen = 0;
+  private readonly coordinators: Coordinators;
   private readonly agents = new Map<string, SimAgent>();
   private readonly slots: Array<SimAgent | null>;
   private readonly restarts: number[];
@@ -62,8 +65,8 @@ class Simulation {
   private stopped = false;
   private events = 0;
   private readonly m: SimMetrics;
-  /** Crashed agents and when they died, for the reclaim audit. */
-  private readonly deaths = new Map<string, number>();
+  /** Crashed agents, when they died and by when their lease must be gone, for the reclaim audit. */
+  private readonly deaths = new Map<string, { diedUs: number; deadlineUs: number }>();
   private readonly reclaimDeadlineUs: number;
 
   constructor(private readonly config: SimConfig) {
@@ -99,10 +102,23 @@ class Simulation {
     // A dead agent's lease must be gone one TTL after its last grant, plus
     // the longest hold, the coordinator's tick slack and a reply's flight.
     this.reclaimDeadlineUs = config.reclaimDeadlineUs ?? (p.leaseTtlMs + this.coordinatorConfig.pools[0]!.maxHoldMs) * 1000 + COORDINATOR_TICK_US_MAX + 4 * config.network.latencyUs + 10_000;
+    this.coordinators = new Coordinators(this.coordinatorConfig, config, this.coordinatorHost(), seededRandom(config.seed ^ 0x570e));
+  }
+
+  private coordinatorHost(): ClusterHost {
+    return {
+      push: (atUs, event) => this.queue.push(atUs, event),
+      send: (deliveries, producedUs, epoch) => this.deliver(deliveries, producedUs, epoch),
+      failed: (message) => {
+        this.violation(message);
+        this.stopped = true;
+      },
+      adopted: (pool, takeoverUs, state) => this.adopted(pool, takeoverUs, state),
+    };
   }
 
   run(): SimResult {
-    this.startCoordinator();
+    this.coordinators.start(this.now);
     for (const span of this.workload.presence) {
       this.queue.push(span.fromUs === 0 ? 0 : this.warmupUs + span.fromUs, { k: 'agent-start', slot: span.agent, incarnation: span.incarnation });
       if (span.toUs < this.config.durationUs) {
@@ -138,8 +154,10 @@ class Simulation {
       case 'to-coordinator': return this.toCoordinator(e.to, e.subject, e.bytes);
       case 'to-agent': return this.withAgent(e.to.id, (a) => this.reply(a, e.to, e.reply));
       case 'attempt-failed': return this.withAgent(e.to.id, (a) => this.failed(a, e.to, e.code));
-      case 'coordinator-tick': return e.gen === this.coordinatorGen && this.core !== null ? this.deliver(this.guard(() => this.core!.tick(this.now))) : undefined;
-      case 'coordinator-up': return this.startCoordinator();
+      case 'coordinator-tick':
+      case 'write-landed':
+      case 'step-down': return this.coordinators.handle(e, this.now);
+      case 'coordinator-up': return this.coordinators.start(this.now);
       case 'fault': return this.fault(e.index);
       case 'resume': return this.resume(e.id);
       case 'take-timeout': return this.withAgent(e.id, (a) => this.takeTimeout(a, e.waiter));
@@ -157,62 +175,62 @@ class Simulation {
 
   /** audit — every lease of a crashed agent is reclaimed by its deadline. */
   private audit(): void {
-    const pool = this.core?.pool(POOL);
-    for (const [id, diedUs] of this.deaths) {
-      if (this.now < diedUs + this.reclaimDeadlineUs) continue;
-      if (pool?.leases.get(id) !== undefined) this.violation(`lease of ${id} (crashed at ${diedUs} µs) not reclaimed by ${diedUs + this.reclaimDeadlineUs} µs`);
+    const pool = this.coordinators.ownerPool();
+    for (const [id, { diedUs, deadlineUs }] of this.deaths) {
+      if (this.now < deadlineUs) continue;
+      if (pool?.leases.get(id) !== undefined) this.violation(`lease of ${id} (crashed at ${diedUs} µs) not reclaimed by ${deadlineUs} µs`);
       this.deaths.delete(id);
     }
     if (this.now < this.endUs) this.queue.push(this.now + AUDIT_EVERY_US, { k: 'audit' });
   }
 
-  private startCoordinator(): void {
-    this.epoch += 1;
-    this.core = new CoordinatorCore<ReplyTo>(this.coordinatorConfig, this.epoch, this.now);
-    this.scheduleCoordinatorTick();
-  }
-
-  private scheduleCoordinatorTick(): void {
-    if (this.core === null) return;
-    this.coordinatorGen += 1;
-    const at = Math.min(this.now + COORDINATOR_TICK_US_MAX, Math.max(this.now + 1, this.core.nextDeadlineUs()));
-    this.queue.push(at, { k: 'coordinator-tick', gen: this.coordinatorGen });
-  }
-
-  private guard(f: () => Delivery<ReplyTo>[]): Delivery<ReplyTo>[] {
-    try {
-      return f();
-    } catch (error) {
-      this.violation(`coordinator failed: ${error instanceof Error ? error.message : String(error)}`);
-      this.stopped = true;
-      return [];
+  /**
+   * adopted — a takeover from the store: each kept lease is the new owner's
+   * for a full TTL from `takeoverUs` (so the agent may spend it until then,
+   * and a dead agent's lease goes a reclaim deadline after the takeover).
+   */
+  private adopted(pool: Pool<ReplyTo>, takeoverUs: number, state: PersistedPool | null): void {
+    const untilUs = takeoverUs + this.config.pool.leaseTtlMs * 1000;
+    for (const kept of state?.leases ?? []) {
+      const expiresAtUs = pool.leases.get(kept.agentId)?.expiresAtUs;
+      if (expiresAtUs !== untilUs) this.violation(`kept lease ${kept.leaseId} of ${kept.agentId} expires at ${expiresAtUs ?? 'never'} µs after a takeover at ${takeoverUs} µs, not ${untilUs}`);
+      const legalKey = `${kept.agentId}/${kept.leaseId}`;
+      this.legalUntilUs.set(legalKey, Math.max(this.legalUntilUs.get(legalKey) ?? 0, untilUs));
+      const death = this.deaths.get(kept.agentId);
+      if (death !== undefined) death.deadlineUs = Math.max(death.deadlineUs, takeoverUs + this.reclaimDeadlineUs);
     }
   }
 
   private toCoordinator(to: ReplyTo, subject: string, bytes: Uint8Array): void {
-    const core = this.core;
-    if (core === null) {
+    const coordinator = this.coordinators.route();
+    if (coordinator === null) {
       // No coordinator subscribed: NATS answers "no responders" at once.
       for (const at of this.network.arrivals(to.slot, this.now)) this.queue.push(at, { k: 'attempt-failed', to, code: 'bus-no-responders' });
       return;
     }
-    this.deliver(this.guard(() => core.receive(subject, bytes, to, this.now)));
+    coordinator.receive(to, subject, bytes, this.now);
   }
 
-  private deliver(deliveries: Delivery<ReplyTo>[]): void {
+  /**
+   * deliver — puts replies that a process of `epoch` made at `producedUs` on
+   * the network. A grant first sent to its request extends the lease (for
+   * the expiry check) to `producedUs` + TTL; a repeat of it does not, nor
+   * does a kept grant of an earlier epoch repeated after a takeover.
+   */
+  private deliver(deliveries: readonly Delivery<ReplyTo>[], producedUs: number, epoch: number): void {
     for (const { to, reply } of deliveries) {
       const key = `${to.id}:${to.seq}`;
+      const first = !this.countedReplies.has(key);
       if (reply.kind === 'grant') {
         const legalKey = `${to.id}/${reply.leaseId}`;
-        this.legalUntilUs.set(legalKey, Math.max(this.legalUntilUs.get(legalKey) ?? 0, this.now + reply.ttlMs * 1000));
-        if (!this.countedReplies.has(key)) this.m.grantedTokens += reply.tokensGranted;
-      } else if (reply.kind === 'receipt' && !this.countedReplies.has(key)) {
+        if (first && reply.epoch === epoch) this.legalUntilUs.set(legalKey, Math.max(this.legalUntilUs.get(legalKey) ?? 0, producedUs + reply.ttlMs * 1000));
+        if (first) this.m.grantedTokens += reply.tokensGranted;
+      } else if (reply.kind === 'receipt' && first) {
         this.m.returnedTokens += reply.tokensReturned;
       }
-      this.countedReplies.add(key);
+      if (reply.kind === 'grant' || reply.kind === 'receipt') this.countedReplies.add(key);
       for (const at of this.network.arrivals(to.slot, this.now)) this.queue.push(at, { k: 'to-agent', to, reply });
     }
-    this.scheduleCoordinatorTick();
   }
 
   private startAgent(slot: number, incarnation: number): void {
@@ -239,7 +257,7 @@ class Simulation {
 
   private kill(agent: SimAgent): void {
     agent.alive = false;
-    this.deaths.set(agent.id, this.now);
+    this.deaths.set(agent.id, { diedUs: this.now, deadlineUs: this.now + this.reclaimDeadlineUs });
     if (this.slots[agent.slot] === agent) this.slots[agent.slot] = null;
   }
 
@@ -341,12 +359,7 @@ class Simulation {
   private fault(index: number): void {
     const fault = this.config.faults[index];
     if (fault === undefined) return;
-    if (fault.kind === 'restart-coordinator') {
-      this.core = null;
-      this.coordinatorGen += 1;
-      this.queue.push(this.now + fault.downUs, { k: 'coordinator-up' });
-      return;
-    }
+    if (fault.kind === 'restart-coordinator' || fault.kind === 'failover-coordinator') return this.coordinators.down(fault, this.now);
     const agent = this.slots[fault.agent];
     if (agent === null || agent === undefined) return;
     if (fault.kind === 'pause-agent') {
@@ -371,6 +384,8 @@ class Simulation {
   }
 
   private result(): SimResult {
-    return this.m.result(this.config.seed, this.envelope.worstExcessTokens, this.now / 1e6, this.events);
+    const c = this.coordinators;
+    const store = { takeovers: c.takeovers, storeWrites: c.storeWrites, fencedWrites: c.fencedWrites };
+    return this.m.result(this.config.seed, this.envelope.worstExcessTokens, this.now / 1e6, this.events, store);
   }
 }
