@@ -69,6 +69,9 @@ export class LeaseKeeper {
   private inFlight: InFlight | null = null;
   private notBeforeUs = 0;
   private consecutiveFailures = 0;
+  /** Whether the lease held is a rate lease, and when its last grant arrived. */
+  private rateLease = false;
+  private lastGrantUs = 0;
   private readonly rttSamplesUs: number[] = [];
   private readonly demand = new DemandMeter();
   private lastDemandCount = 0;
@@ -132,6 +135,9 @@ export class LeaseKeeper {
     const idleReturnUs = this.options.idleReturnMs * 1000;
     if (this.slot.hasLease && idleUs >= idleReturnUs) return this.sendReturn(nowUs);
     const wantTokens = this.tokensWanted();
+    // A rate lease fills by itself: it renews once per refresh interval (so its
+    // share follows its demand) or before expiry, not whenever it runs low.
+    if (this.rateLease && this.slot.hasLease) return nowUs >= this.rateRenewAtUs() ? this.sendAcquire(wantTokens, nowUs) : NONE;
     if (wantTokens > 0 && this.needsTokens(nowUs)) return this.sendAcquire(wantTokens, nowUs);
     if (this.slot.hasLease && nowUs >= this.slot.expiresAtUs - this.renewLeadUs()) {
       // Renew a lease in use; give back one that has gone quiet rather than let it lapse.
@@ -188,7 +194,8 @@ export class LeaseKeeper {
     if (flight !== null) return flight.retryAtUs ?? Infinity;
     let deadline = this.notBeforeUs > this.lastTickUs ? this.notBeforeUs : Infinity;
     if (s.hasLease) {
-      const actAtUs = Math.min(s.expiresAtUs - this.renewLeadUs(), this.lastActiveUs + this.options.idleReturnMs * 1000);
+      const renewAtUs = this.rateLease ? this.rateRenewAtUs() : s.expiresAtUs - this.renewLeadUs();
+      const actAtUs = Math.min(renewAtUs, this.lastActiveUs + this.options.idleReturnMs * 1000);
       deadline = Math.min(deadline, Math.max(this.notBeforeUs, actAtUs), s.expiresAtUs);
     }
     return deadline;
@@ -216,6 +223,11 @@ export class LeaseKeeper {
     return starved || s.balanceTokens < floorTokens || s.wantedCostTokens > s.balanceTokens || this.waitingTokens > s.balanceTokens;
   }
 
+  /** rateRenewAtUs — when a rate lease renews: a refresh interval after its last grant, or before it expires. */
+  private rateRenewAtUs(): number {
+    return Math.min(this.lastGrantUs + this.options.refreshMs * 1000, this.slot.expiresAtUs - this.renewLeadUs());
+  }
+
   private renewLeadUs(): number {
     return 4 * this.rttUs + 20_000;
   }
@@ -235,6 +247,8 @@ export class LeaseKeeper {
 
   private sendAcquire(tokensWanted: number, nowUs: number): readonly SendAction[] {
     const s = this.slot;
+    // A rate lease stops accruing when it reports: the coordinator re-bases on this balance.
+    s.freezeRate(nowUs);
     const message: LeaseRequest = {
       v: 1,
       op: 'acquire',
@@ -256,6 +270,8 @@ export class LeaseKeeper {
 
   private sendReturn(nowUs: number): readonly SendAction[] {
     const s = this.slot;
+    s.freezeRate(nowUs);
+    this.rateLease = false;
     const leaseId = this.heldLeaseId;
     const tokensLeft = s.balanceTokens;
     s.balanceTokens = 0;
@@ -285,6 +301,7 @@ export class LeaseKeeper {
     const sameLease = reply.leaseId === this.heldLeaseId && s.hasLease;
     if (!sameLease) this.stats.leasesStarted += 1;
     s.balanceTokens = (sameLease ? s.balanceTokens : 0) + reply.tokensGranted;
+    this.startRate(reply, nowUs);
     this.heldLeaseId = reply.leaseId;
     this.ttlUs = reply.ttlMs * 1000;
     s.expiresAtUs = flight.firstSentAtUs + Math.floor(this.ttlUs * (1 - this.options.driftMargin));
@@ -301,6 +318,23 @@ export class LeaseKeeper {
       // The pool is short: ask again when the coordinator expects tokens, not before.
       this.notBeforeUs = Math.min(nowUs + reply.retryAfterMs * 1000, s.expiresAtUs - this.renewLeadUs());
     }
+  }
+
+  /**
+   * startRate — a rate lease accrues from the reply's arrival (never from
+   * the send: the coordinator's accrual starts at its grant, which is
+   * earlier), over the period stretched by the drift margin, so a fast agent
+   * clock never accrues more than the coordinator counts. A rate whose
+   * arithmetic would not be exact is ignored (it only under-admits).
+   */
+  private startRate(reply: LeaseGrant, nowUs: number): void {
+    const rate = reply.rate;
+    const periodUs = rate === undefined ? 0 : Math.ceil((rate.periodMs * 1000) / (1 - this.options.driftMargin));
+    const exact = rate !== undefined && rate.capTokens * periodUs <= 2 ** 52 && rate.tokensPerPeriod * periodUs <= 2 ** 52;
+    this.rateLease = rate !== undefined;
+    if (rate === undefined || !exact) this.slot.startRate(0, 1, 0, nowUs);
+    else this.slot.startRate(rate.tokensPerPeriod, periodUs, rate.capTokens, nowUs);
+    this.lastGrantUs = nowUs;
   }
 
   private backOff(nowUs: number, code: string, message: string, atLeastUs: number): void {

@@ -12,6 +12,12 @@
  *   re-arms it when it acts. That call is the only way the fast path reaches
  *   the I/O side, and it happens once per refresh, not per call.
  * - Counters only grow; the keeper derives demand from their differences.
+ * - A rate lease's balance also accrues: `tokensPerPeriod` per period of
+ *   `periodUs` (the keeper stretches the coordinator's period by the drift
+ *   margin), in whole µs, exactly (a remainder in token·µs is carried), never
+ *   above the cap; `takeAt` brings it up to date before deciding, so the
+ *   balance is that of a true token bucket. The keeper freezes it (rate 0)
+ *   when it sends a renewal and restarts it when the reply arrives.
  * - Fallback (opt-in, off by default: fail-closed): while the keeper says
  *   the coordinator cannot grant (`fallbackActive`), a cost the lease
  *   cannot cover is admitted from a local bucket of `tokensPerSecond` and
@@ -45,11 +51,16 @@ const FALLBACK_RATE = 13;
 const FALLBACK_CAP = 14;
 const FALLBACK_TOKENS = 15;
 const FALLBACK_COUNT = 16;
+const RATE_TOKENS = 17;
+const RATE_PERIOD_US = 18;
+const RATE_CARRY = 19;
+const RATE_AT = 20;
+const RATE_CAP = 21;
 /** Fallback level units per token: one token·second in token·µs. */
 const UNITS_PER_TOKEN = 1_000_000;
 
 export class LeaseSlot {
-  private readonly n = new Float64Array(17);
+  private readonly n = new Float64Array(22);
   hasLease = false;
   lowSignalled = false;
   onLow: () => void = ignore;
@@ -102,9 +113,36 @@ export class LeaseSlot {
     if (tokensPerSecond === 0) n[FALLBACK_ACTIVE] = 0;
   }
 
+  /** Tokens accrued per `ratePeriodUs` (0: not accruing: a chunk lease, or a rate lease frozen by a renewal). */
+  get rateTokens(): number { return this.n[RATE_TOKENS] as number; }
+  get ratePeriodUs(): number { return this.n[RATE_PERIOD_US] as number; }
+  /** The most a rate lease's balance accrues to. */
+  get rateCapTokens(): number { return this.n[RATE_CAP] as number; }
+
+  /**
+   * startRate — from `nowUs` on the balance accrues `tokensPerPeriod` per
+   * `periodUs` up to `capTokens` (tokensPerPeriod 0: it does not accrue).
+   */
+  startRate(tokensPerPeriod: number, periodUs: number, capTokens: number, nowUs: number): void {
+    const n = this.n;
+    n[RATE_TOKENS] = tokensPerPeriod;
+    n[RATE_PERIOD_US] = periodUs;
+    n[RATE_CAP] = capTokens;
+    n[RATE_CARRY] = 0;
+    n[RATE_AT] = nowUs;
+  }
+
+  /** freezeRate — brings the balance up to `nowUs`, then stops its accrual (a renewal is on its way). */
+  freezeRate(nowUs: number): void {
+    if (this.n[RATE_TOKENS] !== 0) this.accrue(nowUs);
+    this.n[RATE_TOKENS] = 0;
+    this.n[RATE_CARRY] = 0;
+  }
+
   /** takeAt — spends `cost` whole tokens at `nowUs` when the live lease holds them; else records a denial. */
   takeAt(cost: number, nowUs: number): boolean {
     const n = this.n;
+    if (n[RATE_TOKENS] !== 0) this.accrue(nowUs);
     const balance = n[BALANCE] as number;
     if (cost <= balance && nowUs < (n[EXPIRES_AT] as number) && cost >= 1 && Number.isSafeInteger(cost)) {
       n[BALANCE] = balance - cost;
@@ -125,6 +163,32 @@ export class LeaseSlot {
     return this.deny(cost, nowUs);
   }
 
+  /**
+   * accrue — adds what the rate gave since the last accrual, in whole µs:
+   * carry + elapsed·tokens over the period, the remainder carried, up to the
+   * cap (a full bucket drops its carry: a true bucket gains nothing while full).
+   */
+  private accrue(nowUs: number): void {
+    const n = this.n;
+    const elapsedUs = Math.floor(nowUs - (n[RATE_AT] as number));
+    if (elapsedUs <= 0) return;
+    n[RATE_AT] = (n[RATE_AT] as number) + elapsedUs;
+    const room = (n[RATE_CAP] as number) - (n[BALANCE] as number);
+    const periodUs = n[RATE_PERIOD_US] as number;
+    // A gap far past filling the room is full without the product (which could pass 2^53);
+    // below that bound the products are exact integers.
+    const units = room <= 0 || elapsedUs > (room * periodUs) / (n[RATE_TOKENS] as number) + 1 ? Infinity : (n[RATE_CARRY] as number) + elapsedUs * (n[RATE_TOKENS] as number);
+    if (units >= room * periodUs) {
+      if (room > 0) n[BALANCE] = n[RATE_CAP] as number;
+      n[RATE_CARRY] = 0;
+      return;
+    }
+    let whole = Math.floor(units / periodUs);
+    if (whole * periodUs > units) whole -= 1; // a quotient rounded up across an integer
+    n[BALANCE] = (n[BALANCE] as number) + whole;
+    n[RATE_CARRY] = units - whole * periodUs;
+  }
+
   /** fallbackUnitsAt — the fallback bucket's level brought up to `nowUs` (never moving its clock back). */
   private fallbackUnitsAt(nowUs: number): number {
     const n = this.n;
@@ -141,6 +205,7 @@ export class LeaseSlot {
   canTakeAt(cost: number, nowUs: number): boolean {
     const n = this.n;
     if (!(cost >= 1 && Number.isSafeInteger(cost))) return false;
+    if (n[RATE_TOKENS] !== 0) this.accrue(nowUs);
     if (cost <= (n[BALANCE] as number) && nowUs < (n[EXPIRES_AT] as number)) return true;
     return n[FALLBACK_ACTIVE] === 1 && this.fallbackUnitsAt(nowUs) >= cost * UNITS_PER_TOKEN;
   }

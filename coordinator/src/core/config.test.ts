@@ -42,6 +42,7 @@ describe('parseCoordinatorConfig accepts a valid document and fills in defaults'
           maxHoldMs: 250, // min(250, 2000 / 4)
           allowance: 0,
           classWeights: {},
+          leaseMode: 'chunk',
         },
         {
           name: 'slow',
@@ -53,6 +54,7 @@ describe('parseCoordinatorConfig accepts a valid document and fills in defaults'
           maxHoldMs: 250,
           allowance: 0,
           classWeights: {},
+          leaseMode: 'chunk',
         },
       ],
       templates: [],
@@ -112,6 +114,7 @@ describe('parseCoordinatorConfig accepts a valid document and fills in defaults'
       maxHoldMs: 500, // = floor(ttl / 2), the ceiling
       allowance: 250,
       classWeights: {},
+      leaseMode: 'chunk',
     });
   });
 

@@ -20,6 +20,11 @@
  *   request of a class of weight w waits for, and is served, a turn of
  *   `min(wanted, minGrantTokens × w)`, so under contention agents' shares
  *   follow their weights (an agent without a listed class: weight 1).
+ * - `leaseMode` ['chunk']: 'chunk' leases hold tokens; 'rate' leases are
+ *   small buckets whose tokens trickle in at a weighted max-min fair share
+ *   of the refill (water-filling over the demand agents report), so each
+ *   agent renews about once per refresh interval whatever B is. Rate mode
+ *   needs (capacity + allowance) × refill period in µs × 2 ≤ 2^52.
  *
  * Templates (`templates: { "tenant:*": { ...pool fields, idleEvictMs
  * [max(60000, leaseTtlMs)], maxPools [100000] } }`) make per-tenant pools on
@@ -44,7 +49,10 @@ export interface PoolConfig {
   readonly allowance: number;
   /** Weight of each agent class in this pool's turns (an agent without a listed class: 1). */
   readonly classWeights: Readonly<Record<string, number>>;
+  readonly leaseMode: LeaseMode;
 }
+
+export type LeaseMode = 'chunk' | 'rate';
 
 /**
  * TemplateConfig — pools made on first use for every name starting with
@@ -72,7 +80,7 @@ export interface CoordinatorConfig {
 export const DEFAULT_IDLE_EVICT_MS = 60_000;
 export const DEFAULT_MAX_POOLS = 100_000;
 
-const POOL_KEYS = new Set(['capacity', 'refill', 'leaseTtlMs', 'maxLeaseTokens', 'minGrantTokens', 'maxHoldMs', 'allowance', 'classWeights']);
+const POOL_KEYS = new Set(['capacity', 'refill', 'leaseTtlMs', 'maxLeaseTokens', 'minGrantTokens', 'maxHoldMs', 'allowance', 'classWeights', 'leaseMode']);
 export const CLASS_WEIGHT_MAX = 1000;
 const TOP_KEYS = new Set(['subjectPrefix', 'quietPeriodMs', 'pools', 'templates']);
 const TEMPLATE_KEYS = new Set([...POOL_KEYS, 'idleEvictMs', 'maxPools']);
@@ -153,7 +161,12 @@ function readPool(source: string, name: string, doc: unknown, template = false):
   const minGrantTokens = where.int(doc, 'minGrantTokens', 1, maxLeaseTokens, Math.ceil(maxLeaseTokens / 4));
   const holdCeilingMs = Math.floor(leaseTtlMs / 2);
   const maxHoldMs = where.int(doc, 'maxHoldMs', 0, holdCeilingMs, Math.min(DEFAULT_HOLD_MS_MAX, Math.floor(leaseTtlMs / 4)));
-  return { name, capacity, refill, leaseTtlMs, maxLeaseTokens, minGrantTokens, maxHoldMs, allowance, classWeights: readWeights(where, doc['classWeights']) };
+  const leaseMode = doc['leaseMode'] ?? 'chunk';
+  if (leaseMode !== 'chunk' && leaseMode !== 'rate') where.fail('leaseMode', `must be "chunk" or "rate", got ${JSON.stringify(leaseMode)}`);
+  if (leaseMode === 'rate' && (capacity + allowance) * refill.periodMs * 2000 > 2 ** 52) {
+    where.fail('leaseMode', `"rate" needs (capacity + allowance) × refill period in µs × 2 ≤ 2^52; use a shorter refill period or "chunk"`);
+  }
+  return { name, capacity, refill, leaseTtlMs, maxLeaseTokens, minGrantTokens, maxHoldMs, allowance, classWeights: readWeights(where, doc['classWeights']), leaseMode };
 }
 
 function readWeights(where: Where, value: unknown): Readonly<Record<string, number>> {

@@ -10,6 +10,8 @@
  * - A record also holds the agent's last sequence number and the reply to
  *   it, so a retried request gets the original reply (idempotent retries).
  *   The record, and with it the retry memory, ends with the lease.
+ * - A rate lease (rate-lease.ts) also has a rate ρ; the table keeps Σρ so
+ *   the pool refills its level at what is left of the refill.
  */
 import { assertInvariant, type LeaseGrant } from '@tokenlease/shared';
 
@@ -21,11 +23,20 @@ export interface LeaseRecord {
   lastSeq: number;
   /** Reply to `lastSeq`, or null while that request is held. */
   lastReply: LeaseGrant | null;
+  /** Rate leases: tokens it could hold at `accrualFromUs` (chunk leases: unused, 0). */
+  heldTokens: number;
+  /** Rate leases: ρ in tokens per pool refill period (0 for chunk leases). */
+  ratePerPeriod: number;
+  accrualFromUs: number;
+  /** The agent's last reported demand, tokens per second, and its class's weight. */
+  demandPerSecond: number;
+  weight: number;
 }
 
 export class LeaseTable {
   private readonly byAgent = new Map<string, LeaseRecord>();
   private boundSum = 0;
+  private rateSum = 0;
   private issued = 0;
   /**
    * The soonest expiry of a live lease, kept exact without a scan per
@@ -41,6 +52,11 @@ export class LeaseTable {
   /** boundTokensSum — Σ boundTokens over live leases. */
   get boundTokensSum(): number {
     return this.boundSum;
+  }
+
+  /** ratePerPeriodSum — Σρ over live rate leases. */
+  get ratePerPeriodSum(): number {
+    return this.rateSum;
   }
 
   get size(): number {
@@ -62,6 +78,11 @@ export class LeaseTable {
       expiresAtUs,
       lastSeq: seq,
       lastReply: null,
+      heldTokens: 0,
+      ratePerPeriod: 0,
+      accrualFromUs: expiresAtUs,
+      demandPerSecond: 0,
+      weight: 1,
     };
     this.byAgent.set(agentId, record);
     if (!this.floorStale) this.expiryFloorUs = Math.min(this.expiryFloorUs, expiresAtUs);
@@ -71,7 +92,7 @@ export class LeaseTable {
   /** adopt — a lease kept by a previous owner, live until `expiresAtUs`; `agentId` must hold none here. */
   adopt(agentId: string, leaseId: string, boundTokens: number, lastSeq: number, expiresAtUs: number): LeaseRecord {
     assertInvariant(!this.byAgent.has(agentId), `agent ${agentId} already holds a lease`);
-    const record: LeaseRecord = { leaseId, agentId, boundTokens: 0, expiresAtUs, lastSeq, lastReply: null };
+    const record: LeaseRecord = { leaseId, agentId, boundTokens: 0, expiresAtUs, lastSeq, lastReply: null, heldTokens: 0, ratePerPeriod: 0, accrualFromUs: 0, demandPerSecond: 0, weight: 1 };
     this.byAgent.set(agentId, record);
     this.setBound(record, boundTokens);
     if (!this.floorStale) this.expiryFloorUs = Math.min(this.expiryFloorUs, expiresAtUs);
@@ -92,10 +113,23 @@ export class LeaseTable {
     record.boundTokens = boundTokens;
   }
 
+  /** setRate — changes a lease's ρ and the sum with it. */
+  setRate(record: LeaseRecord, ratePerPeriod: number): void {
+    assertInvariant(Number.isSafeInteger(ratePerPeriod) && ratePerPeriod >= 0, `rate ${ratePerPeriod} of ${record.leaseId}`);
+    this.rateSum += ratePerPeriod - record.ratePerPeriod;
+    record.ratePerPeriod = ratePerPeriod;
+  }
+
+  /** all — the live leases (do not add or remove while iterating). */
+  all(): IterableIterator<LeaseRecord> {
+    return this.byAgent.values();
+  }
+
   /** remove — ends a lease; returns the bound it had. */
   remove(record: LeaseRecord): number {
     const bound = record.boundTokens;
     this.setBound(record, 0);
+    this.setRate(record, 0);
     this.byAgent.delete(record.agentId);
     if (record.expiresAtUs === this.expiryFloorUs) this.floorStale = true;
     return bound;

@@ -498,7 +498,7 @@ class Simulation {
     const reply = sent.replies[0];
     if (reply?.kind !== 'status') throw new Error(`status request got ${JSON.stringify(reply)}`);
     const p = internalsOf(this.pool);
-    expect(reply.levelTokens).toBe(wholeTokens(this.pool.scale, p.levelUnits));
+    expect(reply.levelTokens).toBe(wholeTokens(this.pool.scale, p.credit.levelUnits));
     expect(reply.leasedTokens).toBe(p.leases.boundSum);
     expect(reply.leases).toBe(p.leases.byAgent.size);
     expect(reply.waiting).toBe(p.waiters.length);
@@ -646,7 +646,7 @@ class Simulation {
   checkState(): void {
     const p = internalsOf(this.pool);
     const scale = this.pool.scale;
-    expect(Number.isSafeInteger(p.levelUnits) && p.levelUnits >= 0, `level ${p.levelUnits}`).toBe(true);
+    expect(Number.isSafeInteger(p.credit.levelUnits) && p.credit.levelUnits >= 0, `level ${p.credit.levelUnits}`).toBe(true);
     let sum = 0;
     for (const r of p.leases.byAgent.values()) {
       const inRange = Number.isSafeInteger(r.boundTokens) && r.boundTokens >= 0 && r.boundTokens <= this.config.maxLeaseTokens;
@@ -654,8 +654,8 @@ class Simulation {
       sum += r.boundTokens;
     }
     expect(p.leases.boundSum).toBe(sum);
-    expect(p.levelUnits, 'level over capacity').toBeLessThanOrEqual(scale.capacityUnits);
-    expect(p.levelUnits + sum * scale.unitsPerToken, 'credit over capacity + allowance').toBeLessThanOrEqual(scale.capacityUnits + this.config.allowance * scale.unitsPerToken);
+    expect(p.credit.levelUnits, 'level over capacity').toBeLessThanOrEqual(scale.capacityUnits);
+    expect(p.credit.levelUnits + sum * scale.unitsPerToken, 'credit over capacity + allowance').toBeLessThanOrEqual(scale.capacityUnits + this.config.allowance * scale.unitsPerToken);
     for (const w of p.waiters) expect(p.leases.byAgent.get(w.record.agentId), 'a waiter whose lease is gone').toBe(w.record);
     // Agent safety: what an agent may still spend is covered by a live bound that outlives it.
     for (const a of this.agents) {

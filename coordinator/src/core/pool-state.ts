@@ -15,6 +15,7 @@
  */
 import { decodeReply, encodeMessage, type LeaseGrant } from '@tokenlease/shared';
 import { CoordinatorError } from '../errors.js';
+import type { LeaseTable } from './lease-table.js';
 
 /** PersistedLease — one lease as kept in the store. `lastReply` null: its request was still held. */
 export interface PersistedLease {
@@ -23,6 +24,8 @@ export interface PersistedLease {
   readonly boundTokens: number;
   readonly lastSeq: number;
   readonly lastReply: LeaseGrant | null;
+  /** ρ of a rate lease in tokens per refill period; absent or 0 for a chunk lease. */
+  readonly ratePerPeriod?: number;
 }
 
 /** PersistedPool — a pool as kept in the store. */
@@ -46,6 +49,7 @@ export function encodePersistedLease(lease: PersistedLease): string {
     leaseId: lease.leaseId,
     boundTokens: lease.boundTokens,
     lastSeq: lease.lastSeq,
+    ...(lease.ratePerPeriod ? { ratePerPeriod: lease.ratePerPeriod } : {}),
     lastReply: lease.lastReply === null ? null : textDecoder.decode(encodeMessage(lease.lastReply)),
   });
 }
@@ -53,7 +57,7 @@ export function encodePersistedLease(lease: PersistedLease): string {
 /** decodePersistedLease — the lease kept under `agentId` as `text`; throws CoordinatorError('state-invalid') when malformed. */
 export function decodePersistedLease(pool: string, agentId: string, text: string): PersistedLease {
   const bad = (why: string): never => {
-    throw new CoordinatorError('state-invalid', `pool ${JSON.stringify(pool)}: stored lease of agent ${JSON.stringify(agentId)} ${why}`);
+    throw new CoordinatorError('state-invalid', `pool ${JSON.stringify(pool)}: stored lease of agent ${JSON.stringify(agentId)} ${why}`, { pool });
   };
   let raw: unknown;
   try {
@@ -76,14 +80,49 @@ export function decodePersistedLease(pool: string, agentId: string, text: string
     if (!decoded.ok || decoded.value.kind !== 'grant') return bad('has a lastReply that is not a grant');
     lastReply = decoded.value;
   }
-  return { agentId, leaseId: r['leaseId'] as string, boundTokens: count('boundTokens'), lastSeq: count('lastSeq'), lastReply };
+  const ratePerPeriod = r['ratePerPeriod'] === undefined ? 0 : count('ratePerPeriod');
+  const kept = { agentId, leaseId: r['leaseId'] as string, boundTokens: count('boundTokens'), lastSeq: count('lastSeq'), lastReply };
+  return ratePerPeriod === 0 ? kept : { ...kept, ratePerPeriod };
 }
 
 /** parseLevelTokens — a stored level; throws CoordinatorError('state-invalid') unless a non-negative safe integer. */
 export function parseLevelTokens(pool: string, text: string): number {
   const level = /^\d{1,16}$/.test(text) ? Number(text) : NaN;
   if (!Number.isSafeInteger(level)) {
-    throw new CoordinatorError('state-invalid', `pool ${JSON.stringify(pool)}: stored level ${JSON.stringify(text.slice(0, 40))} is not a token count`);
+    throw new CoordinatorError('state-invalid', `pool ${JSON.stringify(pool)}: stored level ${JSON.stringify(text.slice(0, 40))} is not a token count`, { pool });
   }
   return level;
+}
+
+/** ChangeLog — the agents whose lease changed since the pool's last write. */
+export class ChangeLog {
+  private readonly agents = new Set<string>();
+
+  add(agentId: string): void {
+    this.agents.add(agentId);
+  }
+
+  /** take — the changes as of now (a lease gone is a remove), or null when none; clears the log. */
+  take(leases: LeaseTable, levelTokens: number): PoolChanges | null {
+    if (this.agents.size === 0) return null;
+    const upserts: PersistedLease[] = [];
+    const removes: string[] = [];
+    for (const agentId of this.agents) {
+      const record = leases.get(agentId);
+      if (record === undefined) {
+        removes.push(agentId);
+        continue;
+      }
+      const { leaseId, boundTokens, lastSeq, lastReply, ratePerPeriod } = record;
+      upserts.push(ratePerPeriod === 0 ? { agentId, leaseId, boundTokens, lastSeq, lastReply } : { agentId, leaseId, boundTokens, lastSeq, lastReply, ratePerPeriod });
+    }
+    this.agents.clear();
+    return { levelTokens, upserts, removes };
+  }
+
+  /** requeue — marks the leases of changes that were not written as changed again. */
+  requeue(changes: PoolChanges): void {
+    for (const lease of changes.upserts) this.agents.add(lease.agentId);
+    for (const agentId of changes.removes) this.agents.add(agentId);
+  }
 }

@@ -123,8 +123,7 @@ export function poolWithLease(tokens: number): { pool: Pool<string>; leaseId: st
 
 /** PoolInternals — the private state of a Pool that tests read. */
 export interface PoolInternals<R> {
-  readonly levelUnits: number;
-  readonly lastRefillUs: number;
+  readonly credit: { readonly levelUnits: number; readonly lastRefillUs: number };
   readonly waiters: ReadonlyArray<{ readonly record: LeaseRecord; readonly wantTokens: number; readonly to: R; readonly deadlineUs: number }>;
   readonly leases: { readonly byAgent: Map<string, LeaseRecord>; readonly boundSum: number; readonly issued: number };
 }
@@ -137,8 +136,8 @@ export function internals<R>(pool: Pool<R> | undefined): string {
   if (pool === undefined) throw new Error('no pool');
   const p = internalsOf(pool);
   return JSON.stringify({
-    level: p.levelUnits,
-    lastRefill: p.lastRefillUs,
+    level: p.credit.levelUnits,
+    lastRefill: p.credit.lastRefillUs,
     waiters: p.waiters.map((w) => [w.record.leaseId, w.wantTokens, w.to, w.deadlineUs]),
     leases: [...p.leases.byAgent.values()],
     boundSum: p.leases.boundSum,

@@ -205,7 +205,7 @@ describe('LeaseTable (the pool’s lease records)', () => {
     const table = new LeaseTable('3-');
     const a = table.open('a', 5, 2 * S);
     const b = table.open('b', 1, 3 * S);
-    expect(a).toEqual({ leaseId: '3-1', agentId: 'a', boundTokens: 0, expiresAtUs: 2 * S, lastSeq: 5, lastReply: null });
+    expect(a).toEqual({ leaseId: '3-1', agentId: 'a', boundTokens: 0, expiresAtUs: 2 * S, lastSeq: 5, lastReply: null, heldTokens: 0, ratePerPeriod: 0, accrualFromUs: 2 * S, demandPerSecond: 0, weight: 1 });
     expect(b.leaseId).toBe('3-2');
     expect(table.get('a')).toBe(a);
     expect(table.size).toBe(2);

@@ -35,13 +35,17 @@
  *   pool the store has no record of starts full (it has no lease anywhere).
  *   Such a pool records which leases changed, for the adapter to write
  *   before it sends the replies (`takeChanges`).
+ * - In rate mode (`leaseMode: 'rate'`) every acquire re-bases the lease on
+ *   the agent's report and gives it a rate: its weighted max-min fair share
+ *   (waterFill) of the refill among the live leases' reported demands,
+ *   within what other leases leave unassigned; a cap in proportion to that
+ *   rate (its share of B); and a top-up from the level. See rate-lease.ts
+ *   for why the envelope holds.
  */
 import {
   assertInvariant,
   tokenScale,
   waitUs,
-  wholeTokens,
-  refillUnits,
   DURATION_MS_MAX,
   type LeaseGrant,
   type LeaseRequest,
@@ -52,7 +56,9 @@ import {
 } from '@tokenlease/shared';
 import type { PoolConfig } from './config.js';
 import { LeaseTable, type LeaseRecord } from './lease-table.js';
-import type { PersistedPool, PoolChanges } from './pool-state.js';
+import { ChangeLog, type PersistedPool, type PoolChanges } from './pool-state.js';
+import { Credit } from './credit.js';
+import { decideRateGrant, fairShareOf, heldAt } from './rate-lease.js';
 
 /** Delivery — a reply and the opaque target it goes to. */
 export interface Delivery<R> {
@@ -72,17 +78,14 @@ interface Waiter<R> {
 export class Pool<R> {
   readonly scale: TokenScale;
   readonly leases: LeaseTable;
-  private levelUnits = 0;
-  private lastRefillUs: number;
+  private readonly credit: Credit;
   private readonly quietUntilUs: number;
   private readonly ttlUs: number;
-  /** (B + A) in units: the ceiling of credit. */
-  private readonly ceilingUnits: number;
-  /** The ceiling the credit check allows: above (B + A) only while leases kept from a larger configuration remain. */
-  private creditCeilingUnits: number;
   private waiters: Waiter<R>[] = [];
   /** Agents whose lease changed since the last `takeChanges`; null when nothing is written anywhere. */
-  private changed: Set<string> | null = null;
+  private changed: ChangeLog | null = null;
+  /** The refill period in µs, the unit of rate leases' ρ. */
+  private readonly periodUs: number;
   /** Last time a request reached this pool, µs. */
   lastActivityUs = 0;
 
@@ -95,10 +98,9 @@ export class Pool<R> {
     this.scale = tokenScale(config.capacity, config.refill);
     this.leases = new LeaseTable(`${epoch.toString(36)}-`);
     this.quietUntilUs = startUs + quietPeriodMs * 1000;
-    this.lastRefillUs = this.quietUntilUs;
+    this.credit = new Credit(this.scale, config.name, config.allowance, this.quietUntilUs);
     this.ttlUs = config.leaseTtlMs * 1000;
-    this.ceilingUnits = (config.capacity + config.allowance) * this.scale.unitsPerToken;
-    this.creditCeilingUnits = this.ceilingUnits;
+    this.periodUs = config.refill.periodMs * 1000;
   }
 
   /**
@@ -108,19 +110,17 @@ export class Pool<R> {
    */
   static takeOver<R>(config: PoolConfig, epoch: number, takeoverUs: number, state: PersistedPool | null): Pool<R> {
     const pool = new Pool<R>(config, epoch, takeoverUs, 0);
-    pool.changed = new Set();
-    if (state === null) {
-      pool.levelUnits = pool.scale.capacityUnits;
-      return pool;
-    }
-    for (const kept of state.leases) {
+    pool.changed = new ChangeLog();
+    for (const kept of state?.leases ?? []) {
       const record = pool.leases.adopt(kept.agentId, kept.leaseId, kept.boundTokens, kept.lastSeq, takeoverUs + pool.ttlUs);
+      // A kept rate lease may be full and keeps trickling at its rate until it renews or expires.
+      record.heldTokens = kept.boundTokens;
+      record.accrualFromUs = takeoverUs;
+      pool.leases.setRate(record, kept.ratePerPeriod ?? 0);
       // A request that was held when the store last heard of it: a retry of it learns the balance and asks again.
       record.lastReply = kept.lastReply ?? pool.grantReply(record, 0, 1);
     }
-    const leasedUnits = pool.leasedUnits();
-    pool.creditCeilingUnits = Math.max(pool.ceilingUnits, leasedUnits);
-    pool.levelUnits = Math.max(0, Math.min(state.levelTokens * pool.scale.unitsPerToken, pool.scale.capacityUnits, pool.ceilingUnits - leasedUnits));
+    pool.credit.restore(state?.levelTokens ?? null, pool.leases.boundTokensSum);
     pool.checkCredit();
     return pool;
   }
@@ -131,22 +131,12 @@ export class Pool<R> {
    * lags behind on refill only under-admits after a takeover).
    */
   takeChanges(): PoolChanges | null {
-    if (this.changed === null || this.changed.size === 0) return null;
-    const upserts = [];
-    const removes = [];
-    for (const agentId of this.changed) {
-      const record = this.leases.get(agentId);
-      if (record === undefined) removes.push(agentId);
-      else upserts.push({ agentId, leaseId: record.leaseId, boundTokens: record.boundTokens, lastSeq: record.lastSeq, lastReply: record.lastReply });
-    }
-    this.changed.clear();
-    return { levelTokens: wholeTokens(this.scale, this.levelUnits), upserts, removes };
+    return this.changed?.take(this.leases, this.credit.levelTokens) ?? null;
   }
 
   /** requeueChanges — marks the leases of changes that were not written as changed again. */
   requeueChanges(changes: PoolChanges): void {
-    for (const lease of changes.upserts) this.changed?.add(lease.agentId);
-    for (const agentId of changes.removes) this.changed?.add(agentId);
+    this.changed?.requeue(changes);
   }
 
   /** releaseWaiters — takes every held request out of the queue (when the pool changes owner); returns their reply targets. */
@@ -167,7 +157,7 @@ export class Pool<R> {
    */
   idleFullAtUs(): number {
     if (this.leases.size > 0 || this.waiters.length > 0) return Infinity;
-    return this.lastRefillUs + waitUs(this.scale, this.scale.capacityUnits - this.levelUnits);
+    return this.credit.fullAtUs();
   }
 
   /** acquire — grants, renews or holds `req`; replies go to `out`. */
@@ -182,6 +172,10 @@ export class Pool<R> {
     }
     this.dropWaiter(req.agentId, req.seq, out);
     const record = existing ?? this.leases.open(req.agentId, req.seq, nowUs + this.ttlUs);
+    if (this.config.leaseMode === 'rate') {
+      this.acquireRate(req, record, to, nowUs, out);
+      return;
+    }
     // A report concerns only the lease it names; a lease the agent does not
     // name is one whose grant never reached it, so nothing of it can be spent.
     const reportedTokens = req.leaseId === record.leaseId ? Math.min(record.boundTokens, req.tokensLeft) : 0;
@@ -190,9 +184,9 @@ export class Pool<R> {
     record.lastReply = null;
     this.leases.extend(record, nowUs + this.ttlUs);
     this.changed?.add(req.agentId);
-    const wantTokens = Math.min(req.tokensWanted, this.config.maxLeaseTokens - record.boundTokens);
+    const wantTokens = Math.max(0, Math.min(req.tokensWanted, this.config.maxLeaseTokens - record.boundTokens));
     const holdUs = Math.min(req.holdMs, this.config.maxHoldMs) * 1000;
-    const weight = req.agentClass === undefined ? 1 : (this.config.classWeights[req.agentClass] ?? 1);
+    const weight = this.weightOf(req);
     const thresholdTokens = Math.min(wantTokens, this.config.minGrantTokens * weight);
     if (wantTokens === 0 || (this.waiters.length === 0 && (holdUs === 0 || this.worthGranting(thresholdTokens)))) {
       this.grant(record, wantTokens, to, nowUs, out);
@@ -213,11 +207,11 @@ export class Pool<R> {
     let tokensReturned = 0;
     if (record !== undefined && record.leaseId === req.leaseId && req.seq > record.lastSeq) {
       this.dropWaiter(req.agentId, req.seq, out);
-      tokensReturned = Math.min(req.tokensLeft, record.boundTokens);
+      tokensReturned = Math.min(req.tokensLeft, this.config.leaseMode === 'rate' ? heldAt(record, nowUs, this.periodUs) : record.boundTokens);
       this.leases.remove(record);
       this.changed?.add(req.agentId);
       // With an allowance the level may not take all of it back: it never holds more than B.
-      this.levelUnits = Math.min(this.scale.capacityUnits, this.levelUnits + tokensReturned * this.scale.unitsPerToken);
+      this.credit.give(tokensReturned);
     }
     out.push({ to, reply: { v: 1, kind: 'receipt', seq: req.seq, tokensReturned } });
     this.checkCredit();
@@ -226,10 +220,7 @@ export class Pool<R> {
 
   /** tick — refills, reclaims expired leases and answers the waiters that can be answered. */
   tick(nowUs: number, out: Delivery<R>[]): void {
-    if (nowUs > this.lastRefillUs) {
-      this.levelUnits += refillUnits(this.scale, nowUs - this.lastRefillUs, this.roomUnits());
-      this.lastRefillUs = nowUs;
-    }
+    this.credit.refill(nowUs, this.leases.boundTokensSum, this.leases.ratePerPeriodSum, this.config.refill.tokens, this.config.leaseMode === 'rate');
     // Held requests are answered before reclaiming: a held lease is live
     // until its reply, whenever the adapter gets round to calling.
     this.serveWaiters(nowUs, out);
@@ -260,7 +251,7 @@ export class Pool<R> {
       pool: this.config.name,
       epoch: this.epoch,
       capacityTokens: this.config.capacity,
-      levelTokens: wholeTokens(this.scale, this.levelUnits),
+      levelTokens: this.credit.levelTokens,
       leasedTokens: this.leases.boundTokensSum,
       leases: this.leases.size,
       waiting: this.waiters.length,
@@ -273,10 +264,7 @@ export class Pool<R> {
     let deadline = this.leases.earliestExpiryUs();
     for (const w of this.waiters) deadline = Math.min(deadline, w.deadlineUs);
     const head = this.waiters[0];
-    if (head !== undefined) {
-      const needUnits = head.thresholdTokens * this.scale.unitsPerToken - this.levelUnits;
-      if (needUnits <= this.roomUnits()) deadline = Math.min(deadline, this.lastRefillUs + waitUs(this.scale, needUnits));
-    }
+    if (head !== undefined) deadline = Math.min(deadline, this.credit.accruesAtUs(head.thresholdTokens, this.leases.boundTokensSum));
     return deadline;
   }
 
@@ -307,8 +295,8 @@ export class Pool<R> {
   }
 
   private grant(record: LeaseRecord, wantTokens: number, to: R, nowUs: number, out: Delivery<R>[], tokensMax = Infinity): void {
-    const tokensGranted = Math.min(wantTokens, tokensMax, wholeTokens(this.scale, this.levelUnits));
-    this.levelUnits -= tokensGranted * this.scale.unitsPerToken;
+    const tokensGranted = Math.min(wantTokens, tokensMax, this.credit.levelTokens);
+    this.credit.take(tokensGranted);
     this.leases.setBound(record, record.boundTokens + tokensGranted);
     this.leases.extend(record, nowUs + this.ttlUs);
     const reply = this.grantReply(record, tokensGranted, tokensGranted < wantTokens ? this.retryAfterMs(wantTokens - tokensGranted, nowUs) : 0);
@@ -316,6 +304,36 @@ export class Pool<R> {
     this.changed?.add(record.agentId);
     out.push({ to, reply });
     this.checkCredit();
+  }
+
+  /**
+   * acquireRate — rate mode: re-bases the lease on the agent's report (it
+   * stopped accruing when it sent), then gives it its fair rate, a cap in
+   * proportion and a top-up from the level, all within B + A. No rate in
+   * the quiet period: leases of a previous incarnation may still spend.
+   */
+  private acquireRate(req: LeaseRequest, record: LeaseRecord, to: R, nowUs: number, out: Delivery<R>[]): void {
+    const held = req.leaseId === record.leaseId ? Math.min(heldAt(record, nowUs, this.periodUs), req.tokensLeft) : 0;
+    this.leases.setRate(record, 0);
+    Object.assign(record, { heldTokens: held, accrualFromUs: nowUs, lastSeq: req.seq, demandPerSecond: req.demandPerSecond, weight: this.weightOf(req) });
+    this.leases.extend(record, nowUs + this.ttlUs);
+    this.changed?.add(req.agentId);
+    const otherBoundsTokens = this.leases.boundTokensSum - record.boundTokens;
+    const d = decideRateGrant(this.config, { held, tokensWanted: req.tokensWanted, levelTokens: this.credit.levelTokens, otherRates: this.leases.ratePerPeriodSum, share: (assignable) => (nowUs < this.quietUntilUs ? 0 : fairShareOf([...this.leases.all()], record, assignable, this.config.refill.periodMs)) }, (topUp) => Math.floor((this.credit.ceilingUnits - this.credit.levelUnits + topUp * this.scale.unitsPerToken) / this.scale.unitsPerToken) - otherBoundsTokens);
+    this.credit.take(d.topUp);
+    assertInvariant(d.capTokens >= held + d.topUp, `pool ${this.config.name}: no room for the ${held + d.topUp} tokens lease ${record.leaseId} holds`);
+    this.leases.setBound(record, d.capTokens);
+    this.leases.setRate(record, d.ratePerPeriod);
+    record.heldTokens = held + d.topUp;
+    const base = this.grantReply(record, d.topUp, d.missingTokens > 0 ? this.retryAfterMs(d.missingTokens, nowUs) : 0);
+    const reply: LeaseGrant = { ...base, tokensHeld: held + d.topUp, rate: { tokensPerPeriod: d.ratePerPeriod, periodMs: this.config.refill.periodMs, capTokens: d.capTokens } };
+    record.lastReply = reply;
+    out.push({ to, reply });
+    this.checkCredit();
+  }
+
+  private weightOf(req: LeaseRequest): number {
+    return req.agentClass === undefined ? 1 : (this.config.classWeights[req.agentClass] ?? 1);
   }
 
   private grantReply(record: LeaseRecord, tokensGranted: number, retryAfterMs: number): LeaseGrant {
@@ -336,13 +354,13 @@ export class Pool<R> {
 
   private retryAfterMs(missingTokens: number, nowUs: number): number {
     const thresholdTokens = Math.min(missingTokens, this.config.minGrantTokens);
-    const accrueUs = waitUs(this.scale, thresholdTokens * this.scale.unitsPerToken - this.levelUnits);
+    const accrueUs = waitUs(this.scale, thresholdTokens * this.scale.unitsPerToken - this.credit.levelUnits);
     const quietUs = Math.max(0, this.quietUntilUs - nowUs);
     return Math.min(DURATION_MS_MAX, Math.max(1, Math.ceil((quietUs + accrueUs) / 1000)));
   }
 
   private worthGranting(thresholdTokens: number): boolean {
-    return this.levelUnits >= thresholdTokens * this.scale.unitsPerToken;
+    return this.credit.has(thresholdTokens);
   }
 
   /**
@@ -352,7 +370,7 @@ export class Pool<R> {
    */
   private fairRest(head: Waiter<R>): number {
     const turns = this.waiters.reduce((sum, w) => sum + w.thresholdTokens, head.thresholdTokens);
-    return Math.floor((wholeTokens(this.scale, this.levelUnits) * head.thresholdTokens) / turns);
+    return Math.floor((this.credit.levelTokens * head.thresholdTokens) / turns);
   }
 
   /** dropWaiter — a newer request of the agent supersedes its held one, which is answered as stale. */
@@ -363,22 +381,8 @@ export class Pool<R> {
     out.push({ to: held.to, reply: staleSequence(held.record.lastSeq, newerSeq, 'superseded by') });
   }
 
-  /** roomUnits — how much refill the level may still take: up to B itself, and credit up to B + A. */
-  private roomUnits(): number {
-    return Math.min(this.scale.capacityUnits - this.levelUnits, this.ceilingUnits - this.levelUnits - this.leasedUnits());
-  }
-
-  private leasedUnits(): number {
-    return this.leases.boundTokensSum * this.scale.unitsPerToken;
-  }
-
   private checkCredit(): void {
-    const creditUnits = this.levelUnits + this.leasedUnits();
-    assertInvariant(this.levelUnits >= 0, `pool ${this.config.name}: negative level ${this.levelUnits}`);
-    // Kept leases from a larger configuration may exceed B + A until they shrink; the excess never comes back.
-    if (this.creditCeilingUnits > this.ceilingUnits) this.creditCeilingUnits = Math.min(this.creditCeilingUnits, Math.max(this.ceilingUnits, creditUnits));
-    assertInvariant(this.levelUnits <= this.scale.capacityUnits, `pool ${this.config.name}: level ${this.levelUnits} over capacity ${this.scale.capacityUnits}`);
-    assertInvariant(creditUnits <= this.creditCeilingUnits, `pool ${this.config.name}: credit ${creditUnits} over capacity + allowance ${this.ceilingUnits}`);
+    this.credit.check(this.leases.boundTokensSum);
   }
 }
 

@@ -25,7 +25,7 @@ import {
   SEQ_MAX,
   WIRE_TOKENS_MAX,
 } from './limits.js';
-import type { AgentLease, ErrorCode, Reply, Request } from './messages.js';
+import type { AgentLease, ErrorCode, LeaseRate, Reply, Request } from './messages.js';
 import { PROTOCOL_VERSION, poolNameProblem } from './subjects.js';
 
 export interface DecodeFailure {
@@ -116,6 +116,16 @@ function readAgentLease(value: unknown): AgentLease | null {
   };
 }
 
+function readLeaseRate(value: unknown): LeaseRate {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new FieldProblem('rate', 'must be an object');
+  const rate = value as Fields;
+  return {
+    tokensPerPeriod: intField(rate, 'tokensPerPeriod', 0, WIRE_TOKENS_MAX),
+    periodMs: intField(rate, 'periodMs', 1, DURATION_MS_MAX),
+    capTokens: intField(rate, 'capTokens', 0, WIRE_TOKENS_MAX),
+  };
+}
+
 function readReply(obj: Fields): Reply {
   const kind = oneOf(obj, 'kind', ['grant', 'receipt', 'status', 'error'] as const);
   const tokens = (field: string): number => intField(obj, field, 0, WIRE_TOKENS_MAX);
@@ -134,6 +144,7 @@ function readReply(obj: Fields): Reply {
         maxLeaseTokens: tokens('maxLeaseTokens'),
         capacityTokens: tokens('capacityTokens'),
         retryAfterMs: retryAfterMs(),
+        ...(obj['rate'] === undefined ? {} : { rate: readLeaseRate(obj['rate']) }),
       };
     case 'receipt':
       return { v: 1, kind, seq: intField(obj, 'seq', 0, SEQ_MAX), tokensReturned: tokens('tokensReturned') };

@@ -61,6 +61,17 @@ export interface AgentLease {
 
 export type Request = LeaseRequest | LeaseReturn | StatusQuery;
 
+/**
+ * LeaseRate — what makes a lease a rate (trickle) lease: the agent's
+ * balance grows by `tokensPerPeriod` every `periodMs` (continuously, in
+ * whole µs) from the moment the reply arrives, never above `capTokens`.
+ */
+export interface LeaseRate {
+  readonly tokensPerPeriod: number;
+  readonly periodMs: number;
+  readonly capTokens: number;
+}
+
 /** LeaseGrant — the lease after this request: id, tokens added, TTL and the pool's limits. */
 export interface LeaseGrant {
   readonly v: 1;
@@ -78,6 +89,8 @@ export interface LeaseGrant {
   readonly capacityTokens: number;
   /** When `tokensGranted` fell short, the estimated wait before asking again; else 0. */
   readonly retryAfterMs: number;
+  /** Present for a rate lease: the balance also accrues at this rate up to its cap. */
+  readonly rate?: LeaseRate;
 }
 
 /** ReturnReceipt — the tokens a return moved back into the pool. */

@@ -1,0 +1,101 @@
+/**
+ * Rate (trickle) leases on the agent side: the slot's balance accrues like a
+ * true token bucket (exact, capped, nothing while full), the keeper freezes
+ * it when it sends and restarts it when the reply arrives, over the period
+ * stretched by the drift margin, and renews once per refresh interval.
+ */
+import { describe, expect, it } from 'vitest';
+import type { LeaseGrant } from '@tokenlease/shared';
+import { acquireIn, grant, keeperWith, only } from './lease-keeper.fixtures.js';
+import { LeaseSlot } from './lease-slot.js';
+
+function rateSlot(tokensPerPeriod: number, periodUs: number, capTokens: number, balance = 0): LeaseSlot {
+  const slot = new LeaseSlot('pool-a');
+  Object.assign(slot, { balanceTokens: balance, expiresAtUs: 1e12, hasLease: true, costMaxTokens: 1000 });
+  slot.startRate(tokensPerPeriod, periodUs, capTokens, 0);
+  return slot;
+}
+
+describe('LeaseSlot accrual', () => {
+  it('adds ρ per period in whole µs, carrying the remainder exactly', () => {
+    const slot = rateSlot(3, 1_000_000, 100); // 3 tokens per s: one per 333,333.3 µs
+    expect(slot.takeAt(1, 333_333)).toBe(false);
+    expect(slot.takeAt(1, 333_334)).toBe(true);
+    expect(slot.takeAt(1, 666_667)).toBe(true); // 2,000,001 token·µs: the carry made the second token
+    expect(slot.takeAt(1, 999_999)).toBe(false);
+    expect(slot.takeAt(1, 1_000_000)).toBe(true);
+  });
+
+  it('never passes its cap, and gains nothing while full (a true bucket)', () => {
+    const slot = rateSlot(1000, 1_000_000, 5, 5); // full, 1 token per ms
+    expect(slot.takeAt(5, 10_000)).toBe(true); // full all along: nothing extra
+    expect(slot.takeAt(1, 10_000)).toBe(false);
+    expect(slot.takeAt(1, 11_000)).toBe(true);
+    expect(slot.takeAt(5, 3_600_000_000)).toBe(true); // a long gap fills to the cap, no more
+    expect(slot.takeAt(1, 3_600_000_000)).toBe(false);
+  });
+
+  it('does not accrue when frozen, and counts up to the freeze', () => {
+    const slot = rateSlot(1000, 1_000_000, 100);
+    slot.freezeRate(3_000);
+    expect(slot.balanceTokens).toBe(3);
+    expect(slot.takeAt(4, 1_000_000)).toBe(false);
+    expect(slot.balanceTokens).toBe(3);
+  });
+
+  it('accrues in canTakeAt too, so all-or-nothing admission sees it', () => {
+    const slot = rateSlot(1000, 1_000_000, 100);
+    expect(slot.canTakeAt(2, 2_000)).toBe(true);
+    expect(slot.canTakeAt(3, 2_000)).toBe(false);
+  });
+});
+
+const rateGrant = (seq: number, fields: Partial<LeaseGrant> = {}): LeaseGrant =>
+  grant(seq, { tokensGranted: 4, tokensHeld: 4, maxLeaseTokens: 50, rate: { tokensPerPeriod: 950, periodMs: 1000, capTokens: 10 }, ...fields });
+
+describe('LeaseKeeper with rate leases', () => {
+  it('starts accruing when the reply arrives, over the period stretched by the drift margin', () => {
+    const keeper = keeperWith({ driftMargin: 0.05 });
+    const first = acquireIn(keeper.tick(0));
+    keeper.onReply(first.seq, rateGrant(first.seq), 100_000);
+    // 950 per 1,052,632 µs (1 s / 0.95): the first token after 1109 µs (1108 × 950 < 1,052,632 ≤ 1109 × 950).
+    expect(keeper.slot.ratePeriodUs).toBe(1_052_632);
+    expect(keeper.slot.takeAt(4, 100_000)).toBe(true);
+    expect(keeper.slot.takeAt(1, 100_000 + 1_108)).toBe(false);
+    expect(keeper.slot.takeAt(1, 100_000 + 1_109)).toBe(true);
+  });
+
+  it('freezes the balance when it sends a renewal, and reports what it holds then', () => {
+    const keeper = keeperWith({ refreshMs: 100 });
+    const first = acquireIn(keeper.tick(0));
+    keeper.onReply(first.seq, rateGrant(first.seq, { tokensGranted: 0, tokensHeld: 0 }), 0);
+    const renew = acquireIn(keeper.tick(100_000));
+    expect(renew.tokensLeft).toBe(10); // 100 ms at ~900/s filled the cap of 10
+    expect(keeper.slot.rateTokens).toBe(0);
+    keeper.slot.takeAt(10, 100_000);
+    expect(keeper.slot.takeAt(1, 500_000)).toBe(false); // frozen while the renewal is out
+  });
+
+  it('renews once per refresh interval, not whenever it runs low', () => {
+    const keeper = keeperWith({ refreshMs: 500 });
+    const first = acquireIn(keeper.tick(0));
+    keeper.onReply(first.seq, rateGrant(first.seq), 0);
+    keeper.slot.takeAt(4, 1_000);
+    keeper.slot.takeAt(100, 2_000); // denied: would ask at once for a chunk lease
+    expect(keeper.tick(3_000)).toEqual([]);
+    expect(keeper.nextDeadlineUs()).toBe(500_000);
+    expect(only(keeper.tick(500_000)).message.op).toBe('acquire');
+  });
+
+  it('treats a grant without a rate as a chunk lease again', () => {
+    const keeper = keeperWith({ refreshMs: 100 });
+    const first = acquireIn(keeper.tick(0));
+    keeper.onReply(first.seq, rateGrant(first.seq), 0);
+    const renew = acquireIn(keeper.tick(100_000));
+    keeper.onReply(renew.seq, grant(renew.seq, { tokensGranted: 5 }), 101_000);
+    expect(keeper.slot.rateTokens).toBe(0);
+    const before = keeper.slot.balanceTokens;
+    keeper.slot.takeAt(1, 900_000);
+    expect(keeper.slot.balanceTokens).toBe(before - 1);
+  });
+});

@@ -1,0 +1,106 @@
+/**
+ * Credit: a pool's level and the ceiling on level + Σ lease bounds.
+ *
+ * Rules (DESIGN.md's credit argument):
+ * - The level is kept in exact units (token-scale.ts) and never exceeds B;
+ *   level + Σ bounds never exceeds B + A (A: the pool's allowance).
+ * - Refill adds at most r·Δt, clipped to that room. With rate leases the
+ *   level refills only at what their rates leave of the refill (rate-lease.ts).
+ * - Taking tokens out of the level needs them there; giving tokens back
+ *   never lifts the level above B (with an allowance some are then lost).
+ * - `check` asserts the rules after every change; a pool taken over with
+ *   leases kept from a larger configuration may exceed B + A until they
+ *   shrink, and the excess never comes back.
+ */
+import { assertInvariant, refillUnits, waitUs, wholeTokens, type TokenScale } from '@tokenlease/shared';
+import { LevelRefill } from './rate-lease.js';
+
+export class Credit {
+  levelUnits = 0;
+  /** The instant the level was last refilled to, µs. */
+  lastRefillUs: number;
+  /** (B + A) in units. */
+  readonly ceilingUnits: number;
+  /** What `check` allows: above (B + A) only while kept leases of a larger configuration remain. */
+  private checkCeilingUnits: number;
+  private readonly levelRefill: LevelRefill;
+
+  constructor(
+    readonly scale: TokenScale,
+    private readonly pool: string,
+    allowanceTokens: number,
+    refillFromUs: number,
+  ) {
+    this.ceilingUnits = (scale.capacityTokens + allowanceTokens) * scale.unitsPerToken;
+    this.checkCeilingUnits = this.ceilingUnits;
+    this.lastRefillUs = refillFromUs;
+    this.levelRefill = new LevelRefill(scale);
+  }
+
+  /** levelTokens — whole tokens in the level. */
+  get levelTokens(): number {
+    return wholeTokens(this.scale, this.levelUnits);
+  }
+
+  /** has — whether the level holds `tokens` whole tokens. */
+  has(tokens: number): boolean {
+    return this.levelUnits >= tokens * this.scale.unitsPerToken;
+  }
+
+  /** take — moves `tokens` out of the level (into a lease); the caller made sure they are there. */
+  take(tokens: number): void {
+    this.levelUnits -= tokens * this.scale.unitsPerToken;
+  }
+
+  /** give — moves `tokens` back into the level, which keeps at most B. */
+  give(tokens: number): void {
+    this.levelUnits = Math.min(this.scale.capacityUnits, this.levelUnits + tokens * this.scale.unitsPerToken);
+  }
+
+  /** restore — a taken-over level: `levelTokens` clipped so credit fits B + A beside `leasedTokens` (none: full). */
+  restore(levelTokens: number | null, leasedTokens: number): void {
+    const leasedUnits = leasedTokens * this.scale.unitsPerToken;
+    this.checkCeilingUnits = Math.max(this.ceilingUnits, leasedUnits);
+    const wantUnits = levelTokens === null ? this.scale.capacityUnits : levelTokens * this.scale.unitsPerToken;
+    this.levelUnits = Math.max(0, Math.min(wantUnits, this.scale.capacityUnits, this.ceilingUnits - leasedUnits));
+  }
+
+  /**
+   * refill — brings the level up to `nowUs` beside `leasedTokens` of bounds;
+   * rate leases hold `ratePerPeriod` of the refill's `totalPerPeriod` tokens.
+   */
+  refill(nowUs: number, leasedTokens: number, ratePerPeriod: number, totalPerPeriod: number, rateMode: boolean): void {
+    if (nowUs <= this.lastRefillUs) return;
+    const elapsedUs = nowUs - this.lastRefillUs;
+    const roomUnits = this.roomUnits(leasedTokens);
+    this.levelUnits += rateMode
+      ? this.levelRefill.units(elapsedUs, totalPerPeriod - ratePerPeriod, totalPerPeriod, roomUnits)
+      : refillUnits(this.scale, elapsedUs, roomUnits);
+    this.lastRefillUs = nowUs;
+  }
+
+  /** roomUnits — how much the level may still take: up to B itself, and credit up to B + A. */
+  roomUnits(leasedTokens: number): number {
+    return Math.min(this.scale.capacityUnits - this.levelUnits, this.ceilingUnits - this.levelUnits - leasedTokens * this.scale.unitsPerToken);
+  }
+
+  /** fullAtUs — when the level, left alone at the full rate, reaches B. */
+  fullAtUs(): number {
+    return this.lastRefillUs + waitUs(this.scale, this.scale.capacityUnits - this.levelUnits);
+  }
+
+  /** accruesAtUs — when the level holds `tokens` at the full rate, or Infinity when the room beside `leasedTokens` is too small. */
+  accruesAtUs(tokens: number, leasedTokens: number): number {
+    const needUnits = tokens * this.scale.unitsPerToken - this.levelUnits;
+    return needUnits <= this.roomUnits(leasedTokens) ? this.lastRefillUs + waitUs(this.scale, needUnits) : Infinity;
+  }
+
+  /** check — asserts level ≥ 0, level ≤ B and level + leased ≤ B + A. */
+  check(leasedTokens: number): void {
+    const creditUnits = this.levelUnits + leasedTokens * this.scale.unitsPerToken;
+    assertInvariant(this.levelUnits >= 0, `pool ${this.pool}: negative level ${this.levelUnits}`);
+    if (this.checkCeilingUnits > this.ceilingUnits) this.checkCeilingUnits = Math.min(this.checkCeilingUnits, Math.max(this.ceilingUnits, creditUnits));
+    assertInvariant(this.levelUnits <= this.scale.capacityUnits, `pool ${this.pool}: level ${this.levelUnits} over capacity ${this.scale.capacityUnits}`);
+    assertInvariant(creditUnits <= this.checkCeilingUnits, `pool ${this.pool}: credit ${creditUnits} over capacity + allowance ${this.ceilingUnits}`);
+  }
+}
