@@ -7,13 +7,17 @@
  * 2. End to end: one agent admitting as fast as it can from a pool whose
  *    refill is not the limit, with leases of `maxLeaseTokens` tokens; the
  *    lease keeper tops up over real NATS from a coordinator process.
+ * 3. A rate lease's fast path: admissions from a slot whose balance
+ *    accrues on every call (tryTakeAt, with a time that moves).
+ * 4. The durable mode's write before reply (durable.ts).
  * Prints readable lines, then one JSON line of the figures.
  */
-import { Agent, type Limiter } from '@tokenlease/agent';
+import { Agent, LeaseSlot, type Limiter } from '@tokenlease/agent';
 import { scratchDir, startCoordinator, writeConfig } from '../harness/fleet.js';
 import { provideNats } from '../harness/nats.js';
 import { spawnProcess, stopAll } from '../harness/processes.js';
 import { fileURLToPath } from 'node:url';
+import { durableFigures } from './durable.js';
 import { bytesPerCall, timeCalls } from './measure.js';
 import { memoryFigures } from './memory.js';
 
@@ -42,8 +46,13 @@ async function endToEnd(agent: Agent): Promise<{ admitsPerSecond: number; roundT
 }
 
 /** The fast-path loops measured, over a limiter with a large live lease. */
-function loops(agent: Agent, hot: Limiter, hot2: Limiter): Record<'admit' | 'admitAt' | 'admitAll' | 'clock' | 'deny', (n: number) => void> {
+function loops(agent: Agent, hot: Limiter, hot2: Limiter): Record<'admit' | 'admitAt' | 'admitAll' | 'clock' | 'deny' | 'rateAt', (n: number) => void> {
   let sink = 0;
+  // A rate lease of 1e9 tokens/s with a cap it never reaches: every call accrues.
+  const rate = new LeaseSlot('rate');
+  Object.assign(rate, { balanceTokens: 0, expiresAtUs: Number.MAX_SAFE_INTEGER, hasLease: true });
+  rate.startRate(1_000_000_000, 1_000_000, 2 ** 40, 0);
+  let rateUs = 0;
   const empty = agent.limiter('e2e-denials-only');
   const both = [{ limiter: hot, cost: 1 }, { limiter: hot2, cost: 1 }];
   const clockBaseUs = Math.floor(performance.now() * 1000);
@@ -64,6 +73,9 @@ function loops(agent: Agent, hot: Limiter, hot2: Limiter): Record<'admit' | 'adm
     },
     deny: (n) => {
       for (let i = 0; i < n; i += 1) if (!empty.tryTake(2 ** 40)) sink += 1;
+    },
+    rateAt: (n) => {
+      for (let i = 0; i < n; i += 1) if (rate.takeAt(1, (rateUs += 1))) sink += 1;
     },
   };
 }
@@ -91,6 +103,7 @@ async function allocationProbe(natsUrl: string, prefix: string): Promise<void> {
     admitAt: await bytesPerCall(l.admitAt, 2_000_000),
     clock: await bytesPerCall(l.clock, 2_000_000),
     deny: await bytesPerCall(l.deny, 1_000_000),
+    rateAt: await bytesPerCall(l.rateAt, 2_000_000),
   };
   await agent.close();
   process.stdout.write(`${JSON.stringify({ ...bytes, ...memoryFigures() })}\n`);
@@ -115,6 +128,7 @@ async function main(): Promise<void> {
     const admitTiming = timeCalls(l.admit, 5000, 1000);
     const allTiming = timeCalls(l.admitAll, 2000, 1000);
     const denyTiming = timeCalls(l.deny, 2000, 1000);
+    const rateTiming = timeCalls(l.rateAt, 5000, 1000);
     const e2e = await endToEnd(agent);
     await agent.close();
 
@@ -123,12 +137,15 @@ async function main(): Promise<void> {
     ]);
     const { code } = await probe.exited;
     if (code !== 0) throw new Error(`allocation probe failed: ${probe.stderr()}`);
-    const bytes = JSON.parse(probe.lines[probe.lines.length - 1] ?? '{}') as Record<'admit' | 'admitAt' | 'admitAll' | 'clock' | 'deny' | 'bytesPerLease' | 'bytesPerEvictedPool' | 'poolsLeft', number>;
+    const bytes = JSON.parse(probe.lines[probe.lines.length - 1] ?? '{}') as Record<'admit' | 'admitAt' | 'admitAll' | 'clock' | 'deny' | 'rateAt' | 'bytesPerLease' | 'bytesPerEvictedPool' | 'poolsLeft', number>;
+    const durable = await durableFigures();
 
     console.log(`tryTake admit: median ${admitTiming.nsMedian} ns, p99 ${admitTiming.nsP99} ns per call (${admitTiming.calls} calls in batches of 1000); ${bytes.admit} heap bytes per call`);
     console.log(`  of which the clock read: performance.now() alone allocates ${bytes.clock} bytes per call (V8 boxes its result); tryTakeAt with a time the caller read: ${bytes.admitAt} bytes per call`);
     console.log(`tryTakeAll over 2 pools: median ${allTiming.nsMedian} ns, p99 ${allTiming.nsP99} ns per call; ${bytes.admitAll} heap bytes per call`);
     console.log(`tryTake deny:  median ${denyTiming.nsMedian} ns, p99 ${denyTiming.nsP99} ns per call; ${bytes.deny} heap bytes per call`);
+    console.log(`rate lease tryTakeAt (accrues every call): median ${rateTiming.nsMedian} ns, p99 ${rateTiming.nsP99} ns per call; ${bytes.rateAt} heap bytes per call`);
+    console.log(`durable write before reply (Redis ${durable.redis}): median ${durable.writeUsMedian} µs, p99 ${durable.writeUsP99} µs per write; ${durable.writesPerSecond16Pools} writes/s with 16 pools writing at once`);
     console.log(`one agent end to end: ${e2e.admitsPerSecond} admissions/s over ${E2E_MS} ms with ${LEASE_TOKENS}-token leases (${e2e.roundTrips} round-trips, ${e2e.admitted} admitted)`);
     console.log(`coordinator memory: ${bytes.bytesPerLease} heap bytes per live lease; ${bytes.bytesPerEvictedPool} per template pool after idle eviction (${bytes.poolsLeft} of 20,000 left)`);
     console.log(`NATS: ${nats.source} ${nats.url}; node ${process.version}`);
@@ -144,6 +161,11 @@ async function main(): Promise<void> {
         tryTakeDenyNsMedian: denyTiming.nsMedian,
         tryTakeDenyNsP99: denyTiming.nsP99,
         tryTakeDenyBytesPerCall: bytes.deny,
+        rateTakeAtNsMedian: rateTiming.nsMedian,
+        rateTakeAtBytesPerCall: bytes.rateAt,
+        durableWriteUsMedian: durable.writeUsMedian,
+        durableWriteUsP99: durable.writeUsP99,
+        durableWritesPerSecond16Pools: durable.writesPerSecond16Pools,
         agentAdmitsPerSecond: e2e.admitsPerSecond,
         agentRoundTrips: e2e.roundTrips,
         coordinatorBytesPerLease: bytes.bytesPerLease,
