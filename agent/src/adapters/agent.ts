@@ -54,6 +54,7 @@ interface Entry {
   readonly limiter: Limiter;
   readonly acquireSubject: string;
   readonly returnSubject: string;
+  readonly reportSubject: string;
   timer: NodeJS.Timeout | null;
   wakePending: boolean;
   readonly wake: () => void;
@@ -135,6 +136,7 @@ export class Agent implements LimiterHost {
       limiter: new Limiter(keeper, this),
       acquireSubject: subjectFor(this.prefix, 'acquire', pool),
       returnSubject: subjectFor(this.prefix, 'return', pool),
+      reportSubject: subjectFor(this.prefix, 'report', pool),
       timer: null,
       wakePending: false,
       wake: () => {
@@ -205,8 +207,13 @@ export class Agent implements LimiterHost {
   }
 
   private send(entry: Entry, action: SendAction): void {
-    const subject = action.message.op === 'acquire' ? entry.acquireSubject : entry.returnSubject;
     const pool = entry.keeper.pool;
+    if (action.type === 'publish') {
+      // A usage report: nothing awaits it, and a lost one only leaves a bound higher than it could be.
+      this.bus.publish(entry.reportSubject, encodeMessage(action.message));
+      return;
+    }
+    const subject = action.message.op === 'acquire' ? entry.acquireSubject : entry.returnSubject;
     this.bus.request(subject, encodeMessage(action.message), action.timeoutMs).then(
       (bytes) => {
         const decoded = decodeReply(bytes);

@@ -38,6 +38,8 @@ export interface LimiterStats {
   readonly leasesStarted: number;
   readonly tokensGranted: number;
   readonly tokensReturned: number;
+  /** Usage reports published (keeper option reportMs). */
+  readonly reports: number;
   readonly lastErrorCode: string | null;
   /** Tokens and admissions from the local fallback bucket (outside the global bound); 0 when none is configured. */
   readonly fallbackTokens: number;
@@ -150,6 +152,7 @@ export class Limiter {
       leasesStarted: k.leasesStarted,
       tokensGranted: k.tokensGranted,
       tokensReturned: k.tokensReturned,
+      reports: k.reports,
       lastErrorCode: k.lastErrorCode,
       fallbackTokens: s.fallbackTokens,
       fallbackCount: s.fallbackCount,

@@ -31,6 +31,12 @@ export interface KeeperOptions {
   readonly fallbackPerSecond: number;
   /** Burst of the fallback bucket, tokens; 0: one second of `fallbackPerSecond` (at least 1). */
   readonly fallbackBurstTokens: number;
+  /**
+   * Usage reports, ms: while a chunk lease is held and nothing is in
+   * flight, publish what is left of it this often (when it fell since), so
+   * the coordinator can lower a stale bound between renewals. 0 (default): none.
+   */
+  readonly reportMs: number;
 }
 
 export const DEFAULT_KEEPER_OPTIONS: KeeperOptions = {
@@ -46,6 +52,7 @@ export const DEFAULT_KEEPER_OPTIONS: KeeperOptions = {
   agentClass: null,
   fallbackPerSecond: 0,
   fallbackBurstTokens: 0,
+  reportMs: 0,
 };
 
 function check(ok: boolean, field: string, rule: string, value: unknown): void {
@@ -69,6 +76,7 @@ export function keeperOptions(given: Partial<KeeperOptions> = {}): KeeperOptions
   ms('assumedTtlMs', 1, 3_600_000);
   ms('fallbackPerSecond', 0, 1e9);
   ms('fallbackBurstTokens', 0, 1e9);
+  ms('reportMs', 0, 3_600_000);
   check(o.driftMargin >= 0 && o.driftMargin < 0.5, 'driftMargin', 'must be in [0, 0.5)', o.driftMargin);
   check(o.agentClass === null || /^[\x21-\x7e]{1,128}$/.test(o.agentClass), 'agentClass', 'must be 1 to 128 printable ASCII characters without spaces, or null', o.agentClass);
   return o;

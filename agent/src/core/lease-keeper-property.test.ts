@@ -85,11 +85,12 @@ const options: fc.Arbitrary<KeeperOptions> = fc
     backoffMsMin: fc.integer({ min: 1, max: 50 }),
     backoffFactor: fc.integer({ min: 1, max: 64 }),
     assumedTtlMs: fc.integer({ min: 50, max: 3_000 }),
+    reportMs: fc.constantFrom(0, 0, 5, 50),
   })
   .map(({ backoffFactor, ...rest }) => keeperOptions({ ...rest, backoffMsMax: rest.backoffMsMin * backoffFactor }));
 
 /** How often each interesting path ran, over all runs: the property must reach them all. */
-const reached = { admitted: 0, deniedExpired: 0, sameLease: 0, newLease: 0, retried: 0, abandoned: 0, returned: 0, expiredOnTick: 0 };
+const reached = { admitted: 0, deniedExpired: 0, sameLease: 0, newLease: 0, retried: 0, abandoned: 0, returned: 0, expiredOnTick: 0, reported: 0 };
 
 interface Flight {
   readonly seq: number;
@@ -119,9 +120,21 @@ class Model {
 
   /** sent — checks and records what the keeper sends. */
   sent(actions: readonly SendAction[]): void {
-    for (const { seq, message } of actions) {
+    for (const { type, seq, message } of actions) {
       expect(message.seq).toBe(seq);
       const flight = this.inFlight;
+      if (message.op === 'report') {
+        // A usage report: only with nothing in flight (so it counts every grant), of the lease held, never above its bound.
+        expect(type).toBe('publish');
+        expect(flight, 'a report while a request is in flight').toBeNull();
+        expect(message.leaseId).toBe(this.lease?.id);
+        expect(message.tokensLeft).toBeLessThanOrEqual(this.boundTokens);
+        expect(message.tokensLeft).toBe(this.keeper.slot.balanceTokens);
+        expect(this.sentSeqs, 'a reused sequence number').not.toContain(seq);
+        this.sentSeqs.push(seq);
+        reached.reported += 1;
+        continue;
+      }
       if (flight !== null && flight.seq === seq) {
         expect(message, 'a retry repeats the message').toBe(flight.message);
         reached.retried += 1;

@@ -21,15 +21,16 @@
  *   `idleReturnMs` without use, and on close. A return zeroes the local
  *   balance before it is sent.
  */
-import type { LeaseGrant, LeaseRequest, LeaseReturn, Reply } from '@tokenlease/shared';
+import type { LeaseGrant, LeaseReport, LeaseRequest, LeaseReturn, Reply } from '@tokenlease/shared';
 import { DemandMeter } from './demand-meter.js';
 import type { KeeperOptions } from './keeper-options.js';
 import { LeaseSlot } from './lease-slot.js';
 
+/** SendAction — a request to send and await (type 'send'), or a usage report to publish with no reply awaited ('publish', timeoutMs 0). */
 export interface SendAction {
-  readonly type: 'send';
+  readonly type: 'send' | 'publish';
   readonly seq: number;
-  readonly message: LeaseRequest | LeaseReturn;
+  readonly message: LeaseRequest | LeaseReturn | LeaseReport;
   readonly timeoutMs: number;
 }
 
@@ -49,6 +50,8 @@ export interface KeeperStats {
   tokensGranted: number;
   tokensReturned: number;
   leasesStarted: number;
+  /** Usage reports published. */
+  reports: number;
   lastErrorCode: string | null;
   lastErrorMessage: string | null;
 }
@@ -59,7 +62,7 @@ const NONE: readonly SendAction[] = [];
 export class LeaseKeeper {
   readonly slot: LeaseSlot;
   readonly stats: KeeperStats = {
-    requests: 0, attempts: 0, failures: 0, tokensGranted: 0, tokensReturned: 0, leasesStarted: 0,
+    requests: 0, attempts: 0, failures: 0, tokensGranted: 0, tokensReturned: 0, leasesStarted: 0, reports: 0,
     lastErrorCode: null, lastErrorMessage: null,
   };
   /** Cost of `take()` calls waiting for tokens; set by the adapter. */
@@ -72,6 +75,9 @@ export class LeaseKeeper {
   /** Whether the lease held is a rate lease, and when its last grant arrived. */
   private rateLease = false;
   private lastGrantUs = 0;
+  /** Usage reports: when the last one (or grant) was, and the balance it told. */
+  private lastReportUs = 0;
+  private reportedTokens = 0;
   private readonly rttSamplesUs: number[] = [];
   private readonly demand = new DemandMeter();
   private lastDemandCount = 0;
@@ -143,7 +149,7 @@ export class LeaseKeeper {
       // Renew a lease in use; give back one that has gone quiet rather than let it lapse.
       return idleUs < idleReturnUs / 2 ? this.sendAcquire(wantTokens, nowUs) : this.sendReturn(nowUs);
     }
-    return NONE;
+    return this.maybeReport(nowUs);
   }
 
   /** onReply — applies the reply to request `seq`; replies to any other sequence are stale and ignored. */
@@ -194,6 +200,7 @@ export class LeaseKeeper {
     if (flight !== null) return flight.retryAtUs ?? Infinity;
     let deadline = this.notBeforeUs > this.lastTickUs ? this.notBeforeUs : Infinity;
     if (s.hasLease) {
+      if (this.reportsOn()) deadline = Math.min(deadline, this.lastReportUs + this.options.reportMs * 1000);
       const renewAtUs = this.rateLease ? this.rateRenewAtUs() : s.expiresAtUs - this.renewLeadUs();
       const actAtUs = Math.min(renewAtUs, this.lastActiveUs + this.options.idleReturnMs * 1000);
       deadline = Math.min(deadline, Math.max(this.notBeforeUs, actAtUs), s.expiresAtUs);
@@ -221,6 +228,27 @@ export class LeaseKeeper {
     // request waiting at the coordinator and takes every turn it is due.
     const starved = s.deniedTokens > this.deniedAtLastAsk;
     return starved || s.balanceTokens < floorTokens || s.wantedCostTokens > s.balanceTokens || this.waitingTokens > s.balanceTokens;
+  }
+
+  private reportsOn(): boolean {
+    return this.options.reportMs > 0 && !this.rateLease && this.slot.hasLease && this.heldLeaseId !== null;
+  }
+
+  /**
+   * maybeReport — a usage report when reports are on, `reportMs` has passed
+   * since the last one (or grant) and the balance fell since: published, no
+   * reply awaited. Only called with no request in flight, so the balance it
+   * reports already counts every grant the coordinator made.
+   */
+  private maybeReport(nowUs: number): readonly SendAction[] {
+    if (!this.reportsOn() || nowUs < this.lastReportUs + this.options.reportMs * 1000) return NONE;
+    this.lastReportUs = nowUs;
+    const tokensLeft = this.slot.balanceTokens;
+    if (tokensLeft >= this.reportedTokens) return NONE;
+    this.reportedTokens = tokensLeft;
+    this.stats.reports += 1;
+    const message: LeaseReport = { v: 1, op: 'report', agentId: this.agentId, pool: this.pool, seq: this.nextSeq(), leaseId: this.heldLeaseId as string, tokensLeft };
+    return [{ type: 'publish', seq: message.seq, message, timeoutMs: 0 }];
   }
 
   /** rateRenewAtUs — when a rate lease renews: a refresh interval after its last grant, or before it expires. */
@@ -302,6 +330,8 @@ export class LeaseKeeper {
     if (!sameLease) this.stats.leasesStarted += 1;
     s.balanceTokens = (sameLease ? s.balanceTokens : 0) + reply.tokensGranted;
     this.startRate(reply, nowUs);
+    this.lastReportUs = nowUs;
+    this.reportedTokens = s.balanceTokens;
     this.heldLeaseId = reply.leaseId;
     this.ttlUs = reply.ttlMs * 1000;
     s.expiresAtUs = flight.firstSentAtUs + Math.floor(this.ttlUs * (1 - this.options.driftMargin));

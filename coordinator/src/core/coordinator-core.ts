@@ -191,6 +191,9 @@ export class CoordinatorCore<R> {
       case 'return':
         pool.giveBack(req, replyTo, nowUs, out);
         return;
+      case 'report':
+        pool.report(req, nowUs, out);
+        return;
       case 'status':
         out.push({ to: replyTo, reply: pool.status(nowUs, out, req.agentId) });
         return;

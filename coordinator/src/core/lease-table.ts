@@ -13,7 +13,7 @@
  * - A rate lease (rate-lease.ts) also has a rate ρ; the table keeps Σρ so
  *   the pool refills its level at what is left of the refill.
  */
-import { assertInvariant, type LeaseGrant } from '@tokenlease/shared';
+import { assertInvariant, type LeaseGrant, type Reply } from '@tokenlease/shared';
 
 export interface LeaseRecord {
   readonly leaseId: string;
@@ -159,4 +159,17 @@ export class LeaseTable {
     }
     return this.expiryFloorUs;
   }
+}
+
+/** staleSequenceReply — the refusal of a request whose `seq` is not newer than `otherSeq`; nothing changed for it. */
+export function staleSequenceReply(seq: number, otherSeq: number, relation = 'older than the last one seen,'): Reply {
+  return {
+    v: 1,
+    kind: 'error',
+    seq,
+    code: 'stale-sequence',
+    fault: 'peer',
+    message: `sequence ${seq} is ${relation} ${otherSeq}; nothing changed for it`,
+    retryAfterMs: 0,
+  };
 }

@@ -7,7 +7,7 @@
  * empty until QUIET_END (1.000 s), full from FULL_AT (1.100 s).
  */
 import { describe, expect, it } from 'vitest';
-import { EPOCH, FULL_AT, MS, acquire, credit, grantOf, makePool, poolWithLease, status } from './pool.fixtures.js';
+import { EPOCH, FULL_AT, MS, acquire, credit, grantOf, internals, makePool, poolWithLease, status } from './pool.fixtures.js';
 import type { Delivery } from './pool.js';
 
 describe('grants', () => {
@@ -163,5 +163,46 @@ describe('allowance', () => {
     const out: Delivery<string>[] = [];
     pool.giveBack({ v: 1, op: 'return', agentId: 'a', pool: 'p', seq: 2, leaseId, tokensLeft: 20 }, 'a#2', FULL_AT + 100 * MS, out);
     expect(status(pool, FULL_AT + 100 * MS)).toMatchObject({ levelTokens: 100, leasedTokens: 0 });
+  });
+});
+
+describe('usage reports', () => {
+  const report = (pool: ReturnType<typeof makePool>, nowUs: number, fields: { seq: number; leaseId: string; tokensLeft: number; agentId?: string }): Delivery<string>[] => {
+    const out: Delivery<string>[] = [];
+    pool.report({ v: 1, op: 'report', pool: 'p', agentId: fields.agentId ?? 'a', seq: fields.seq, leaseId: fields.leaseId, tokensLeft: fields.tokensLeft }, nowUs, out);
+    return out;
+  };
+
+  it('lower a stale bound, never raise it, and get no reply', () => {
+    const { pool, leaseId } = poolWithLease(20);
+    expect(report(pool, FULL_AT + MS, { seq: 2, leaseId, tokensLeft: 8 })).toEqual([]);
+    expect(status(pool, FULL_AT + MS).leasedTokens).toBe(8);
+    report(pool, FULL_AT + 2 * MS, { seq: 3, leaseId, tokensLeft: 15 });
+    expect(status(pool, FULL_AT + 2 * MS).leasedTokens).toBe(8);
+  });
+
+  it('change nothing when older than the last acquire, for another lease or agent, or in rate mode', () => {
+    const { pool, leaseId } = poolWithLease(20);
+    grantOf(acquire(pool, FULL_AT + MS, { agentId: 'a', seq: 5, leaseId, tokensLeft: 20, tokensWanted: 0 }));
+    const before = internals(pool);
+    report(pool, FULL_AT + 2 * MS, { seq: 4, leaseId, tokensLeft: 1 });
+    report(pool, FULL_AT + 2 * MS, { seq: 6, leaseId: 'other', tokensLeft: 1 });
+    report(pool, FULL_AT + 2 * MS, { seq: 6, leaseId, tokensLeft: 1, agentId: 'b' });
+    expect(internals(pool).replace(/"lastRefill":\d+/, '')).toBe(before.replace(/"lastRefill":\d+/, ''));
+    const rate = makePool({ fields: { leaseMode: 'rate' } });
+    const g = grantOf(acquire(rate, FULL_AT, { agentId: 'a', seq: 1, demandPerSecond: 100, tokensWanted: 10 }));
+    report(rate, FULL_AT + MS, { seq: 2, leaseId: g.leaseId, tokensLeft: 0 });
+    expect(status(rate, FULL_AT + MS).leasedTokens).toBe(g.rate?.capTokens);
+  });
+
+  it('let the level refill into the room a lowered bound frees', () => {
+    const { pool, leaseId } = poolWithLease(20);
+    const takeAll = grantOf(acquire(pool, FULL_AT, { agentId: 'b', seq: 1, tokensWanted: 20 }));
+    expect(takeAll.tokensGranted).toBe(20);
+    // Level 60 of B = 100 with 40 leased: it refills to 60 at most...
+    expect(status(pool, FULL_AT + 100 * MS).levelTokens).toBe(60);
+    report(pool, FULL_AT + 100 * MS, { seq: 2, leaseId, tokensLeft: 0 });
+    // ...and to 80 once a's bound is 0.
+    expect(status(pool, FULL_AT + 200 * MS).levelTokens).toBe(80);
   });
 });

@@ -42,20 +42,9 @@
  *   rate (its share of B); and a top-up from the level. See rate-lease.ts
  *   for why the envelope holds.
  */
-import {
-  assertInvariant,
-  tokenScale,
-  waitUs,
-  DURATION_MS_MAX,
-  type LeaseGrant,
-  type LeaseRequest,
-  type LeaseReturn,
-  type PoolStatus,
-  type Reply,
-  type TokenScale,
-} from '@tokenlease/shared';
+import { assertInvariant, tokenScale, waitUs, DURATION_MS_MAX, type LeaseGrant, type LeaseReport, type LeaseRequest, type LeaseReturn, type PoolStatus, type Reply, type TokenScale } from '@tokenlease/shared';
 import type { PoolConfig } from './config.js';
-import { LeaseTable, type LeaseRecord } from './lease-table.js';
+import { LeaseTable, staleSequenceReply, type LeaseRecord } from './lease-table.js';
 import { ChangeLog, type PersistedPool, type PoolChanges } from './pool-state.js';
 import { Credit } from './credit.js';
 import { decideRateGrant, fairShareOf, heldAt } from './rate-lease.js';
@@ -167,7 +156,7 @@ export class Pool<R> {
     const existing = this.leases.get(req.agentId);
     if (existing !== undefined && req.seq <= existing.lastSeq) {
       if (req.seq === existing.lastSeq) this.repeat(existing, to, out);
-      else out.push({ to, reply: staleSequence(req.seq, existing.lastSeq) });
+      else out.push({ to, reply: staleSequenceReply(req.seq, existing.lastSeq) });
       return;
     }
     this.dropWaiter(req.agentId, req.seq, out);
@@ -216,6 +205,22 @@ export class Pool<R> {
     out.push({ to, reply: { v: 1, kind: 'receipt', seq: req.seq, tokensReturned } });
     this.checkCredit();
     this.serveWaiters(nowUs, out);
+  }
+
+  /**
+   * report — a usage report lowers its chunk lease's bound (never raises
+   * it) when it is newer than the agent's last acquire or return; anything
+   * else (another lease, an old report, a rate lease, whose bound is its
+   * cap) changes nothing. No reply.
+   */
+  report(req: LeaseReport, nowUs: number, out: Delivery<R>[]): void {
+    this.touch(nowUs);
+    this.tick(nowUs, out);
+    const record = this.leases.get(req.agentId);
+    if (record === undefined || record.leaseId !== req.leaseId || req.seq <= record.lastSeq || this.config.leaseMode === 'rate') return;
+    if (req.tokensLeft >= record.boundTokens || this.waiters.some((w) => w.record === record)) return;
+    this.leases.setBound(record, req.tokensLeft);
+    this.changed?.add(req.agentId);
   }
 
   /** tick — refills, reclaims expired leases and answers the waiters that can be answered. */
@@ -378,22 +383,10 @@ export class Pool<R> {
     const held = this.waiters.find((w) => w.record.agentId === agentId);
     if (held === undefined) return;
     this.waiters = this.waiters.filter((w) => w !== held);
-    out.push({ to: held.to, reply: staleSequence(held.record.lastSeq, newerSeq, 'superseded by') });
+    out.push({ to: held.to, reply: staleSequenceReply(held.record.lastSeq, newerSeq, 'superseded by') });
   }
 
   private checkCredit(): void {
     this.credit.check(this.leases.boundTokensSum);
   }
-}
-
-function staleSequence(seq: number, otherSeq: number, relation = 'older than the last one seen,'): Reply {
-  return {
-    v: 1,
-    kind: 'error',
-    seq,
-    code: 'stale-sequence',
-    fault: 'peer',
-    message: `sequence ${seq} is ${relation} ${otherSeq}; nothing changed for it`,
-    retryAfterMs: 0,
-  };
 }

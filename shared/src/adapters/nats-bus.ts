@@ -25,6 +25,8 @@ export type BusEvent =
 export interface Bus {
   /** request — one request; rejects with TokenleaseError `bus-timeout`, `bus-no-responders`, `bus-closed` or `bus-failure`. */
   request(subject: string, payload: Uint8Array, timeoutMs: number): Promise<Uint8Array>;
+  /** publish — one message that wants no reply; false when it could not be handed to the connection (closed or draining). */
+  publish(subject: string, payload: Uint8Array): boolean;
   /** serve — delivers each message on `subject` (wildcards allowed) to one member of `queue`. */
   serve(subject: string, queue: string, handler: BusHandler): { stop(): Promise<void> };
   onEvent(listener: (event: BusEvent) => void): void;
@@ -66,6 +68,15 @@ class NatsBus implements Bus {
       return msg.data;
     } catch (error) {
       throw busError(error, subject);
+    }
+  }
+
+  publish(subject: string, payload: Uint8Array): boolean {
+    try {
+      this.nc.publish(subject, payload);
+      return true;
+    } catch {
+      return false;
     }
   }
 

@@ -76,6 +76,7 @@ describe('round trips', () => {
     ['StatusQuery', status],
     ['StatusQuery for one agent', { ...status, agentId: 'agent-7' }],
     ['LeaseRequest of an agent class', { ...acquire, agentClass: 'premium' }],
+    ['LeaseReport', { ...giveBack, op: 'report' }],
   ])('%s', (_name, request) => {
     expect(decodeRequest(encodeMessage(request))).toEqual({ ok: true, value: request });
   });
@@ -86,6 +87,7 @@ describe('round trips', () => {
     ['PoolStatus', poolStatus],
     ['PoolStatus with an agent lease', { ...poolStatus, agentLease: { leaseId: 'e-1', tokensHeld: 3, expiresInMs: 900 } }],
     ['PoolStatus of an agent without a lease', { ...poolStatus, agentLease: null }],
+    ['LeaseGrant of a rate lease', { ...grant, rate: { tokensPerPeriod: 300, periodMs: 1000, capTokens: 15 } }],
     ['ErrorReply', errorReply],
     ['ErrorReply without a seq', { ...errorReply, seq: null, code: 'bad-request', fault: 'coordinator' }],
   ])('%s', (_name, reply) => {
@@ -134,6 +136,11 @@ describe('refusals', () => {
     expect(overLimit.byteLength).toBe(MESSAGE_BYTES_MAX + 1);
     expectRefused(decodeRequest(input), 'bad-request', null);
     expectRefused(decodeReply(input), 'bad-request', null);
+  });
+
+  it('a report without a lease id, and a rate without a period, are refused', () => {
+    expectRefused(decodeRequest(bytes({ ...giveBack, op: 'report', leaseId: null })), 'bad-request', giveBack.seq);
+    expectRefused(decodeReply(bytes({ ...grant, rate: { tokensPerPeriod: 1, capTokens: 1 } })), 'bad-request', grant.seq);
   });
 
   it.each<[string, Record<string, unknown>, number | null]>([

@@ -73,13 +73,13 @@ function poolField(obj: Fields): string {
 }
 
 function readRequest(obj: Fields): Request {
-  const op = oneOf(obj, 'op', ['acquire', 'return', 'status'] as const);
+  const op = oneOf(obj, 'op', ['acquire', 'return', 'report', 'status'] as const);
   const pool = poolField(obj);
   if (op === 'status') return obj['agentId'] === undefined ? { v: 1, op, pool } : { v: 1, op, pool, agentId: idField(obj, 'agentId') };
   const agentId = idField(obj, 'agentId');
   const seq = intField(obj, 'seq', 0, SEQ_MAX);
   const tokensLeft = intField(obj, 'tokensLeft', 0, WIRE_TOKENS_MAX);
-  if (op === 'return') return { v: 1, op, agentId, pool, seq, leaseId: idField(obj, 'leaseId'), tokensLeft };
+  if (op === 'return' || op === 'report') return { v: 1, op, agentId, pool, seq, leaseId: idField(obj, 'leaseId'), tokensLeft };
   return {
     v: 1,
     op,

@@ -1,6 +1,7 @@
 /**
  * Messages of protocol v1. Requests go agent → coordinator on
- * `<prefix>.v1.<op>.<pool>`; every request gets exactly one reply.
+ * `<prefix>.v1.<op>.<pool>`; every request gets exactly one reply, except
+ * a usage report, which is published and answered by nothing.
  *
  * Only durations cross the wire (`ttlMs`, `holdMs`, `retryAfterMs`), never a
  * clock reading: each side measures time on its own monotonic clock.
@@ -44,6 +45,23 @@ export interface LeaseReturn {
   readonly tokensLeft: number;
 }
 
+/**
+ * LeaseReport — a usage report between renewals: "lease L has `tokensLeft`
+ * left". Published, never answered. The coordinator lowers the lease's
+ * bound to it (never raises it) only when `seq` is newer than the last
+ * acquire or return it handled for the agent; an agent sends one only while
+ * no request of its own is in flight, so the report counts every grant.
+ */
+export interface LeaseReport {
+  readonly v: 1;
+  readonly op: 'report';
+  readonly agentId: string;
+  readonly pool: string;
+  readonly seq: number;
+  readonly leaseId: string;
+  readonly tokensLeft: number;
+}
+
 /** StatusQuery — read a pool's credit, and one agent's lease when `agentId` is given; changes nothing. */
 export interface StatusQuery {
   readonly v: 1;
@@ -59,7 +77,7 @@ export interface AgentLease {
   readonly expiresInMs: number;
 }
 
-export type Request = LeaseRequest | LeaseReturn | StatusQuery;
+export type Request = LeaseRequest | LeaseReturn | LeaseReport | StatusQuery;
 
 /**
  * LeaseRate — what makes a lease a rate (trickle) lease: the agent's

@@ -13,8 +13,8 @@ export const POOL_NAME_LENGTH_MAX = 128;
 export const DEFAULT_SUBJECT_PREFIX = 'tokenlease';
 export const COORDINATOR_QUEUE_GROUP = 'tokenlease-coordinators';
 
-export type Op = 'acquire' | 'return' | 'status';
-const OPS: ReadonlySet<string> = new Set<Op>(['acquire', 'return', 'status']);
+export type Op = 'acquire' | 'return' | 'report' | 'status';
+const OPS: ReadonlySet<string> = new Set<Op>(['acquire', 'return', 'report', 'status']);
 
 /** poolNameProblem — why `name` is not a valid pool name, or null when it is. */
 export function poolNameProblem(name: unknown): string | null {
