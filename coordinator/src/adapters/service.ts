@@ -57,7 +57,8 @@ export function startCoordinatorService(options: ServiceOptions): CoordinatorSer
     timer.schedule(core.touchedDeadlineUs());
   });
 
-  logger.info(
+  // Announced once the server has the subscription: a request sent after the line finds a responder.
+  const announce = (): void => logger.info(
     {
       epoch,
       subject: serviceSubject(config.subjectPrefix),
@@ -66,6 +67,10 @@ export function startCoordinatorService(options: ServiceOptions): CoordinatorSer
     },
     'coordinator serving',
   );
+  bus.flush().then(announce, (error: unknown) => {
+    logger.warn({ err: error }, 'NATS did not confirm the subscription yet');
+    announce();
+  });
   timer.schedule(core.nextDeadlineUs());
 
   return {

@@ -30,6 +30,8 @@ export interface Bus {
   /** serve — delivers each message on `subject` (wildcards allowed) to one member of `queue`. */
   serve(subject: string, queue: string, handler: BusHandler): { stop(): Promise<void> };
   onEvent(listener: (event: BusEvent) => void): void;
+  /** flush — resolves once the server has processed everything sent so far (so a new subscription is in place); rejects when it cannot be reached. */
+  flush(): Promise<void>;
   /** drain — finishes in-flight deliveries, then closes. */
   drain(): Promise<void>;
   close(): Promise<void>;
@@ -96,6 +98,14 @@ class NatsBus implements Bus {
 
   onEvent(listener: (event: BusEvent) => void): void {
     this.listeners.push(listener);
+  }
+
+  async flush(): Promise<void> {
+    try {
+      await this.nc.flush();
+    } catch (error) {
+      throw busError(error, '(flush)');
+    }
   }
 
   async drain(): Promise<void> {
