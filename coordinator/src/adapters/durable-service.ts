@@ -225,9 +225,10 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
     owned.set(unit, held);
     if (unit === CATCH_ALL_UNIT) held.sub = bus.serve(serviceSubject(prefix), CATCH_ALL_QUEUE_GROUP, onCatchAll);
     else if (core.kindOf(unit) === 'fixed') held.sub = bus.serve(poolSubject(prefix, unit), COORDINATOR_QUEUE_GROUP, onPoolMessage(unit));
+    // Read before requests can arrive (a status read ticks the pool, and nothing would send what that answered).
+    const status = unit === CATCH_ALL_UNIT ? undefined : core.pool(unit)?.status(nowUs(), []);
     // Logged once the server has the subscription, so a request sent after the line finds a responder.
     await bus.flush().catch(() => undefined);
-    const status = unit === CATCH_ALL_UNIT ? undefined : core.pool(unit)?.status(nowUs(), []);
     logger.info({ pool: unit, epoch: result.epoch, leases: status?.leases, levelTokens: status?.levelTokens, leasedTokens: status?.leasedTokens }, 'pool owned');
     timer.schedule(core.nextDeadlineUs());
     return true;
