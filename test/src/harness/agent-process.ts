@@ -11,7 +11,7 @@
  * exits 0.
  */
 import { closeSync, openSync, writeSync } from 'node:fs';
-import { Agent } from '@tokenlease/agent';
+import { Agent, type KeeperOptions } from '@tokenlease/agent';
 import { hostMonoNowUs } from '@tokenlease/shared';
 import { driveTraffic } from './drive.js';
 import { seededRandom } from './random.js';
@@ -27,6 +27,8 @@ export interface AgentProcessConfig {
   readonly traffic: Traffic;
   readonly logPath?: string;
   readonly statsEveryMs?: number;
+  /** Lease keeper options (e.g. refreshMs, reportMs). */
+  readonly keeper?: Partial<KeeperOptions>;
 }
 
 function print(obj: object): void {
@@ -41,6 +43,7 @@ async function main(): Promise<void> {
     agentId: `${config.name}-${process.pid}`,
     onEvent: (event) => print({ type: 'event', name: config.name, event: event.type, ...('code' in event ? { code: event.code } : {}) }),
     ...(config.subjectPrefix === undefined ? {} : { subjectPrefix: config.subjectPrefix }),
+    ...(config.keeper === undefined ? {} : { keeper: config.keeper }),
   });
   const limiter = agent.limiter(config.pool);
   const fd = config.logPath === undefined ? null : openSync(config.logPath, 'a');

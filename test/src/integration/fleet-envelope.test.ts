@@ -3,8 +3,10 @@
  * processes) drive seeded random traffic at about three times the refill
  * rate against one pool over real NATS. Every admission is logged at the
  * host monotonic microsecond it was decided; the envelope must hold for
- * every window.
+ * every window. Three ways to lease: chunk leases, chunk leases with usage
+ * reports between renewals, and rate (trickle) leases renewed every 250 ms.
  */
+import type { KeeperOptions } from '@tokenlease/agent';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { Agent } from '@tokenlease/agent';
@@ -31,16 +33,21 @@ describe('a fleet of agents over real NATS', () => {
     await nats.stop();
   });
 
-  it('never admits more than B + r·T in any window', async () => {
+  const modes: readonly [string, Record<string, unknown>, Partial<KeeperOptions>][] = [
+    ['chunk leases', {}, {}],
+    ['chunk leases with usage reports', {}, { reportMs: 50 }],
+    ['rate leases', { leaseMode: 'rate' }, { refreshMs: 250 }],
+  ];
+  it.each(modes)('never admits more than B + r·T in any window: %s', async (mode, poolFields, keeper) => {
     const seed = seedFromEnv();
-    console.log(`fleet-envelope: SEED=${seed} (replay: SEED=${seed} npx vitest run src/integration/fleet-envelope.test.ts)`);
+    console.log(`fleet-envelope (${mode}): SEED=${seed} (replay: SEED=${seed} npx vitest run src/integration/fleet-envelope.test.ts)`);
     const random = seededRandom(seed);
     const dir = scratchDir();
-    const prefix = `tltest${seed}`;
+    const prefix = `tltest${seed}${mode.replace(/[^a-z]/g, '')}`;
     const pool = 'api';
     const configPath = writeConfig(dir, {
       subjectPrefix: prefix,
-      pools: { [pool]: { capacity: CAPACITY, refill: '400/s', leaseTtlMs: TTL_MS, maxLeaseTokens: 20 } },
+      pools: { [pool]: { capacity: CAPACITY, refill: '400/s', leaseTtlMs: TTL_MS, maxLeaseTokens: 20, ...poolFields } },
     });
     await startCoordinator(nats.url, configPath);
 
@@ -48,18 +55,18 @@ describe('a fleet of agents over real NATS', () => {
     const children = await Promise.all([
       startAgentProcess({
         natsUrl: nats.url, subjectPrefix: prefix, pool, name: 'bursty', seed: random.int(0, 2 ** 31),
-        durationMs: RUN_MS, logPath: childLogs[0] as string,
+        durationMs: RUN_MS, logPath: childLogs[0] as string, keeper,
         traffic: { kind: 'bursty', perSecond: 900, onMs: 300, offMs: 300, costMin: 1, costMax: 3 },
       }),
       startAgentProcess({
         natsUrl: nats.url, subjectPrefix: prefix, pool, name: 'steady', seed: random.int(0, 2 ** 31),
-        durationMs: RUN_MS, logPath: childLogs[1] as string,
+        durationMs: RUN_MS, logPath: childLogs[1] as string, keeper,
         traffic: { kind: 'steady', perSecond: 150 },
       }),
     ]);
 
     const local: Admission[] = [];
-    const agents = await Promise.all([0, 1].map((i) => Agent.connect({ natsUrl: nats.url, subjectPrefix: prefix, clock: hostMonoNowUs, agentId: `local-${i}-${seed}` })));
+    const agents = await Promise.all([0, 1].map((i) => Agent.connect({ natsUrl: nats.url, subjectPrefix: prefix, clock: hostMonoNowUs, agentId: `local-${i}-${seed}`, keeper })));
     const drives = agents.map((agent, i) =>
       driveTraffic({
         limiter: agent.limiter(pool),
@@ -77,7 +84,7 @@ describe('a fleet of agents over real NATS', () => {
 
     const admissions = [...local, ...childLogs.flatMap((path) => readAdmissionLog(path))];
     const report = checkEnvelope(admissions, CAPACITY, REFILL);
-    console.log('fleet-envelope:', JSON.stringify(report));
+    console.log(`fleet-envelope (${mode}):`, JSON.stringify(report));
     expect(report.ok, `worst window: ${JSON.stringify(report.worstWindow)} over by ${report.worstExcessTokens} tokens`).toBe(true);
     // The fleet must also do its job: after the quiet period (one TTL) the
     // refill of the remaining run is offered at ~3× its rate, so most of it
