@@ -198,6 +198,8 @@ export class LeaseKeeper {
     const s = this.slot;
     const flight = this.inFlight;
     if (flight !== null) return flight.retryAtUs ?? Infinity;
+    // Closing with nothing in flight: tick has already sent the return it would send; the renewal and idle instants no longer apply.
+    if (this.closing) return Infinity;
     let deadline = this.notBeforeUs > this.lastTickUs ? this.notBeforeUs : Infinity;
     if (s.hasLease) {
       if (this.reportsOn()) deadline = Math.min(deadline, this.lastReportUs + this.options.reportMs * 1000);
