@@ -3,7 +3,7 @@
  *
  * Runs N random scenarios (seeds S, S+1, …) through the simulator and
  * prints one line each, then a summary (memory and durable scenarios,
- * failovers and takeovers, violations); exits 1 if any check failed,
+ * how many of them in rate mode, failovers and takeovers, violations); exits 1 if any check failed,
  * printing the command that replays the failing seed alone.
  */
 import { parseArgs } from 'node:util';
@@ -15,6 +15,7 @@ import { runSimulation } from './simulation.js';
 /** Tally — what a batch of scenarios did, for the summary line. */
 class Tally {
   durable = 0;
+  rate = 0;
   failovers = 0;
   deposed = 0;
   takeovers = 0;
@@ -24,6 +25,7 @@ class Tally {
   add(config: SimConfig, result: SimResult, violations: number): void {
     const failovers = config.faults.filter((f) => f.kind === 'failover-coordinator');
     if (config.durable !== undefined) this.durable += 1;
+    if (config.pool.leaseMode === 'rate') this.rate += 1;
     this.failovers += failovers.length;
     this.deposed += failovers.filter((f) => f.deposedUs !== undefined).length;
     this.takeovers += result.takeovers;
@@ -33,7 +35,7 @@ class Tally {
 
   line(scenarios: number): string {
     return (
-      `${scenarios - this.durable} memory-mode and ${this.durable} durable scenarios; ` +
+      `${scenarios - this.durable} memory-mode and ${this.durable} durable scenarios, ${this.rate} of them with rate leases; ` +
       `${this.failovers} failovers (${this.deposed} of a deposed owner), ${this.takeovers} takeovers from the store, ` +
       `${this.fencedWrites} writes fenced; ${this.violations} violations`
     );

@@ -11,6 +11,13 @@
  * with its restarts turned into failovers and one or two more failovers,
  * half of them of an owner that is deposed and runs on rather than one
  * that crashes; those extra draws come from a second stream of the seed.
+ *
+ * A share `RATE_SHARE` of scenarios (independently of the store) run rate
+ * (trickle) leases: the same scenario again, with the pool in rate mode, a
+ * refresh interval for the keepers and, for half of them, leases capped
+ * only by B (the natural rate-mode setting); those draws come from a third
+ * stream, so every scenario that is not in rate mode is the one its seed
+ * always drew.
  */
 import { makeRate } from '@tokenlease/shared';
 import { seededRandom } from '../harness/random.js';
@@ -22,6 +29,8 @@ import type { WorkloadName, WorkloadSpec } from './workload.js';
 const WORKLOADS: readonly WorkloadName[] = ['steady', 'bursty', 'diurnal', 'zipf', 'churn', 'weighted'];
 const TTLS_MS = [200, 500, 1000, 2000] as const;
 export const DURABLE_SHARE = 0.4;
+export const RATE_SHARE = 0.3;
+const REFRESHES_MS = [50, 100, 250, 500, 1000, 2000] as const;
 
 export function randomScenario(seed: number, durationUs = 20_000_000): SimConfig {
   const r = seededRandom(seed);
@@ -59,7 +68,16 @@ export function randomScenario(seed: number, durationUs = 20_000_000): SimConfig
     faults,
     driftMax: 0.04,
   };
-  return withDurableMode(base, faultWindowUs);
+  return withDurableMode(withRateMode(base), faultWindowUs);
+}
+
+/** withRateMode — `base` with rate leases, for a share of seeds: a refresh interval from 50 ms to 2 s, sometimes longer than the TTL. */
+function withRateMode(base: SimConfig): SimConfig {
+  const d = seededRandom(base.seed ^ 0x7a7e1ea5);
+  if (d.next() >= RATE_SHARE) return base;
+  const refreshMs = REFRESHES_MS[d.int(0, REFRESHES_MS.length - 1)] as number;
+  const maxLeaseTokens = d.next() < 0.5 ? base.pool.capacity : base.pool.maxLeaseTokens;
+  return { ...base, pool: { ...base.pool, leaseMode: 'rate', maxLeaseTokens }, keeper: { ...base.keeper, refreshMs } };
 }
 
 /** withDurableMode — `base` in durable mode, for a share of seeds: restarts become failovers, and one or two more are added. */
@@ -92,8 +110,9 @@ export function describeScenario(c: SimConfig): string {
   const p = c.pool;
   const faults: string[] = [...c.faults.map(faultName), ...c.partitions.map(() => 'partition')];
   const store = c.durable === undefined ? '' : `durable (writes ${(c.durable.writeUsMin / 1000).toFixed(1)}–${(c.durable.writeUsMax / 1000).toFixed(1)} ms), `;
+  const mode = p.leaseMode === 'rate' ? `rate (refresh ${c.keeper?.refreshMs ?? 'default'} ms), ` : '';
   return (
-    `${store}${c.agents} agents, B=${p.capacity}${p.allowance ? `+A=${p.allowance}` : ''}, r=${p.refill.tokens}/${p.refill.periodMs}ms, lease ${p.maxLeaseTokens}, TTL ${p.leaseTtlMs} ms, ` +
+    `${store}${mode}${c.agents} agents, B=${p.capacity}${p.allowance ? `+A=${p.allowance}` : ''}, r=${p.refill.tokens}/${p.refill.periodMs}ms, lease ${p.maxLeaseTokens}, TTL ${p.leaseTtlMs} ms, ` +
     `${c.workload.name}×${c.workload.load.toFixed(2)}, latency ${(c.network.latencyUs / 1000).toFixed(1)} ms, ` +
     `loss ${(c.network.lossRate * 100).toFixed(1)}%, dup ${(c.network.duplicateRate * 100).toFixed(1)}%` +
     (faults.length > 0 ? `, faults: ${faults.join(' ')}` : '')

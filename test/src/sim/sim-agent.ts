@@ -2,9 +2,27 @@
  * SimAgent: one agent process in the simulator: the real LeaseKeeper (and
  * its LeaseSlot fast path) on a local clock that may drift, plus the
  * waiting `take()` calls, which the real Limiter keeps in its adapter.
+ *
+ * It can also be broken on purpose (`Broken`), by reaching into the slot
+ * after the keeper acted, to prove the checks catch such an agent:
+ * - spend-past-expiry: its lease never expires on its side;
+ * - accrue-from-send: a rate lease's new rate accrues from when the request
+ *   was first sent, not from the reply's arrival (the coordinator's accrual
+ *   starts at its grant, which is later);
+ * - accrue-in-flight: a rate lease keeps accruing its old rate while a
+ *   renewal is in flight, though the coordinator re-bases the lease on the
+ *   balance reported when it was sent.
  */
 import { keeperOptions, LeaseKeeper, type KeeperOptions, type SendAction } from '@tokenlease/agent';
 import type { Random } from '../harness/random.js';
+import type { Broken } from './sim-config.js';
+
+/** A rate lease's accrual as the slot holds it: tokens per period of `periodUs`, up to `capTokens`. */
+interface Accrual {
+  readonly tokens: number;
+  readonly periodUs: number;
+  readonly capTokens: number;
+}
 
 export interface Waiter {
   readonly cost: number;
@@ -31,6 +49,8 @@ export class SimAgent {
   /** Agent-side expiry of the lease in hand, computed here from the send time: the check's own figure. */
   expectedExpiryLocalUs = -Infinity;
   readonly driftMargin: number;
+  /** The rate the last grant the keeper took started (null: none, or a chunk lease). */
+  private grantedRate: Accrual | null = null;
 
   constructor(
     readonly slot: number,
@@ -40,6 +60,7 @@ export class SimAgent {
     private readonly drift: number,
     options: Partial<KeeperOptions>,
     random: Random,
+    private readonly broken?: Broken,
   ) {
     const resolved = keeperOptions(options);
     this.driftMargin = resolved.driftMargin;
@@ -77,6 +98,30 @@ export class SimAgent {
     const sent = this.firstSentLocalUs.get(seq);
     if (sent === undefined) return;
     const expected = sent + Math.floor(ttlMs * 1000 * (1 - this.driftMargin));
-    if (this.keeper.slot.expiresAtUs === expected) this.expectedExpiryLocalUs = expected;
+    if (this.keeper.slot.expiresAtUs !== expected) return;
+    this.expectedExpiryLocalUs = expected;
+    const s = this.keeper.slot;
+    this.grantedRate = s.rateTokens === 0 ? null : { tokens: s.rateTokens, periodUs: s.ratePeriodUs, capTokens: s.rateCapTokens };
+    // Broken: restart the new rate's clock at the send, so the time the request and reply spent in flight accrues too.
+    if (this.broken === 'accrue-from-send' && this.grantedRate !== null) s.startRate(this.grantedRate.tokens, this.grantedRate.periodUs, this.grantedRate.capTokens, sent);
+  }
+
+  /** beforeReply — (broken: accrue-in-flight) brings the balance accrued in flight up to the reply's arrival, `localUs`, before the keeper takes it. */
+  beforeReply(localUs: number): void {
+    if (this.broken === 'accrue-in-flight') this.keeper.slot.freezeRate(localUs);
+  }
+
+  /**
+   * afterActions — sabotage after the keeper acted at local time `localUs`
+   * (nothing for an honest agent): broken so, a lease that never expires,
+   * or a rate left running while the renewal just sent is in flight.
+   */
+  afterActions(actions: readonly SendAction[], localUs: number): void {
+    const s = this.keeper.slot;
+    if (this.broken === 'spend-past-expiry' && s.hasLease) s.expiresAtUs = Number.MAX_VALUE;
+    const renewing = actions.some((a) => a.message.op === 'acquire');
+    if (this.broken === 'accrue-in-flight' && renewing && s.hasLease && s.rateTokens === 0 && this.grantedRate !== null) {
+      s.startRate(this.grantedRate.tokens, this.grantedRate.periodUs, this.grantedRate.capTokens, localUs);
+    }
   }
 }

@@ -1,7 +1,9 @@
 /**
- * What a simulation run is given and what it reports.
+ * What a simulation run is given and what it reports, and the coordinator
+ * configuration a run's pool stands for.
  */
 import type { KeeperOptions } from '@tokenlease/agent';
+import { parseCoordinatorConfig, type CoordinatorConfig } from '@tokenlease/coordinator';
 import type { Rate } from '@tokenlease/shared';
 import type { NetworkSpec, Partition } from './network.js';
 import type { WorkloadSpec } from './workload.js';
@@ -17,6 +19,27 @@ export interface SimPool {
   readonly allowance?: number;
   /** Weight per agent class (see the coordinator's classWeights). */
   readonly classWeights?: Readonly<Record<string, number>>;
+  /** 'chunk' (default): leases hold tokens; 'rate': leases trickle at a fair share (see the coordinator's leaseMode). */
+  readonly leaseMode?: 'chunk' | 'rate';
+}
+
+/** coordinatorConfigOf — the coordinator's configuration of a run's one pool, named `pool`. */
+export function coordinatorConfigOf(p: SimPool, pool: string): CoordinatorConfig {
+  return parseCoordinatorConfig('simulation', {
+    pools: {
+      [pool]: {
+        capacity: p.capacity,
+        refill: { tokens: p.refill.tokens, periodMs: p.refill.periodMs },
+        leaseTtlMs: p.leaseTtlMs,
+        maxLeaseTokens: p.maxLeaseTokens,
+        ...(p.minGrantTokens === undefined ? {} : { minGrantTokens: p.minGrantTokens }),
+        ...(p.maxHoldMs === undefined ? {} : { maxHoldMs: p.maxHoldMs }),
+        ...(p.allowance === undefined ? {} : { allowance: p.allowance }),
+        ...(p.classWeights === undefined ? {} : { classWeights: p.classWeights }),
+        ...(p.leaseMode === undefined ? {} : { leaseMode: p.leaseMode }),
+      },
+    },
+  });
 }
 
 /** Faults; times are µs from the start of traffic. */
@@ -45,9 +68,12 @@ export interface DurableSpec {
 /**
  * Deliberately broken parts, to prove the checks can fail: an agent that
  * spends past its expiry; a durable coordinator that replies before the
- * write lands; a takeover that forgets the kept leases.
+ * write lands; a takeover that forgets the kept leases; a rate-lease agent
+ * that accrues its new rate from when it sent the renewal rather than from
+ * the reply's arrival, or that keeps accruing its old rate while the
+ * renewal is in flight (see sim-agent.ts).
  */
-export type Broken = 'spend-past-expiry' | 'reply-before-write' | 'forget-kept-leases';
+export type Broken = 'spend-past-expiry' | 'reply-before-write' | 'forget-kept-leases' | 'accrue-from-send' | 'accrue-in-flight';
 
 export interface SimConfig {
   readonly seed: number;
@@ -87,9 +113,10 @@ export interface SimResult {
   readonly violations: readonly string[];
   /** Request attempts sent to the coordinator (each is a round-trip). */
   readonly roundTrips: number;
+  /** Tokens granted (rate leases: the top-ups only; what accrues is not counted). */
   readonly grantedTokens: number;
   readonly returnedTokens: number;
-  /** Granted and then neither admitted nor returned: lost at expiry, or never delivered. */
+  /** Granted and then neither admitted nor returned: lost at expiry, or never delivered (not meaningful for rate leases: may be negative). */
   readonly strandedTokens: number;
   /** Waits of admitted `take()` calls, ms. */
   readonly takeWaitsMs: readonly number[];

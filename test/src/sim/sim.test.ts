@@ -2,7 +2,7 @@
  * The simulator runs the real coordinator and agent cores through random
  * adversarial scenarios (loss, duplication, reordering, partitions, crashes,
  * pauses past expiry, coordinator restarts, drift; a share of them with the
- * durable store and coordinator failovers) and checks after every
+ * durable store and coordinator failovers, a share with rate leases) and checks after every
  * admission the envelope, that the agent spends only while the coordinator
  * still counts its lease, that no balance is negative, and that crashed
  * agents' leases are reclaimed in time, and that once the faults have
@@ -14,6 +14,7 @@ import { makeRate } from '@tokenlease/shared';
 import { seedFromEnv } from '../harness/random.js';
 import { convergenceProblem, recoveredRate } from './converge.js';
 import { describeScenario, randomScenario } from './scenario.js';
+import { SLICE_US } from './sim-metrics.js';
 import type { Broken, SimConfig } from './sim-config.js';
 import { runSimulation } from './simulation.js';
 
@@ -25,6 +26,7 @@ describe('the simulator', () => {
     console.log(`sim: ${SCENARIOS} scenarios from SEED=${seed} (replay one: npm run sim -- --scenarios 1 --seed <seed>)`);
     let simulatedSeconds = 0;
     let durable = 0;
+    let rate = 0;
     let takeovers = 0;
     const failures: string[] = [];
     for (let i = 0; i < SCENARIOS; i += 1) {
@@ -32,6 +34,7 @@ describe('the simulator', () => {
       const result = runSimulation(config);
       simulatedSeconds += result.simulatedSeconds;
       if (config.durable !== undefined) durable += 1;
+      if (config.pool.leaseMode === 'rate') rate += 1;
       takeovers += result.takeovers;
       const converged = convergenceProblem(config, result);
       const problems = converged === null ? [...result.violations] : [...result.violations, converged];
@@ -39,10 +42,11 @@ describe('the simulator', () => {
         failures.push(`seed ${config.seed} (${describeScenario(config)}):\n  ${problems.slice(0, 5).join('\n  ')}\n  replay: npm run sim -- --scenarios 1 --seed ${config.seed}`);
       }
     }
-    console.log(`sim: ${simulatedSeconds.toFixed(0)} simulated seconds; ${durable} durable scenarios with ${takeovers} takeovers`);
+    console.log(`sim: ${simulatedSeconds.toFixed(0)} simulated seconds; ${durable} durable scenarios with ${takeovers} takeovers; ${rate} with rate leases`);
     expect(failures, failures.join('\n')).toEqual([]);
     expect(simulatedSeconds).toBeGreaterThan(SCENARIOS * 20);
     if (SCENARIOS >= 50) expect(takeovers).toBeGreaterThan(0);
+    if (SCENARIOS >= 50) expect(rate).toBeGreaterThan(0);
   });
 
   it.each([424242, 424243])('is a function of its seed (seed %i)', (seed) => {
@@ -59,6 +63,17 @@ describe('the simulator', () => {
     expect(durable.some((c) => c.faults.some((f) => f.kind === 'failover-coordinator' && f.deposedUs !== undefined))).toBe(true);
     expect(configs.every((c) => c.durable !== undefined || !c.faults.some((f) => f.kind === 'failover-coordinator'))).toBe(true);
     expect(durable.every((c) => describeScenario(c).startsWith('durable'))).toBe(true);
+  });
+
+  it('draws rate-lease scenarios for a share of seeds, with a refresh interval, and says so', () => {
+    const configs = Array.from({ length: 200 }, (_, i) => randomScenario(9000 + i));
+    const rate = configs.filter((c) => c.pool.leaseMode === 'rate');
+    expect(rate.length).toBeGreaterThan(40);
+    expect(rate.length).toBeLessThan(80);
+    expect(rate.every((c) => (c.keeper?.refreshMs ?? 0) > 0)).toBe(true);
+    expect(rate.some((c) => c.durable !== undefined) && rate.some((c) => c.durable === undefined)).toBe(true);
+    expect(rate.every((c) => / rate \(refresh \d+ ms\), /.test(` ${describeScenario(c)}`))).toBe(true);
+    expect(configs.filter((c) => c.pool.leaseMode !== 'rate').every((c) => c.keeper === undefined && !describeScenario(c).includes('rate'))).toBe(true);
   });
 
   // An agent that keeps spending its lease after it expired (pauses make it
@@ -255,5 +270,123 @@ describe('a demand shift', () => {
     console.log(`sim: demand shift: ${before} tokens/s before, ${after} tokens/s one refresh interval after`);
     expect(before).toBeGreaterThan(0.95 * refillPerSecond);
     expect(after).toBeGreaterThan(0.95 * refillPerSecond);
+  });
+});
+
+describe('rate leases', () => {
+  // Four agents in bursts (a tenth of each second, at 4× B a second) with
+  // rate leases renewed every 100 ms across a slow network (100 ms one
+  // way): an agent that accrues its new rate from when it sent the renewal,
+  // or keeps accruing its old rate while the renewal is in flight, holds
+  // more than the coordinator counts, and the fleet overshoots B + r·T.
+  const burstyRates = (seed: number, broken?: Broken): SimConfig => ({
+    seed,
+    agents: 4,
+    durationUs: 10_000_000,
+    pool: { capacity: 50, refill: makeRate(400, 1000), leaseTtlMs: 1000, maxLeaseTokens: 50, leaseMode: 'rate' },
+    workload: { name: 'bursty', load: 1, onMs: 100, offMs: 900, takeShare: 0 },
+    network: { latencyUs: 100_000, lossRate: 0, duplicateRate: 0 },
+    partitions: [],
+    faults: [],
+    driftMax: 0.01,
+    keeper: { refreshMs: 100 },
+    ...(broken === undefined ? {} : { broken }),
+  });
+
+  it('keeps every check with slow renewals in bursts (honest agents)', () => {
+    for (const seed of [1, 2, 3, 4]) expect(runSimulation(burstyRates(seed)).violations).toEqual([]);
+  });
+
+  it.each(['accrue-from-send', 'accrue-in-flight'] as const)('catches an agent broken so: %s: the envelope fails for some seeds', (broken) => {
+    const runs = [1, 2, 3, 4].map((seed) => runSimulation(burstyRates(seed, broken)));
+    console.log(`sim: ${broken}: worst excess ${runs.map((r) => r.worstExcessTokens.toFixed(1)).join(', ')} tokens`);
+    expect(runs.some((r) => r.worstExcessTokens > 1 && r.violations.some((v) => v.includes('envelope exceeded')))).toBe(true);
+  });
+
+  it('lets a closing agent rest while its rate lease runs out, rather than tick in a loop', () => {
+    // Seed 1021: rate leases renewed every 50 ms; agents close at the end of
+    // the run with nothing left to return. Before LeaseKeeper.nextDeadlineUs
+    // ignored the renewal instants of a closing keeper, this run took 10.8
+    // million agent ticks (one per µs until each lease expired).
+    const result = runSimulation(randomScenario(1021));
+    expect(result.violations).toEqual([]);
+    expect(result.events).toBeLessThan(100_000);
+  });
+
+  // Weighted max-min fair rates (the coordinator's water-filling) at
+  // saturation, measured over the whole run as for chunk leases.
+  const weighted = new Map(
+    [2, 3, 5].map((weight) => [
+      weight,
+      runSimulation({
+        seed: 3,
+        agents: 4,
+        durationUs: 60_000_000,
+        pool: { capacity: 100, refill: makeRate(400, 1000), leaseTtlMs: 2000, maxLeaseTokens: 100, classWeights: { premium: weight }, leaseMode: 'rate' },
+        workload: { name: 'steady', load: 3 },
+        network: { latencyUs: 1000, lossRate: 0, duplicateRate: 0 },
+        partitions: [],
+        faults: [],
+        driftMax: 0,
+        keeper: { refreshMs: 250 },
+        agentClasses: ['premium', null, null, null],
+      }),
+    ]),
+  );
+  const ratioOf = (weight: number): number => {
+    const [premium, ...basic] = weighted.get(weight)?.perAgentAdmitted as [number, ...number[]];
+    return premium / (basic.reduce((a, b) => a + b, 0) / basic.length);
+  };
+
+  it.each([2, 3, 5])('keep every check and favour an agent of weight %i over the weight-1 agents', (weight) => {
+    expect(weighted.get(weight)?.violations).toEqual([]);
+    console.log(`sim: rate leases, weight ${weight}: share ratio ${ratioOf(weight).toFixed(3)}`);
+    expect(ratioOf(weight)).toBeGreaterThan((1 + weight) / 2);
+  });
+
+  // Known gap (see the README): the coordinator tops every renewal up from
+  // the level, which the 1/16 reserve refills, first come first served and
+  // regardless of weight, and a heavier agent's share outgrows the demand
+  // estimate it starts from; so shares fall 8-20% short of the weights.
+  // This records the goal; it starts failing (and should become a plain
+  // test) once rate leases meet it.
+  it.fails.each([2, 3, 5])('give an agent of weight %i that many times the share of each weight-1 agent, within 2%% (not yet)', (weight) => {
+    expect(Math.abs(ratioOf(weight) / weight - 1)).toBeLessThan(0.02);
+  });
+
+  // Half of eight agents go idle at 10 s; the rest still offer 1.5× r.
+  const refreshMs = 500;
+  const shift = runSimulation({
+    seed: 5,
+    agents: 8,
+    durationUs: 20_000_000,
+    pool: { capacity: 100, refill: makeRate(400, 1000), leaseTtlMs: 1000, maxLeaseTokens: 100, leaseMode: 'rate' },
+    workload: { name: 'steady', load: 3, idleFromMs: 10_000, idleShare: 0.5, takeShare: 0 },
+    network: { latencyUs: 1000, lossRate: 0, duplicateRate: 0 },
+    partitions: [],
+    faults: [],
+    driftMax: 0,
+    keeper: { refreshMs },
+  });
+  const sliceOf = (ms: number): number => Math.round((ms * 1000) / SLICE_US);
+  /** Tokens admitted in the second from `fromMs` of traffic. */
+  const secondFrom = (fromMs: number): number => shift.admittedPerSlice.slice(sliceOf(fromMs), sliceOf(fromMs + 1000)).reduce((a, b) => a + b, 0);
+  const before = secondFrom(8000);
+  const slackMs = 200;
+
+  it('moves the share of agents gone idle to the busy ones once the idle ones return their leases', () => {
+    expect(shift.violations).toEqual([]);
+    // The keepers return a lease after idleReturnMs (3 s) without an admission.
+    const after = secondFrom(10_000 + 3000 + refreshMs + slackMs);
+    console.log(`sim: rate leases, demand shift: ${before} tokens/s before, ${secondFrom(10_000 + refreshMs + slackMs)} one refresh interval after, ${after} once the idle leases are returned`);
+    expect(after).toBeGreaterThan(0.95 * before);
+  });
+
+  // Known gap (see the README): an idle agent keeps renewing its share while
+  // its demand estimate (a 1 s moving average) decays, until it returns the
+  // lease; the busy agents get it 2.5-3 s after the shift, whatever the
+  // refresh interval. Records the goal; flips when rate leases meet it.
+  it.fails('moves the share of agents gone idle to the busy ones within one refresh interval (not yet)', () => {
+    expect(secondFrom(10_000 + refreshMs + slackMs)).toBeGreaterThan(0.95 * before);
   });
 });

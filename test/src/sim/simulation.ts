@@ -12,15 +12,19 @@
  * (grant time + TTL, on the coordinator's side; after a takeover, each kept
  * lease is counted, and checked to be, live for a full TTL from it), and
  * that no balance is negative. It reports what the sweep and the tests need.
+ * The pool may lease chunks or rates (SimPool.leaseMode); the checks are the
+ * same: a rate lease's expiry follows the same rules as a chunk lease's.
+ * Requests reach the slot as through the real Limiter: `tryTake` always asks
+ * it, `take` waits behind earlier waiting takes.
  */
-import { parseCoordinatorConfig, type CoordinatorConfig, type Delivery, type PersistedPool, type Pool } from '@tokenlease/coordinator';
+import type { CoordinatorConfig, Delivery, PersistedPool, Pool } from '@tokenlease/coordinator';
 import { encodeMessage, subjectFor, type Reply } from '@tokenlease/shared';
 import { seededRandom, type Random } from '../harness/random.js';
 import { EnvelopeWatch } from './checks.js';
 import { Coordinators, type ClusterHost } from './coordinators.js';
 import { EventQueue } from './event-queue.js';
 import { Network } from './network.js';
-import type { SimConfig, SimResult } from './sim-config.js';
+import { coordinatorConfigOf, type SimConfig, type SimResult } from './sim-config.js';
 import { SimAgent, type Waiter } from './sim-agent.js';
 import { makeWorkload, type Arrival, type Workload } from './workload.js';
 import { SimMetrics } from './sim-metrics.js';
@@ -72,20 +76,7 @@ class Simulation {
   constructor(private readonly config: SimConfig) {
     this.random = seededRandom(config.seed);
     const p = config.pool;
-    this.coordinatorConfig = parseCoordinatorConfig('simulation', {
-      pools: {
-        [POOL]: {
-          capacity: p.capacity,
-          refill: { tokens: p.refill.tokens, periodMs: p.refill.periodMs },
-          leaseTtlMs: p.leaseTtlMs,
-          maxLeaseTokens: p.maxLeaseTokens,
-          ...(p.minGrantTokens === undefined ? {} : { minGrantTokens: p.minGrantTokens }),
-          ...(p.maxHoldMs === undefined ? {} : { maxHoldMs: p.maxHoldMs }),
-          ...(p.allowance === undefined ? {} : { allowance: p.allowance }),
-          ...(p.classWeights === undefined ? {} : { classWeights: p.classWeights }),
-        },
-      },
-    });
+    this.coordinatorConfig = coordinatorConfigOf(p, POOL);
     const fillUs = Math.ceil((p.capacity * p.refill.periodMs * 1000) / p.refill.tokens);
     this.warmupUs = this.coordinatorConfig.quietPeriodMs * 1000 + fillUs + 200_000;
     this.endUs = this.warmupUs + config.durationUs;
@@ -238,7 +229,7 @@ class Simulation {
     const id = `a${slot}.${incarnation}`;
     const drift = (this.random.next() * 2 - 1) * this.config.driftMax;
     const agentClass = this.config.agentClasses?.[slot] ?? null;
-    const agent = new SimAgent(slot, id, this.now, drift, { ...this.config.keeper, agentClass }, this.random);
+    const agent = new SimAgent(slot, id, this.now, drift, { ...this.config.keeper, agentClass }, this.random, this.config.broken);
     agent.keeper.slot.onLow = () => this.queue.push(this.now, { k: 'agent-tick', id, gen: agent.tickGeneration });
     this.agents.set(id, agent);
     this.slots[slot] = agent;
@@ -271,7 +262,7 @@ class Simulation {
       for (const at of this.network.arrivals(agent.slot, this.now)) this.queue.push(at, { k: 'to-coordinator', to, subject, bytes });
       this.queue.push(this.now + action.timeoutMs * 1000, { k: 'attempt-failed', to, code: 'bus-timeout' });
     }
-    if (this.config.broken === 'spend-past-expiry' && agent.keeper.slot.hasLease) agent.keeper.slot.expiresAtUs = Number.MAX_VALUE;
+    agent.afterActions(actions, agent.localUs(this.now));
     this.serveWaiters(agent);
     if (agent.keeper.slot.balanceTokens < 0) this.violation(`${agent.id}: negative balance ${agent.keeper.slot.balanceTokens}`);
     agent.tickGeneration += 1;
@@ -282,6 +273,7 @@ class Simulation {
 
   private reply(agent: SimAgent, to: ReplyTo, reply: Reply): void {
     agent.settledAttempts.add(`${to.seq}:${to.attempt}`);
+    agent.beforeReply(agent.localUs(this.now));
     const actions = agent.keeper.onReply(to.seq, reply, agent.localUs(this.now));
     if (reply.kind === 'grant') agent.noteGrant(to.seq, reply.ttlMs);
     this.act(agent, actions);
@@ -304,9 +296,10 @@ class Simulation {
     this.withAgent(agent.id, (live) => this.offer(live, a));
   }
 
+  /** offer — as the real Limiter: `tryTake` asks the slot whether or not `take` calls wait; a `take` waits behind them. */
   private offer(agent: SimAgent, a: Arrival): void {
     const slot = agent.keeper.slot;
-    if (agent.waiters.length === 0 && slot.takeAt(a.cost, agent.localUs(this.now))) {
+    if ((a.waitMs === 0 || agent.waiters.length === 0) && slot.takeAt(a.cost, agent.localUs(this.now))) {
       this.admitted(agent, a.cost);
     } else if (a.waitMs > 0) {
       const waiter: Waiter = { cost: a.cost, arrivedUs: this.now, deadlineUs: this.now + a.waitMs * 1000 };
@@ -322,7 +315,9 @@ class Simulation {
   private serveWaiters(agent: SimAgent): void {
     const slot = agent.keeper.slot;
     for (let head = agent.waiters[0]; head !== undefined; head = agent.waiters[0]) {
-      if (head.cost > slot.balanceTokens || !slot.takeAt(head.cost, agent.localUs(this.now))) return;
+      // A rate lease's balance accrues: ask the slot, as the real Limiter does; a chunk lease's balance is current.
+      const covered = slot.rateTokens === 0 ? head.cost <= slot.balanceTokens : slot.canTakeAt(head.cost, agent.localUs(this.now));
+      if (!covered || !slot.takeAt(head.cost, agent.localUs(this.now))) return;
       agent.waiters.shift();
       agent.keeper.waitingTokens -= head.cost;
       this.m.takeWaitsMs.push((this.now - head.arrivedUs) / 1000);

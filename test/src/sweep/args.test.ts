@@ -28,6 +28,8 @@ describe('parseSweepArgs defaults', () => {
       leaseSizesTokens: [5, 10, 25, 50, 100],
       ttlsMs: [1000, 2000, 5000],
       allowancesTokens: [0],
+      leaseModes: ['chunk', 'rate'],
+      refreshesMs: [250, 500, 1000, 2000],
       latencyUs: 1000,
       durationMs: 60_000,
       seed: SEED,
@@ -63,6 +65,12 @@ describe('parseSweepArgs accepts every flag', () => {
     [['--ttls', '2m,10ms,1.5s'], { ttlsMs: [10, 1500, 120_000] }],
     [['--ttls', '1h'], { ttlsMs: [3_600_000] }],
     [['--allowances', '0,2000'], { allowancesTokens: [0, 2000] }],
+    [['--lease-modes', 'chunk'], { leaseModes: ['chunk'] }],
+    [['--lease-modes', 'rate'], { leaseModes: ['rate'] }],
+    [['--lease-modes', 'rate,chunk,rate'], { leaseModes: ['chunk', 'rate'] }],
+    [['--refreshes', '250,500,1000,2000'], { refreshesMs: [250, 500, 1000, 2000] }],
+    [['--refreshes', '2s,100ms,1.5s'], { refreshesMs: [100, 1500, 2000] }],
+    [['--refreshes', '1ms,1h'], { refreshesMs: [1, 3_600_000] }],
     [['--latency', '0ms'], { latencyUs: 0 }],
     [['--latency', '0.25ms'], { latencyUs: 250 }],
     [['--latency', '10s'], { latencyUs: 10_000_000 }],
@@ -126,6 +134,12 @@ describe('parseSweepArgs refuses bad values with one line naming the flag and th
     [['--ttls', '2h'], '--ttls', '[10ms, 1h]'],
     [['--ttls', '1.0005s'], '--ttls', 'whole milliseconds'],
     [['--ttls', '-1s'], '--ttls', '--ttls=VALUE'],
+    [['--lease-modes', 'trickle'], '--lease-modes', 'chunk, rate or chunk,rate'],
+    [['--lease-modes', 'chunk,'], '--lease-modes', 'chunk, rate or chunk,rate'],
+    [['--refreshes', '0'], '--refreshes', '[1ms, 1h]'],
+    [['--refreshes', '2h'], '--refreshes', '[1ms, 1h]'],
+    [['--refreshes', '0.5ms'], '--refreshes', 'whole milliseconds'],
+    [['--refreshes', '1s,,2s'], '--refreshes', 'comma-separated list'],
     [['--allowances', '-5'], '--allowances', '--allowances=VALUE'],
     [['--allowances=-5'], '--allowances', 'whole number in [0,'],
     [['--latency', '1'], '--latency', 'ms, s, m or h'],
@@ -146,6 +160,7 @@ describe('parseSweepArgs refuses bad values with one line naming the flag and th
     [['sweep'], '(arguments)', 'every value follows its flag'],
     [['--agents', '3', '--agents', '4'], '--agents', 'give it once'],
     [['--lease-sizes', Array.from({ length: 40 }, (_, i) => i + 1).join(','), '--ttls', '1s,2s,3s,4s,5s,6s,7s,8s,9s,10s', '--allowances', '0,1,2'], '--lease-sizes', 'at most 1000'],
+    [['--lease-modes', 'rate', '--refreshes', Array.from({ length: 400 }, (_, i) => i + 1).join(','), '--ttls', '1s,2s,5s', '--allowances', '0,1'], '--refreshes', 'gives 2400 settings; at most 1000'],
   ];
   it.each(cases)('%j', (argv, flag, form) => {
     const error = refusal(argv);
@@ -163,6 +178,7 @@ describe('sweepArgsToArgv', () => {
     [['--workload', 'bursty:on=0.5s,off=1500,load=2', '--latency', '0.2ms', '--json', '--html', 'a b.html']],
     [['--refill', '7/1500ms', '--ttls', '10ms,1.5s,2m', '--allowances', '0,2000', '--duration', '1.5s']],
     [['--workload', 'churn:up=2s,down=0,crash=0.5', '--target-utilization', '0.9', '--seed', '9']],
+    [['--lease-modes', 'rate', '--refreshes', '100,1.5s,1m']],
   ];
   it.each(cases)('replays %j exactly', (argv) => {
     const args = parse(argv);
@@ -196,7 +212,7 @@ describe('workloads', () => {
   });
 
   it('every flag appears in the usage text', () => {
-    for (const flag of ['--agents', '--capacity', '--refill', '--workload', '--lease-sizes', '--ttls', '--allowances', '--latency', '--duration', '--seed', '--json', '--html', '--target-utilization', '--help']) {
+    for (const flag of ['--agents', '--capacity', '--refill', '--workload', '--lease-sizes', '--ttls', '--allowances', '--lease-modes', '--refreshes', '--latency', '--duration', '--seed', '--json', '--html', '--target-utilization', '--help']) {
       expect(USAGE).toContain(flag);
     }
   });

@@ -14,12 +14,14 @@ import { parseArgs } from 'node:util';
 import { formatRate, parseRate, tokenScale, type Rate } from '@tokenlease/shared';
 import { SweepArgsError } from './args-error.js';
 import { formatDurationUs, parseDurationUs } from './duration.js';
+import { LEASE_MODES, tokenleaseSettings, type LeaseMode } from './settings.js';
 import { formatWorkload, parseWorkload, workloadUsage, type Workload } from './workload.js';
 
 /**
  * SweepArgs — one validated sweep request. Token counts are whole tokens;
  * `ttlsMs` and `durationMs` whole milliseconds; `latencyUs` whole
- * microseconds; `targetUtilization` a fraction in (0, 1].
+ * microseconds; `refreshesMs` whole milliseconds; `targetUtilization` a
+ * fraction in (0, 1].
  */
 export interface SweepArgs {
   /** Agents in the simulated fleet, ≥ 1. */
@@ -35,6 +37,10 @@ export interface SweepArgs {
   readonly ttlsMs: readonly number[];
   /** Burst allowances A to try, tokens beyond B, ascending; 0 = strict. */
   readonly allowancesTokens: readonly number[];
+  /** Lease modes to run, in LEASE_MODES order without duplicates: chunk leases try every lease size, rate leases every refresh interval. */
+  readonly leaseModes: readonly LeaseMode[];
+  /** The agents' refresh intervals (keeper refreshMs) to try with rate leases, ms, ascending. */
+  readonly refreshesMs: readonly number[];
   /** Mean one-way network delay, µs. */
   readonly latencyUs: number;
   /** Simulated time per combination, ms. */
@@ -57,7 +63,7 @@ export interface SweepArgs {
 export const MIN_TTL_MS = 10;
 /** MAX_TTL_MS — the longest lease TTL the coordinator accepts, ms (one hour). */
 export const MAX_TTL_MS = 3_600_000;
-/** MAX_COMBINATIONS — most lease-size × TTL × allowance combinations one sweep runs. */
+/** MAX_COMBINATIONS — most tokenlease settings (chunk and rate rows) one sweep runs. */
 export const MAX_COMBINATIONS = 1000;
 
 const TOKENS_MAX = 1_000_000_000;
@@ -75,6 +81,8 @@ export const SWEEP_DEFAULTS = {
   'lease-sizes': '5,10,25,50,100',
   ttls: '1s,2s,5s',
   allowances: '0',
+  'lease-modes': 'chunk,rate',
+  refreshes: '250ms,500ms,1s,2s',
   latency: '1ms',
   duration: '60s',
   'target-utilization': '0.97',
@@ -84,7 +92,8 @@ export const SWEEP_DEFAULTS = {
 export const USAGE = `Usage: npm run sweep -- [flags]
 
 Simulates the fleet on one workload for every combination of lease size,
-lease TTL and allowance, next to two baselines (central: a round-trip per
+lease TTL and allowance (chunk leases) and of refresh interval, TTL and
+allowance (rate leases), next to two baselines (central: a round-trip per
 request to one exact bucket; local: independent buckets of r/N per agent),
 and recommends the setting with the fewest round-trips that reaches the
 target utilization without ever exceeding the envelope B + A + r*T.
@@ -96,6 +105,10 @@ target utilization without ever exceeding the envelope B + A + r*T.
   --lease-sizes N,N,...      maxLeaseTokens to try, 1..B (default ${SWEEP_DEFAULTS['lease-sizes']})
   --ttls D,D,...             lease TTLs to try, ${MIN_TTL_MS}ms..1h (default ${SWEEP_DEFAULTS.ttls})
   --allowances N,N,...       extra burst tokens A to try, 0 = strict (default ${SWEEP_DEFAULTS.allowances})
+  --lease-modes M,M          chunk and/or rate leases (default ${SWEEP_DEFAULTS['lease-modes']})
+  --refreshes D,D,...        rate leases: agents' refresh intervals to try, 1ms..1h; bare
+                             numbers are ms (default ${SWEEP_DEFAULTS.refreshes}); each runs with every
+                             TTL of at least twice it, or else at a TTL of twice it
   --latency D                mean one-way network delay, 0..10s (default ${SWEEP_DEFAULTS.latency})
   --duration D               simulated time per combination, up to 24h (default ${SWEEP_DEFAULTS.duration})
   --seed N                   seed, 0..${SEED_MAX} (default random; always printed)
@@ -105,7 +118,7 @@ target utilization without ever exceeding the envelope B + A + r*T.
   -h, --help                 print this text
 
 Durations D are a number with a unit ms, s, m or h: 500ms, 1.5s, 2m.
-At most ${MAX_COMBINATIONS} combinations of lease size, TTL and allowance per run.
+At most ${MAX_COMBINATIONS} settings (chunk and rate rows) per run.
 
 Workloads (load = offered demand in tokens, averaged over the run, as a
 multiple of the refill rate; parameters as k=v after a colon, e.g.
@@ -121,6 +134,8 @@ const OPTIONS = {
   'lease-sizes': { type: 'string' },
   ttls: { type: 'string' },
   allowances: { type: 'string' },
+  'lease-modes': { type: 'string' },
+  refreshes: { type: 'string' },
   latency: { type: 'string' },
   duration: { type: 'string' },
   seed: { type: 'string' },
@@ -207,6 +222,15 @@ function readRefill(text: string): Rate {
   }
 }
 
+function readLeaseModes(text: string): LeaseMode[] {
+  const names = text.split(',');
+  const unknown = names.find((name) => !(LEASE_MODES as readonly string[]).includes(name));
+  if (unknown !== undefined) {
+    throw new SweepArgsError('--lease-modes', `${JSON.stringify(unknown)} is not a lease mode; use chunk, rate or chunk,rate`);
+  }
+  return LEASE_MODES.filter((mode) => names.includes(mode));
+}
+
 function readFraction(flag: string, text: string): number {
   const value = /^\d*\.?\d+$/.test(text) ? Number(text) : Number.NaN;
   if (!(value > 0 && value <= 1)) {
@@ -242,9 +266,12 @@ export function parseSweepArgs(argv: readonly string[], drawSeed: () => number =
     const detail = error instanceof Error ? error.message : String(error);
     throw new SweepArgsError('--capacity', `${capacityTokens} plus the largest allowance ${largestAllowance} does not fit the exact arithmetic (${detail}); use a smaller capacity or allowance`);
   }
-  const combinations = leaseSizesTokens.length * ttlsMs.length * allowancesTokens.length;
+  const leaseModes = readLeaseModes(text('lease-modes'));
+  const refreshesMs = list('--refreshes', text('refreshes'), (one) => durationUs('--refreshes', /^\d+$/.test(one) ? `${one}ms` : one, 1000, MAX_TTL_MS * 1000, true) / 1000);
+  const combinations = tokenleaseSettings({ allowances: allowancesTokens, ttlsMs, leaseSizes: leaseSizesTokens, leaseModes, refreshesMs }).length;
   if (combinations > MAX_COMBINATIONS) {
-    throw new SweepArgsError('--lease-sizes', `with --ttls and --allowances gives ${combinations} combinations; at most ${MAX_COMBINATIONS}, so shorten the lists`);
+    const flag = leaseModes.includes('chunk') ? '--lease-sizes' : '--refreshes';
+    throw new SweepArgsError(flag, `with the other lists (--lease-sizes, --refreshes, --ttls, --allowances) gives ${combinations} settings; at most ${MAX_COMBINATIONS}, so shorten the lists`);
   }
   const latencyUs = durationUs('--latency', text('latency'), 0, LATENCY_US_MAX, false);
   const durationMs = durationUs('--duration', text('duration'), 1000, DURATION_MS_MAX * 1000, true) / 1000;
@@ -254,7 +281,7 @@ export function parseSweepArgs(argv: readonly string[], drawSeed: () => number =
   const htmlPath = v.html ?? null;
   if (htmlPath === '') throw new SweepArgsError('--html', 'needs a file name, like --html sweep.html');
   return {
-    agents, capacityTokens, refill, workload, leaseSizesTokens, ttlsMs, allowancesTokens, latencyUs, durationMs,
+    agents, capacityTokens, refill, workload, leaseSizesTokens, ttlsMs, allowancesTokens, leaseModes, refreshesMs, latencyUs, durationMs,
     seed, seedFromFlag: seedText !== undefined, json: v.json === true, htmlPath, targetUtilization, help,
   };
 }
@@ -273,6 +300,8 @@ export function sweepArgsToArgv(args: SweepArgs): string[] {
     '--lease-sizes', args.leaseSizesTokens.join(','),
     '--ttls', args.ttlsMs.map((ms) => formatDurationUs(ms * 1000)).join(','),
     '--allowances', args.allowancesTokens.join(','),
+    '--lease-modes', args.leaseModes.join(','),
+    '--refreshes', args.refreshesMs.map((ms) => formatDurationUs(ms * 1000)).join(','),
     '--latency', formatDurationUs(args.latencyUs),
     '--duration', formatDurationUs(args.durationMs * 1000),
     '--seed', String(args.seed),

@@ -1,6 +1,10 @@
 /**
  * Fairness and latency figures of a sweep row.
  *
+ * Both indices divide what was admitted in all, not what could have been:
+ * they measure how fairly the fleet split what it admitted, apart from how
+ * much that was (utilization says that).
+ *
  * jain — Jain's index (Σx)²/(n·Σx²) of x_i = admitted_i / fairShare_i, where
  * fairShare is the max-min fair division (water-filling) of what was
  * admitted in all among the agents' offered demands. Agents with equal
@@ -35,6 +39,45 @@ export function jain(admitted: readonly number[], offered: readonly number[]): n
   const sum = xs.reduce((a, b) => a + b, 0);
   const squares = xs.reduce((a, b) => a + b * b, 0);
   return squares === 0 ? 1 : (sum * sum) / (xs.length * squares);
+}
+
+/**
+ * weightedMaxMinShares — the weighted max-min fair division of `total`
+ * among `demands`: each gets at most its demand; the rest is divided in
+ * proportion to `weights` (absent or ≤ 0: 1) among those that want more.
+ */
+export function weightedMaxMinShares(demands: readonly number[], total: number, weights: readonly number[] = []): number[] {
+  const shares = demands.map(() => 0);
+  const weightOf = (i: number): number => ((weights[i] ?? 1) > 0 ? (weights[i] ?? 1) : 1);
+  // Served in order of demand per unit of weight: those below the water level get their demand.
+  const open = demands.map((d, i) => ({ d, i, w: weightOf(i) })).filter((x) => x.d > 0).sort((a, b) => a.d / a.w - b.d / b.w);
+  let remaining = total;
+  let weightLeft = open.reduce((sum, x) => sum + x.w, 0);
+  for (const x of open) {
+    shares[x.i] = Math.max(0, Math.min(x.d, (remaining / weightLeft) * x.w));
+    remaining -= shares[x.i] as number;
+    weightLeft -= x.w;
+  }
+  return shares;
+}
+
+/**
+ * jainOverShare — Jain's index over x_i = admitted_i / weight_i among the
+ * agents whose offered demand exceeds their weighted max-min fair share of
+ * all that was admitted: max-min fairness gives those the same amount per
+ * unit of weight, so 1 means they did get it. 1 when fewer than two agents
+ * wanted more than their share (nothing to compare).
+ */
+export function jainOverShare(admitted: readonly number[], offered: readonly number[], weights: readonly number[] = []): number {
+  const total = admitted.reduce((a, b) => a + b, 0);
+  const fair = weightedMaxMinShares(offered, total, weights);
+  // Demand above the share by a relative hair is rounding, not saturation.
+  const over = offered.flatMap((demand, i) => (demand > (fair[i] ?? 0) * (1 + 1e-9) ? [i] : []));
+  if (over.length < 2) return 1;
+  const xs = over.map((i) => (admitted[i] ?? 0) / ((weights[i] ?? 1) > 0 ? (weights[i] ?? 1) : 1));
+  const sum = xs.reduce((a, b) => a + b, 0);
+  const squares = xs.reduce((a, b) => a + b * b, 0);
+  return squares === 0 ? 1 : Math.min(1, (sum * sum) / (xs.length * squares));
 }
 
 /** p99 — the 99th percentile of `values` (0 when empty). */

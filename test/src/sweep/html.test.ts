@@ -3,7 +3,7 @@ import { parseSweepArgs, type SweepArgs } from './args.js';
 import { renderHtml } from './html.js';
 import { recommend, type Recommendation } from './recommend.js';
 import type { SweepRow } from './row.js';
-import { sampleRow, sampleSweepRows } from './sample-rows.js';
+import { sampleRateRows, sampleRow, sampleSweepRows } from './sample-rows.js';
 
 const VOID = new Set(['meta', 'br', 'hr', 'img', 'input', 'link', 'wbr']);
 
@@ -108,6 +108,28 @@ describe('renderHtml charts', () => {
     expect(util).toContain('OVER the envelope by 4 tokens');
   });
 
+  it('charts rate rows against the refresh interval, beside the chunk charts of each allowance', () => {
+    const rows = [...sampleSweepRows([0, 2000]), ...sampleRateRows([0, 2000])];
+    const charts = svgs(page(rows, ['--allowances', '0,2000']));
+    expect(charts).toHaveLength(8);
+    const rateCharts = charts.filter((svg) => svg.includes('vs refresh interval (rate leases)'));
+    expect(rateCharts).toHaveLength(4);
+    // Refreshes 250 ms to 2 s pair with TTLs 1 s, 2 s and 5 s: one line per TTL, ticks at each refresh.
+    for (const svg of rateCharts) {
+      expect(count(svg, /<polyline class="series"/g)).toBe(3);
+      expect(svg).toContain('refresh interval (refreshMs)');
+      for (const tick of ['250ms', '500ms', '1s', '2s']) expect(svg).toContain(`text-anchor="middle">${tick}</text>`);
+    }
+    expect(rateCharts[0]).toContain('rate leases, refresh 250ms, TTL 1s: ');
+  });
+
+  it('charts rate rows alone when the sweep ran no chunk leases', () => {
+    const html = page([...sampleRateRows([0]), sampleRow({ strategy: 'central', leaseSize: null, ttlMs: null })], ['--lease-modes', 'rate', '--target-utilization', '0.9']);
+    expect(count(html, /<svg/g)).toBe(2);
+    expect(html).toContain('<dt>lease modes</dt><dd>rate</dd>');
+    expect(html).toContain('Recommendation: leaseMode: rate');
+  });
+
   it('says there is nothing to chart without lease rows', () => {
     const html = page([sampleRow({ strategy: 'central', leaseSize: null, ttlMs: null })]);
     expect(count(html, /<svg/g)).toBe(0);
@@ -119,6 +141,7 @@ describe('renderHtml page', () => {
   const hostile = '<script>alert("x")</script>';
   const cases: [string, () => string][] = [
     ['the sample sweep', () => page(sampleSweepRows([0, 2000]), ['--allowances', '0,2000'])],
+    ['the sample sweep with rate rows', () => page([...sampleSweepRows([0, 2000]), ...sampleRateRows([0, 2000])], ['--allowances', '0,2000'])],
     ['hostile generatedBy', () => page(sampleSweepRows([0]), [], hostile)],
     ['hostile html path', () => page(sampleSweepRows([0]), ['--html', `${hostile}.html`])],
     ['hostile reason', () => page(sampleSweepRows([0]), [], 'x', { row: null, reason: hostile, targetUtilization: 0.97 })],

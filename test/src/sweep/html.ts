@@ -5,10 +5,11 @@
  * all (it opens from file:// with no server and no network); every string
  * that came from outside (arguments, rows, reason, generatedBy) is escaped.
  * It shows the parameters and a replay command, the recommendation, then for
- * each allowance that has lease rows a pair of charts (utilization and
- * round-trips per 1,000 admissions against lease size, one line per TTL,
- * baselines as dashed labelled reference lines), then the full table.
- * The x axis is logarithmic when the lease sizes span more than a factor 10.
+ * each allowance that has tokenlease rows a pair of charts for chunk leases
+ * (utilization and round-trips per 1,000 admissions against lease size, one
+ * line per TTL, baselines as dashed labelled reference lines) and a pair
+ * for rate leases (the same against the refresh interval), then the full
+ * table. The x axis is logarithmic when its values span more than a factor 10.
  */
 import { formatRate } from '@tokenlease/shared';
 import { sweepArgsToArgv, type SweepArgs } from './args.js';
@@ -16,7 +17,7 @@ import { renderLineChart, seriesStyle, type ChartSeries, type ReferenceLine } fr
 import { formatDurationMs, formatDurationUs } from './duration.js';
 import { escapeHtml, formatCount, formatFixed, formatPercent } from './format.js';
 import { recommendationHeadline, type Recommendation } from './recommend.js';
-import { isLeaseRow, STRATEGY_DESCRIPTIONS, type SweepRow } from './row.js';
+import { isLeaseRow, isRateRow, STRATEGY_DESCRIPTIONS, type SweepRow } from './row.js';
 import { renderTableHtml, TABLE_COLUMNS } from './table.js';
 import { formatWorkload } from './workload.js';
 
@@ -28,7 +29,7 @@ export interface HtmlReportInput {
   readonly generatedBy: string;
 }
 
-/** LOG_SCALE_SPAN — lease sizes spanning more than this factor get a logarithmic x axis. */
+/** LOG_SCALE_SPAN — x values (lease sizes, refresh intervals) spanning more than this factor get a logarithmic x axis. */
 export const LOG_SCALE_SPAN = 10;
 
 const DASH_CENTRAL = '7 4';
@@ -71,6 +72,8 @@ function parameters(args: SweepArgs): string {
     ['refill r', formatRate(args.refill)],
     ['lease sizes', `${args.leaseSizesTokens.map(formatCount).join(', ')} tokens`],
     ['lease TTLs', ttls],
+    ['lease modes', args.leaseModes.join(', ')],
+    ['refresh intervals (rate)', args.refreshesMs.map((ms) => formatDurationMs(ms)).join(', ')],
     ['allowances A', `${args.allowancesTokens.map(formatCount).join(', ')} tokens`],
     ['latency (one way)', formatDurationUs(args.latencyUs)],
     ['simulated time', `${formatDurationMs(args.durationMs)} per run`],
@@ -90,12 +93,28 @@ function recommendationSection(rec: Recommendation): string {
   );
 }
 
-type LeaseRow = SweepRow & { readonly leaseSize: number; readonly ttlMs: number };
+type ChartRow = SweepRow & { readonly ttlMs: number };
 
-/** The two charts for the lease rows of one allowance. */
-function chartPair(leaseRows: readonly LeaseRow[], baselines: readonly SweepRow[], input: HtmlReportInput): string {
+/** XAxis — what a chart pair plots its rows against: lease size (chunk leases) or refresh interval (rate leases). */
+interface XAxis {
+  readonly of: (row: SweepRow) => number;
+  /** Chart titles say "… vs <name>". */
+  readonly name: string;
+  readonly label: string;
+  readonly format: (x: number) => string;
+  /** A point's tooltip starts with this. */
+  readonly point: (x: number) => string;
+}
+
+const LEASE_SIZE_AXIS: XAxis = { of: (row) => row.leaseSize ?? 0, name: 'lease size', label: 'lease size (maxLeaseTokens), tokens', format: formatCount, point: (x) => `lease ${formatCount(x)}` };
+const REFRESH_AXIS: XAxis = {
+  of: (row) => row.refreshMs ?? 0, name: 'refresh interval (rate leases)', label: "agents' refresh interval (refreshMs)", format: formatDurationMs, point: (x) => `rate leases, refresh ${formatDurationMs(x)}`,
+};
+
+/** The two charts for the rows of one allowance and lease mode, against `axis`. */
+function chartPair(leaseRows: readonly ChartRow[], axis: XAxis, baselines: readonly SweepRow[], input: HtmlReportInput): string {
   const ttls = [...new Set(leaseRows.map((row) => row.ttlMs))].sort((a, b) => a - b);
-  const sizes = [...new Set(leaseRows.map((row) => row.leaseSize))].sort((a, b) => a - b);
+  const sizes = [...new Set(leaseRows.map(axis.of))].sort((a, b) => a - b);
   const logX = sizes.length > 0 && (sizes[sizes.length - 1] ?? 1) / (sizes[0] ?? 1) > LOG_SCALE_SPAN;
   const chosen = input.recommendation.row;
   const series = (value: (row: SweepRow) => number, unit: string): ChartSeries[] =>
@@ -105,9 +124,9 @@ function chartPair(leaseRows: readonly LeaseRow[], baselines: readonly SweepRow[
       points: leaseRows
         .filter((row) => row.ttlMs === ttlMs)
         .map((row) => ({
-          x: row.leaseSize,
+          x: axis.of(row),
           y: value(row),
-          note: `lease ${formatCount(row.leaseSize)}, TTL ${formatDurationMs(ttlMs)}: ${formatFixed(value(row), 1)} ${unit}` + (row.overAdmitted > 0 ? `; OVER the envelope by ${formatCount(row.overAdmitted)} tokens` : ''),
+          note: `${axis.point(axis.of(row))}, TTL ${formatDurationMs(ttlMs)}: ${formatFixed(value(row), 1)} ${unit}` + (row.overAdmitted > 0 ? `; OVER the envelope by ${formatCount(row.overAdmitted)} tokens` : ''),
           mark: row.overAdmitted > 0 ? 'over' : row === chosen ? 'chosen' : null,
         })),
     }));
@@ -115,12 +134,12 @@ function chartPair(leaseRows: readonly LeaseRow[], baselines: readonly SweepRow[
     baselines.map((row) => ({ label: `${row.strategy} ${formatFixed(value(row), 1)}${suffix}`, y: value(row), dash: row.strategy === 'central' ? DASH_CENTRAL : DASH_LOCAL }));
   const utilization = (row: SweepRow): number => row.utilization * 100;
   const roundTrips = (row: SweepRow): number => row.roundTripsPer1k;
-  const xLabel = `lease size (maxLeaseTokens), tokens${logX ? ', log scale' : ''}`;
-  const common = { xLabel, xTicks: sizes, logX, formatX: formatCount };
+  const xLabel = `${axis.label}${logX ? ', log scale' : ''}`;
+  const common = { xLabel, xTicks: sizes, logX, formatX: axis.format };
   const target = input.args.targetUtilization * 100;
   const utilChart = renderLineChart({
     ...common,
-    title: 'Utilization vs lease size',
+    title: `Utilization vs ${axis.name}`,
     yLabel: 'utilization, % of the ideal bucket',
     series: series(utilization, '%'),
     references: [...refs(utilization, '%'), { label: `target ${formatFixed(target, 1)}%`, y: target, dash: DASH_TARGET }],
@@ -129,7 +148,7 @@ function chartPair(leaseRows: readonly LeaseRow[], baselines: readonly SweepRow[
   });
   const rtChart = renderLineChart({
     ...common,
-    title: 'Round-trips per 1,000 admissions vs lease size',
+    title: `Round-trips per 1,000 admissions vs ${axis.name}`,
     yLabel: 'round-trips per 1,000 admissions',
     series: series(roundTrips, 'round-trips per 1,000'),
     references: refs(roundTrips, ''),
@@ -140,15 +159,19 @@ function chartPair(leaseRows: readonly LeaseRow[], baselines: readonly SweepRow[
 }
 
 function chartSections(input: HtmlReportInput): string {
-  const leaseRows: LeaseRow[] = input.rows.filter(isLeaseRow);
+  const leaseRows: ChartRow[] = input.rows.filter(isLeaseRow);
+  const rateRows: ChartRow[] = input.rows.filter(isRateRow);
   const baselines = ['central', 'local'].map((s) => input.rows.find((row) => row.strategy === s)).filter((row) => row !== undefined);
-  const allowances = [...new Set(leaseRows.map((row) => row.allowance))].sort((a, b) => a - b);
+  const allowances = [...new Set([...leaseRows, ...rateRows].map((row) => row.allowance))].sort((a, b) => a - b);
   if (allowances.length === 0) return '<p>No lease rows to chart.</p>';
+  const pair = (rows: readonly ChartRow[], axis: XAxis): string => (rows.length === 0 ? '' : `\n${chartPair(rows, axis, baselines, input)}`);
   return allowances
     .map((allowance) => {
       const promise = allowance === 0 ? 'strict: B + r·T' : `envelope B + ${formatCount(allowance)} + r·T`;
       const heading = `Allowance ${formatCount(allowance)} (${promise})`;
-      return `<section class="allowance">\n<h2>${escapeHtml(heading)}</h2>\n${chartPair(leaseRows.filter((row) => row.allowance === allowance), baselines, input)}\n</section>`;
+      const chunk = pair(leaseRows.filter((row) => row.allowance === allowance), LEASE_SIZE_AXIS);
+      const rate = pair(rateRows.filter((row) => row.allowance === allowance), REFRESH_AXIS);
+      return `<section class="allowance">\n<h2>${escapeHtml(heading)}</h2>${chunk}${rate}\n</section>`;
     })
     .join('\n');
 }

@@ -1,8 +1,8 @@
 /**
  * npm run sweep -- [flags]   (npm run sweep -- --help lists them)
  *
- * Simulates the user's fleet for every lease size × TTL on identical
- * arrivals, next to a round-trip-per-request central bucket and
+ * Simulates the user's fleet for every lease size × TTL (chunk leases) and
+ * refresh interval × TTL (rate leases) on identical arrivals, next to a round-trip-per-request central bucket and
  * independent local buckets, then prints a table (or --json), recommends
  * the cheapest setting that reaches the utilization target, and can write
  * an HTML report with charts (--html FILE). Exits 2 with one line for a bad
@@ -15,6 +15,7 @@ import { parseSweepArgs, sweepArgsToArgv, USAGE, type SweepArgs } from './args.j
 import { renderHtml } from './html.js';
 import { describeRecommendation, recommend } from './recommend.js';
 import { runSweep } from './run-sweep.js';
+import { tokenleaseSettings } from './settings.js';
 import { renderTable } from './table.js';
 import { formatWorkload } from './workload.js';
 
@@ -45,7 +46,8 @@ function main(): void {
       `latency ${args.latencyUs / 1000} ms, ${args.durationMs / 1000} s simulated per combination, seed ${args.seed}`,
   );
   say(`replay: ${replay}`);
-  const total = args.allowancesTokens.length * args.leaseSizesTokens.length * args.ttlsMs.length + 2;
+  const lists = { leaseSizes: args.leaseSizesTokens, ttlsMs: args.ttlsMs, allowances: args.allowancesTokens, leaseModes: args.leaseModes, refreshesMs: args.refreshesMs };
+  const total = tokenleaseSettings(lists).length + 2;
   let done = 0;
   const rows = runSweep(
     {
@@ -53,9 +55,7 @@ function main(): void {
       capacity: args.capacityTokens,
       refill: args.refill,
       workload: args.workload,
-      leaseSizes: args.leaseSizesTokens,
-      ttlsMs: args.ttlsMs,
-      allowances: args.allowancesTokens,
+      ...lists,
       latencyUs: args.latencyUs,
       durationMs: args.durationMs,
       seed: args.seed,

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { describeRecommendation, recommend, recommendationHeadline } from './recommend.js';
 import type { SweepRow } from './row.js';
-import { sampleRow, sampleSweepRows } from './sample-rows.js';
+import { sampleRateRows, sampleRow, sampleSweepRows } from './sample-rows.js';
 
 /** A lease row with the fields that matter here; the rest from sampleRow. */
 const lease = (leaseSize: number, ttlMs: number, utilization: number, roundTripsPer1k: number, extra: Partial<SweepRow> = {}): SweepRow =>
@@ -10,8 +10,11 @@ const lease = (leaseSize: number, ttlMs: number, utilization: number, roundTrips
 const central = (utilization: number, roundTripsPer1k = 1500): SweepRow =>
   sampleRow({ strategy: 'central', leaseSize: null, ttlMs: null, utilization, roundTripsPer1k });
 const local = (utilization: number): SweepRow => sampleRow({ strategy: 'local', leaseSize: null, ttlMs: null, utilization, roundTripsPer1k: 0 });
+/** A rate-lease row renewed every `refreshMs`. */
+const rate = (refreshMs: number, ttlMs: number, utilization: number, roundTripsPer1k: number, extra: Partial<SweepRow> = {}): SweepRow =>
+  sampleRow({ strategy: 'rate', leaseSize: null, refreshMs, ttlMs, utilization, roundTripsPer1k, strandedTokens: null, ...extra });
 
-const key = (row: SweepRow | null): string | null => (row === null ? null : `${row.strategy}/${row.leaseSize}/${row.ttlMs}/${row.allowance}`);
+const key = (row: SweepRow | null): string | null => (row === null ? null : `${row.strategy}/${row.leaseSize ?? row.refreshMs}/${row.ttlMs}/${row.allowance}`);
 
 describe('recommend picks', () => {
   const cases: [string, SweepRow[], number, string | null][] = [
@@ -27,6 +30,13 @@ describe('recommend picks', () => {
     ['a target of 1 only when reached', [lease(10, 2000, 1, 100), lease(5, 2000, 0.9999, 1)], 1, 'lease/10/2000/0'],
     ['the sample sweep: lease 25, TTL 5 s, allowance 2000', sampleSweepRows([0, 2000]), 0.97, 'lease/25/5000/2000'],
     ['the sample sweep, strict only: lease 10, TTL 5 s', sampleSweepRows([0]), 0.97, 'lease/10/5000/0'],
+    ['a rate row when it is the cheapest at the target', [lease(10, 2000, 0.99, 100), rate(1000, 2000, 0.98, 25)], 0.97, 'rate/1000/2000/0'],
+    ['not a rate row below the target, however cheap', [lease(10, 2000, 0.99, 100), rate(1000, 2000, 0.95, 25)], 0.97, 'lease/10/2000/0'],
+    ['not a rate row that exceeded the envelope', [lease(10, 2000, 0.99, 100), rate(1000, 2000, 0.99, 25, { overAdmitted: 2 })], 0.97, 'lease/10/2000/0'],
+    ['chunk leases on equal round-trips', [rate(500, 1000, 0.99, 50), lease(10, 2000, 0.99, 50)], 0.97, 'lease/10/2000/0'],
+    ['the shorter refresh among rate rows on equal round-trips', [rate(1000, 2000, 0.99, 50), rate(500, 2000, 0.99, 50)], 0.97, 'rate/500/2000/0'],
+    ['the sample sweep with rate rows: still lease 10, TTL 5 s', [...sampleSweepRows([0]), ...sampleRateRows([0])], 0.97, 'lease/10/5000/0'],
+    ['the sample rate rows at a 90% target: refresh 2 s', [...sampleSweepRows([0]), ...sampleRateRows([0])], 0.9, 'rate/2000/5000/0'],
     ['nothing when no row reaches the target', [lease(25, 2000, 0.87, 40), lease(50, 2000, 0.49, 20)], 0.97, null],
     ['nothing when only envelope breakers reach it', [lease(10, 2000, 0.99, 100, { overAdmitted: 5 }), lease(50, 2000, 0.49, 20)], 0.97, null],
     ['nothing without lease rows', [central(1), local(0.7)], 0.97, null],
@@ -52,6 +62,8 @@ describe('recommend explains', () => {
     ['no candidate: the target is beyond even the central bucket', [lease(10, 2000, 0.9, 100), central(0.95)], 0.97, ['central) reaches only 95.0%', 'lower --target-utilization']],
     ['no candidate: every row broke the envelope', [lease(10, 2000, 0.99, 100, { overAdmitted: 4 }), lease(5, 2000, 0.99, 200, { overAdmitted: 9 })], 0.97, ['Every one of the 2 lease setting(s) exceeded the envelope', 'worst by 9 tokens', 'bug']],
     ['no lease rows', [central(1)], 0.97, ['no lease rows']],
+    ['a rate choice', [rate(1000, 2000, 0.98, 21.5), lease(10, 2000, 0.99, 100)], 0.97, ['Rate leases, refresh 1s, TTL 2s, allowance 0 admits 98.0%', '21.5 round-trips', 'fewest of the 2 setting(s)']],
+    ['no candidate: rate best at the shortest refresh', [rate(250, 1000, 0.95, 80), rate(1000, 2000, 0.93, 20), lease(10, 2000, 0.9, 100)], 0.97, ['the best was 95.0% (rate leases, refresh 250ms, TTL 1s, allowance 0)', 'shortest refresh interval tried (250ms)', 'larger allowance']],
   ];
   it.each(cases)('%s', (_name, rows, target, fragments) => {
     const reason = recommend(rows, target).reason;
@@ -67,6 +79,8 @@ describe('describeRecommendation', () => {
   const cases: [string, SweepRow[], string][] = [
     ['a strict choice', [lease(10, 2000, 0.99, 100)], 'Recommendation: maxLeaseTokens: 10, leaseTtlMs: 2000.'],
     ['a choice with an allowance', [lease(25, 5000, 0.99, 40, { allowance: 2000 })], 'Recommendation: maxLeaseTokens: 25, leaseTtlMs: 5000, allowance: 2000.'],
+    ['rate leases', [rate(1000, 2000, 0.99, 20)], 'Recommendation: leaseMode: rate, leaseTtlMs: 2000, maxLeaseTokens: the capacity; agents refreshMs: 1000.'],
+    ['rate leases with an allowance', [rate(500, 5000, 0.99, 20, { allowance: 100 })], 'Recommendation: leaseMode: rate, leaseTtlMs: 5000, maxLeaseTokens: the capacity, allowance: 100; agents refreshMs: 500.'],
     ['none', [lease(25, 5000, 0.5, 40)], 'No recommendation.'],
   ];
   it.each(cases)('%s', (_name, rows, headline) => {
@@ -81,8 +95,9 @@ describe('describeRecommendation', () => {
 
 describe('recommend (property)', () => {
   const row = fc.record({
-    strategy: fc.constantFrom('lease' as const, 'lease' as const, 'central' as const, 'local' as const),
+    strategy: fc.constantFrom('lease' as const, 'lease' as const, 'rate' as const, 'central' as const, 'local' as const),
     leaseSize: fc.constantFrom(5, 10, 25),
+    refreshMs: fc.constantFrom(250, 1000),
     ttlMs: fc.constantFrom(1000, 2000),
     allowance: fc.constantFrom(0, 2000),
     utilization: fc.constantFrom(0.5, 0.96, 0.97, 0.99, 1),
@@ -92,15 +107,17 @@ describe('recommend (property)', () => {
   it('returns a qualifying row no other qualifying row beats, or null only when none qualifies', () => {
     fc.assert(
       fc.property(fc.array(row, { maxLength: 30 }), (specs) => {
-        const rows = specs.map((s) => (s.strategy === 'lease' ? sampleRow(s) : sampleRow({ ...s, leaseSize: null, ttlMs: null })));
-        const ok = (r: SweepRow): boolean => r.strategy === 'lease' && r.overAdmitted === 0 && r.utilization >= 0.97;
+        const rows = specs.map((s) =>
+          s.strategy === 'lease' ? sampleRow({ ...s, refreshMs: null }) : s.strategy === 'rate' ? sampleRow({ ...s, leaseSize: null }) : sampleRow({ ...s, leaseSize: null, refreshMs: null, ttlMs: null }),
+        );
+        const ok = (r: SweepRow): boolean => (r.strategy === 'lease' || r.strategy === 'rate') && r.overAdmitted === 0 && r.utilization >= 0.97;
         const chosen = recommend(rows, 0.97).row;
         if (chosen === null) {
           expect(rows.some(ok)).toBe(false);
           return;
         }
         expect(ok(chosen)).toBe(true);
-        const rank = (r: SweepRow): number[] => [r.roundTripsPer1k, r.leaseSize ?? 0, r.ttlMs ?? 0, r.allowance];
+        const rank = (r: SweepRow): number[] => [r.roundTripsPer1k, r.strategy === 'lease' ? 0 : 1, r.leaseSize ?? 0, r.refreshMs ?? 0, r.ttlMs ?? 0, r.allowance];
         for (const other of rows.filter(ok)) {
           const [a, b] = [rank(other), rank(chosen)];
           const i = a.findIndex((v, j) => v !== b[j]);

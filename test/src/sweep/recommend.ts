@@ -1,21 +1,24 @@
 /**
- * The sweep's recommendation: which lease size and TTL to configure.
+ * The sweep's recommendation: which lease mode, lease size or refresh
+ * interval, and TTL to configure.
  *
- * Rule: among 'lease' rows that kept the envelope (overAdmitted === 0) and
- * reached the target utilization, pick the one with the fewest round-trips
- * per 1,000 admissions; ties go to the smaller lease size, then the shorter
- * TTL, then the smaller allowance (the stricter promise). A row that
- * exceeded the envelope is never recommended, whatever else it achieved.
+ * Rule: among the tokenlease rows ('lease': chunk leases, 'rate': rate
+ * leases) that kept the envelope (overAdmitted === 0) and reached the target
+ * utilization, pick the one with the fewest round-trips per 1,000
+ * admissions; ties go to chunk leases, then the smaller lease size or
+ * shorter refresh interval, then the shorter TTL, then the smaller
+ * allowance (the stricter promise). A row that exceeded the envelope is
+ * never recommended, whatever else it achieved.
  * When nothing qualifies, the reason says how close the sweep came and what
  * to change. Pure: the same rows give the same answer, and the returned row
  * is one of the given rows (same object), so callers can mark it.
  */
 import { formatDurationMs } from './duration.js';
 import { formatCount, formatFixed, formatPercent, wrapText } from './format.js';
-import { isLeaseRow, type SweepRow } from './row.js';
+import { isLeaseRow, isTokenleaseRow, type SweepRow } from './row.js';
 
 /**
- * Recommendation — `row` is the chosen lease row, or null when none
+ * Recommendation — `row` is the chosen tokenlease row, or null when none
  * qualified; `reason` is one or more sentences saying why (and, when null,
  * what to try); `targetUtilization` is the fraction it was chosen against.
  */
@@ -25,17 +28,21 @@ export interface Recommendation {
   readonly targetUtilization: number;
 }
 
-type LeaseRow = SweepRow & { readonly leaseSize: number; readonly ttlMs: number };
+type LeaseRow = SweepRow & { readonly strategy: 'lease' | 'rate'; readonly ttlMs: number };
 
 const pct = (fraction: number): string => `${formatPercent(fraction)}%`;
 const setting = (row: LeaseRow): string =>
-  `lease ${formatCount(row.leaseSize)} tokens, TTL ${formatDurationMs(row.ttlMs)}, allowance ${formatCount(row.allowance)}`;
+  `${row.strategy === 'rate' ? `rate leases, refresh ${formatDurationMs(row.refreshMs ?? 0)}` : `lease ${formatCount(row.leaseSize ?? 0)} tokens`}, TTL ${formatDurationMs(row.ttlMs)}, allowance ${formatCount(row.allowance)}`;
 
 const capitalize = (text: string): string => text.charAt(0).toUpperCase() + text.slice(1);
 
-/** Fewest round-trips, then smaller lease, shorter TTL, smaller allowance. */
+/** Fewest round-trips, then chunk leases, smaller lease or shorter refresh, shorter TTL, smaller allowance. */
 function cheaper(a: LeaseRow, b: LeaseRow): number {
-  return a.roundTripsPer1k - b.roundTripsPer1k || a.leaseSize - b.leaseSize || a.ttlMs - b.ttlMs || a.allowance - b.allowance;
+  const mode = (row: LeaseRow): number => (row.strategy === 'lease' ? 0 : 1);
+  return (
+    a.roundTripsPer1k - b.roundTripsPer1k || mode(a) - mode(b) || (a.leaseSize ?? 0) - (b.leaseSize ?? 0) ||
+    (a.refreshMs ?? 0) - (b.refreshMs ?? 0) || a.ttlMs - b.ttlMs || a.allowance - b.allowance
+  );
 }
 
 /** Higher utilization, then the cheaper row. */
@@ -44,7 +51,7 @@ function fuller(a: LeaseRow, b: LeaseRow): number {
 }
 
 /**
- * recommend — the cheapest 'lease' row with `overAdmitted === 0` and
+ * recommend — the cheapest tokenlease ('lease' or 'rate') row with `overAdmitted === 0` and
  * `utilization ≥ targetUtilization` (a fraction in (0, 1]; other values
  * throw a RangeError), or `{ row: null }` with a reason. Baseline rows are
  * only used to explain the answer. No rows: `row` null.
@@ -53,7 +60,7 @@ export function recommend(rows: readonly SweepRow[], targetUtilization: number):
   if (!(targetUtilization > 0 && targetUtilization <= 1)) {
     throw new RangeError(`recommend: targetUtilization must be a fraction in (0, 1], got ${targetUtilization}`);
   }
-  const leaseRows: LeaseRow[] = rows.filter(isLeaseRow);
+  const leaseRows: LeaseRow[] = rows.filter(isTokenleaseRow);
   const safe = leaseRows.filter((row) => row.overAdmitted === 0);
   const excluded = leaseRows.length - safe.length;
   const candidates = safe.filter((row) => row.utilization >= targetUtilization).sort(cheaper);
@@ -98,6 +105,7 @@ export function recommend(rows: readonly SweepRow[], targetUtilization: number):
 
 /** What to change when no row reached the target, judged from where the best row sits in the sweep. */
 function suggestions(best: LeaseRow, safe: readonly LeaseRow[], central: SweepRow | undefined, target: number): string[] {
+  const same = safe.filter((row) => row.strategy === best.strategy);
   const out: string[] = [];
   if (central !== undefined && central.utilization < target) {
     out.push(
@@ -105,12 +113,17 @@ function suggestions(best: LeaseRow, safe: readonly LeaseRow[], central: SweepRo
         ' so the target may be out of reach: consider a lower --target-utilization.',
     );
   }
-  const sizes = [...new Set(safe.map((row) => row.leaseSize))].sort((a, b) => a - b);
-  const ttls = [...new Set(safe.map((row) => row.ttlMs))].sort((a, b) => a - b);
+  const ttls = [...new Set(same.map((row) => row.ttlMs))].sort((a, b) => a - b);
   const allowances = [...new Set(safe.map((row) => row.allowance))].sort((a, b) => a - b);
-  const smallestSize = sizes[0] ?? best.leaseSize;
-  if (best.leaseSize === smallestSize && smallestSize > 1) {
-    out.push(`Utilization was highest at the smallest lease size tried, so try smaller ones (below ${formatCount(smallestSize)} tokens, about B / active agents or less).`);
+  if (isLeaseRow(best)) {
+    const sizes = [...new Set(same.filter(isLeaseRow).map((row) => row.leaseSize))].sort((a, b) => a - b);
+    const smallestSize = sizes[0] ?? best.leaseSize;
+    if (best.leaseSize === smallestSize && smallestSize > 1) {
+      out.push(`Utilization was highest at the smallest lease size tried, so try smaller ones (below ${formatCount(smallestSize)} tokens, about B / active agents or less).`);
+    }
+  } else {
+    const refreshes = [...new Set(same.map((row) => row.refreshMs ?? 0))].sort((a, b) => a - b);
+    if (best.refreshMs === refreshes[0]) out.push(`Rate leases did best at the shortest refresh interval tried (${formatDurationMs(refreshes[0] ?? 0)}): try shorter ones (--refreshes).`);
   }
   const largestAllowance = allowances[allowances.length - 1] ?? 0;
   out.push(
@@ -133,13 +146,19 @@ function suggestions(best: LeaseRow, safe: readonly LeaseRow[], central: SweepRo
 
 /**
  * recommendationHeadline — the first sentence of a recommendation: the pool
- * fields to configure (`maxLeaseTokens: 10, leaseTtlMs: 2000`, plus
- * `allowance` when above 0), or `No recommendation.`
+ * fields to configure (`maxLeaseTokens: 10, leaseTtlMs: 2000`, or for rate
+ * leases `leaseMode: rate, leaseTtlMs: 2000`, maxLeaseTokens as large as the
+ * capacity (as the sweep ran them) and the agents' `refreshMs`,
+ * plus `allowance` when above 0), or `No recommendation.`
  */
 export function recommendationHeadline(rec: Recommendation): string {
   const row = rec.row;
-  if (row === null || row.leaseSize === null || row.ttlMs === null) return 'No recommendation.';
+  if (row === null || row.ttlMs === null) return 'No recommendation.';
   const allowance = row.allowance > 0 ? `, allowance: ${row.allowance}` : '';
+  if (row.strategy === 'rate' && row.refreshMs !== null) {
+    return `Recommendation: leaseMode: rate, leaseTtlMs: ${row.ttlMs}, maxLeaseTokens: the capacity${allowance}; agents refreshMs: ${row.refreshMs}.`;
+  }
+  if (row.leaseSize === null) return 'No recommendation.';
   return `Recommendation: maxLeaseTokens: ${row.leaseSize}, leaseTtlMs: ${row.ttlMs}${allowance}.`;
 }
 

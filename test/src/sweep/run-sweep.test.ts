@@ -1,11 +1,13 @@
 /**
- * runSweep end to end on a small fleet: every combination and both
- * baselines see the same arrivals, none exceeds the envelope, and the
- * figures relate the way leasing promises (bigger leases, fewer
- * round-trips; local buckets strand capacity under skew).
+ * runSweep end to end on a small fleet: every combination (chunk and rate
+ * leases) and both baselines see the same arrivals, none exceeds the
+ * envelope, and the figures relate the way leasing promises (bigger leases
+ * or longer refresh intervals, fewer round-trips; local buckets strand
+ * capacity under skew).
  */
 import { describe, expect, it } from 'vitest';
 import { makeRate } from '@tokenlease/shared';
+import { sweepRowProblem } from './row.js';
 import { runSweep } from './run-sweep.js';
 
 describe('runSweep', () => {
@@ -17,16 +19,24 @@ describe('runSweep', () => {
     leaseSizes: [2, 10, 25],
     ttlsMs: [500, 2000],
     allowances: [0],
+    leaseModes: ['chunk', 'rate'],
+    refreshesMs: [250, 1000],
     latencyUs: 1000,
     durationMs: 10_000,
     seed: 99,
   });
   const leases = rows.filter((r) => r.strategy === 'lease');
 
-  it('returns a row per combination, then the two baselines', () => {
-    expect(rows.map((r) => `${r.strategy}:${r.leaseSize}:${r.ttlMs}`)).toEqual([
-      'lease:2:500', 'lease:10:500', 'lease:25:500', 'lease:2:2000', 'lease:10:2000', 'lease:25:2000', 'central:null:null', 'local:null:null',
+  const rates = rows.filter((r) => r.strategy === 'rate');
+
+  it('returns a row per combination, then the two baselines, each sound', () => {
+    expect(rows.map((r) => `${r.strategy}:${r.leaseSize ?? r.refreshMs}:${r.ttlMs}`)).toEqual([
+      'lease:2:500', 'lease:10:500', 'lease:25:500', 'lease:2:2000', 'lease:10:2000', 'lease:25:2000',
+      // Refresh 250 ms runs with both TTLs (≥ 500 ms); 1 s only with 2 s.
+      'rate:250:500', 'rate:250:2000', 'rate:1000:2000',
+      'central:null:null', 'local:null:null',
     ]);
+    expect(rows.map(sweepRowProblem)).toEqual(rows.map(() => null));
   });
 
   it('compares every strategy on identical arrivals', () => {
@@ -50,5 +60,14 @@ describe('runSweep', () => {
       expect(row.utilization).toBeGreaterThan(local.utilization);
       expect(row.utilization).toBeLessThanOrEqual(1.001);
     }
+  });
+
+  it('renews rate leases about once per refresh interval, far less often than small chunks', () => {
+    const [fast, , slow] = rates;
+    expect(fast!.roundTripsPer1k).toBeGreaterThan(2 * slow!.roundTripsPer1k);
+    for (const row of rates) expect(row.roundTripsPer1k).toBeLessThan(leases[0]!.roundTripsPer1k / 2);
+    // 8 agents renewing once a second, at under 600 admissions a second.
+    expect(slow!.roundTripsPer1k).toBeGreaterThan(8);
+    expect(slow!.roundTripsPer1k).toBeLessThan(40);
   });
 });

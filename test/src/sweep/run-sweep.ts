@@ -1,6 +1,9 @@
 /**
- * runSweep — every lease size × TTL combination, and the two baselines, on
- * the very same arrivals (one seed), each reduced to one SweepRow.
+ * runSweep — every lease size × TTL combination (chunk leases), every
+ * refresh interval × TTL (rate leases), and the two baselines, on the very
+ * same arrivals (one seed), each reduced to one SweepRow.
+ * Rate rows' leases are capped only by the agent's share of B
+ * (maxLeaseTokens = B); settings.ts says which TTLs they run with.
  */
 import type { Rate } from '@tokenlease/shared';
 import type { SimConfig, SimResult } from '../sim/sim-config.js';
@@ -8,8 +11,11 @@ import { runSimulation, simWorkload } from '../sim/simulation.js';
 import type { Workload, WorkloadSpec } from '../sim/workload.js';
 import { central, local, type BaselineOutcome } from './baselines.js';
 import { idealAdmitted } from './ideal.js';
-import { jain, p99 } from './fairness.js';
+import { jain, jainOverShare, p99 } from './fairness.js';
 import type { SweepRow } from './row.js';
+import { tokenleaseSettings, type LeaseMode, type Setting } from './settings.js';
+
+export type { LeaseMode } from './settings.js';
 
 export interface SweepInput {
   readonly agents: number;
@@ -20,6 +26,10 @@ export interface SweepInput {
   readonly ttlsMs: readonly number[];
   /** Allowances A to try (0 = the strict envelope). */
   readonly allowances: readonly number[];
+  /** Lease modes to run: 'chunk' rows try every lease size, 'rate' rows every refresh interval. */
+  readonly leaseModes: readonly LeaseMode[];
+  /** The agents' refresh intervals (keeper refreshMs) to try with rate leases, ms. */
+  readonly refreshesMs: readonly number[];
   readonly latencyUs: number;
   readonly durationMs: number;
   readonly seed: number;
@@ -33,16 +43,16 @@ interface Common {
   readonly takeTimeoutMs: number;
 }
 
-function rowOf(strategy: SweepRow['strategy'], leaseSize: number | null, ttlMs: number | null, allowance: number, c: Common, r: {
-  admittedTokens: number; admittedCount: number; deniedCount: number; roundTrips: number; strandedTokens: number;
+const BASELINE: Setting = { leaseSize: null, refreshMs: null, ttlMs: null, allowance: 0 };
+
+function rowOf(strategy: SweepRow['strategy'], setting: Setting, c: Common, r: {
+  admittedTokens: number; admittedCount: number; deniedCount: number; roundTrips: number; strandedTokens: number | null;
   perAgentAdmitted: readonly number[]; waitsMs: readonly number[]; worstExcessTokens: number;
 }): SweepRow {
   const timeouts = Math.max(0, c.takes - r.waitsMs.length);
   return {
     strategy,
-    leaseSize,
-    ttlMs,
-    allowance,
+    ...setting,
     admitted: r.admittedTokens,
     idealAdmitted: c.ideal,
     utilization: c.ideal === 0 ? 1 : r.admittedTokens / c.ideal,
@@ -50,31 +60,41 @@ function rowOf(strategy: SweepRow['strategy'], leaseSize: number | null, ttlMs: 
     roundTripsPer1k: r.admittedCount === 0 ? 0 : (1000 * r.roundTrips) / r.admittedCount,
     strandedTokens: r.strandedTokens,
     jain: jain(r.perAgentAdmitted, c.perAgentOffered),
+    jainOverShare: jainOverShare(r.perAgentAdmitted, c.perAgentOffered),
     p99WaitMs: p99([...r.waitsMs, ...Array.from({ length: timeouts }, () => c.takeTimeoutMs)]),
     denialRate: c.offeredCount === 0 ? 0 : r.deniedCount / c.offeredCount,
     requests: c.offeredCount,
   };
 }
 
-function leaseRow(input: SweepInput, leaseSize: number, ttlMs: number, allowance: number, common: Common): SweepRow {
+/** simulatedRow — one tokenlease setting, simulated: chunk leases of `leaseSize`, or rate leases renewed every `refreshMs`. */
+function simulatedRow(input: SweepInput, setting: Setting & { readonly ttlMs: number }, common: Common): SweepRow {
+  const rate = setting.refreshMs !== null;
   const config: SimConfig = {
     seed: input.seed,
     agents: input.agents,
     durationUs: input.durationMs * 1000,
-    pool: { capacity: input.capacity, refill: input.refill, leaseTtlMs: ttlMs, maxLeaseTokens: leaseSize, allowance },
+    pool: {
+      capacity: input.capacity, refill: input.refill, leaseTtlMs: setting.ttlMs, maxLeaseTokens: setting.leaseSize ?? input.capacity, allowance: setting.allowance,
+      ...(rate ? { leaseMode: 'rate' as const } : {}),
+    },
     workload: input.workload,
     network: { latencyUs: input.latencyUs, lossRate: 0, duplicateRate: 0 },
     partitions: [],
     faults: [],
     driftMax: 0,
+    ...(setting.refreshMs === null ? {} : { keeper: { refreshMs: setting.refreshMs } }),
   };
   const r: SimResult = runSimulation(config);
-  if (r.violations.length > 0) throw new Error(`lease ${leaseSize}, TTL ${ttlMs} ms, allowance ${allowance} broke a check: ${r.violations[0]}`);
-  return rowOf('lease', leaseSize, ttlMs, allowance, common, { ...r, waitsMs: r.takeWaitsMs });
+  if (r.violations.length > 0) {
+    const what = rate ? `rate leases, refresh ${setting.refreshMs} ms` : `lease ${setting.leaseSize}`;
+    throw new Error(`${what}, TTL ${setting.ttlMs} ms, allowance ${setting.allowance} broke a check: ${r.violations[0]}`);
+  }
+  return rowOf(rate ? 'rate' : 'lease', setting, common, { ...r, strandedTokens: rate ? null : r.strandedTokens, waitsMs: r.takeWaitsMs });
 }
 
 function baselineRow(strategy: 'central' | 'local', b: BaselineOutcome, common: Common): SweepRow {
-  return rowOf(strategy, null, null, 0, common, { ...b, strandedTokens: 0 });
+  return rowOf(strategy, BASELINE, common, { ...b, strandedTokens: 0 });
 }
 
 function commonOf(input: SweepInput, workload: Workload): Common {
@@ -93,7 +113,7 @@ function commonOf(input: SweepInput, workload: Workload): Common {
   };
 }
 
-/** runSweep — rows for every combination (by allowance, TTL, then lease size), then the central and local baselines. */
+/** runSweep — rows for every setting (tokenleaseSettings' order), then the central and local baselines. */
 export function runSweep(input: SweepInput, onRow: (row: SweepRow) => void = () => {}): SweepRow[] {
   const workload = simWorkload({
     seed: input.seed, agents: input.agents, durationUs: input.durationMs * 1000,
@@ -106,9 +126,7 @@ export function runSweep(input: SweepInput, onRow: (row: SweepRow) => void = () 
     rows.push(row);
     onRow(row);
   };
-  for (const allowance of input.allowances) {
-    for (const ttlMs of input.ttlsMs) for (const leaseSize of input.leaseSizes) add(leaseRow(input, leaseSize, ttlMs, allowance, common));
-  }
+  for (const setting of tokenleaseSettings(input)) add(simulatedRow(input, setting, common));
   add(baselineRow('central', central(workload, input.agents, input.capacity, input.refill, { latencyUs: input.latencyUs, lossRate: 0, duplicateRate: 0 }, input.seed), common));
   add(baselineRow('local', local(workload, input.agents, input.capacity, input.refill), common));
   return rows;

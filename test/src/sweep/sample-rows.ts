@@ -7,9 +7,12 @@
  *
  * Guarantees: deterministic (no randomness), every row passes
  * sweepRowProblem, and the lease rows come out of order on purpose so that
- * sorting is exercised.
+ * sorting is exercised. Rate rows (`sampleRateRows`) imitate what the
+ * simulator measured for rate leases: a few percent short of the ideal, at
+ * a cost in round-trips that falls with the refresh interval.
  */
 import { utilizationOf, type SweepRow } from './row.js';
+import { tokenleaseSettings } from './settings.js';
 
 /** SAMPLE_IDEAL_TOKENS — `idealAdmitted` of every sample row, tokens (60 s at 1000/s plus B). */
 export const SAMPLE_IDEAL_TOKENS = 60_500;
@@ -20,9 +23,9 @@ const ALLOWANCE_UTILIZATION: Readonly<Record<number, number>> = { 5: 1.01, 10: 1
 /** sampleRow — one made-up row; `overrides` replaces any field (counts in tokens, times in ms). */
 export function sampleRow(overrides: Partial<SweepRow> = {}): SweepRow {
   return {
-    strategy: 'lease', leaseSize: 10, ttlMs: 2000, allowance: 0,
+    strategy: 'lease', leaseSize: 10, refreshMs: null, ttlMs: 2000, allowance: 0,
     admitted: 60_440, idealAdmitted: SAMPLE_IDEAL_TOKENS, utilization: utilizationOf(60_440, SAMPLE_IDEAL_TOKENS),
-    overAdmitted: 0, roundTripsPer1k: 100, strandedTokens: 40, jain: 0.98, p99WaitMs: 3.2, denialRate: 0.33, requests: 90_000,
+    overAdmitted: 0, roundTripsPer1k: 100, strandedTokens: 40, jain: 0.98, jainOverShare: 0.99, p99WaitMs: 3.2, denialRate: 0.33, requests: 90_000,
     ...overrides,
   };
 }
@@ -61,4 +64,22 @@ export function sampleSweepRows(allowances: readonly number[] = [0]): SweepRow[]
     });
   rows.push(baseline('local', 43_100, 0), baseline('central', 60_380, 1490.6));
   return rows;
+}
+
+/**
+ * sampleRateRows — made-up rate-lease rows for every refresh interval in
+ * {250 ms, 500 ms, 1 s, 2 s} with each TTL of {1 s, 2 s, 5 s} at least twice
+ * it, for each of `allowances`, longest refresh first (out of order).
+ */
+export function sampleRateRows(allowances: readonly number[] = [0]): SweepRow[] {
+  const settings = tokenleaseSettings({ allowances, ttlsMs: [1000, 2000, 5000], leaseSizes: [], leaseModes: ['rate'], refreshesMs: [250, 500, 1000, 2000] });
+  return settings.reverse().map((setting) => {
+    const refreshMs = setting.refreshMs ?? 1000;
+    const utilization = 0.95 - refreshMs / 100_000;
+    const admitted = Math.round(utilization * SAMPLE_IDEAL_TOKENS);
+    return sampleRow({
+      ...setting, strategy: 'rate', admitted, utilization: utilizationOf(admitted, SAMPLE_IDEAL_TOKENS),
+      roundTripsPer1k: 20_000 / refreshMs + 1, strandedTokens: null, jain: 0.97, jainOverShare: 0.995, p99WaitMs: 200, denialRate: 1 - admitted / 90_000,
+    });
+  });
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { escapeHtml, formatCount, formatFixed, formatPercent, wrapText } from './format.js';
 import { sweepRowProblem, utilizationOf, type SweepRow } from './row.js';
-import { sampleRow, sampleSweepRows } from './sample-rows.js';
+import { sampleRateRows, sampleRow, sampleSweepRows } from './sample-rows.js';
 import { renderTable, renderTableHtml, sortSweepRows, TABLE_COLUMNS } from './table.js';
 
 /** Column spans [start, end) read from the rule line under the header. */
@@ -43,7 +43,7 @@ describe('renderTable alignment', () => {
 describe('renderTable content', () => {
   it('has the agreed headers in order', () => {
     expect(TABLE_COLUMNS.map((c) => c.header)).toEqual([
-      'strategy', 'lease', 'TTL', 'allowance', 'admitted', 'ideal', 'util %', 'over', 'RT/1k', 'stranded', 'Jain', 'p99 wait ms', 'denied %',
+      'strategy', 'lease', 'refresh', 'TTL', 'allowance', 'admitted', 'ideal', 'util %', 'over', 'RT/1k', 'stranded', 'Jain', 'Jain>share', 'p99 wait ms', 'denied %',
     ]);
   });
 
@@ -51,17 +51,23 @@ describe('renderTable content', () => {
   const cases: [string, SweepRow, string[]][] = [
     [
       'a lease row',
-      sampleRow({ leaseSize: 10, ttlMs: 2000, allowance: 2000, admitted: 60_440, idealAdmitted: 60_500, utilization: 0.99901, overAdmitted: 0, roundTripsPer1k: 100.04, strandedTokens: 1234, jain: 0.98765, p99WaitMs: 3.25, denialRate: 0.3287 }),
-      ['lease', '10', '2s', '2,000', '60,440', '60,500', '99.9', '0', '100.0', '1,234', '0.988', '3.3', '32.9'],
+      sampleRow({ leaseSize: 10, ttlMs: 2000, allowance: 2000, admitted: 60_440, idealAdmitted: 60_500, utilization: 0.99901, overAdmitted: 0, roundTripsPer1k: 100.04, strandedTokens: 1234, jain: 0.98765, jainOverShare: 0.99951, p99WaitMs: 3.25, denialRate: 0.3287 }),
+      ['lease', '10', '-', '2s', '2,000', '60,440', '60,500', '99.9', '0', '100.0', '1,234', '0.988', '1.000', '3.3', '32.9'],
     ],
     [
       'a baseline',
-      sampleRow({ strategy: 'central', leaseSize: null, ttlMs: null, utilization: 1, roundTripsPer1k: 1490.6, jain: 1, p99WaitMs: 0, denialRate: 0 }),
-      ['central', '-', '-', '0', '60,440', '60,500', '100.0', '0', '1,490.6', '40', '1.000', '0.0', '0.0'],
+      sampleRow({ strategy: 'central', leaseSize: null, ttlMs: null, utilization: 1, roundTripsPer1k: 1490.6, jain: 1, jainOverShare: 0.7194, p99WaitMs: 0, denialRate: 0 }),
+      ['central', '-', '-', '-', '0', '60,440', '60,500', '100.0', '0', '1,490.6', '40', '1.000', '0.719', '0.0', '0.0'],
     ],
-    ['a sub-second TTL', sampleRow({ ttlMs: 250 }), ['lease', '10', '250ms']],
-    ['a fractional TTL', sampleRow({ ttlMs: 1500 }), ['lease', '10', '1.5s']],
-    ['a broken number', sampleRow({ roundTripsPer1k: Number.NaN }), ['lease', '10', '2s', '0', '60,440', '60,500', '99.9', '0', 'n/a']],
+    [
+      'a rate row',
+      sampleRow({ strategy: 'rate', leaseSize: null, refreshMs: 500, ttlMs: 1000, utilization: 0.9412, roundTripsPer1k: 41.23, strandedTokens: null, jainOverShare: 0.9987 }),
+      ['rate', '-', '500ms', '1s', '0', '60,440', '60,500', '94.1', '0', '41.2', '-', '0.980', '0.999'],
+    ],
+    ['a sub-second TTL', sampleRow({ ttlMs: 250 }), ['lease', '10', '-', '250ms']],
+    ['a fractional TTL', sampleRow({ ttlMs: 1500 }), ['lease', '10', '-', '1.5s']],
+    ['a fractional refresh', sampleRow({ strategy: 'rate', leaseSize: null, refreshMs: 1500, strandedTokens: null }), ['rate', '-', '1.5s', '2s']],
+    ['a broken number', sampleRow({ roundTripsPer1k: Number.NaN }), ['lease', '10', '-', '2s', '0', '60,440', '60,500', '99.9', '0', 'n/a']],
   ];
   it.each(cases)('%s', (_name, row, expected) => {
     expect(cells(row).slice(0, expected.length)).toEqual(expected);
@@ -75,6 +81,16 @@ describe('renderTable content', () => {
     expect(order.slice(0, 2)).toEqual(['lease/1000/5/0', 'lease/1000/5/2000']);
     expect(order.slice(-2)).toEqual(['central/-/-/0', 'local/-/-/0']);
     expect(renderTable(rows).split('\n').slice(-2).map((line) => line.split(/\s+/)[0])).toEqual(['central', 'local']);
+  });
+
+  it('sorts chunk-lease rows first, then rate rows by TTL and refresh interval, then baselines', () => {
+    const order = sortSweepRows([...sampleRateRows([0]), ...sampleSweepRows([0])]).map((r) => `${r.strategy}/${r.ttlMs ?? '-'}/${r.leaseSize ?? r.refreshMs ?? '-'}`);
+    expect(order.slice(0, 2)).toEqual(['lease/1000/5', 'lease/1000/10']);
+    expect(order.filter((key) => key.startsWith('rate'))).toEqual([
+      'rate/1000/250', 'rate/1000/500', 'rate/2000/250', 'rate/2000/500', 'rate/2000/1000', 'rate/5000/250', 'rate/5000/500', 'rate/5000/1000', 'rate/5000/2000',
+    ]);
+    expect(order.indexOf('rate/1000/250')).toBe(15);
+    expect(order.slice(-2)).toEqual(['central/-/-', 'local/-/-']);
   });
 
   it('does not reorder its input', () => {
@@ -142,7 +158,8 @@ describe('formatting helpers', () => {
 
 describe('sweepRowProblem', () => {
   it('accepts every sample row', () => {
-    expect(sampleSweepRows([0, 2000]).map(sweepRowProblem)).toEqual(sampleSweepRows([0, 2000]).map(() => null));
+    const rows = [...sampleSweepRows([0, 2000]), ...sampleRateRows([0, 2000])];
+    expect(rows.map(sweepRowProblem)).toEqual(rows.map(() => null));
   });
 
   const cases: [string, Partial<SweepRow>, string][] = [
@@ -150,7 +167,14 @@ describe('sweepRowProblem', () => {
     ['NaN round-trips', { roundTripsPer1k: Number.NaN }, 'roundTripsPer1k'],
     ['a lease row without a size', { leaseSize: null }, 'leaseSize ≥ 1'],
     ['a lease row without a TTL', { ttlMs: null }, 'ttlMs > 0'],
-    ['a baseline with a lease size', { strategy: 'central', ttlMs: null }, 'central baseline has leaseSize and ttlMs null'],
+    ['a baseline with a lease size', { strategy: 'central', ttlMs: null }, 'central baseline has leaseSize, refreshMs and ttlMs null'],
+    ['a lease row with a refresh interval', { refreshMs: 500 }, 'lease row has refreshMs null'],
+    ['a rate row without a refresh interval', { strategy: 'rate', leaseSize: null, strandedTokens: null }, 'rate row needs refreshMs > 0'],
+    ['a rate row with a lease size', { strategy: 'rate', refreshMs: 500, strandedTokens: null }, 'rate row has leaseSize null'],
+    ['a rate row without a TTL', { strategy: 'rate', leaseSize: null, refreshMs: 500, ttlMs: null, strandedTokens: null }, 'rate row needs ttlMs > 0'],
+    ['a rate row with stranded tokens', { strategy: 'rate', leaseSize: null, refreshMs: 500 }, 'strandedTokens must be null for a rate row'],
+    ['a lease row without stranded tokens', { strandedTokens: null }, 'strandedTokens must be a finite number ≥ 0'],
+    ['a jainOverShare above 1', { jainOverShare: 1.01 }, 'jainOverShare must be in (0, 1]'],
     ['a Jain index of 0', { jain: 0 }, 'jain must be in (0, 1]'],
     ['a denial rate above 1', { denialRate: 1.5 }, 'denialRate must be in [0, 1]'],
   ];

@@ -5,9 +5,10 @@
  * Guarantees: a header, a rule, one line per row, then footnotes; every
  * column has the width of its widest cell, text columns are left-aligned and
  * numeric columns right-aligned, two spaces apart, so the header, rule and
- * row lines all have the same length. Lease rows come first, sorted by TTL,
- * then lease size, then allowance; baselines last (central, then local).
- * Cells are locale-independent; a missing lease size or TTL prints `-`.
+ * row lines all have the same length. Chunk-lease rows come first, then
+ * rate-lease rows, each sorted by TTL, then lease size or refresh interval,
+ * then allowance; baselines last (central, then local). Cells are
+ * locale-independent; a missing lease size, refresh interval or TTL prints `-`.
  */
 import { escapeHtml, formatCount, formatFixed, formatPercent } from './format.js';
 import { formatDurationMs } from './duration.js';
@@ -26,8 +27,9 @@ const NONE = '-';
 
 /** TABLE_COLUMNS — the columns of the sweep table, in order. */
 export const TABLE_COLUMNS: readonly TableColumn[] = [
-  { header: 'strategy', title: 'lease = tokenlease; central = a round-trip per request; local = r/N per agent', align: 'left', cell: (r) => r.strategy },
-  { header: 'lease', title: 'maxLeaseTokens, tokens', align: 'right', cell: (r) => (r.leaseSize === null ? NONE : formatCount(r.leaseSize)) },
+  { header: 'strategy', title: 'lease = tokenlease, chunk leases; rate = tokenlease, rate leases; central = a round-trip per request; local = r/N per agent', align: 'left', cell: (r) => r.strategy },
+  { header: 'lease', title: 'maxLeaseTokens, tokens (chunk leases)', align: 'right', cell: (r) => (r.leaseSize === null ? NONE : formatCount(r.leaseSize)) },
+  { header: 'refresh', title: "the agents' refresh interval (rate leases)", align: 'right', cell: (r) => (r.refreshMs === null ? NONE : formatDurationMs(r.refreshMs)) },
   { header: 'TTL', title: 'lease TTL', align: 'right', cell: (r) => (r.ttlMs === null ? NONE : formatDurationMs(r.ttlMs)) },
   { header: 'allowance', title: 'extra burst tokens beyond B (0 = strict)', align: 'right', cell: (r) => formatCount(r.allowance) },
   { header: 'admitted', title: 'tokens admitted by the fleet', align: 'right', cell: (r) => formatCount(r.admitted) },
@@ -35,8 +37,9 @@ export const TABLE_COLUMNS: readonly TableColumn[] = [
   { header: 'util %', title: 'admitted as a percentage of ideal', align: 'right', cell: (r) => formatPercent(r.utilization) },
   { header: 'over', title: 'worst excess over B + r·T in any window, tokens (0 = envelope held)', align: 'right', cell: (r) => formatCount(r.overAdmitted) },
   { header: 'RT/1k', title: 'coordinator round-trips per 1,000 admitted requests', align: 'right', cell: (r) => formatFixed(r.roundTripsPer1k, 1) },
-  { header: 'stranded', title: 'tokens leased and then lost at expiry or never used', align: 'right', cell: (r) => formatCount(r.strandedTokens) },
+  { header: 'stranded', title: 'tokens leased and then lost at expiry or never used (not measured for rate leases)', align: 'right', cell: (r) => (r.strandedTokens === null ? NONE : formatCount(r.strandedTokens)) },
   { header: 'Jain', title: "Jain's fairness index over agents with equal demand, (0, 1]", align: 'right', cell: (r) => formatFixed(r.jain, 3) },
+  { header: 'Jain>share', title: "Jain's index over the agents whose demand exceeds their max-min fair share (they should get equal amounts), (0, 1]", align: 'right', cell: (r) => formatFixed(r.jainOverShare, 3) },
   { header: 'p99 wait ms', title: 'p99 wait of take() calls, ms', align: 'right', cell: (r) => formatFixed(r.p99WaitMs, 1) },
   { header: 'denied %', title: 'denied requests as a percentage of offered requests', align: 'right', cell: (r) => formatPercent(r.denialRate) },
 ];
@@ -44,8 +47,8 @@ export const TABLE_COLUMNS: readonly TableColumn[] = [
 const compareNullable = (a: number | null, b: number | null): number => (a ?? 0) - (b ?? 0);
 
 /**
- * sortSweepRows — a sorted copy: lease rows by TTL, lease size, allowance;
- * then baselines in STRATEGIES order (central, local), by allowance.
+ * sortSweepRows — a sorted copy in STRATEGIES order (lease, rate, central,
+ * local), each by TTL, lease size, refresh interval, allowance.
  */
 export function sortSweepRows(rows: readonly SweepRow[]): SweepRow[] {
   return [...rows].sort(
@@ -53,6 +56,7 @@ export function sortSweepRows(rows: readonly SweepRow[]): SweepRow[] {
       STRATEGIES.indexOf(a.strategy) - STRATEGIES.indexOf(b.strategy) ||
       compareNullable(a.ttlMs, b.ttlMs) ||
       compareNullable(a.leaseSize, b.leaseSize) ||
+      compareNullable(a.refreshMs, b.refreshMs) ||
       a.allowance - b.allowance,
   );
 }

@@ -1,0 +1,52 @@
+/**
+ * The tokenlease settings one sweep runs, in row order.
+ *
+ * Guarantees: chunk settings are every lease size × TTL, rate settings
+ * every refresh interval × each TTL of at least twice it (so an agent
+ * renews about once per interval rather than for expiry; a refresh with no
+ * such TTL runs once, at a TTL of twice it), both for every allowance.
+ * Pure: `args.ts` counts them before anything runs, `run-sweep.ts` runs them.
+ */
+
+/** LeaseMode — the pool's lease mode: chunk leases (rows of strategy 'lease') or rate leases ('rate'). */
+export type LeaseMode = 'chunk' | 'rate';
+
+/** LEASE_MODES — every lease mode, in the order rows list them. */
+export const LEASE_MODES: readonly LeaseMode[] = ['chunk', 'rate'];
+
+/** Setting — what distinguishes one row from another of its strategy; ms and tokens (null: does not apply). */
+export interface Setting {
+  readonly leaseSize: number | null;
+  readonly refreshMs: number | null;
+  readonly ttlMs: number | null;
+  readonly allowance: number;
+}
+
+/** SettingsInput — the lists a sweep tries (ms and tokens). */
+export interface SettingsInput {
+  readonly allowances: readonly number[];
+  readonly ttlsMs: readonly number[];
+  readonly leaseSizes: readonly number[];
+  readonly leaseModes: readonly LeaseMode[];
+  readonly refreshesMs: readonly number[];
+}
+
+/** rateTtlsMs — the TTLs a rate row of `refreshMs` runs with: those of at least twice it, or else twice it. */
+export function rateTtlsMs(ttlsMs: readonly number[], refreshMs: number): number[] {
+  const long = ttlsMs.filter((ttlMs) => ttlMs >= 2 * refreshMs);
+  return long.length > 0 ? long : [2 * refreshMs];
+}
+
+/** tokenleaseSettings — every chunk and rate setting of `input`, in row order: by allowance, then chunk (TTL, lease size), then rate (refresh, TTL). */
+export function tokenleaseSettings(input: SettingsInput): (Setting & { readonly ttlMs: number })[] {
+  const settings: (Setting & { readonly ttlMs: number })[] = [];
+  for (const allowance of input.allowances) {
+    if (input.leaseModes.includes('chunk')) {
+      for (const ttlMs of input.ttlsMs) for (const leaseSize of input.leaseSizes) settings.push({ leaseSize, refreshMs: null, ttlMs, allowance });
+    }
+    if (input.leaseModes.includes('rate')) {
+      for (const refreshMs of input.refreshesMs) for (const ttlMs of rateTtlsMs(input.ttlsMs, refreshMs)) settings.push({ leaseSize: null, refreshMs, ttlMs, allowance });
+    }
+  }
+  return settings;
+}
