@@ -37,6 +37,13 @@ export interface KeeperOptions {
    * the coordinator can lower a stale bound between renewals. 0 (default): none.
    */
   readonly reportMs: number;
+  /**
+   * Fraction a rate lease's period is stretched by: an agent clock running
+   * up to this much fast still accrues no more than the coordinator counts.
+   * Far above real monotonic-clock drift (parts per million); the expiry
+   * margin `driftMargin` is separate.
+   */
+  readonly rateDriftMargin: number;
 }
 
 export const DEFAULT_KEEPER_OPTIONS: KeeperOptions = {
@@ -53,6 +60,7 @@ export const DEFAULT_KEEPER_OPTIONS: KeeperOptions = {
   fallbackPerSecond: 0,
   fallbackBurstTokens: 0,
   reportMs: 0,
+  rateDriftMargin: 0.01,
 };
 
 function check(ok: boolean, field: string, rule: string, value: unknown): void {
@@ -62,7 +70,7 @@ function check(ok: boolean, field: string, rule: string, value: unknown): void {
 /** keeperOptions — defaults overlaid with `given`; throws AgentError('invalid-argument') for a bad value. */
 export function keeperOptions(given: Partial<KeeperOptions> = {}): KeeperOptions {
   const o = { ...DEFAULT_KEEPER_OPTIONS, ...given };
-  const ms = (field: Exclude<keyof KeeperOptions, 'agentClass'>, min: number, max: number): void => {
+  const ms = (field: Exclude<keyof KeeperOptions, 'agentClass' | 'driftMargin' | 'rateDriftMargin'>, min: number, max: number): void => {
     const v = o[field];
     check(Number.isSafeInteger(v) && v >= min && v <= max, field, `must be an integer in [${min}, ${max}]`, v);
   };
@@ -78,6 +86,7 @@ export function keeperOptions(given: Partial<KeeperOptions> = {}): KeeperOptions
   ms('fallbackBurstTokens', 0, 1e9);
   ms('reportMs', 0, 3_600_000);
   check(o.driftMargin >= 0 && o.driftMargin < 0.5, 'driftMargin', 'must be in [0, 0.5)', o.driftMargin);
+  check(o.rateDriftMargin >= 0 && o.rateDriftMargin < 0.5, 'rateDriftMargin', 'must be in [0, 0.5)', o.rateDriftMargin);
   check(o.agentClass === null || /^[\x21-\x7e]{1,128}$/.test(o.agentClass), 'agentClass', 'must be 1 to 128 printable ASCII characters without spaces, or null', o.agentClass);
   return o;
 }

@@ -20,41 +20,19 @@
  * - Renew shortly before expiry while in use; return the balance after
  *   `idleReturnMs` without use, and on close. A return zeroes the local
  *   balance before it is sent.
+ * - A rate lease (the grant carries a rate) fills by itself: it renews once
+ *   per `refreshMs` (sooner when demand doubled), stops accruing when it
+ *   sends and accrues again from the reply's arrival.
+ * - Usage reports (`reportMs`) tell a chunk lease's balance between
+ *   renewals, only while nothing is in flight.
  */
 import type { LeaseGrant, LeaseReport, LeaseRequest, LeaseReturn, Reply } from '@tokenlease/shared';
 import { DemandMeter } from './demand-meter.js';
 import type { KeeperOptions } from './keeper-options.js';
+import type { InFlight, KeeperStats, SendAction } from './keeper-types.js';
 import { LeaseSlot } from './lease-slot.js';
 
-/** SendAction — a request to send and await (type 'send'), or a usage report to publish with no reply awaited ('publish', timeoutMs 0). */
-export interface SendAction {
-  readonly type: 'send' | 'publish';
-  readonly seq: number;
-  readonly message: LeaseRequest | LeaseReturn | LeaseReport;
-  readonly timeoutMs: number;
-}
-
-interface InFlight {
-  readonly seq: number;
-  readonly message: LeaseRequest | LeaseReturn;
-  readonly firstSentAtUs: number;
-  attempts: number;
-  /** After a failed attempt: when to send it again; null while an attempt is out. */
-  retryAtUs: number | null;
-}
-
-export interface KeeperStats {
-  requests: number;
-  attempts: number;
-  failures: number;
-  tokensGranted: number;
-  tokensReturned: number;
-  leasesStarted: number;
-  /** Usage reports published. */
-  reports: number;
-  lastErrorCode: string | null;
-  lastErrorMessage: string | null;
-}
+export type { KeeperStats, SendAction } from './keeper-types.js';
 
 const RTT_WINDOW = 16;
 const NONE: readonly SendAction[] = [];
@@ -75,6 +53,8 @@ export class LeaseKeeper {
   /** Whether the lease held is a rate lease, and when its last grant arrived. */
   private rateLease = false;
   private lastGrantUs = 0;
+  /** The demand estimate when the last grant arrived, tokens per second. */
+  private demandAtGrant = 0;
   /** Usage reports: when the last one (or grant) was, and the balance it told. */
   private lastReportUs = 0;
   private reportedTokens = 0;
@@ -143,7 +123,7 @@ export class LeaseKeeper {
     const wantTokens = this.tokensWanted();
     // A rate lease fills by itself: it renews once per refresh interval (so its
     // share follows its demand) or before expiry, not whenever it runs low.
-    if (this.rateLease && this.slot.hasLease) return nowUs >= this.rateRenewAtUs() ? this.sendAcquire(wantTokens, nowUs) : NONE;
+    if (this.rateLease && this.slot.hasLease) return nowUs >= this.rateRenewAtUs() || this.rateOutgrown(nowUs) ? this.sendAcquire(wantTokens, nowUs) : NONE;
     if (wantTokens > 0 && this.needsTokens(nowUs)) return this.sendAcquire(wantTokens, nowUs);
     if (this.slot.hasLease && nowUs >= this.slot.expiresAtUs - this.renewLeadUs()) {
       // Renew a lease in use; give back one that has gone quiet rather than let it lapse.
@@ -253,6 +233,13 @@ export class LeaseKeeper {
     return [{ type: 'publish', seq: message.seq, message, timeoutMs: 0 }];
   }
 
+  /** rateOutgrown — a rate lease asks again early when demand more than doubled since its grant (or it has no rate but demand), not within a quarter refresh. */
+  private rateOutgrown(nowUs: number): boolean {
+    if (nowUs < this.lastGrantUs + (this.options.refreshMs * 1000) / 4) return false;
+    const demand = this.demand.perSecond;
+    return demand > 2 * this.demandAtGrant + 1 || (this.slot.rateTokens === 0 && demand > 0.5);
+  }
+
   /** rateRenewAtUs — when a rate lease renews: a refresh interval after its last grant, or before it expires. */
   private rateRenewAtUs(): number {
     return Math.min(this.lastGrantUs + this.options.refreshMs * 1000, this.slot.expiresAtUs - this.renewLeadUs());
@@ -331,7 +318,7 @@ export class LeaseKeeper {
     const sameLease = reply.leaseId === this.heldLeaseId && s.hasLease;
     if (!sameLease) this.stats.leasesStarted += 1;
     s.balanceTokens = (sameLease ? s.balanceTokens : 0) + reply.tokensGranted;
-    this.startRate(reply, nowUs);
+    this.startRate(reply, nowUs, sameLease);
     this.lastReportUs = nowUs;
     this.reportedTokens = s.balanceTokens;
     this.heldLeaseId = reply.leaseId;
@@ -355,18 +342,20 @@ export class LeaseKeeper {
   /**
    * startRate — a rate lease accrues from the reply's arrival (never from
    * the send: the coordinator's accrual starts at its grant, which is
-   * earlier), over the period stretched by the drift margin, so a fast agent
-   * clock never accrues more than the coordinator counts. A rate whose
-   * arithmetic would not be exact is ignored (it only under-admits).
+   * earlier), over the period stretched by `rateDriftMargin`, so an agent
+   * clock up to that much fast never accrues more than the coordinator
+   * counts. A rate whose arithmetic would not be exact is ignored (it only
+   * under-admits).
    */
-  private startRate(reply: LeaseGrant, nowUs: number): void {
+  private startRate(reply: LeaseGrant, nowUs: number, sameLease: boolean): void {
     const rate = reply.rate;
-    const periodUs = rate === undefined ? 0 : Math.ceil((rate.periodMs * 1000) / (1 - this.options.driftMargin));
+    const periodUs = rate === undefined ? 0 : Math.ceil((rate.periodMs * 1000) / (1 - this.options.rateDriftMargin));
     const exact = rate !== undefined && rate.capTokens * periodUs <= 2 ** 52 && rate.tokensPerPeriod * periodUs <= 2 ** 52;
     this.rateLease = rate !== undefined;
     if (rate === undefined || !exact) this.slot.startRate(0, 1, 0, nowUs);
-    else this.slot.startRate(rate.tokensPerPeriod, periodUs, rate.capTokens, nowUs);
+    else this.slot.startRate(rate.tokensPerPeriod, periodUs, rate.capTokens, nowUs, sameLease);
     this.lastGrantUs = nowUs;
+    this.demandAtGrant = this.demand.perSecond;
   }
 
   private backOff(nowUs: number, code: string, message: string, atLeastUs: number): void {

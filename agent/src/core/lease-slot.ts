@@ -122,21 +122,27 @@ export class LeaseSlot {
   /**
    * startRate — from `nowUs` on the balance accrues `tokensPerPeriod` per
    * `periodUs` up to `capTokens` (tokensPerPeriod 0: it does not accrue).
+   * `keepCarry`: the fraction of a token accrued before the last freeze
+   * counts on (same lease, same period); else it is dropped.
    */
-  startRate(tokensPerPeriod: number, periodUs: number, capTokens: number, nowUs: number): void {
+  startRate(tokensPerPeriod: number, periodUs: number, capTokens: number, nowUs: number, keepCarry = false): void {
     const n = this.n;
+    if (!keepCarry || n[RATE_PERIOD_US] !== periodUs) n[RATE_CARRY] = 0;
     n[RATE_TOKENS] = tokensPerPeriod;
     n[RATE_PERIOD_US] = periodUs;
     n[RATE_CAP] = capTokens;
-    n[RATE_CARRY] = 0;
     n[RATE_AT] = nowUs;
   }
 
-  /** freezeRate — brings the balance up to `nowUs`, then stops its accrual (a renewal is on its way). */
+  /**
+   * freezeRate — brings the balance up to `nowUs`, then stops its accrual
+   * (a renewal is on its way). The fraction of a token accrued so far is
+   * kept for `startRate`: the coordinator rounds its own count up, so less
+   * than one token carried over never passes it.
+   */
   freezeRate(nowUs: number): void {
     if (this.n[RATE_TOKENS] !== 0) this.accrue(nowUs);
     this.n[RATE_TOKENS] = 0;
-    this.n[RATE_CARRY] = 0;
   }
 
   /** takeAt — spends `cost` whole tokens at `nowUs` when the live lease holds them; else records a denial. */

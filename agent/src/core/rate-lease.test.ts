@@ -54,8 +54,8 @@ const rateGrant = (seq: number, fields: Partial<LeaseGrant> = {}): LeaseGrant =>
   grant(seq, { tokensGranted: 4, tokensHeld: 4, maxLeaseTokens: 50, rate: { tokensPerPeriod: 950, periodMs: 1000, capTokens: 10 }, ...fields });
 
 describe('LeaseKeeper with rate leases', () => {
-  it('starts accruing when the reply arrives, over the period stretched by the drift margin', () => {
-    const keeper = keeperWith({ driftMargin: 0.05 });
+  it('starts accruing when the reply arrives, over the period stretched by the rate drift margin', () => {
+    const keeper = keeperWith({ rateDriftMargin: 0.05 });
     const first = acquireIn(keeper.tick(0));
     keeper.onReply(first.seq, rateGrant(first.seq), 100_000);
     // 950 per 1,052,632 µs (1 s / 0.95): the first token after 1109 µs (1108 × 950 < 1,052,632 ≤ 1109 × 950).
@@ -63,6 +63,40 @@ describe('LeaseKeeper with rate leases', () => {
     expect(keeper.slot.takeAt(4, 100_000)).toBe(true);
     expect(keeper.slot.takeAt(1, 100_000 + 1_108)).toBe(false);
     expect(keeper.slot.takeAt(1, 100_000 + 1_109)).toBe(true);
+    // The default margin is 1%: 1 s / 0.99.
+    const byDefault = keeperWith();
+    const req = acquireIn(byDefault.tick(0));
+    byDefault.onReply(req.seq, rateGrant(req.seq), 0);
+    expect(byDefault.slot.ratePeriodUs).toBe(1_010_102);
+  });
+
+  it('keeps the fraction accrued before a renewal for the same lease, drops it for a new one', () => {
+    const keeper = keeperWith({ refreshMs: 100, rateDriftMargin: 0 });
+    const first = acquireIn(keeper.tick(0));
+    keeper.onReply(first.seq, rateGrant(first.seq, { tokensGranted: 0, tokensHeld: 0, rate: { tokensPerPeriod: 10, periodMs: 1000, capTokens: 50 } }), 0);
+    // 100 ms at 10/s: 1 token; at 150 ms: 1.5 tokens (0.5 carried).
+    keeper.slot.takeAt(1, 150_000);
+    const renew = acquireIn(keeper.tick(150_000));
+    expect(renew.tokensLeft).toBe(0);
+    keeper.onReply(renew.seq, rateGrant(renew.seq, { tokensGranted: 0, tokensHeld: 0, rate: { tokensPerPeriod: 10, periodMs: 1000, capTokens: 50 } }), 160_000);
+    expect(keeper.slot.takeAt(1, 210_000)).toBe(true); // 0.5 carried + 0.5 in 50 ms
+    const other = acquireIn(keeper.tick(400_000));
+    keeper.onReply(other.seq, rateGrant(other.seq, { leaseId: 'L2', tokensGranted: 0, tokensHeld: 0, rate: { tokensPerPeriod: 10, periodMs: 1000, capTokens: 50 } }), 400_000);
+    expect(keeper.slot.balanceTokens).toBe(0);
+    expect(keeper.slot.takeAt(1, 499_999)).toBe(false); // nothing carried into a new lease
+    expect(keeper.slot.takeAt(1, 500_000)).toBe(true);
+  });
+
+  it('asks again before its refresh when demand more than doubled, not within a quarter refresh', () => {
+    const keeper = keeperWith({ refreshMs: 1000 });
+    const first = acquireIn(keeper.tick(0));
+    keeper.onReply(first.seq, rateGrant(first.seq), 1_000);
+    for (let t = 2_000; t < 240_000; t += 1_000) {
+      keeper.slot.takeAt(5, t);
+      expect(keeper.tick(t)).toEqual([]);
+    }
+    for (let t = 240_000; t < 400_000; t += 1_000) keeper.slot.takeAt(5, t);
+    expect(only(keeper.tick(400_000)).message.op).toBe('acquire');
   });
 
   it('freezes the balance when it sends a renewal, and reports what it holds then', () => {

@@ -324,7 +324,10 @@ export class Pool<R> {
     this.leases.extend(record, nowUs + this.ttlUs);
     this.changed?.add(req.agentId);
     const otherBoundsTokens = this.leases.boundTokensSum - record.boundTokens;
-    const d = decideRateGrant(this.config, { held, tokensWanted: req.tokensWanted, levelTokens: this.credit.levelTokens, otherRates: this.leases.ratePerPeriodSum, share: (assignable) => (nowUs < this.quietUntilUs ? 0 : fairShareOf([...this.leases.all()], record, assignable, this.config.refill.periodMs)) }, (topUp) => Math.floor((this.credit.ceilingUnits - this.credit.levelUnits + topUp * this.scale.unitsPerToken) / this.scale.unitsPerToken) - otherBoundsTokens);
+    // The level is shared by weight too: a renewal may take its weight's part of it.
+    const leases = [...this.leases.all()];
+    const levelShare = Math.floor((this.credit.levelTokens * record.weight) / leases.reduce((sum, l) => sum + l.weight, 0));
+    const d = decideRateGrant(this.config, { held, tokensWanted: req.tokensWanted, levelTokens: levelShare, otherRates: this.leases.ratePerPeriodSum, share: (assignable) => (nowUs < this.quietUntilUs ? 0 : fairShareOf(leases, record, assignable, this.config.refill.periodMs)) }, (topUp) => Math.floor((this.credit.ceilingUnits - this.credit.levelUnits + topUp * this.scale.unitsPerToken) / this.scale.unitsPerToken) - otherBoundsTokens);
     this.credit.take(d.topUp);
     assertInvariant(d.capTokens >= held + d.topUp, `pool ${this.config.name}: no room for the ${held + d.topUp} tokens lease ${record.leaseId} holds`);
     this.leases.setBound(record, d.capTokens);

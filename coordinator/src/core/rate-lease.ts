@@ -23,8 +23,8 @@ import type { TokenScale } from '@tokenlease/shared';
 import type { PoolConfig } from './config.js';
 import { waterFill } from './water-fill.js';
 
-/** RESERVE_DIVISOR — 1/16 of the refill is never assigned as a rate. */
-export const RESERVE_DIVISOR = 16;
+/** RESERVE_DIVISOR — 1/64 of the refill is never assigned as a rate. */
+export const RESERVE_DIVISOR = 64;
 
 /** RateFields — the rate part of a lease record (ρ = 0: a chunk lease, or a rate lease frozen by a renewal). */
 export interface RateFields {
@@ -88,6 +88,7 @@ export interface RateGrantInput {
   /** Tokens the lease holds after the report. */
   readonly held: number;
   readonly tokensWanted: number;
+  /** Tokens of the level this lease may take: its weight's part of it. */
   readonly levelTokens: number;
   /** Σρ of the other live leases. */
   readonly otherRates: number;

@@ -71,13 +71,14 @@ export function randomScenario(seed: number, durationUs = 20_000_000): SimConfig
   return withDurableMode(withRateMode(base), faultWindowUs);
 }
 
-/** withRateMode — `base` with rate leases, for a share of seeds: a refresh interval from 50 ms to 2 s, sometimes longer than the TTL. */
+/** withRateMode — `base` with rate leases, for a share of seeds: a refresh interval from 50 ms to 2 s, sometimes longer than the TTL; clock drift under 1%. */
 function withRateMode(base: SimConfig): SimConfig {
   const d = seededRandom(base.seed ^ 0x7a7e1ea5);
   if (d.next() >= RATE_SHARE) return base;
   const refreshMs = REFRESHES_MS[d.int(0, REFRESHES_MS.length - 1)] as number;
   const maxLeaseTokens = d.next() < 0.5 ? base.pool.capacity : base.pool.maxLeaseTokens;
-  return { ...base, pool: { ...base.pool, leaseMode: 'rate', maxLeaseTokens }, keeper: { ...base.keeper, refreshMs } };
+  // A rate lease's accrual is stretched by the keeper's rateDriftMargin (1%): clocks stay within it.
+  return { ...base, pool: { ...base.pool, leaseMode: 'rate', maxLeaseTokens }, keeper: { ...base.keeper, refreshMs }, driftMax: Math.min(base.driftMax, 0.009) };
 }
 
 /** withDurableMode — `base` in durable mode, for a share of seeds: restarts become failovers, and one or two more are added. */
