@@ -30,6 +30,7 @@ describe('parseSweepArgs defaults', () => {
       allowancesTokens: [0],
       leaseModes: ['chunk', 'rate'],
       refreshesMs: [250, 500, 1000, 2000],
+      reportsMs: [0, 100],
       latencyUs: 1000,
       durationMs: 60_000,
       seed: SEED,
@@ -71,6 +72,10 @@ describe('parseSweepArgs accepts every flag', () => {
     [['--refreshes', '250,500,1000,2000'], { refreshesMs: [250, 500, 1000, 2000] }],
     [['--refreshes', '2s,100ms,1.5s'], { refreshesMs: [100, 1500, 2000] }],
     [['--refreshes', '1ms,1h'], { refreshesMs: [1, 3_600_000] }],
+    [['--reports', '0'], { reportsMs: [0] }],
+    [['--reports', '0,100ms'], { reportsMs: [0, 100] }],
+    [['--reports', '1s,250,0ms,250ms'], { reportsMs: [0, 250, 1000] }],
+    [['--reports', '1ms,1h'], { reportsMs: [1, 3_600_000] }],
     [['--latency', '0ms'], { latencyUs: 0 }],
     [['--latency', '0.25ms'], { latencyUs: 250 }],
     [['--latency', '10s'], { latencyUs: 10_000_000 }],
@@ -140,6 +145,11 @@ describe('parseSweepArgs refuses bad values with one line naming the flag and th
     [['--refreshes', '2h'], '--refreshes', '[1ms, 1h]'],
     [['--refreshes', '0.5ms'], '--refreshes', 'whole milliseconds'],
     [['--refreshes', '1s,,2s'], '--refreshes', 'comma-separated list'],
+    [['--reports', '2h'], '--reports', '[0ms, 1h]'],
+    [['--reports', '0.5ms'], '--reports', 'whole milliseconds'],
+    [['--reports', 'off'], '--reports', 'ms, s, m or h'],
+    [['--reports', '0,,100'], '--reports', 'comma-separated list'],
+    [['--lease-sizes', Array.from({ length: 100 }, (_, i) => i + 1).join(','), '--ttls', '1s,2s,5s', '--reports', '0,10,100,1000', '--lease-modes', 'chunk'], '--lease-sizes', 'gives 1200 settings; at most 1000'],
     [['--allowances', '-5'], '--allowances', '--allowances=VALUE'],
     [['--allowances=-5'], '--allowances', 'whole number in [0,'],
     [['--latency', '1'], '--latency', 'ms, s, m or h'],
@@ -179,6 +189,8 @@ describe('sweepArgsToArgv', () => {
     [['--refill', '7/1500ms', '--ttls', '10ms,1.5s,2m', '--allowances', '0,2000', '--duration', '1.5s']],
     [['--workload', 'churn:up=2s,down=0,crash=0.5', '--target-utilization', '0.9', '--seed', '9']],
     [['--lease-modes', 'rate', '--refreshes', '100,1.5s,1m']],
+    [['--reports', '0,100,1.5s', '--allowances', '0,500']],
+    [['--reports', '250ms']],
   ];
   it.each(cases)('replays %j exactly', (argv) => {
     const args = parse(argv);
@@ -212,7 +224,7 @@ describe('workloads', () => {
   });
 
   it('every flag appears in the usage text', () => {
-    for (const flag of ['--agents', '--capacity', '--refill', '--workload', '--lease-sizes', '--ttls', '--allowances', '--lease-modes', '--refreshes', '--latency', '--duration', '--seed', '--json', '--html', '--target-utilization', '--help']) {
+    for (const flag of ['--agents', '--capacity', '--refill', '--workload', '--lease-sizes', '--ttls', '--allowances', '--lease-modes', '--refreshes', '--reports', '--latency', '--duration', '--seed', '--json', '--html', '--target-utilization', '--help']) {
       expect(USAGE).toContain(flag);
     }
   });

@@ -41,6 +41,8 @@ export interface SweepArgs {
   readonly leaseModes: readonly LeaseMode[];
   /** The agents' refresh intervals (keeper refreshMs) to try with rate leases, ms, ascending. */
   readonly refreshesMs: readonly number[];
+  /** The agents' usage-report intervals (keeper reportMs) to try with chunk leases, ms, ascending; 0 = off. */
+  readonly reportsMs: readonly number[];
   /** Mean one-way network delay, µs. */
   readonly latencyUs: number;
   /** Simulated time per combination, ms. */
@@ -83,6 +85,7 @@ export const SWEEP_DEFAULTS = {
   allowances: '0',
   'lease-modes': 'chunk,rate',
   refreshes: '250ms,500ms,1s,2s',
+  reports: '0,100ms',
   latency: '1ms',
   duration: '60s',
   'target-utilization': '0.97',
@@ -92,11 +95,13 @@ export const SWEEP_DEFAULTS = {
 export const USAGE = `Usage: npm run sweep -- [flags]
 
 Simulates the fleet on one workload for every combination of lease size,
-lease TTL and allowance (chunk leases) and of refresh interval, TTL and
-allowance (rate leases), next to two baselines (central: a round-trip per
-request to one exact bucket; local: independent buckets of r/N per agent),
-and recommends the setting with the fewest round-trips that reaches the
-target utilization without ever exceeding the envelope B + A + r*T.
+lease TTL, allowance and usage-report interval (chunk leases) and of
+refresh interval, TTL and allowance (rate leases), next to two baselines
+(central: a round-trip per request to one exact bucket; local: independent
+buckets of r/N per agent), and recommends the setting with the fewest
+round-trips that reaches the target utilization without ever exceeding the
+envelope B + A + r*T. Usage reports are one-way messages; the simulator
+counts each in RT/1k like a round-trip.
 
   --agents N                 agents in the fleet (default ${SWEEP_DEFAULTS.agents}; 1..${AGENTS_MAX})
   --capacity B               pool capacity, tokens (default ${SWEEP_DEFAULTS.capacity})
@@ -109,6 +114,9 @@ target utilization without ever exceeding the envelope B + A + r*T.
   --refreshes D,D,...        rate leases: agents' refresh intervals to try, 1ms..1h; bare
                              numbers are ms (default ${SWEEP_DEFAULTS.refreshes}); each runs with every
                              TTL of at least twice it, or else at a TTL of twice it
+  --reports D,D,...          chunk leases: agents' usage-report intervals to try, 0 = off,
+                             up to 1h; bare numbers are ms (default ${SWEEP_DEFAULTS.reports});
+                             rate leases ignore it
   --latency D                mean one-way network delay, 0..10s (default ${SWEEP_DEFAULTS.latency})
   --duration D               simulated time per combination, up to 24h (default ${SWEEP_DEFAULTS.duration})
   --seed N                   seed, 0..${SEED_MAX} (default random; always printed)
@@ -136,6 +144,7 @@ const OPTIONS = {
   allowances: { type: 'string' },
   'lease-modes': { type: 'string' },
   refreshes: { type: 'string' },
+  reports: { type: 'string' },
   latency: { type: 'string' },
   duration: { type: 'string' },
   seed: { type: 'string' },
@@ -268,10 +277,11 @@ export function parseSweepArgs(argv: readonly string[], drawSeed: () => number =
   }
   const leaseModes = readLeaseModes(text('lease-modes'));
   const refreshesMs = list('--refreshes', text('refreshes'), (one) => durationUs('--refreshes', /^\d+$/.test(one) ? `${one}ms` : one, 1000, MAX_TTL_MS * 1000, true) / 1000);
-  const combinations = tokenleaseSettings({ allowances: allowancesTokens, ttlsMs, leaseSizes: leaseSizesTokens, leaseModes, refreshesMs }).length;
+  const reportsMs = list('--reports', text('reports'), (one) => durationUs('--reports', /^\d+$/.test(one) ? `${one}ms` : one, 0, MAX_TTL_MS * 1000, true) / 1000);
+  const combinations = tokenleaseSettings({ allowances: allowancesTokens, ttlsMs, leaseSizes: leaseSizesTokens, leaseModes, refreshesMs, reportsMs }).length;
   if (combinations > MAX_COMBINATIONS) {
     const flag = leaseModes.includes('chunk') ? '--lease-sizes' : '--refreshes';
-    throw new SweepArgsError(flag, `with the other lists (--lease-sizes, --refreshes, --ttls, --allowances) gives ${combinations} settings; at most ${MAX_COMBINATIONS}, so shorten the lists`);
+    throw new SweepArgsError(flag, `with the other lists (--lease-sizes, --refreshes, --reports, --ttls, --allowances) gives ${combinations} settings; at most ${MAX_COMBINATIONS}, so shorten the lists`);
   }
   const latencyUs = durationUs('--latency', text('latency'), 0, LATENCY_US_MAX, false);
   const durationMs = durationUs('--duration', text('duration'), 1000, DURATION_MS_MAX * 1000, true) / 1000;
@@ -281,8 +291,8 @@ export function parseSweepArgs(argv: readonly string[], drawSeed: () => number =
   const htmlPath = v.html ?? null;
   if (htmlPath === '') throw new SweepArgsError('--html', 'needs a file name, like --html sweep.html');
   return {
-    agents, capacityTokens, refill, workload, leaseSizesTokens, ttlsMs, allowancesTokens, leaseModes, refreshesMs, latencyUs, durationMs,
-    seed, seedFromFlag: seedText !== undefined, json: v.json === true, htmlPath, targetUtilization, help,
+    agents, capacityTokens, refill, workload, leaseSizesTokens, ttlsMs, allowancesTokens, leaseModes, refreshesMs, reportsMs, latencyUs,
+    durationMs, seed, seedFromFlag: seedText !== undefined, json: v.json === true, htmlPath, targetUtilization, help,
   };
 }
 
@@ -302,6 +312,7 @@ export function sweepArgsToArgv(args: SweepArgs): string[] {
     '--allowances', args.allowancesTokens.join(','),
     '--lease-modes', args.leaseModes.join(','),
     '--refreshes', args.refreshesMs.map((ms) => formatDurationUs(ms * 1000)).join(','),
+    '--reports', args.reportsMs.map((ms) => formatDurationUs(ms * 1000)).join(','),
     '--latency', formatDurationUs(args.latencyUs),
     '--duration', formatDurationUs(args.durationMs * 1000),
     '--seed', String(args.seed),

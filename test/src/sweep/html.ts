@@ -7,7 +7,8 @@
  * It shows the parameters and a replay command, the recommendation, then for
  * each allowance that has tokenlease rows a pair of charts for chunk leases
  * (utilization and round-trips per 1,000 admissions against lease size, one
- * line per TTL, baselines as dashed labelled reference lines) and a pair
+ * line per TTL and usage-report interval (reports counted in the
+ * round-trips, as the simulator counts them), baselines as dashed labelled reference lines) and a pair
  * for rate leases (the same against the refresh interval), then the full
  * table. The x axis is logarithmic when its values span more than a factor 10.
  */
@@ -75,6 +76,7 @@ function parameters(args: SweepArgs): string {
     ['lease modes', args.leaseModes.join(', ')],
     ['refresh intervals (rate)', args.refreshesMs.map((ms) => formatDurationMs(ms)).join(', ')],
     ['allowances A', `${args.allowancesTokens.map(formatCount).join(', ')} tokens`],
+    ['usage reports (chunk)', args.reportsMs.map((ms) => (ms === 0 ? 'off' : `every ${formatDurationMs(ms)}`)).join(', ')],
     ['latency (one way)', formatDurationUs(args.latencyUs)],
     ['simulated time', `${formatDurationMs(args.durationMs)} per run`],
     ['seed', `${args.seed}${args.seedFromFlag ? '' : ' (random)'}`],
@@ -113,20 +115,20 @@ const REFRESH_AXIS: XAxis = {
 
 /** The two charts for the rows of one allowance and lease mode, against `axis`. */
 function chartPair(leaseRows: readonly ChartRow[], axis: XAxis, baselines: readonly SweepRow[], input: HtmlReportInput): string {
-  const ttls = [...new Set(leaseRows.map((row) => row.ttlMs))].sort((a, b) => a - b);
+  const lines = chartLines(leaseRows);
   const sizes = [...new Set(leaseRows.map(axis.of))].sort((a, b) => a - b);
   const logX = sizes.length > 0 && (sizes[sizes.length - 1] ?? 1) / (sizes[0] ?? 1) > LOG_SCALE_SPAN;
   const chosen = input.recommendation.row;
   const series = (value: (row: SweepRow) => number, unit: string): ChartSeries[] =>
-    ttls.map((ttlMs, i) => ({
-      label: `TTL ${formatDurationMs(ttlMs)}`,
+    lines.map((line, i) => ({
+      label: line.label,
       ...seriesStyle(i),
       points: leaseRows
-        .filter((row) => row.ttlMs === ttlMs)
+        .filter((row) => row.ttlMs === line.ttlMs && row.reportMs === line.reportMs)
         .map((row) => ({
           x: axis.of(row),
           y: value(row),
-          note: `${axis.point(axis.of(row))}, TTL ${formatDurationMs(ttlMs)}: ${formatFixed(value(row), 1)} ${unit}` + (row.overAdmitted > 0 ? `; OVER the envelope by ${formatCount(row.overAdmitted)} tokens` : ''),
+          note: `${axis.point(axis.of(row))}, ${line.label}: ${formatFixed(value(row), 1)} ${unit}` + (row.overAdmitted > 0 ? `; OVER the envelope by ${formatCount(row.overAdmitted)} tokens` : ''),
           mark: row.overAdmitted > 0 ? 'over' : row === chosen ? 'chosen' : null,
         })),
     }));
@@ -149,13 +151,30 @@ function chartPair(leaseRows: readonly ChartRow[], axis: XAxis, baselines: reado
   const rtChart = renderLineChart({
     ...common,
     title: `Round-trips per 1,000 admissions vs ${axis.name}`,
-    yLabel: 'round-trips per 1,000 admissions',
+    yLabel: `round-trips per 1,000 admissions${leaseRows.some((row) => (row.reportMs ?? 0) > 0) ? ' (usage reports included)' : ''}`,
     series: series(roundTrips, 'round-trips per 1,000'),
     references: refs(roundTrips, ''),
     yFromZero: true,
     formatY: (y) => formatFixed(y, y % 1 === 0 ? 0 : 1),
   });
   return `<div class="charts">\n${utilChart}\n${rtChart}\n</div>`;
+}
+
+/**
+ * chartLines — one chart line per TTL and usage-report interval, by TTL
+ * then reports (off first); labels name the reports only when some row has
+ * them on.
+ */
+function chartLines(rows: readonly ChartRow[]): { readonly ttlMs: number; readonly reportMs: number | null; readonly label: string }[] {
+  const withReports = rows.some((row) => (row.reportMs ?? 0) > 0);
+  const keys = new Map<string, { ttlMs: number; reportMs: number | null }>();
+  for (const row of rows) keys.set(`${row.ttlMs}/${row.reportMs}`, { ttlMs: row.ttlMs, reportMs: row.reportMs });
+  return [...keys.values()]
+    .sort((a, b) => a.ttlMs - b.ttlMs || (a.reportMs ?? 0) - (b.reportMs ?? 0))
+    .map((key) => {
+      const reports = !withReports ? '' : (key.reportMs ?? 0) === 0 ? ', reports off' : `, reports every ${formatDurationMs(key.reportMs ?? 0)}`;
+      return { ...key, label: `TTL ${formatDurationMs(key.ttlMs)}${reports}` };
+    });
 }
 
 function chartSections(input: HtmlReportInput): string {

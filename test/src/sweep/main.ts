@@ -1,7 +1,8 @@
 /**
  * npm run sweep -- [flags]   (npm run sweep -- --help lists them)
  *
- * Simulates the user's fleet for every lease size × TTL (chunk leases) and
+ * Simulates the user's fleet for every lease size × TTL × usage-report
+ * interval (chunk leases) and
  * refresh interval × TTL (rate leases) on identical arrivals, next to a round-trip-per-request central bucket and
  * independent local buckets, then prints a table (or --json), recommends
  * the cheapest setting that reaches the utilization target, and can write
@@ -46,7 +47,9 @@ function main(): void {
       `latency ${args.latencyUs / 1000} ms, ${args.durationMs / 1000} s simulated per combination, seed ${args.seed}`,
   );
   say(`replay: ${replay}`);
-  const lists = { leaseSizes: args.leaseSizesTokens, ttlsMs: args.ttlsMs, allowances: args.allowancesTokens, leaseModes: args.leaseModes, refreshesMs: args.refreshesMs };
+  const lists = {
+    leaseSizes: args.leaseSizesTokens, ttlsMs: args.ttlsMs, allowances: args.allowancesTokens, leaseModes: args.leaseModes, refreshesMs: args.refreshesMs, reportsMs: args.reportsMs,
+  };
   const total = tokenleaseSettings(lists).length + 2;
   let done = 0;
   const rows = runSweep(

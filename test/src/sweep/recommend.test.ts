@@ -14,7 +14,8 @@ const local = (utilization: number): SweepRow => sampleRow({ strategy: 'local', 
 const rate = (refreshMs: number, ttlMs: number, utilization: number, roundTripsPer1k: number, extra: Partial<SweepRow> = {}): SweepRow =>
   sampleRow({ strategy: 'rate', leaseSize: null, refreshMs, ttlMs, utilization, roundTripsPer1k, strandedTokens: null, ...extra });
 
-const key = (row: SweepRow | null): string | null => (row === null ? null : `${row.strategy}/${row.leaseSize ?? row.refreshMs}/${row.ttlMs}/${row.allowance}`);
+const key = (row: SweepRow | null): string | null =>
+  row === null ? null : `${row.strategy}/${row.leaseSize ?? row.refreshMs}/${row.ttlMs}/${row.allowance}${(row.reportMs ?? 0) > 0 ? `/reports ${row.reportMs}` : ''}`;
 
 describe('recommend picks', () => {
   const cases: [string, SweepRow[], number, string | null][] = [
@@ -37,6 +38,12 @@ describe('recommend picks', () => {
     ['the shorter refresh among rate rows on equal round-trips', [rate(1000, 2000, 0.99, 50), rate(500, 2000, 0.99, 50)], 0.97, 'rate/500/2000/0'],
     ['the sample sweep with rate rows: still lease 10, TTL 5 s', [...sampleSweepRows([0]), ...sampleRateRows([0])], 0.97, 'lease/10/5000/0'],
     ['the sample rate rows at a 90% target: refresh 2 s', [...sampleSweepRows([0]), ...sampleRateRows([0])], 0.9, 'rate/2000/5000/0'],
+    ['a report row when it is the cheapest at the target, reports counted', [lease(50, 2000, 0.98, 60, { reportMs: 100 }), lease(10, 2000, 0.99, 100)], 0.97, 'lease/50/2000/0/reports 100'],
+    ['not a report row below the target', [lease(50, 2000, 0.96, 60, { reportMs: 100 }), lease(10, 2000, 0.99, 100)], 0.97, 'lease/10/2000/0'],
+    ['not a report row that exceeded the envelope', [lease(50, 2000, 0.99, 60, { reportMs: 100, overAdmitted: 1 }), lease(10, 2000, 0.99, 100)], 0.97, 'lease/10/2000/0'],
+    ['reports off on a full tie', [lease(10, 2000, 0.99, 50, { reportMs: 100 }), lease(10, 2000, 0.99, 50)], 0.97, 'lease/10/2000/0'],
+    ['the longer report interval on a full tie', [lease(10, 2000, 0.99, 50, { reportMs: 100 }), lease(10, 2000, 0.99, 50, { reportMs: 500 })], 0.97, 'lease/10/2000/0/reports 500'],
+    ['a strict report row over an allowance row on equal round-trips', [lease(50, 2000, 0.99, 50, { allowance: 500 }), lease(50, 2000, 0.99, 50, { reportMs: 100 })], 0.97, 'lease/50/2000/0/reports 100'],
     ['nothing when no row reaches the target', [lease(25, 2000, 0.87, 40), lease(50, 2000, 0.49, 20)], 0.97, null],
     ['nothing when only envelope breakers reach it', [lease(10, 2000, 0.99, 100, { overAdmitted: 5 }), lease(50, 2000, 0.49, 20)], 0.97, null],
     ['nothing without lease rows', [central(1), local(0.7)], 0.97, null],
@@ -62,12 +69,18 @@ describe('recommend explains', () => {
     ['no candidate: the target is beyond even the central bucket', [lease(10, 2000, 0.9, 100), central(0.95)], 0.97, ['central) reaches only 95.0%', 'lower --target-utilization']],
     ['no candidate: every row broke the envelope', [lease(10, 2000, 0.99, 100, { overAdmitted: 4 }), lease(5, 2000, 0.99, 200, { overAdmitted: 9 })], 0.97, ['Every one of the 2 lease setting(s) exceeded the envelope', 'worst by 9 tokens', 'bug']],
     ['no lease rows', [central(1)], 0.97, ['no lease rows']],
+    ['a report choice: its interval, and that reports are counted', [lease(50, 2000, 0.98, 60, { reportMs: 100 })], 0.97, ['Lease 50 tokens, TTL 2s, allowance 0, usage reports every 100ms admits 98.0%', '60.0 round-trips per 1,000 admissions (usage reports included, each counted as a round-trip)']],
+    ['no candidate and no reports tried: try them', [lease(50, 2000, 0.8, 40)], 0.97, ['--reports 100ms']],
     ['a rate choice', [rate(1000, 2000, 0.98, 21.5), lease(10, 2000, 0.99, 100)], 0.97, ['Rate leases, refresh 1s, TTL 2s, allowance 0 admits 98.0%', '21.5 round-trips', 'fewest of the 2 setting(s)']],
     ['no candidate: rate best at the shortest refresh', [rate(250, 1000, 0.95, 80), rate(1000, 2000, 0.93, 20), lease(10, 2000, 0.9, 100)], 0.97, ['the best was 95.0% (rate leases, refresh 250ms, TTL 1s, allowance 0)', 'shortest refresh interval tried (250ms)', 'larger allowance']],
   ];
   it.each(cases)('%s', (_name, rows, target, fragments) => {
     const reason = recommend(rows, target).reason;
     for (const fragment of fragments) expect(reason).toContain(fragment);
+  });
+
+  it('does not suggest usage reports when some were tried', () => {
+    expect(recommend([lease(50, 2000, 0.8, 40), lease(50, 2000, 0.85, 60, { reportMs: 100 })], 0.97).reason).not.toContain('--reports');
   });
 
   it.each([0, -0.5, 1.01, Number.NaN])('refuses target %s', (target) => {
@@ -81,6 +94,8 @@ describe('describeRecommendation', () => {
     ['a choice with an allowance', [lease(25, 5000, 0.99, 40, { allowance: 2000 })], 'Recommendation: maxLeaseTokens: 25, leaseTtlMs: 5000, allowance: 2000.'],
     ['rate leases', [rate(1000, 2000, 0.99, 20)], 'Recommendation: leaseMode: rate, leaseTtlMs: 2000, maxLeaseTokens: the capacity; agents refreshMs: 1000.'],
     ['rate leases with an allowance', [rate(500, 5000, 0.99, 20, { allowance: 100 })], 'Recommendation: leaseMode: rate, leaseTtlMs: 5000, maxLeaseTokens: the capacity, allowance: 100; agents refreshMs: 500.'],
+    ['usage reports', [lease(50, 2000, 0.99, 60, { reportMs: 100 })], 'Recommendation: maxLeaseTokens: 50, leaseTtlMs: 2000; agents reportMs: 100.'],
+    ['usage reports with an allowance', [lease(50, 2000, 0.99, 60, { reportMs: 250, allowance: 500 })], 'Recommendation: maxLeaseTokens: 50, leaseTtlMs: 2000, allowance: 500; agents reportMs: 250.'],
     ['none', [lease(25, 5000, 0.5, 40)], 'No recommendation.'],
   ];
   it.each(cases)('%s', (_name, rows, headline) => {
@@ -100,6 +115,7 @@ describe('recommend (property)', () => {
     refreshMs: fc.constantFrom(250, 1000),
     ttlMs: fc.constantFrom(1000, 2000),
     allowance: fc.constantFrom(0, 2000),
+    reportMs: fc.constantFrom(0, 0, 100, 500),
     utilization: fc.constantFrom(0.5, 0.96, 0.97, 0.99, 1),
     roundTripsPer1k: fc.constantFrom(10, 40, 100, 1000),
     overAdmitted: fc.constantFrom(0, 0, 0, 7),
@@ -108,7 +124,11 @@ describe('recommend (property)', () => {
     fc.assert(
       fc.property(fc.array(row, { maxLength: 30 }), (specs) => {
         const rows = specs.map((s) =>
-          s.strategy === 'lease' ? sampleRow({ ...s, refreshMs: null }) : s.strategy === 'rate' ? sampleRow({ ...s, leaseSize: null }) : sampleRow({ ...s, leaseSize: null, refreshMs: null, ttlMs: null }),
+          s.strategy === 'lease'
+            ? sampleRow({ ...s, refreshMs: null })
+            : s.strategy === 'rate'
+              ? sampleRow({ ...s, leaseSize: null, reportMs: null })
+              : sampleRow({ ...s, leaseSize: null, refreshMs: null, ttlMs: null, reportMs: null }),
         );
         const ok = (r: SweepRow): boolean => (r.strategy === 'lease' || r.strategy === 'rate') && r.overAdmitted === 0 && r.utilization >= 0.97;
         const chosen = recommend(rows, 0.97).row;
@@ -117,7 +137,8 @@ describe('recommend (property)', () => {
           return;
         }
         expect(ok(chosen)).toBe(true);
-        const rank = (r: SweepRow): number[] => [r.roundTripsPer1k, r.strategy === 'lease' ? 0 : 1, r.leaseSize ?? 0, r.refreshMs ?? 0, r.ttlMs ?? 0, r.allowance];
+        const reportRank = (r: SweepRow): number => ((r.reportMs ?? 0) === 0 ? 0 : 1 / (r.reportMs ?? 1));
+        const rank = (r: SweepRow): number[] => [r.roundTripsPer1k, r.strategy === 'lease' ? 0 : 1, r.leaseSize ?? 0, r.refreshMs ?? 0, r.ttlMs ?? 0, r.allowance, reportRank(r)];
         for (const other of rows.filter(ok)) {
           const [a, b] = [rank(other), rank(chosen)];
           const i = a.findIndex((v, j) => v !== b[j]);

@@ -7,8 +7,19 @@
  * utilization, pick the one with the fewest round-trips per 1,000
  * admissions; ties go to chunk leases, then the smaller lease size or
  * shorter refresh interval, then the shorter TTL, then the smaller
- * allowance (the stricter promise). A row that exceeded the envelope is
- * never recommended, whatever else it achieved.
+ * allowance (the stricter promise), then usage reports off, then the
+ * longer report interval. A row that exceeded the envelope is never
+ * recommended, whatever else it achieved. Allowance and report rows exist
+ * only when asked for (--allowances, --reports), and are weighed like any
+ * other row.
+ *
+ * Usage reports: a report is a one-way publish (no reply, nothing waits on
+ * it), cheaper than a round-trip; but the simulator counts each one in
+ * `roundTripsPer1k` and cannot tell them apart, so the rule weighs a report
+ * as a full round-trip. That is conservative: a report row chosen this way
+ * also beats every row without reports under any lighter weighing of its
+ * reports; only a report row that misses on full weight by a little could
+ * have won on a lighter one.
  * When nothing qualifies, the reason says how close the sweep came and what
  * to change. Pure: the same rows give the same answer, and the returned row
  * is one of the given rows (same object), so callers can mark it.
@@ -31,17 +42,22 @@ export interface Recommendation {
 type LeaseRow = SweepRow & { readonly strategy: 'lease' | 'rate'; readonly ttlMs: number };
 
 const pct = (fraction: number): string => `${formatPercent(fraction)}%`;
+const reportsOf = (row: SweepRow): number => row.reportMs ?? 0;
 const setting = (row: LeaseRow): string =>
-  `${row.strategy === 'rate' ? `rate leases, refresh ${formatDurationMs(row.refreshMs ?? 0)}` : `lease ${formatCount(row.leaseSize ?? 0)} tokens`}, TTL ${formatDurationMs(row.ttlMs)}, allowance ${formatCount(row.allowance)}`;
+  `${row.strategy === 'rate' ? `rate leases, refresh ${formatDurationMs(row.refreshMs ?? 0)}` : `lease ${formatCount(row.leaseSize ?? 0)} tokens`}, TTL ${formatDurationMs(row.ttlMs)}, allowance ${formatCount(row.allowance)}` +
+  (reportsOf(row) > 0 ? `, usage reports every ${formatDurationMs(reportsOf(row))}` : '');
 
 const capitalize = (text: string): string => text.charAt(0).toUpperCase() + text.slice(1);
 
-/** Fewest round-trips, then chunk leases, smaller lease or shorter refresh, shorter TTL, smaller allowance. */
+/** reportRank — reports off first (0), then longer intervals (fewer messages) before shorter ones. */
+const reportRank = (row: LeaseRow): number => (reportsOf(row) === 0 ? 0 : 1 / reportsOf(row));
+
+/** Fewest round-trips (reports counted in them), then chunk leases, smaller lease or shorter refresh, shorter TTL, smaller allowance, reports off, longer report interval. */
 function cheaper(a: LeaseRow, b: LeaseRow): number {
   const mode = (row: LeaseRow): number => (row.strategy === 'lease' ? 0 : 1);
   return (
     a.roundTripsPer1k - b.roundTripsPer1k || mode(a) - mode(b) || (a.leaseSize ?? 0) - (b.leaseSize ?? 0) ||
-    (a.refreshMs ?? 0) - (b.refreshMs ?? 0) || a.ttlMs - b.ttlMs || a.allowance - b.allowance
+    (a.refreshMs ?? 0) - (b.refreshMs ?? 0) || a.ttlMs - b.ttlMs || a.allowance - b.allowance || reportRank(a) - reportRank(b)
   );
 }
 
@@ -78,9 +94,10 @@ export function recommend(rows: readonly SweepRow[], targetUtilization: number):
 
   if (chosen !== undefined) {
     const centralNote = central === undefined ? '' : `; a round-trip per request (central) costs ${formatFixed(central.roundTripsPer1k, 1)}`;
+    const reportNote = reportsOf(chosen) > 0 ? ' (usage reports included, each counted as a round-trip)' : '';
     return done(chosen, [
       `${capitalize(setting(chosen))} admits ${pct(chosen.utilization)} of what one ideal bucket admits (target ${pct(targetUtilization)})` +
-        ` with ${formatFixed(chosen.roundTripsPer1k, 1)} round-trips per 1,000 admissions, the fewest of the` +
+        ` with ${formatFixed(chosen.roundTripsPer1k, 1)} round-trips per 1,000 admissions${reportNote}, the fewest of the` +
         ` ${candidates.length} setting(s) that reach the target without exceeding the envelope${centralNote}.`,
       excludedNote,
     ]);
@@ -121,6 +138,9 @@ function suggestions(best: LeaseRow, safe: readonly LeaseRow[], central: SweepRo
     if (best.leaseSize === smallestSize && smallestSize > 1) {
       out.push(`Utilization was highest at the smallest lease size tried, so try smaller ones (below ${formatCount(smallestSize)} tokens, about B / active agents or less).`);
     }
+    if (!safe.some((row) => reportsOf(row) > 0)) {
+      out.push('Try usage reports (--reports 100ms): agents tell the coordinator what is left of a lease, so bounds of partly spent leases stop holding back the refill.');
+    }
   } else {
     const refreshes = [...new Set(same.map((row) => row.refreshMs ?? 0))].sort((a, b) => a - b);
     if (best.refreshMs === refreshes[0]) out.push(`Rate leases did best at the shortest refresh interval tried (${formatDurationMs(refreshes[0] ?? 0)}): try shorter ones (--refreshes).`);
@@ -149,7 +169,8 @@ function suggestions(best: LeaseRow, safe: readonly LeaseRow[], central: SweepRo
  * fields to configure (`maxLeaseTokens: 10, leaseTtlMs: 2000`, or for rate
  * leases `leaseMode: rate, leaseTtlMs: 2000`, maxLeaseTokens as large as the
  * capacity (as the sweep ran them) and the agents' `refreshMs`,
- * plus `allowance` when above 0), or `No recommendation.`
+ * plus `allowance` when above 0 and the agents' `reportMs` when reports
+ * are on), or `No recommendation.`
  */
 export function recommendationHeadline(rec: Recommendation): string {
   const row = rec.row;
@@ -159,7 +180,8 @@ export function recommendationHeadline(rec: Recommendation): string {
     return `Recommendation: leaseMode: rate, leaseTtlMs: ${row.ttlMs}, maxLeaseTokens: the capacity${allowance}; agents refreshMs: ${row.refreshMs}.`;
   }
   if (row.leaseSize === null) return 'No recommendation.';
-  return `Recommendation: maxLeaseTokens: ${row.leaseSize}, leaseTtlMs: ${row.ttlMs}${allowance}.`;
+  const reports = reportsOf(row) > 0 ? `; agents reportMs: ${reportsOf(row)}` : '';
+  return `Recommendation: maxLeaseTokens: ${row.leaseSize}, leaseTtlMs: ${row.ttlMs}${allowance}${reports}.`;
 }
 
 /**

@@ -1,6 +1,6 @@
 /**
  * The one row shape of the lease-size sweep: every combination of lease size,
- * TTL and allowance (chunk leases), every refresh interval, TTL and
+ * TTL, allowance and usage-report interval (chunk leases), every refresh interval, TTL and
  * allowance (rate leases), and each baseline, produces exactly one SweepRow.
  *
  * Guarantees: the fields below are the whole contract between the simulator
@@ -31,8 +31,9 @@ export const STRATEGY_DESCRIPTIONS: Readonly<Record<Strategy, string>> = {
 
 /**
  * SweepRow — what one simulated run measured. Baselines have `leaseSize`,
- * `refreshMs` and `ttlMs` null and `allowance` 0; rate rows have
- * `leaseSize` null (their leases are capped by their share of B).
+ * `refreshMs`, `ttlMs` and `reportMs` null and `allowance` 0; rate rows have
+ * `leaseSize` and `reportMs` null (their leases are capped by their share
+ * of B; usage reports apply to chunk leases only).
  */
 export interface SweepRow {
   /** 'lease' = tokenlease, chunk leases; 'rate' = tokenlease, rate leases; 'central' = a round-trip per request to one exact bucket; 'local' = independent buckets of r/N per agent. */
@@ -45,6 +46,8 @@ export interface SweepRow {
   readonly ttlMs: number | null;
   /** Extra burst tokens allowed beyond B (0 = strict), tokens; baselines 0. */
   readonly allowance: number;
+  /** The agents' usage-report interval (keeper reportMs) for 'lease', ms, 0 = off; null otherwise. */
+  readonly reportMs: number | null;
   /** Tokens admitted by the fleet. */
   readonly admitted: number;
   /** Tokens one ideal shared bucket admits for the same arrivals. */
@@ -53,7 +56,14 @@ export interface SweepRow {
   readonly utilization: number;
   /** Worst excess of admitted over B + r·T in any window, tokens; 0 when the envelope held. */
   readonly overAdmitted: number;
-  /** Coordinator round-trips per 1,000 admitted requests. */
+  /**
+   * Coordinator messages per 1,000 admitted requests, as the simulator
+   * counts them (SimResult.roundTrips): every request attempt (a
+   * round-trip) and, for a 'lease' row with `reportMs` > 0, every one-way
+   * usage report too: the simulator counts a published report like an
+   * attempt and does not count them apart. With reports off it is exactly
+   * the round-trips.
+   */
   readonly roundTripsPer1k: number;
   /** Tokens leased and then lost at expiry or never used; null for 'rate' (what a rate lease accrues is not counted). */
   readonly strandedTokens: number | null;
@@ -101,6 +111,7 @@ const nonNegative = (value: number): boolean => Number.isFinite(value) && value 
 /**
  * sweepRowProblem — what is wrong with a row, or null when it is sound:
  * counts finite and non-negative, `leaseSize`/`ttlMs` positive for 'lease',
+ * `reportMs` ≥ 0 for 'lease' and null otherwise,
  * `refreshMs`/`ttlMs` positive for 'rate', the others null (all three for
  * baselines), `strandedTokens` null for 'rate' only, `jain` and
  * `jainOverShare` in (0, 1], `denialRate` in [0, 1].
@@ -115,6 +126,7 @@ export function sweepRowProblem(row: SweepRow): string | null {
   }
   if (row.strategy === 'lease') {
     if (row.leaseSize === null || !(row.leaseSize >= 1)) return `a lease row needs leaseSize ≥ 1, got ${row.leaseSize}`;
+    if (row.reportMs === null || !nonNegative(row.reportMs)) return `a lease row needs reportMs ≥ 0 (0 = off), got ${row.reportMs}`;
     if (row.ttlMs === null || !(row.ttlMs > 0)) return `a lease row needs ttlMs > 0, got ${row.ttlMs}`;
     if (row.refreshMs !== null) return `a lease row has refreshMs null, got ${row.refreshMs}`;
   } else if (row.strategy === 'rate') {
@@ -124,6 +136,7 @@ export function sweepRowProblem(row: SweepRow): string | null {
   } else if (row.leaseSize !== null || row.ttlMs !== null || row.refreshMs !== null) {
     return `a ${row.strategy} baseline has leaseSize, refreshMs and ttlMs null`;
   }
+  if (row.strategy !== 'lease' && row.reportMs !== null) return `a ${row.strategy} row has reportMs null (usage reports are for chunk leases), got ${row.reportMs}`;
   if (!nonNegative(row.allowance)) return `allowance must be ≥ 0, got ${row.allowance}`;
   if (!(row.jain > 0 && row.jain <= 1)) return `jain must be in (0, 1], got ${row.jain}`;
   if (!(row.jainOverShare > 0 && row.jainOverShare <= 1)) return `jainOverShare must be in (0, 1], got ${row.jainOverShare}`;

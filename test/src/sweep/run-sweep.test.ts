@@ -3,7 +3,7 @@
  * leases) and both baselines see the same arrivals, none exceeds the
  * envelope, and the figures relate the way leasing promises (bigger leases
  * or longer refresh intervals, fewer round-trips; local buckets strand
- * capacity under skew).
+ * capacity under skew); usage reports run on chunk rows only.
  */
 import { describe, expect, it } from 'vitest';
 import { makeRate } from '@tokenlease/shared';
@@ -21,6 +21,7 @@ describe('runSweep', () => {
     allowances: [0],
     leaseModes: ['chunk', 'rate'],
     refreshesMs: [250, 1000],
+    reportsMs: [0],
     latencyUs: 1000,
     durationMs: 10_000,
     seed: 99,
@@ -69,5 +70,39 @@ describe('runSweep', () => {
     // 8 agents renewing once a second, at under 600 admissions a second.
     expect(slow!.roundTripsPer1k).toBeGreaterThan(8);
     expect(slow!.roundTripsPer1k).toBeLessThan(40);
+  });
+});
+
+describe('runSweep with usage reports', () => {
+  const rows = runSweep({
+    agents: 8,
+    capacity: 200,
+    refill: makeRate(400, 1000),
+    workload: { name: 'zipf', load: 1.5, exponent: 1 },
+    leaseSizes: [50],
+    ttlsMs: [2000],
+    allowances: [0],
+    leaseModes: ['chunk', 'rate'],
+    refreshesMs: [1000],
+    reportsMs: [0, 100],
+    latencyUs: 1000,
+    durationMs: 10_000,
+    seed: 99,
+  });
+
+  it('runs each chunk setting once per report interval, rate rows and baselines without', () => {
+    expect(rows.map((r) => `${r.strategy}:${r.leaseSize ?? r.refreshMs}:${r.reportMs}`)).toEqual([
+      'lease:50:0', 'lease:50:100', 'rate:1000:null', 'central:null:null', 'local:null:null',
+    ]);
+    expect(rows.map(sweepRowProblem)).toEqual(rows.map(() => null));
+    for (const row of rows) expect(row.overAdmitted).toBe(0);
+  });
+
+  it('counts the reports in RT/1k: at most one per agent per interval on top of the round-trips', () => {
+    const [off, on] = rows;
+    expect(on!.roundTripsPer1k).toBeGreaterThan(off!.roundTripsPer1k);
+    // At most one report per agent per 100 ms: 8 agents × (10 s + warm-up), per 1,000 admissions.
+    const admissions = on!.requests * (1 - on!.denialRate);
+    expect(on!.roundTripsPer1k).toBeLessThan(off!.roundTripsPer1k + (1000 * 8 * 120) / admissions);
   });
 });

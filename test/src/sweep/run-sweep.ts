@@ -1,9 +1,13 @@
 /**
- * runSweep — every lease size × TTL combination (chunk leases), every
+ * runSweep — every lease size × TTL × usage-report interval combination
+ * (chunk leases), every
  * refresh interval × TTL (rate leases), and the two baselines, on the very
  * same arrivals (one seed), each reduced to one SweepRow.
  * Rate rows' leases are capped only by the agent's share of B
  * (maxLeaseTokens = B); settings.ts says which TTLs they run with.
+ * A chunk row with a report interval above 0 runs its agents with keeper
+ * reportMs set to it; the simulator counts each report it publishes in
+ * roundTrips, so that row's roundTripsPer1k includes them (see row.ts).
  */
 import type { Rate } from '@tokenlease/shared';
 import type { SimConfig, SimResult } from '../sim/sim-config.js';
@@ -30,6 +34,8 @@ export interface SweepInput {
   readonly leaseModes: readonly LeaseMode[];
   /** The agents' refresh intervals (keeper refreshMs) to try with rate leases, ms. */
   readonly refreshesMs: readonly number[];
+  /** The agents' usage-report intervals (keeper reportMs) to try with chunk leases, ms; 0 = off. */
+  readonly reportsMs: readonly number[];
   readonly latencyUs: number;
   readonly durationMs: number;
   readonly seed: number;
@@ -43,7 +49,7 @@ interface Common {
   readonly takeTimeoutMs: number;
 }
 
-const BASELINE: Setting = { leaseSize: null, refreshMs: null, ttlMs: null, allowance: 0 };
+const BASELINE: Setting = { leaseSize: null, refreshMs: null, ttlMs: null, allowance: 0, reportMs: null };
 
 function rowOf(strategy: SweepRow['strategy'], setting: Setting, c: Common, r: {
   admittedTokens: number; admittedCount: number; deniedCount: number; roundTrips: number; strandedTokens: number | null;
@@ -70,6 +76,7 @@ function rowOf(strategy: SweepRow['strategy'], setting: Setting, c: Common, r: {
 /** simulatedRow — one tokenlease setting, simulated: chunk leases of `leaseSize`, or rate leases renewed every `refreshMs`. */
 function simulatedRow(input: SweepInput, setting: Setting & { readonly ttlMs: number }, common: Common): SweepRow {
   const rate = setting.refreshMs !== null;
+  const reportMs = setting.reportMs ?? 0;
   const config: SimConfig = {
     seed: input.seed,
     agents: input.agents,
@@ -83,11 +90,11 @@ function simulatedRow(input: SweepInput, setting: Setting & { readonly ttlMs: nu
     partitions: [],
     faults: [],
     driftMax: 0,
-    ...(setting.refreshMs === null ? {} : { keeper: { refreshMs: setting.refreshMs } }),
+    keeper: { ...(setting.refreshMs === null ? {} : { refreshMs: setting.refreshMs }), ...(reportMs > 0 ? { reportMs } : {}) },
   };
   const r: SimResult = runSimulation(config);
   if (r.violations.length > 0) {
-    const what = rate ? `rate leases, refresh ${setting.refreshMs} ms` : `lease ${setting.leaseSize}`;
+    const what = rate ? `rate leases, refresh ${setting.refreshMs} ms` : `lease ${setting.leaseSize}, reports every ${reportMs} ms`;
     throw new Error(`${what}, TTL ${setting.ttlMs} ms, allowance ${setting.allowance} broke a check: ${r.violations[0]}`);
   }
   return rowOf(rate ? 'rate' : 'lease', setting, common, { ...r, strandedTokens: rate ? null : r.strandedTokens, waitsMs: r.takeWaitsMs });

@@ -20,10 +20,14 @@ export const SAMPLE_IDEAL_TOKENS = 60_500;
 const STRICT_UTILIZATION: Readonly<Record<number, number>> = { 5: 0.999, 10: 0.999, 25: 0.87, 50: 0.49, 100: 0.31 };
 const ALLOWANCE_UTILIZATION: Readonly<Record<number, number>> = { 5: 1.01, 10: 1.01, 25: 1.0, 50: 0.93, 100: 0.74 };
 
-/** sampleRow — one made-up row; `overrides` replaces any field (counts in tokens, times in ms). */
+/**
+ * sampleRow — one made-up row; `overrides` replaces any field (counts in
+ * tokens, times in ms). `reportMs` defaults to 0 (off) for a lease row and
+ * null for the other strategies.
+ */
 export function sampleRow(overrides: Partial<SweepRow> = {}): SweepRow {
   return {
-    strategy: 'lease', leaseSize: 10, refreshMs: null, ttlMs: 2000, allowance: 0,
+    strategy: 'lease', leaseSize: 10, refreshMs: null, ttlMs: 2000, allowance: 0, reportMs: (overrides.strategy ?? 'lease') === 'lease' ? 0 : null,
     admitted: 60_440, idealAdmitted: SAMPLE_IDEAL_TOKENS, utilization: utilizationOf(60_440, SAMPLE_IDEAL_TOKENS),
     overAdmitted: 0, roundTripsPer1k: 100, strandedTokens: 40, jain: 0.98, jainOverShare: 0.99, p99WaitMs: 3.2, denialRate: 0.33, requests: 90_000,
     ...overrides,
@@ -72,7 +76,7 @@ export function sampleSweepRows(allowances: readonly number[] = [0]): SweepRow[]
  * it, for each of `allowances`, longest refresh first (out of order).
  */
 export function sampleRateRows(allowances: readonly number[] = [0]): SweepRow[] {
-  const settings = tokenleaseSettings({ allowances, ttlsMs: [1000, 2000, 5000], leaseSizes: [], leaseModes: ['rate'], refreshesMs: [250, 500, 1000, 2000] });
+  const settings = tokenleaseSettings({ allowances, ttlsMs: [1000, 2000, 5000], leaseSizes: [], leaseModes: ['rate'], refreshesMs: [250, 500, 1000, 2000], reportsMs: [0] });
   return settings.reverse().map((setting) => {
     const refreshMs = setting.refreshMs ?? 1000;
     const utilization = 0.95 - refreshMs / 100_000;

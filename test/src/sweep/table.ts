@@ -7,8 +7,10 @@
  * numeric columns right-aligned, two spaces apart, so the header, rule and
  * row lines all have the same length. Chunk-lease rows come first, then
  * rate-lease rows, each sorted by TTL, then lease size or refresh interval,
- * then allowance; baselines last (central, then local). Cells are
- * locale-independent; a missing lease size, refresh interval or TTL prints `-`.
+ * then allowance, then usage-report interval (so each lease size reads
+ * strict, strict with reports, allowance, ...); baselines last (central,
+ * then local). Cells are locale-independent; a missing lease size, refresh
+ * interval, report interval or TTL prints `-`, reports off print `off`.
  */
 import { escapeHtml, formatCount, formatFixed, formatPercent } from './format.js';
 import { formatDurationMs } from './duration.js';
@@ -32,11 +34,12 @@ export const TABLE_COLUMNS: readonly TableColumn[] = [
   { header: 'refresh', title: "the agents' refresh interval (rate leases)", align: 'right', cell: (r) => (r.refreshMs === null ? NONE : formatDurationMs(r.refreshMs)) },
   { header: 'TTL', title: 'lease TTL', align: 'right', cell: (r) => (r.ttlMs === null ? NONE : formatDurationMs(r.ttlMs)) },
   { header: 'allowance', title: 'extra burst tokens beyond B (0 = strict)', align: 'right', cell: (r) => formatCount(r.allowance) },
+  { header: 'reports', title: "the agents' usage-report interval (keeper reportMs; chunk leases; off = none)", align: 'right', cell: (r) => (r.reportMs === null ? NONE : r.reportMs === 0 ? 'off' : formatDurationMs(r.reportMs)) },
   { header: 'admitted', title: 'tokens admitted by the fleet', align: 'right', cell: (r) => formatCount(r.admitted) },
   { header: 'ideal', title: 'tokens one ideal shared bucket admits for the same arrivals', align: 'right', cell: (r) => formatCount(r.idealAdmitted) },
   { header: 'util %', title: 'admitted as a percentage of ideal', align: 'right', cell: (r) => formatPercent(r.utilization) },
   { header: 'over', title: 'worst excess over B + r·T in any window, tokens (0 = envelope held)', align: 'right', cell: (r) => formatCount(r.overAdmitted) },
-  { header: 'RT/1k', title: 'coordinator round-trips per 1,000 admitted requests', align: 'right', cell: (r) => formatFixed(r.roundTripsPer1k, 1) },
+  { header: 'RT/1k', title: 'coordinator round-trips per 1,000 admitted requests; with usage reports on, the one-way reports are counted in it too (the simulator counts every message an agent sends)', align: 'right', cell: (r) => formatFixed(r.roundTripsPer1k, 1) },
   { header: 'stranded', title: 'tokens leased and then lost at expiry or never used (not measured for rate leases)', align: 'right', cell: (r) => (r.strandedTokens === null ? NONE : formatCount(r.strandedTokens)) },
   { header: 'Jain', title: "Jain's fairness index over agents with equal demand, (0, 1]", align: 'right', cell: (r) => formatFixed(r.jain, 3) },
   { header: 'Jain>share', title: "Jain's index over the agents whose demand exceeds their max-min fair share (they should get equal amounts), (0, 1]", align: 'right', cell: (r) => formatFixed(r.jainOverShare, 3) },
@@ -44,11 +47,14 @@ export const TABLE_COLUMNS: readonly TableColumn[] = [
   { header: 'denied %', title: 'denied requests as a percentage of offered requests', align: 'right', cell: (r) => formatPercent(r.denialRate) },
 ];
 
+/** REPORTS_NOTE — the footnote under a table with usage reports on: what RT/1k counts for those rows. */
+export const REPORTS_NOTE = 'RT/1k of rows with reports on counts the one-way usage reports as well as the round-trips (the simulator does not count them apart)';
+
 const compareNullable = (a: number | null, b: number | null): number => (a ?? 0) - (b ?? 0);
 
 /**
  * sortSweepRows — a sorted copy in STRATEGIES order (lease, rate, central,
- * local), each by TTL, lease size, refresh interval, allowance.
+ * local), each by TTL, lease size, refresh interval, allowance, report interval.
  */
 export function sortSweepRows(rows: readonly SweepRow[]): SweepRow[] {
   return [...rows].sort(
@@ -57,7 +63,8 @@ export function sortSweepRows(rows: readonly SweepRow[]): SweepRow[] {
       compareNullable(a.ttlMs, b.ttlMs) ||
       compareNullable(a.leaseSize, b.leaseSize) ||
       compareNullable(a.refreshMs, b.refreshMs) ||
-      a.allowance - b.allowance,
+      a.allowance - b.allowance ||
+      compareNullable(a.reportMs, b.reportMs),
   );
 }
 
@@ -70,7 +77,8 @@ export interface TableOptions {
  * renderTable — the rows as an aligned plain-text table (no trailing
  * newline). With `options.marked` a leading `*` column flags that row and a
  * footnote explains it; rows with `overAdmitted > 0` get a `!` there and a
- * footnote too. No rows: the header and `(no rows)`.
+ * footnote too; when a row has usage reports on, a footnote says RT/1k
+ * counts them. No rows: the header and `(no rows)`.
  */
 export function renderTable(rows: readonly SweepRow[], options: TableOptions = {}): string {
   const sorted = sortSweepRows(rows);
@@ -92,6 +100,7 @@ export function renderTable(rows: readonly SweepRow[], options: TableOptions = {
   if (sorted.length === 0) lines.push('(no rows)');
   if (marked !== null && sorted.includes(marked)) lines.push('* recommended');
   if (anyOver) lines.push('! exceeded the envelope B + A + r·T (over > 0): never acceptable');
+  if (sorted.some((row) => (row.reportMs ?? 0) > 0)) lines.push(REPORTS_NOTE);
   return lines.join('\n');
 }
 
