@@ -39,11 +39,15 @@ describe('a NATS restart under load', () => {
       traffic: { kind: 'steady', perSecond: 60 },
       random: seededRandom(seed),
       clock: hostMonoNowUs,
-      durationMs: 7000,
+      durationMs: 9000,
       onAdmit: (tUs, cost) => admissions.push({ tUs, cost }),
     });
 
     await new Promise((resolve) => setTimeout(resolve, 3000));
+    // Kill NATS while the lease in hand holds enough to show it keeps working (it runs low just before each top-up).
+    const limiter = agent.limiter('api');
+    for (const deadline = Date.now() + 4000; limiter.stats().balanceTokens < 50 && Date.now() < deadline; ) await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(limiter.stats().balanceTokens).toBeGreaterThanOrEqual(50);
     await nats.kill();
     const killedUs = hostMonoNowUs();
     await new Promise((resolve) => setTimeout(resolve, 1000));
