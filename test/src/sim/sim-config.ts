@@ -113,6 +113,8 @@ export interface SimResult {
   readonly violations: readonly string[];
   /** Request attempts sent to the coordinator (each is a round-trip). */
   readonly roundTrips: number;
+  /** Usage reports published (one-way messages; not in roundTrips). */
+  readonly reports: number;
   /** Tokens granted (rate leases: the top-ups only; what accrues is not counted). */
   readonly grantedTokens: number;
   readonly returnedTokens: number;

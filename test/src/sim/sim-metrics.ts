@@ -14,6 +14,7 @@ export class SimMetrics {
   admittedCount = 0;
   deniedCount = 0;
   roundTrips = 0;
+  reports = 0;
   grantedTokens = 0;
   returnedTokens = 0;
   takeTimeouts = 0;
@@ -61,6 +62,7 @@ export class SimMetrics {
       admittedCount: this.admittedCount,
       deniedCount: this.deniedCount,
       roundTrips: this.roundTrips,
+      reports: this.reports,
       grantedTokens: this.grantedTokens,
       returnedTokens: this.returnedTokens,
       takeTimeouts: this.takeTimeouts,

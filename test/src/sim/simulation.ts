@@ -256,7 +256,9 @@ class Simulation {
     for (const action of actions) {
       const attempt = agent.attemptOf(action, this.now);
       const to: ReplyTo = { id: agent.id, slot: agent.slot, seq: action.seq, attempt };
-      this.m.roundTrips += 1;
+      // A published usage report is a one-way message, not a round-trip.
+      if (action.type === 'publish') this.m.reports += 1;
+      else this.m.roundTrips += 1;
       const subject = subjectFor(PREFIX, action.message.op, POOL);
       const bytes = encodeMessage(action.message);
       for (const at of this.network.arrivals(agent.slot, this.now)) this.queue.push(at, { k: 'to-coordinator', to, subject, bytes });

@@ -151,7 +151,7 @@ function chartPair(leaseRows: readonly ChartRow[], axis: XAxis, baselines: reado
   const rtChart = renderLineChart({
     ...common,
     title: `Round-trips per 1,000 admissions vs ${axis.name}`,
-    yLabel: `round-trips per 1,000 admissions${leaseRows.some((row) => (row.reportMs ?? 0) > 0) ? ' (usage reports included)' : ''}`,
+    yLabel: 'round-trips per 1,000 admissions',
     series: series(roundTrips, 'round-trips per 1,000'),
     references: refs(roundTrips, ''),
     yFromZero: true,

@@ -14,12 +14,10 @@
  * other row.
  *
  * Usage reports: a report is a one-way publish (no reply, nothing waits on
- * it), cheaper than a round-trip; but the simulator counts each one in
- * `roundTripsPer1k` and cannot tell them apart, so the rule weighs a report
- * as a full round-trip. That is conservative: a report row chosen this way
- * also beats every row without reports under any lighter weighing of its
- * reports; only a report row that misses on full weight by a little could
- * have won on a lighter one.
+ * it), cheaper than a round-trip, but still a message the coordinator
+ * handles; the rule counts messages, weighing a report as a full
+ * round-trip. That is conservative: a report row chosen this way also beats
+ * every row without reports under any lighter weighing of its reports.
  * When nothing qualifies, the reason says how close the sweep came and what
  * to change. Pure: the same rows give the same answer, and the returned row
  * is one of the given rows (same object), so callers can mark it.
@@ -52,11 +50,14 @@ const capitalize = (text: string): string => text.charAt(0).toUpperCase() + text
 /** reportRank — reports off first (0), then longer intervals (fewer messages) before shorter ones. */
 const reportRank = (row: LeaseRow): number => (reportsOf(row) === 0 ? 0 : 1 / reportsOf(row));
 
-/** Fewest round-trips (reports counted in them), then chunk leases, smaller lease or shorter refresh, shorter TTL, smaller allowance, reports off, longer report interval. */
+/** messagesPer1k — round-trips and one-way reports per 1,000 admissions: what the rule minimizes. */
+const messagesPer1k = (row: SweepRow): number => row.roundTripsPer1k + row.reportsPer1k;
+
+/** Fewest messages (round-trips and reports), then chunk leases, smaller lease or shorter refresh, shorter TTL, smaller allowance, reports off, longer report interval. */
 function cheaper(a: LeaseRow, b: LeaseRow): number {
   const mode = (row: LeaseRow): number => (row.strategy === 'lease' ? 0 : 1);
   return (
-    a.roundTripsPer1k - b.roundTripsPer1k || mode(a) - mode(b) || (a.leaseSize ?? 0) - (b.leaseSize ?? 0) ||
+    messagesPer1k(a) - messagesPer1k(b) || mode(a) - mode(b) || (a.leaseSize ?? 0) - (b.leaseSize ?? 0) ||
     (a.refreshMs ?? 0) - (b.refreshMs ?? 0) || a.ttlMs - b.ttlMs || a.allowance - b.allowance || reportRank(a) - reportRank(b)
   );
 }
@@ -94,11 +95,11 @@ export function recommend(rows: readonly SweepRow[], targetUtilization: number):
 
   if (chosen !== undefined) {
     const centralNote = central === undefined ? '' : `; a round-trip per request (central) costs ${formatFixed(central.roundTripsPer1k, 1)}`;
-    const reportNote = reportsOf(chosen) > 0 ? ' (usage reports included, each counted as a round-trip)' : '';
+    const reportNote = reportsOf(chosen) > 0 ? ` and ${formatFixed(chosen.reportsPer1k, 1)} one-way usage reports` : '';
     return done(chosen, [
       `${capitalize(setting(chosen))} admits ${pct(chosen.utilization)} of what one ideal bucket admits (target ${pct(targetUtilization)})` +
         ` with ${formatFixed(chosen.roundTripsPer1k, 1)} round-trips per 1,000 admissions${reportNote}, the fewest of the` +
-        ` ${candidates.length} setting(s) that reach the target without exceeding the envelope${centralNote}.`,
+        ` ${candidates.length} setting(s) that reach the target without exceeding the envelope (counting reports as round-trips)${centralNote}.`,
       excludedNote,
     ]);
   }

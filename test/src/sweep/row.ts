@@ -56,15 +56,10 @@ export interface SweepRow {
   readonly utilization: number;
   /** Worst excess of admitted over B + r·T in any window, tokens; 0 when the envelope held. */
   readonly overAdmitted: number;
-  /**
-   * Coordinator messages per 1,000 admitted requests, as the simulator
-   * counts them (SimResult.roundTrips): every request attempt (a
-   * round-trip) and, for a 'lease' row with `reportMs` > 0, every one-way
-   * usage report too: the simulator counts a published report like an
-   * attempt and does not count them apart. With reports off it is exactly
-   * the round-trips.
-   */
+  /** Coordinator round-trips (request attempts) per 1,000 admitted requests. */
   readonly roundTripsPer1k: number;
+  /** One-way usage reports per 1,000 admitted requests (0 with reports off, and for rate rows and baselines). */
+  readonly reportsPer1k: number;
   /** Tokens leased and then lost at expiry or never used; null for 'rate' (what a rate lease accrues is not counted). */
   readonly strandedTokens: number | null;
   /** Jain's fairness index over agents with equal demand, in (0, 1]. */
@@ -117,7 +112,7 @@ const nonNegative = (value: number): boolean => Number.isFinite(value) && value 
  * `jainOverShare` in (0, 1], `denialRate` in [0, 1].
  */
 export function sweepRowProblem(row: SweepRow): string | null {
-  const counts = ['admitted', 'idealAdmitted', 'utilization', 'overAdmitted', 'roundTripsPer1k', 'p99WaitMs', 'requests'] as const;
+  const counts = ['admitted', 'idealAdmitted', 'utilization', 'overAdmitted', 'roundTripsPer1k', 'reportsPer1k', 'p99WaitMs', 'requests'] as const;
   for (const field of counts) {
     if (!nonNegative(row[field])) return `${field} must be a finite number ≥ 0, got ${row[field]}`;
   }

@@ -52,7 +52,7 @@ interface Common {
 const BASELINE: Setting = { leaseSize: null, refreshMs: null, ttlMs: null, allowance: 0, reportMs: null };
 
 function rowOf(strategy: SweepRow['strategy'], setting: Setting, c: Common, r: {
-  admittedTokens: number; admittedCount: number; deniedCount: number; roundTrips: number; strandedTokens: number | null;
+  admittedTokens: number; admittedCount: number; deniedCount: number; roundTrips: number; reports?: number; strandedTokens: number | null;
   perAgentAdmitted: readonly number[]; waitsMs: readonly number[]; worstExcessTokens: number;
 }): SweepRow {
   const timeouts = Math.max(0, c.takes - r.waitsMs.length);
@@ -64,6 +64,7 @@ function rowOf(strategy: SweepRow['strategy'], setting: Setting, c: Common, r: {
     utilization: c.ideal === 0 ? 1 : r.admittedTokens / c.ideal,
     overAdmitted: Math.max(0, r.worstExcessTokens),
     roundTripsPer1k: r.admittedCount === 0 ? 0 : (1000 * r.roundTrips) / r.admittedCount,
+    reportsPer1k: r.admittedCount === 0 ? 0 : (1000 * (r.reports ?? 0)) / r.admittedCount,
     strandedTokens: r.strandedTokens,
     jain: jain(r.perAgentAdmitted, c.perAgentOffered),
     jainOverShare: jainOverShare(r.perAgentAdmitted, c.perAgentOffered),

@@ -29,7 +29,7 @@ export function sampleRow(overrides: Partial<SweepRow> = {}): SweepRow {
   return {
     strategy: 'lease', leaseSize: 10, refreshMs: null, ttlMs: 2000, allowance: 0, reportMs: (overrides.strategy ?? 'lease') === 'lease' ? 0 : null,
     admitted: 60_440, idealAdmitted: SAMPLE_IDEAL_TOKENS, utilization: utilizationOf(60_440, SAMPLE_IDEAL_TOKENS),
-    overAdmitted: 0, roundTripsPer1k: 100, strandedTokens: 40, jain: 0.98, jainOverShare: 0.99, p99WaitMs: 3.2, denialRate: 0.33, requests: 90_000,
+    overAdmitted: 0, roundTripsPer1k: 100, reportsPer1k: 0, strandedTokens: 40, jain: 0.98, jainOverShare: 0.99, p99WaitMs: 3.2, denialRate: 0.33, requests: 90_000,
     ...overrides,
   };
 }

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { escapeHtml, formatCount, formatFixed, formatPercent, wrapText } from './format.js';
 import { sweepRowProblem, utilizationOf, type SweepRow } from './row.js';
 import { sampleRateRows, sampleRow, sampleSweepRows } from './sample-rows.js';
-import { REPORTS_NOTE, renderTable, renderTableHtml, sortSweepRows, TABLE_COLUMNS } from './table.js';
+import { renderTable, renderTableHtml, sortSweepRows, TABLE_COLUMNS } from './table.js';
 
 /** Column spans [start, end) read from the rule line under the header. */
 function spans(rule: string): [number, number][] {
@@ -43,7 +43,7 @@ describe('renderTable alignment', () => {
 describe('renderTable content', () => {
   it('has the agreed headers in order', () => {
     expect(TABLE_COLUMNS.map((c) => c.header)).toEqual([
-      'strategy', 'lease', 'refresh', 'TTL', 'allowance', 'reports', 'admitted', 'ideal', 'util %', 'over', 'RT/1k', 'stranded', 'Jain', 'Jain>share', 'p99 wait ms', 'denied %',
+      'strategy', 'lease', 'refresh', 'TTL', 'allowance', 'reports', 'admitted', 'ideal', 'util %', 'over', 'RT/1k', 'rep/1k', 'stranded', 'Jain', 'Jain>share', 'p99 wait ms', 'denied %',
     ]);
   });
 
@@ -52,17 +52,17 @@ describe('renderTable content', () => {
     [
       'a lease row',
       sampleRow({ leaseSize: 10, ttlMs: 2000, allowance: 2000, admitted: 60_440, idealAdmitted: 60_500, utilization: 0.99901, overAdmitted: 0, roundTripsPer1k: 100.04, strandedTokens: 1234, jain: 0.98765, jainOverShare: 0.99951, p99WaitMs: 3.25, denialRate: 0.3287 }),
-      ['lease', '10', '-', '2s', '2,000', 'off', '60,440', '60,500', '99.9', '0', '100.0', '1,234', '0.988', '1.000', '3.3', '32.9'],
+      ['lease', '10', '-', '2s', '2,000', 'off', '60,440', '60,500', '99.9', '0', '100.0', '-', '1,234', '0.988', '1.000', '3.3', '32.9'],
     ],
     [
       'a baseline',
       sampleRow({ strategy: 'central', leaseSize: null, ttlMs: null, utilization: 1, roundTripsPer1k: 1490.6, jain: 1, jainOverShare: 0.7194, p99WaitMs: 0, denialRate: 0 }),
-      ['central', '-', '-', '-', '0', '-', '60,440', '60,500', '100.0', '0', '1,490.6', '40', '1.000', '0.719', '0.0', '0.0'],
+      ['central', '-', '-', '-', '0', '-', '60,440', '60,500', '100.0', '0', '1,490.6', '-', '40', '1.000', '0.719', '0.0', '0.0'],
     ],
     [
       'a rate row',
       sampleRow({ strategy: 'rate', leaseSize: null, refreshMs: 500, ttlMs: 1000, utilization: 0.9412, roundTripsPer1k: 41.23, strandedTokens: null, jainOverShare: 0.9987 }),
-      ['rate', '-', '500ms', '1s', '0', '-', '60,440', '60,500', '94.1', '0', '41.2', '-', '0.980', '0.999'],
+      ['rate', '-', '500ms', '1s', '0', '-', '60,440', '60,500', '94.1', '0', '41.2', '-', '-', '0.980', '0.999'],
     ],
     ['a sub-second TTL', sampleRow({ ttlMs: 250 }), ['lease', '10', '-', '250ms']],
     ['a fractional TTL', sampleRow({ ttlMs: 1500 }), ['lease', '10', '-', '1.5s']],
@@ -102,10 +102,13 @@ describe('renderTable content', () => {
     expect(sortSweepRows(input).map((r) => `${r.leaseSize}/${r.allowance}/${r.reportMs}`)).toEqual(['5/0/0', '10/0/0', '10/0/100', '10/500/0', '10/500/100']);
   });
 
-  it('says under the table that RT/1k counts usage reports, only when a row has them on', () => {
-    expect(renderTable([sampleRow(), sampleRow({ reportMs: 100 })])).toContain(REPORTS_NOTE);
-    expect(renderTable([sampleRow(), sampleRow({ strategy: 'rate', leaseSize: null, refreshMs: 500, strandedTokens: null })])).not.toContain(REPORTS_NOTE);
-    expect(REPORTS_NOTE).toContain('usage reports');
+  it('shows usage reports per 1,000 apart from round-trips, only for rows with reports on', () => {
+    const table = renderTable([sampleRow(), sampleRow({ reportMs: 100, reportsPer1k: 77.04 })]);
+    expect(table).toContain('rep/1k');
+    expect(table).toContain('77.0');
+    const lines = table.split('\n');
+    expect(lines.find((l) => l.includes('100ms'))).toContain('77.0');
+    expect(lines.find((l) => l.includes(' off '))?.trimEnd().split(/ +/)).toContain('-');
   });
 
   it('does not reorder its input', () => {

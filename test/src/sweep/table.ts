@@ -39,7 +39,8 @@ export const TABLE_COLUMNS: readonly TableColumn[] = [
   { header: 'ideal', title: 'tokens one ideal shared bucket admits for the same arrivals', align: 'right', cell: (r) => formatCount(r.idealAdmitted) },
   { header: 'util %', title: 'admitted as a percentage of ideal', align: 'right', cell: (r) => formatPercent(r.utilization) },
   { header: 'over', title: 'worst excess over B + r·T in any window, tokens (0 = envelope held)', align: 'right', cell: (r) => formatCount(r.overAdmitted) },
-  { header: 'RT/1k', title: 'coordinator round-trips per 1,000 admitted requests; with usage reports on, the one-way reports are counted in it too (the simulator counts every message an agent sends)', align: 'right', cell: (r) => formatFixed(r.roundTripsPer1k, 1) },
+  { header: 'RT/1k', title: 'coordinator round-trips (request attempts) per 1,000 admitted requests', align: 'right', cell: (r) => formatFixed(r.roundTripsPer1k, 1) },
+  { header: 'rep/1k', title: 'one-way usage reports per 1,000 admitted requests (chunk leases with reports on)', align: 'right', cell: (r) => (r.reportMs === null || r.reportMs === 0 ? NONE : formatFixed(r.reportsPer1k, 1)) },
   { header: 'stranded', title: 'tokens leased and then lost at expiry or never used (not measured for rate leases)', align: 'right', cell: (r) => (r.strandedTokens === null ? NONE : formatCount(r.strandedTokens)) },
   { header: 'Jain', title: "Jain's fairness index over agents with equal demand, (0, 1]", align: 'right', cell: (r) => formatFixed(r.jain, 3) },
   { header: 'Jain>share', title: "Jain's index over the agents whose demand exceeds their max-min fair share (they should get equal amounts), (0, 1]", align: 'right', cell: (r) => formatFixed(r.jainOverShare, 3) },
@@ -47,8 +48,6 @@ export const TABLE_COLUMNS: readonly TableColumn[] = [
   { header: 'denied %', title: 'denied requests as a percentage of offered requests', align: 'right', cell: (r) => formatPercent(r.denialRate) },
 ];
 
-/** REPORTS_NOTE — the footnote under a table with usage reports on: what RT/1k counts for those rows. */
-export const REPORTS_NOTE = 'RT/1k of rows with reports on counts the one-way usage reports as well as the round-trips (the simulator does not count them apart)';
 
 const compareNullable = (a: number | null, b: number | null): number => (a ?? 0) - (b ?? 0);
 
@@ -100,7 +99,6 @@ export function renderTable(rows: readonly SweepRow[], options: TableOptions = {
   if (sorted.length === 0) lines.push('(no rows)');
   if (marked !== null && sorted.includes(marked)) lines.push('* recommended');
   if (anyOver) lines.push('! exceeded the envelope B + A + r·T (over > 0): never acceptable');
-  if (sorted.some((row) => (row.reportMs ?? 0) > 0)) lines.push(REPORTS_NOTE);
   return lines.join('\n');
 }
 
