@@ -8,8 +8,7 @@
  * Chaos-style tests that must kill or restart NATS always use a private
  * server (`startPrivateNats`), never the configured one.
  */
-import { accessSync, constants } from 'node:fs';
-import { delimiter, join } from 'node:path';
+import { findExecutable } from './binaries.js';
 import { freePort, waitListening } from './ports.js';
 import { spawnProcess, stop, type Child } from './processes.js';
 
@@ -35,18 +34,7 @@ const HOW_TO_GET_NATS =
 
 /** findNatsServerBinary — the path of an executable nats-server, or null. */
 export function findNatsServerBinary(): string | null {
-  const dirs = [...(process.env['PATH'] ?? '').split(delimiter), '/usr/sbin', '/usr/local/bin', '/usr/bin'];
-  for (const dir of dirs) {
-    if (dir === '') continue;
-    const candidate = join(dir, 'nats-server');
-    try {
-      accessSync(candidate, constants.X_OK);
-      return candidate;
-    } catch {
-      // not here
-    }
-  }
-  return null;
+  return findExecutable('nats-server');
 }
 
 /** startPrivateNats — a nats-server of our own on a free port (binary, else container). */

@@ -11,9 +11,10 @@
  * with `appendonly yes` and `appendfsync always` in its own folder, so a
  * restart keeps every acknowledged write, as the durable mode requires.
  */
-import { accessSync, constants, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { delimiter, join } from 'node:path';
+import { join } from 'node:path';
+import { findExecutable } from './binaries.js';
 import { freePort, waitListening } from './ports.js';
 import { spawnProcess, stop, type Child } from './processes.js';
 
@@ -38,18 +39,7 @@ const HOW_TO_GET_REDIS =
 
 /** findRedisServerBinary — the path of an executable redis-server, or null. */
 export function findRedisServerBinary(): string | null {
-  const dirs = [...(process.env['PATH'] ?? '').split(delimiter), '/usr/bin', '/usr/sbin', '/usr/local/bin'];
-  for (const dir of dirs) {
-    if (dir === '') continue;
-    const candidate = join(dir, 'redis-server');
-    try {
-      accessSync(candidate, constants.X_OK);
-      return candidate;
-    } catch {
-      // not here
-    }
-  }
-  return null;
+  return findExecutable('redis-server');
 }
 
 /** provideRedis — the server tests should use; see the module comment for the order. */
