@@ -8,7 +8,7 @@
  * Chaos-style tests that must kill or restart NATS always use a private
  * server (`startPrivateNats`), never the configured one.
  */
-import { findExecutable } from './binaries.js';
+import { findExecutable, loadTestcontainers } from './binaries.js';
 import { freePort, waitListening } from './ports.js';
 import { spawnProcess, stop, type Child } from './processes.js';
 
@@ -78,13 +78,7 @@ async function startBinaryNats(binary: string, port: number): Promise<PrivateNat
 }
 
 async function startContainerNats(): Promise<PrivateNats> {
-  let testcontainers: typeof import('testcontainers');
-  try {
-    testcontainers = await import('testcontainers');
-    await testcontainers.getContainerRuntimeClient();
-  } catch (error) {
-    throw new Error(`${HOW_TO_GET_NATS} (${error instanceof Error ? error.message : String(error)})`);
-  }
+  const testcontainers = await loadTestcontainers(HOW_TO_GET_NATS);
   const port = await freePort();
   let container: Awaited<ReturnType<InstanceType<typeof testcontainers.GenericContainer>['start']>> | null = null;
   const handle: PrivateNats = {

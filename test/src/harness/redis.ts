@@ -14,7 +14,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { findExecutable } from './binaries.js';
+import { findExecutable, loadTestcontainers } from './binaries.js';
 import { freePort, waitListening } from './ports.js';
 import { spawnProcess, stop, type Child } from './processes.js';
 
@@ -84,13 +84,7 @@ async function startBinaryRedis(binary: string, port: number): Promise<PrivateRe
 }
 
 async function startContainerRedis(): Promise<PrivateRedis> {
-  let testcontainers: typeof import('testcontainers');
-  try {
-    testcontainers = await import('testcontainers');
-    await testcontainers.getContainerRuntimeClient();
-  } catch (error) {
-    throw new Error(`${HOW_TO_GET_REDIS} (${error instanceof Error ? error.message : String(error)})`);
-  }
+  const testcontainers = await loadTestcontainers(HOW_TO_GET_REDIS);
   const port = await freePort();
   let container: Awaited<ReturnType<InstanceType<typeof testcontainers.GenericContainer>['start']>> | null = null;
   const handle: PrivateRedis = {
