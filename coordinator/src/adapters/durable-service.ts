@@ -34,7 +34,7 @@ import { CoordinatorCore, notOwner } from '../core/coordinator-core.js';
 import { CATCH_ALL_UNIT, ownershipUnits, planOwnership } from '../core/ownership.js';
 import type { Delivery } from '../core/pool.js';
 import type { StateStore } from './redis-store.js';
-import { INTERNAL_ERROR, sendReplies } from './reply-log.js';
+import { INTERNAL_ERROR, logFaults, sendReplies } from './reply-log.js';
 import { TickTimer } from './tick-timer.js';
 
 export const DEFAULT_OWNERSHIP_TTL_MS = 3000;
@@ -86,11 +86,23 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
   const lanes = new Map<string, Lane>();
   let stopped = false;
 
-  const timer = new TickTimer(nowUs, () => {
-    core.tickEach(nowUs(), submit);
-    for (const name of core.takeEvicted()) enqueue(name, () => forget(name));
-    return core.nextDeadlineUs();
-  });
+  const timer = new TickTimer(
+    nowUs,
+    () => {
+      core.tickEach(nowUs(), submit);
+      stepDownFaulted();
+      for (const name of core.takeEvicted()) enqueue(name, () => forget(name));
+      return core.nextDeadlineUs();
+    },
+    (error) => logger.error({ err: error }, 'tick failed'),
+  );
+
+  /** stepDownFaulted — a pool that failed was dropped by the core: give it up, so it is taken over again from the store. */
+  function stepDownFaulted(): void {
+    const faults = core.takeFaults();
+    logFaults(logger, faults);
+    for (const { pool } of faults) void enqueue(pool, () => stepDown(pool, 'the pool failed; it is taken over again from the store'));
+  }
 
   function lane(pool: string): Lane {
     let l = lanes.get(pool);
@@ -164,6 +176,7 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
       logger.error({ err: error, subject }, 'internal error while handling a request');
       port.respond(INTERNAL_ERROR);
     }
+    stepDownFaulted();
     timer.schedule(core.touchedDeadlineUs());
   }
 

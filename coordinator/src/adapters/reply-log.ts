@@ -5,6 +5,7 @@
  */
 import { encodeMessage, type ReplyPort } from '@tokenlease/shared';
 import type { Logger } from 'pino';
+import type { PoolFault } from '../core/coordinator-core.js';
 import type { Delivery } from '../core/pool.js';
 
 export function sendReplies(logger: Logger, deliveries: readonly Delivery<ReplyPort>[], tUs: number, subject?: string): void {
@@ -20,3 +21,8 @@ export function sendReplies(logger: Logger, deliveries: readonly Delivery<ReplyP
 
 /** INTERNAL_ERROR — what a request gets when handling it broke an invariant. */
 export const INTERNAL_ERROR = encodeMessage({ v: 1, kind: 'error', seq: null, code: 'internal', fault: 'coordinator', message: 'internal error; see the coordinator log', retryAfterMs: 1000 });
+
+/** logFaults — one error line per contained pool fault (the pool restarted or was dropped). */
+export function logFaults(logger: Logger, faults: readonly PoolFault[]): void {
+  for (const { pool, error } of faults) logger.error({ err: error, pool }, 'pool failed: its requests were refused and it restarts');
+}

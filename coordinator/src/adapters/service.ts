@@ -16,7 +16,7 @@ import {
 import type { Logger } from 'pino';
 import { CoordinatorCore } from '../core/coordinator-core.js';
 import type { CoordinatorConfig } from '../core/config.js';
-import { INTERNAL_ERROR, sendReplies } from './reply-log.js';
+import { INTERNAL_ERROR, logFaults, sendReplies } from './reply-log.js';
 import { TickTimer } from './tick-timer.js';
 
 export interface CoordinatorService {
@@ -41,10 +41,15 @@ export function startCoordinatorService(options: ServiceOptions): CoordinatorSer
   const epoch = options.epoch ?? randomInt(1, 2 ** 31);
   const core = new CoordinatorCore<ReplyPort>(config, epoch, nowUs());
   let stopped = false;
-  const timer = new TickTimer(nowUs, () => {
-    sendReplies(logger, core.tick(nowUs()), nowUs());
-    return core.nextDeadlineUs();
-  });
+  const timer = new TickTimer(
+    nowUs,
+    () => {
+      sendReplies(logger, core.tick(nowUs()), nowUs());
+      logFaults(logger, core.takeFaults());
+      return core.nextDeadlineUs();
+    },
+    (error) => logger.error({ err: error }, 'tick failed'),
+  );
 
   const subscription = bus.serve(serviceSubject(config.subjectPrefix), COORDINATOR_QUEUE_GROUP, (subject, payload, port) => {
     try {
@@ -54,6 +59,7 @@ export function startCoordinatorService(options: ServiceOptions): CoordinatorSer
       logger.error({ err: error, subject }, 'internal error while handling a request');
       port.respond(INTERNAL_ERROR);
     }
+    logFaults(logger, core.takeFaults());
     timer.schedule(core.touchedDeadlineUs());
   });
 

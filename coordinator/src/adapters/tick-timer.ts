@@ -1,6 +1,8 @@
 /**
  * TickTimer: calls `onTick` when the core's next deadline comes, and at
  * least every TICK_MS_MAX, so refill and expiry are never far behind.
+ * Nothing `onTick` throws leaves the timer: it goes to `onError`, and the
+ * next tick comes TICK_MS_MAX later.
  */
 /** Longest sleep between ticks, ms. */
 export const TICK_MS_MAX = 250;
@@ -13,6 +15,7 @@ export class TickTimer {
   constructor(
     private readonly nowUs: () => number,
     private readonly onTick: () => number,
+    private readonly onError: (error: unknown) => void = () => undefined,
   ) {}
 
   /** schedule — (re)arms the timer for `deadlineUs` (core µs), unless it already fires sooner. */
@@ -34,6 +37,17 @@ export class TickTimer {
 
   private fire(): void {
     this.timer = null;
-    this.schedule(this.onTick());
+    let deadlineUs: number;
+    try {
+      deadlineUs = this.onTick();
+    } catch (error) {
+      deadlineUs = Infinity;
+      try {
+        this.onError(error);
+      } catch {
+        // A failing logger must not stop the ticks either.
+      }
+    }
+    this.schedule(deadlineUs);
   }
 }

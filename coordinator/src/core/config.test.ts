@@ -41,7 +41,7 @@ describe('parseCoordinatorConfig accepts a valid document and fills in defaults'
           minGrantTokens: 13, // ceil(50 / 4)
           maxHoldMs: 250, // min(250, 2000 / 4)
           allowance: 0,
-          classWeights: {},
+          classWeights: new Map(),
           leaseMode: 'chunk',
         },
         {
@@ -53,7 +53,7 @@ describe('parseCoordinatorConfig accepts a valid document and fills in defaults'
           minGrantTokens: 1,
           maxHoldMs: 250,
           allowance: 0,
-          classWeights: {},
+          classWeights: new Map(),
           leaseMode: 'chunk',
         },
       ],
@@ -113,7 +113,7 @@ describe('parseCoordinatorConfig accepts a valid document and fills in defaults'
       minGrantTokens: 100,
       maxHoldMs: 500, // = floor(ttl / 2), the ceiling
       allowance: 250,
-      classWeights: {},
+      classWeights: new Map(),
       leaseMode: 'chunk',
     });
   });

@@ -47,8 +47,12 @@ export interface PoolConfig {
   readonly minGrantTokens: number;
   readonly maxHoldMs: number;
   readonly allowance: number;
-  /** Weight of each agent class in this pool's turns (an agent without a listed class: 1). */
-  readonly classWeights: Readonly<Record<string, number>>;
+  /**
+   * Weight of each agent class in this pool's turns (an agent without a
+   * listed class: 1). A Map, because the class comes off the wire: a name
+   * such as `constructor` must find nothing, not Object.prototype's member.
+   */
+  readonly classWeights: ReadonlyMap<string, number>;
   readonly leaseMode: LeaseMode;
 }
 
@@ -169,16 +173,16 @@ function readPool(source: string, name: string, doc: unknown, template = false):
   return { name, capacity, refill, leaseTtlMs, maxLeaseTokens, minGrantTokens, maxHoldMs, allowance, classWeights: readWeights(where, doc['classWeights']), leaseMode };
 }
 
-function readWeights(where: Where, value: unknown): Readonly<Record<string, number>> {
-  if (value === undefined) return {};
+function readWeights(where: Where, value: unknown): ReadonlyMap<string, number> {
+  const weights = new Map<string, number>();
+  if (value === undefined) return weights;
   if (!isDoc(value)) return where.fail('classWeights', 'must be a mapping of agent class to weight');
-  const weights: Record<string, number> = {};
   for (const [agentClass, weight] of Object.entries(value)) {
     if (!/^[\x21-\x7e]{1,128}$/.test(agentClass)) where.fail('classWeights', `class ${JSON.stringify(agentClass)} must be 1 to 128 printable ASCII characters`);
     if (typeof weight !== 'number' || !Number.isSafeInteger(weight) || weight < 1 || weight > CLASS_WEIGHT_MAX) {
       where.fail('classWeights', `weight of ${JSON.stringify(agentClass)} must be an integer in [1, ${CLASS_WEIGHT_MAX}], got ${JSON.stringify(weight)}`);
     }
-    weights[agentClass] = weight;
+    weights.set(agentClass, weight);
   }
   return weights;
 }

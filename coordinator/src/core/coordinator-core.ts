@@ -12,6 +12,12 @@
  *   disagreeing, unknown pool) gets a typed error reply with `fault: 'peer'`
  *   and changes nothing.
  * - `nowUs` is an integer count of microseconds of a monotonic clock.
+ * - A fault is contained to its pool: when handling a pool throws (a broken
+ *   invariant), every reply that call produced for it becomes an `internal`
+ *   refusal, its held requests are refused likewise, and the pool is
+ *   restarted empty and quiet (durable mode: dropped, to be taken over
+ *   again from the store). Other pools never notice. `takeFaults` hands
+ *   the faults to the adapter to log, once per fault, not per request.
  * - Durable mode: the core holds only the pools it was given (`adopt`),
  *   each with the epoch of its ownership, and forgets those it lost
  *   (`release`); which pools those are is the adapter's to learn.
@@ -29,8 +35,20 @@ import type { Delivery, Pool } from './pool.js';
 import { PoolRegistry, type PoolKind } from './pool-registry.js';
 import type { PersistedPool } from './pool-state.js';
 
+/** PoolFault — a pool whose handling threw, and what it threw. */
+export interface PoolFault {
+  readonly pool: string;
+  readonly error: unknown;
+}
+
+/** How long a request refused for a pool fault should wait before asking again, ms. */
+export const FAULT_RETRY_AFTER_MS = 1000;
+
 export class CoordinatorCore<R> {
   private readonly pools: PoolRegistry<R>;
+  private faults: PoolFault[] = [];
+  /** Pools whose deadline could not be computed: the next tick contains them. */
+  private readonly suspects = new Set<Pool<R>>();
   /** The pool the last `receive` reached, so the adapter can reschedule without scanning every pool. */
   private touched: Pool<R> | null = null;
   private evicted: string[] = [];
@@ -113,8 +131,38 @@ export class CoordinatorCore<R> {
       return out;
     }
     this.touched = pool;
-    this.dispatch(pool, req, replyTo, nowUs, out);
+    try {
+      this.dispatch(pool, req, replyTo, nowUs, out);
+    } catch (error) {
+      this.contain(pool, error, nowUs, out, 0);
+      if (!out.some((d) => d.to === replyTo)) out.push(internalError(replyTo, seq, req.pool));
+    }
     return out;
+  }
+
+  /** takeFaults — the pool faults contained since the last call, for the adapter to log. */
+  takeFaults(): PoolFault[] {
+    const faults = this.faults;
+    this.faults = [];
+    return faults;
+  }
+
+  /**
+   * contain — `pool` threw while producing `out` from index `mark` on:
+   * those replies become `internal` refusals (nothing of a broken pool's
+   * last step may reach an agent), its held requests are refused too, and
+   * the pool restarts (memory mode) or is dropped (durable mode).
+   */
+  private contain(pool: Pool<R>, error: unknown, nowUs: number, out: Delivery<R>[], mark: number): void {
+    const name = pool.config.name;
+    const dropped = out.splice(mark);
+    const held = pool.releaseWaiters();
+    this.pools.restart(name, nowUs);
+    this.suspects.delete(pool);
+    if (this.touched === pool) this.touched = null;
+    this.faults.push({ pool: name, error });
+    for (const d of dropped) out.push(internalError(d.to, 'seq' in d.reply ? d.reply.seq : null, name));
+    for (const h of held) if (!out.some((d) => d.to === h.to)) out.push(internalError(h.to, h.seq, name));
   }
 
   /** tick — refills, reclaims expired leases and answers held requests whose time has come. */
@@ -130,7 +178,12 @@ export class CoordinatorCore<R> {
     assertTimeUs(nowUs);
     for (const pool of this.pools.all()) {
       const out: Delivery<R>[] = [];
-      pool.tick(nowUs, out);
+      try {
+        if (this.suspects.has(pool)) throw new Error('its next deadline could not be computed');
+        pool.tick(nowUs, out);
+      } catch (error) {
+        this.contain(pool, error, nowUs, out, 0);
+      }
       if (out.length > 0) visit(pool.config.name, out);
     }
     const evicted = this.pools.evictIdle(nowUs);
@@ -146,13 +199,23 @@ export class CoordinatorCore<R> {
    */
   nextDeadlineUs(): number {
     let deadline = Infinity;
-    for (const pool of this.pools.all()) deadline = Math.min(deadline, pool.nextDeadlineUs());
+    for (const pool of this.pools.all()) deadline = Math.min(deadline, this.deadlineOf(pool));
     return deadline;
   }
 
   /** touchedDeadlineUs — the next deadline of the pool the last `receive` reached (Infinity if none). */
   touchedDeadlineUs(): number {
-    return this.touched?.nextDeadlineUs() ?? Infinity;
+    return this.touched === null ? Infinity : this.deadlineOf(this.touched);
+  }
+
+  /** deadlineOf — a pool's next deadline; a pool that cannot say is suspect and due at once. */
+  private deadlineOf(pool: Pool<R>): number {
+    try {
+      return pool.nextDeadlineUs();
+    } catch {
+      this.suspects.add(pool);
+      return 0;
+    }
   }
 
   /** flush — answers every held request now (for shutdown). */
@@ -168,7 +231,11 @@ export class CoordinatorCore<R> {
     assertTimeUs(nowUs);
     for (const pool of this.pools.all()) {
       const out: Delivery<R>[] = [];
-      pool.flush(nowUs, out);
+      try {
+        pool.flush(nowUs, out);
+      } catch (error) {
+        this.contain(pool, error, nowUs, out, 0);
+      }
       if (out.length > 0) visit(pool.config.name, out);
     }
   }
@@ -204,6 +271,12 @@ export class CoordinatorCore<R> {
 /** notOwner — the reply to a request that reached a coordinator not (or no longer) owning its pool. */
 export function notOwner<R>(to: R, seq: number | null, message: string, retryAfterMs = 50): Delivery<R> {
   return { to, reply: { v: 1, kind: 'error', seq, code: 'not-owner', fault: 'coordinator', message, retryAfterMs } };
+}
+
+/** internalError — the refusal of a request that a pool fault cut short; the pool restarts, so ask again later. */
+function internalError<R>(to: R, seq: number | null, pool: string): Delivery<R> {
+  const message = `pool ${JSON.stringify(pool)} failed while handling this request and restarts; ask again`;
+  return { to, reply: { v: 1, kind: 'error', seq, code: 'internal', fault: 'coordinator', message, retryAfterMs: FAULT_RETRY_AFTER_MS } };
 }
 
 function refusal<R>(to: R, code: ErrorCode, seq: number | null, message: string): Delivery<R> {

@@ -13,6 +13,12 @@
  *   forgotten pool: none.
  * - A template makes at most `maxPools` pools at once; beyond that the name
  *   is refused (`too-many`) rather than letting names exhaust memory.
+ * - A pool whose handling broke an invariant is replaced (`restart`) by a
+ *   fresh one, empty and quiet for the quiet period from the fault, exactly
+ *   as after a restart of the process: leases of the broken pool can be
+ *   spent for at most one TTL, and the fresh pool refills nothing until
+ *   then, so the envelope holds across the fault. In durable mode it is
+ *   dropped instead; the adapter takes it over again from the store.
  * - Durable mode (a store holds the state and pools have owners): no pool
  *   exists until this coordinator takes it over (`adopt`) with what the
  *   store holds, and a pool it no longer owns is dropped (`release`).
@@ -33,6 +39,7 @@ export class PoolRegistry<R> {
   private readonly fixed = new Map<string, Pool<R>>();
   private readonly made = new Map<string, Made<R>>();
   private readonly counts = new Map<TemplateConfig, number>();
+  private restarts = 0;
   private readonly templates: readonly TemplateConfig[];
 
   constructor(
@@ -88,6 +95,25 @@ export class PoolRegistry<R> {
     this.made.delete(name);
     this.counts.set(made.template, (this.counts.get(made.template) ?? 1) - 1);
     return made.pool;
+  }
+
+  /**
+   * restart — (memory mode) replaces the pool `name` by a fresh one that
+   * starts at `nowUs` with the configured quiet period; returns the old
+   * pool, or undefined when none was held. Durable mode: drops it.
+   */
+  restart(name: string, nowUs: number): Pool<R> | undefined {
+    if (this.durable) return this.release(name);
+    const fixed = this.fixed.get(name);
+    const made = this.made.get(name);
+    const old = fixed ?? made?.pool;
+    if (old === undefined) return undefined;
+    this.restarts += 1;
+    const pool = new Pool<R>(old.config, this.epoch, nowUs, this.config.quietPeriodMs, this.restarts);
+    pool.touch(nowUs);
+    if (fixed !== undefined) this.fixed.set(name, pool);
+    else if (made !== undefined) this.made.set(name, { pool, template: made.template });
+    return old;
   }
 
   private templateOf(name: string): TemplateConfig | undefined {

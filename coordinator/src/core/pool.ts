@@ -83,9 +83,11 @@ export class Pool<R> {
     private readonly epoch: number,
     startUs: number,
     quietPeriodMs: number,
+    /** Distinguishes the lease ids of a pool restarted after a fault from its predecessor's; 0 at first. */
+    restarts = 0,
   ) {
     this.scale = tokenScale(config.capacity, config.refill);
-    this.leases = new LeaseTable(`${epoch.toString(36)}-`);
+    this.leases = new LeaseTable(restarts === 0 ? `${epoch.toString(36)}-` : `${epoch.toString(36)}.${restarts.toString(36)}-`);
     this.quietUntilUs = startUs + quietPeriodMs * 1000;
     this.credit = new Credit(this.scale, config.name, config.allowance, this.quietUntilUs);
     this.ttlUs = config.leaseTtlMs * 1000;
@@ -341,7 +343,7 @@ export class Pool<R> {
   }
 
   private weightOf(req: LeaseRequest): number {
-    return req.agentClass === undefined ? 1 : (this.config.classWeights[req.agentClass] ?? 1);
+    return req.agentClass === undefined ? 1 : (this.config.classWeights.get(req.agentClass) ?? 1);
   }
 
   private grantReply(record: LeaseRecord, tokensGranted: number, retryAfterMs: number): LeaseGrant {

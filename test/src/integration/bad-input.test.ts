@@ -4,7 +4,7 @@
  * serving.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { encodeMessage, MESSAGE_BYTES_MAX } from '@tokenlease/shared';
+import { encodeMessage, MESSAGE_BYTES_MAX, type Reply } from '@tokenlease/shared';
 import { scratchDir, startCoordinator, StatusProbe, writeConfig } from '../harness/fleet.js';
 import { provideNats, type NatsHandle } from '../harness/nats.js';
 import { stopAll, type Child } from '../harness/processes.js';
@@ -22,8 +22,12 @@ describe('bad input over real NATS', () => {
     probe = await StatusProbe.connect(nats.url);
     const configPath = writeConfig(scratchDir(), {
       subjectPrefix: prefix,
-      quietPeriodMs: 10,
-      pools: { api: { capacity: 50, refill: '1000/s', leaseTtlMs: 10, maxLeaseTokens: 10, maxHoldMs: 0 } },
+      quietPeriodMs: 100,
+      pools: {
+        api: { capacity: 50, refill: '1000/s', leaseTtlMs: 10, maxLeaseTokens: 10, maxHoldMs: 0 },
+        held: { capacity: 20, refill: '20/s', leaseTtlMs: 100, maxLeaseTokens: 10, minGrantTokens: 10, maxHoldMs: 50, classWeights: { gold: 2 } },
+        trickle: { capacity: 50, refill: '100/s', leaseTtlMs: 100, maxLeaseTokens: 10, leaseMode: 'rate', classWeights: { gold: 2 } },
+      },
     });
     coordinator = await startCoordinator(nats.url, configPath);
   });
@@ -60,6 +64,33 @@ describe('bad input over real NATS', () => {
     expect(after.leases).toBe(before.leases);
     expect(after.leasedTokens).toBe(before.leasedTokens);
   });
+
+  it.each(['constructor', '__proto__', 'toString', 'hasOwnProperty'])(
+    'an agent class named %s is an unknown class: no internal error, and the coordinator lives on',
+    async (agentClass) => {
+      const request = (pool: string, agentId: string, fields: Record<string, unknown>): Promise<unknown> =>
+        probe.raw(`${prefix}.v1.acquire.${pool}`, text(JSON.stringify({ v: 1, op: 'acquire', agentId, pool, seq: 1, leaseId: null, tokensLeft: 0, tokensWanted: 10, demandPerSecond: 50, holdMs: 50, ...fields })));
+      const id = `${agentClass}-${Date.now()}`;
+      // On the chunk pool an honest request waits ahead and tokens come back while the hostile one waits.
+      const replies = (await Promise.all([
+        request('held', `honest-${id}`, {}),
+        request('held', `hostile-${id}`, { agentClass }),
+        request('trickle', `hostile-${id}`, { agentClass }),
+      ])) as Array<{ ok: boolean; value?: Reply }>;
+      for (const reply of replies) {
+        expect(reply.ok).toBe(true);
+        expect(reply.value?.kind === 'error' ? reply.value.code : reply.value?.kind).not.toBe('internal');
+      }
+      // Several ticks of both pools later the process is alive and both pools still grant.
+      await new Promise((resolve) => setTimeout(resolve, 600));
+      expect(coordinator.proc.exitCode).toBeNull();
+      for (const pool of ['held', 'trickle']) {
+        const status = await probe.status(pool, prefix);
+        expect(status.levelTokens + status.leasedTokens).toBeLessThanOrEqual(status.capacityTokens);
+      }
+      expect(coordinator.lines.filter((line) => line.includes('pool failed') || line.includes('tick failed'))).toEqual([]);
+    },
+  );
 
   it('keeps serving valid requests afterwards, and logged each refusal', async () => {
     const reply = await probe.raw(`${prefix}.v1.acquire.api`, encodeMessage({ v: 1, op: 'acquire', agentId: 'good', pool: 'api', seq: 1, leaseId: null, tokensLeft: 0, tokensWanted: 5, demandPerSecond: 1, holdMs: 0 }));
