@@ -100,7 +100,7 @@ async function main(): Promise<void> {
       throw error;
     }
     const warning = await store.durabilityWarning();
-    if (warning !== null) logger.warn({ redis: redisUrl }, warning);
+    if (warning !== null) logger.warn({ event: 'durability-warning', redis: redisUrl }, warning);
   }
   const url = values.nats ?? process.env['NATS_URL'] ?? 'nats://127.0.0.1:4222';
   let bus;
@@ -111,14 +111,14 @@ async function main(): Promise<void> {
     if (error instanceof TokenleaseError) fail(1, error.message);
     throw error;
   }
-  bus.onEvent((event) => logger.warn({ event }, 'nats connection event'));
+  bus.onEvent((event) => logger.warn({ event: 'nats-connection', connection: event }, 'nats connection event'));
   // Handlers go in before the service announces itself, so a signal sent
   // as soon as "coordinator serving" appears is always handled.
   let stopping = false;
   const shutdown = (signal: string): void => {
     if (stopping) return;
     stopping = true;
-    logger.info({ signal }, 'shutting down');
+    logger.info({ event: 'shutting-down', signal }, 'shutting down');
     service
       .stop()
       .then(() => bus.drain())
@@ -126,7 +126,7 @@ async function main(): Promise<void> {
       .then(
         () => process.exit(0),
         (error: unknown) => {
-          logger.error({ err: error }, 'unclean shutdown');
+          logger.error({ event: 'unclean-shutdown', err: error }, 'unclean shutdown');
           process.exit(1);
         },
       );

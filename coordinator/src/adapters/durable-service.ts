@@ -94,7 +94,7 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
       for (const name of core.takeEvicted()) enqueue(name, () => forget(name));
       return core.nextDeadlineUs();
     },
-    (error) => logger.error({ err: error }, 'tick failed'),
+    (error) => logger.error({ event: 'tick-failed', err: error }, 'tick failed'),
   );
 
   /** stepDownFaulted — a pool that failed was dropped by the core: give it up, so it is taken over again from the store. */
@@ -116,7 +116,7 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
   /** enqueue — runs `task` after every earlier task of `pool`, so its store operations stay in order. */
   function enqueue(pool: string, task: () => Promise<void>): Promise<void> {
     const l = lane(pool);
-    const run = l.tail.then(task).catch((error: unknown) => logger.error({ err: error, pool }, 'store task failed'));
+    const run = l.tail.then(task).catch((error: unknown) => logger.error({ event: 'store-task-failed', err: error, pool }, 'store task failed'));
     l.tail = run;
     void run.then(() => {
       if (l.tail === run && l.deliveries.length === 0 && !owned.has(pool)) lanes.delete(pool);
@@ -146,7 +146,7 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
         written = await store.write(pool, member, held.epoch, changes);
       } catch (error) {
         core.pool(pool)?.requeueChanges(changes);
-        logger.warn({ pool, err: error }, 'state store unavailable: nothing is granted until a write succeeds');
+        logger.warn({ event: 'store-unavailable', pool, err: error }, 'state store unavailable: nothing is granted until a write succeeds');
         return send(batch, 'unavailable');
       }
       if (!written) {
@@ -173,7 +173,7 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
     try {
       submit(pool, core.receive(subject, payload, port, nowUs()));
     } catch (error) {
-      logger.error({ err: error, subject }, 'internal error while handling a request');
+      logger.error({ event: 'request-failed', err: error, subject }, 'internal error while handling a request');
       port.respond(INTERNAL_ERROR);
     }
     stepDownFaulted();
@@ -216,7 +216,7 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
     try {
       if (owned.has(CATCH_ALL_UNIT) && !stopped) await claim(pool);
     } catch (error) {
-      logger.warn({ pool, err: error }, 'could not claim a template pool');
+      logger.warn({ event: 'claim-failed', pool, err: error }, 'could not claim a template pool');
     }
     const waiting = l.awaitingClaim ?? [];
     l.awaitingClaim = null;
@@ -242,7 +242,7 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
     const status = unit === CATCH_ALL_UNIT ? undefined : core.pool(unit)?.status(nowUs(), []);
     // Logged once the server has the subscription, so a request sent after the line finds a responder.
     await bus.flush().catch(() => undefined);
-    logger.info({ pool: unit, epoch: result.epoch, leases: status?.leases, levelTokens: status?.levelTokens, leasedTokens: status?.leasedTokens }, 'pool owned');
+    logger.info({ event: 'pool-owned', pool: unit, epoch: result.epoch, leases: status?.leases, levelTokens: status?.levelTokens, leasedTokens: status?.leasedTokens }, 'pool owned');
     timer.schedule(core.nextDeadlineUs());
     return true;
   }
@@ -252,7 +252,7 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
     const held = owned.get(unit);
     if (held === undefined) return;
     owned.delete(unit);
-    logger.warn({ pool: unit, epoch: held.epoch, reason }, 'stepped down');
+    logger.warn({ event: 'stepped-down', pool: unit, epoch: held.epoch, reason }, 'stepped down');
     sendReplies(logger, core.release(unit), nowUs());
     await held.sub?.stop();
     if (unit === CATCH_ALL_UNIT) await Promise.all(templatePools().map((pool) => enqueue(pool, () => handOver(pool))));
@@ -275,9 +275,9 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
     try {
       await store.release(unit, member, held.epoch);
     } catch (error) {
-      logger.warn({ pool: unit, err: error }, 'could not release ownership; it lapses after its TTL');
+      logger.warn({ event: 'release-failed', pool: unit, err: error }, 'could not release ownership; it lapses after its TTL');
     }
-    logger.info({ pool: unit, epoch: held.epoch }, 'pool handed over');
+    logger.info({ event: 'pool-handed-over', pool: unit, epoch: held.epoch }, 'pool handed over');
   }
 
   /** forget — an evicted template pool: its records go, so Redis does not grow with every name ever seen. */
@@ -288,7 +288,7 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
     try {
       await store.forget(pool, member, held.epoch);
     } catch (error) {
-      logger.warn({ pool, err: error }, 'could not delete an evicted pool; its record stays until the next owner evicts it');
+      logger.warn({ event: 'forget-failed', pool, err: error }, 'could not delete an evicted pool; its record stays until the next owner evicts it');
     }
   }
 
@@ -301,7 +301,7 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
     try {
       members = await store.heartbeat(member, ttlMs);
     } catch (error) {
-      logger.warn({ err: error }, 'heartbeat failed: the state store does not answer');
+      logger.warn({ event: 'heartbeat-failed', err: error }, 'heartbeat failed: the state store does not answer');
     }
     await Promise.all(
       [...owned].map(async ([unit, held]) => {
@@ -332,14 +332,14 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
     if (beatBusy) return;
     beatBusy = true;
     beating = heartbeat()
-      .catch((error: unknown) => logger.error({ err: error }, 'heartbeat task failed'))
+      .catch((error: unknown) => logger.error({ event: 'heartbeat-failed', err: error }, 'heartbeat task failed'))
       .finally(() => {
         beatBusy = false;
       });
   };
   const beat = setInterval(runBeat, Math.max(1, Math.floor(ttlMs / 3)));
   runBeat();
-  logger.info({ member, ownershipTtlMs: ttlMs, units }, 'durable coordinator started');
+  logger.info({ event: 'durable-started', member, ownershipTtlMs: ttlMs, units }, 'durable coordinator started');
 
   return {
     core,
@@ -357,7 +357,7 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
       } catch {
         // It lapses by itself.
       }
-      logger.info({ member }, 'durable coordinator stopped');
+      logger.info({ event: 'durable-stopped', member }, 'durable coordinator stopped');
     },
   };
 }

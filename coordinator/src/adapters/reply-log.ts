@@ -11,9 +11,9 @@ import type { Delivery } from '../core/pool.js';
 export function sendReplies(logger: Logger, deliveries: readonly Delivery<ReplyPort>[], tUs: number, subject?: string): void {
   for (const { to, reply } of deliveries) {
     if (reply.kind === 'error') {
-      logger.warn({ subject, code: reply.code, fault: reply.fault, seq: reply.seq, reason: reply.message }, 'request refused');
+      logger.warn({ event: 'request-refused', subject, code: reply.code, fault: reply.fault, seq: reply.seq, reason: reply.message }, 'request refused');
     } else if (reply.kind === 'grant') {
-      logger.debug({ leaseId: reply.leaseId, seq: reply.seq, tokensGranted: reply.tokensGranted, tokensHeld: reply.tokensHeld, ttlMs: reply.ttlMs, epoch: reply.epoch, tUs }, 'grant');
+      logger.debug({ event: 'grant', leaseId: reply.leaseId, seq: reply.seq, tokensGranted: reply.tokensGranted, tokensHeld: reply.tokensHeld, ttlMs: reply.ttlMs, epoch: reply.epoch, tUs }, 'grant');
     }
     to.respond(encodeMessage(reply));
   }
@@ -24,5 +24,5 @@ export const INTERNAL_ERROR = encodeMessage({ v: 1, kind: 'error', seq: null, co
 
 /** logFaults — one error line per contained pool fault (the pool restarted or was dropped). */
 export function logFaults(logger: Logger, faults: readonly PoolFault[]): void {
-  for (const { pool, error } of faults) logger.error({ err: error, pool }, 'pool failed: its requests were refused and it restarts');
+  for (const { pool, error } of faults) logger.error({ event: 'pool-failed', err: error, pool }, 'pool failed: its requests were refused and it restarts');
 }

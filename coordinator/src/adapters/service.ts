@@ -48,7 +48,7 @@ export function startCoordinatorService(options: ServiceOptions): CoordinatorSer
       logFaults(logger, core.takeFaults());
       return core.nextDeadlineUs();
     },
-    (error) => logger.error({ err: error }, 'tick failed'),
+    (error) => logger.error({ event: 'tick-failed', err: error }, 'tick failed'),
   );
 
   const subscription = bus.serve(serviceSubject(config.subjectPrefix), COORDINATOR_QUEUE_GROUP, (subject, payload, port) => {
@@ -56,7 +56,7 @@ export function startCoordinatorService(options: ServiceOptions): CoordinatorSer
       sendReplies(logger, core.receive(subject, payload, port, nowUs()), nowUs(), subject);
     } catch (error) {
       // A broken invariant: refuse loudly, keep serving the other pools.
-      logger.error({ err: error, subject }, 'internal error while handling a request');
+      logger.error({ event: 'request-failed', err: error, subject }, 'internal error while handling a request');
       port.respond(INTERNAL_ERROR);
     }
     logFaults(logger, core.takeFaults());
@@ -66,6 +66,7 @@ export function startCoordinatorService(options: ServiceOptions): CoordinatorSer
   // Announced once the server has the subscription: a request sent after the line finds a responder.
   const announce = (): void => logger.info(
     {
+      event: 'serving',
       epoch,
       subject: serviceSubject(config.subjectPrefix),
       quietPeriodMs: config.quietPeriodMs,
@@ -74,7 +75,7 @@ export function startCoordinatorService(options: ServiceOptions): CoordinatorSer
     'coordinator serving',
   );
   bus.flush().then(announce, (error: unknown) => {
-    logger.warn({ err: error }, 'NATS did not confirm the subscription yet');
+    logger.warn({ event: 'subscription-unconfirmed', err: error }, 'NATS did not confirm the subscription yet');
     announce();
   });
   timer.schedule(core.nextDeadlineUs());
@@ -88,7 +89,7 @@ export function startCoordinatorService(options: ServiceOptions): CoordinatorSer
       timer.stop();
       await subscription.stop();
       sendReplies(logger, core.flush(nowUs()), nowUs());
-      logger.info({ epoch }, 'coordinator stopped');
+      logger.info({ event: 'stopped', epoch }, 'coordinator stopped');
     },
   };
 }
