@@ -11,9 +11,15 @@
  *   it, so a retried request gets the original reply (idempotent retries).
  *   The record, and with it the retry memory, ends with the lease.
  * - A rate lease (rate-lease.ts) also has a rate ρ; the table keeps Σρ so
- *   the pool refills its level at what is left of the refill.
+ *   the pool refills its level at what is left of the refill, and Σ weights
+ *   for shares by weight.
+ * - Work per operation does not grow with the number of leases: expiries
+ *   are a binary heap with lazy deletion (an extension pushes a new entry;
+ *   the heap is rebuilt once stale entries outnumber live ones), so finding
+ *   and reclaiming expired leases costs O(log n) per lease.
  */
 import { assertInvariant, type LeaseGrant, type Reply } from '@tokenlease/shared';
+import { MinHeap } from './min-heap.js';
 
 export interface LeaseRecord {
   readonly leaseId: string;
@@ -37,21 +43,20 @@ export class LeaseTable {
   private readonly byAgent = new Map<string, LeaseRecord>();
   private boundSum = 0;
   private rateSum = 0;
+  private weightSum = 0;
   private issued = 0;
-  /**
-   * The soonest expiry of a live lease, kept exact without a scan per
-   * request: opening a lease can only lower it, and extending a lease
-   * changes it only when that lease held it (then it is recomputed once,
-   * lazily). So `reclaimExpired` scans only when a lease may have expired.
-   */
-  private expiryFloorUs = Infinity;
-  private floorStale = false;
+  private readonly expiries = new MinHeap<LeaseRecord>();
 
   constructor(private readonly idPrefix: string) {}
 
   /** boundTokensSum — Σ boundTokens over live leases. */
   get boundTokensSum(): number {
     return this.boundSum;
+  }
+
+  /** weightSum — Σ weight over live leases. */
+  get weightsSum(): number {
+    return this.weightSum;
   }
 
   /** ratePerPeriodSum — Σρ over live rate leases. */
@@ -85,7 +90,8 @@ export class LeaseTable {
       weight: 1,
     };
     this.byAgent.set(agentId, record);
-    if (!this.floorStale) this.expiryFloorUs = Math.min(this.expiryFloorUs, expiresAtUs);
+    this.weightSum += record.weight;
+    this.expiries.push(expiresAtUs, record);
     return record;
   }
 
@@ -94,16 +100,24 @@ export class LeaseTable {
     assertInvariant(!this.byAgent.has(agentId), `agent ${agentId} already holds a lease`);
     const record: LeaseRecord = { leaseId, agentId, boundTokens: 0, expiresAtUs, lastSeq, lastReply: null, heldTokens: 0, ratePerPeriod: 0, accrualFromUs: 0, demandPerSecond: 0, weight: 1 };
     this.byAgent.set(agentId, record);
+    this.weightSum += record.weight;
     this.setBound(record, boundTokens);
-    if (!this.floorStale) this.expiryFloorUs = Math.min(this.expiryFloorUs, expiresAtUs);
+    this.expiries.push(expiresAtUs, record);
     return record;
   }
 
   /** extend — moves a lease's expiry to `expiresAtUs` if that is later; never shortens it. */
   extend(record: LeaseRecord, expiresAtUs: number): void {
     if (expiresAtUs <= record.expiresAtUs) return;
-    if (record.expiresAtUs === this.expiryFloorUs) this.floorStale = true;
     record.expiresAtUs = expiresAtUs;
+    this.expiries.push(expiresAtUs, record);
+    this.compactExpiries();
+  }
+
+  /** setWeight — changes a lease's weight and the sum with it. */
+  setWeight(record: LeaseRecord, weight: number): void {
+    this.weightSum += weight - record.weight;
+    record.weight = weight;
   }
 
   /** setBound — changes a lease's bound and the sum with it. */
@@ -131,33 +145,45 @@ export class LeaseTable {
     this.setBound(record, 0);
     this.setRate(record, 0);
     this.byAgent.delete(record.agentId);
-    if (record.expiresAtUs === this.expiryFloorUs) this.floorStale = true;
+    this.weightSum -= record.weight;
+    this.compactExpiries();
     return bound;
   }
 
   /** reclaimExpired — ends every lease whose expiry is at or before `nowUs`; returns their agent ids. */
   reclaimExpired(nowUs: number): string[] {
     const ended: string[] = [];
-    if (nowUs < this.earliestExpiryUs()) return ended;
-    for (const record of this.byAgent.values()) {
-      if (record.expiresAtUs <= nowUs) {
-        this.remove(record);
-        ended.push(record.agentId);
-      }
+    for (;;) {
+      const top = this.expiries.peek();
+      if (top === undefined || top.key > nowUs) break;
+      this.expiries.pop();
+      if (!this.isCurrent(top.key, top.value)) continue;
+      this.remove(top.value);
+      ended.push(top.value.agentId);
     }
-    this.floorStale = true;
     return ended;
   }
 
   /** earliestExpiryUs — the soonest lease expiry, or Infinity without leases. */
   earliestExpiryUs(): number {
-    if (this.floorStale) {
-      let floorUs = Infinity;
-      for (const record of this.byAgent.values()) if (record.expiresAtUs < floorUs) floorUs = record.expiresAtUs;
-      this.expiryFloorUs = floorUs;
-      this.floorStale = false;
+    for (;;) {
+      const top = this.expiries.peek();
+      if (top === undefined) return Infinity;
+      if (this.isCurrent(top.key, top.value)) return top.key;
+      this.expiries.pop();
     }
-    return this.expiryFloorUs;
+  }
+
+  /** isCurrent — whether a heap entry still stands for a live lease's expiry. */
+  private isCurrent(expiresAtUs: number, record: LeaseRecord): boolean {
+    return record.expiresAtUs === expiresAtUs && this.byAgent.get(record.agentId) === record;
+  }
+
+  /** compactExpiries — rebuilds the heap once stale entries outnumber live ones (amortized O(1)). */
+  private compactExpiries(): void {
+    if (this.expiries.size <= 2 * this.byAgent.size + 16) return;
+    this.expiries.clear();
+    for (const record of this.byAgent.values()) this.expiries.push(record.expiresAtUs, record);
   }
 }
 

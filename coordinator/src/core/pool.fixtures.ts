@@ -129,7 +129,11 @@ export interface PoolInternals<R> {
 }
 
 /** internalsOf — `pool` seen with its private state. */
-export const internalsOf = <R>(pool: Pool<R>): PoolInternals<R> => pool as unknown as PoolInternals<R>;
+export const internalsOf = <R>(pool: Pool<R>): PoolInternals<R> => ({
+  credit: pool.parts.credit,
+  waiters: pool.heldRequests(),
+  leases: pool.parts.leases as unknown as PoolInternals<R>['leases'],
+});
 
 /** internals — the exact private state of `pool` as a string, for "nothing changed" checks; throws when there is no pool. */
 export function internals<R>(pool: Pool<R> | undefined): string {

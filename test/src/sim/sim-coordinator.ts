@@ -137,7 +137,11 @@ export class SimCoordinator {
 
   private guard(f: () => Delivery<ReplyTo>[]): Delivery<ReplyTo>[] {
     try {
-      return f();
+      const out = f();
+      // The core contains a pool's fault and serves on; in a simulation any fault is a bug.
+      const fault = this.core.takeFaults()[0];
+      if (fault !== undefined) this.host.failed(`pool ${fault.pool} failed: ${fault.error instanceof Error ? fault.error.message : String(fault.error)}`);
+      return out;
     } catch (error) {
       this.host.failed(`coordinator failed: ${error instanceof Error ? error.message : String(error)}`);
       return [];

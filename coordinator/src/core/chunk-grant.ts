@@ -1,0 +1,84 @@
+/**
+ * Chunk grants: a lease holds tokens moved out of the level, topped up on
+ * renewal, with requests held while a worthwhile grant accrues.
+ *
+ * Rules:
+ * - A renewal re-bases the lease on the agent's report: the bound becomes
+ *   what the agent says is left of the lease it names (never more than the
+ *   bound); a lease the agent does not name is one whose grant never
+ *   reached it, so nothing of it can be spent.
+ * - No crumbs: a request that cannot get its turn, `min(wanted,
+ *   minGrantTokens × w)` for its class's weight w, is held (up to its hold
+ *   time) and waiting agents are served in arrival order, a turn each
+ *   while others wait (a backlog is split in proportion to the turns), so
+ *   under contention agents' shares follow their weights. A held request
+ *   whose hold ends gets what there is; one that may not wait gets nothing
+ *   while others wait before it.
+ */
+import type { LeaseRequest, Reply } from '@tokenlease/shared';
+import type { LeaseRecord } from './lease-table.js';
+import { grantReply, retryAfterMs, weightOf, US_PER_MS, type PoolParts } from './pool-parts.js';
+
+/** Delivery — a reply and the opaque target it goes to. */
+export interface Delivery<R> {
+  readonly to: R;
+  readonly reply: Reply;
+}
+
+/** acquireChunk — renews `record` as `req` reports it, then grants, holds, or renews only. */
+export function acquireChunk<R>(p: PoolParts<R>, req: LeaseRequest, record: LeaseRecord, to: R, nowUs: number, out: Delivery<R>[]): void {
+  const reportedTokens = req.leaseId === record.leaseId ? Math.min(record.boundTokens, req.tokensLeft) : 0;
+  p.leases.setBound(record, reportedTokens);
+  p.leases.setWeight(record, weightOf(p, req.agentClass));
+  record.lastSeq = req.seq;
+  record.lastReply = null;
+  p.leases.extend(record, nowUs + p.ttlUs);
+  p.changed?.add(req.agentId);
+  const wantTokens = Math.max(0, Math.min(req.tokensWanted, p.config.maxLeaseTokens - record.boundTokens));
+  const holdUs = Math.min(req.holdMs, p.config.maxHoldMs) * US_PER_MS;
+  const thresholdTokens = Math.min(wantTokens, p.config.minGrantTokens * record.weight);
+  if (wantTokens === 0 || (p.waiters.size === 0 && (holdUs === 0 || p.credit.has(thresholdTokens)))) {
+    grant(p, record, wantTokens, to, nowUs, out);
+  } else if (holdUs === 0) {
+    // It may not wait and others are waiting first: renew only, and say when to ask again.
+    grant(p, record, wantTokens, to, nowUs, out, 0);
+  } else {
+    p.waiters.push({ record, wantTokens, thresholdTokens, to, deadlineUs: nowUs + holdUs });
+  }
+}
+
+/** serveWaiters — grants turns to the head of the queue while the level holds one, then answers holds that ended. */
+export function serveWaiters<R>(p: PoolParts<R>, nowUs: number, out: Delivery<R>[]): void {
+  for (let head = p.waiters.head(); head !== undefined && p.credit.has(head.thresholdTokens); head = p.waiters.head()) {
+    p.waiters.remove(head.record.agentId);
+    // With others still waiting, a turn is its threshold; a lone waiter
+    // (or one at the back) takes what it wants of what there is.
+    const tokensMax = p.waiters.size > 0 ? Math.max(head.thresholdTokens, fairRest(p, head.thresholdTokens)) : Infinity;
+    grant(p, head.record, head.wantTokens, head.to, nowUs, out, tokensMax);
+  }
+  for (const w of p.waiters.takeDue(nowUs)) grant(p, w.record, w.wantTokens, w.to, nowUs, out);
+}
+
+/** grant — moves up to `wantTokens` (at most `tokensMax`) from the level into `record` and replies. */
+export function grant<R>(p: PoolParts<R>, record: LeaseRecord, wantTokens: number, to: R, nowUs: number, out: Delivery<R>[], tokensMax = Infinity): void {
+  const tokensGranted = Math.min(wantTokens, tokensMax, p.credit.levelTokens);
+  p.credit.take(tokensGranted);
+  p.leases.setBound(record, record.boundTokens + tokensGranted);
+  p.leases.extend(record, nowUs + p.ttlUs);
+  const retryMs = tokensGranted < wantTokens ? retryAfterMs(p, wantTokens - tokensGranted, nowUs) : 0;
+  const reply = grantReply(p, record, tokensGranted, retryMs);
+  record.lastReply = reply;
+  p.changed?.add(record.agentId);
+  out.push({ to, reply });
+  p.credit.check(p.leases.boundTokensSum);
+}
+
+/**
+ * fairRest — the head's part when what there is exceeds every waiter's
+ * turn: the level divided in proportion to the waiters' turns (its own
+ * included), so a backlog is shared by weight rather than first come.
+ */
+function fairRest<R>(p: PoolParts<R>, headTurnTokens: number): number {
+  const turns = p.waiters.turnsTokens + headTurnTokens;
+  return Math.floor((p.credit.levelTokens * headTurnTokens) / turns);
+}

@@ -1,0 +1,84 @@
+/**
+ * PoolParts: the state of one pool, shared by the files that keep its
+ * rules (pool.ts, chunk-grant.ts, rate-grant.ts, pool-takeover.ts), and
+ * what those files say alike: the grant reply and the retry hint.
+ */
+import { DURATION_MS_MAX, tokenScale, waitUs, type LeaseGrant, type TokenScale } from '@tokenlease/shared';
+import type { PoolConfig } from './config.js';
+import { Credit } from './credit.js';
+import { HoldQueue } from './hold-queue.js';
+import { LeaseTable, type LeaseRecord } from './lease-table.js';
+import type { ChangeLog } from './pool-state.js';
+import { WaterLevel } from './water-level.js';
+
+export interface PoolParts<R> {
+  readonly config: PoolConfig;
+  /** The ownership epoch (memory mode: the incarnation) named in replies and lease ids. */
+  readonly epoch: number;
+  readonly scale: TokenScale;
+  readonly leases: LeaseTable;
+  readonly credit: Credit;
+  readonly waiters: HoldQueue<R>;
+  /** Until when the pool grants nothing and refills nothing (after a start), µs. */
+  readonly quietUntilUs: number;
+  readonly ttlUs: number;
+  /** The refill period in µs, the unit of rate leases' ρ. */
+  readonly periodUs: number;
+  /** Rate mode: the water level of the fair shares, recomputed lazily. */
+  readonly waterLevel: WaterLevel;
+  /** Agents whose lease changed since the last write; null when nothing is written anywhere. */
+  changed: ChangeLog | null;
+}
+
+/** US_PER_MS — microseconds in a millisecond. */
+export const US_PER_MS = 1000;
+
+/** makePoolParts — the state of an empty pool of `config` that starts at `startUs`, quiet for `quietPeriodMs`. */
+export function makePoolParts<R>(config: PoolConfig, epoch: number, startUs: number, quietPeriodMs: number, restarts: number): PoolParts<R> {
+  const scale = tokenScale(config.capacity, config.refill);
+  const idPrefix = restarts === 0 ? `${epoch.toString(36)}-` : `${epoch.toString(36)}.${restarts.toString(36)}-`;
+  const quietUntilUs = startUs + quietPeriodMs * US_PER_MS;
+  return {
+    config,
+    epoch,
+    scale,
+    leases: new LeaseTable(idPrefix),
+    credit: new Credit(scale, config.name, config.allowance, quietUntilUs),
+    waiters: new HoldQueue<R>(),
+    quietUntilUs,
+    ttlUs: config.leaseTtlMs * US_PER_MS,
+    periodUs: config.refill.periodMs * US_PER_MS,
+    waterLevel: new WaterLevel(),
+    changed: null,
+  };
+}
+
+/** grantReply — the grant that tells an agent its lease after this request. */
+export function grantReply<R>(p: PoolParts<R>, record: LeaseRecord, tokensGranted: number, retryAfterMs: number): LeaseGrant {
+  return {
+    v: 1,
+    kind: 'grant',
+    seq: record.lastSeq,
+    leaseId: record.leaseId,
+    tokensGranted,
+    tokensHeld: record.boundTokens,
+    ttlMs: p.config.leaseTtlMs,
+    epoch: p.epoch,
+    maxLeaseTokens: p.config.maxLeaseTokens,
+    capacityTokens: p.config.capacity,
+    retryAfterMs,
+  };
+}
+
+/** retryAfterMs — how long until a turn of the `missingTokens` accrues (and the quiet period is over), at least 1 ms. */
+export function retryAfterMs<R>(p: PoolParts<R>, missingTokens: number, nowUs: number): number {
+  const thresholdTokens = Math.min(missingTokens, p.config.minGrantTokens);
+  const accrueUs = waitUs(p.scale, thresholdTokens * p.scale.unitsPerToken - p.credit.levelUnits);
+  const quietUs = Math.max(0, p.quietUntilUs - nowUs);
+  return Math.min(DURATION_MS_MAX, Math.max(1, Math.ceil((quietUs + accrueUs) / US_PER_MS)));
+}
+
+/** weightOf — the weight of an agent class in the pool's turns and shares (no class, or an unlisted one: 1). */
+export function weightOf<R>(p: PoolParts<R>, agentClass: string | undefined): number {
+  return agentClass === undefined ? 1 : (p.config.classWeights.get(agentClass) ?? 1);
+}

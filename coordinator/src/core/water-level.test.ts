@@ -1,0 +1,43 @@
+/**
+ * WaterLevel: exact shares up to EXACT_LEASES_MAX leases; above, shares
+ * from a water level recomputed every n / RECOMPUTE_DIVISOR renewals stay
+ * close to the exact ones.
+ */
+import { describe, expect, it } from 'vitest';
+import { LeaseTable } from './lease-table.js';
+import { fairShareOf } from './rate-lease.js';
+import { EXACT_LEASES_MAX, WaterLevel } from './water-level.js';
+
+function table(n: number, demandOf: (i: number) => number, weightOf: (i: number) => number = () => 1): LeaseTable {
+  const t = new LeaseTable('t-');
+  for (let i = 0; i < n; i += 1) {
+    const r = t.open(`a${i}`, 1, 1_000_000);
+    r.demandPerSecond = demandOf(i);
+    t.setWeight(r, weightOf(i));
+  }
+  return t;
+}
+
+describe('WaterLevel', () => {
+  it('is exact up to EXACT_LEASES_MAX leases', () => {
+    const t = table(EXACT_LEASES_MAX, (i) => 10 + 7 * i, (i) => 1 + (i % 3));
+    const w = new WaterLevel();
+    for (const r of t.all()) expect(w.shareOf(t, r, 5000, 1000)).toBe(fairShareOf([...t.all()], r, 5000, 1000));
+  });
+
+  it('stays within one token per unit of weight of the exact share for a large fleet', () => {
+    const t = table(5000, (i) => (i % 10) * 3, (i) => 1 + (i % 2));
+    const w = new WaterLevel();
+    const all = [...t.all()];
+    for (const r of all.slice(0, 300)) {
+      const exact = fairShareOf(all, r, 40_000, 1000);
+      expect(Math.abs(w.shareOf(t, r, 40_000, 1000) - exact)).toBeLessThanOrEqual(r.weight + 1);
+    }
+  });
+
+  it('gives every lease its demand when the total covers all demands', () => {
+    const t = table(200, () => 5);
+    const w = new WaterLevel();
+    for (const r of t.all()) expect(w.shareOf(t, r, 10_000, 1000)).toBe(5);
+  });
+});
