@@ -1,21 +1,20 @@
 /**
  * The durable coordinator service: the NATS service of `service.ts` with
  * the state kept in a store (Redis) and pools shared among coordinators.
+ * It moves bytes; the decisions are the cores':
  *
- * - Ownership: every heartbeat (a third of the ownership TTL) it marks
- *   itself alive, renews what it owns, and claims or hands over units as
- *   `planOwnership` says. It subscribes to a configured pool's subject
- *   only while it owns that pool, so agents reach the owner through the
- *   subject alone; the owner of the catch-all unit subscribes to every
- *   subject (another queue group) and serves template pools, claiming each
- *   on its first request, and refuses unknown names.
- * - Write before reply: replies leave only after the changes behind them
- *   are written by a fenced script. Writes of one pool go in order, one at
- *   a time; what changes meanwhile goes into the next write (group commit).
- *   A fenced write means another coordinator owns the pool: it steps down
- *   and answers `not-owner`, never the grant. A store that does not answer
- *   turns grants into `unavailable` errors; the core's state is kept, so
- *   the agent's retry gets the original grant once a write succeeds.
+ * - Ownership (core/ownership.ts): every heartbeat (a third of the
+ *   ownership TTL) it marks itself alive, renews what it owns, and claims
+ *   or hands over units as `planOwnership` says. It subscribes to a
+ *   configured pool's subject only while it owns that pool; the owner of
+ *   the catch-all unit subscribes to every subject (another queue group)
+ *   and routes each request as `routeCatchAll` says.
+ * - Write before reply (core/write-lane.ts): every reply goes through its
+ *   pool's write lane, which says what to write, what to send, and when a
+ *   fenced write means stepping down; this file performs the writes with
+ *   fenced scripts and reports how each ended.
+ * - Claims, hand-overs and deletions of a pool run one after another; a
+ *   hand-over waits for the pool's writes to settle before it releases.
  */
 import {
   CATCH_ALL_QUEUE_GROUP,
@@ -25,14 +24,15 @@ import {
   poolSubject,
   serviceSubject,
   type Bus,
-  type Reply,
   type ReplyPort,
 } from '@tokenlease/shared';
 import type { Logger } from 'pino';
 import type { CoordinatorConfig } from '../core/config.js';
 import { CoordinatorCore, notOwner } from '../core/coordinator-core.js';
-import { CATCH_ALL_UNIT, ownershipUnits, planOwnership } from '../core/ownership.js';
+import { CATCH_ALL_UNIT, ownershipUnits, planOwnership, routeCatchAll } from '../core/ownership.js';
 import type { Delivery } from '../core/pool.js';
+import type { PoolChanges } from '../core/pool-state.js';
+import { WriteLane, type ChangeSource, type LaneStep, type WriteOutcome } from '../core/write-lane.js';
 import type { StateStore } from './redis-store.js';
 import { INTERNAL_ERROR, logFaults, sendReplies } from './reply-log.js';
 import { TickTimer } from './tick-timer.js';
@@ -66,9 +66,11 @@ interface Held {
 }
 
 interface Lane {
+  /** The pool's store tasks (claim, hand-over, forget), one after another. */
   tail: Promise<void>;
-  deliveries: Delivery<ReplyPort>[];
-  flushQueued: boolean;
+  writer: WriteLane<ReplyPort>;
+  /** The write loop while a write is in flight. */
+  running: Promise<void> | null;
   /** Requests that wait for this template pool's claim; null when no claim is under way. */
   awaitingClaim: Array<() => void> | null;
 }
@@ -91,7 +93,7 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
     () => {
       core.tickEach(nowUs(), submit);
       stepDownFaulted();
-      for (const name of core.takeEvicted()) enqueue(name, () => forget(name));
+      for (const name of core.takeEvicted()) void enqueue(name, () => forget(name));
       return core.nextDeadlineUs();
     },
     (error) => logger.error({ event: 'tick-failed', err: error }, 'tick failed'),
@@ -107,7 +109,7 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
   function lane(pool: string): Lane {
     let l = lanes.get(pool);
     if (l === undefined) {
-      l = { tail: Promise.resolve(), deliveries: [], flushQueued: false, awaitingClaim: null };
+      l = { tail: Promise.resolve(), writer: new WriteLane<ReplyPort>(), running: null, awaitingClaim: null };
       lanes.set(pool, l);
     }
     return l;
@@ -119,54 +121,50 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
     const run = l.tail.then(task).catch((error: unknown) => logger.error({ event: 'store-task-failed', err: error, pool }, 'store task failed'));
     l.tail = run;
     void run.then(() => {
-      if (l.tail === run && l.deliveries.length === 0 && !owned.has(pool)) lanes.delete(pool);
+      if (l.tail === run && l.running === null && !owned.has(pool)) lanes.delete(pool);
     });
     return run;
   }
 
+  function changeSource(pool: string): ChangeSource {
+    return {
+      takeChanges: () => core.pool(pool)?.takeChanges() ?? null,
+      requeueChanges: (changes) => core.pool(pool)?.requeueChanges(changes),
+    };
+  }
+
+  /** submit — replies of `pool` leave through its write lane: after the changes behind them are written. */
   function submit(pool: string, deliveries: Delivery<ReplyPort>[]): void {
     if (deliveries.length === 0) return;
     const l = lane(pool);
-    l.deliveries.push(...deliveries);
-    if (l.flushQueued) return;
-    l.flushQueued = true;
-    void enqueue(pool, () => flush(pool));
+    perform(pool, l, l.writer, l.writer.submit({ deliveries, producedUs: nowUs() }, changeSource(pool), owned.has(pool)));
   }
 
-  async function flush(pool: string): Promise<void> {
-    const l = lane(pool);
-    l.flushQueued = false;
-    const batch = l.deliveries.splice(0);
+  /** perform — sends what the lane says, steps down when it says so, and starts its write. */
+  function perform(pool: string, l: Lane, writer: WriteLane<ReplyPort>, step: LaneStep<ReplyPort>): void {
+    for (const batch of step.send) sendReplies(logger, batch.deliveries, nowUs());
+    if (step.stepDown) void enqueue(pool, () => stepDown(pool, 'a write was fenced: another coordinator owns the pool'));
+    if (step.write !== null) l.running = write(pool, l, writer, step.write);
+  }
+
+  /** write — writes `changes`, tells the lane how it went, and goes on while the lane has more. */
+  async function write(pool: string, l: Lane, writer: WriteLane<ReplyPort>, changes: PoolChanges): Promise<void> {
+    let outcome: WriteOutcome = 'fenced';
     const held = owned.get(pool);
-    const changes = core.pool(pool)?.takeChanges() ?? null;
-    if (held === undefined) return send(batch, 'not-owner');
-    if (changes !== null) {
-      let written: boolean;
-      try {
-        written = await store.write(pool, member, held.epoch, changes);
-      } catch (error) {
-        core.pool(pool)?.requeueChanges(changes);
-        logger.warn({ event: 'store-unavailable', pool, err: error }, 'state store unavailable: nothing is granted until a write succeeds');
-        return send(batch, 'unavailable');
-      }
-      if (!written) {
-        send(batch, 'not-owner');
-        return stepDown(pool, 'a write was fenced: another coordinator owns the pool');
-      }
+    try {
+      if (held !== undefined) outcome = (await store.write(pool, member, held.epoch, changes)) ? 'written' : 'fenced';
+    } catch (error) {
+      logger.warn({ event: 'store-unavailable', pool, err: error }, 'state store unavailable: nothing is granted until a write succeeds');
+      outcome = 'unavailable';
     }
-    send(batch, null);
+    if (l.writer === writer) l.running = null;
+    perform(pool, l, writer, writer.landed(outcome, changeSource(pool), owned.has(pool)));
   }
 
-  /** send — sends a batch; with a refusal code, every grant or receipt in it becomes that refusal instead. */
-  function send(batch: Delivery<ReplyPort>[], refusal: 'not-owner' | 'unavailable' | null): void {
-    const out = refusal === null ? batch : batch.map((d) => (d.reply.kind === 'grant' || d.reply.kind === 'receipt' ? refuse(d.to, d.reply.seq, refusal) : d));
-    sendReplies(logger, out, nowUs());
-  }
-
-  function refuse(to: ReplyPort, seq: number, code: 'not-owner' | 'unavailable'): Delivery<ReplyPort> {
-    if (code === 'not-owner') return notOwner(to, seq, 'this coordinator no longer owns the pool; ask again');
-    const reply: Reply = { v: 1, kind: 'error', seq, code, fault: 'coordinator', message: 'the state store does not answer: nothing can be granted until it does', retryAfterMs: 250 };
-    return { to, reply };
+  /** settled — resolves once no write of `pool` is in flight. */
+  async function settled(pool: string): Promise<void> {
+    const l = lanes.get(pool);
+    while (l?.running) await l.running;
   }
 
   function handle(pool: string, [subject, payload, port]: Message): void {
@@ -189,21 +187,22 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
 
   function onCatchAll(...message: Message): void {
     const parts = parseSubject(prefix, message[0]);
-    const kind = parts === null ? null : core.kindOf(parts.pool);
-    if (kind === 'fixed') return; // its owner gets it on the pool's own subject
-    if (parts === null || kind === null || core.pool(parts.pool) !== undefined || parts.op === 'status') {
-      // Unknown names and bad subjects are refused by the core; held template pools are served.
-      if (parts === null || kind === null) sendReplies(logger, core.receive(message[0], message[1], message[2], nowUs()), nowUs(), message[0]);
-      else handle(parts.pool, message);
+    const pool = parts?.pool ?? null;
+    const kind = pool === null ? null : core.kindOf(pool);
+    const route = routeCatchAll(pool, kind, pool !== null && core.pool(pool) !== undefined, parts?.op === 'status');
+    if (route === 'ignore') return; // its owner gets it on the pool's own subject
+    if (route === 'refuse' || pool === null) {
+      sendReplies(logger, core.receive(message[0], message[1], message[2], nowUs()), nowUs(), message[0]);
       return;
     }
-    const l = lane(parts.pool);
-    const pool = parts.pool;
+    if (route === 'serve') return handle(pool, message);
+    const l = lane(pool);
+    const run = (): void => (core.pool(pool) === undefined ? refuseClaimless(message) : handle(pool, message));
     if (l.awaitingClaim !== null) {
-      l.awaitingClaim.push(() => (core.pool(pool) === undefined ? refuseClaimless(message) : handle(pool, message)));
+      l.awaitingClaim.push(run);
       return;
     }
-    l.awaitingClaim = [() => (core.pool(pool) === undefined ? refuseClaimless(message) : handle(pool, message))];
+    l.awaitingClaim = [run];
     void enqueue(pool, () => claimTemplatePool(pool));
   }
 
@@ -236,6 +235,8 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
     }
     const held: Held = { epoch: result.epoch, sub: null };
     owned.set(unit, held);
+    // A new ownership writes through a new lane: nothing of a fenced one carries over.
+    if (unit !== CATCH_ALL_UNIT) lane(unit).writer = new WriteLane<ReplyPort>();
     if (unit === CATCH_ALL_UNIT) held.sub = bus.serve(serviceSubject(prefix), CATCH_ALL_QUEUE_GROUP, onCatchAll);
     else if (core.kindOf(unit) === 'fixed') held.sub = bus.serve(poolSubject(prefix, unit), COORDINATOR_QUEUE_GROUP, onPoolMessage(unit));
     // Read before requests can arrive (a status read ticks the pool, and nothing would send what that answered).
@@ -266,8 +267,10 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
     held.sub = null;
     if (unit === CATCH_ALL_UNIT) await Promise.all(templatePools().map((pool) => enqueue(pool, () => handOver(pool))));
     else {
-      core.pool(unit)?.flush(nowUs(), lane(unit).deliveries);
-      await flush(unit);
+      const flushed: Delivery<ReplyPort>[] = [];
+      core.pool(unit)?.flush(nowUs(), flushed);
+      submit(unit, flushed);
+      await settled(unit);
     }
     if (!owned.has(unit)) return; // the final write was fenced: already stepped down
     owned.delete(unit);
@@ -282,6 +285,7 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
 
   /** forget — an evicted template pool: its records go, so Redis does not grow with every name ever seen. */
   async function forget(pool: string): Promise<void> {
+    await settled(pool);
     const held = owned.get(pool);
     owned.delete(pool);
     if (held === undefined) return;

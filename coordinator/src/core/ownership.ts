@@ -77,3 +77,18 @@ export function planOwnership(me: string, members: readonly string[], units: rea
 export function ownershipUnits(poolNames: readonly string[]): string[] {
   return [...poolNames, CATCH_ALL_UNIT];
 }
+
+/**
+ * CatchAllRoute — what the owner of the catch-all unit does with a request:
+ * leave it to a configured pool's owner (`ignore`), let the core refuse it
+ * (`refuse`: a bad subject or an unknown name), serve it from a pool it
+ * holds or a status query (`serve`), or claim the template pool first.
+ */
+export type CatchAllRoute = 'ignore' | 'refuse' | 'serve' | 'claim';
+
+/** routeCatchAll — the route of a request for `pool` (null: a bad subject) of `kind`, `held` or not, a status query or not. */
+export function routeCatchAll(pool: string | null, kind: 'fixed' | 'template' | null, held: boolean, status: boolean): CatchAllRoute {
+  if (pool === null || kind === null) return 'refuse';
+  if (kind === 'fixed') return 'ignore';
+  return held || status ? 'serve' : 'claim';
+}

@@ -1,21 +1,16 @@
 /**
  * SimCoordinator: one coordinator process in the simulator: the real
- * CoordinatorCore, its ticks and, in durable mode, the write lane of the
- * durable adapter (coordinator/src/adapters/durable-service.ts):
+ * CoordinatorCore, its ticks and, in durable mode, the real write lane
+ * (coordinator/src/core/write-lane.ts) driven on the virtual clock, with the
+ * simulated store behind it.
  *
- * - Write before reply: the replies a receive or tick produces wait until
- *   the pool's changes behind them are written. Writes go one at a time, in
- *   order; whatever piles up meanwhile goes into the next write (group
- *   commit). A batch with no change to write leaves at once, in lane order.
- * - A refused (fenced) write means another epoch owns the pool: every grant
- *   and receipt it covered, and every later one, becomes `not-owner`; so
- *   does every one flushed after the process stepped down.
  * - A crash loses the memory, the held requests, the unwritten changes and
  *   the unsent replies; a write in flight lands or not (the caller says).
  * - Stepping down answers the held requests `not-owner` (no write needed).
+ * - A deposed process serves on until it steps down: the lane refuses what
+ *   its fenced writes covered and everything after.
  */
-import type { CoordinatorCore, Delivery, PoolChanges } from '@tokenlease/coordinator';
-import type { Reply } from '@tokenlease/shared';
+import { WriteLane, type Batch, type CoordinatorCore, type Delivery, type LaneStep, type PoolChanges } from '@tokenlease/coordinator';
 import { COORDINATOR_TICK_US_MAX, POOL, type Event, type ReplyTo } from './sim-events.js';
 import type { SimStore } from './sim-store.js';
 
@@ -37,14 +32,8 @@ export interface Lane {
   readonly replyBeforeWrite: boolean;
 }
 
-interface Batch {
-  readonly deliveries: Delivery<ReplyTo>[];
-  readonly producedUs: number;
-}
-
 interface Write {
   readonly changes: PoolChanges;
-  readonly batches: readonly Batch[];
   lands: boolean;
 }
 
@@ -55,9 +44,8 @@ export class SimCoordinator {
   /** Its ownership lapsed: it serves on until it steps down, its writes refused. */
   deposed = false;
   private tickGen = 0;
-  private pending: Batch[] = [];
+  private readonly writer = new WriteLane<ReplyTo>();
   private writing: Write | null = null;
-  private fenced = false;
 
   constructor(
     readonly id: number,
@@ -89,7 +77,7 @@ export class SimCoordinator {
   crash(writeLands: boolean): void {
     this.serving = false;
     this.crashed = true;
-    this.pending = [];
+    this.writer.drop();
     if (this.writing !== null) this.writing.lands = writeLands;
   }
 
@@ -108,31 +96,31 @@ export class SimCoordinator {
     this.writing = null;
     const accepted = write.lands && lane.store.write(lane.epoch, write.changes, nowUs);
     if (this.crashed) return;
-    if (!accepted) this.fenced = true;
-    this.sendBatches(write.batches, !accepted);
-    if (this.pending.length > 0) this.flush(nowUs);
+    // A fenced process serves on until its own step-down (the fault's schedule), so the lane's step-down is not acted on.
+    this.perform(this.writer.landed(accepted ? 'written' : 'fenced', this.source(), this.serving), nowUs);
   }
 
   private submit(deliveries: Delivery<ReplyTo>[], nowUs: number): void {
     if (deliveries.length === 0) return;
     if (this.lane === null) return this.host.send(deliveries, nowUs, this.core.epoch);
     if (this.lane.replyBeforeWrite) this.host.send(deliveries.splice(0), nowUs, this.core.epoch);
-    this.pending.push({ deliveries, producedUs: nowUs });
-    if (this.writing === null) this.flush(nowUs);
+    this.perform(this.writer.submit({ deliveries, producedUs: nowUs }, this.source(), this.serving), nowUs);
   }
 
-  private flush(nowUs: number): void {
-    const lane = this.lane as Lane;
-    const batches = this.pending.splice(0);
-    const owner = !this.fenced && this.serving;
-    const changes = owner ? (this.core.pool(POOL)?.takeChanges() ?? null) : null;
-    if (changes === null) return this.sendBatches(batches, !owner);
-    this.writing = { changes, batches, lands: true };
-    this.host.push(nowUs + lane.writeUs(), { k: 'write-landed', id: this.id });
+  private perform(step: LaneStep<ReplyTo>, nowUs: number): void {
+    for (const batch of step.send) this.sendBatch(batch);
+    if (step.write === null || this.lane === null) return;
+    this.writing = { changes: step.write, lands: true };
+    this.host.push(nowUs + this.lane.writeUs(), { k: 'write-landed', id: this.id });
   }
 
-  private sendBatches(batches: readonly Batch[], refuse: boolean): void {
-    for (const { deliveries, producedUs } of batches) this.host.send(refuse ? deliveries.map(refused) : deliveries, producedUs, this.core.epoch);
+  private sendBatch(batch: Batch<ReplyTo>): void {
+    this.host.send(batch.deliveries, batch.producedUs, this.core.epoch);
+  }
+
+  private source(): { takeChanges(): PoolChanges | null; requeueChanges(changes: PoolChanges): void } {
+    const pool = this.core.pool(POOL);
+    return { takeChanges: () => pool?.takeChanges() ?? null, requeueChanges: (changes) => pool?.requeueChanges(changes) };
   }
 
   private guard(f: () => Delivery<ReplyTo>[]): Delivery<ReplyTo>[] {
@@ -147,11 +135,4 @@ export class SimCoordinator {
       return [];
     }
   }
-}
-
-/** refused — what a fenced process sends instead of a grant or receipt (as the durable adapter does). */
-function refused(d: Delivery<ReplyTo>): Delivery<ReplyTo> {
-  if (d.reply.kind !== 'grant' && d.reply.kind !== 'receipt') return d;
-  const reply: Reply = { v: 1, kind: 'error', seq: d.reply.seq, code: 'not-owner', fault: 'coordinator', message: 'this coordinator no longer owns the pool; ask again', retryAfterMs: 50 };
-  return { to: d.to, reply };
 }
