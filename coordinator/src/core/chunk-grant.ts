@@ -14,6 +14,10 @@
  *   under contention agents' shares follow their weights. A held request
  *   whose hold ends gets what there is; one that may not wait gets nothing
  *   while others wait before it.
+ * - No lease keeps more than its weighted share of B, `B × w / Σw` over the
+ *   live leases, past its TTL while another request waits: renewed above
+ *   that share, it is answered with no top-up and the time it has left,
+ *   not extended, so it lapses and its tokens go round.
  */
 import type { LeaseRequest, Reply } from '@tokenlease/shared';
 import type { LeaseRecord } from './lease-table.js';
@@ -32,9 +36,13 @@ export function acquireChunk<R>(p: PoolParts<R>, req: LeaseRequest, record: Leas
   p.leases.setWeight(record, weightOf(p, req.agentClass));
   record.lastSeq = req.seq;
   record.lastReply = null;
-  p.leases.extend(record, nowUs + p.ttlUs);
   p.changed?.add(req.agentId);
   const wantTokens = Math.max(0, Math.min(req.tokensWanted, p.config.maxLeaseTokens - record.boundTokens));
+  if (p.waiters.size > 0 && record.boundTokens > shareTokens(p, record)) {
+    renewUnextended(p, record, wantTokens > 0, to, nowUs, out);
+    return;
+  }
+  p.leases.extend(record, nowUs + p.ttlUs);
   const holdUs = Math.min(req.holdMs, p.config.maxHoldMs) * US_PER_MS;
   const thresholdTokens = Math.min(wantTokens, p.config.minGrantTokens * record.weight);
   if (wantTokens === 0 || (p.waiters.size === 0 && (holdUs === 0 || p.credit.has(thresholdTokens)))) {
@@ -71,6 +79,20 @@ export function grant<R>(p: PoolParts<R>, record: LeaseRecord, wantTokens: numbe
   p.changed?.add(record.agentId);
   out.push({ to, reply });
   p.credit.check(p.leases.boundTokensSum);
+}
+
+/** shareTokens — `record`'s weighted share of B among the live leases. */
+function shareTokens<R>(p: PoolParts<R>, record: LeaseRecord): number {
+  return Math.floor((p.config.capacity * record.weight) / Math.max(1, p.leases.weightsSum));
+}
+
+/** renewUnextended — answers a renewal with no top-up and the lease's own time left (at least 1 ms); `short`: it wanted more. */
+function renewUnextended<R>(p: PoolParts<R>, record: LeaseRecord, short: boolean, to: R, nowUs: number, out: Delivery<R>[]): void {
+  p.leases.extend(record, nowUs + US_PER_MS);
+  const ttlMs = Math.max(1, Math.floor((record.expiresAtUs - nowUs) / US_PER_MS));
+  const reply = grantReply(p, record, 0, short ? ttlMs : 0, ttlMs);
+  record.lastReply = reply;
+  out.push({ to, reply });
 }
 
 /**

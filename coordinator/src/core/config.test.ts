@@ -43,6 +43,8 @@ describe('parseCoordinatorConfig accepts a valid document and fills in defaults'
           allowance: 0,
           classWeights: new Map(),
           leaseMode: 'chunk',
+          maxLeases: 100_000,
+          maxWaiting: 10_000,
         },
         {
           name: 'slow',
@@ -55,6 +57,8 @@ describe('parseCoordinatorConfig accepts a valid document and fills in defaults'
           allowance: 0,
           classWeights: new Map(),
           leaseMode: 'chunk',
+          maxLeases: 100_000,
+          maxWaiting: 10_000,
         },
       ],
       templates: [],
@@ -115,6 +119,8 @@ describe('parseCoordinatorConfig accepts a valid document and fills in defaults'
       allowance: 250,
       classWeights: new Map(),
       leaseMode: 'chunk',
+      maxLeases: 100_000,
+      maxWaiting: 10_000,
     });
   });
 

@@ -25,6 +25,11 @@
  *   of the refill (water-filling over the demand agents report), so each
  *   agent renews about once per refresh interval whatever B is. Rate mode
  *   needs (capacity + allowance) × refill period in µs × 2 ≤ 2^52.
+ * - `maxLeases` [100000]: live leases the pool keeps at once; a request for
+ *   one more is refused `unavailable` (a bound on memory and work that no
+ *   stream of new agent ids can pass).
+ * - `maxWaiting` [10000]: requests the pool holds at once; a request that
+ *   would wait beyond that is refused `unavailable`.
  *
  * Templates (`templates: { "tenant:*": { ...pool fields, idleEvictMs
  * [max(60000, leaseTtlMs)], maxPools [100000] } }`) make per-tenant pools on
@@ -54,6 +59,8 @@ export interface PoolConfig {
    */
   readonly classWeights: ReadonlyMap<string, number>;
   readonly leaseMode: LeaseMode;
+  readonly maxLeases: number;
+  readonly maxWaiting: number;
 }
 
 export type LeaseMode = 'chunk' | 'rate';
@@ -82,9 +89,12 @@ export interface CoordinatorConfig {
 }
 
 export const DEFAULT_IDLE_EVICT_MS = 60_000;
+export const DEFAULT_MAX_LEASES = 100_000;
+export const DEFAULT_MAX_WAITING = 10_000;
+const LEASES_MAX = 10_000_000;
 export const DEFAULT_MAX_POOLS = 100_000;
 
-const POOL_KEYS = new Set(['capacity', 'refill', 'leaseTtlMs', 'maxLeaseTokens', 'minGrantTokens', 'maxHoldMs', 'allowance', 'classWeights', 'leaseMode']);
+const POOL_KEYS = new Set(['capacity', 'refill', 'leaseTtlMs', 'maxLeaseTokens', 'minGrantTokens', 'maxHoldMs', 'allowance', 'classWeights', 'leaseMode', 'maxLeases', 'maxWaiting']);
 export const CLASS_WEIGHT_MAX = 1000;
 const TOP_KEYS = new Set(['subjectPrefix', 'quietPeriodMs', 'pools', 'templates']);
 const TEMPLATE_KEYS = new Set([...POOL_KEYS, 'idleEvictMs', 'maxPools']);
@@ -170,7 +180,10 @@ function readPool(source: string, name: string, doc: unknown, template = false):
   if (leaseMode === 'rate' && (capacity + allowance) * refill.periodMs * 2000 > 2 ** 52) {
     where.fail('leaseMode', `"rate" needs (capacity + allowance) × refill period in µs × 2 ≤ 2^52; use a shorter refill period or "chunk"`);
   }
-  return { name, capacity, refill, leaseTtlMs, maxLeaseTokens, minGrantTokens, maxHoldMs, allowance, classWeights: readWeights(where, doc['classWeights']), leaseMode };
+  const maxLeases = where.int(doc, 'maxLeases', 1, LEASES_MAX, DEFAULT_MAX_LEASES);
+  const maxWaiting = where.int(doc, 'maxWaiting', 0, LEASES_MAX, DEFAULT_MAX_WAITING);
+  const classWeights = readWeights(where, doc['classWeights']);
+  return { name, capacity, refill, leaseTtlMs, maxLeaseTokens, minGrantTokens, maxHoldMs, allowance, classWeights, leaseMode, maxLeases, maxWaiting };
 }
 
 function readWeights(where: Where, value: unknown): ReadonlyMap<string, number> {

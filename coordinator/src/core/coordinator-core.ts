@@ -119,10 +119,10 @@ export class CoordinatorCore<R> {
       out.push(refusal(replyTo, 'bad-request', seq, `payload (${req.op} on ${req.pool}) does not match subject (${parts.op} on ${parts.pool})`));
       return out;
     }
-    // A status query never makes a pool from a template; it reports an absent one as unknown.
-    const pool = req.op === 'status' ? this.pools.existing(req.pool) : this.pools.get(req.pool, nowUs);
+    // Only an acquire makes a pool from a template: a return, report or status for one that is not there finds nothing.
+    const pool = req.op === 'acquire' ? this.pools.get(req.pool, nowUs) : this.pools.existing(req.pool);
     if (pool === undefined) {
-      const why = req.op === 'status' ? 'is not configured, and no template pool of that name is in use' : 'is not configured and matches no template';
+      const why = req.op === 'acquire' ? 'is not configured and matches no template' : 'is not configured, and no template pool of that name is in use';
       out.push(refusal(replyTo, 'unknown-pool', seq, `pool ${JSON.stringify(req.pool)} ${why}`));
       return out;
     }

@@ -3,7 +3,7 @@
  * rules (pool.ts, chunk-grant.ts, rate-grant.ts, pool-takeover.ts), and
  * what those files say alike: the grant reply and the retry hint.
  */
-import { DURATION_MS_MAX, tokenScale, waitUs, type LeaseGrant, type TokenScale } from '@tokenlease/shared';
+import { DURATION_MS_MAX, tokenScale, waitUs, type LeaseGrant, type LeaseRequest, type Reply, type TokenScale } from '@tokenlease/shared';
 import type { PoolConfig } from './config.js';
 import { Credit } from './credit.js';
 import { HoldQueue } from './hold-queue.js';
@@ -54,7 +54,7 @@ export function makePoolParts<R>(config: PoolConfig, epoch: number, startUs: num
 }
 
 /** grantReply — the grant that tells an agent its lease after this request. */
-export function grantReply<R>(p: PoolParts<R>, record: LeaseRecord, tokensGranted: number, retryAfterMs: number): LeaseGrant {
+export function grantReply<R>(p: PoolParts<R>, record: LeaseRecord, tokensGranted: number, retryAfterMs: number, ttlMs = p.config.leaseTtlMs): LeaseGrant {
   return {
     v: 1,
     kind: 'grant',
@@ -62,7 +62,7 @@ export function grantReply<R>(p: PoolParts<R>, record: LeaseRecord, tokensGrante
     leaseId: record.leaseId,
     tokensGranted,
     tokensHeld: record.boundTokens,
-    ttlMs: p.config.leaseTtlMs,
+    ttlMs,
     epoch: p.epoch,
     maxLeaseTokens: p.config.maxLeaseTokens,
     capacityTokens: p.config.capacity,
@@ -81,4 +81,26 @@ export function retryAfterMs<R>(p: PoolParts<R>, missingTokens: number, nowUs: n
 /** weightOf — the weight of an agent class in the pool's turns and shares (no class, or an unlisted one: 1). */
 export function weightOf<R>(p: PoolParts<R>, agentClass: string | undefined): number {
   return agentClass === undefined ? 1 : (p.config.classWeights.get(agentClass) ?? 1);
+}
+
+/**
+ * admissionRefusal — why `req` cannot be taken on without passing the
+ * pool's caps (a new lease beyond `maxLeases`, a hold beyond `maxWaiting`),
+ * or null. Checked before anything changes.
+ */
+export function admissionRefusal<R>(p: PoolParts<R>, req: LeaseRequest, isNewLease: boolean, nowUs: number): Reply | null {
+  const { config, leases, waiters } = p;
+  if (isNewLease && leases.size >= config.maxLeases) {
+    const waitMs = Math.ceil(Math.max(0, leases.earliestExpiryUs() - nowUs) / US_PER_MS);
+    return unavailable(req.seq, `pool ${JSON.stringify(config.name)} holds its most leases (${config.maxLeases}); ask again`, waitMs);
+  }
+  const wouldWait = config.leaseMode === 'chunk' && req.holdMs > 0 && req.tokensWanted > 0 && waiters.size > 0;
+  if (wouldWait && waiters.size >= config.maxWaiting && waiters.get(req.agentId) === undefined) {
+    return unavailable(req.seq, `pool ${JSON.stringify(config.name)} holds its most waiting requests (${config.maxWaiting}); ask again`, config.maxHoldMs);
+  }
+  return null;
+}
+
+function unavailable(seq: number, message: string, retryAfterMs: number): Reply {
+  return { v: 1, kind: 'error', seq, code: 'unavailable', fault: 'coordinator', message, retryAfterMs: Math.min(DURATION_MS_MAX, Math.max(1, retryAfterMs)) };
 }

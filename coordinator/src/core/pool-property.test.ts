@@ -606,9 +606,11 @@ class Simulation {
           return;
         }
         if (reply.kind !== 'grant') throw new Error(`acquire got ${JSON.stringify(reply)}`);
+        // A renewal over its share while others wait keeps only the time its lease has left.
+        expect(reply.ttlMs).toBeLessThanOrEqual(c.leaseTtlMs);
+        expect(reply.ttlMs === c.leaseTtlMs || reply.tokensGranted === 0, 'a shortened lease gets no tokens').toBe(true);
         expect(reply).toMatchObject({
           seq: body.seq,
-          ttlMs: c.leaseTtlMs,
           epoch: this.sc.epoch,
           maxLeaseTokens: c.maxLeaseTokens,
           capacityTokens: c.capacity,
@@ -637,7 +639,7 @@ class Simulation {
     if (a.leaseId !== null && reply.leaseId !== a.leaseId) a.pastLeaseIds.push(a.leaseId);
     a.leaseId = reply.leaseId;
     a.balance = kept + reply.tokensGranted;
-    a.expiryUs = s.firstSentUs + this.ttlUs;
+    a.expiryUs = s.firstSentUs + reply.ttlMs * 1000;
     expect(a.balance, 'the agent holds more than the grant says the lease holds').toBeLessThanOrEqual(reply.tokensHeld);
   }
 

@@ -710,7 +710,7 @@ class FailoverRun {
       const keptTokens = reply.leaseId === a.leaseId ? this.usable(a) : 0;
       a.leaseId = reply.leaseId;
       a.balance = keptTokens + reply.tokensGranted;
-      a.expiryUs = o.firstSentUs + this.ttlUs;
+      a.expiryUs = o.firstSentUs + reply.ttlMs * 1000;
       a.outstanding = null;
       expect(a.balance, `${a.id} holds more than the grant says`).toBeLessThanOrEqual(reply.tokensHeld);
     }

@@ -26,7 +26,7 @@ import type { PoolConfig } from './config.js';
 import { acquireChunk, serveWaiters, grant, type Delivery } from './chunk-grant.js';
 import type { Waiter } from './hold-queue.js';
 import { LeaseTable, staleSequenceReply, type LeaseRecord } from './lease-table.js';
-import { makePoolParts, type PoolParts } from './pool-parts.js';
+import { admissionRefusal, makePoolParts, type PoolParts } from './pool-parts.js';
 import type { PersistedPool, PoolChanges } from './pool-state.js';
 import { adoptKept } from './pool-takeover.js';
 import { acquireRate } from './rate-grant.js';
@@ -115,6 +115,11 @@ export class Pool<R> {
     if (existing !== undefined && req.seq <= existing.lastSeq) {
       if (req.seq === existing.lastSeq) this.repeat(existing, to, out);
       else out.push({ to, reply: staleSequenceReply(req.seq, existing.lastSeq) });
+      return;
+    }
+    const refusal = admissionRefusal(p, req, existing === undefined, nowUs);
+    if (refusal !== null) {
+      out.push({ to, reply: refusal });
       return;
     }
     this.dropWaiter(req.agentId, req.seq, out);
