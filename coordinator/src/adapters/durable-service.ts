@@ -34,7 +34,7 @@ import type { Delivery } from '../core/pool.js';
 import type { PoolChanges } from '../core/pool-state.js';
 import { WriteLane, type ChangeSource, type LaneStep, type WriteOutcome } from '../core/write-lane.js';
 import type { StateStore } from './redis-store.js';
-import { INTERNAL_ERROR, logFaults, sendReplies } from './reply-log.js';
+import { INTERNAL_ERROR, ReplyLog } from './reply-log.js';
 import { TickTimer } from './tick-timer.js';
 
 export const DEFAULT_OWNERSHIP_TTL_MS = 3000;
@@ -83,6 +83,7 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
   const ttlMs = options.ownershipTtlMs ?? DEFAULT_OWNERSHIP_TTL_MS;
   const prefix = config.subjectPrefix;
   const core = new CoordinatorCore<ReplyPort>(config, 0, nowUs(), true);
+  const replies = new ReplyLog(logger, prefix, () => nowUs() / 1000);
   const units = ownershipUnits(config.pools.map((p) => p.name));
   const owned = new Map<string, Held>();
   const lanes = new Map<string, Lane>();
@@ -93,6 +94,7 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
     () => {
       core.tickEach(nowUs(), submit);
       stepDownFaulted();
+      replies.flush();
       for (const name of core.takeEvicted()) void enqueue(name, () => forget(name));
       return core.nextDeadlineUs();
     },
@@ -102,7 +104,7 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
   /** stepDownFaulted — a pool that failed was dropped by the core: give it up, so it is taken over again from the store. */
   function stepDownFaulted(): void {
     const faults = core.takeFaults();
-    logFaults(logger, faults);
+    replies.faults(faults);
     for (const { pool } of faults) void enqueue(pool, () => stepDown(pool, 'the pool failed; it is taken over again from the store'));
   }
 
@@ -142,7 +144,7 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
 
   /** perform — sends what the lane says, steps down when it says so, and starts its write. */
   function perform(pool: string, l: Lane, writer: WriteLane<ReplyPort>, step: LaneStep<ReplyPort>): void {
-    for (const batch of step.send) sendReplies(logger, batch.deliveries, nowUs());
+    for (const batch of step.send) replies.send(batch.deliveries, nowUs(), { pool });
     if (step.stepDown) void enqueue(pool, () => stepDown(pool, 'a write was fenced: another coordinator owns the pool'));
     if (step.write !== null) l.running = write(pool, l, writer, step.write);
   }
@@ -180,7 +182,7 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
 
   function onPoolMessage(pool: string) {
     return (...message: Message): void => {
-      if (core.pool(pool) === undefined) sendReplies(logger, [notOwner(message[2], null, `pool ${JSON.stringify(pool)} is changing owner; ask again`)], nowUs());
+      if (core.pool(pool) === undefined) replies.send([notOwner(message[2], null, `pool ${JSON.stringify(pool)} is changing owner; ask again`)], nowUs(), { pool });
       else handle(pool, message);
     };
   }
@@ -192,7 +194,7 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
     const route = routeCatchAll(pool, kind, pool !== null && core.pool(pool) !== undefined, parts?.op === 'status');
     if (route === 'ignore') return; // its owner gets it on the pool's own subject
     if (route === 'refuse' || pool === null) {
-      sendReplies(logger, core.receive(message[0], message[1], message[2], nowUs()), nowUs(), message[0]);
+      replies.send(core.receive(message[0], message[1], message[2], nowUs()), nowUs(), { subject: message[0] });
       return;
     }
     if (route === 'serve') return handle(pool, message);
@@ -207,7 +209,7 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
   }
 
   function refuseClaimless([subject, , port]: Message): void {
-    sendReplies(logger, [notOwner(port, null, 'this pool is held by another coordinator for now; ask again', 250)], nowUs(), subject);
+    replies.send([notOwner(port, null, 'this pool is held by another coordinator for now; ask again', 250)], nowUs(), { subject });
   }
 
   async function claimTemplatePool(pool: string): Promise<void> {
@@ -254,7 +256,7 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
     if (held === undefined) return;
     owned.delete(unit);
     logger.warn({ event: 'stepped-down', pool: unit, epoch: held.epoch, reason }, 'stepped down');
-    sendReplies(logger, core.release(unit), nowUs());
+    replies.send(core.release(unit), nowUs(), { pool: unit });
     await held.sub?.stop();
     if (unit === CATCH_ALL_UNIT) await Promise.all(templatePools().map((pool) => enqueue(pool, () => handOver(pool))));
   }
@@ -274,7 +276,7 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
     }
     if (!owned.has(unit)) return; // the final write was fenced: already stepped down
     owned.delete(unit);
-    sendReplies(logger, core.release(unit), nowUs());
+    replies.send(core.release(unit), nowUs(), { pool: unit });
     try {
       await store.release(unit, member, held.epoch);
     } catch (error) {

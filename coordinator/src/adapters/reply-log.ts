@@ -1,28 +1,90 @@
 /**
- * sendReplies — encodes and sends each delivery, logging refusals (warn)
- * and grants (debug, with `tUs` on the host monotonic clock so grants line
- * up with agents' logs).
+ * ReplyLog: sends the core's replies and logs what an operator needs:
+ * grants at debug level (with `tUs` on the host monotonic clock, so grants
+ * line up with agents' logs), refusals and pool faults at warn and error.
+ *
+ * Refusals are logged at a bounded rate: one line per pool and code per
+ * interval, carrying how many more were refused since the last line, so a
+ * flood of bad requests costs a line per interval, not a line per request.
+ * At most REFUSAL_KEYS_MAX pool-and-code pairs are told apart; refusals of
+ * further pools are counted under pool "*".
  */
-import { encodeMessage, type ReplyPort } from '@tokenlease/shared';
+import { encodeMessage, parseSubject, type ReplyPort } from '@tokenlease/shared';
 import type { Logger } from 'pino';
 import type { PoolFault } from '../core/coordinator-core.js';
 import type { Delivery } from '../core/pool.js';
 
-export function sendReplies(logger: Logger, deliveries: readonly Delivery<ReplyPort>[], tUs: number, subject?: string): void {
-  for (const { to, reply } of deliveries) {
-    if (reply.kind === 'error') {
-      logger.warn({ event: 'request-refused', subject, code: reply.code, fault: reply.fault, seq: reply.seq, reason: reply.message }, 'request refused');
-    } else if (reply.kind === 'grant') {
-      logger.debug({ event: 'grant', leaseId: reply.leaseId, seq: reply.seq, tokensGranted: reply.tokensGranted, tokensHeld: reply.tokensHeld, ttlMs: reply.ttlMs, epoch: reply.epoch, tUs }, 'grant');
+/** REFUSAL_LOG_INTERVAL_MS — at most one refusal line per pool and code in this time. */
+export const REFUSAL_LOG_INTERVAL_MS = 10_000;
+/** REFUSAL_KEYS_MAX — pool-and-code pairs counted apart. */
+export const REFUSAL_KEYS_MAX = 1024;
+
+interface RefusalCount {
+  readonly pool: string;
+  readonly code: string;
+  windowStartMs: number;
+  suppressed: number;
+}
+
+export class ReplyLog {
+  private readonly refusals = new Map<string, RefusalCount>();
+
+  constructor(
+    private readonly logger: Logger,
+    private readonly subjectPrefix: string,
+    private readonly nowMs: () => number,
+    private readonly intervalMs = REFUSAL_LOG_INTERVAL_MS,
+  ) {}
+
+  /** send — encodes and sends each delivery; `where` is the pool, or the request subject it is read from. */
+  send(deliveries: readonly Delivery<ReplyPort>[], tUs: number, where?: { pool?: string; subject?: string }): void {
+    for (const { to, reply } of deliveries) {
+      if (reply.kind === 'error') this.refused(this.poolOf(where), reply.code, { fault: reply.fault, seq: reply.seq, reason: reply.message });
+      else if (reply.kind === 'grant' && this.logger.isLevelEnabled('debug')) {
+        const { leaseId, seq, tokensGranted, tokensHeld, ttlMs, epoch } = reply;
+        this.logger.debug({ event: 'grant', leaseId, seq, tokensGranted, tokensHeld, ttlMs, epoch, tUs }, 'grant');
+      }
+      to.respond(encodeMessage(reply));
     }
-    to.respond(encodeMessage(reply));
+  }
+
+  /** faults — one error line per contained pool fault (the pool restarted or was dropped). */
+  faults(faults: readonly PoolFault[]): void {
+    for (const { pool, error } of faults) this.logger.error({ event: 'pool-failed', err: error, pool }, 'pool failed: its requests were refused and it restarts');
+  }
+
+  /** flush — logs the counts of refusals held back whose interval is over (call now and then). */
+  flush(): void {
+    const now = this.nowMs();
+    for (const [key, count] of this.refusals) {
+      if (now - count.windowStartMs < this.intervalMs) continue;
+      if (count.suppressed > 0) this.logger.warn({ event: 'request-refused', pool: count.pool, code: count.code, refused: count.suppressed }, 'requests refused');
+      this.refusals.delete(key);
+    }
+  }
+
+  private refused(pool: string, code: string, detail: object): void {
+    let key = `${pool}\u0000${code}`;
+    if (!this.refusals.has(key) && this.refusals.size >= REFUSAL_KEYS_MAX) {
+      pool = '*';
+      key = `*\u0000${code}`;
+    }
+    const now = this.nowMs();
+    const count = this.refusals.get(key);
+    if (count !== undefined && now - count.windowStartMs < this.intervalMs) {
+      count.suppressed += 1;
+      return;
+    }
+    this.logger.warn({ event: 'request-refused', pool, code, ...detail, refusedBefore: count?.suppressed ?? 0 }, 'request refused');
+    this.refusals.set(key, { pool, code, windowStartMs: now, suppressed: 0 });
+  }
+
+  private poolOf(where: { pool?: string; subject?: string } | undefined): string {
+    if (where?.pool !== undefined) return where.pool;
+    if (where?.subject === undefined) return '-';
+    return parseSubject(this.subjectPrefix, where.subject)?.pool ?? '(bad subject)';
   }
 }
 
 /** INTERNAL_ERROR — what a request gets when handling it broke an invariant. */
 export const INTERNAL_ERROR = encodeMessage({ v: 1, kind: 'error', seq: null, code: 'internal', fault: 'coordinator', message: 'internal error; see the coordinator log', retryAfterMs: 1000 });
-
-/** logFaults — one error line per contained pool fault (the pool restarted or was dropped). */
-export function logFaults(logger: Logger, faults: readonly PoolFault[]): void {
-  for (const { pool, error } of faults) logger.error({ event: 'pool-failed', err: error, pool }, 'pool failed: its requests were refused and it restarts');
-}

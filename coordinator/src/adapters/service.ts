@@ -16,7 +16,7 @@ import {
 import type { Logger } from 'pino';
 import { CoordinatorCore } from '../core/coordinator-core.js';
 import type { CoordinatorConfig } from '../core/config.js';
-import { INTERNAL_ERROR, logFaults, sendReplies } from './reply-log.js';
+import { INTERNAL_ERROR, ReplyLog } from './reply-log.js';
 import { TickTimer } from './tick-timer.js';
 
 export interface CoordinatorService {
@@ -40,12 +40,14 @@ export function startCoordinatorService(options: ServiceOptions): CoordinatorSer
   const nowUs = options.nowUs ?? hostMonoNowUs;
   const epoch = options.epoch ?? randomInt(1, 2 ** 31);
   const core = new CoordinatorCore<ReplyPort>(config, epoch, nowUs());
+  const replies = new ReplyLog(logger, config.subjectPrefix, () => nowUs() / 1000);
   let stopped = false;
   const timer = new TickTimer(
     nowUs,
     () => {
-      sendReplies(logger, core.tick(nowUs()), nowUs());
-      logFaults(logger, core.takeFaults());
+      replies.send(core.tick(nowUs()), nowUs());
+      replies.faults(core.takeFaults());
+      replies.flush();
       return core.nextDeadlineUs();
     },
     (error) => logger.error({ event: 'tick-failed', err: error }, 'tick failed'),
@@ -53,13 +55,13 @@ export function startCoordinatorService(options: ServiceOptions): CoordinatorSer
 
   const subscription = bus.serve(serviceSubject(config.subjectPrefix), COORDINATOR_QUEUE_GROUP, (subject, payload, port) => {
     try {
-      sendReplies(logger, core.receive(subject, payload, port, nowUs()), nowUs(), subject);
+      replies.send(core.receive(subject, payload, port, nowUs()), nowUs(), { subject });
     } catch (error) {
       // A broken invariant: refuse loudly, keep serving the other pools.
       logger.error({ event: 'request-failed', err: error, subject }, 'internal error while handling a request');
       port.respond(INTERNAL_ERROR);
     }
-    logFaults(logger, core.takeFaults());
+    replies.faults(core.takeFaults());
     timer.schedule(core.touchedDeadlineUs());
   });
 
@@ -88,7 +90,8 @@ export function startCoordinatorService(options: ServiceOptions): CoordinatorSer
       stopped = true;
       timer.stop();
       await subscription.stop();
-      sendReplies(logger, core.flush(nowUs()), nowUs());
+      replies.send(core.flush(nowUs()), nowUs());
+      replies.flush();
       logger.info({ event: 'stopped', epoch }, 'coordinator stopped');
     },
   };
