@@ -38,6 +38,8 @@ import { INTERNAL_ERROR, ReplyLog } from './reply-log.js';
 import { TickTimer } from './tick-timer.js';
 
 export const DEFAULT_OWNERSHIP_TTL_MS = 3000;
+/** How long the catch-all trusts what the store said about a configured pool's owner, µs. */
+const OWNER_SEEN_US = 250_000;
 
 export interface DurableServiceOptions {
   readonly config: CoordinatorConfig;
@@ -87,6 +89,8 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
   const units = ownershipUnits(config.pools.map((p) => p.name));
   const owned = new Map<string, Held>();
   const lanes = new Map<string, Lane>();
+  /** Configured pools the catch-all asked the store about: whether they had an owner, and when it asked. */
+  const ownerSeen = new Map<string, { owned: boolean; atUs: number }>();
   let stopped = false;
 
   const timer = new TickTimer(
@@ -192,7 +196,7 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
     const pool = parts?.pool ?? null;
     const kind = pool === null ? null : core.kindOf(pool);
     const route = routeCatchAll(pool, kind, pool !== null && core.pool(pool) !== undefined, parts?.op === 'status');
-    if (route === 'ignore') return; // its owner gets it on the pool's own subject
+    if (route === 'ignore') return answerIfUnowned(pool as string, message); // its owner, if any, gets it on the pool's own subject
     if (route === 'refuse' || pool === null) {
       replies.send(core.receive(message[0], message[1], message[2], nowUs()), nowUs(), { subject: message[0] });
       return;
@@ -206,6 +210,32 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
     }
     l.awaitingClaim = [run];
     void enqueue(pool, () => claimTemplatePool(pool));
+  }
+
+  /**
+   * answerIfUnowned — a configured pool's request reaches the catch-all too:
+   * when the store says nobody owns the pool (the gap before its claim), it
+   * is answered `not-owner` at once instead of timing out. What the store
+   * said is kept for OWNER_SEEN_US per pool (configured pools only).
+   */
+  function answerIfUnowned(pool: string, message: Message): void {
+    const seen = ownerSeen.get(pool);
+    if (seen !== undefined && nowUs() - seen.atUs < OWNER_SEEN_US) {
+      if (!seen.owned) refuseUnowned(pool, message);
+      return;
+    }
+    store.ownerOf(pool).then(
+      (owner) => {
+        ownerSeen.set(pool, { owned: owner !== null, atUs: nowUs() });
+        if (owner === null) refuseUnowned(pool, message);
+      },
+      () => undefined, // the store does not answer: the request waits for an owner as before
+    );
+  }
+
+  function refuseUnowned(pool: string, [subject, , port]: Message): void {
+    const retryMs = Math.max(1, Math.floor(ttlMs / 3));
+    replies.send([notOwner(port, null, `pool ${JSON.stringify(pool)} has no owner yet; ask again`, retryMs)], nowUs(), { subject });
   }
 
   function refuseClaimless([subject, , port]: Message): void {
@@ -228,9 +258,13 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
   async function claim(unit: string): Promise<boolean> {
     const result = await store.claim(unit, member, ttlMs);
     if (!result.taken) return false;
+    if (result.clearedOwner) logger.error({ event: 'owner-record-cleared', pool: unit }, 'an ownership record that would never expire was deleted');
     if (unit !== CATCH_ALL_UNIT) {
       const adopted = core.adopt(unit, result.epoch, nowUs(), result.state);
-      if (adopted !== 'adopted') {
+      if (adopted === 'damaged') {
+        const reason = core.pool(unit)?.damage;
+        logger.error({ event: 'state-invalid', pool: unit, reason }, 'stored state not adopted: the pool starts empty and quiet for one TTL');
+      } else if (adopted !== 'adopted') {
         await store.release(unit, member, result.epoch);
         return false;
       }
@@ -305,7 +339,9 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
   async function heartbeat(): Promise<void> {
     let members: string[] | null = null;
     try {
-      members = await store.heartbeat(member, ttlMs);
+      const beat = await store.heartbeat(member, ttlMs);
+      members = beat.members;
+      if (beat.droppedImpossible > 0) logger.error({ event: 'members-cleared', count: beat.droppedImpossible }, 'members with impossible heartbeats were removed');
     } catch (error) {
       logger.warn({ event: 'heartbeat-failed', err: error }, 'heartbeat failed: the state store does not answer');
     }

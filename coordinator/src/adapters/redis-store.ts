@@ -21,18 +21,25 @@
  */
 import { Redis } from 'ioredis';
 import { CoordinatorError } from '../errors.js';
-import { decodePersistedLease, encodePersistedLease, parseLevelTokens, type PersistedPool, type PoolChanges } from '../core/pool-state.js';
+import { decodePersistedLease, encodePersistedLease, parseLevelTokens, type PoolChanges, type StoredPool } from '../core/pool-state.js';
 
 const CLAIM = `
 local cur = redis.call('HGET', KEYS[1], 'member')
-if cur and cur ~= ARGV[1] then return {0, redis.call('PTTL', KEYS[1])} end
+local cleared = 0
+if cur and cur ~= ARGV[1] then
+  local ttl = redis.call('PTTL', KEYS[1])
+  -- An owner record that never expires (or outlives any ownership TTL) would keep the pool unserved forever.
+  if ttl >= 0 and ttl <= tonumber(ARGV[3]) then return {0, ttl} end
+  redis.call('DEL', KEYS[1])
+  cleared = 1
+end
 -- Read first: a key of the wrong type fails the script before anything is written.
 local level = redis.call('GET', KEYS[3])
 local leases = redis.call('HGETALL', KEYS[4])
 local epoch = redis.call('INCR', KEYS[2])
 redis.call('HSET', KEYS[1], 'member', ARGV[1], 'epoch', epoch)
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
-return {1, epoch, level, leases}`;
+return {1, epoch, level, leases, cleared}`;
 
 const OWNED = `
 local o = redis.call('HMGET', KEYS[1], 'member', 'epoch')
@@ -61,18 +68,36 @@ const HEARTBEAT = `
 local t = redis.call('TIME')
 local nowMs = t[1] * 1000 + math.floor(t[2] / 1000)
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', nowMs)
+-- A heartbeat further ahead than any ownership TTL is impossible: such a member would be counted alive forever.
+local impossible = redis.call('ZREMRANGEBYSCORE', KEYS[1], '(' .. (nowMs + tonumber(ARGV[3])), '+inf')
 if ARGV[2] ~= '0' then redis.call('ZADD', KEYS[1], nowMs + tonumber(ARGV[2]), ARGV[1]) else redis.call('ZREM', KEYS[1], ARGV[1]) end
-return redis.call('ZRANGE', KEYS[1], 0, -1)`;
+return {impossible, redis.call('ZRANGE', KEYS[1], 0, -1)}`;
 
-/** Claim — the outcome of a claim: taken with an epoch and the stored state, or held by another member. */
+/** OWNERSHIP_TTL_MS_MAX — the longest ownership TTL; an owner record or heartbeat further ahead is damaged. */
+export const OWNERSHIP_TTL_MS_MAX = 600_000;
+
+/**
+ * Claim — the outcome of a claim: taken with an epoch and the stored state
+ * (damaged state is returned as such, for the pool to start afresh), or
+ * held by another member. `clearedOwner`: a damaged owner record (one that
+ * would never expire) was deleted to take it.
+ */
 export type Claim =
-  | { readonly taken: true; readonly epoch: number; readonly state: PersistedPool | null }
+  | { readonly taken: true; readonly epoch: number; readonly state: StoredPool; readonly clearedOwner: boolean }
   | { readonly taken: false; readonly heldForMs: number };
+
+/** Members — the live members, and how many impossible heartbeats were dropped. */
+export interface Members {
+  readonly members: string[];
+  readonly droppedImpossible: number;
+}
 
 /** StateStore — pool state and ownership records; every method rejects with CoordinatorError('store-unavailable') when the store cannot answer. */
 export interface StateStore {
   /** heartbeat — marks `member` alive for `ttlMs` (0: gone) and lists the live members. */
-  heartbeat(member: string, ttlMs: number): Promise<string[]>;
+  heartbeat(member: string, ttlMs: number): Promise<Members>;
+  /** ownerOf — the live owner of `unit`, or null when nobody owns it now. */
+  ownerOf(unit: string): Promise<string | null>;
   /** claim — takes `unit` for `member` for `ttlMs` unless another member holds it, with a new epoch. */
   claim(unit: string, member: string, ttlMs: number): Promise<Claim>;
   /** renew — extends the claim `epoch` of `member` on `unit`; false when it is no longer theirs. */
@@ -164,25 +189,36 @@ class RedisStore implements StateStore {
     }
   }
 
-  async heartbeat(member: string, ttlMs: number): Promise<string[]> {
-    return (await this.run(HEARTBEAT, [`${this.prefix}:members`], [member, ttlMs])) as string[];
+  async heartbeat(member: string, ttlMs: number): Promise<Members> {
+    const [dropped, members] = (await this.run(HEARTBEAT, [`${this.prefix}:members`], [member, ttlMs, OWNERSHIP_TTL_MS_MAX])) as [number, string[]];
+    return { members, droppedImpossible: Number(dropped) };
+  }
+
+  async ownerOf(unit: string): Promise<string | null> {
+    try {
+      return await this.redis.hget(this.keys(unit)[0], 'member');
+    } catch (error) {
+      throw unavailable(error);
+    }
   }
 
   async claim(unit: string, member: string, ttlMs: number): Promise<Claim> {
-    const result = (await this.run(CLAIM, this.keys(unit), [member, ttlMs])) as unknown[];
+    const result = (await this.run(CLAIM, this.keys(unit), [member, ttlMs, OWNERSHIP_TTL_MS_MAX])) as unknown[];
     if (result[0] === 0) return { taken: false, heldForMs: Math.max(0, Number(result[1])) };
     const epoch = Number(result[1]);
     const levelText = result[2] as string | null;
     const pairs = result[3] as string[];
-    if (levelText === null && pairs.length === 0) return { taken: true, epoch, state: null };
+    const clearedOwner = result[4] === 1;
+    if (levelText === null && pairs.length === 0) return { taken: true, epoch, state: null, clearedOwner };
     try {
       const kept = [];
       for (let i = 0; i + 1 < pairs.length; i += 2) kept.push(decodePersistedLease(unit, pairs[i] as string, pairs[i + 1] as string));
-      return { taken: true, epoch, state: { levelTokens: levelText === null ? 0 : parseLevelTokens(unit, levelText), leases: kept } };
+      return { taken: true, epoch, state: { levelTokens: levelText === null ? 0 : parseLevelTokens(unit, levelText), leases: kept }, clearedOwner };
     } catch (error) {
-      // Damaged state: give the record back rather than hold a pool nobody can serve.
-      await this.release(unit, member, epoch).catch(() => false);
-      throw error;
+      if (!(error instanceof CoordinatorError) || error.code !== 'state-invalid') throw error;
+      // Damaged state is not adopted: the pool starts afresh and deletes these records.
+      const agentIds = pairs.filter((_, i) => i % 2 === 0);
+      return { taken: true, epoch, state: { damaged: error.message, agentIds }, clearedOwner };
     }
   }
 

@@ -33,7 +33,7 @@ import {
 import type { CoordinatorConfig } from './config.js';
 import type { Delivery, Pool } from './pool.js';
 import { PoolRegistry, type PoolKind } from './pool-registry.js';
-import type { PersistedPool } from './pool-state.js';
+import type { StoredPool } from './pool-state.js';
 
 /** PoolFault — a pool whose handling threw, and what it threw. */
 export interface PoolFault {
@@ -76,12 +76,15 @@ export class CoordinatorCore<R> {
 
   /**
    * adopt — (durable mode) takes the pool `name` over at `nowUs` under
-   * `epoch`, with the store's `state` (null: no record, so it starts full).
+   * `epoch`, with the store's `state` (null: no record, so it starts full);
+   * 'damaged': taken over, but the state was not adopted (`pool(name).damage`
+   * says why) and the pool starts empty and quiet for one TTL.
    */
-  adopt(name: string, epoch: number, nowUs: number, state: PersistedPool | null): 'adopted' | 'too-many' | 'unknown' {
+  adopt(name: string, epoch: number, nowUs: number, state: StoredPool): 'adopted' | 'damaged' | 'too-many' | 'unknown' {
     assertTimeUs(nowUs);
     const pool = this.pools.adopt(name, epoch, nowUs, state);
-    return pool === undefined ? 'unknown' : pool === 'too-many' ? 'too-many' : 'adopted';
+    if (pool === undefined || pool === 'too-many') return pool ?? 'unknown';
+    return pool.damage === null ? 'adopted' : 'damaged';
   }
 
   /** release — forgets the pool `name` (another coordinator owns it now); its held requests are told `not-owner`. */

@@ -25,7 +25,7 @@
  */
 import type { CoordinatorConfig, TemplateConfig } from './config.js';
 import { Pool } from './pool.js';
-import type { PersistedPool } from './pool-state.js';
+import type { StoredPool } from './pool-state.js';
 
 /** PoolKind — how a name is served: a configured pool, a template's pool, or nothing. */
 export type PoolKind = 'fixed' | 'template' | null;
@@ -63,7 +63,7 @@ export class PoolRegistry<R> {
    * `epoch` with the store's `state`; 'too-many' when its template is full,
    * undefined when `name` is no pool. A pool already held is kept as it is.
    */
-  adopt(name: string, epoch: number, nowUs: number, state: PersistedPool | null): Pool<R> | 'too-many' | undefined {
+  adopt(name: string, epoch: number, nowUs: number, state: StoredPool): Pool<R> | 'too-many' | undefined {
     const held = this.existing(name);
     if (held !== undefined) return held;
     const config = this.config.pools.find((p) => p.name === name);

@@ -34,6 +34,23 @@ export interface PersistedPool {
   readonly leases: readonly PersistedLease[];
 }
 
+/**
+ * DamagedPool — stored state that cannot be trusted (malformed, or beyond
+ * the pool's limits): why, and the agents whose records are to be deleted.
+ */
+export interface DamagedPool {
+  readonly damaged: string;
+  readonly agentIds: readonly string[];
+}
+
+/** StoredPool — what a store holds for a pool: its state, damaged state, or nothing. */
+export type StoredPool = PersistedPool | DamagedPool | null;
+
+/** isDamaged — whether `state` is damaged state. */
+export function isDamaged(state: StoredPool): state is DamagedPool {
+  return state !== null && 'damaged' in state;
+}
+
 /** PoolChanges — what changed in a pool since its last write: the level, leases opened or changed, leases ended. */
 export interface PoolChanges {
   readonly levelTokens: number;

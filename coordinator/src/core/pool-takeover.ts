@@ -5,7 +5,8 @@
  * - No quiet period: the new owner knows the kept leases, treats each as
  *   live for a full TTL from the takeover and refills from the takeover on,
  *   so the owners' gap mints nothing.
- * - Its level is clipped so the kept credit fits B + A; a pool the store
+ * - Its level is clipped so the kept credit fits B + A (a level above B is
+ *   a smaller configuration's, not damage); a pool the store
  *   has no record of starts full (it has no lease anywhere).
  * - A kept rate lease may be full and keeps trickling at its rate until it
  *   renews or expires.
@@ -14,7 +15,15 @@
  *   and asks again.
  * - Such a pool records which leases change (pool-state.ts's ChangeLog),
  *   for the adapter to write before it sends the replies.
+ * - Stored state is validated like a peer's message, against the pool's
+ *   limits (`stateProblem`): a lease above B + A, a rate
+ *   above the refill, a stored reply that does not match its lease or
+ *   promises a longer TTL. Damaged state is not adopted: the pool starts
+ *   empty and quiet for one TTL, exactly as after a restart in memory mode
+ *   (whatever was really leased expires by then), and the damaged records
+ *   are deleted by its first write.
  */
+import type { PoolConfig } from './config.js';
 import { grantReply, type PoolParts } from './pool-parts.js';
 import { ChangeLog, type PersistedPool } from './pool-state.js';
 
@@ -30,4 +39,30 @@ export function adoptKept<R>(p: PoolParts<R>, takeoverUs: number, state: Persist
   }
   p.credit.restore(state?.levelTokens ?? null, p.leases.boundTokensSum);
   p.credit.check(p.leases.boundTokensSum);
+}
+
+/** quarantine — a pool whose stored state was damaged: it starts empty and quiet, and deletes the records of `agentIds`. */
+export function quarantine<R>(p: PoolParts<R>, agentIds: readonly string[]): void {
+  p.changed = new ChangeLog();
+  for (const agentId of agentIds) p.changed.add(agentId);
+}
+
+/** stateProblem — why `state` cannot be a state of a pool of `config`, or null when it can. */
+export function stateProblem(config: PoolConfig, state: PersistedPool): string | null {
+  const creditTokensMax = config.capacity + config.allowance;
+  if (state.leases.length > config.maxLeases) return `${state.leases.length} stored leases are more than maxLeases ${config.maxLeases}`;
+  for (const lease of state.leases) {
+    const of = `stored lease of agent ${JSON.stringify(lease.agentId)}`;
+    if (lease.boundTokens > creditTokensMax) return `${of} holds ${lease.boundTokens} tokens, above capacity + allowance ${creditTokensMax}`;
+    if ((lease.ratePerPeriod ?? 0) > config.refill.tokens) return `${of} has a rate above the refill`;
+    const reply = lease.lastReply;
+    if (reply === null) continue;
+    if (reply.seq !== lease.lastSeq || reply.leaseId !== lease.leaseId) return `${of} keeps a reply to another request or lease`;
+    if (reply.tokensGranted > reply.tokensHeld || reply.tokensHeld > lease.boundTokens) return `${of} keeps a reply granting more than its bound`;
+    if (reply.ttlMs > config.leaseTtlMs) return `${of} keeps a reply with a TTL of ${reply.ttlMs} ms, above the pool's ${config.leaseTtlMs} ms`;
+    if (reply.rate !== undefined && (reply.rate.tokensPerPeriod > config.refill.tokens || reply.rate.capTokens > lease.boundTokens)) {
+      return `${of} keeps a reply with a rate or cap beyond the pool's`;
+    }
+  }
+  return null;
 }

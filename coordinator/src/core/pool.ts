@@ -27,8 +27,8 @@ import { acquireChunk, serveWaiters, grant, type Delivery } from './chunk-grant.
 import type { Waiter } from './hold-queue.js';
 import { LeaseTable, staleSequenceReply, type LeaseRecord } from './lease-table.js';
 import { admissionRefusal, makePoolParts, type PoolParts } from './pool-parts.js';
-import type { PersistedPool, PoolChanges } from './pool-state.js';
-import { adoptKept } from './pool-takeover.js';
+import { isDamaged, type PoolChanges, type StoredPool } from './pool-state.js';
+import { adoptKept, quarantine, stateProblem } from './pool-takeover.js';
 import { acquireRate } from './rate-grant.js';
 import { heldAt } from './rate-lease.js';
 
@@ -49,10 +49,24 @@ export class Pool<R> {
     this.parts = makePoolParts<R>(config, epoch, startUs, quietPeriodMs, restarts);
   }
 
-  /** takeOver — the pool as a new owner at `takeoverUs` finds it in the store (`state`, or null when it has no record). */
-  static takeOver<R>(config: PoolConfig, epoch: number, takeoverUs: number, state: PersistedPool | null): Pool<R> {
-    const pool = new Pool<R>(config, epoch, takeoverUs, 0);
-    adoptKept(pool.parts, takeoverUs, state);
+  /** Why the stored state of a pool taken over was not adopted (null: it was, or there was none). */
+  damage: string | null = null;
+
+  /**
+   * takeOver — the pool as a new owner at `takeoverUs` finds it in the store
+   * (`state`, or null when it has no record); damaged state is not adopted
+   * (see pool-takeover.ts) and `damage` says why.
+   */
+  static takeOver<R>(config: PoolConfig, epoch: number, takeoverUs: number, state: StoredPool): Pool<R> {
+    const problem = state === null ? null : isDamaged(state) ? state.damaged : stateProblem(config, state);
+    if (problem === null) {
+      const pool = new Pool<R>(config, epoch, takeoverUs, 0);
+      adoptKept(pool.parts, takeoverUs, isDamaged(state) ? null : state);
+      return pool;
+    }
+    const pool = new Pool<R>(config, epoch, takeoverUs, config.leaseTtlMs);
+    quarantine(pool.parts, isDamaged(state) ? state.agentIds : (state?.leases.map((l) => l.agentId) ?? []));
+    pool.damage = problem;
     return pool;
   }
 

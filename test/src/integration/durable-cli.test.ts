@@ -124,7 +124,7 @@ describe('tokenlease-coordinator CLI in durable mode', () => {
     const store = await connectRedisStore(redis.url, { keyPrefix: prefix });
     try {
       // heartbeat at ttl 0 of a member that was never there only reads the list.
-      expect(await store.heartbeat('cli-probe', 0)).toEqual([]);
+      expect((await store.heartbeat('cli-probe', 0)).members).toEqual([]);
 
       const second = await startCoordinator(nats.url, path, { redisUrl: redis.url, member: 'cli-b', ownershipTtlMs: ttlMs });
       await second.waitForLine((line) => line.includes('"msg":"pool owned"') && line.includes('"pool":"api"'), 3000);
@@ -142,7 +142,7 @@ describe('tokenlease-coordinator CLI in durable mode', () => {
       await agent.close();
       await stop(second);
       expect((await second.exited).code).toBe(0);
-      expect(await store.heartbeat('cli-probe', 0)).toEqual([]);
+      expect((await store.heartbeat('cli-probe', 0)).members).toEqual([]);
       // Leave nothing behind on a shared Redis.
       for (const unit of ['api', '*']) {
         const claim = await store.claim(unit, 'cleanup', 1000);

@@ -215,7 +215,7 @@ describe('durable coordinators sharing pools', () => {
       const claim = await store.claim(unit, 'cleanup', 1000);
       if (claim.taken) await store.forget(unit, 'cleanup', claim.epoch);
     }
-    expect(await store.heartbeat('cleanup', 0)).toEqual([]);
+    expect((await store.heartbeat('cleanup', 0)).members).toEqual([]);
     await store.close();
   });
 });

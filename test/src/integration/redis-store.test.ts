@@ -10,7 +10,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createConnection } from 'node:net';
 import { randomBytes } from 'node:crypto';
-import { connectRedisStore, CoordinatorError, type PersistedLease, type StateStore } from '@tokenlease/coordinator';
+import { connectRedisStore, CoordinatorError, isDamaged, type PersistedLease, type StateStore } from '@tokenlease/coordinator';
 import type { LeaseGrant } from '@tokenlease/shared';
 import { freePort } from '../harness/ports.js';
 import { provideRedis, startPrivateRedis, type PrivateRedis, type RedisHandle } from '../harness/redis.js';
@@ -134,7 +134,7 @@ describe('the Redis state store', () => {
   it('claims a fresh unit with epoch 1 and no state, and fences a second member until the record expires', async () => {
     const prefix = nextPrefix();
     const store = await open(prefix);
-    expect(await store.claim('api', 'c1', 200)).toEqual({ taken: true, epoch: 1, state: null });
+    expect(await store.claim('api', 'c1', 200)).toEqual({ taken: true, epoch: 1, state: null, clearedOwner: false });
     expect(await store.write('api', 'c1', 1, { levelTokens: 42, upserts: [leaseA, leaseB], removes: [] })).toBe(true);
     const refused = await store.claim('api', 'c2', 200);
     expect(refused.taken).toBe(false);
@@ -144,8 +144,10 @@ describe('the Redis state store', () => {
     expect(taken.taken).toBe(true);
     if (!taken.taken) return;
     expect(taken.epoch).toBe(2);
-    expect(taken.state?.levelTokens).toBe(42);
-    expect([...(taken.state?.leases ?? [])].sort((a, b) => a.agentId.localeCompare(b.agentId))).toEqual([leaseA, leaseB]);
+    const state = taken.state;
+    if (state === null || isDamaged(state)) throw new Error(`expected kept state, got ${JSON.stringify(state)}`);
+    expect(state.levelTokens).toBe(42);
+    expect([...state.leases].sort((a, b) => a.agentId.localeCompare(b.agentId))).toEqual([leaseA, leaseB]);
     // The record of c1's reign is gone: c1 is now fenced.
     expect(await store.renew('api', 'c1', 1, 5000)).toBe(false);
   });
@@ -195,7 +197,7 @@ describe('the Redis state store', () => {
     expect(await store.release('api', 'c1', 2)).toBe(false);
     expect((await store.claim('api', 'c2', 60_000)).taken).toBe(false);
     expect(await store.release('api', 'c1', 1)).toBe(true);
-    expect(await store.claim('api', 'c2', 60_000)).toEqual({ taken: true, epoch: 2, state: { levelTokens: 3, leases: [leaseB] } });
+    expect(await store.claim('api', 'c2', 60_000)).toEqual({ taken: true, epoch: 2, state: { levelTokens: 3, leases: [leaseB] }, clearedOwner: false });
     expect(await store.release('api', 'c1', 1)).toBe(false);
     expect(await store.write('api', 'c1', 1, { levelTokens: 100, upserts: [], removes: [] })).toBe(false);
   });
@@ -213,18 +215,19 @@ describe('the Redis state store', () => {
     expect(await store.forget('tenant:acme', 'c1', 1)).toBe(true);
     expect(await keysUnder(redis.url, prefix)).toEqual([`${prefix}:{api}:epoch`, `${prefix}:{api}:owner`]);
     // A later owner starts over: epoch 1, no state.
-    expect(await store.claim('tenant:acme', 'c2', 60_000)).toEqual({ taken: true, epoch: 1, state: null });
+    expect(await store.claim('tenant:acme', 'c2', 60_000)).toEqual({ taken: true, epoch: 1, state: null, clearedOwner: false });
   });
 
   it('lists live members in the heartbeat, drops a lapsed one, and removes one at ttl 0', async () => {
     const store = await open(nextPrefix());
-    expect(await store.heartbeat('c1', 10_000)).toEqual(['c1']);
-    expect((await store.heartbeat('c2', 200)).sort()).toEqual(['c1', 'c2']);
-    expect((await store.heartbeat('c3', 10_000)).sort()).toEqual(['c1', 'c2', 'c3']);
+    const members = async (member: string, ttlMs: number): Promise<string[]> => (await store.heartbeat(member, ttlMs)).members.sort();
+    expect(await members('c1', 10_000)).toEqual(['c1']);
+    expect(await members('c2', 200)).toEqual(['c1', 'c2']);
+    expect(await members('c3', 10_000)).toEqual(['c1', 'c2', 'c3']);
     await sleep(300);
-    expect((await store.heartbeat('c1', 10_000)).sort()).toEqual(['c1', 'c3']);
-    expect(await store.heartbeat('c3', 0)).toEqual(['c1']);
-    expect(await store.heartbeat('c1', 0)).toEqual([]);
+    expect(await members('c1', 10_000)).toEqual(['c1', 'c3']);
+    expect(await members('c3', 0)).toEqual(['c1']);
+    expect(await members('c1', 0)).toEqual([]);
   });
 
   it('keeps every key of a unit under the documented names with the unit as hash tag', async () => {
@@ -275,17 +278,30 @@ describe('the Redis state store', () => {
     expect(error.message.split('\n')).toHaveLength(1);
   });
 
-  it('rejects a corrupted lease or level with state-invalid', async () => {
+  it('returns a corrupted lease or level as damaged state, naming it and the agents whose records to delete', async () => {
     const prefix = nextPrefix();
     const store = await open(prefix);
     await redisRaw(redis.url, 'HSET', `${prefix}:{api}:leases`, 'agent-x', '{not json');
-    const error = await rejection(store.claim('api', 'c1', 60_000));
-    expect(error.code).toBe('state-invalid');
-    expect(error.message).toContain('"agent-x"');
+    const first = await store.claim('api', 'c1', 60_000);
+    expect(first).toMatchObject({ taken: true, state: { agentIds: ['agent-x'] } });
+    expect(first.taken && isDamaged(first.state) && first.state.damaged).toContain('"agent-x"');
     await redisRaw(redis.url, 'HSET', `${prefix}:{api}:leases`, 'agent-x', JSON.stringify({ leaseId: 'L', boundTokens: -1, lastSeq: 0, lastReply: null }));
-    expect((await rejection(store.claim('api', 'c1', 60_000))).code).toBe('state-invalid');
+    const second = await store.claim('api', 'c1', 60_000);
+    expect(second.taken && isDamaged(second.state)).toBe(true);
     await redisRaw(redis.url, 'SET', `${prefix}:{other}:level`, '12.5');
-    expect((await rejection(store.claim('other', 'c1', 60_000))).code).toBe('state-invalid');
+    const third = await store.claim('other', 'c1', 60_000);
+    expect(third.taken && isDamaged(third.state)).toBe(true);
+  });
+
+  it('clears an owner record that never expires, and a member whose heartbeat is impossibly far ahead', async () => {
+    const prefix = nextPrefix();
+    const store = await open(prefix);
+    await redisRaw(redis.url, 'HSET', `${prefix}:{api}:owner`, 'member', 'ghost', 'epoch', '7');
+    expect(await store.claim('api', 'c1', 60_000)).toMatchObject({ taken: true, clearedOwner: true });
+    expect(await store.ownerOf('api')).toBe('c1');
+    expect(await store.ownerOf('unclaimed')).toBeNull();
+    await redisRaw(redis.url, 'ZADD', `${prefix}:members`, String(Date.now() + 86_400_000), 'ghost');
+    expect(await store.heartbeat('c1', 10_000)).toEqual({ members: ['c1'], droppedImpossible: 1 });
   });
 
   describe('on a private Redis', () => {
@@ -337,7 +353,7 @@ describe('the Redis state store', () => {
       }
       expect(renewed).toBe(true);
       expect(await store.release('api', 'c1', 1)).toBe(true);
-      expect(await store.claim('api', 'c2', 60_000)).toEqual({ taken: true, epoch: 2, state: { levelTokens: 17, leases: [leaseA] } });
+      expect(await store.claim('api', 'c2', 60_000)).toEqual({ taken: true, epoch: 2, state: { levelTokens: 17, leases: [leaseA] }, clearedOwner: false });
     });
   });
 });
