@@ -26,7 +26,8 @@ describe('stateProblem', () => {
     ['a lease above capacity + allowance', state([lease({ boundTokens: 2 ** 53 - 1, lastReply: null })]), 'above capacity + allowance'],
     ['a rate above the refill', state([lease({ ratePerPeriod: 101 })]), 'rate above the refill'],
     ['a reply to another sequence', state([lease({ lastReply: reply({ seq: 3 }) })]), 'another request or lease'],
-    ['a reply granting 2^52 tokens', state([lease({ lastReply: reply({ tokensGranted: 2 ** 52, tokensHeld: 2 ** 52 }) })]), 'more than its bound'],
+    ['a reply granting 2^52 tokens', state([lease({ lastReply: reply({ tokensGranted: 2 ** 52, tokensHeld: 2 ** 52 }) })]), 'more than the pool holds'],
+    ['a reply above a bound a report lowered since', state([lease({ boundTokens: 3 })]), null],
     ['a reply for 24 h', state([lease({ lastReply: reply({ ttlMs: 86_400_000 }) })]), 'TTL of 86400000 ms'],
   ])('%s', (_name, s, fragment) => {
     const problem = stateProblem(config, s);

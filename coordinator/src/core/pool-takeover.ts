@@ -58,9 +58,10 @@ export function stateProblem(config: PoolConfig, state: PersistedPool): string |
     const reply = lease.lastReply;
     if (reply === null) continue;
     if (reply.seq !== lease.lastSeq || reply.leaseId !== lease.leaseId) return `${of} keeps a reply to another request or lease`;
-    if (reply.tokensGranted > reply.tokensHeld || reply.tokensHeld > lease.boundTokens) return `${of} keeps a reply granting more than its bound`;
+    // A report may have lowered the bound since the reply: the reply is checked against the pool, not the bound.
+    if (reply.tokensGranted > reply.tokensHeld || reply.tokensHeld > creditTokensMax) return `${of} keeps a reply granting more than the pool holds`;
     if (reply.ttlMs > config.leaseTtlMs) return `${of} keeps a reply with a TTL of ${reply.ttlMs} ms, above the pool's ${config.leaseTtlMs} ms`;
-    if (reply.rate !== undefined && (reply.rate.tokensPerPeriod > config.refill.tokens || reply.rate.capTokens > lease.boundTokens)) {
+    if (reply.rate !== undefined && (reply.rate.tokensPerPeriod > config.refill.tokens || reply.rate.capTokens > creditTokensMax)) {
       return `${of} keeps a reply with a rate or cap beyond the pool's`;
     }
   }
