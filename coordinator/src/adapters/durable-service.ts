@@ -88,7 +88,7 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
 
   const timer = new TickTimer(nowUs, () => {
     core.tickEach(nowUs(), submit);
-    for (const name of core.takeEvicted()) enqueue(name, () => forget(name));
+    for (const name of core.takeEvicted()) void enqueue(name, () => forget(name));
     return core.nextDeadlineUs();
   });
 
