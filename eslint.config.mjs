@@ -1,9 +1,12 @@
 // ESLint for every workspace package: typescript-eslint's type-checked
 // recommended rules over `*/src/**/*.ts`, tests included, and the
 // architecture rules of the house style (tools/eslint-plugin-tokenlease).
+// Layout is Prettier's alone: eslint-config-prettier, last, turns off every
+// rule that could disagree with it.
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import js from '@eslint/js';
+import prettier from 'eslint-config-prettier';
 import { defineConfig, globalIgnores } from 'eslint/config';
 import tseslint from 'typescript-eslint';
 import tokenlease from './tools/eslint-plugin-tokenlease/index.mjs';
@@ -78,4 +81,5 @@ export default defineConfig(
     ignores: tests,
     rules: { 'max-lines': ['error', { max: 399, skipBlankLines: false, skipComments: false }] },
   },
+  prettier,
 );

@@ -43,7 +43,8 @@ export default {
       else if (other !== null && forbidden.includes(other)) context.report({ node, messageId: 'forbidden', data: { self, other } });
       else if (isRelative(specifier) || specifier.startsWith('/')) {
         const path = relative(dir, resolve(from, specifier));
-        if (path === '..' || path.startsWith('../') || isAbsolute(path)) context.report({ node, messageId: 'outside', data: { self, specifier } });
+        if (path === '..' || path.startsWith('../') || isAbsolute(path))
+          context.report({ node, messageId: 'outside', data: { self, specifier } });
       }
     });
   },

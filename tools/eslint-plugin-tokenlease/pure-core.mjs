@@ -53,13 +53,21 @@ const WATCHED = new Map([
 ]);
 
 /** Expressions that only tell the compiler something and leave the value as it is. */
-const TRANSPARENT = new Set(['TSAsExpression', 'TSNonNullExpression', 'TSSatisfiesExpression', 'TSTypeAssertion', 'TSInstantiationExpression', 'ChainExpression']);
+const TRANSPARENT = new Set([
+  'TSAsExpression',
+  'TSNonNullExpression',
+  'TSSatisfiesExpression',
+  'TSTypeAssertion',
+  'TSInstantiationExpression',
+  'ChainExpression',
+]);
 
 /** memberKey — the name a member expression reads when it is a constant; null otherwise. */
 function memberKey(member) {
   if (!member.computed) return member.property.type === 'Identifier' ? member.property.name : null;
   const { property } = member;
-  if (property.type === 'Literal' && (typeof property.value === 'string' || typeof property.value === 'number')) return String(property.value);
+  if (property.type === 'Literal' && (typeof property.value === 'string' || typeof property.value === 'number'))
+    return String(property.value);
   return constantString(property);
 }
 
@@ -111,8 +119,10 @@ export default {
       clock: 'A core reads no clock ({{name}}): take now as a parameter.',
       random: 'A core draws no randomness ({{name}}): take a random source as a parameter.',
       host: 'A core uses no host facility ({{name}}): an adapter passes in what it needs.',
-      unknownMember: '{{name}} is read here by a computed name, so a core cannot be checked not to reach a clock, timer or random source through it.',
-      escape: '{{name}} is passed around here as a value, so a core cannot be checked not to reach a clock, timer or random source through it.',
+      unknownMember:
+        '{{name}} is read here by a computed name, so a core cannot be checked not to reach a clock, timer or random source through it.',
+      escape:
+        '{{name}} is passed around here as a value, so a core cannot be checked not to reach a clock, timer or random source through it.',
     },
   },
   create(context) {
@@ -170,7 +180,9 @@ export default {
         return kind === undefined ? undefined : report(parent, kind, `new ${name}()`);
       }
       if (watch[ANY] !== undefined) return report(child, watch[ANY], name);
-      const harmless = (parent.type === 'BinaryExpression' && parent.operator === 'instanceof' && parent.right === child) || (parent.type === 'UnaryExpression' && parent.operator === 'typeof');
+      const harmless =
+        (parent.type === 'BinaryExpression' && parent.operator === 'instanceof' && parent.right === child) ||
+        (parent.type === 'UnaryExpression' && parent.operator === 'typeof');
       if (!harmless) report(child, 'escape', name);
     }
 

@@ -36,7 +36,11 @@ describe('tokenlease/pure-core', () => {
     ['pino', "import { pino } from 'pino';\npino();", /I\/O library \('pino'\)/],
     ['yaml', "import { parse } from 'yaml';\nparse('');", /I\/O library \('yaml'\)/],
     ['a subpath of nats', "export type { Msg } from 'nats/lib/src/mod.js';", /I\/O library/],
-    ['an adapter', "import { TickTimer } from '../adapters/tick-timer.js';\nnew TickTimer();", /no adapter \('\.\.\/adapters\/tick-timer\.js'\)/],
+    [
+      'an adapter',
+      "import { TickTimer } from '../adapters/tick-timer.js';\nnew TickTimer();",
+      /no adapter \('\.\.\/adapters\/tick-timer\.js'\)/,
+    ],
     ['an adapter by a winding path', "export * from './x/../../adapters/agent.js';", /no adapter/],
     ['import() of a built-in', "export const fs = await import('node:fs');", /Node module/],
     ['import() by a template', 'export const p = await import(`pino`);', /I\/O library/],
@@ -57,7 +61,11 @@ describe('tokenlease/pure-core', () => {
     ['process.hrtime', 'export const t = process.hrtime.bigint();', /no clock \(process\.hrtime\)/],
     ['process.env', "export const e = process.env['X'];", /no host facility \(process\.env\)/],
     ['Math.random()', 'export const r = Math.random();', /no randomness \(Math\.random\)/],
-    ['crypto.getRandomValues()', 'export const r = crypto.getRandomValues(new Uint8Array(4));', /no randomness \(crypto\.getRandomValues\)/],
+    [
+      'crypto.getRandomValues()',
+      'export const r = crypto.getRandomValues(new Uint8Array(4));',
+      /no randomness \(crypto\.getRandomValues\)/,
+    ],
     ['crypto.randomUUID()', 'export const r = crypto.randomUUID();', /no randomness \(crypto\.randomUUID\)/],
     ["globalThis['Date'].now()", "export const t = globalThis['Date'].now();", /no clock \(Date\.now\)/],
     ['globalThis.setTimeout', 'globalThis.setTimeout(() => {}, 1);', /no timer \(setTimeout\)/],
@@ -68,31 +76,57 @@ describe('tokenlease/pure-core', () => {
     ['(Math).random()', 'export const r = (Math).random();', /no randomness \(Math\.random\)/],
     ["Math['random']()", "export const r = Math['random']();", /no randomness \(Math\.random\)/],
     ['Math?.random()', 'export const r = Math?.random();', /no randomness \(Math\.random\)/],
-    ['(Math as any).random()', '// eslint-disable-next-line @typescript-eslint/no-explicit-any\nexport const r: unknown = (Math as any).random();', /no randomness \(Math\.random\)/],
+    [
+      '(Math as any).random()',
+      '// eslint-disable-next-line @typescript-eslint/no-explicit-any\nexport const r: unknown = (Math as any).random();',
+      /no randomness \(Math\.random\)/,
+    ],
     ['Date!.now()', 'export const t = Date!.now();', /no clock \(Date\.now\)/],
     ['destructured from Math', 'const { random } = Math;\nexport const r = random();', /no randomness \(Math\.random\)/],
     ['destructured from globalThis', 'const { setTimeout: later } = globalThis;\nlater(() => {}, 1);', /no timer \(setTimeout\)/],
     ['Math as a value', 'const M = Math;\nexport const r = M.random();', /Math is passed around/],
     ['globalThis as a value', 'const g = globalThis;\nexport const t = g.Date.now();', /globalThis is passed around/],
-    ['globalThis by a computed name', "const key = 'Date';\nexport const D: unknown = globalThis[key as 'Date'];", /globalThis is read here by a computed name/],
+    [
+      'globalThis by a computed name',
+      "const key = 'Date';\nexport const D: unknown = globalThis[key as 'Date'];",
+      /globalThis is read here by a computed name/,
+    ],
     ['Math by a computed name', "const key = 'random' as 'max';\nexport const f = Math[key];", /Math is read here by a computed name/],
   ];
   it.each(breaking)('reports %s', async (_what, code, message) => {
     // nats and ioredis also meet single-importer; every other report here is pure-core's.
     const found = (await problems(CORE, code)).filter((p) => !p.startsWith('tokenlease/single-importer: '));
     expect(found.length, found.join('\n')).toBeGreaterThan(0);
-    expect(found.every((p) => p.startsWith('tokenlease/pure-core: ')), found.join('\n')).toBe(true);
+    expect(
+      found.every((p) => p.startsWith('tokenlease/pure-core: ')),
+      found.join('\n'),
+    ).toBe(true);
     expect(found.join('\n')).toMatch(message);
   });
 
   const keeping: [what: string, code: string][] = [
-    ['comments and strings that mention them', "// setTimeout( and Date.now() and Math.random() are the adapters' business.\n/* performance.now() */\nexport const s = 'setTimeout(() => {}, Date.now())';"],
-    ['time and randomness as parameters', 'export function jitter(nowMs: number, random: () => number): number {\n  return nowMs + Math.round(random() * Math.max(1, 2));\n}'],
-    ['a local that shadows a global', 'const performance = { now: () => 0 };\nexport function f(Date: { now(): number }): number {\n  return Date.now() + performance.now();\n}'],
-    ['Date from a given instant, and its statics', 'export const d = new Date(1_700_000_000_000);\nexport const u = Date.UTC(2024, 0, 1);\nexport const ok = d instanceof Date;'],
+    [
+      'comments and strings that mention them',
+      "// setTimeout( and Date.now() and Math.random() are the adapters' business.\n/* performance.now() */\nexport const s = 'setTimeout(() => {}, Date.now())';",
+    ],
+    [
+      'time and randomness as parameters',
+      'export function jitter(nowMs: number, random: () => number): number {\n  return nowMs + Math.round(random() * Math.max(1, 2));\n}',
+    ],
+    [
+      'a local that shadows a global',
+      'const performance = { now: () => 0 };\nexport function f(Date: { now(): number }): number {\n  return Date.now() + performance.now();\n}',
+    ],
+    [
+      'Date from a given instant, and its statics',
+      'export const d = new Date(1_700_000_000_000);\nexport const u = Date.UTC(2024, 0, 1);\nexport const ok = d instanceof Date;',
+    ],
     ['Date and Date.now in types', 'export type Clock = typeof Date.now;\nexport let when: Date | undefined;'],
     ['other globals through globalThis', 'export const n = globalThis.Number.MAX_SAFE_INTEGER;'],
-    ['relative and shared imports', "import { TokenleaseError } from '@tokenlease/shared';\nimport { slot } from './lease-slot.js';\nexport { TokenleaseError, slot };"],
+    [
+      'relative and shared imports',
+      "import { TokenleaseError } from '@tokenlease/shared';\nimport { slot } from './lease-slot.js';\nexport { TokenleaseError, slot };",
+    ],
   ];
   it.each(keeping)('allows %s', async (_what, code) => {
     expect(await problems(CORE, code)).toEqual([]);
@@ -117,16 +151,51 @@ describe('tokenlease/pure-core', () => {
 
 describe('tokenlease/package-boundaries', () => {
   it.each([
-    ['agent', 'agent/src/adapters/agent.ts', "import { Pool } from '@tokenlease/coordinator';", /must not depend on @tokenlease\/coordinator/],
-    ['agent, dynamically', 'agent/src/index.ts', "export const c: unknown = await import('@tokenlease/coordinator');", /must not depend on @tokenlease\/coordinator/],
-    ['coordinator', 'coordinator/src/adapters/cli.ts', "export type { Agent } from '@tokenlease/agent';", /must not depend on @tokenlease\/agent/],
+    [
+      'agent',
+      'agent/src/adapters/agent.ts',
+      "import { Pool } from '@tokenlease/coordinator';",
+      /must not depend on @tokenlease\/coordinator/,
+    ],
+    [
+      'agent, dynamically',
+      'agent/src/index.ts',
+      "export const c: unknown = await import('@tokenlease/coordinator');",
+      /must not depend on @tokenlease\/coordinator/,
+    ],
+    [
+      'coordinator',
+      'coordinator/src/adapters/cli.ts',
+      "export type { Agent } from '@tokenlease/agent';",
+      /must not depend on @tokenlease\/agent/,
+    ],
     ['shared', 'shared/src/adapters/nats-bus.ts', "import { Agent } from '@tokenlease/agent';", /must not depend on @tokenlease\/agent/],
-    ['shared, on coordinator', 'shared/src/core/sample.test.ts', "import { Pool } from '@tokenlease/coordinator';", /must not depend on @tokenlease\/coordinator/],
-    ['shared, on itself', 'shared/src/adapters/host-clock.ts', "import { TokenleaseError } from '@tokenlease/shared';", /imports itself by its public name/],
-    ['shared, on its testing subpath', 'shared/src/core/bucket.test.ts', "import { seed } from '@tokenlease/shared/testing';", /imports itself/],
+    [
+      'shared, on coordinator',
+      'shared/src/core/sample.test.ts',
+      "import { Pool } from '@tokenlease/coordinator';",
+      /must not depend on @tokenlease\/coordinator/,
+    ],
+    [
+      'shared, on itself',
+      'shared/src/adapters/host-clock.ts',
+      "import { TokenleaseError } from '@tokenlease/shared';",
+      /imports itself by its public name/,
+    ],
+    [
+      'shared, on its testing subpath',
+      'shared/src/core/bucket.test.ts',
+      "import { seed } from '@tokenlease/shared/testing';",
+      /imports itself/,
+    ],
     ['agent, on itself', 'agent/src/core/lease-keeper.test.ts', "import { Agent } from '@tokenlease/agent';", /imports itself/],
     ['test, on itself', 'test/src/sim/main.ts', "import { x } from '@tokenlease/test';", /imports itself/],
-    ['a relative path out of the package', 'agent/src/adapters/agent.ts', "import { Pool } from '../../../coordinator/src/core/pool.js';", /leaves the folder of @tokenlease\/agent/],
+    [
+      'a relative path out of the package',
+      'agent/src/adapters/agent.ts',
+      "import { Pool } from '../../../coordinator/src/core/pool.js';",
+      /leaves the folder of @tokenlease\/agent/,
+    ],
   ])('reports %s', async (_what, path, code, message) => {
     const found = await problems(path, code);
     expect(found).toHaveLength(1);
@@ -137,8 +206,16 @@ describe('tokenlease/package-boundaries', () => {
   it.each([
     ['agent on shared', 'agent/src/adapters/agent.ts', "import { TokenleaseError } from '@tokenlease/shared';"],
     ['coordinator on shared', 'coordinator/src/core/pool-rate.test.ts', "import { seed } from '@tokenlease/shared/testing';"],
-    ['test on all three', 'test/src/sim/sample.ts', "import { Agent } from '@tokenlease/agent';\nimport { Pool } from '@tokenlease/coordinator';\nimport { TokenleaseError } from '@tokenlease/shared';\nexport { Agent, Pool, TokenleaseError };"],
-    ['a relative path inside the package', 'agent/src/core/lease-keeper.ts', "import { AgentError } from '../errors.js';\nexport { AgentError };"],
+    [
+      'test on all three',
+      'test/src/sim/sample.ts',
+      "import { Agent } from '@tokenlease/agent';\nimport { Pool } from '@tokenlease/coordinator';\nimport { TokenleaseError } from '@tokenlease/shared';\nexport { Agent, Pool, TokenleaseError };",
+    ],
+    [
+      'a relative path inside the package',
+      'agent/src/core/lease-keeper.ts',
+      "import { AgentError } from '../errors.js';\nexport { AgentError };",
+    ],
   ])('allows %s', async (_what, path, code) => {
     expect(await problems(path, code)).toEqual([]);
   });
@@ -146,10 +223,25 @@ describe('tokenlease/package-boundaries', () => {
 
 describe('tokenlease/single-importer', () => {
   it.each([
-    ['nats in another adapter', 'agent/src/adapters/agent.ts', "import { connect } from 'nats';", /nats is imported only by shared\/src\/adapters\/nats-bus\.ts/],
+    [
+      'nats in another adapter',
+      'agent/src/adapters/agent.ts',
+      "import { connect } from 'nats';",
+      /nats is imported only by shared\/src\/adapters\/nats-bus\.ts/,
+    ],
     ['a nats type in the test harness', 'test/src/harness/nats.ts', "import type { Msg } from 'nats';", /nats is imported only by/],
-    ['ioredis by import()', 'test/src/harness/redis.ts', "export const r: unknown = await import('ioredis');", /ioredis is imported only by coordinator\/src\/adapters\/redis-store\.ts/],
-    ['an ioredis type in the coordinator service', 'coordinator/src/adapters/service.ts', "import type { Redis } from 'ioredis';", /ioredis is imported only by/],
+    [
+      'ioredis by import()',
+      'test/src/harness/redis.ts',
+      "export const r: unknown = await import('ioredis');",
+      /ioredis is imported only by coordinator\/src\/adapters\/redis-store\.ts/,
+    ],
+    [
+      'an ioredis type in the coordinator service',
+      'coordinator/src/adapters/service.ts',
+      "import type { Redis } from 'ioredis';",
+      /ioredis is imported only by/,
+    ],
   ])('reports %s', async (_what, path, code, message) => {
     const found = await problems(path, code);
     expect(found).toHaveLength(1);
@@ -159,8 +251,16 @@ describe('tokenlease/single-importer', () => {
 
   it.each([
     ['nats in its adapter', 'shared/src/adapters/nats-bus.ts', "import { connect } from 'nats';\nexport { connect };"],
-    ['ioredis in its adapter', 'coordinator/src/adapters/redis-store.ts', "import { Redis } from 'ioredis';\nexport const r: unknown = await import('ioredis');\nexport { Redis };"],
-    ['a comment that names them', 'agent/src/adapters/agent.ts', "// import { connect } from 'nats'; import Redis from 'ioredis';\nexport {};"],
+    [
+      'ioredis in its adapter',
+      'coordinator/src/adapters/redis-store.ts',
+      "import { Redis } from 'ioredis';\nexport const r: unknown = await import('ioredis');\nexport { Redis };",
+    ],
+    [
+      'a comment that names them',
+      'agent/src/adapters/agent.ts',
+      "// import { connect } from 'nats'; import Redis from 'ioredis';\nexport {};",
+    ],
   ])('allows %s', async (_what, path, code) => {
     expect(await problems(path, code)).toEqual([]);
   });
