@@ -268,11 +268,14 @@ describe('tokenlease/single-importer', () => {
 
 describe('max-lines', () => {
   const lines = (count: number): string => Array.from({ length: count }, (_, i) => `export const line${i} = ${i};\n`).join('');
+  const comments = (count: number): string => `/**\n${' * why\n'.repeat(count - 2)} */\n`;
   it.each([
-    ['a source file of 399 lines', 'agent/src/adapters/sample.ts', 399, 0],
-    ['a source file of 400 lines', 'agent/src/adapters/sample.ts', 400, 1],
-    ['a test of 400 lines', 'agent/src/adapters/sample.test.ts', 400, 0],
-  ])('counts %s', async (_what, path, count, reports) => {
-    expect(await problems(path, lines(count))).toHaveLength(reports);
+    ['a source file of 399 lines', 'agent/src/adapters/sample.ts', lines(399), 0],
+    ['a source file of 400 lines', 'agent/src/adapters/sample.ts', lines(400), 1],
+    ['399 lines of code and 50 of comments', 'agent/src/adapters/sample.ts', comments(50) + lines(399), 0],
+    ['399 lines of code and one blank', 'agent/src/adapters/sample.ts', `${lines(200)}\n${lines(199)}`, 1],
+    ['a test of 400 lines', 'agent/src/adapters/sample.test.ts', lines(400), 0],
+  ])('counts %s', async (_what, path, code, reports) => {
+    expect(await problems(path, code)).toHaveLength(reports);
   });
 });
