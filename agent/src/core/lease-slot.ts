@@ -108,7 +108,7 @@ export class LeaseSlot {
     const n = this.n;
     n[FALLBACK_RATE] = tokensPerSecond;
     n[FALLBACK_CAP] = burstTokens * UNITS_PER_TOKEN;
-    n[FALLBACK_LEVEL] = n[FALLBACK_CAP] as number;
+    n[FALLBACK_LEVEL] = n[FALLBACK_CAP];
     n[FALLBACK_AT] = nowUs;
     if (tokensPerSecond === 0) n[FALLBACK_ACTIVE] = 0;
   }

@@ -122,7 +122,8 @@ class NatsBus implements Bus {
 
   private async watchStatus(): Promise<void> {
     for await (const status of this.nc.status()) {
-      const server = String(status.data);
+      // Disconnect and Reconnect carry the server, Error its code; only Update (not read) carries an object.
+      const server = typeof status.data === 'object' ? JSON.stringify(status.data) : String(status.data);
       if (status.type === Events.Disconnect) this.emit({ type: 'disconnect', server });
       else if (status.type === Events.Reconnect) this.emit({ type: 'reconnect', server });
       else if (status.type === Events.Error) this.emit({ type: 'error', message: server });

@@ -4,11 +4,15 @@
  */
 import { ID_LENGTH_MAX } from './limits.js';
 
-export class FieldProblem {
+/** FieldProblem — why `field` is refused; an Error so that one escaping decodeWith still carries a stack. */
+export class FieldProblem extends Error {
   constructor(
     readonly field: string,
     readonly problem: string,
-  ) {}
+  ) {
+    super(`field "${field}" ${problem}`);
+    this.name = 'FieldProblem';
+  }
 }
 
 export type Fields = Readonly<Record<string, unknown>>;

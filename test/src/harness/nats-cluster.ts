@@ -47,7 +47,7 @@ export async function startNatsCluster(size: number): Promise<NatsCluster> {
       return signal === 'SIGKILL';
     },
     async stop() {
-      await Promise.all(nodes.map((node) => (node.child === null ? undefined : stop(node.child))));
+      await Promise.all(nodes.flatMap(({ child }) => (child === null ? [] : [stop(child)])));
     },
   };
 }

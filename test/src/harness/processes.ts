@@ -44,7 +44,7 @@ export function spawnProcess(name: string, command: string, args: readonly strin
   proc.stderr?.on('data', (chunk: Buffer) => {
     stderrText = (stderrText + chunk.toString()).slice(-20_000);
   });
-  createInterface({ input: proc.stdout! }).on('line', (line) => {
+  createInterface({ input: proc.stdout }).on('line', (line) => {
     lines.push(line);
     if (lines.length > 50_000) lines.splice(0, 10_000);
     for (const listener of listeners) listener(line);

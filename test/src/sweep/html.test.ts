@@ -136,7 +136,7 @@ describe('renderHtml charts', () => {
   });
 
   it('labels chunk lines by TTL alone when no row has usage reports on', () => {
-    const [util = '', roundTrips = ''] = svgs(page(sampleSweepRows([0])));
+    const [util = ''] = svgs(page(sampleSweepRows([0])));
     expect(util).toContain('>TTL 2s<');
     expect(util).not.toContain('reports');
   });
