@@ -26,15 +26,46 @@
  * - Usage reports (`reportMs`) tell a chunk lease's balance between
  *   renewals, only while nothing is in flight.
  */
-import type { LeaseGrant, LeaseReport, LeaseRequest, LeaseReturn, Reply } from '@tokenlease/shared';
+import { DEMAND_PER_SECOND_MAX, type LeaseGrant, type LeaseReport, type LeaseRequest, type LeaseReturn, type Reply } from '@tokenlease/shared';
 import { DemandMeter } from './demand-meter.js';
 import type { KeeperOptions } from './keeper-options.js';
 import type { InFlight, KeeperStats, SendAction } from './keeper-types.js';
 import { LeaseSlot } from './lease-slot.js';
+import { US_PER_MS } from './units.js';
 
 export type { KeeperStats, SendAction } from './keeper-types.js';
 
-const RTT_WINDOW = 16;
+/** Round-trip samples kept; the estimate is the smallest of them. */
+const RTT_SAMPLES_MAX = 16;
+/** The round-trip assumed before the first sample, µs. */
+const RTT_US_ASSUMED = 2000;
+/** The smallest round-trip sample, µs: a reply handled in the instant of its send still took time. */
+const RTT_US_MIN = 1;
+/** Renew this many round-trips plus `RENEW_LEAD_US_SLACK` before the agent-side expiry. */
+const RENEW_LEAD_RTTS = 4;
+const RENEW_LEAD_US_SLACK = 20_000;
+/** The low watermark covers demand over this many round-trips plus `LOW_WATERMARK_US_SLACK`. */
+const LOW_WATERMARK_RTTS = 2;
+const LOW_WATERMARK_US_SLACK = 10_000;
+/** Demand estimated above this, tokens per second, is demand at all (the estimate decays towards 0, never to it). */
+const DEMAND_PER_SECOND_MIN = 0.5;
+/** Demand goes on the wire in steps of a thousandth of a token per second. */
+const DEMAND_STEPS_PER_TOKEN = 1000;
+/** A retry is abandoned once its sequence is this fraction of an agent-side lease life old. */
+const RETRY_LEASE_FRACTION_MAX = 3 / 4;
+/** At renewal time a lease used within this fraction of `idleReturnMs` is renewed, a quieter one returned. */
+const RENEW_IDLE_FRACTION_MAX = 1 / 2;
+/** A rate lease asks early at the soonest this fraction of `refreshMs` after its grant... */
+const OUTGROWN_REFRESH_FRACTION_MIN = 1 / 4;
+/** ...when its demand passed this multiple of the demand at the grant plus `OUTGROWN_PER_SECOND_SLACK`. */
+const OUTGROWN_DEMAND_FACTOR = 2;
+const OUTGROWN_PER_SECOND_SLACK = 1;
+/** The largest token·µs product a rate's arithmetic keeps exact. */
+const RATE_TOKEN_US_MAX = 2 ** 52;
+/** The back-off ceiling doubles at most this many times (`backoffMsMax` caps it sooner). */
+const BACKOFF_DOUBLINGS_MAX = 20;
+/** A back-off is drawn uniformly from this fraction of its ceiling up to the whole. */
+const BACKOFF_FRACTION_MIN = 0.5;
 const NONE: readonly SendAction[] = [];
 
 export class LeaseKeeper {
@@ -76,7 +107,7 @@ export class LeaseKeeper {
   ) {
     this.slot = new LeaseSlot(pool);
     this.slot.configureFallback(options.fallbackPerSecond, options.fallbackBurstTokens || Math.max(1, options.fallbackPerSecond), 0);
-    this.ttlUs = options.assumedTtlMs * 1000;
+    this.ttlUs = options.assumedTtlMs * US_PER_MS;
   }
 
   get pool(): string {
@@ -98,9 +129,9 @@ export class LeaseKeeper {
     return this.demand.perSecond;
   }
 
-  /** rttUs — the smallest recent round-trip, µs (the estimate before any: 2 ms). */
+  /** rttUs — the smallest recent round-trip, µs (before any sample: `RTT_US_ASSUMED`, 2 ms). */
   get rttUs(): number {
-    return this.rttSamplesUs.length === 0 ? 2000 : Math.min(...this.rttSamplesUs);
+    return this.rttSamplesUs.length === 0 ? RTT_US_ASSUMED : Math.min(...this.rttSamplesUs);
   }
 
   /** tick — samples demand, expires the lease when due and decides whether to send. */
@@ -118,7 +149,7 @@ export class LeaseKeeper {
     if (this.closing) return this.slot.balanceTokens > 0 ? this.sendReturn(nowUs) : NONE;
     if (nowUs < this.notBeforeUs) return NONE;
     const idleUs = nowUs - this.lastActiveUs;
-    const idleReturnUs = this.options.idleReturnMs * 1000;
+    const idleReturnUs = this.options.idleReturnMs * US_PER_MS;
     if (this.slot.hasLease && idleUs >= idleReturnUs) return this.sendReturn(nowUs);
     const wantTokens = this.tokensWanted();
     // A rate lease fills by itself: it renews once per refresh interval (so its
@@ -127,7 +158,7 @@ export class LeaseKeeper {
     if (wantTokens > 0 && this.needsTokens(nowUs)) return this.sendAcquire(wantTokens, nowUs);
     if (this.slot.hasLease && nowUs >= this.slot.expiresAtUs - this.renewLeadUs()) {
       // Renew a lease in use; give back one that has gone quiet rather than let it lapse.
-      return idleUs < idleReturnUs / 2 ? this.sendAcquire(wantTokens, nowUs) : this.sendReturn(nowUs);
+      return idleUs < idleReturnUs * RENEW_IDLE_FRACTION_MAX ? this.sendAcquire(wantTokens, nowUs) : this.sendReturn(nowUs);
     }
     return this.maybeReport(nowUs);
   }
@@ -140,7 +171,7 @@ export class LeaseKeeper {
     this.slot.lowSignalled = false;
     if (reply.kind === 'grant' && flight.message.op === 'acquire') this.applyGrant(reply, flight, nowUs);
     else if (reply.kind === 'receipt' && flight.message.op === 'return') this.stats.tokensReturned += reply.tokensReturned;
-    else if (reply.kind === 'error') this.backOff(nowUs, reply.code, reply.message, reply.retryAfterMs * 1000);
+    else if (reply.kind === 'error') this.backOff(nowUs, reply.code, reply.message, reply.retryAfterMs * US_PER_MS);
     else this.backOff(nowUs, 'bad-reply', `unexpected ${reply.kind} reply to ${flight.message.op}`, 0);
     return this.tick(nowUs);
   }
@@ -152,7 +183,7 @@ export class LeaseKeeper {
     const delayUs = this.backoffUs();
     this.recordError(code, message);
     this.slot.fallbackActive = true;
-    const staleAfterUs = (this.ttlUs * (1 - this.options.driftMargin) * 3) / 4;
+    const staleAfterUs = this.ttlUs * (1 - this.options.driftMargin) * RETRY_LEASE_FRACTION_MAX;
     const abandon = (this.closing && flight.message.op === 'acquire') || nowUs - flight.firstSentAtUs >= staleAfterUs;
     if (abandon) {
       // A grant to this sequence would expire soon after it arrived, a
@@ -182,9 +213,9 @@ export class LeaseKeeper {
     if (this.closing) return Infinity;
     let deadline = this.notBeforeUs > this.lastTickUs ? this.notBeforeUs : Infinity;
     if (s.hasLease) {
-      if (this.reportsOn()) deadline = Math.min(deadline, this.lastReportUs + this.options.reportMs * 1000);
+      if (this.reportsOn()) deadline = Math.min(deadline, this.lastReportUs + this.options.reportMs * US_PER_MS);
       const renewAtUs = this.rateLease ? this.rateRenewAtUs() : s.expiresAtUs - this.renewLeadUs();
-      const actAtUs = Math.min(renewAtUs, this.lastActiveUs + this.options.idleReturnMs * 1000);
+      const actAtUs = Math.min(renewAtUs, this.lastActiveUs + this.options.idleReturnMs * US_PER_MS);
       deadline = Math.min(deadline, Math.max(this.notBeforeUs, actAtUs), s.expiresAtUs);
     }
     return deadline;
@@ -202,8 +233,8 @@ export class LeaseKeeper {
     if (!this.everAsked) return true;
     if (!s.hasLease) {
       // Remembered demand alone does not bring back a lease returned for idleness.
-      const recentlyActive = nowUs - this.lastActiveUs < (this.options.idleReturnMs * 1000) / 2;
-      return s.wantedCostTokens > 0 || this.waitingTokens > 0 || (recentlyActive && this.demand.perSecond > 0.5);
+      const recentlyActive = nowUs - this.lastActiveUs < this.options.idleReturnMs * US_PER_MS * RENEW_IDLE_FRACTION_MAX;
+      return s.wantedCostTokens > 0 || this.waitingTokens > 0 || (recentlyActive && this.demand.perSecond > DEMAND_PER_SECOND_MIN);
     }
     const floorTokens = Math.max(s.lowWatermarkTokens, Math.min(this.options.initialTokens, s.costMaxTokens));
     // Denied since it last asked: demand outruns what it gets, so it keeps a
@@ -223,7 +254,7 @@ export class LeaseKeeper {
    * reports already counts every grant the coordinator made.
    */
   private maybeReport(nowUs: number): readonly SendAction[] {
-    if (!this.reportsOn() || nowUs < this.lastReportUs + this.options.reportMs * 1000) return NONE;
+    if (!this.reportsOn() || nowUs < this.lastReportUs + this.options.reportMs * US_PER_MS) return NONE;
     this.lastReportUs = nowUs;
     const tokensLeft = this.slot.balanceTokens;
     if (tokensLeft >= this.reportedTokens) return NONE;
@@ -235,24 +266,24 @@ export class LeaseKeeper {
 
   /** rateOutgrown — a rate lease asks again early when demand more than doubled since its grant (or it has no rate but demand), not within a quarter refresh. */
   private rateOutgrown(nowUs: number): boolean {
-    if (nowUs < this.lastGrantUs + (this.options.refreshMs * 1000) / 4) return false;
+    if (nowUs < this.lastGrantUs + this.options.refreshMs * US_PER_MS * OUTGROWN_REFRESH_FRACTION_MIN) return false;
     const demand = this.demand.perSecond;
-    return demand > 2 * this.demandAtGrant + 1 || (this.slot.rateTokens === 0 && demand > 0.5);
+    return demand > OUTGROWN_DEMAND_FACTOR * this.demandAtGrant + OUTGROWN_PER_SECOND_SLACK || (this.slot.rateTokens === 0 && demand > DEMAND_PER_SECOND_MIN);
   }
 
   /** rateRenewAtUs — when a rate lease renews: a refresh interval after its last grant, or before it expires. */
   private rateRenewAtUs(): number {
-    return Math.min(this.lastGrantUs + this.options.refreshMs * 1000, this.slot.expiresAtUs - this.renewLeadUs());
+    return Math.min(this.lastGrantUs + this.options.refreshMs * US_PER_MS, this.slot.expiresAtUs - this.renewLeadUs());
   }
 
   private renewLeadUs(): number {
-    return 4 * this.rttUs + 20_000;
+    return RENEW_LEAD_RTTS * this.rttUs + RENEW_LEAD_US_SLACK;
   }
 
   private tokensWanted(): number {
     const s = this.slot;
     const target = Math.max(
-      this.demand.tokensOver(this.options.refreshMs * 1000),
+      this.demand.tokensOver(this.options.refreshMs * US_PER_MS),
       this.options.initialTokens,
       s.wantedCostTokens,
       this.waitingTokens,
@@ -275,7 +306,7 @@ export class LeaseKeeper {
       leaseId: this.heldLeaseId,
       tokensLeft: s.hasLease ? s.balanceTokens : 0,
       tokensWanted,
-      demandPerSecond: Math.min(1e12, Math.round(this.demand.perSecond * 1000) / 1000),
+      demandPerSecond: Math.min(DEMAND_PER_SECOND_MAX, Math.round(this.demand.perSecond * DEMAND_STEPS_PER_TOKEN) / DEMAND_STEPS_PER_TOKEN),
       holdMs: this.options.holdMs,
       ...(this.options.agentClass === null ? {} : { agentClass: this.options.agentClass }),
     };
@@ -322,7 +353,7 @@ export class LeaseKeeper {
     this.lastReportUs = nowUs;
     this.reportedTokens = s.balanceTokens;
     this.heldLeaseId = reply.leaseId;
-    this.ttlUs = reply.ttlMs * 1000;
+    this.ttlUs = reply.ttlMs * US_PER_MS;
     s.expiresAtUs = flight.firstSentAtUs + Math.floor(this.ttlUs * (1 - this.options.driftMargin));
     s.hasLease = true;
     s.costMaxTokens = Math.min(reply.capacityTokens, reply.maxLeaseTokens);
@@ -332,10 +363,10 @@ export class LeaseKeeper {
     s.fallbackActive = false;
     if (flight.attempts === 1) this.addRttSample(nowUs - flight.firstSentAtUs);
     if (!sameLease) this.lastActiveUs = Math.max(this.lastActiveUs, nowUs);
-    s.lowWatermarkTokens = Math.min(s.costMaxTokens, this.demand.tokensOver(2 * this.rttUs + 10_000));
+    s.lowWatermarkTokens = Math.min(s.costMaxTokens, this.demand.tokensOver(LOW_WATERMARK_RTTS * this.rttUs + LOW_WATERMARK_US_SLACK));
     if (reply.retryAfterMs > 0) {
       // The pool is short: ask again when the coordinator expects tokens, not before.
-      this.notBeforeUs = Math.min(nowUs + reply.retryAfterMs * 1000, s.expiresAtUs - this.renewLeadUs());
+      this.notBeforeUs = Math.min(nowUs + reply.retryAfterMs * US_PER_MS, s.expiresAtUs - this.renewLeadUs());
     }
   }
 
@@ -349,8 +380,8 @@ export class LeaseKeeper {
    */
   private startRate(reply: LeaseGrant, nowUs: number, sameLease: boolean): void {
     const rate = reply.rate;
-    const periodUs = rate === undefined ? 0 : Math.ceil((rate.periodMs * 1000) / (1 - this.options.rateDriftMargin));
-    const exact = rate !== undefined && rate.capTokens * periodUs <= 2 ** 52 && rate.tokensPerPeriod * periodUs <= 2 ** 52;
+    const periodUs = rate === undefined ? 0 : Math.ceil((rate.periodMs * US_PER_MS) / (1 - this.options.rateDriftMargin));
+    const exact = rate !== undefined && rate.capTokens * periodUs <= RATE_TOKEN_US_MAX && rate.tokensPerPeriod * periodUs <= RATE_TOKEN_US_MAX;
     this.rateLease = rate !== undefined;
     if (rate === undefined || !exact) this.slot.startRate(0, 1, 0, nowUs);
     else this.slot.startRate(rate.tokensPerPeriod, periodUs, rate.capTokens, nowUs, sameLease);
@@ -368,8 +399,8 @@ export class LeaseKeeper {
   private backoffUs(): number {
     this.consecutiveFailures += 1;
     const { backoffMsMin, backoffMsMax } = this.options;
-    const ceilingMs = Math.min(backoffMsMax, backoffMsMin * 2 ** Math.min(20, this.consecutiveFailures - 1));
-    return Math.round(ceilingMs * 1000 * (0.5 + this.random() / 2));
+    const ceilingMs = Math.min(backoffMsMax, backoffMsMin * 2 ** Math.min(BACKOFF_DOUBLINGS_MAX, this.consecutiveFailures - 1));
+    return Math.round(ceilingMs * US_PER_MS * (BACKOFF_FRACTION_MIN + this.random() * (1 - BACKOFF_FRACTION_MIN)));
   }
 
   private recordError(code: string, message: string): void {
@@ -379,7 +410,7 @@ export class LeaseKeeper {
   }
 
   private addRttSample(rttUs: number): void {
-    this.rttSamplesUs.push(Math.max(1, rttUs));
-    if (this.rttSamplesUs.length > RTT_WINDOW) this.rttSamplesUs.shift();
+    this.rttSamplesUs.push(Math.max(RTT_US_MIN, rttUs));
+    if (this.rttSamplesUs.length > RTT_SAMPLES_MAX) this.rttSamplesUs.shift();
   }
 }
