@@ -31,19 +31,11 @@ import { DemandMeter } from './demand-meter.js';
 import type { KeeperOptions } from './keeper-options.js';
 import type { InFlight, KeeperStats, SendAction } from './keeper-types.js';
 import { LeaseSlot } from './lease-slot.js';
+import { RoundTrip } from './round-trip.js';
 import { US_PER_MS } from './units.js';
 
 export type { KeeperStats, SendAction } from './keeper-types.js';
 
-/** Round-trip samples kept; the estimate is the smallest of them. */
-const RTT_SAMPLES_MAX = 16;
-/** The round-trip assumed before the first sample, µs. */
-const RTT_US_ASSUMED = 2000;
-/** The smallest round-trip sample, µs: a reply handled in the instant of its send still took time. */
-const RTT_US_MIN = 1;
-/** Renew this many round-trips plus `RENEW_LEAD_US_SLACK` before the agent-side expiry. */
-const RENEW_LEAD_RTTS = 4;
-const RENEW_LEAD_US_SLACK = 20_000;
 /** The low watermark covers demand over this many round-trips plus `LOW_WATERMARK_US_SLACK`. */
 const LOW_WATERMARK_RTTS = 2;
 const LOW_WATERMARK_US_SLACK = 10_000;
@@ -89,7 +81,7 @@ export class LeaseKeeper {
   /** Usage reports: when the last one (or grant) was, and the balance it told. */
   private lastReportUs = 0;
   private reportedTokens = 0;
-  private readonly rttSamplesUs: number[] = [];
+  private readonly roundTrip = new RoundTrip();
   private readonly demand = new DemandMeter();
   private lastDemandCount = 0;
   private lastActiveUs = 0;
@@ -129,9 +121,9 @@ export class LeaseKeeper {
     return this.demand.perSecond;
   }
 
-  /** rttUs — the smallest recent round-trip, µs (before any sample: `RTT_US_ASSUMED`, 2 ms). */
+  /** rttUs — the smallest recent round-trip, µs (before any sample: 2 ms). */
   get rttUs(): number {
-    return this.rttSamplesUs.length === 0 ? RTT_US_ASSUMED : Math.min(...this.rttSamplesUs);
+    return this.roundTrip.rttUs;
   }
 
   /** tick — samples demand, expires the lease when due and decides whether to send. */
@@ -156,7 +148,7 @@ export class LeaseKeeper {
     // share follows its demand) or before expiry, not whenever it runs low.
     if (this.rateLease && this.slot.hasLease) return nowUs >= this.rateRenewAtUs() || this.rateOutgrown(nowUs) ? this.sendAcquire(wantTokens, nowUs) : NONE;
     if (wantTokens > 0 && this.needsTokens(nowUs)) return this.sendAcquire(wantTokens, nowUs);
-    if (this.slot.hasLease && nowUs >= this.slot.expiresAtUs - this.renewLeadUs()) {
+    if (this.slot.hasLease && nowUs >= this.slot.expiresAtUs - this.roundTrip.renewLeadUs()) {
       // Renew a lease in use; give back one that has gone quiet rather than let it lapse.
       return idleUs < idleReturnUs * RENEW_IDLE_FRACTION_MAX ? this.sendAcquire(wantTokens, nowUs) : this.sendReturn(nowUs);
     }
@@ -214,7 +206,7 @@ export class LeaseKeeper {
     let deadline = this.notBeforeUs > this.lastTickUs ? this.notBeforeUs : Infinity;
     if (s.hasLease) {
       if (this.reportsOn()) deadline = Math.min(deadline, this.lastReportUs + this.options.reportMs * US_PER_MS);
-      const renewAtUs = this.rateLease ? this.rateRenewAtUs() : s.expiresAtUs - this.renewLeadUs();
+      const renewAtUs = this.rateLease ? this.rateRenewAtUs() : s.expiresAtUs - this.roundTrip.renewLeadUs();
       const actAtUs = Math.min(renewAtUs, this.lastActiveUs + this.options.idleReturnMs * US_PER_MS);
       deadline = Math.min(deadline, Math.max(this.notBeforeUs, actAtUs), s.expiresAtUs);
     }
@@ -273,11 +265,7 @@ export class LeaseKeeper {
 
   /** rateRenewAtUs — when a rate lease renews: a refresh interval after its last grant, or before it expires. */
   private rateRenewAtUs(): number {
-    return Math.min(this.lastGrantUs + this.options.refreshMs * US_PER_MS, this.slot.expiresAtUs - this.renewLeadUs());
-  }
-
-  private renewLeadUs(): number {
-    return RENEW_LEAD_RTTS * this.rttUs + RENEW_LEAD_US_SLACK;
+    return Math.min(this.lastGrantUs + this.options.refreshMs * US_PER_MS, this.slot.expiresAtUs - this.roundTrip.renewLeadUs());
   }
 
   private tokensWanted(): number {
@@ -361,12 +349,12 @@ export class LeaseKeeper {
     this.stats.tokensGranted += reply.tokensGranted;
     this.consecutiveFailures = 0;
     s.fallbackActive = false;
-    if (flight.attempts === 1) this.addRttSample(nowUs - flight.firstSentAtUs);
+    this.roundTrip.answered(flight, nowUs);
     if (!sameLease) this.lastActiveUs = Math.max(this.lastActiveUs, nowUs);
     s.lowWatermarkTokens = Math.min(s.costMaxTokens, this.demand.tokensOver(LOW_WATERMARK_RTTS * this.rttUs + LOW_WATERMARK_US_SLACK));
     if (reply.retryAfterMs > 0) {
       // The pool is short: ask again when the coordinator expects tokens, not before.
-      this.notBeforeUs = Math.min(nowUs + reply.retryAfterMs * US_PER_MS, s.expiresAtUs - this.renewLeadUs());
+      this.notBeforeUs = Math.min(nowUs + reply.retryAfterMs * US_PER_MS, s.expiresAtUs - this.roundTrip.renewLeadUs());
     }
   }
 
@@ -407,10 +395,5 @@ export class LeaseKeeper {
     this.stats.failures += 1;
     this.stats.lastErrorCode = code;
     this.stats.lastErrorMessage = message;
-  }
-
-  private addRttSample(rttUs: number): void {
-    this.rttSamplesUs.push(Math.max(RTT_US_MIN, rttUs));
-    if (this.rttSamplesUs.length > RTT_SAMPLES_MAX) this.rttSamplesUs.shift();
   }
 }
