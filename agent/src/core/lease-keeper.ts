@@ -3,14 +3,11 @@
  * state machine (events and `nowUs` in, send actions out).
  *
  * Rules:
- * - One request in flight at a time. A retry after a lost reply repeats the
- *   same sequence number and bytes, so the coordinator answers it with the
- *   original reply instead of granting twice.
+ * - One request in flight at a time, retried with the same sequence, backed
+ *   off after failures (request-cycle.ts).
  * - The agent-side expiry is `first send of that sequence + TTL·(1 − drift
  *   margin)`: the coordinator's expiry starts when it granted, which is
- *   later, so the agent always stops spending first. A retry that would
- *   only win a stale grant (three quarters of a lease old) is abandoned
- *   for a fresh request.
+ *   later, so the agent always stops spending first.
  * - Every acquire reports the unspent balance at send time. A grant under a
  *   new lease id replaces the balance (the old lease is gone on the
  *   coordinator); under the same id it adds to what is left.
@@ -31,6 +28,7 @@ import { DemandMeter } from './demand-meter.js';
 import type { KeeperOptions } from './keeper-options.js';
 import type { InFlight, KeeperStats, SendAction } from './keeper-types.js';
 import { LeaseSlot } from './lease-slot.js';
+import { RequestCycle } from './request-cycle.js';
 import { RoundTrip } from './round-trip.js';
 import { US_PER_MS } from './units.js';
 
@@ -43,8 +41,6 @@ const LOW_WATERMARK_US_SLACK = 10_000;
 const DEMAND_PER_SECOND_MIN = 0.5;
 /** Demand goes on the wire in steps of a thousandth of a token per second. */
 const DEMAND_STEPS_PER_TOKEN = 1000;
-/** A retry is abandoned once its sequence is this fraction of an agent-side lease life old. */
-const RETRY_LEASE_FRACTION_MAX = 3 / 4;
 /** At renewal time a lease used within this fraction of `idleReturnMs` is renewed, a quieter one returned. */
 const RENEW_IDLE_FRACTION_MAX = 1 / 2;
 /** A rate lease asks early at the soonest this fraction of `refreshMs` after its grant... */
@@ -54,10 +50,6 @@ const OUTGROWN_DEMAND_FACTOR = 2;
 const OUTGROWN_PER_SECOND_SLACK = 1;
 /** The largest token·µs product a rate's arithmetic keeps exact. */
 const RATE_TOKEN_US_MAX = 2 ** 52;
-/** The back-off ceiling doubles at most this many times (`backoffMsMax` caps it sooner). */
-const BACKOFF_DOUBLINGS_MAX = 20;
-/** A back-off is drawn uniformly from this fraction of its ceiling up to the whole. */
-const BACKOFF_FRACTION_MIN = 0.5;
 const NONE: readonly SendAction[] = [];
 
 export class LeaseKeeper {
@@ -70,9 +62,7 @@ export class LeaseKeeper {
   waitingTokens = 0;
   private heldLeaseId: string | null = null;
   private ttlUs: number;
-  private inFlight: InFlight | null = null;
-  private notBeforeUs = 0;
-  private consecutiveFailures = 0;
+  private readonly cycle: RequestCycle;
   /** Whether the lease held is a rate lease, and when its last grant arrived. */
   private rateLease = false;
   private lastGrantUs = 0;
@@ -95,9 +85,10 @@ export class LeaseKeeper {
     pool: string,
     private readonly nextSeq: () => number,
     private readonly options: KeeperOptions,
-    private readonly random: () => number,
+    random: () => number,
   ) {
     this.slot = new LeaseSlot(pool);
+    this.cycle = new RequestCycle(this.slot, options, this.stats, random);
     this.slot.configureFallback(options.fallbackPerSecond, options.fallbackBurstTokens || Math.max(1, options.fallbackPerSecond), 0);
     this.ttlUs = options.assumedTtlMs * US_PER_MS;
   }
@@ -113,7 +104,7 @@ export class LeaseKeeper {
 
   /** settled — closing and nothing left to send or wait for. */
   get settled(): boolean {
-    return this.closing && this.inFlight === null && this.slot.balanceTokens === 0;
+    return this.closing && this.cycle.inFlight === null && this.slot.balanceTokens === 0;
   }
 
   /** demandPerSecond — the current demand estimate, tokens per second. */
@@ -134,12 +125,9 @@ export class LeaseKeeper {
       this.slot.hasLease = false;
       this.slot.balanceTokens = 0;
     }
-    const flight = this.inFlight;
-    if (flight !== null) {
-      return flight.retryAtUs !== null && nowUs >= flight.retryAtUs ? this.resend(flight) : NONE;
-    }
+    if (this.cycle.inFlight !== null) return this.cycle.retryDue(nowUs);
     if (this.closing) return this.slot.balanceTokens > 0 ? this.sendReturn(nowUs) : NONE;
-    if (nowUs < this.notBeforeUs) return NONE;
+    if (nowUs < this.cycle.notBeforeUs) return NONE;
     const idleUs = nowUs - this.lastActiveUs;
     const idleReturnUs = this.options.idleReturnMs * US_PER_MS;
     if (this.slot.hasLease && idleUs >= idleReturnUs) return this.sendReturn(nowUs);
@@ -157,37 +145,18 @@ export class LeaseKeeper {
 
   /** onReply — applies the reply to request `seq`; replies to any other sequence are stale and ignored. */
   onReply(seq: number, reply: Reply, nowUs: number): readonly SendAction[] {
-    const flight = this.inFlight;
-    if (flight === null || flight.seq !== seq) return NONE;
-    this.inFlight = null;
-    this.slot.lowSignalled = false;
+    const flight = this.cycle.settle(seq);
+    if (flight === null) return NONE;
     if (reply.kind === 'grant' && flight.message.op === 'acquire') this.applyGrant(reply, flight, nowUs);
     else if (reply.kind === 'receipt' && flight.message.op === 'return') this.stats.tokensReturned += reply.tokensReturned;
-    else if (reply.kind === 'error') this.backOff(nowUs, reply.code, reply.message, reply.retryAfterMs * US_PER_MS);
-    else this.backOff(nowUs, 'bad-reply', `unexpected ${reply.kind} reply to ${flight.message.op}`, 0);
+    else if (reply.kind === 'error') this.cycle.refused(nowUs, reply.code, reply.message, reply.retryAfterMs * US_PER_MS);
+    else this.cycle.refused(nowUs, 'bad-reply', `unexpected ${reply.kind} reply to ${flight.message.op}`, 0);
     return this.tick(nowUs);
   }
 
   /** onFailure — request `seq` got no reply (timeout, no coordinator, bus down): retry it later. */
   onFailure(seq: number, code: string, message: string, nowUs: number): readonly SendAction[] {
-    const flight = this.inFlight;
-    if (flight === null || flight.seq !== seq) return NONE;
-    const delayUs = this.backoffUs();
-    this.recordError(code, message);
-    this.slot.fallbackActive = true;
-    const staleAfterUs = this.ttlUs * (1 - this.options.driftMargin) * RETRY_LEASE_FRACTION_MAX;
-    const abandon = (this.closing && flight.message.op === 'acquire') || nowUs - flight.firstSentAtUs >= staleAfterUs;
-    if (abandon) {
-      // A grant to this sequence would expire soon after it arrived, a
-      // return this late finds the lease expired anyway, and a closing
-      // keeper wants no more tokens: start afresh or stop.
-      this.inFlight = null;
-      this.slot.lowSignalled = false;
-      this.notBeforeUs = nowUs + delayUs;
-    } else {
-      flight.retryAtUs = nowUs + delayUs;
-    }
-    return this.tick(nowUs);
+    return this.cycle.failed(seq, code, message, nowUs, this.ttlUs, this.closing) ? this.tick(nowUs) : NONE;
   }
 
   /** close — stops asking and returns what is left (now, or when the request in flight is answered). */
@@ -199,16 +168,17 @@ export class LeaseKeeper {
   /** nextDeadlineUs — the next instant `tick` may act without an event. */
   nextDeadlineUs(): number {
     const s = this.slot;
-    const flight = this.inFlight;
+    const flight = this.cycle.inFlight;
     if (flight !== null) return flight.retryAtUs ?? Infinity;
     // Closing with nothing in flight: tick has already sent the return it would send; the renewal and idle instants no longer apply.
     if (this.closing) return Infinity;
-    let deadline = this.notBeforeUs > this.lastTickUs ? this.notBeforeUs : Infinity;
+    const notBeforeUs = this.cycle.notBeforeUs;
+    let deadline = notBeforeUs > this.lastTickUs ? notBeforeUs : Infinity;
     if (s.hasLease) {
       if (this.reportsOn()) deadline = Math.min(deadline, this.lastReportUs + this.options.reportMs * US_PER_MS);
       const renewAtUs = this.rateLease ? this.rateRenewAtUs() : s.expiresAtUs - this.roundTrip.renewLeadUs();
       const actAtUs = Math.min(renewAtUs, this.lastActiveUs + this.options.idleReturnMs * US_PER_MS);
-      deadline = Math.min(deadline, Math.max(this.notBeforeUs, actAtUs), s.expiresAtUs);
+      deadline = Math.min(deadline, Math.max(notBeforeUs, actAtUs), s.expiresAtUs);
     }
     return deadline;
   }
@@ -301,7 +271,7 @@ export class LeaseKeeper {
     this.everAsked = true;
     this.deniedAtLastAsk = s.deniedTokens;
     this.stats.requests += 1;
-    return this.launch(message, nowUs);
+    return this.cycle.launch(message, nowUs);
   }
 
   private sendReturn(nowUs: number): readonly SendAction[] {
@@ -316,20 +286,7 @@ export class LeaseKeeper {
     this.heldLeaseId = null;
     if (leaseId === null || tokensLeft === 0) return NONE;
     const message: LeaseReturn = { v: 1, op: 'return', agentId: this.agentId, pool: this.pool, seq: this.nextSeq(), leaseId, tokensLeft };
-    return this.launch(message, nowUs);
-  }
-
-  private launch(message: LeaseRequest | LeaseReturn, nowUs: number): readonly SendAction[] {
-    this.inFlight = { seq: message.seq, message, firstSentAtUs: nowUs, attempts: 0, retryAtUs: null };
-    return this.resend(this.inFlight);
-  }
-
-  private resend(flight: InFlight): readonly SendAction[] {
-    flight.attempts += 1;
-    flight.retryAtUs = null;
-    this.stats.attempts += 1;
-    const timeoutMs = this.options.holdMs + this.options.replyTimeoutMs;
-    return [{ type: 'send', seq: flight.seq, message: flight.message, timeoutMs }];
+    return this.cycle.launch(message, nowUs);
   }
 
   private applyGrant(reply: LeaseGrant, flight: InFlight, nowUs: number): void {
@@ -347,14 +304,13 @@ export class LeaseKeeper {
     s.costMaxTokens = Math.min(reply.capacityTokens, reply.maxLeaseTokens);
     if (s.wantedCostTokens <= s.balanceTokens || s.wantedCostTokens > s.costMaxTokens) s.wantedCostTokens = 0;
     this.stats.tokensGranted += reply.tokensGranted;
-    this.consecutiveFailures = 0;
-    s.fallbackActive = false;
+    this.cycle.granted();
     this.roundTrip.answered(flight, nowUs);
     if (!sameLease) this.lastActiveUs = Math.max(this.lastActiveUs, nowUs);
     s.lowWatermarkTokens = Math.min(s.costMaxTokens, this.demand.tokensOver(LOW_WATERMARK_RTTS * this.rttUs + LOW_WATERMARK_US_SLACK));
     if (reply.retryAfterMs > 0) {
       // The pool is short: ask again when the coordinator expects tokens, not before.
-      this.notBeforeUs = Math.min(nowUs + reply.retryAfterMs * US_PER_MS, s.expiresAtUs - this.roundTrip.renewLeadUs());
+      this.cycle.deferUntil(Math.min(nowUs + reply.retryAfterMs * US_PER_MS, s.expiresAtUs - this.roundTrip.renewLeadUs()));
     }
   }
 
@@ -375,25 +331,5 @@ export class LeaseKeeper {
     else this.slot.startRate(rate.tokensPerPeriod, periodUs, rate.capTokens, nowUs, sameLease);
     this.lastGrantUs = nowUs;
     this.demandAtGrant = this.demand.perSecond;
-  }
-
-  private backOff(nowUs: number, code: string, message: string, atLeastUs: number): void {
-    this.notBeforeUs = nowUs + Math.max(this.backoffUs(), atLeastUs);
-    this.recordError(code, message);
-    // These say the coordinator cannot grant now; a refusal of the request itself does not.
-    if (code === 'unavailable' || code === 'not-owner' || code === 'internal') this.slot.fallbackActive = true;
-  }
-
-  private backoffUs(): number {
-    this.consecutiveFailures += 1;
-    const { backoffMsMin, backoffMsMax } = this.options;
-    const ceilingMs = Math.min(backoffMsMax, backoffMsMin * 2 ** Math.min(BACKOFF_DOUBLINGS_MAX, this.consecutiveFailures - 1));
-    return Math.round(ceilingMs * US_PER_MS * (BACKOFF_FRACTION_MIN + this.random() * (1 - BACKOFF_FRACTION_MIN)));
-  }
-
-  private recordError(code: string, message: string): void {
-    this.stats.failures += 1;
-    this.stats.lastErrorCode = code;
-    this.stats.lastErrorMessage = message;
   }
 }
