@@ -7,6 +7,13 @@
  */
 import { US_PER_SECOND } from './units.js';
 
+/**
+ * DEMAND_PER_SECOND_MIN — an estimate above this, tokens per second, is
+ * demand at all: after demand stops the estimate decays towards 0 but
+ * never reaches it.
+ */
+export const DEMAND_PER_SECOND_MIN = 0.5;
+
 export class DemandMeter {
   private lastUs: number | null = null;
   private lastCount = 0;

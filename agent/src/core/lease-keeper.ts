@@ -19,15 +19,16 @@
  *   balance before it is sent.
  * - A rate lease (the grant carries a rate) fills by itself: it renews once
  *   per `refreshMs` (sooner when demand doubled), stops accruing when it
- *   sends and accrues again from the reply's arrival.
+ *   sends and accrues again from the reply's arrival (rate-renewal.ts).
  * - Usage reports (`reportMs`) tell a chunk lease's balance between
  *   renewals, only while nothing is in flight.
  */
 import { DEMAND_PER_SECOND_MAX, type LeaseGrant, type LeaseReport, type LeaseRequest, type LeaseReturn, type Reply } from '@tokenlease/shared';
-import { DemandMeter } from './demand-meter.js';
+import { DEMAND_PER_SECOND_MIN, DemandMeter } from './demand-meter.js';
 import type { KeeperOptions } from './keeper-options.js';
 import type { InFlight, KeeperStats, SendAction } from './keeper-types.js';
 import { LeaseSlot } from './lease-slot.js';
+import { RateRenewal } from './rate-renewal.js';
 import { RequestCycle } from './request-cycle.js';
 import { RoundTrip } from './round-trip.js';
 import { US_PER_MS } from './units.js';
@@ -37,19 +38,10 @@ export type { KeeperStats, SendAction } from './keeper-types.js';
 /** The low watermark covers demand over this many round-trips plus `LOW_WATERMARK_US_SLACK`. */
 const LOW_WATERMARK_RTTS = 2;
 const LOW_WATERMARK_US_SLACK = 10_000;
-/** Demand estimated above this, tokens per second, is demand at all (the estimate decays towards 0, never to it). */
-const DEMAND_PER_SECOND_MIN = 0.5;
 /** Demand goes on the wire in steps of a thousandth of a token per second. */
 const DEMAND_STEPS_PER_TOKEN = 1000;
 /** At renewal time a lease used within this fraction of `idleReturnMs` is renewed, a quieter one returned. */
 const RENEW_IDLE_FRACTION_MAX = 1 / 2;
-/** A rate lease asks early at the soonest this fraction of `refreshMs` after its grant... */
-const OUTGROWN_REFRESH_FRACTION_MIN = 1 / 4;
-/** ...when its demand passed this multiple of the demand at the grant plus `OUTGROWN_PER_SECOND_SLACK`. */
-const OUTGROWN_DEMAND_FACTOR = 2;
-const OUTGROWN_PER_SECOND_SLACK = 1;
-/** The largest token·µs product a rate's arithmetic keeps exact. */
-const RATE_TOKEN_US_MAX = 2 ** 52;
 const NONE: readonly SendAction[] = [];
 
 export class LeaseKeeper {
@@ -63,11 +55,7 @@ export class LeaseKeeper {
   private heldLeaseId: string | null = null;
   private ttlUs: number;
   private readonly cycle: RequestCycle;
-  /** Whether the lease held is a rate lease, and when its last grant arrived. */
-  private rateLease = false;
-  private lastGrantUs = 0;
-  /** The demand estimate when the last grant arrived, tokens per second. */
-  private demandAtGrant = 0;
+  private readonly rate: RateRenewal;
   /** Usage reports: when the last one (or grant) was, and the balance it told. */
   private lastReportUs = 0;
   private reportedTokens = 0;
@@ -89,6 +77,7 @@ export class LeaseKeeper {
   ) {
     this.slot = new LeaseSlot(pool);
     this.cycle = new RequestCycle(this.slot, options, this.stats, random);
+    this.rate = new RateRenewal(this.slot, options);
     this.slot.configureFallback(options.fallbackPerSecond, options.fallbackBurstTokens || Math.max(1, options.fallbackPerSecond), 0);
     this.ttlUs = options.assumedTtlMs * US_PER_MS;
   }
@@ -132,9 +121,11 @@ export class LeaseKeeper {
     const idleReturnUs = this.options.idleReturnMs * US_PER_MS;
     if (this.slot.hasLease && idleUs >= idleReturnUs) return this.sendReturn(nowUs);
     const wantTokens = this.tokensWanted();
-    // A rate lease fills by itself: it renews once per refresh interval (so its
-    // share follows its demand) or before expiry, not whenever it runs low.
-    if (this.rateLease && this.slot.hasLease) return nowUs >= this.rateRenewAtUs() || this.rateOutgrown(nowUs) ? this.sendAcquire(wantTokens, nowUs) : NONE;
+    // A rate lease fills by itself: it renews on its own schedule, not whenever it runs low.
+    if (this.rate.held && this.slot.hasLease) {
+      const due = nowUs >= this.rate.renewAtUs(this.roundTrip.renewLeadUs()) || this.rate.outgrown(nowUs, this.demand.perSecond);
+      return due ? this.sendAcquire(wantTokens, nowUs) : NONE;
+    }
     if (wantTokens > 0 && this.needsTokens(nowUs)) return this.sendAcquire(wantTokens, nowUs);
     if (this.slot.hasLease && nowUs >= this.slot.expiresAtUs - this.roundTrip.renewLeadUs()) {
       // Renew a lease in use; give back one that has gone quiet rather than let it lapse.
@@ -176,7 +167,8 @@ export class LeaseKeeper {
     let deadline = notBeforeUs > this.lastTickUs ? notBeforeUs : Infinity;
     if (s.hasLease) {
       if (this.reportsOn()) deadline = Math.min(deadline, this.lastReportUs + this.options.reportMs * US_PER_MS);
-      const renewAtUs = this.rateLease ? this.rateRenewAtUs() : s.expiresAtUs - this.roundTrip.renewLeadUs();
+      const renewLeadUs = this.roundTrip.renewLeadUs();
+      const renewAtUs = this.rate.held ? this.rate.renewAtUs(renewLeadUs) : s.expiresAtUs - renewLeadUs;
       const actAtUs = Math.min(renewAtUs, this.lastActiveUs + this.options.idleReturnMs * US_PER_MS);
       deadline = Math.min(deadline, Math.max(notBeforeUs, actAtUs), s.expiresAtUs);
     }
@@ -206,7 +198,7 @@ export class LeaseKeeper {
   }
 
   private reportsOn(): boolean {
-    return this.options.reportMs > 0 && !this.rateLease && this.slot.hasLease && this.heldLeaseId !== null;
+    return this.options.reportMs > 0 && !this.rate.held && this.slot.hasLease && this.heldLeaseId !== null;
   }
 
   /**
@@ -226,18 +218,6 @@ export class LeaseKeeper {
     return [{ type: 'publish', seq: message.seq, message, timeoutMs: 0 }];
   }
 
-  /** rateOutgrown — a rate lease asks again early when demand more than doubled since its grant (or it has no rate but demand), not within a quarter refresh. */
-  private rateOutgrown(nowUs: number): boolean {
-    if (nowUs < this.lastGrantUs + this.options.refreshMs * US_PER_MS * OUTGROWN_REFRESH_FRACTION_MIN) return false;
-    const demand = this.demand.perSecond;
-    return demand > OUTGROWN_DEMAND_FACTOR * this.demandAtGrant + OUTGROWN_PER_SECOND_SLACK || (this.slot.rateTokens === 0 && demand > DEMAND_PER_SECOND_MIN);
-  }
-
-  /** rateRenewAtUs — when a rate lease renews: a refresh interval after its last grant, or before it expires. */
-  private rateRenewAtUs(): number {
-    return Math.min(this.lastGrantUs + this.options.refreshMs * US_PER_MS, this.slot.expiresAtUs - this.roundTrip.renewLeadUs());
-  }
-
   private tokensWanted(): number {
     const s = this.slot;
     const target = Math.max(
@@ -253,8 +233,7 @@ export class LeaseKeeper {
 
   private sendAcquire(tokensWanted: number, nowUs: number): readonly SendAction[] {
     const s = this.slot;
-    // A rate lease stops accruing when it reports: the coordinator re-bases on this balance.
-    s.freezeRate(nowUs);
+    this.rate.sending(nowUs);
     const message: LeaseRequest = {
       v: 1,
       op: 'acquire',
@@ -276,8 +255,7 @@ export class LeaseKeeper {
 
   private sendReturn(nowUs: number): readonly SendAction[] {
     const s = this.slot;
-    s.freezeRate(nowUs);
-    this.rateLease = false;
+    this.rate.returning(nowUs);
     const leaseId = this.heldLeaseId;
     const tokensLeft = s.balanceTokens;
     s.balanceTokens = 0;
@@ -294,7 +272,7 @@ export class LeaseKeeper {
     const sameLease = reply.leaseId === this.heldLeaseId && s.hasLease;
     if (!sameLease) this.stats.leasesStarted += 1;
     s.balanceTokens = (sameLease ? s.balanceTokens : 0) + reply.tokensGranted;
-    this.startRate(reply, nowUs, sameLease);
+    this.rate.granted(reply, nowUs, sameLease, this.demand.perSecond);
     this.lastReportUs = nowUs;
     this.reportedTokens = s.balanceTokens;
     this.heldLeaseId = reply.leaseId;
@@ -312,24 +290,5 @@ export class LeaseKeeper {
       // The pool is short: ask again when the coordinator expects tokens, not before.
       this.cycle.deferUntil(Math.min(nowUs + reply.retryAfterMs * US_PER_MS, s.expiresAtUs - this.roundTrip.renewLeadUs()));
     }
-  }
-
-  /**
-   * startRate — a rate lease accrues from the reply's arrival (never from
-   * the send: the coordinator's accrual starts at its grant, which is
-   * earlier), over the period stretched by `rateDriftMargin`, so an agent
-   * clock up to that much fast never accrues more than the coordinator
-   * counts. A rate whose arithmetic would not be exact is ignored (it only
-   * under-admits).
-   */
-  private startRate(reply: LeaseGrant, nowUs: number, sameLease: boolean): void {
-    const rate = reply.rate;
-    const periodUs = rate === undefined ? 0 : Math.ceil((rate.periodMs * US_PER_MS) / (1 - this.options.rateDriftMargin));
-    const exact = rate !== undefined && rate.capTokens * periodUs <= RATE_TOKEN_US_MAX && rate.tokensPerPeriod * periodUs <= RATE_TOKEN_US_MAX;
-    this.rateLease = rate !== undefined;
-    if (rate === undefined || !exact) this.slot.startRate(0, 1, 0, nowUs);
-    else this.slot.startRate(rate.tokensPerPeriod, periodUs, rate.capTokens, nowUs, sameLease);
-    this.lastGrantUs = nowUs;
-    this.demandAtGrant = this.demand.perSecond;
   }
 }
