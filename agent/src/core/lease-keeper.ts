@@ -21,9 +21,9 @@
  *   per `refreshMs` (sooner when demand doubled), stops accruing when it
  *   sends and accrues again from the reply's arrival (rate-renewal.ts).
  * - Usage reports (`reportMs`) tell a chunk lease's balance between
- *   renewals, only while nothing is in flight.
+ *   renewals, only while nothing is in flight (usage-report.ts).
  */
-import { DEMAND_PER_SECOND_MAX, type LeaseGrant, type LeaseReport, type LeaseRequest, type LeaseReturn, type Reply } from '@tokenlease/shared';
+import { DEMAND_PER_SECOND_MAX, type LeaseGrant, type LeaseRequest, type LeaseReturn, type Reply } from '@tokenlease/shared';
 import { DEMAND_PER_SECOND_MIN, DemandMeter } from './demand-meter.js';
 import type { KeeperOptions } from './keeper-options.js';
 import type { InFlight, KeeperStats, SendAction } from './keeper-types.js';
@@ -32,6 +32,7 @@ import { RateRenewal } from './rate-renewal.js';
 import { RequestCycle } from './request-cycle.js';
 import { RoundTrip } from './round-trip.js';
 import { US_PER_MS } from './units.js';
+import { UsageReports } from './usage-report.js';
 
 export type { KeeperStats, SendAction } from './keeper-types.js';
 
@@ -56,9 +57,7 @@ export class LeaseKeeper {
   private ttlUs: number;
   private readonly cycle: RequestCycle;
   private readonly rate: RateRenewal;
-  /** Usage reports: when the last one (or grant) was, and the balance it told. */
-  private lastReportUs = 0;
-  private reportedTokens = 0;
+  private readonly reports: UsageReports;
   private readonly roundTrip = new RoundTrip();
   private readonly demand = new DemandMeter();
   private lastDemandCount = 0;
@@ -78,6 +77,7 @@ export class LeaseKeeper {
     this.slot = new LeaseSlot(pool);
     this.cycle = new RequestCycle(this.slot, options, this.stats, random);
     this.rate = new RateRenewal(this.slot, options);
+    this.reports = new UsageReports({ agentId, pool, nextSeq }, options.reportMs, this.stats);
     this.slot.configureFallback(options.fallbackPerSecond, options.fallbackBurstTokens || Math.max(1, options.fallbackPerSecond), 0);
     this.ttlUs = options.assumedTtlMs * US_PER_MS;
   }
@@ -131,7 +131,7 @@ export class LeaseKeeper {
       // Renew a lease in use; give back one that has gone quiet rather than let it lapse.
       return idleUs < idleReturnUs * RENEW_IDLE_FRACTION_MAX ? this.sendAcquire(wantTokens, nowUs) : this.sendReturn(nowUs);
     }
-    return this.maybeReport(nowUs);
+    return this.reports.report(this.chunkLeaseId(), this.slot.balanceTokens, nowUs);
   }
 
   /** onReply — applies the reply to request `seq`; replies to any other sequence are stale and ignored. */
@@ -166,7 +166,7 @@ export class LeaseKeeper {
     const notBeforeUs = this.cycle.notBeforeUs;
     let deadline = notBeforeUs > this.lastTickUs ? notBeforeUs : Infinity;
     if (s.hasLease) {
-      if (this.reportsOn()) deadline = Math.min(deadline, this.lastReportUs + this.options.reportMs * US_PER_MS);
+      deadline = Math.min(deadline, this.reports.dueAtUs(this.chunkLeaseId()));
       const renewLeadUs = this.roundTrip.renewLeadUs();
       const renewAtUs = this.rate.held ? this.rate.renewAtUs(renewLeadUs) : s.expiresAtUs - renewLeadUs;
       const actAtUs = Math.min(renewAtUs, this.lastActiveUs + this.options.idleReturnMs * US_PER_MS);
@@ -197,25 +197,9 @@ export class LeaseKeeper {
     return starved || s.balanceTokens < floorTokens || s.wantedCostTokens > s.balanceTokens || this.waitingTokens > s.balanceTokens;
   }
 
-  private reportsOn(): boolean {
-    return this.options.reportMs > 0 && !this.rate.held && this.slot.hasLease && this.heldLeaseId !== null;
-  }
-
-  /**
-   * maybeReport — a usage report when reports are on, `reportMs` has passed
-   * since the last one (or grant) and the balance fell since: published, no
-   * reply awaited. Only called with no request in flight, so the balance it
-   * reports already counts every grant the coordinator made.
-   */
-  private maybeReport(nowUs: number): readonly SendAction[] {
-    if (!this.reportsOn() || nowUs < this.lastReportUs + this.options.reportMs * US_PER_MS) return NONE;
-    this.lastReportUs = nowUs;
-    const tokensLeft = this.slot.balanceTokens;
-    if (tokensLeft >= this.reportedTokens) return NONE;
-    this.reportedTokens = tokensLeft;
-    this.stats.reports += 1;
-    const message: LeaseReport = { v: 1, op: 'report', agentId: this.agentId, pool: this.pool, seq: this.nextSeq(), leaseId: this.heldLeaseId as string, tokensLeft };
-    return [{ type: 'publish', seq: message.seq, message, timeoutMs: 0 }];
+  /** chunkLeaseId — the id of the chunk lease held, or null (none held, or a rate lease). */
+  private chunkLeaseId(): string | null {
+    return this.slot.hasLease && !this.rate.held ? this.heldLeaseId : null;
   }
 
   private tokensWanted(): number {
@@ -273,8 +257,7 @@ export class LeaseKeeper {
     if (!sameLease) this.stats.leasesStarted += 1;
     s.balanceTokens = (sameLease ? s.balanceTokens : 0) + reply.tokensGranted;
     this.rate.granted(reply, nowUs, sameLease, this.demand.perSecond);
-    this.lastReportUs = nowUs;
-    this.reportedTokens = s.balanceTokens;
+    this.reports.granted(s.balanceTokens, nowUs);
     this.heldLeaseId = reply.leaseId;
     this.ttlUs = reply.ttlMs * US_PER_MS;
     s.expiresAtUs = flight.firstSentAtUs + Math.floor(this.ttlUs * (1 - this.options.driftMargin));
