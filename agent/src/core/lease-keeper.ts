@@ -1,30 +1,33 @@
 /**
  * LeaseKeeper: keeps one agent's lease on one pool topped up, as a pure
- * state machine (events and `nowUs` in, send actions out).
+ * state machine (events and `nowUs` in, send actions out, and the next
+ * instant it wants a tick). It holds the lease; the rules of each concern
+ * are kept by the part named beside it.
  *
  * Rules:
  * - One request in flight at a time, retried with the same sequence, backed
  *   off after failures (request-cycle.ts).
  * - The agent-side expiry is `first send of that sequence + TTL·(1 − drift
  *   margin)`: the coordinator's expiry starts when it granted, which is
- *   later, so the agent always stops spending first.
+ *   later, so the agent always stops spending first. At or after it a tick
+ *   drops the lease.
  * - Every acquire reports the unspent balance at send time. A grant under a
  *   new lease id replaces the balance (the old lease is gone on the
- *   coordinator); under the same id it adds to what is left.
- * - Ask before running dry: the low watermark covers demand over two
- *   round-trips; the ask covers demand over `refreshMs`, at least the
- *   largest denied cost and the waiting cost, at most one lease.
- * - Renew shortly before expiry while in use; return the balance after
- *   `idleReturnMs` without use, and on close. A return zeroes the local
- *   balance before it is sent.
+ *   coordinator); under the same id it adds to what is left. A grant that
+ *   says the pool is short (`retryAfterMs`) defers the next ask that long,
+ *   but not past the renewal.
+ * - Ask before running dry, for demand over `refreshMs` (demand-watch.ts).
+ * - Renew shortly before expiry (round-trip.ts) while in use; return the
+ *   balance after `idleReturnMs` without use (demand-watch.ts), and on
+ *   close. A return zeroes the local balance before it is sent.
  * - A rate lease (the grant carries a rate) fills by itself: it renews once
  *   per `refreshMs` (sooner when demand doubled), stops accruing when it
  *   sends and accrues again from the reply's arrival (rate-renewal.ts).
  * - Usage reports (`reportMs`) tell a chunk lease's balance between
  *   renewals, only while nothing is in flight (usage-report.ts).
  */
-import { DEMAND_PER_SECOND_MAX, type LeaseGrant, type LeaseRequest, type LeaseReturn, type Reply } from '@tokenlease/shared';
-import { DEMAND_PER_SECOND_MIN, DemandMeter } from './demand-meter.js';
+import type { LeaseGrant, LeaseRequest, LeaseReturn, Reply } from '@tokenlease/shared';
+import { DemandWatch } from './demand-watch.js';
 import type { KeeperOptions } from './keeper-options.js';
 import type { InFlight, KeeperStats, SendAction } from './keeper-types.js';
 import { LeaseSlot } from './lease-slot.js';
@@ -36,13 +39,6 @@ import { UsageReports } from './usage-report.js';
 
 export type { KeeperStats, SendAction } from './keeper-types.js';
 
-/** The low watermark covers demand over this many round-trips plus `LOW_WATERMARK_US_SLACK`. */
-const LOW_WATERMARK_RTTS = 2;
-const LOW_WATERMARK_US_SLACK = 10_000;
-/** Demand goes on the wire in steps of a thousandth of a token per second. */
-const DEMAND_STEPS_PER_TOKEN = 1000;
-/** At renewal time a lease used within this fraction of `idleReturnMs` is renewed, a quieter one returned. */
-const RENEW_IDLE_FRACTION_MAX = 1 / 2;
 const NONE: readonly SendAction[] = [];
 
 export class LeaseKeeper {
@@ -54,16 +50,13 @@ export class LeaseKeeper {
   /** Cost of `take()` calls waiting for tokens; set by the adapter. */
   waitingTokens = 0;
   private heldLeaseId: string | null = null;
+  /** The TTL the next grant is expected to carry, µs: the last grant's, or `assumedTtlMs` before any. */
   private ttlUs: number;
   private readonly cycle: RequestCycle;
+  private readonly demand: DemandWatch;
   private readonly rate: RateRenewal;
   private readonly reports: UsageReports;
   private readonly roundTrip = new RoundTrip();
-  private readonly demand = new DemandMeter();
-  private lastDemandCount = 0;
-  private lastActiveUs = 0;
-  private everAsked = false;
-  private deniedAtLastAsk = 0;
   private lastTickUs = 0;
   private closing = false;
 
@@ -76,9 +69,11 @@ export class LeaseKeeper {
   ) {
     this.slot = new LeaseSlot(pool);
     this.cycle = new RequestCycle(this.slot, options, this.stats, random);
+    this.demand = new DemandWatch(this.slot, options);
     this.rate = new RateRenewal(this.slot, options);
     this.reports = new UsageReports({ agentId, pool, nextSeq }, options.reportMs, this.stats);
-    this.slot.configureFallback(options.fallbackPerSecond, options.fallbackBurstTokens || Math.max(1, options.fallbackPerSecond), 0);
+    const burstTokens = options.fallbackBurstTokens || Math.max(1, options.fallbackPerSecond);
+    this.slot.configureFallback(options.fallbackPerSecond, burstTokens, 0);
     this.ttlUs = options.assumedTtlMs * US_PER_MS;
   }
 
@@ -108,40 +103,40 @@ export class LeaseKeeper {
 
   /** tick — samples demand, expires the lease when due and decides whether to send. */
   tick(nowUs: number): readonly SendAction[] {
+    const s = this.slot;
     this.lastTickUs = nowUs;
-    this.observeDemand(nowUs);
-    if (this.slot.hasLease && nowUs >= this.slot.expiresAtUs) {
-      this.slot.hasLease = false;
-      this.slot.balanceTokens = 0;
+    this.demand.observe(this.waitingTokens, nowUs);
+    if (s.hasLease && nowUs >= s.expiresAtUs) {
+      s.hasLease = false;
+      s.balanceTokens = 0;
     }
     if (this.cycle.inFlight !== null) return this.cycle.retryDue(nowUs);
-    if (this.closing) return this.slot.balanceTokens > 0 ? this.sendReturn(nowUs) : NONE;
+    if (this.closing) return s.balanceTokens > 0 ? this.sendReturn(nowUs) : NONE;
     if (nowUs < this.cycle.notBeforeUs) return NONE;
-    const idleUs = nowUs - this.lastActiveUs;
-    const idleReturnUs = this.options.idleReturnMs * US_PER_MS;
-    if (this.slot.hasLease && idleUs >= idleReturnUs) return this.sendReturn(nowUs);
-    const wantTokens = this.tokensWanted();
+    if (s.hasLease && this.demand.idle(nowUs)) return this.sendReturn(nowUs);
+    const wantTokens = this.demand.tokensWanted(this.waitingTokens);
     // A rate lease fills by itself: it renews on its own schedule, not whenever it runs low.
-    if (this.rate.held && this.slot.hasLease) {
+    if (this.rate.held && s.hasLease) {
       const due = nowUs >= this.rate.renewAtUs(this.roundTrip.renewLeadUs()) || this.rate.outgrown(nowUs, this.demand.perSecond);
       return due ? this.sendAcquire(wantTokens, nowUs) : NONE;
     }
-    if (wantTokens > 0 && this.needsTokens(nowUs)) return this.sendAcquire(wantTokens, nowUs);
-    if (this.slot.hasLease && nowUs >= this.slot.expiresAtUs - this.roundTrip.renewLeadUs()) {
+    if (wantTokens > 0 && this.demand.needsTokens(this.waitingTokens, nowUs)) return this.sendAcquire(wantTokens, nowUs);
+    if (s.hasLease && nowUs >= s.expiresAtUs - this.roundTrip.renewLeadUs()) {
       // Renew a lease in use; give back one that has gone quiet rather than let it lapse.
-      return idleUs < idleReturnUs * RENEW_IDLE_FRACTION_MAX ? this.sendAcquire(wantTokens, nowUs) : this.sendReturn(nowUs);
+      return this.demand.inUse(nowUs) ? this.sendAcquire(wantTokens, nowUs) : this.sendReturn(nowUs);
     }
-    return this.reports.report(this.chunkLeaseId(), this.slot.balanceTokens, nowUs);
+    return this.reports.report(this.chunkLeaseId(), s.balanceTokens, nowUs);
   }
 
   /** onReply — applies the reply to request `seq`; replies to any other sequence are stale and ignored. */
   onReply(seq: number, reply: Reply, nowUs: number): readonly SendAction[] {
     const flight = this.cycle.settle(seq);
     if (flight === null) return NONE;
-    if (reply.kind === 'grant' && flight.message.op === 'acquire') this.applyGrant(reply, flight, nowUs);
-    else if (reply.kind === 'receipt' && flight.message.op === 'return') this.stats.tokensReturned += reply.tokensReturned;
+    const op = flight.message.op;
+    if (reply.kind === 'grant' && op === 'acquire') this.applyGrant(reply, flight, nowUs);
+    else if (reply.kind === 'receipt' && op === 'return') this.stats.tokensReturned += reply.tokensReturned;
     else if (reply.kind === 'error') this.cycle.refused(nowUs, reply.code, reply.message, reply.retryAfterMs * US_PER_MS);
-    else this.cycle.refused(nowUs, 'bad-reply', `unexpected ${reply.kind} reply to ${flight.message.op}`, 0);
+    else this.cycle.refused(nowUs, 'bad-reply', `unexpected ${reply.kind} reply to ${op}`, 0);
     return this.tick(nowUs);
   }
 
@@ -161,7 +156,8 @@ export class LeaseKeeper {
     const s = this.slot;
     const flight = this.cycle.inFlight;
     if (flight !== null) return flight.retryAtUs ?? Infinity;
-    // Closing with nothing in flight: tick has already sent the return it would send; the renewal and idle instants no longer apply.
+    // Closing with nothing in flight: tick has already sent the return it
+    // would send; the renewal and idle instants no longer apply.
     if (this.closing) return Infinity;
     const notBeforeUs = this.cycle.notBeforeUs;
     let deadline = notBeforeUs > this.lastTickUs ? notBeforeUs : Infinity;
@@ -169,50 +165,15 @@ export class LeaseKeeper {
       deadline = Math.min(deadline, this.reports.dueAtUs(this.chunkLeaseId()));
       const renewLeadUs = this.roundTrip.renewLeadUs();
       const renewAtUs = this.rate.held ? this.rate.renewAtUs(renewLeadUs) : s.expiresAtUs - renewLeadUs;
-      const actAtUs = Math.min(renewAtUs, this.lastActiveUs + this.options.idleReturnMs * US_PER_MS);
+      const actAtUs = Math.min(renewAtUs, this.demand.idleAtUs());
       deadline = Math.min(deadline, Math.max(notBeforeUs, actAtUs), s.expiresAtUs);
     }
     return deadline;
   }
 
-  private observeDemand(nowUs: number): void {
-    const count = this.slot.admittedTokens + this.slot.deniedTokens;
-    this.demand.sample(count, nowUs);
-    if (count !== this.lastDemandCount || this.waitingTokens > 0) this.lastActiveUs = nowUs;
-    this.lastDemandCount = count;
-  }
-
-  private needsTokens(nowUs: number): boolean {
-    const s = this.slot;
-    if (!this.everAsked) return true;
-    if (!s.hasLease) {
-      // Remembered demand alone does not bring back a lease returned for idleness.
-      const recentlyActive = nowUs - this.lastActiveUs < this.options.idleReturnMs * US_PER_MS * RENEW_IDLE_FRACTION_MAX;
-      return s.wantedCostTokens > 0 || this.waitingTokens > 0 || (recentlyActive && this.demand.perSecond > DEMAND_PER_SECOND_MIN);
-    }
-    const floorTokens = Math.max(s.lowWatermarkTokens, Math.min(this.options.initialTokens, s.costMaxTokens));
-    // Denied since it last asked: demand outruns what it gets, so it keeps a
-    // request waiting at the coordinator and takes every turn it is due.
-    const starved = s.deniedTokens > this.deniedAtLastAsk;
-    return starved || s.balanceTokens < floorTokens || s.wantedCostTokens > s.balanceTokens || this.waitingTokens > s.balanceTokens;
-  }
-
   /** chunkLeaseId — the id of the chunk lease held, or null (none held, or a rate lease). */
   private chunkLeaseId(): string | null {
     return this.slot.hasLease && !this.rate.held ? this.heldLeaseId : null;
-  }
-
-  private tokensWanted(): number {
-    const s = this.slot;
-    const target = Math.max(
-      this.demand.tokensOver(this.options.refreshMs * US_PER_MS),
-      this.options.initialTokens,
-      s.wantedCostTokens,
-      this.waitingTokens,
-      s.lowWatermarkTokens + 1,
-    );
-    const capped = Math.min(target, s.costMaxTokens);
-    return Math.max(0, capped - (s.hasLease ? s.balanceTokens : 0));
   }
 
   private sendAcquire(tokensWanted: number, nowUs: number): readonly SendAction[] {
@@ -227,12 +188,11 @@ export class LeaseKeeper {
       leaseId: this.heldLeaseId,
       tokensLeft: s.hasLease ? s.balanceTokens : 0,
       tokensWanted,
-      demandPerSecond: Math.min(DEMAND_PER_SECOND_MAX, Math.round(this.demand.perSecond * DEMAND_STEPS_PER_TOKEN) / DEMAND_STEPS_PER_TOKEN),
+      demandPerSecond: this.demand.perSecondOnWire(),
       holdMs: this.options.holdMs,
       ...(this.options.agentClass === null ? {} : { agentClass: this.options.agentClass }),
     };
-    this.everAsked = true;
-    this.deniedAtLastAsk = s.deniedTokens;
+    this.demand.asked();
     this.stats.requests += 1;
     return this.cycle.launch(message, nowUs);
   }
@@ -267,8 +227,8 @@ export class LeaseKeeper {
     this.stats.tokensGranted += reply.tokensGranted;
     this.cycle.granted();
     this.roundTrip.answered(flight, nowUs);
-    if (!sameLease) this.lastActiveUs = Math.max(this.lastActiveUs, nowUs);
-    s.lowWatermarkTokens = Math.min(s.costMaxTokens, this.demand.tokensOver(LOW_WATERMARK_RTTS * this.rttUs + LOW_WATERMARK_US_SLACK));
+    if (!sameLease) this.demand.leaseStarted(nowUs);
+    s.lowWatermarkTokens = this.demand.lowWatermarkTokens(this.rttUs);
     if (reply.retryAfterMs > 0) {
       // The pool is short: ask again when the coordinator expects tokens, not before.
       this.cycle.deferUntil(Math.min(nowUs + reply.retryAfterMs * US_PER_MS, s.expiresAtUs - this.roundTrip.renewLeadUs()));

@@ -56,7 +56,7 @@ export class RateRenewal {
   granted(reply: LeaseGrant, nowUs: number, sameLease: boolean, demandPerSecond: number): void {
     const rate = reply.rate;
     const periodUs = rate === undefined ? 0 : Math.ceil((rate.periodMs * US_PER_MS) / (1 - this.options.rateDriftMargin));
-    const exact = rate !== undefined && rate.capTokens * periodUs <= RATE_TOKEN_US_MAX && rate.tokensPerPeriod * periodUs <= RATE_TOKEN_US_MAX;
+    const exact = rate !== undefined && Math.max(rate.capTokens, rate.tokensPerPeriod) * periodUs <= RATE_TOKEN_US_MAX;
     this.rateLease = rate !== undefined;
     if (rate === undefined || !exact) this.slot.startRate(0, 1, 0, nowUs);
     else this.slot.startRate(rate.tokensPerPeriod, periodUs, rate.capTokens, nowUs, sameLease);
