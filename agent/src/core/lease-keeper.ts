@@ -47,7 +47,7 @@ export class LeaseKeeper {
     requests: 0, attempts: 0, failures: 0, tokensGranted: 0, tokensReturned: 0, leasesStarted: 0, reports: 0,
     lastErrorCode: null, lastErrorMessage: null,
   };
-  /** Cost of `take()` calls waiting for tokens; set by the adapter. */
+  /** Cost of `take()` calls waiting for tokens; kept by the pool's TakeQueue. */
   waitingTokens = 0;
   private heldLeaseId: string | null = null;
   /** The TTL the next grant is expected to carry, µs: the last grant's, or `assumedTtlMs` before any. */
