@@ -14,8 +14,9 @@
  * that no balance is negative. It reports what the sweep and the tests need.
  * The pool may lease chunks or rates (SimPool.leaseMode); the checks are the
  * same: a rate lease's expiry follows the same rules as a chunk lease's.
- * Requests reach the slot as through the real Limiter: `tryTake` always asks
- * it, `take` waits behind earlier waiting takes.
+ * Requests reach the agent as through the real Limiter: `tryTake` asks the
+ * slot; `take` goes to the agent's real TakeQueue, polled after every action
+ * of its keeper and at the queue's next deadline, on the agent's clock.
  */
 import type { CoordinatorConfig, Delivery, PersistedPool, Pool } from '@tokenlease/coordinator';
 import { encodeMessage, subjectFor, type Reply } from '@tokenlease/shared';
@@ -25,8 +26,9 @@ import { Coordinators, type ClusterHost } from './coordinators.js';
 import { EventQueue } from './event-queue.js';
 import { Network } from './network.js';
 import { coordinatorConfigOf, type SimConfig, type SimResult } from './sim-config.js';
-import { SimAgent, type Waiter } from './sim-agent.js';
+import { SimAgent } from './sim-agent.js';
 import { makeWorkload, type Arrival, type Workload } from './workload.js';
+import { SimLimiter } from './sim-limiter.js';
 import { SimMetrics } from './sim-metrics.js';
 import {
   AGENT_TICK_US_MAX,
@@ -69,6 +71,7 @@ class Simulation {
   private stopped = false;
   private events = 0;
   private readonly m: SimMetrics;
+  private readonly limiter: SimLimiter;
   /** Crashed agents, when they died and by when their lease must be gone, for the reclaim audit. */
   private readonly deaths = new Map<string, { diedUs: number; deadlineUs: number }>();
   private readonly reclaimDeadlineUs: number;
@@ -90,6 +93,8 @@ class Simulation {
     this.slots = Array.from({ length: config.agents }, () => null);
     this.restarts = Array.from({ length: config.agents }, () => 0);
     this.m = new SimMetrics(config.agents);
+    const limiterHost = { now: () => this.now, push: (atUs: number, event: Event) => this.queue.push(atUs, event) };
+    this.limiter = new SimLimiter({ ...limiterHost, admitted: (agent, cost) => this.admitted(agent, cost) }, this.m);
     // A dead agent's lease must be gone one TTL after its last grant, plus
     // the longest hold, the coordinator's tick slack and a reply's flight.
     this.reclaimDeadlineUs = config.reclaimDeadlineUs ?? (p.leaseTtlMs + this.coordinatorConfig.pools[0]!.maxHoldMs) * 1000 + COORDINATOR_TICK_US_MAX + 4 * config.network.latencyUs + 10_000;
@@ -151,7 +156,7 @@ class Simulation {
       case 'coordinator-up': return this.coordinators.start(this.now);
       case 'fault': return this.fault(e.index);
       case 'resume': return this.resume(e.id);
-      case 'take-timeout': return this.withAgent(e.id, (a) => this.takeTimeout(a, e.waiter));
+      case 'take-deadline': return this.withAgent(e.id, (a) => this.limiter.deadline(a));
       case 'audit': return this.audit();
     }
   }
@@ -241,7 +246,7 @@ class Simulation {
     const agent = this.slots[slot];
     if (agent === null || agent === undefined || agent.id !== `a${slot}.${incarnation}`) return;
     this.slots[slot] = null;
-    for (const w of agent.waiters.splice(0)) this.endWait(agent, w);
+    this.limiter.close(agent);
     if (crash) this.kill(agent);
     else this.withAgent(agent.id, (a) => this.act(a, a.keeper.close(a.localUs(this.now))));
   }
@@ -265,7 +270,7 @@ class Simulation {
       this.queue.push(this.now + action.timeoutMs * 1000, { k: 'attempt-failed', to, code: 'bus-timeout' });
     }
     agent.afterActions(actions, agent.localUs(this.now));
-    this.serveWaiters(agent);
+    this.limiter.poll(agent);
     if (agent.keeper.slot.balanceTokens < 0) this.violation(`${agent.id}: negative balance ${agent.keeper.slot.balanceTokens}`);
     agent.tickGeneration += 1;
     const deadlineUs = agent.trueUs(agent.keeper.nextDeadlineUs());
@@ -295,49 +300,7 @@ class Simulation {
       this.m.deniedCount += 1;
       return;
     }
-    this.withAgent(agent.id, (live) => this.offer(live, a));
-  }
-
-  /** offer — as the real Limiter: `tryTake` asks the slot whether or not `take` calls wait; a `take` waits behind them. */
-  private offer(agent: SimAgent, a: Arrival): void {
-    const slot = agent.keeper.slot;
-    if ((a.waitMs === 0 || agent.waiters.length === 0) && slot.takeAt(a.cost, agent.localUs(this.now))) {
-      this.admitted(agent, a.cost);
-    } else if (a.waitMs > 0) {
-      const waiter: Waiter = { cost: a.cost, arrivedUs: this.now, deadlineUs: this.now + a.waitMs * 1000 };
-      agent.waiters.push(waiter);
-      agent.keeper.waitingTokens += a.cost;
-      this.queue.push(waiter.deadlineUs, { k: 'take-timeout', id: agent.id, waiter });
-      this.queue.push(this.now, { k: 'agent-tick', id: agent.id, gen: agent.tickGeneration });
-    } else {
-      this.m.deniedCount += 1;
-    }
-  }
-
-  private serveWaiters(agent: SimAgent): void {
-    const slot = agent.keeper.slot;
-    for (let head = agent.waiters[0]; head !== undefined; head = agent.waiters[0]) {
-      // A rate lease's balance accrues: ask the slot, as the real Limiter does; a chunk lease's balance is current.
-      const covered = slot.rateTokens === 0 ? head.cost <= slot.balanceTokens : slot.canTakeAt(head.cost, agent.localUs(this.now));
-      if (!covered || !slot.takeAt(head.cost, agent.localUs(this.now))) return;
-      agent.waiters.shift();
-      agent.keeper.waitingTokens -= head.cost;
-      this.m.takeWaitsMs.push((this.now - head.arrivedUs) / 1000);
-      this.admitted(agent, head.cost);
-    }
-  }
-
-  private takeTimeout(agent: SimAgent, waiter: Waiter): void {
-    const index = agent.waiters.indexOf(waiter);
-    if (index < 0) return;
-    agent.waiters.splice(index, 1);
-    this.endWait(agent, waiter);
-  }
-
-  private endWait(agent: SimAgent, waiter: Waiter): void {
-    agent.keeper.waitingTokens -= waiter.cost;
-    this.m.takeTimeouts += 1;
-    this.m.deniedCount += 1;
+    this.withAgent(agent.id, (live) => this.limiter.offer(live, a));
   }
 
   private admitted(agent: SimAgent, cost: number): void {
