@@ -106,10 +106,14 @@ export class SimAgent {
     const s = this.keeper.slot;
     this.grantedRate = s.rateTokens === 0 ? null : { tokens: s.rateTokens, periodUs: s.ratePeriodUs, capTokens: s.rateCapTokens };
     // Broken: restart the new rate's clock at the send, so the time the request and reply spent in flight accrues too.
-    if (this.broken === 'accrue-from-send' && this.grantedRate !== null) s.startRate(this.grantedRate.tokens, this.grantedRate.periodUs, this.grantedRate.capTokens, sent);
+    const rate = this.grantedRate;
+    if (this.broken === 'accrue-from-send' && rate !== null) s.startRate(rate.tokens, rate.periodUs, rate.capTokens, sent);
   }
 
-  /** beforeReply — (broken: accrue-in-flight) brings the balance accrued in flight up to the reply's arrival, `localUs`, before the keeper takes it. */
+  /**
+   * beforeReply — (broken: accrue-in-flight) brings the balance accrued in
+   * flight up to the reply's arrival, `localUs`, before the keeper takes it.
+   */
   beforeReply(localUs: number): void {
     if (this.broken === 'accrue-in-flight') this.keeper.slot.freezeRate(localUs);
   }

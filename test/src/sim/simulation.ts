@@ -97,7 +97,9 @@ class Simulation {
     this.limiter = new SimLimiter({ ...limiterHost, admitted: (agent, cost) => this.admitted(agent, cost) }, this.m);
     // A dead agent's lease must be gone one TTL after its last grant, plus
     // the longest hold, the coordinator's tick slack and a reply's flight.
-    this.reclaimDeadlineUs = config.reclaimDeadlineUs ?? (p.leaseTtlMs + this.coordinatorConfig.pools[0]!.maxHoldMs) * 1000 + COORDINATOR_TICK_US_MAX + 4 * config.network.latencyUs + 10_000;
+    const holdMsMax = this.coordinatorConfig.pools[0]!.maxHoldMs;
+    const flightUs = 4 * config.network.latencyUs + 10_000;
+    this.reclaimDeadlineUs = config.reclaimDeadlineUs ?? (p.leaseTtlMs + holdMsMax) * 1000 + COORDINATOR_TICK_US_MAX + flightUs;
     this.coordinators = new Coordinators(this.coordinatorConfig, config, this.coordinatorHost(), seededRandom(config.seed ^ 0x570e));
   }
 
@@ -116,16 +118,19 @@ class Simulation {
   run(): SimResult {
     this.coordinators.start(this.now);
     for (const span of this.workload.presence) {
-      this.queue.push(span.fromUs === 0 ? 0 : this.warmupUs + span.fromUs, { k: 'agent-start', slot: span.agent, incarnation: span.incarnation });
+      const { agent: slot, incarnation } = span;
+      this.queue.push(span.fromUs === 0 ? 0 : this.warmupUs + span.fromUs, { k: 'agent-start', slot, incarnation });
       if (span.toUs < this.config.durationUs) {
-        this.queue.push(this.warmupUs + span.toUs, { k: 'agent-stop', slot: span.agent, incarnation: span.incarnation, crash: span.crashes });
+        this.queue.push(this.warmupUs + span.toUs, { k: 'agent-stop', slot, incarnation, crash: span.crashes });
       }
     }
     for (const arrival of this.workload.arrivals) this.queue.push(this.warmupUs + arrival.tUs, { k: 'arrival', arrival });
     this.config.faults.forEach((fault, index) => this.queue.push(this.warmupUs + fault.atUs, { k: 'fault', index }));
     this.queue.push(AUDIT_EVERY_US, { k: 'audit' });
     this.drain(this.endUs);
-    for (const agent of this.agents.values()) if (agent.alive && !agent.paused(this.now)) this.act(agent, agent.keeper.close(agent.localUs(this.now)));
+    for (const agent of this.agents.values()) {
+      if (agent.alive && !agent.paused(this.now)) this.act(agent, agent.keeper.close(agent.localUs(this.now)));
+    }
     this.drain(this.endUs + CLOSE_PHASE_US);
     return this.result();
   }
@@ -145,7 +150,8 @@ class Simulation {
     switch (e.k) {
       case 'agent-start': return this.startAgent(e.slot, e.incarnation);
       case 'agent-stop': return this.stopAgent(e.slot, e.incarnation, e.crash);
-      case 'agent-tick': return this.withAgent(e.id, (a) => (e.gen === a.tickGeneration ? this.act(a, a.keeper.tick(a.localUs(this.now))) : undefined));
+      case 'agent-tick':
+        return this.withAgent(e.id, (a) => (e.gen === a.tickGeneration ? this.act(a, a.keeper.tick(a.localUs(this.now))) : undefined));
       case 'arrival': return this.arrive(e.arrival);
       case 'to-coordinator': return this.toCoordinator(e.to, e.subject, e.bytes);
       case 'to-agent': return this.withAgent(e.to.id, (a) => this.reply(a, e.to, e.reply));
@@ -189,7 +195,10 @@ class Simulation {
     const untilUs = takeoverUs + this.config.pool.leaseTtlMs * 1000;
     for (const kept of state?.leases ?? []) {
       const expiresAtUs = pool.leases.get(kept.agentId)?.expiresAtUs;
-      if (expiresAtUs !== untilUs) this.violation(`kept lease ${kept.leaseId} of ${kept.agentId} expires at ${expiresAtUs ?? 'never'} µs after a takeover at ${takeoverUs} µs, not ${untilUs}`);
+      if (expiresAtUs !== untilUs) {
+        const expiry = `expires at ${expiresAtUs ?? 'never'} µs after a takeover at ${takeoverUs} µs, not ${untilUs}`;
+        this.violation(`kept lease ${kept.leaseId} of ${kept.agentId} ${expiry}`);
+      }
       const legalKey = `${kept.agentId}/${kept.leaseId}`;
       this.legalUntilUs.set(legalKey, Math.max(this.legalUntilUs.get(legalKey) ?? 0, untilUs));
       const death = this.deaths.get(kept.agentId);
@@ -201,7 +210,8 @@ class Simulation {
     const coordinator = this.coordinators.route();
     if (coordinator === null) {
       // No coordinator subscribed: NATS answers "no responders" at once.
-      for (const at of this.network.arrivals(to.slot, this.now)) this.queue.push(at, { k: 'attempt-failed', to, code: 'bus-no-responders' });
+      const code = 'bus-no-responders';
+      for (const at of this.network.arrivals(to.slot, this.now)) this.queue.push(at, { k: 'attempt-failed', to, code });
       return;
     }
     coordinator.receive(to, subject, bytes, this.now);
@@ -219,7 +229,8 @@ class Simulation {
       const first = !this.countedReplies.has(key);
       if (reply.kind === 'grant') {
         const legalKey = `${to.id}/${reply.leaseId}`;
-        if (first && reply.epoch === epoch) this.legalUntilUs.set(legalKey, Math.max(this.legalUntilUs.get(legalKey) ?? 0, producedUs + reply.ttlMs * 1000));
+        const untilUs = producedUs + reply.ttlMs * 1000;
+        if (first && reply.epoch === epoch) this.legalUntilUs.set(legalKey, Math.max(this.legalUntilUs.get(legalKey) ?? 0, untilUs));
         if (first) this.m.grantedTokens += reply.tokensGranted;
       } else if (reply.kind === 'receipt' && first) {
         this.m.returnedTokens += reply.tokensReturned;
@@ -306,13 +317,18 @@ class Simulation {
   private admitted(agent: SimAgent, cost: number): void {
     this.m.admitted(agent.slot, cost, this.now - this.warmupUs);
     const excess = this.envelope.admit(this.now, cost);
-    if (excess > 0) this.violation(`envelope exceeded by ${excess.toFixed(3)} tokens in window ${JSON.stringify(this.envelope.worstWindow)}`);
-    if (agent.localUs(this.now) >= agent.expectedExpiryLocalUs) {
-      this.violation(`${agent.id} spent ${cost} at local ${agent.localUs(this.now)} µs, after its agent-side expiry ${agent.expectedExpiryLocalUs}`);
+    if (excess > 0) {
+      this.violation(`envelope exceeded by ${excess.toFixed(3)} tokens in window ${JSON.stringify(this.envelope.worstWindow)}`);
     }
-    const legalUs = this.legalUntilUs.get(`${agent.id}/${agent.keeper.leaseId ?? ''}`);
+    const localUs = agent.localUs(this.now);
+    if (localUs >= agent.expectedExpiryLocalUs) {
+      this.violation(`${agent.id} spent ${cost} at local ${localUs} µs, after its agent-side expiry ${agent.expectedExpiryLocalUs}`);
+    }
+    const leaseId = agent.keeper.leaseId;
+    const legalUs = this.legalUntilUs.get(`${agent.id}/${leaseId ?? ''}`);
     if (legalUs === undefined || this.now >= legalUs) {
-      this.violation(`${agent.id} spent ${cost} from lease ${agent.keeper.leaseId} at ${this.now} µs, after the coordinator's expiry ${legalUs ?? 'unknown'}`);
+      const expiry = legalUs ?? 'unknown';
+      this.violation(`${agent.id} spent ${cost} from lease ${leaseId} at ${this.now} µs, after the coordinator's expiry ${expiry}`);
     }
   }
 
@@ -329,7 +345,8 @@ class Simulation {
     }
     this.kill(agent);
     this.restarts[fault.agent] = (this.restarts[fault.agent] ?? 0) + 1;
-    this.queue.push(this.now + fault.downUs, { k: 'agent-start', slot: fault.agent, incarnation: 1000 * (this.restarts[fault.agent] ?? 0) });
+    const incarnation = 1000 * (this.restarts[fault.agent] ?? 0);
+    this.queue.push(this.now + fault.downUs, { k: 'agent-start', slot: fault.agent, incarnation });
   }
 
   private resume(id: string): void {
