@@ -108,7 +108,7 @@ export class Limiter {
     const nowUs = this.now();
     const deadlineUs = this.keeper.nextDeadlineUs();
     const untilActionUs = Number.isFinite(deadlineUs) ? Math.max(0, deadlineUs - nowUs) : 0;
-    return Math.ceil((untilActionUs + this.keeper.rttUs) / 1000);
+    return Math.ceil((untilActionUs + this.keeper.rttUs) / US_PER_MS);
   }
 
   /**
