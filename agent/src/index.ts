@@ -6,3 +6,4 @@ export { LeaseSlot, type DenialReason } from './core/lease-slot.js';
 export { keeperOptions, DEFAULT_KEEPER_OPTIONS, type KeeperOptions } from './core/keeper-options.js';
 export { DemandMeter } from './core/demand-meter.js';
 export { takeAllAt, type SlotCharge } from './core/take-all.js';
+export { TakeQueue, TAKE_TIMEOUT_MS_DEFAULT, type TakeArrival, type TakeDecisions, type TakeQueueHost } from './core/take-queue.js';

@@ -20,11 +20,17 @@ import {
 import { LeaseKeeper, type SendAction } from '../core/lease-keeper.js';
 import { keeperOptions, type KeeperOptions } from '../core/keeper-options.js';
 import { takeAllAt, type SlotCharge } from '../core/take-all.js';
+import { US_PER_MS } from '../core/units.js';
 import { AgentError } from '../errors.js';
 import { Limiter, type LimiterHost } from './limiter.js';
 
 /** Longest gap between two ticks of a keeper, ms: demand is sampled at least this often. */
 const TICK_MS_MAX = 100;
+/** How long `close` waits for its returns to be acknowledged when not told, ms. */
+const CLOSE_TIMEOUT_MS_DEFAULT = 2000;
+/** A default agent id keeps this much of the host name, and this many random bytes (in hex) after the pid. */
+const HOSTNAME_LENGTH_MAX = 64;
+const AGENT_ID_RANDOM_BYTES = 4;
 
 export type AgentEvent =
   | { readonly type: 'request-failed'; readonly pool: string; readonly code: string; readonly message: string }
@@ -60,9 +66,15 @@ interface Entry {
   readonly wake: () => void;
 }
 
+/** The default agent id: `<host>-<pid>-<random hex>`. */
+function defaultAgentId(): string {
+  const host = hostname().replace(/[^\x21-\x7e]/g, '_').slice(0, HOSTNAME_LENGTH_MAX);
+  return `${host}-${process.pid}-${randomBytes(AGENT_ID_RANDOM_BYTES).toString('hex')}`;
+}
+
 /** The default agent clock: this process's monotonic clock, µs. */
 function performanceNowUs(): number {
-  return performance.now() * 1000;
+  return performance.now() * US_PER_MS;
 }
 
 export class Agent implements LimiterHost {
@@ -97,7 +109,7 @@ export class Agent implements LimiterHost {
 
   /** connect — an agent on a new NATS connection (or `options.bus`). Rejects with AgentError('unreachable'). */
   static async connect(options: AgentOptions = {}): Promise<Agent> {
-    const agentId = options.agentId ?? `${hostname().replace(/[^\x21-\x7e]/g, '_').slice(0, 64)}-${process.pid}-${randomBytes(4).toString('hex')}`;
+    const agentId = options.agentId ?? defaultAgentId();
     if (options.bus !== undefined) return new Agent(options.bus, false, agentId, options);
     const url = options.natsUrl ?? process.env['NATS_URL'] ?? 'nats://127.0.0.1:4222';
     try {
@@ -188,7 +200,7 @@ export class Agent implements LimiterHost {
     }
     let timer: NodeJS.Timeout | undefined;
     const timedOut = new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, options.timeoutMs ?? 2000);
+      timer = setTimeout(resolve, options.timeoutMs ?? CLOSE_TIMEOUT_MS_DEFAULT);
     });
     await Promise.race([settled, timedOut]);
     clearTimeout(timer);
@@ -240,7 +252,7 @@ export class Agent implements LimiterHost {
     entry.timer = null;
     if (this.isClosed && entry.keeper.settled) return;
     const now = this.clock();
-    const delayMs = Math.min(TICK_MS_MAX, Math.max(1, Math.ceil((entry.keeper.nextDeadlineUs() - now) / 1000)));
+    const delayMs = Math.min(TICK_MS_MAX, Math.max(1, Math.ceil((entry.keeper.nextDeadlineUs() - now) / US_PER_MS)));
     entry.timer = setTimeout(entry.wake, delayMs);
     entry.timer.unref();
   }

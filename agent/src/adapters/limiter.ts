@@ -4,21 +4,22 @@
  * `tryTake` is the fast path: synchronous, no allocation, no map lookup, one
  * clock read. It is pause-safe: an admission compares the clock with the
  * agent-side expiry every time, so a process resumed after a SIGSTOP past its
- * lease's expiry denies instead of spending. `take` waits (bounded) for tokens.
+ * lease's expiry denies instead of spending. `take` waits (bounded) for tokens:
+ * the pool's TakeQueue decides, this file keeps its promises and one timer
+ * for the queue's next deadline.
  */
 import type { DenialReason, LeaseSlot } from '../core/lease-slot.js';
 import type { LeaseKeeper } from '../core/lease-keeper.js';
-import { AgentError } from '../errors.js';
+import { TAKE_TIMEOUT_MS_DEFAULT, TakeQueue } from '../core/take-queue.js';
+import { US_PER_MS } from '../core/units.js';
 
-interface Waiter {
-  readonly cost: number;
-  readonly resolve: (admitted: boolean) => void;
-  timer: NodeJS.Timeout | null;
-}
+/** Settles one waiting `take()` promise. */
+type Settle = (admitted: boolean) => void;
+
+function ignore(): void {}
 
 /** LimiterHost — what a limiter needs from its agent. */
 export interface LimiterHost {
-  readonly closed: boolean;
   /** The agent's monotonic clock, µs. */
   readonly clock: () => number;
   wake(keeper: LeaseKeeper): void;
@@ -49,7 +50,10 @@ export interface LimiterStats {
 }
 
 export class Limiter {
-  private readonly waiters: Waiter[] = [];
+  private readonly takes: TakeQueue<Settle>;
+  /** The timer set for the take queue's next deadline, and that deadline (µs; Infinity: none set). */
+  private alarm: NodeJS.Timeout | null = null;
+  private alarmAtUs = Infinity;
 
   private readonly now: () => number;
   /** The fast-path state of this pool, shared with its lease keeper. */
@@ -61,6 +65,7 @@ export class Limiter {
   ) {
     this.now = host.clock;
     this.slot = keeper.slot;
+    this.takes = new TakeQueue<Settle>(keeper);
   }
 
   get pool(): string {
@@ -103,35 +108,28 @@ export class Limiter {
     const nowUs = this.now();
     const deadlineUs = this.keeper.nextDeadlineUs();
     const untilActionUs = Number.isFinite(deadlineUs) ? Math.max(0, deadlineUs - nowUs) : 0;
-    return Math.ceil((untilActionUs + this.keeper.rttUs) / 1000);
+    return Math.ceil((untilActionUs + this.keeper.rttUs) / US_PER_MS);
   }
 
   /**
-   * take — admits `cost` tokens, waiting up to `timeoutMs` (default 1000) for
-   * the lease keeper to bring them. Resolves true when admitted, false on
-   * timeout. Rejects with AgentError `never-fits` for a cost no lease can
-   * hold, `closed` after the agent closed.
+   * take — admits `cost` tokens, waiting up to `timeoutMs` (default 1000)
+   * for the lease keeper to bring them, behind any takes already waiting.
+   * Resolves true when admitted, false on timeout or close. Rejects with
+   * AgentError `never-fits` for a cost no lease can hold, `closed` after the
+   * agent closed, `invalid-argument` for a bad timeout or cost (the rules
+   * are TakeQueue's, core/take-queue.ts).
    */
   take(cost = 1, options: { readonly timeoutMs?: number } = {}): Promise<boolean> {
-    if (this.host.closed) return Promise.reject(new AgentError('closed', 'the agent is closed', { pool: this.pool }));
-    const timeoutMs = options.timeoutMs ?? 1000;
-    if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 0) {
-      return Promise.reject(new AgentError('invalid-argument', `timeoutMs must be a non-negative integer, got ${timeoutMs}`));
-    }
-    if (this.waiters.length === 0 && this.tryTake(cost)) return Promise.resolve(true);
-    if (cost > this.keeper.slot.costMaxTokens) {
-      return Promise.reject(new AgentError('never-fits', `cost ${cost} exceeds the largest lease of pool ${this.pool} (${this.keeper.slot.costMaxTokens})`, { pool: this.pool }));
-    }
-    if (!(cost >= 1 && Number.isSafeInteger(cost))) {
-      return Promise.reject(new AgentError('invalid-argument', `cost must be a positive integer, got ${cost}`, { pool: this.pool }));
-    }
-    return new Promise<boolean>((resolve) => {
-      const waiter: Waiter = { cost, resolve, timer: null };
-      waiter.timer = setTimeout(() => this.settle(waiter, false), timeoutMs);
-      this.waiters.push(waiter);
-      this.keeper.waitingTokens += cost;
-      this.host.wake(this.keeper);
+    let settle: Settle = ignore;
+    const waiting = new Promise<boolean>((resolve) => {
+      settle = resolve;
     });
+    const arrival = this.takes.arrive(cost, options.timeoutMs ?? TAKE_TIMEOUT_MS_DEFAULT, settle, this.now());
+    if (arrival.kind === 'refused') return Promise.reject(arrival.error);
+    if (arrival.kind === 'admitted') return Promise.resolve(true);
+    this.arm();
+    this.host.wake(this.keeper);
+    return waiting;
   }
 
   /** stats — counters of this limiter and its lease keeper. */
@@ -160,28 +158,37 @@ export class Limiter {
     };
   }
 
-  /** serveWaiters — admits waiting `take` calls in arrival order while the balance allows. */
+  /** serveWaiters — polls the take queue now: settles the `take` calls it admitted or timed out. */
   serveWaiters(): void {
-    const slot = this.keeper.slot;
-    while (this.waiters.length > 0) {
-      const head = this.waiters[0] as Waiter;
-      const nowUs = this.now();
-      if (!slot.canTakeAt(head.cost, nowUs) || !slot.takeAt(head.cost, nowUs)) return;
-      this.settle(head, true);
-    }
+    if (this.takes.length === 0) return;
+    const { admitted, timedOut } = this.takes.poll(this.now());
+    for (const settle of admitted) settle(true);
+    for (const settle of timedOut) settle(false);
+    this.arm();
   }
 
-  /** cancelWaiters — resolves every waiting `take` with false (on close). */
+  /** cancelWaiters — resolves every waiting `take` with false and refuses later ones (on close). */
   cancelWaiters(): void {
-    for (const waiter of [...this.waiters]) this.settle(waiter, false);
+    const settles = this.takes.close();
+    this.arm();
+    for (const settle of settles) settle(false);
   }
 
-  private settle(waiter: Waiter, admitted: boolean): void {
-    const index = this.waiters.indexOf(waiter);
-    if (index < 0) return;
-    this.waiters.splice(index, 1);
-    this.keeper.waitingTokens -= waiter.cost;
-    if (waiter.timer !== null) clearTimeout(waiter.timer);
-    waiter.resolve(admitted);
+  /** arm — keeps one timer set for the take queue's next deadline. */
+  private arm(): void {
+    const deadlineUs = this.takes.nextDeadlineUs();
+    if (deadlineUs === this.alarmAtUs) return;
+    if (this.alarm !== null) clearTimeout(this.alarm);
+    this.alarm = null;
+    this.alarmAtUs = deadlineUs;
+    if (deadlineUs === Infinity) return;
+    // Not unref'd: a pending take() keeps the process alive until it settles, as an awaited timer would.
+    this.alarm = setTimeout(this.onAlarm, Math.max(1, Math.ceil((deadlineUs - this.now()) / US_PER_MS)));
   }
+
+  private readonly onAlarm = (): void => {
+    this.alarm = null;
+    this.alarmAtUs = Infinity;
+    this.serveWaiters();
+  };
 }

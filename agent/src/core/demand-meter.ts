@@ -5,13 +5,22 @@
  * The estimate only sizes requests (how much to ask for, when to ask); it
  * never decides an admission, so a float is fine here.
  */
+import { US_PER_SECOND } from './units.js';
+
+/**
+ * DEMAND_PER_SECOND_MIN — an estimate above this, tokens per second, is
+ * demand at all: after demand stops the estimate decays towards 0 but
+ * never reaches it.
+ */
+export const DEMAND_PER_SECOND_MIN = 0.5;
+
 export class DemandMeter {
   private lastUs: number | null = null;
   private lastCount = 0;
   private ratePerUs = 0;
 
   /** DemandMeter — `timeConstantUs` is how fast old demand is forgotten (default 1 s). */
-  constructor(private readonly timeConstantUs = 1_000_000) {}
+  constructor(private readonly timeConstantUs = US_PER_SECOND) {}
 
   /** sample — folds in the counter's value `countTokens` at `nowUs`. */
   sample(countTokens: number, nowUs: number): void {
@@ -31,7 +40,7 @@ export class DemandMeter {
 
   /** perSecond — the current estimate, tokens per second (0 before two samples). */
   get perSecond(): number {
-    return this.ratePerUs * 1e6;
+    return this.ratePerUs * US_PER_SECOND;
   }
 
   /** tokensOver — demand expected over `durationUs`, rounded up. */

@@ -1,7 +1,14 @@
 /**
  * Options of the lease keeper, with their defaults. Durations in ms.
  */
+import { ID_LENGTH_MAX, WIRE_TOKENS_MAX } from '@tokenlease/shared';
 import { AgentError } from '../errors.js';
+import { FALLBACK_BURST_TOKENS_MAX, FALLBACK_PER_SECOND_MAX } from './lease-slot.js';
+
+/** Both drift margins are fractions in [0, DRIFT_MARGIN_MAX). */
+const DRIFT_MARGIN_MAX = 0.5;
+/** An agent class: 1 to `ID_LENGTH_MAX` printable ASCII characters, no spaces. */
+const AGENT_CLASS_PATTERN = new RegExp(`^[\\x21-\\x7e]{1,${ID_LENGTH_MAX}}$`);
 
 export interface KeeperOptions {
   /** How long the coordinator may hold a request for a worthwhile grant. */
@@ -78,15 +85,17 @@ export function keeperOptions(given: Partial<KeeperOptions> = {}): KeeperOptions
   ms('replyTimeoutMs', 1, 60_000);
   ms('refreshMs', 1, 3_600_000);
   ms('idleReturnMs', 1, 86_400_000);
-  ms('initialTokens', 1, 2 ** 52);
+  ms('initialTokens', 1, WIRE_TOKENS_MAX);
   ms('backoffMsMin', 1, 60_000);
   ms('backoffMsMax', o.backoffMsMin, 600_000);
   ms('assumedTtlMs', 1, 3_600_000);
-  ms('fallbackPerSecond', 0, 1e9);
-  ms('fallbackBurstTokens', 0, 1e9);
+  ms('fallbackPerSecond', 0, FALLBACK_PER_SECOND_MAX);
+  ms('fallbackBurstTokens', 0, FALLBACK_BURST_TOKENS_MAX);
   ms('reportMs', 0, 3_600_000);
-  check(o.driftMargin >= 0 && o.driftMargin < 0.5, 'driftMargin', 'must be in [0, 0.5)', o.driftMargin);
-  check(o.rateDriftMargin >= 0 && o.rateDriftMargin < 0.5, 'rateDriftMargin', 'must be in [0, 0.5)', o.rateDriftMargin);
-  check(o.agentClass === null || /^[\x21-\x7e]{1,128}$/.test(o.agentClass), 'agentClass', 'must be 1 to 128 printable ASCII characters without spaces, or null', o.agentClass);
+  const margin = `must be in [0, ${DRIFT_MARGIN_MAX})`;
+  check(o.driftMargin >= 0 && o.driftMargin < DRIFT_MARGIN_MAX, 'driftMargin', margin, o.driftMargin);
+  check(o.rateDriftMargin >= 0 && o.rateDriftMargin < DRIFT_MARGIN_MAX, 'rateDriftMargin', margin, o.rateDriftMargin);
+  const agentClassRule = `must be 1 to ${ID_LENGTH_MAX} printable ASCII characters without spaces, or null`;
+  check(o.agentClass === null || AGENT_CLASS_PATTERN.test(o.agentClass), 'agentClass', agentClassRule, o.agentClass);
   return o;
 }

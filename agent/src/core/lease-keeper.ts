@@ -1,40 +1,44 @@
 /**
  * LeaseKeeper: keeps one agent's lease on one pool topped up, as a pure
- * state machine (events and `nowUs` in, send actions out).
+ * state machine (events and `nowUs` in, send actions out, and the next
+ * instant it wants a tick). It holds the lease; the rules of each concern
+ * are kept by the part named beside it.
  *
  * Rules:
- * - One request in flight at a time. A retry after a lost reply repeats the
- *   same sequence number and bytes, so the coordinator answers it with the
- *   original reply instead of granting twice.
+ * - One request in flight at a time, retried with the same sequence, backed
+ *   off after failures (request-cycle.ts).
  * - The agent-side expiry is `first send of that sequence + TTL·(1 − drift
  *   margin)`: the coordinator's expiry starts when it granted, which is
- *   later, so the agent always stops spending first. A retry that would
- *   only win a stale grant (three quarters of a lease old) is abandoned
- *   for a fresh request.
+ *   later, so the agent always stops spending first. At or after it a tick
+ *   drops the lease.
  * - Every acquire reports the unspent balance at send time. A grant under a
  *   new lease id replaces the balance (the old lease is gone on the
- *   coordinator); under the same id it adds to what is left.
- * - Ask before running dry: the low watermark covers demand over two
- *   round-trips; the ask covers demand over `refreshMs`, at least the
- *   largest denied cost and the waiting cost, at most one lease.
- * - Renew shortly before expiry while in use; return the balance after
- *   `idleReturnMs` without use, and on close. A return zeroes the local
- *   balance before it is sent.
+ *   coordinator); under the same id it adds to what is left. A grant that
+ *   says the pool is short (`retryAfterMs`) defers the next ask that long,
+ *   but not past the renewal.
+ * - Ask before running dry, for demand over `refreshMs` (demand-watch.ts).
+ * - Renew shortly before expiry (round-trip.ts) while in use; return the
+ *   balance after `idleReturnMs` without use (demand-watch.ts), and on
+ *   close. A return zeroes the local balance before it is sent.
  * - A rate lease (the grant carries a rate) fills by itself: it renews once
  *   per `refreshMs` (sooner when demand doubled), stops accruing when it
- *   sends and accrues again from the reply's arrival.
+ *   sends and accrues again from the reply's arrival (rate-renewal.ts).
  * - Usage reports (`reportMs`) tell a chunk lease's balance between
- *   renewals, only while nothing is in flight.
+ *   renewals, only while nothing is in flight (usage-report.ts).
  */
-import type { LeaseGrant, LeaseReport, LeaseRequest, LeaseReturn, Reply } from '@tokenlease/shared';
-import { DemandMeter } from './demand-meter.js';
+import type { LeaseGrant, LeaseRequest, LeaseReturn, Reply } from '@tokenlease/shared';
+import { DemandWatch } from './demand-watch.js';
 import type { KeeperOptions } from './keeper-options.js';
 import type { InFlight, KeeperStats, SendAction } from './keeper-types.js';
 import { LeaseSlot } from './lease-slot.js';
+import { RateRenewal } from './rate-renewal.js';
+import { RequestCycle } from './request-cycle.js';
+import { RoundTrip } from './round-trip.js';
+import { US_PER_MS } from './units.js';
+import { UsageReports } from './usage-report.js';
 
 export type { KeeperStats, SendAction } from './keeper-types.js';
 
-const RTT_WINDOW = 16;
 const NONE: readonly SendAction[] = [];
 
 export class LeaseKeeper {
@@ -43,27 +47,16 @@ export class LeaseKeeper {
     requests: 0, attempts: 0, failures: 0, tokensGranted: 0, tokensReturned: 0, leasesStarted: 0, reports: 0,
     lastErrorCode: null, lastErrorMessage: null,
   };
-  /** Cost of `take()` calls waiting for tokens; set by the adapter. */
+  /** Cost of `take()` calls waiting for tokens; kept by the pool's TakeQueue. */
   waitingTokens = 0;
   private heldLeaseId: string | null = null;
+  /** The TTL the next grant is expected to carry, µs: the last grant's, or `assumedTtlMs` before any. */
   private ttlUs: number;
-  private inFlight: InFlight | null = null;
-  private notBeforeUs = 0;
-  private consecutiveFailures = 0;
-  /** Whether the lease held is a rate lease, and when its last grant arrived. */
-  private rateLease = false;
-  private lastGrantUs = 0;
-  /** The demand estimate when the last grant arrived, tokens per second. */
-  private demandAtGrant = 0;
-  /** Usage reports: when the last one (or grant) was, and the balance it told. */
-  private lastReportUs = 0;
-  private reportedTokens = 0;
-  private readonly rttSamplesUs: number[] = [];
-  private readonly demand = new DemandMeter();
-  private lastDemandCount = 0;
-  private lastActiveUs = 0;
-  private everAsked = false;
-  private deniedAtLastAsk = 0;
+  private readonly cycle: RequestCycle;
+  private readonly demand: DemandWatch;
+  private readonly rate: RateRenewal;
+  private readonly reports: UsageReports;
+  private readonly roundTrip = new RoundTrip();
   private lastTickUs = 0;
   private closing = false;
 
@@ -72,11 +65,16 @@ export class LeaseKeeper {
     pool: string,
     private readonly nextSeq: () => number,
     private readonly options: KeeperOptions,
-    private readonly random: () => number,
+    random: () => number,
   ) {
     this.slot = new LeaseSlot(pool);
-    this.slot.configureFallback(options.fallbackPerSecond, options.fallbackBurstTokens || Math.max(1, options.fallbackPerSecond), 0);
-    this.ttlUs = options.assumedTtlMs * 1000;
+    this.cycle = new RequestCycle(this.slot, options, this.stats, random);
+    this.demand = new DemandWatch(this.slot, options);
+    this.rate = new RateRenewal(this.slot, options);
+    this.reports = new UsageReports({ agentId, pool, nextSeq }, options.reportMs, this.stats);
+    const burstTokens = options.fallbackBurstTokens || Math.max(1, options.fallbackPerSecond);
+    this.slot.configureFallback(options.fallbackPerSecond, burstTokens, 0);
+    this.ttlUs = options.assumedTtlMs * US_PER_MS;
   }
 
   get pool(): string {
@@ -90,7 +88,7 @@ export class LeaseKeeper {
 
   /** settled — closing and nothing left to send or wait for. */
   get settled(): boolean {
-    return this.closing && this.inFlight === null && this.slot.balanceTokens === 0;
+    return this.closing && this.cycle.inFlight === null && this.slot.balanceTokens === 0;
   }
 
   /** demandPerSecond — the current demand estimate, tokens per second. */
@@ -98,73 +96,53 @@ export class LeaseKeeper {
     return this.demand.perSecond;
   }
 
-  /** rttUs — the smallest recent round-trip, µs (the estimate before any: 2 ms). */
+  /** rttUs — the smallest recent round-trip, µs (before any sample: 2 ms). */
   get rttUs(): number {
-    return this.rttSamplesUs.length === 0 ? 2000 : Math.min(...this.rttSamplesUs);
+    return this.roundTrip.rttUs;
   }
 
   /** tick — samples demand, expires the lease when due and decides whether to send. */
   tick(nowUs: number): readonly SendAction[] {
+    const s = this.slot;
     this.lastTickUs = nowUs;
-    this.observeDemand(nowUs);
-    if (this.slot.hasLease && nowUs >= this.slot.expiresAtUs) {
-      this.slot.hasLease = false;
-      this.slot.balanceTokens = 0;
+    this.demand.observe(this.waitingTokens, nowUs);
+    if (s.hasLease && nowUs >= s.expiresAtUs) {
+      s.hasLease = false;
+      s.balanceTokens = 0;
     }
-    const flight = this.inFlight;
-    if (flight !== null) {
-      return flight.retryAtUs !== null && nowUs >= flight.retryAtUs ? this.resend(flight) : NONE;
+    if (this.cycle.inFlight !== null) return this.cycle.retryDue(nowUs);
+    if (this.closing) return s.balanceTokens > 0 ? this.sendReturn(nowUs) : NONE;
+    if (nowUs < this.cycle.notBeforeUs) return NONE;
+    if (s.hasLease && this.demand.idle(nowUs)) return this.sendReturn(nowUs);
+    const wantTokens = this.demand.tokensWanted(this.waitingTokens);
+    // A rate lease fills by itself: it renews on its own schedule, not whenever it runs low.
+    if (this.rate.held && s.hasLease) {
+      const due = nowUs >= this.rate.renewAtUs(this.roundTrip.renewLeadUs()) || this.rate.outgrown(nowUs, this.demand.perSecond);
+      return due ? this.sendAcquire(wantTokens, nowUs) : NONE;
     }
-    if (this.closing) return this.slot.balanceTokens > 0 ? this.sendReturn(nowUs) : NONE;
-    if (nowUs < this.notBeforeUs) return NONE;
-    const idleUs = nowUs - this.lastActiveUs;
-    const idleReturnUs = this.options.idleReturnMs * 1000;
-    if (this.slot.hasLease && idleUs >= idleReturnUs) return this.sendReturn(nowUs);
-    const wantTokens = this.tokensWanted();
-    // A rate lease fills by itself: it renews once per refresh interval (so its
-    // share follows its demand) or before expiry, not whenever it runs low.
-    if (this.rateLease && this.slot.hasLease) return nowUs >= this.rateRenewAtUs() || this.rateOutgrown(nowUs) ? this.sendAcquire(wantTokens, nowUs) : NONE;
-    if (wantTokens > 0 && this.needsTokens(nowUs)) return this.sendAcquire(wantTokens, nowUs);
-    if (this.slot.hasLease && nowUs >= this.slot.expiresAtUs - this.renewLeadUs()) {
+    if (wantTokens > 0 && this.demand.needsTokens(this.waitingTokens, nowUs)) return this.sendAcquire(wantTokens, nowUs);
+    if (s.hasLease && nowUs >= s.expiresAtUs - this.roundTrip.renewLeadUs()) {
       // Renew a lease in use; give back one that has gone quiet rather than let it lapse.
-      return idleUs < idleReturnUs / 2 ? this.sendAcquire(wantTokens, nowUs) : this.sendReturn(nowUs);
+      return this.demand.inUse(nowUs) ? this.sendAcquire(wantTokens, nowUs) : this.sendReturn(nowUs);
     }
-    return this.maybeReport(nowUs);
+    return this.reports.report(this.chunkLeaseId(), s.balanceTokens, nowUs);
   }
 
   /** onReply — applies the reply to request `seq`; replies to any other sequence are stale and ignored. */
   onReply(seq: number, reply: Reply, nowUs: number): readonly SendAction[] {
-    const flight = this.inFlight;
-    if (flight === null || flight.seq !== seq) return NONE;
-    this.inFlight = null;
-    this.slot.lowSignalled = false;
-    if (reply.kind === 'grant' && flight.message.op === 'acquire') this.applyGrant(reply, flight, nowUs);
-    else if (reply.kind === 'receipt' && flight.message.op === 'return') this.stats.tokensReturned += reply.tokensReturned;
-    else if (reply.kind === 'error') this.backOff(nowUs, reply.code, reply.message, reply.retryAfterMs * 1000);
-    else this.backOff(nowUs, 'bad-reply', `unexpected ${reply.kind} reply to ${flight.message.op}`, 0);
+    const flight = this.cycle.settle(seq);
+    if (flight === null) return NONE;
+    const op = flight.message.op;
+    if (reply.kind === 'grant' && op === 'acquire') this.applyGrant(reply, flight, nowUs);
+    else if (reply.kind === 'receipt' && op === 'return') this.stats.tokensReturned += reply.tokensReturned;
+    else if (reply.kind === 'error') this.cycle.refused(nowUs, reply.code, reply.message, reply.retryAfterMs * US_PER_MS);
+    else this.cycle.refused(nowUs, 'bad-reply', `unexpected ${reply.kind} reply to ${op}`, 0);
     return this.tick(nowUs);
   }
 
   /** onFailure — request `seq` got no reply (timeout, no coordinator, bus down): retry it later. */
   onFailure(seq: number, code: string, message: string, nowUs: number): readonly SendAction[] {
-    const flight = this.inFlight;
-    if (flight === null || flight.seq !== seq) return NONE;
-    const delayUs = this.backoffUs();
-    this.recordError(code, message);
-    this.slot.fallbackActive = true;
-    const staleAfterUs = (this.ttlUs * (1 - this.options.driftMargin) * 3) / 4;
-    const abandon = (this.closing && flight.message.op === 'acquire') || nowUs - flight.firstSentAtUs >= staleAfterUs;
-    if (abandon) {
-      // A grant to this sequence would expire soon after it arrived, a
-      // return this late finds the lease expired anyway, and a closing
-      // keeper wants no more tokens: start afresh or stop.
-      this.inFlight = null;
-      this.slot.lowSignalled = false;
-      this.notBeforeUs = nowUs + delayUs;
-    } else {
-      flight.retryAtUs = nowUs + delayUs;
-    }
-    return this.tick(nowUs);
+    return this.cycle.failed(seq, code, message, nowUs, this.ttlUs, this.closing) ? this.tick(nowUs) : NONE;
   }
 
   /** close — stops asking and returns what is left (now, or when the request in flight is answered). */
@@ -176,96 +154,31 @@ export class LeaseKeeper {
   /** nextDeadlineUs — the next instant `tick` may act without an event. */
   nextDeadlineUs(): number {
     const s = this.slot;
-    const flight = this.inFlight;
+    const flight = this.cycle.inFlight;
     if (flight !== null) return flight.retryAtUs ?? Infinity;
-    // Closing with nothing in flight: tick has already sent the return it would send; the renewal and idle instants no longer apply.
+    // Closing with nothing in flight: tick has already sent the return it
+    // would send; the renewal and idle instants no longer apply.
     if (this.closing) return Infinity;
-    let deadline = this.notBeforeUs > this.lastTickUs ? this.notBeforeUs : Infinity;
+    const notBeforeUs = this.cycle.notBeforeUs;
+    let deadline = notBeforeUs > this.lastTickUs ? notBeforeUs : Infinity;
     if (s.hasLease) {
-      if (this.reportsOn()) deadline = Math.min(deadline, this.lastReportUs + this.options.reportMs * 1000);
-      const renewAtUs = this.rateLease ? this.rateRenewAtUs() : s.expiresAtUs - this.renewLeadUs();
-      const actAtUs = Math.min(renewAtUs, this.lastActiveUs + this.options.idleReturnMs * 1000);
-      deadline = Math.min(deadline, Math.max(this.notBeforeUs, actAtUs), s.expiresAtUs);
+      deadline = Math.min(deadline, this.reports.dueAtUs(this.chunkLeaseId()));
+      const renewLeadUs = this.roundTrip.renewLeadUs();
+      const renewAtUs = this.rate.held ? this.rate.renewAtUs(renewLeadUs) : s.expiresAtUs - renewLeadUs;
+      const actAtUs = Math.min(renewAtUs, this.demand.idleAtUs());
+      deadline = Math.min(deadline, Math.max(notBeforeUs, actAtUs), s.expiresAtUs);
     }
     return deadline;
   }
 
-  private observeDemand(nowUs: number): void {
-    const count = this.slot.admittedTokens + this.slot.deniedTokens;
-    this.demand.sample(count, nowUs);
-    if (count !== this.lastDemandCount || this.waitingTokens > 0) this.lastActiveUs = nowUs;
-    this.lastDemandCount = count;
-  }
-
-  private needsTokens(nowUs: number): boolean {
-    const s = this.slot;
-    if (!this.everAsked) return true;
-    if (!s.hasLease) {
-      // Remembered demand alone does not bring back a lease returned for idleness.
-      const recentlyActive = nowUs - this.lastActiveUs < (this.options.idleReturnMs * 1000) / 2;
-      return s.wantedCostTokens > 0 || this.waitingTokens > 0 || (recentlyActive && this.demand.perSecond > 0.5);
-    }
-    const floorTokens = Math.max(s.lowWatermarkTokens, Math.min(this.options.initialTokens, s.costMaxTokens));
-    // Denied since it last asked: demand outruns what it gets, so it keeps a
-    // request waiting at the coordinator and takes every turn it is due.
-    const starved = s.deniedTokens > this.deniedAtLastAsk;
-    return starved || s.balanceTokens < floorTokens || s.wantedCostTokens > s.balanceTokens || this.waitingTokens > s.balanceTokens;
-  }
-
-  private reportsOn(): boolean {
-    return this.options.reportMs > 0 && !this.rateLease && this.slot.hasLease && this.heldLeaseId !== null;
-  }
-
-  /**
-   * maybeReport — a usage report when reports are on, `reportMs` has passed
-   * since the last one (or grant) and the balance fell since: published, no
-   * reply awaited. Only called with no request in flight, so the balance it
-   * reports already counts every grant the coordinator made.
-   */
-  private maybeReport(nowUs: number): readonly SendAction[] {
-    if (!this.reportsOn() || nowUs < this.lastReportUs + this.options.reportMs * 1000) return NONE;
-    this.lastReportUs = nowUs;
-    const tokensLeft = this.slot.balanceTokens;
-    if (tokensLeft >= this.reportedTokens) return NONE;
-    this.reportedTokens = tokensLeft;
-    this.stats.reports += 1;
-    const message: LeaseReport = { v: 1, op: 'report', agentId: this.agentId, pool: this.pool, seq: this.nextSeq(), leaseId: this.heldLeaseId as string, tokensLeft };
-    return [{ type: 'publish', seq: message.seq, message, timeoutMs: 0 }];
-  }
-
-  /** rateOutgrown — a rate lease asks again early when demand more than doubled since its grant (or it has no rate but demand), not within a quarter refresh. */
-  private rateOutgrown(nowUs: number): boolean {
-    if (nowUs < this.lastGrantUs + (this.options.refreshMs * 1000) / 4) return false;
-    const demand = this.demand.perSecond;
-    return demand > 2 * this.demandAtGrant + 1 || (this.slot.rateTokens === 0 && demand > 0.5);
-  }
-
-  /** rateRenewAtUs — when a rate lease renews: a refresh interval after its last grant, or before it expires. */
-  private rateRenewAtUs(): number {
-    return Math.min(this.lastGrantUs + this.options.refreshMs * 1000, this.slot.expiresAtUs - this.renewLeadUs());
-  }
-
-  private renewLeadUs(): number {
-    return 4 * this.rttUs + 20_000;
-  }
-
-  private tokensWanted(): number {
-    const s = this.slot;
-    const target = Math.max(
-      this.demand.tokensOver(this.options.refreshMs * 1000),
-      this.options.initialTokens,
-      s.wantedCostTokens,
-      this.waitingTokens,
-      s.lowWatermarkTokens + 1,
-    );
-    const capped = Math.min(target, s.costMaxTokens);
-    return Math.max(0, capped - (s.hasLease ? s.balanceTokens : 0));
+  /** chunkLeaseId — the id of the chunk lease held, or null (none held, or a rate lease). */
+  private chunkLeaseId(): string | null {
+    return this.slot.hasLease && !this.rate.held ? this.heldLeaseId : null;
   }
 
   private sendAcquire(tokensWanted: number, nowUs: number): readonly SendAction[] {
     const s = this.slot;
-    // A rate lease stops accruing when it reports: the coordinator re-bases on this balance.
-    s.freezeRate(nowUs);
+    this.rate.sending(nowUs);
     const message: LeaseRequest = {
       v: 1,
       op: 'acquire',
@@ -275,20 +188,18 @@ export class LeaseKeeper {
       leaseId: this.heldLeaseId,
       tokensLeft: s.hasLease ? s.balanceTokens : 0,
       tokensWanted,
-      demandPerSecond: Math.min(1e12, Math.round(this.demand.perSecond * 1000) / 1000),
+      demandPerSecond: this.demand.perSecondOnWire(),
       holdMs: this.options.holdMs,
       ...(this.options.agentClass === null ? {} : { agentClass: this.options.agentClass }),
     };
-    this.everAsked = true;
-    this.deniedAtLastAsk = s.deniedTokens;
+    this.demand.asked();
     this.stats.requests += 1;
-    return this.launch(message, nowUs);
+    return this.cycle.launch(message, nowUs);
   }
 
   private sendReturn(nowUs: number): readonly SendAction[] {
     const s = this.slot;
-    s.freezeRate(nowUs);
-    this.rateLease = false;
+    this.rate.returning(nowUs);
     const leaseId = this.heldLeaseId;
     const tokensLeft = s.balanceTokens;
     s.balanceTokens = 0;
@@ -297,20 +208,7 @@ export class LeaseKeeper {
     this.heldLeaseId = null;
     if (leaseId === null || tokensLeft === 0) return NONE;
     const message: LeaseReturn = { v: 1, op: 'return', agentId: this.agentId, pool: this.pool, seq: this.nextSeq(), leaseId, tokensLeft };
-    return this.launch(message, nowUs);
-  }
-
-  private launch(message: LeaseRequest | LeaseReturn, nowUs: number): readonly SendAction[] {
-    this.inFlight = { seq: message.seq, message, firstSentAtUs: nowUs, attempts: 0, retryAtUs: null };
-    return this.resend(this.inFlight);
-  }
-
-  private resend(flight: InFlight): readonly SendAction[] {
-    flight.attempts += 1;
-    flight.retryAtUs = null;
-    this.stats.attempts += 1;
-    const timeoutMs = this.options.holdMs + this.options.replyTimeoutMs;
-    return [{ type: 'send', seq: flight.seq, message: flight.message, timeoutMs }];
+    return this.cycle.launch(message, nowUs);
   }
 
   private applyGrant(reply: LeaseGrant, flight: InFlight, nowUs: number): void {
@@ -318,68 +216,22 @@ export class LeaseKeeper {
     const sameLease = reply.leaseId === this.heldLeaseId && s.hasLease;
     if (!sameLease) this.stats.leasesStarted += 1;
     s.balanceTokens = (sameLease ? s.balanceTokens : 0) + reply.tokensGranted;
-    this.startRate(reply, nowUs, sameLease);
-    this.lastReportUs = nowUs;
-    this.reportedTokens = s.balanceTokens;
+    this.rate.granted(reply, nowUs, sameLease, this.demand.perSecond);
+    this.reports.granted(s.balanceTokens, nowUs);
     this.heldLeaseId = reply.leaseId;
-    this.ttlUs = reply.ttlMs * 1000;
+    this.ttlUs = reply.ttlMs * US_PER_MS;
     s.expiresAtUs = flight.firstSentAtUs + Math.floor(this.ttlUs * (1 - this.options.driftMargin));
     s.hasLease = true;
     s.costMaxTokens = Math.min(reply.capacityTokens, reply.maxLeaseTokens);
     if (s.wantedCostTokens <= s.balanceTokens || s.wantedCostTokens > s.costMaxTokens) s.wantedCostTokens = 0;
     this.stats.tokensGranted += reply.tokensGranted;
-    this.consecutiveFailures = 0;
-    s.fallbackActive = false;
-    if (flight.attempts === 1) this.addRttSample(nowUs - flight.firstSentAtUs);
-    if (!sameLease) this.lastActiveUs = Math.max(this.lastActiveUs, nowUs);
-    s.lowWatermarkTokens = Math.min(s.costMaxTokens, this.demand.tokensOver(2 * this.rttUs + 10_000));
+    this.cycle.granted();
+    this.roundTrip.answered(flight, nowUs);
+    if (!sameLease) this.demand.leaseStarted(nowUs);
+    s.lowWatermarkTokens = this.demand.lowWatermarkTokens(this.rttUs);
     if (reply.retryAfterMs > 0) {
       // The pool is short: ask again when the coordinator expects tokens, not before.
-      this.notBeforeUs = Math.min(nowUs + reply.retryAfterMs * 1000, s.expiresAtUs - this.renewLeadUs());
+      this.cycle.deferUntil(Math.min(nowUs + reply.retryAfterMs * US_PER_MS, s.expiresAtUs - this.roundTrip.renewLeadUs()));
     }
-  }
-
-  /**
-   * startRate — a rate lease accrues from the reply's arrival (never from
-   * the send: the coordinator's accrual starts at its grant, which is
-   * earlier), over the period stretched by `rateDriftMargin`, so an agent
-   * clock up to that much fast never accrues more than the coordinator
-   * counts. A rate whose arithmetic would not be exact is ignored (it only
-   * under-admits).
-   */
-  private startRate(reply: LeaseGrant, nowUs: number, sameLease: boolean): void {
-    const rate = reply.rate;
-    const periodUs = rate === undefined ? 0 : Math.ceil((rate.periodMs * 1000) / (1 - this.options.rateDriftMargin));
-    const exact = rate !== undefined && rate.capTokens * periodUs <= 2 ** 52 && rate.tokensPerPeriod * periodUs <= 2 ** 52;
-    this.rateLease = rate !== undefined;
-    if (rate === undefined || !exact) this.slot.startRate(0, 1, 0, nowUs);
-    else this.slot.startRate(rate.tokensPerPeriod, periodUs, rate.capTokens, nowUs, sameLease);
-    this.lastGrantUs = nowUs;
-    this.demandAtGrant = this.demand.perSecond;
-  }
-
-  private backOff(nowUs: number, code: string, message: string, atLeastUs: number): void {
-    this.notBeforeUs = nowUs + Math.max(this.backoffUs(), atLeastUs);
-    this.recordError(code, message);
-    // These say the coordinator cannot grant now; a refusal of the request itself does not.
-    if (code === 'unavailable' || code === 'not-owner' || code === 'internal') this.slot.fallbackActive = true;
-  }
-
-  private backoffUs(): number {
-    this.consecutiveFailures += 1;
-    const { backoffMsMin, backoffMsMax } = this.options;
-    const ceilingMs = Math.min(backoffMsMax, backoffMsMin * 2 ** Math.min(20, this.consecutiveFailures - 1));
-    return Math.round(ceilingMs * 1000 * (0.5 + this.random() / 2));
-  }
-
-  private recordError(code: string, message: string): void {
-    this.stats.failures += 1;
-    this.stats.lastErrorCode = code;
-    this.stats.lastErrorMessage = message;
-  }
-
-  private addRttSample(rttUs: number): void {
-    this.rttSamplesUs.push(Math.max(1, rttUs));
-    if (this.rttSamplesUs.length > RTT_WINDOW) this.rttSamplesUs.shift();
   }
 }

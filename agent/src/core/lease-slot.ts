@@ -56,11 +56,16 @@ const RATE_PERIOD_US = 18;
 const RATE_CARRY = 19;
 const RATE_AT = 20;
 const RATE_CAP = 21;
+const FIELDS = RATE_CAP + 1;
 /** Fallback level units per token: one token·second in token·µs. */
 const UNITS_PER_TOKEN = 1_000_000;
+/** The largest fallback rate accepted, tokens per second. */
+export const FALLBACK_PER_SECOND_MAX = 1e9;
+/** The largest fallback burst accepted, tokens: the full level, 10^15 units, is still an exact integer. */
+export const FALLBACK_BURST_TOKENS_MAX = 1e9;
 
 export class LeaseSlot {
-  private readonly n = new Float64Array(22);
+  private readonly n = new Float64Array(FIELDS);
   hasLease = false;
   lowSignalled = false;
   onLow: () => void = ignore;
@@ -99,12 +104,16 @@ export class LeaseSlot {
   /**
    * configureFallback — a local bucket of `tokensPerSecond` (0: none,
    * fail-closed) and `burstTokens`, full at `nowUs`. Throws AgentError
-   * ('invalid-argument') unless both are safe integers with rate ≤ 1e9 and
-   * burst in [1, 1e9].
+   * ('invalid-argument') unless both are safe integers with rate ≤
+   * `FALLBACK_PER_SECOND_MAX` and burst in [1, `FALLBACK_BURST_TOKENS_MAX`] (both 1e9).
    */
   configureFallback(tokensPerSecond: number, burstTokens: number, nowUs: number): void {
-    const ok = Number.isSafeInteger(tokensPerSecond) && tokensPerSecond >= 0 && tokensPerSecond <= 1e9 && Number.isSafeInteger(burstTokens) && burstTokens >= 1 && burstTokens <= 1e9;
-    if (!ok) throw new AgentError('invalid-argument', `fallback needs integer tokensPerSecond in [0, 1e9] and burstTokens in [1, 1e9], got ${tokensPerSecond} and ${burstTokens}`, { pool: this.pool });
+    const rateOk = Number.isSafeInteger(tokensPerSecond) && tokensPerSecond >= 0 && tokensPerSecond <= FALLBACK_PER_SECOND_MAX;
+    const burstOk = Number.isSafeInteger(burstTokens) && burstTokens >= 1 && burstTokens <= FALLBACK_BURST_TOKENS_MAX;
+    if (!rateOk || !burstOk) {
+      const needs = `integer tokensPerSecond in [0, ${FALLBACK_PER_SECOND_MAX}] and burstTokens in [1, ${FALLBACK_BURST_TOKENS_MAX}]`;
+      throw new AgentError('invalid-argument', `fallback needs ${needs}, got ${tokensPerSecond} and ${burstTokens}`, { pool: this.pool });
+    }
     const n = this.n;
     n[FALLBACK_RATE] = tokensPerSecond;
     n[FALLBACK_CAP] = burstTokens * UNITS_PER_TOKEN;
@@ -181,9 +190,11 @@ export class LeaseSlot {
     n[RATE_AT] = (n[RATE_AT] as number) + elapsedUs;
     const room = (n[RATE_CAP] as number) - (n[BALANCE] as number);
     const periodUs = n[RATE_PERIOD_US] as number;
-    // A gap far past filling the room is full without the product (which could pass 2^53);
-    // below that bound the products are exact integers.
-    const units = room <= 0 || elapsedUs > (room * periodUs) / (n[RATE_TOKENS] as number) + 1 ? Infinity : (n[RATE_CARRY] as number) + elapsedUs * (n[RATE_TOKENS] as number);
+    const tokensPerPeriod = n[RATE_TOKENS] as number;
+    // A gap far past filling the room (by more than a µs) is full without the
+    // product (which could pass 2^53); below that bound the products are exact integers.
+    const pastFull = room <= 0 || elapsedUs > (room * periodUs) / tokensPerPeriod + 1;
+    const units = pastFull ? Infinity : (n[RATE_CARRY] as number) + elapsedUs * tokensPerPeriod;
     if (units >= room * periodUs) {
       if (room > 0) n[BALANCE] = n[RATE_CAP] as number;
       n[RATE_CARRY] = 0;

@@ -1,7 +1,7 @@
 /**
  * SimAgent: one agent process in the simulator: the real LeaseKeeper (and
- * its LeaseSlot fast path) on a local clock that may drift, plus the
- * waiting `take()` calls, which the real Limiter keeps in its adapter.
+ * its LeaseSlot fast path) and the real TakeQueue of its waiting `take()`
+ * calls, on a local clock that may drift.
  *
  * It can also be broken on purpose (`Broken`), by reaching into the slot
  * after the keeper acted, to prove the checks catch such an agent:
@@ -13,7 +13,7 @@
  *   renewal is in flight, though the coordinator re-bases the lease on the
  *   balance reported when it was sent.
  */
-import { keeperOptions, LeaseKeeper, type KeeperOptions, type SendAction } from '@tokenlease/agent';
+import { keeperOptions, LeaseKeeper, TakeQueue, type KeeperOptions, type SendAction } from '@tokenlease/agent';
 import type { Random } from '../harness/random.js';
 import type { Broken } from './sim-config.js';
 
@@ -24,10 +24,10 @@ interface Accrual {
   readonly capTokens: number;
 }
 
-export interface Waiter {
+/** SimTake — a waiting `take()` as the simulator answers it: its cost and when it arrived, true µs. */
+export interface SimTake {
   readonly cost: number;
   readonly arrivedUs: number;
-  readonly deadlineUs: number;
 }
 
 /** A deferred event for a paused agent, replayed in order when it resumes. */
@@ -38,7 +38,9 @@ export class SimAgent {
   alive = true;
   pausedUntilUs = -1;
   readonly deferred: Deferred[] = [];
-  readonly waiters: Waiter[] = [];
+  readonly takes: TakeQueue<SimTake>;
+  /** True time of the next take-deadline event in the queue for this agent; Infinity: none. */
+  takeAlarmUs = Infinity;
   tickGeneration = 0;
   private seq = 0;
   /** (seq:attempt) of the attempts answered or failed, so a late timeout does nothing. */
@@ -65,6 +67,7 @@ export class SimAgent {
     const resolved = keeperOptions(options);
     this.driftMargin = resolved.driftMargin;
     this.keeper = new LeaseKeeper(id, 'pool', () => (this.seq += 1), resolved, () => random.next());
+    this.takes = new TakeQueue<SimTake>(this.keeper);
   }
 
   /** localUs — this agent's clock reading at true time `trueUs` (starts at an arbitrary offset). */
@@ -103,10 +106,14 @@ export class SimAgent {
     const s = this.keeper.slot;
     this.grantedRate = s.rateTokens === 0 ? null : { tokens: s.rateTokens, periodUs: s.ratePeriodUs, capTokens: s.rateCapTokens };
     // Broken: restart the new rate's clock at the send, so the time the request and reply spent in flight accrues too.
-    if (this.broken === 'accrue-from-send' && this.grantedRate !== null) s.startRate(this.grantedRate.tokens, this.grantedRate.periodUs, this.grantedRate.capTokens, sent);
+    const rate = this.grantedRate;
+    if (this.broken === 'accrue-from-send' && rate !== null) s.startRate(rate.tokens, rate.periodUs, rate.capTokens, sent);
   }
 
-  /** beforeReply — (broken: accrue-in-flight) brings the balance accrued in flight up to the reply's arrival, `localUs`, before the keeper takes it. */
+  /**
+   * beforeReply — (broken: accrue-in-flight) brings the balance accrued in
+   * flight up to the reply's arrival, `localUs`, before the keeper takes it.
+   */
   beforeReply(localUs: number): void {
     if (this.broken === 'accrue-in-flight') this.keeper.slot.freezeRate(localUs);
   }

@@ -2,7 +2,6 @@
  * The simulator's events and timing constants.
  */
 import type { Reply } from '@tokenlease/shared';
-import type { Waiter } from './sim-agent.js';
 import type { Arrival } from './workload.js';
 
 /** ReplyTo — where a coordinator reply goes: the agent, its slot, and which attempt of which request. */
@@ -27,7 +26,7 @@ export type Event =
   | { readonly k: 'step-down'; readonly id: number }
   | { readonly k: 'fault'; readonly index: number }
   | { readonly k: 'resume'; readonly id: string }
-  | { readonly k: 'take-timeout'; readonly id: string; readonly waiter: Waiter }
+  | { readonly k: 'take-deadline'; readonly id: string }
   | { readonly k: 'audit' };
 
 export const POOL = 'pool';

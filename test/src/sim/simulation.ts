@@ -14,8 +14,9 @@
  * that no balance is negative. It reports what the sweep and the tests need.
  * The pool may lease chunks or rates (SimPool.leaseMode); the checks are the
  * same: a rate lease's expiry follows the same rules as a chunk lease's.
- * Requests reach the slot as through the real Limiter: `tryTake` always asks
- * it, `take` waits behind earlier waiting takes.
+ * Requests reach the agent as through the real Limiter: `tryTake` asks the
+ * slot; `take` goes to the agent's real TakeQueue, polled after every action
+ * of its keeper and at the queue's next deadline, on the agent's clock.
  */
 import type { CoordinatorConfig, Delivery, PersistedPool, Pool } from '@tokenlease/coordinator';
 import { encodeMessage, subjectFor, type Reply } from '@tokenlease/shared';
@@ -25,8 +26,9 @@ import { Coordinators, type ClusterHost } from './coordinators.js';
 import { EventQueue } from './event-queue.js';
 import { Network } from './network.js';
 import { coordinatorConfigOf, type SimConfig, type SimResult } from './sim-config.js';
-import { SimAgent, type Waiter } from './sim-agent.js';
+import { SimAgent } from './sim-agent.js';
 import { makeWorkload, type Arrival, type Workload } from './workload.js';
+import { SimLimiter } from './sim-limiter.js';
 import { SimMetrics } from './sim-metrics.js';
 import {
   AGENT_TICK_US_MAX,
@@ -69,6 +71,7 @@ class Simulation {
   private stopped = false;
   private events = 0;
   private readonly m: SimMetrics;
+  private readonly limiter: SimLimiter;
   /** Crashed agents, when they died and by when their lease must be gone, for the reclaim audit. */
   private readonly deaths = new Map<string, { diedUs: number; deadlineUs: number }>();
   private readonly reclaimDeadlineUs: number;
@@ -90,9 +93,13 @@ class Simulation {
     this.slots = Array.from({ length: config.agents }, () => null);
     this.restarts = Array.from({ length: config.agents }, () => 0);
     this.m = new SimMetrics(config.agents);
+    const limiterHost = { now: () => this.now, push: (atUs: number, event: Event) => this.queue.push(atUs, event) };
+    this.limiter = new SimLimiter({ ...limiterHost, admitted: (agent, cost) => this.admitted(agent, cost) }, this.m);
     // A dead agent's lease must be gone one TTL after its last grant, plus
     // the longest hold, the coordinator's tick slack and a reply's flight.
-    this.reclaimDeadlineUs = config.reclaimDeadlineUs ?? (p.leaseTtlMs + this.coordinatorConfig.pools[0]!.maxHoldMs) * 1000 + COORDINATOR_TICK_US_MAX + 4 * config.network.latencyUs + 10_000;
+    const holdMsMax = this.coordinatorConfig.pools[0]!.maxHoldMs;
+    const flightUs = 4 * config.network.latencyUs + 10_000;
+    this.reclaimDeadlineUs = config.reclaimDeadlineUs ?? (p.leaseTtlMs + holdMsMax) * 1000 + COORDINATOR_TICK_US_MAX + flightUs;
     this.coordinators = new Coordinators(this.coordinatorConfig, config, this.coordinatorHost(), seededRandom(config.seed ^ 0x570e));
   }
 
@@ -111,16 +118,19 @@ class Simulation {
   run(): SimResult {
     this.coordinators.start(this.now);
     for (const span of this.workload.presence) {
-      this.queue.push(span.fromUs === 0 ? 0 : this.warmupUs + span.fromUs, { k: 'agent-start', slot: span.agent, incarnation: span.incarnation });
+      const { agent: slot, incarnation } = span;
+      this.queue.push(span.fromUs === 0 ? 0 : this.warmupUs + span.fromUs, { k: 'agent-start', slot, incarnation });
       if (span.toUs < this.config.durationUs) {
-        this.queue.push(this.warmupUs + span.toUs, { k: 'agent-stop', slot: span.agent, incarnation: span.incarnation, crash: span.crashes });
+        this.queue.push(this.warmupUs + span.toUs, { k: 'agent-stop', slot, incarnation, crash: span.crashes });
       }
     }
     for (const arrival of this.workload.arrivals) this.queue.push(this.warmupUs + arrival.tUs, { k: 'arrival', arrival });
     this.config.faults.forEach((fault, index) => this.queue.push(this.warmupUs + fault.atUs, { k: 'fault', index }));
     this.queue.push(AUDIT_EVERY_US, { k: 'audit' });
     this.drain(this.endUs);
-    for (const agent of this.agents.values()) if (agent.alive && !agent.paused(this.now)) this.act(agent, agent.keeper.close(agent.localUs(this.now)));
+    for (const agent of this.agents.values()) {
+      if (agent.alive && !agent.paused(this.now)) this.act(agent, agent.keeper.close(agent.localUs(this.now)));
+    }
     this.drain(this.endUs + CLOSE_PHASE_US);
     return this.result();
   }
@@ -140,7 +150,8 @@ class Simulation {
     switch (e.k) {
       case 'agent-start': return this.startAgent(e.slot, e.incarnation);
       case 'agent-stop': return this.stopAgent(e.slot, e.incarnation, e.crash);
-      case 'agent-tick': return this.withAgent(e.id, (a) => (e.gen === a.tickGeneration ? this.act(a, a.keeper.tick(a.localUs(this.now))) : undefined));
+      case 'agent-tick':
+        return this.withAgent(e.id, (a) => (e.gen === a.tickGeneration ? this.act(a, a.keeper.tick(a.localUs(this.now))) : undefined));
       case 'arrival': return this.arrive(e.arrival);
       case 'to-coordinator': return this.toCoordinator(e.to, e.subject, e.bytes);
       case 'to-agent': return this.withAgent(e.to.id, (a) => this.reply(a, e.to, e.reply));
@@ -151,7 +162,7 @@ class Simulation {
       case 'coordinator-up': return this.coordinators.start(this.now);
       case 'fault': return this.fault(e.index);
       case 'resume': return this.resume(e.id);
-      case 'take-timeout': return this.withAgent(e.id, (a) => this.takeTimeout(a, e.waiter));
+      case 'take-deadline': return this.withAgent(e.id, (a) => this.limiter.deadline(a));
       case 'audit': return this.audit();
     }
   }
@@ -184,7 +195,10 @@ class Simulation {
     const untilUs = takeoverUs + this.config.pool.leaseTtlMs * 1000;
     for (const kept of state?.leases ?? []) {
       const expiresAtUs = pool.leases.get(kept.agentId)?.expiresAtUs;
-      if (expiresAtUs !== untilUs) this.violation(`kept lease ${kept.leaseId} of ${kept.agentId} expires at ${expiresAtUs ?? 'never'} µs after a takeover at ${takeoverUs} µs, not ${untilUs}`);
+      if (expiresAtUs !== untilUs) {
+        const expiry = `expires at ${expiresAtUs ?? 'never'} µs after a takeover at ${takeoverUs} µs, not ${untilUs}`;
+        this.violation(`kept lease ${kept.leaseId} of ${kept.agentId} ${expiry}`);
+      }
       const legalKey = `${kept.agentId}/${kept.leaseId}`;
       this.legalUntilUs.set(legalKey, Math.max(this.legalUntilUs.get(legalKey) ?? 0, untilUs));
       const death = this.deaths.get(kept.agentId);
@@ -196,7 +210,8 @@ class Simulation {
     const coordinator = this.coordinators.route();
     if (coordinator === null) {
       // No coordinator subscribed: NATS answers "no responders" at once.
-      for (const at of this.network.arrivals(to.slot, this.now)) this.queue.push(at, { k: 'attempt-failed', to, code: 'bus-no-responders' });
+      const code = 'bus-no-responders';
+      for (const at of this.network.arrivals(to.slot, this.now)) this.queue.push(at, { k: 'attempt-failed', to, code });
       return;
     }
     coordinator.receive(to, subject, bytes, this.now);
@@ -214,7 +229,8 @@ class Simulation {
       const first = !this.countedReplies.has(key);
       if (reply.kind === 'grant') {
         const legalKey = `${to.id}/${reply.leaseId}`;
-        if (first && reply.epoch === epoch) this.legalUntilUs.set(legalKey, Math.max(this.legalUntilUs.get(legalKey) ?? 0, producedUs + reply.ttlMs * 1000));
+        const untilUs = producedUs + reply.ttlMs * 1000;
+        if (first && reply.epoch === epoch) this.legalUntilUs.set(legalKey, Math.max(this.legalUntilUs.get(legalKey) ?? 0, untilUs));
         if (first) this.m.grantedTokens += reply.tokensGranted;
       } else if (reply.kind === 'receipt' && first) {
         this.m.returnedTokens += reply.tokensReturned;
@@ -241,7 +257,7 @@ class Simulation {
     const agent = this.slots[slot];
     if (agent === null || agent === undefined || agent.id !== `a${slot}.${incarnation}`) return;
     this.slots[slot] = null;
-    for (const w of agent.waiters.splice(0)) this.endWait(agent, w);
+    this.limiter.close(agent);
     if (crash) this.kill(agent);
     else this.withAgent(agent.id, (a) => this.act(a, a.keeper.close(a.localUs(this.now))));
   }
@@ -265,7 +281,7 @@ class Simulation {
       this.queue.push(this.now + action.timeoutMs * 1000, { k: 'attempt-failed', to, code: 'bus-timeout' });
     }
     agent.afterActions(actions, agent.localUs(this.now));
-    this.serveWaiters(agent);
+    this.limiter.poll(agent);
     if (agent.keeper.slot.balanceTokens < 0) this.violation(`${agent.id}: negative balance ${agent.keeper.slot.balanceTokens}`);
     agent.tickGeneration += 1;
     const deadlineUs = agent.trueUs(agent.keeper.nextDeadlineUs());
@@ -295,61 +311,24 @@ class Simulation {
       this.m.deniedCount += 1;
       return;
     }
-    this.withAgent(agent.id, (live) => this.offer(live, a));
-  }
-
-  /** offer — as the real Limiter: `tryTake` asks the slot whether or not `take` calls wait; a `take` waits behind them. */
-  private offer(agent: SimAgent, a: Arrival): void {
-    const slot = agent.keeper.slot;
-    if ((a.waitMs === 0 || agent.waiters.length === 0) && slot.takeAt(a.cost, agent.localUs(this.now))) {
-      this.admitted(agent, a.cost);
-    } else if (a.waitMs > 0) {
-      const waiter: Waiter = { cost: a.cost, arrivedUs: this.now, deadlineUs: this.now + a.waitMs * 1000 };
-      agent.waiters.push(waiter);
-      agent.keeper.waitingTokens += a.cost;
-      this.queue.push(waiter.deadlineUs, { k: 'take-timeout', id: agent.id, waiter });
-      this.queue.push(this.now, { k: 'agent-tick', id: agent.id, gen: agent.tickGeneration });
-    } else {
-      this.m.deniedCount += 1;
-    }
-  }
-
-  private serveWaiters(agent: SimAgent): void {
-    const slot = agent.keeper.slot;
-    for (let head = agent.waiters[0]; head !== undefined; head = agent.waiters[0]) {
-      // A rate lease's balance accrues: ask the slot, as the real Limiter does; a chunk lease's balance is current.
-      const covered = slot.rateTokens === 0 ? head.cost <= slot.balanceTokens : slot.canTakeAt(head.cost, agent.localUs(this.now));
-      if (!covered || !slot.takeAt(head.cost, agent.localUs(this.now))) return;
-      agent.waiters.shift();
-      agent.keeper.waitingTokens -= head.cost;
-      this.m.takeWaitsMs.push((this.now - head.arrivedUs) / 1000);
-      this.admitted(agent, head.cost);
-    }
-  }
-
-  private takeTimeout(agent: SimAgent, waiter: Waiter): void {
-    const index = agent.waiters.indexOf(waiter);
-    if (index < 0) return;
-    agent.waiters.splice(index, 1);
-    this.endWait(agent, waiter);
-  }
-
-  private endWait(agent: SimAgent, waiter: Waiter): void {
-    agent.keeper.waitingTokens -= waiter.cost;
-    this.m.takeTimeouts += 1;
-    this.m.deniedCount += 1;
+    this.withAgent(agent.id, (live) => this.limiter.offer(live, a));
   }
 
   private admitted(agent: SimAgent, cost: number): void {
     this.m.admitted(agent.slot, cost, this.now - this.warmupUs);
     const excess = this.envelope.admit(this.now, cost);
-    if (excess > 0) this.violation(`envelope exceeded by ${excess.toFixed(3)} tokens in window ${JSON.stringify(this.envelope.worstWindow)}`);
-    if (agent.localUs(this.now) >= agent.expectedExpiryLocalUs) {
-      this.violation(`${agent.id} spent ${cost} at local ${agent.localUs(this.now)} µs, after its agent-side expiry ${agent.expectedExpiryLocalUs}`);
+    if (excess > 0) {
+      this.violation(`envelope exceeded by ${excess.toFixed(3)} tokens in window ${JSON.stringify(this.envelope.worstWindow)}`);
     }
-    const legalUs = this.legalUntilUs.get(`${agent.id}/${agent.keeper.leaseId ?? ''}`);
+    const localUs = agent.localUs(this.now);
+    if (localUs >= agent.expectedExpiryLocalUs) {
+      this.violation(`${agent.id} spent ${cost} at local ${localUs} µs, after its agent-side expiry ${agent.expectedExpiryLocalUs}`);
+    }
+    const leaseId = agent.keeper.leaseId;
+    const legalUs = this.legalUntilUs.get(`${agent.id}/${leaseId ?? ''}`);
     if (legalUs === undefined || this.now >= legalUs) {
-      this.violation(`${agent.id} spent ${cost} from lease ${agent.keeper.leaseId} at ${this.now} µs, after the coordinator's expiry ${legalUs ?? 'unknown'}`);
+      const expiry = legalUs ?? 'unknown';
+      this.violation(`${agent.id} spent ${cost} from lease ${leaseId} at ${this.now} µs, after the coordinator's expiry ${expiry}`);
     }
   }
 
@@ -366,7 +345,8 @@ class Simulation {
     }
     this.kill(agent);
     this.restarts[fault.agent] = (this.restarts[fault.agent] ?? 0) + 1;
-    this.queue.push(this.now + fault.downUs, { k: 'agent-start', slot: fault.agent, incarnation: 1000 * (this.restarts[fault.agent] ?? 0) });
+    const incarnation = 1000 * (this.restarts[fault.agent] ?? 0);
+    this.queue.push(this.now + fault.downUs, { k: 'agent-start', slot: fault.agent, incarnation });
   }
 
   private resume(id: string): void {

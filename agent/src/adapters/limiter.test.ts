@@ -1,0 +1,91 @@
+/**
+ * Limiter.take: the adapter drives the pool's TakeQueue with one timer.
+ * Fake timers stand in for the clock, so nothing sleeps.
+ */
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { AgentError } from '../errors.js';
+import { keeperOptions } from '../core/keeper-options.js';
+import { LeaseKeeper } from '../core/lease-keeper.js';
+import { Limiter, type LimiterHost } from './limiter.js';
+
+/** A limiter on a keeper holding a live lease of `balanceTokens` (50 at most), its clock the fake timers' clock. */
+function limiterWith(balanceTokens: number): { limiter: Limiter; keeper: LeaseKeeper; wakes: () => number } {
+  const keeper = new LeaseKeeper('agent-1', 'pool-a', () => 1, keeperOptions(), () => 0.5);
+  let wakes = 0;
+  const host: LimiterHost = { clock: () => Date.now() * 1000, wake: () => (wakes += 1) };
+  Object.assign(keeper.slot, { hasLease: true, balanceTokens, expiresAtUs: host.clock() + 60_000_000, costMaxTokens: 50 });
+  return { limiter: new Limiter(keeper, host), keeper, wakes: () => wakes };
+}
+
+describe('Limiter.take', () => {
+  beforeEach(() => {
+    vi.useFakeTimers({ now: 1_000_000 });
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('admits at once from the balance, without waking the keeper', async () => {
+    const { limiter, wakes } = limiterWith(5);
+    await expect(limiter.take(3)).resolves.toBe(true);
+    expect([limiter.slot.balanceTokens, wakes()]).toEqual([2, 0]);
+  });
+
+  it('waits for tokens, wakes the keeper, and is admitted in arrival order when they come', async () => {
+    const { limiter, keeper, wakes } = limiterWith(0);
+    const order: string[] = [];
+    const first = limiter.take(2, { timeoutMs: 500 }).then((ok) => order.push(`first ${ok}`));
+    const second = limiter.take(1, { timeoutMs: 500 }).then((ok) => order.push(`second ${ok}`));
+    expect([keeper.waitingTokens, wakes()]).toEqual([3, 2]);
+    await vi.advanceTimersByTimeAsync(100);
+    keeper.slot.balanceTokens = 3;
+    limiter.serveWaiters();
+    await Promise.all([first, second]);
+    expect(order).toEqual(['first true', 'second true']);
+    expect(keeper.waitingTokens).toBe(0);
+  });
+
+  it('resolves false at its timeout, and not before', async () => {
+    const { limiter, keeper } = limiterWith(0);
+    let settled: boolean | null = null;
+    void limiter.take(1, { timeoutMs: 200 }).then((ok) => (settled = ok));
+    await vi.advanceTimersByTimeAsync(199);
+    expect(settled).toBeNull();
+    await vi.advanceTimersByTimeAsync(1);
+    expect(settled).toBe(false);
+    expect(keeper.waitingTokens).toBe(0);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it('keeps one timer, set for the earliest deadline', async () => {
+    const { limiter } = limiterWith(0);
+    const results: string[] = [];
+    void limiter.take(1, { timeoutMs: 300 }).then((ok) => results.push(`a ${ok}`));
+    void limiter.take(1, { timeoutMs: 100 }).then((ok) => results.push(`b ${ok}`));
+    expect(vi.getTimerCount()).toBe(1);
+    await vi.advanceTimersByTimeAsync(100);
+    expect(results).toEqual(['b false']);
+    await vi.advanceTimersByTimeAsync(200);
+    expect(results).toEqual(['b false', 'a false']);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it('resolves waiting takes false on close and rejects later ones with closed', async () => {
+    const { limiter } = limiterWith(0);
+    const waiting = limiter.take(1, { timeoutMs: 1000 });
+    limiter.cancelWaiters();
+    await expect(waiting).resolves.toBe(false);
+    expect(vi.getTimerCount()).toBe(0);
+    await expect(limiter.take(1)).rejects.toMatchObject({ code: 'closed', pool: 'pool-a' });
+  });
+
+  it.each([
+    ['never-fits', 51, 100],
+    ['invalid-argument', 1, -5],
+  ])('rejects with %s (cost %i, timeoutMs %i)', async (code, cost, timeoutMs) => {
+    const { limiter } = limiterWith(0);
+    const taken = limiter.take(cost, { timeoutMs });
+    await expect(taken).rejects.toBeInstanceOf(AgentError);
+    await expect(taken).rejects.toMatchObject({ code });
+  });
+});

@@ -1,0 +1,202 @@
+/**
+ * TakeQueue: waiting `take()` calls at fixed instants: admission at arrival,
+ * FIFO order, deadlines, refusals and close, on chunk, rate and fallback
+ * balances.
+ */
+import { describe, expect, it } from 'vitest';
+import { AgentError } from '../errors.js';
+import { LeaseSlot } from './lease-slot.js';
+import { TakeQueue, type TakeQueueHost } from './take-queue.js';
+
+type Kind = 'admitted' | 'waiting';
+
+interface SlotState {
+  readonly balanceTokens?: number;
+  readonly expiresAtUs?: number;
+  readonly hasLease?: boolean;
+  readonly costMaxTokens?: number;
+}
+
+/** A live chunk lease of 50 tokens at most, expiring at 10 s, empty. */
+const EMPTY: SlotState = { balanceTokens: 0, expiresAtUs: 10_000_000, hasLease: true, costMaxTokens: 50 };
+
+function hostWith(state: SlotState): TakeQueueHost {
+  const slot = new LeaseSlot('pool-a');
+  Object.assign(slot, state);
+  return { slot, waitingTokens: 0 };
+}
+
+type Step =
+  | { readonly at: number; readonly arrive: string; readonly cost: number; readonly timeoutMs: number; readonly kind: Kind }
+  | { readonly add: number }
+  | { readonly at: number; readonly poll: readonly string[]; readonly timedOut?: readonly string[] }
+  | { readonly close: readonly string[] };
+
+describe('TakeQueue', () => {
+  const scenarios: readonly [string, SlotState, readonly Step[], number][] = [
+    // name, slot, steps (instants in µs; `add` puts tokens in the balance), tokens still waiting at the end
+    ['admits at once when nothing waits and the balance covers', { ...EMPTY, balanceTokens: 5 }, [
+      { at: 0, arrive: 'a', cost: 3, timeoutMs: 100, kind: 'admitted' },
+      { at: 0, arrive: 'b', cost: 2, timeoutMs: 100, kind: 'admitted' },
+      { at: 0, arrive: 'c', cost: 1, timeoutMs: 100, kind: 'waiting' },
+    ], 1],
+    ['admits waiters in arrival order when tokens come', EMPTY, [
+      { at: 0, arrive: 'a', cost: 2, timeoutMs: 100, kind: 'waiting' },
+      { at: 1_000, arrive: 'b', cost: 1, timeoutMs: 100, kind: 'waiting' },
+      { at: 5_000, poll: [] },
+      { add: 3 },
+      { at: 10_000, poll: ['a', 'b'] },
+    ], 0],
+    ['never lets a later take overtake, even one that alone would fit', { ...EMPTY, balanceTokens: 1 }, [
+      { at: 0, arrive: 'a', cost: 3, timeoutMs: 1000, kind: 'waiting' },
+      { at: 0, arrive: 'b', cost: 1, timeoutMs: 1000, kind: 'waiting' },
+      { at: 1_000, poll: [] },
+      { add: 2 },
+      { at: 2_000, poll: ['a'] },
+      { add: 1 },
+      { at: 3_000, poll: ['b'] },
+    ], 0],
+    ['times out at its deadline, not before', EMPTY, [
+      { at: 7, arrive: 'a', cost: 2, timeoutMs: 100, kind: 'waiting' },
+      { at: 100_006, poll: [] },
+      { at: 100_007, poll: [], timedOut: ['a'] },
+      { add: 2 },
+      { at: 100_008, poll: [] },
+    ], 0],
+    ['admits a due head that fits; drops a due head that does not and serves the next', EMPTY, [
+      { at: 0, arrive: 'a', cost: 5, timeoutMs: 100, kind: 'waiting' },
+      { at: 0, arrive: 'b', cost: 1, timeoutMs: 500, kind: 'waiting' },
+      { at: 0, arrive: 'c', cost: 1, timeoutMs: 100, kind: 'waiting' },
+      { add: 2 },
+      { at: 100_000, poll: ['b', 'c'], timedOut: ['a'] },
+    ], 0],
+    ['times out a waiter behind a blocked head on its own deadline', EMPTY, [
+      { at: 0, arrive: 'a', cost: 5, timeoutMs: 1000, kind: 'waiting' },
+      { at: 0, arrive: 'b', cost: 1, timeoutMs: 100, kind: 'waiting' },
+      { add: 1 },
+      { at: 100_000, poll: [], timedOut: ['b'] },
+    ], 5],
+    ['times out a zero timeout behind waiters at the next poll', EMPTY, [
+      { at: 0, arrive: 'a', cost: 5, timeoutMs: 1000, kind: 'waiting' },
+      { at: 50, arrive: 'b', cost: 1, timeoutMs: 0, kind: 'waiting' },
+      { at: 50, poll: [], timedOut: ['b'] },
+    ], 5],
+    ['admits no waiter from a lease past its expiry', { ...EMPTY, balanceTokens: 10, expiresAtUs: 1_000 }, [
+      { at: 1_000, arrive: 'a', cost: 1, timeoutMs: 100, kind: 'waiting' },
+      { at: 2_000, poll: [] },
+    ], 1],
+    ['hands back every waiter on close', EMPTY, [
+      { at: 0, arrive: 'a', cost: 2, timeoutMs: 100, kind: 'waiting' },
+      { at: 0, arrive: 'b', cost: 3, timeoutMs: 100, kind: 'waiting' },
+      { close: ['a', 'b'] },
+      { add: 5 },
+      { at: 1_000, poll: [] },
+    ], 0],
+  ];
+
+  it.each(scenarios)('%s', (_name, state, steps, waitingTokensAtEnd) => {
+    const host = hostWith(state);
+    const queue = new TakeQueue<string>(host);
+    steps.forEach((step, index) => {
+      if ('arrive' in step) {
+        const arrival = queue.arrive(step.cost, step.timeoutMs, step.arrive, step.at);
+        expect({ index, arrival }).toEqual({ index, arrival: { kind: step.kind } });
+      } else if ('add' in step) {
+        host.slot.balanceTokens += step.add;
+      } else if ('poll' in step) {
+        const decisions = queue.poll(step.at);
+        expect({ index, decisions }).toEqual({ index, decisions: { admitted: step.poll, timedOut: step.timedOut ?? [] } });
+      } else {
+        expect(queue.close()).toEqual(step.close);
+      }
+    });
+    expect(host.waitingTokens).toBe(waitingTokensAtEnd);
+  });
+
+  it('records the denial of a take that has to wait, and nothing when a poll finds the head short', () => {
+    const host = hostWith(EMPTY);
+    const queue = new TakeQueue<string>(host);
+    expect(queue.arrive(4, 100, 'a', 0)).toEqual({ kind: 'waiting' });
+    const { deniedTokens, deniedCount, wantedCostTokens, lastDenial } = host.slot;
+    expect([deniedTokens, deniedCount, wantedCostTokens, lastDenial]).toEqual([4, 1, 4, 'exhausted']);
+    expect(queue.arrive(2, 100, 'b', 0)).toEqual({ kind: 'waiting' }); // behind a waiter: not tried, so no denial
+    expect(queue.poll(50_000)).toEqual({ admitted: [], timedOut: [] });
+    expect([host.slot.deniedTokens, host.slot.deniedCount]).toEqual([4, 1]);
+    expect(host.waitingTokens).toBe(6);
+  });
+
+  it('admits a waiter once a rate lease has accrued its cost, at the poll that finds it', () => {
+    const host = hostWith(EMPTY);
+    // 10 tokens a second, up to 10.
+    host.slot.startRate(10, 1_000_000, 10, 0);
+    const queue = new TakeQueue<string>(host);
+    expect(queue.arrive(2, 1000, 'a', 0)).toEqual({ kind: 'waiting' });
+    expect(queue.poll(199_999)).toEqual({ admitted: [], timedOut: [] });
+    expect(queue.poll(200_000)).toEqual({ admitted: ['a'], timedOut: [] });
+    expect(host.slot.balanceTokens).toBe(0);
+  });
+
+  it('admits a waiter from the fallback bucket once the fallback is active', () => {
+    const host = hostWith({ costMaxTokens: 50 });
+    host.slot.configureFallback(10, 5, 0);
+    const queue = new TakeQueue<string>(host);
+    expect(queue.arrive(3, 1000, 'a', 0)).toEqual({ kind: 'waiting' });
+    expect(queue.poll(1_000)).toEqual({ admitted: [], timedOut: [] });
+    host.slot.fallbackActive = true;
+    expect(queue.poll(2_000)).toEqual({ admitted: ['a'], timedOut: [] });
+    expect(host.slot.fallbackTokens).toBe(3);
+  });
+
+  const refusals: readonly [string, number, number, boolean, string, string | undefined][] = [
+    // name, cost, timeoutMs, takes already waiting, code, pool on the error
+    ['a negative timeout', 1, -1, false, 'invalid-argument', undefined],
+    ['a fractional timeout', 1, 1.5, false, 'invalid-argument', undefined],
+    ['a timeout that is not a number', 1, Number.NaN, false, 'invalid-argument', undefined],
+    ['a cost above the largest lease', 51, 100, false, 'never-fits', 'pool-a'],
+    ['a cost above the largest lease, behind waiters', 51, 100, true, 'never-fits', 'pool-a'],
+    ['a fractional cost behind waiters', 1.5, 100, true, 'invalid-argument', 'pool-a'],
+    ['a zero cost behind waiters', 0, 100, true, 'invalid-argument', 'pool-a'],
+  ];
+
+  it.each(refusals)('refuses %s, and nothing waits for it', (_name, cost, timeoutMs, behind, code, pool) => {
+    const host = hostWith(EMPTY);
+    const queue = new TakeQueue<string>(host);
+    if (behind) queue.arrive(5, 1000, 'first', 0);
+    const before = [queue.length, host.waitingTokens];
+    const arrival = queue.arrive(cost, timeoutMs, 'x', 0);
+    expect(arrival.kind).toBe('refused');
+    if (arrival.kind !== 'refused') return;
+    expect(arrival.error).toBeInstanceOf(AgentError);
+    expect([arrival.error.code, arrival.error.pool]).toEqual([code, pool]);
+    expect([queue.length, host.waitingTokens]).toEqual(before);
+  });
+
+  it('refuses every take after close', () => {
+    const host = hostWith({ ...EMPTY, balanceTokens: 10 });
+    const queue = new TakeQueue<string>(host);
+    expect(queue.close()).toEqual([]);
+    const arrival = queue.arrive(1, 100, 'a', 0);
+    expect(arrival.kind === 'refused' && [arrival.error.code, arrival.error.pool]).toEqual(['closed', 'pool-a']);
+    expect(host.slot.balanceTokens).toBe(10);
+  });
+
+  it.each([0, 1.5, -1])('throws for a bad cost %s while nothing waits, as tryTake does', (cost) => {
+    const queue = new TakeQueue<string>(hostWith(EMPTY));
+    expect(() => queue.arrive(cost, 100, 'a', 0)).toThrow(AgentError);
+    expect(queue.length).toBe(0);
+  });
+
+  const deadlines: readonly [string, readonly [number, number][], number][] = [
+    // name, arrivals (instant µs, timeout ms), next deadline µs
+    ['none waiting', [], Infinity],
+    ['one waiter', [[1_000, 200]], 201_000],
+    ['the earliest, whatever the arrival order', [[0, 900], [10, 100], [20, 500]], 100_010],
+    ['a zero timeout', [[0, 900], [30, 0]], 30],
+  ];
+
+  it.each(deadlines)('says when to poll next: %s', (_name, arrivals, nextUs) => {
+    const queue = new TakeQueue<number>(hostWith(EMPTY));
+    arrivals.forEach(([atUs, timeoutMs], i) => queue.arrive(1, timeoutMs, i, atUs));
+    expect(queue.nextDeadlineUs()).toBe(nextUs);
+  });
+});

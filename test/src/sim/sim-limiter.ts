@@ -1,0 +1,92 @@
+/**
+ * SimLimiter: requests reach a simulated agent as through the real Limiter
+ * (agent/src/adapters/limiter.ts), and, like it, this file decides nothing:
+ * - `tryTake` (an arrival with no wait) asks the agent's slot;
+ * - `take` arrives at the agent's real TakeQueue, on the agent's clock; a
+ *   take that waits wakes the keeper (a tick now);
+ * - the queue is polled after every action of the keeper (the Agent calls
+ *   `serveWaiters` there) and at its next deadline, for which one event on
+ *   the virtual clock stands in for the Limiter's timer;
+ * - an agent that stops closes its queue (its waiting takes end unadmitted).
+ * It books what became of each request in the run's metrics.
+ */
+import type { Event } from './sim-events.js';
+import type { SimAgent } from './sim-agent.js';
+import type { SimMetrics } from './sim-metrics.js';
+import type { Arrival } from './workload.js';
+
+/** SimLimiterHost — the simulation as a limiter sees it. */
+export interface SimLimiterHost {
+  /** True time now, µs. */
+  readonly now: () => number;
+  readonly push: (atUs: number, event: Event) => void;
+  /** Books `cost` tokens admitted by `agent` now and checks the admission. */
+  readonly admitted: (agent: SimAgent, cost: number) => void;
+}
+
+export class SimLimiter {
+  constructor(
+    private readonly host: SimLimiterHost,
+    private readonly m: SimMetrics,
+  ) {}
+
+  /** offer — request `a` reaches live `agent` now. */
+  offer(agent: SimAgent, a: Arrival): void {
+    const nowUs = this.host.now();
+    const localUs = agent.localUs(nowUs);
+    if (a.waitMs === 0) {
+      if (agent.keeper.slot.takeAt(a.cost, localUs)) this.host.admitted(agent, a.cost);
+      else this.m.deniedCount += 1;
+      return;
+    }
+    const arrival = agent.takes.arrive(a.cost, a.waitMs, { cost: a.cost, arrivedUs: nowUs }, localUs);
+    if (arrival.kind === 'waiting') {
+      this.arm(agent);
+      this.host.push(nowUs, { k: 'agent-tick', id: agent.id, gen: agent.tickGeneration });
+    } else if (arrival.kind === 'admitted') {
+      this.host.admitted(agent, a.cost);
+    } else {
+      this.m.deniedCount += 1; // refused (never-fits, closed): the Limiter rejects it
+    }
+  }
+
+  /** poll — the take queue of `agent` admits and times out waiters now. */
+  poll(agent: SimAgent): void {
+    if (agent.takes.length === 0) return;
+    const nowUs = this.host.now();
+    const { admitted, timedOut } = agent.takes.poll(agent.localUs(nowUs));
+    for (const take of admitted) {
+      this.m.takeWaitsMs.push((nowUs - take.arrivedUs) / 1000);
+      this.host.admitted(agent, take.cost);
+    }
+    this.endWaits(timedOut.length);
+    this.arm(agent);
+  }
+
+  /** deadline — the event `arm` set rang; one superseded by an earlier event finds a later alarm set and does nothing. */
+  deadline(agent: SimAgent): void {
+    if (this.host.now() < agent.takeAlarmUs) return;
+    agent.takeAlarmUs = Infinity;
+    this.poll(agent);
+  }
+
+  /** close — `agent` stops: its waiting takes end unadmitted, later ones are refused. */
+  close(agent: SimAgent): void {
+    this.endWaits(agent.takes.close().length);
+  }
+
+  /** arm — an event at the take queue's next deadline, unless one as early is pending. */
+  private arm(agent: SimAgent): void {
+    const deadlineUs = agent.takes.nextDeadlineUs();
+    if (deadlineUs === Infinity) return;
+    const atUs = Math.max(this.host.now() + 1, agent.trueUs(deadlineUs));
+    if (atUs >= agent.takeAlarmUs) return;
+    agent.takeAlarmUs = atUs;
+    this.host.push(atUs, { k: 'take-deadline', id: agent.id });
+  }
+
+  private endWaits(takes: number): void {
+    this.m.takeTimeouts += takes;
+    this.m.deniedCount += takes;
+  }
+}
