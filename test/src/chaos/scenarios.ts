@@ -7,7 +7,7 @@
  * full admission rate. `short` runs a brief version for `npm test`.
  */
 import { makeRate } from '@tokenlease/shared';
-import { checkEnvelope, worstWindowRatio } from '../harness/envelope.js';
+import { checkEnvelope, worstWindowRatio } from '@tokenlease/shared/testing';
 import { scratchDir } from '../harness/fleet.js';
 import { startPrivateNats, type PrivateNats } from '../harness/nats.js';
 import { startPrivateRedis } from '../harness/redis.js';

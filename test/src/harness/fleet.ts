@@ -16,8 +16,8 @@ import {
   type Decoded,
   type Reply,
 } from '@tokenlease/shared';
+import type { Admission } from '@tokenlease/shared/testing';
 import type { AgentProcessConfig } from './agent-process.js';
-import type { Admission } from './envelope.js';
 import { agentProcessScript, coordinatorCliScript } from './paths.js';
 import { spawnNode, type Child } from './processes.js';
 

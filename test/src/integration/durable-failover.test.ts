@@ -15,6 +15,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { hostMonoNowUs, makeRate, type PoolStatus } from '@tokenlease/shared';
+import { checkEnvelope, type Admission } from '@tokenlease/shared/testing';
 import {
   currentOwner,
   grantLines,
@@ -31,7 +32,6 @@ import {
   type OwnershipEvent,
   type StoreHistory,
 } from '../harness/durable.js';
-import { checkEnvelope, type Admission } from '../harness/envelope.js';
 import { readAdmissionLog, scratchDir, startAgentProcess, startCoordinator, StatusProbe, writeConfig } from '../harness/fleet.js';
 import { provideNats, type NatsHandle } from '../harness/nats.js';
 import { stop, stopAll, type Child } from '../harness/processes.js';
