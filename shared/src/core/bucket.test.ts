@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { thrown } from '../testing/thrown.js';
 import { describe, expect, it } from 'vitest';
 import { propertySeed } from '../testing/seed.js';
+import { checkEnvelope, type Admission } from '../testing/envelope.js';
 import { TokenleaseError } from '../errors.js';
 import { ExactBucket, type TakeResult } from './bucket.js';
 import { makeRate, parseRate, type Rate } from './rate.js';
@@ -185,7 +186,7 @@ describe('ExactBucket properties', () => {
         const rate = makeRate(tokens, periodMs);
         const bucket = new ExactBucket(capacity, rate, startUs);
         const model = new RationalBucket(capacity, rate, startUs);
-        const admitted: Array<{ tUs: bigint; cost: bigint }> = [];
+        const admitted: Admission[] = [];
         let tUs = startUs;
         let retryAfterUs = 0;
         steps.forEach(({ dtUs, cost }, step) => {
@@ -196,23 +197,11 @@ describe('ExactBucket properties', () => {
           retryAfterUs = !got.ok && got.reason === 'insufficient' ? got.retryAfterUs : 0;
           expect({ step, tUs, cost, got }).toEqual({ step, tUs, cost, got: model.take(cost, tUs) });
           expect({ step, available: bucket.availableTokens(tUs) }).toEqual({ step, available: model.available(tUs) });
-          if (got.ok) admitted.push({ tUs: BigInt(tUs), cost: BigInt(cost) });
+          if (got.ok) admitted.push({ tUs, cost });
         });
 
-        const B = BigInt(capacity);
-        const r = BigInt(tokens);
-        const periodUs = BigInt(periodMs) * 1000n;
-        const prefix: bigint[] = [0n];
-        for (const a of admitted) prefix.push((prefix[prefix.length - 1] ?? 0n) + a.cost);
-        for (let i = 0; i < admitted.length; i += 1) {
-          for (let j = i; j < admitted.length; j += 1) {
-            const sum = (prefix[j + 1] ?? 0n) - (prefix[i] ?? 0n);
-            const span = (admitted[j]?.tUs ?? 0n) - (admitted[i]?.tUs ?? 0n);
-            if (sum * periodUs > B * periodUs + r * span) {
-              throw new Error(`window ${i}..${j}: ${sum} tokens admitted in ${span} µs exceeds ${B} + ${r}/${periodUs}·Δt`);
-            }
-          }
-        }
+        const envelope = checkEnvelope(admitted, capacity, rate);
+        expect(envelope.ok, `window ${JSON.stringify(envelope.worstWindow)} over B + r·Δt by ${envelope.worstExcessTokens} tokens`).toBe(true);
       }),
       { seed: propertySeed('src/core/bucket.test.ts'), numRuns: 300 },
     );
