@@ -47,6 +47,18 @@ describe('ExactBucket reference trace (capacity 3, 2 tokens/s, starts full)', ()
     expect(bucket.take(1, 500_000)).toEqual(ALLOW);
   });
 
+  it('retryAfterUs says the same wait without spending, 0 when the tokens are there, null when they never fit', () => {
+    const bucket = new ExactBucket(3, parseRate('2/s'), 0);
+    expect(bucket.retryAfterUs(3, 0)).toBe(0);
+    expect(bucket.retryAfterUs(4, 0)).toBeNull();
+    expect(bucket.take(3, 0)).toEqual(ALLOW);
+    expect(bucket.retryAfterUs(1, 250_000)).toBe(250_000);
+    expect(bucket.retryAfterUs(2, 250_000)).toBe(750_000);
+    expect(bucket.take(1, 250_000)).toEqual(wait(250_000));
+    expect(bucket.retryAfterUs(1, 500_000)).toBe(0);
+    expect(bucket.availableTokens(500_000)).toBe(1);
+  });
+
   it.each([
     // rate, capacity, cost, retryAfterUs from empty at t=0
     ['3/s', 5, 1, 333_334],
@@ -193,8 +205,10 @@ describe('ExactBucket properties', () => {
           if (dtUs === 'retry') tUs += retryAfterUs;
           else if (dtUs === 'retry-1') tUs += Math.max(0, retryAfterUs - 1);
           else tUs += dtUs;
+          const announced = bucket.retryAfterUs(cost, tUs);
           const got = bucket.take(cost, tUs);
           retryAfterUs = !got.ok && got.reason === 'insufficient' ? got.retryAfterUs : 0;
+          expect({ step, announced }).toEqual({ step, announced: got.ok ? 0 : got.reason === 'never-fits' ? null : got.retryAfterUs });
           expect({ step, tUs, cost, got }).toEqual({ step, tUs, cost, got: model.take(cost, tUs) });
           expect({ step, available: bucket.availableTokens(tUs) }).toEqual({ step, available: model.available(tUs) });
           if (got.ok) admitted.push({ tUs, cost });
