@@ -33,7 +33,9 @@
 import { makeRate, parseRate, poolNameProblem, assertSubjectPrefix, tokenScale, isProtocolId, ID_FORM, TokenleaseError, DEFAULT_SUBJECT_PREFIX, type Rate } from '@tokenlease/shared';
 import { CoordinatorError } from '../errors.js';
 
+/** MIN_TTL_MS — the shortest lease TTL a pool may have, ms. */
 export const MIN_TTL_MS = 10;
+/** MAX_TTL_MS — the longest lease TTL a pool may have (one hour), ms; also the longest quiet period. */
 export const MAX_TTL_MS = 3_600_000;
 export const DEFAULT_TTL_MS = 2000;
 export const DEFAULT_HOLD_MS_MAX = 250;

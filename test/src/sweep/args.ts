@@ -11,6 +11,7 @@
  * to the same SweepArgs, so a run can always be replayed.
  */
 import { parseArgs } from 'node:util';
+import { MAX_TTL_MS, MIN_TTL_MS } from '@tokenlease/coordinator';
 import { formatRate, parseRate, tokenScale, type Rate } from '@tokenlease/shared';
 import { SweepArgsError } from './args-error.js';
 import { formatDurationUs, parseDurationUs } from './duration.js';
@@ -61,10 +62,6 @@ export interface SweepArgs {
   readonly help: boolean;
 }
 
-/** MIN_TTL_MS — the shortest lease TTL the coordinator accepts, ms. */
-export const MIN_TTL_MS = 10;
-/** MAX_TTL_MS — the longest lease TTL the coordinator accepts, ms (one hour). */
-export const MAX_TTL_MS = 3_600_000;
 /** MAX_COMBINATIONS — most tokenlease settings (chunk and rate rows) one sweep runs. */
 export const MAX_COMBINATIONS = 1000;
 
@@ -108,14 +105,14 @@ counts each in RT/1k like a round-trip.
   --refill RATE              refill rate like 500/s, 2/1000ms, 60/min (default ${SWEEP_DEFAULTS.refill})
   --workload NAME[:k=v,...]  demand shape (default ${SWEEP_DEFAULTS.workload}); see below
   --lease-sizes N,N,...      maxLeaseTokens to try, 1..B (default ${SWEEP_DEFAULTS['lease-sizes']})
-  --ttls D,D,...             lease TTLs to try, ${MIN_TTL_MS}ms..1h (default ${SWEEP_DEFAULTS.ttls})
+  --ttls D,D,...             lease TTLs to try, ${formatDurationUs(MIN_TTL_MS * 1000)}..${formatDurationUs(MAX_TTL_MS * 1000)} (default ${SWEEP_DEFAULTS.ttls})
   --allowances N,N,...       extra burst tokens A to try, 0 = strict (default ${SWEEP_DEFAULTS.allowances})
   --lease-modes M,M          chunk and/or rate leases (default ${SWEEP_DEFAULTS['lease-modes']})
-  --refreshes D,D,...        rate leases: agents' refresh intervals to try, 1ms..1h; bare
+  --refreshes D,D,...        rate leases: agents' refresh intervals to try, 1ms..${formatDurationUs(MAX_TTL_MS * 1000)}; bare
                              numbers are ms (default ${SWEEP_DEFAULTS.refreshes}); each runs with every
                              TTL of at least twice it, or else at a TTL of twice it
   --reports D,D,...          chunk leases: agents' usage-report intervals to try, 0 = off,
-                             up to 1h; bare numbers are ms (default ${SWEEP_DEFAULTS.reports});
+                             up to ${formatDurationUs(MAX_TTL_MS * 1000)}; bare numbers are ms (default ${SWEEP_DEFAULTS.reports});
                              rate leases ignore it
   --latency D                mean one-way network delay, 0..10s (default ${SWEEP_DEFAULTS.latency})
   --duration D               simulated time per combination, up to 24h (default ${SWEEP_DEFAULTS.duration})
@@ -276,6 +273,7 @@ export function parseSweepArgs(argv: readonly string[], drawSeed: () => number =
     throw new SweepArgsError('--capacity', `${capacityTokens} plus the largest allowance ${largestAllowance} does not fit the exact arithmetic (${detail}); use a smaller capacity or allowance`);
   }
   const leaseModes = readLeaseModes(text('lease-modes'));
+  // Refresh and report intervals longer than any lease can live are of no use: the longest TTL bounds them too.
   const refreshesMs = list('--refreshes', text('refreshes'), (one) => durationUs('--refreshes', /^\d+$/.test(one) ? `${one}ms` : one, 1000, MAX_TTL_MS * 1000, true) / 1000);
   const reportsMs = list('--reports', text('reports'), (one) => durationUs('--reports', /^\d+$/.test(one) ? `${one}ms` : one, 0, MAX_TTL_MS * 1000, true) / 1000);
   const combinations = tokenleaseSettings({ allowances: allowancesTokens, ttlsMs, leaseSizes: leaseSizesTokens, leaseModes, refreshesMs, reportsMs }).length;
