@@ -5,6 +5,7 @@ export { parseCoordinatorConfig, type CoordinatorConfig, type PoolConfig, DEFAUL
 export { waterFill, exactShares } from './core/water-fill.js';
 export { CoordinatorError, type CoordinatorErrorCode } from './errors.js';
 export { loadConfigFile } from './adapters/config-file.js';
+export { TICK_MS_MAX } from './adapters/tick-timer.js';
 export { startCoordinatorService, type CoordinatorService, type ServiceOptions } from './adapters/service.js';
 export { connectRedisStore, parseRedisUrl, type StateStore, type Claim, type RedisStoreOptions } from './adapters/redis-store.js';
 export { startDurableService, DEFAULT_OWNERSHIP_TTL_MS, type DurableService, type DurableServiceOptions } from './adapters/durable-service.js';

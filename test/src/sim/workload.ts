@@ -20,6 +20,12 @@
  */
 import type { Random } from '../harness/random.js';
 
+const US_PER_S = 1_000_000;
+/** TAKE_SHARE_DEFAULT — the share of requests that wait with `take()` unless the spec says, a fraction. */
+export const TAKE_SHARE_DEFAULT = 0.2;
+/** TAKE_TIMEOUT_MS_DEFAULT — how long a `take()` waits unless the spec says, ms. */
+export const TAKE_TIMEOUT_MS_DEFAULT = 200;
+
 export type WorkloadName = 'steady' | 'bursty' | 'diurnal' | 'zipf' | 'churn' | 'weighted';
 
 /** How requests may wait: a share of them call `take()` with a timeout instead of `tryTake()`. */
@@ -134,11 +140,11 @@ export function makeWorkload(spec: WorkloadSpec, agents: number, refillPerSecond
   const demandPerSecond = share.map((x) => x * spec.load * refillPerSecond);
   const arrivals: Arrival[] = [];
   const peak = peakFactor(spec);
-  const takeShare = spec.takeShare ?? 0.2;
-  const takeTimeoutMs = spec.takeTimeoutMs ?? 200;
+  const takeShare = spec.takeShare ?? TAKE_SHARE_DEFAULT;
+  const takeTimeoutMs = spec.takeTimeoutMs ?? TAKE_TIMEOUT_MS_DEFAULT;
   for (const span of presence) {
     const requestsPerSecond = (demandPerSecond[span.agent] as number) / meanCost(spec);
-    const peakPerUs = (requestsPerSecond * peak) / 1e6;
+    const peakPerUs = (requestsPerSecond * peak) / US_PER_S;
     if (peakPerUs <= 0) continue;
     for (let t = span.fromUs + random.exponential(1 / peakPerUs); t < span.toUs; t += random.exponential(1 / peakPerUs)) {
       const tUs = Math.floor(t);
