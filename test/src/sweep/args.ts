@@ -96,9 +96,10 @@ lease TTL, allowance and usage-report interval (chunk leases) and of
 refresh interval, TTL and allowance (rate leases), next to two baselines
 (central: a round-trip per request to one exact bucket; local: independent
 buckets of r/N per agent), and recommends the setting with the fewest
-round-trips that reaches the target utilization without ever exceeding the
-envelope B + A + r*T. Usage reports are one-way messages; the simulator
-counts each in RT/1k like a round-trip.
+coordinator messages per 1,000 admissions that reaches the target
+utilization without ever exceeding the envelope B + A + r*T. Messages are
+round-trips (column RT/1k) plus one-way usage reports (rep/1k, counted
+apart); the cost (msg/1k) weighs a report like a round-trip.
 
   --agents N                 agents in the fleet (default ${SWEEP_DEFAULTS.agents}; 1..${AGENTS_MAX})
   --capacity B               pool capacity, tokens (default ${SWEEP_DEFAULTS.capacity})

@@ -6,8 +6,9 @@
  * Rate rows' leases are capped only by the agent's share of B
  * (maxLeaseTokens = B); settings.ts says which TTLs they run with.
  * A chunk row with a report interval above 0 runs its agents with keeper
- * reportMs set to it; the simulator counts each report it publishes in
- * roundTrips, so that row's roundTripsPer1k includes them (see row.ts).
+ * reportMs set to it; the simulator counts the reports it publishes apart
+ * from the round-trips, and the row carries them apart (reportsPer1k beside
+ * roundTripsPer1k; cost.ts adds them up).
  */
 import { DEFAULT_TTL_MS } from '@tokenlease/coordinator';
 import type { Rate } from '@tokenlease/shared';
