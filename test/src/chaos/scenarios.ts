@@ -16,11 +16,12 @@ import { startNatsCluster } from '../harness/nats-cluster.js';
 import { isRunning } from '../harness/proc-state.js';
 import { stopAll, type Child } from '../harness/processes.js';
 import { seededRandom, type Random } from '../harness/random.js';
+import type { ScenarioName } from './args.js';
 import { ChaosFleet, OWNERSHIP_TTL_MS, type AgentHandle, type ChaosPool } from './chaos-fleet.js';
 import { expiryViolations, recoveryMs } from './checks.js';
 
 export interface ScenarioRow {
-  readonly scenario: string;
+  readonly scenario: ScenarioName;
   readonly faultVerified: boolean;
   readonly admitted: number;
   readonly envelopeViolations: number;
@@ -87,7 +88,7 @@ async function withPrivateNats<T>(body: (nats: PrivateNats) => Promise<T>): Prom
 
 /** runScenario — a fleet on `natsUrl`, `agents` steady agents running `runMs`, and `fault` injected meanwhile. */
 async function runScenario(
-  name: string,
+  name: ScenarioName,
   natsUrl: string,
   options: ScenarioOptions,
   agents: number,
@@ -292,4 +293,13 @@ export async function churnAgents(options: ScenarioOptions): Promise<ScenarioRow
   });
 }
 
-export const SCENARIOS = { killAgents, pauseAgent, restartNats, loseNatsNode, killCoordinator, failoverCoordinator, churnAgents } as const;
+/** SCENARIOS — each scenario by the name its row prints. */
+export const SCENARIOS: Readonly<Record<ScenarioName, (options: ScenarioOptions) => Promise<ScenarioRow>>> = {
+  'kill-agents': killAgents,
+  'pause-agent': pauseAgent,
+  'restart-nats': restartNats,
+  'lose-nats-node': loseNatsNode,
+  'kill-coordinator': killCoordinator,
+  'failover-coordinator': failoverCoordinator,
+  'churn-agents': churnAgents,
+};
