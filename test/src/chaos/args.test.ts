@@ -3,18 +3,11 @@
  * print, and one clear line for anything else.
  */
 import { describe, expect, it } from 'vitest';
+import { thrown } from '@tokenlease/shared/testing';
 import { ChaosArgsError, CHAOS_USAGE, parseChaosArgs, SCENARIO_NAMES, type ChaosArgs } from './args.js';
 import { SCENARIOS } from './scenarios.js';
 
-function refusal(argv: string[]): ChaosArgsError {
-  try {
-    parseChaosArgs(argv);
-  } catch (error) {
-    if (error instanceof ChaosArgsError) return error;
-    throw error;
-  }
-  throw new Error(`accepted ${JSON.stringify(argv)}`);
-}
+const refusal = (argv: string[]): ChaosArgsError => thrown(ChaosArgsError, () => parseChaosArgs(argv));
 
 describe('parseChaosArgs', () => {
   it.each<[string[], Partial<ChaosArgs>]>([

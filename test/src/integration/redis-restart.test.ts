@@ -33,7 +33,6 @@ const RESUMED_AFTER_MS = 3000;
 const MAX_LEASE_TOKENS = 10;
 const AGENTS = 3;
 
-
 describe('a durable coordinator whose Redis restarts', () => {
   let nats: NatsHandle;
   beforeAll(async () => {
