@@ -66,9 +66,9 @@ export interface CoordinatorOptions {
 export async function startCoordinator(natsUrl: string, configPath: string, options: CoordinatorOptions = {}): Promise<Child> {
   const args = ['--config', configPath, '--nats', natsUrl, '--log-level', options.logLevel ?? 'info'];
   const durable = options.redisUrl !== undefined;
-  if (!durable) args.push('--memory');
+  if (options.redisUrl === undefined) args.push('--memory');
   else {
-    args.push('--redis', options.redisUrl as string);
+    args.push('--redis', options.redisUrl);
     if (options.member !== undefined) args.push('--member', options.member);
     if (options.ownershipTtlMs !== undefined) args.push('--ownership-ttl-ms', String(options.ownershipTtlMs));
     if (options.redisPrefix !== undefined) args.push('--redis-prefix', options.redisPrefix);

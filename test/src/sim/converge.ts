@@ -15,8 +15,8 @@ const SETTLE_US = 1_000_000;
 const WINDOW_US_MIN = 3_000_000;
 /** Saturated: every second of the window offered at least this multiple of the refill rate. */
 const SATURATING_LOAD = 1.5;
-/** CONVERGED_SHARE_MIN — the share of the fault-free twin's admitted rate a fleet must reach after its faults. */
-export const CONVERGED_SHARE_MIN = 0.75;
+/** The share of the fault-free twin's admitted rate a fleet must reach after its faults. */
+const CONVERGED_SHARE_MIN = 0.75;
 
 export function faultsEndUs(config: SimConfig): number {
   const ends = [
