@@ -25,6 +25,8 @@ const US_PER_S = 1_000_000;
 export const TAKE_SHARE_DEFAULT = 0.2;
 /** TAKE_TIMEOUT_MS_DEFAULT — how long a `take()` waits unless the spec says, ms. */
 export const TAKE_TIMEOUT_MS_DEFAULT = 200;
+/** A churning agent's stay, and its absence, last at least this long, µs. */
+const CHURN_SPAN_US_MIN = 1000;
 
 export type WorkloadName = 'steady' | 'bursty' | 'diurnal' | 'zipf' | 'churn' | 'weighted';
 
@@ -94,9 +96,9 @@ function presenceOf(spec: WorkloadSpec, agents: number, durationUs: number, rand
     const downUs = spec.downMs * 1000;
     let t = random.next() < upUs / (upUs + downUs) ? 0 : Math.round(random.exponential(downUs));
     for (let incarnation = 0; t < durationUs; incarnation += 1) {
-      const end = Math.min(durationUs, t + Math.max(1000, Math.round(random.exponential(upUs))));
+      const end = Math.min(durationUs, t + Math.max(CHURN_SPAN_US_MIN, Math.round(random.exponential(upUs))));
       spans.push({ agent, incarnation, fromUs: t, toUs: end, crashes: random.next() < spec.crashFraction });
-      t = end + Math.max(1000, Math.round(random.exponential(downUs)));
+      t = end + Math.max(CHURN_SPAN_US_MIN, Math.round(random.exponential(downUs)));
     }
   }
   return spans;

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { messagesPer1k } from './cost.js';
-import { describeRecommendation, recommend, recommendationHeadline } from './recommend.js';
+import { describeRecommendation, recommend, recommendationHeadline, TERMINAL_COLUMNS } from './recommend.js';
 import type { SweepRow } from './row.js';
 import { sampleRateRows, sampleRow, sampleSweepRows } from './sample-rows.js';
 
@@ -107,7 +107,7 @@ describe('describeRecommendation', () => {
     expect(recommendationHeadline(rec)).toBe(headline);
     expect(text.replace(/\n/g, ' ').startsWith(headline)).toBe(true);
     expect(text.replace(/\n/g, ' ')).toContain(rec.reason);
-    for (const line of text.split('\n')) expect(line.length).toBeLessThanOrEqual(78);
+    for (const line of text.split('\n')) expect(line.length).toBeLessThanOrEqual(TERMINAL_COLUMNS);
   });
 });
 

@@ -38,6 +38,9 @@ export interface Recommendation {
 
 type LeaseRow = SweepRow & { readonly strategy: 'lease' | 'rate'; readonly ttlMs: number };
 
+/** TERMINAL_COLUMNS — the width the recommendation is wrapped to for a terminal, characters. */
+export const TERMINAL_COLUMNS = 78;
+
 const pct = (fraction: number): string => `${formatPercent(fraction)}%`;
 const reportsOf = (row: SweepRow): number => row.reportMs ?? 0;
 const setting = (row: LeaseRow): string =>
@@ -185,10 +188,11 @@ export function recommendationHeadline(rec: Recommendation): string {
 }
 
 /**
- * describeRecommendation — one paragraph for the terminal, wrapped at 78
- * columns: the headline (the pool fields to configure) and the reason, or
- * that there is none and what to try instead. No trailing newline.
+ * describeRecommendation — one paragraph for the terminal, wrapped at
+ * TERMINAL_COLUMNS: the headline (the pool fields to configure) and the
+ * reason, or that there is none and what to try instead. No trailing
+ * newline.
  */
 export function describeRecommendation(rec: Recommendation): string {
-  return wrapText(`${recommendationHeadline(rec)} ${rec.reason}`, '', 78).join('\n');
+  return wrapText(`${recommendationHeadline(rec)} ${rec.reason}`, '', TERMINAL_COLUMNS).join('\n');
 }
