@@ -1,9 +1,11 @@
 export { CoordinatorCore } from './core/coordinator-core.js';
 export { Pool, type Delivery } from './core/pool.js';
 export { LeaseTable, type LeaseRecord } from './core/lease-table.js';
-export { parseCoordinatorConfig, type CoordinatorConfig, type PoolConfig, DEFAULT_TTL_MS } from './core/config.js';
+export { parseCoordinatorConfig, type CoordinatorConfig, type PoolConfig, DEFAULT_TTL_MS, MIN_TTL_MS, MAX_TTL_MS } from './core/config.js';
+export { waterFill, exactShares } from './core/water-fill.js';
 export { CoordinatorError, type CoordinatorErrorCode } from './errors.js';
 export { loadConfigFile } from './adapters/config-file.js';
+export { TICK_MS_MAX } from './adapters/tick-timer.js';
 export { startCoordinatorService, type CoordinatorService, type ServiceOptions } from './adapters/service.js';
 export { connectRedisStore, parseRedisUrl, type StateStore, type Claim, type RedisStoreOptions } from './adapters/redis-store.js';
 export { startDurableService, DEFAULT_OWNERSHIP_TTL_MS, type DurableService, type DurableServiceOptions } from './adapters/durable-service.js';

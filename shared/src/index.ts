@@ -5,6 +5,7 @@ export * from './core/bucket.js';
 export * from './protocol/subjects.js';
 export * from './protocol/messages.js';
 export * from './protocol/limits.js';
+export * from './protocol/ids.js';
 export * from './protocol/codec.js';
 export * from './adapters/nats-bus.js';
 export * from './adapters/host-clock.js';

@@ -35,10 +35,12 @@
  * [max(60000, leaseTtlMs)], maxPools [100000] } }`) make per-tenant pools on
  * first use; see TemplateConfig.
  */
-import { makeRate, parseRate, poolNameProblem, assertSubjectPrefix, tokenScale, TokenleaseError, DEFAULT_SUBJECT_PREFIX, type Rate } from '@tokenlease/shared';
+import { makeRate, parseRate, poolNameProblem, assertSubjectPrefix, tokenScale, isProtocolId, ID_FORM, TokenleaseError, DEFAULT_SUBJECT_PREFIX, type Rate } from '@tokenlease/shared';
 import { CoordinatorError } from '../errors.js';
 
+/** MIN_TTL_MS — the shortest lease TTL a pool may have, ms. */
 export const MIN_TTL_MS = 10;
+/** MAX_TTL_MS — the longest lease TTL a pool may have (one hour), ms; also the longest quiet period. */
 export const MAX_TTL_MS = 3_600_000;
 export const DEFAULT_TTL_MS = 2000;
 export const DEFAULT_HOLD_MS_MAX = 250;
@@ -191,7 +193,7 @@ function readWeights(where: Where, value: unknown): ReadonlyMap<string, number> 
   if (value === undefined) return weights;
   if (!isDoc(value)) return where.fail('classWeights', 'must be a mapping of agent class to weight');
   for (const [agentClass, weight] of Object.entries(value)) {
-    if (!/^[\x21-\x7e]{1,128}$/.test(agentClass)) where.fail('classWeights', `class ${JSON.stringify(agentClass)} must be 1 to 128 printable ASCII characters`);
+    if (!isProtocolId(agentClass)) where.fail('classWeights', `class ${JSON.stringify(agentClass)} must be ${ID_FORM}`);
     if (typeof weight !== 'number' || !Number.isSafeInteger(weight) || weight < 1 || weight > CLASS_WEIGHT_MAX) {
       where.fail('classWeights', `weight of ${JSON.stringify(agentClass)} must be an integer in [1, ${CLASS_WEIGHT_MAX}], got ${JSON.stringify(weight)}`);
     }

@@ -28,8 +28,9 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { propertySeed } from '@tokenlease/shared/testing';
+import { EnvelopeWatch, propertySeed, worstWindowRatio } from '@tokenlease/shared/testing';
 import {
+  DEMAND_PER_SECOND_MAX,
   decodeReply,
   encodeMessage,
   subjectFor,
@@ -259,7 +260,8 @@ class Simulation {
   readonly quietPeriodUs: number;
   readonly agents: SimAgent[] = [];
   readonly requests: SentRequest[] = [];
-  readonly spends: Array<{ readonly atUs: number; readonly tokens: number }> = [];
+  readonly spends: Array<{ readonly tUs: number; readonly cost: number }> = [];
+  readonly envelope: EnvelopeWatch;
   readonly counts = noCounts();
   nowUs: number;
 
@@ -273,6 +275,7 @@ class Simulation {
     this.config = poolConfig;
     this.ttlUs = poolConfig.leaseTtlMs * 1000;
     this.quietPeriodUs = config.quietPeriodMs * 1000;
+    this.envelope = new EnvelopeWatch(poolConfig.capacity + poolConfig.allowance, poolConfig.refill);
     this.core = new CoordinatorCore<Target>(config, sc.epoch, sc.startUs);
     const pool = this.core.pool('p');
     if (pool === undefined) throw new Error('no pool p');
@@ -441,9 +444,9 @@ class Simulation {
     const tokens = Math.min(op.tokens, this.usable(a));
     if (tokens === 0) return;
     a.balance -= tokens;
-    this.spends.push({ atUs: this.nowUs, tokens });
+    this.spends.push({ tUs: this.nowUs, cost: tokens });
     this.counts.tokensSpent += tokens;
-    this.checkEnvelope();
+    this.checkEnvelope(tokens);
   }
 
   /** A request from outside the fleet: it may name anyone's lease, but must not disturb the fleet's leases. */
@@ -473,7 +476,7 @@ class Simulation {
         leaseId: op.lease % 3 === 0 ? null : named,
         tokensLeft: op.tokensLeft,
         tokensWanted: op.tokensWanted,
-        demandPerSecond: 1e12,
+        demandPerSecond: DEMAND_PER_SECOND_MAX,
         holdMs: op.holdMs,
       };
       const sent = { agent: null, kind: 'acquire', seq: op.seq, body, codes: [], sameBodyPerSeq: false, loseReply: false } as const;
@@ -669,26 +672,15 @@ class Simulation {
     }
   }
 
-  /** Every window ending at the newest spend: Σ ≤ B + r·(tⱼ − tᵢ), exactly. */
-  checkEnvelope(): void {
-    const last = this.spends[this.spends.length - 1];
-    if (last === undefined) return;
-    const { tokens: rateTokens, periodMs } = this.config.refill;
-    const periodUs = BigInt(periodMs) * 1000n;
-    let sum = 0n;
-    for (let i = this.spends.length - 1; i >= 0; i -= 1) {
-      const s = this.spends[i];
-      if (s === undefined) break;
-      sum += BigInt(s.tokens);
-      const allowed = BigInt(this.config.capacity + this.config.allowance) * periodUs + BigInt(rateTokens) * BigInt(last.atUs - s.atUs);
-      const closeness = Number((sum * periodUs * 1000n) / allowed) / 1000;
-      if (closeness > this.counts.closestWindow) this.counts.closestWindow = closeness;
-      if (sum * periodUs > allowed) {
-        throw new Error(
-          `envelope broken: ${sum} tokens spent in [${s.atUs}, ${last.atUs}] µs; ` +
-            `allowed ${this.config.capacity} + ${this.config.allowance} + ${rateTokens}/${periodMs}ms × ${last.atUs - s.atUs} µs`,
-        );
-      }
+  /** Every window ending at the newest spend: Σ ≤ B + A + r·(tⱼ − tᵢ), exactly. */
+  checkEnvelope(tokens: number): void {
+    const excessTokens = this.envelope.admit(this.nowUs, tokens);
+    if (excessTokens > 0) {
+      const { capacity, allowance, refill } = this.config;
+      throw new Error(
+        `envelope broken by ${excessTokens} tokens in the window ${JSON.stringify(this.envelope.worstWindow)} µs; ` +
+          `allowed ${capacity} + ${allowance} + ${refill.tokens}/${refill.periodMs}ms × its length`,
+      );
     }
   }
 
@@ -697,6 +689,7 @@ class Simulation {
     this.advance(1);
     this.deliver(this.core.flush(this.nowUs));
     this.checkState();
+    this.counts.closestWindow = worstWindowRatio(this.spends, this.config.capacity + this.config.allowance, this.config.refill);
     expect(internalsOf(this.pool).waiters).toHaveLength(0);
     for (const a of this.agents) {
       const seqs = [...a.lastReceived.keys()];
@@ -788,9 +781,9 @@ describe('CoordinatorCore under random requests from honest agents', () => {
     }
     const sim = new Simulation({ shape, startUs: 0, epoch: 1, agents: 2, adapterTicks: true, warmUpUs: null, ops });
     sim.run();
-    const spent = sim.spends.reduce((n, s) => n + s.tokens, 0);
+    const spent = sim.spends.reduce((n, s) => n + s.cost, 0);
     // Quiet until 200 ms (nothing to spend), then 1 token per ms until the last spend at 1 s.
-    expect(sim.spends[sim.spends.length - 1]?.atUs).toBe(1_000_000);
+    expect(sim.spends[sim.spends.length - 1]?.tUs).toBe(1_000_000);
     expect(spent).toBeGreaterThan(750);
     expect(spent).toBeLessThanOrEqual(800);
     expect(sim.counts.closestWindow).toBeGreaterThan(0.9);

@@ -28,7 +28,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { decodeReply, encodeMessage, type LeaseGrant, type LeaseRequest, type LeaseReturn } from '@tokenlease/shared';
-import { propertySeed } from '@tokenlease/shared/testing';
+import { EnvelopeWatch, propertySeed, worstWindowRatio } from '@tokenlease/shared/testing';
 import { parseCoordinatorConfig, type PoolConfig } from './config.js';
 import { Pool, type Delivery } from './pool.js';
 import { MS, S, STANDARD_POOL_FIELDS, acquire, credit, grantOf, internals, internalsOf, makePool, status, tick } from './pool.fixtures.js';
@@ -557,7 +557,8 @@ class FailoverRun {
   /** agentId → seq of a kept lease whose request was held when it was written, at the last failover. */
   private heldKept = new Map<string, number>();
   private readonly agents: SimAgent[];
-  private readonly admissions: Array<{ readonly atUs: number; readonly tokens: number }> = [];
+  private readonly admissions: Array<{ readonly tUs: number; readonly cost: number }> = [];
+  private readonly envelope: EnvelopeWatch;
   readonly counts: Counts = { failovers: 0, lateReplies: 0, keptReplies: 0, heldKept: 0, heldRetries: 0, tokensSpent: 0, closestWindow: 0 };
 
   constructor(
@@ -566,6 +567,7 @@ class FailoverRun {
     private readonly promptRetries: boolean,
   ) {
     this.ttlUs = config.leaseTtlMs * 1000;
+    this.envelope = new EnvelopeWatch(config.capacity, config.refill);
     this.pool = Pool.takeOver<string>(config, this.epoch, this.nowUs, null);
     this.agents = Array.from({ length: agents }, (_, i) => ({ id: `agent-${i}`, seq: 0, leaseId: null, balance: 0, expiryUs: 0, outstanding: null }));
   }
@@ -601,6 +603,7 @@ class FailoverRun {
       }
       this.checkAgents();
     }
+    this.counts.closestWindow = worstWindowRatio(this.admissions, this.config.capacity, this.config.refill);
   }
 
   private agent(i: number): SimAgent {
@@ -721,28 +724,16 @@ class FailoverRun {
     if (n <= 0) return;
     a.balance -= n;
     this.counts.tokensSpent += n;
-    this.admissions.push({ atUs: this.nowUs, tokens: n });
-    this.checkEnvelope();
+    this.admissions.push({ tUs: this.nowUs, cost: n });
+    this.checkEnvelope(n);
   }
 
-  /** Every window ending at the newest admission: Σ ≤ B + r·(tⱼ − tᵢ), exactly (r = tokens per periodMs). */
-  private checkEnvelope(): void {
-    const last = this.admissions[this.admissions.length - 1];
-    if (last === undefined) return;
-    const { capacity, refill } = this.config;
-    const { tokens: rateTokens, periodMs } = refill;
-    const periodUs = periodMs * 1000;
-    let sum = 0;
-    for (let i = this.admissions.length - 1; i >= 0; i -= 1) {
-      const s = this.admissions[i];
-      if (s === undefined) break;
-      sum += s.tokens;
-      // Integers far below 2^53: exact.
-      const allowed = capacity * periodUs + rateTokens * (last.atUs - s.atUs);
-      this.counts.closestWindow = Math.max(this.counts.closestWindow, (sum * periodUs) / allowed);
-      if (sum * periodUs > allowed) {
-        throw new Error(`envelope broken: ${sum} tokens admitted in [${s.atUs}, ${last.atUs}] µs; allowed ${capacity} + ${rateTokens}/${periodMs}ms × ${last.atUs - s.atUs} µs`);
-      }
+  /** Every window ending at the newest admission: Σ ≤ B + r·(tⱼ − tᵢ), exactly. */
+  private checkEnvelope(tokens: number): void {
+    const excessTokens = this.envelope.admit(this.nowUs, tokens);
+    if (excessTokens > 0) {
+      const { capacity, refill } = this.config;
+      throw new Error(`envelope broken by ${excessTokens} tokens in the window ${JSON.stringify(this.envelope.worstWindow)} µs; allowed ${capacity} + ${refill.tokens}/${refill.periodMs}ms × its length`);
     }
   }
 

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { propertySeed } from '@tokenlease/shared/testing';
-import { waterFill } from './water-fill.js';
+import { exactShares, waterFill } from './water-fill.js';
 
 describe('waterFill', () => {
   const cases: readonly [string, readonly [number, number][], number, readonly number[]][] = [
@@ -19,6 +19,14 @@ describe('waterFill', () => {
   ];
   it.each(cases)('%s', (_name, claims, total, shares) => {
     expect(waterFill(claims.map(([demand, weight]) => ({ demand, weight })), total)).toEqual(shares);
+  });
+
+  it.each<[string, readonly [number, number][], number, readonly number[]]>([
+    ['an even split keeps its fractions', [[100, 1], [100, 1], [100, 1]], 100, [100 / 3, 100 / 3, 100 / 3]],
+    ['weights divide the level exactly', [[1000, 1], [1000, 3], [1, 1]], 10, [2.25, 6.75, 1]],
+  ])('without rounding (exactShares): %s', (_name, claims, total, shares) => {
+    const exact = waterFill(claims.map(([demand, weight]) => ({ demand, weight })), total, exactShares);
+    exact.forEach((share, i) => expect(share).toBeCloseTo(shares[i] ?? NaN, 12));
   });
 
   it('is max-min fair: never over demand or total, and whoever gets less than asked gets at least every other share per weight (less rounding)', () => {

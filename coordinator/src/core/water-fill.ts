@@ -5,9 +5,14 @@
  * proportion to the weights among those that want more, raising one
  * "water level" until the total is used or every demand is met (water-
  * filling). Claimants whose demand is met at the level keep what they asked
- * for; the rest each get level × weight. Results are whole numbers (rounded
- * down, so the sum never exceeds `total`); what rounding leaves over passes
- * to those served later (larger demands per weight).
+ * for; the rest each get level × weight.
+ *
+ * `round` turns each share into what the claimant is handed. The default,
+ * Math.floor, gives whole numbers (the sum never exceeds `total`), and what
+ * rounding leaves over passes to those served later (larger demands per
+ * weight): the coordinator divides a rate in whole tokens per period this
+ * way. `exactShares` (no rounding) gives the real-valued division, the fair
+ * share the sweep measures fairness against.
  *
  * Edge cases: total ≤ 0 or no claims gives zeros; a demand ≤ 0 gets 0; a
  * weight ≤ 0 counts as 1.
@@ -17,7 +22,10 @@ export interface Claim {
   readonly weight: number;
 }
 
-export function waterFill(claims: readonly Claim[], total: number): number[] {
+/** exactShares — the `round` of waterFill that keeps each share as it is (a real number). */
+export const exactShares = (share: number): number => share;
+
+export function waterFill(claims: readonly Claim[], total: number, round: (share: number) => number = Math.floor): number[] {
   const shares = claims.map(() => 0);
   if (!(total > 0)) return shares;
   const open = claims.map((c, i) => ({ i, demand: Math.max(0, c.demand), weight: c.weight > 0 ? c.weight : 1 })).filter((c) => c.demand > 0);
@@ -27,8 +35,9 @@ export function waterFill(claims: readonly Claim[], total: number): number[] {
   let weightLeft = open.reduce((sum, c) => sum + c.weight, 0);
   for (const c of open) {
     const level = remaining / weightLeft;
-    const share = Math.min(c.demand, level * c.weight);
-    shares[c.i] = Math.floor(share);
+    // Never below 0, whatever floating point leaves of `remaining`.
+    const share = Math.max(0, Math.min(c.demand, level * c.weight));
+    shares[c.i] = round(share);
     remaining -= shares[c.i] as number;
     weightLeft -= c.weight;
   }

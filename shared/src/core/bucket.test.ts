@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { thrown } from '../testing/thrown.js';
 import { describe, expect, it } from 'vitest';
 import { propertySeed } from '../testing/seed.js';
+import { checkEnvelope, type Admission } from '../testing/envelope.js';
 import { TokenleaseError } from '../errors.js';
 import { ExactBucket, type TakeResult } from './bucket.js';
 import { makeRate, parseRate, type Rate } from './rate.js';
@@ -44,6 +45,18 @@ describe('ExactBucket reference trace (capacity 3, 2 tokens/s, starts full)', ()
     expect(refused).toEqual(wait(250_000));
     expect(bucket.take(1, 499_999)).toEqual(wait(1));
     expect(bucket.take(1, 500_000)).toEqual(ALLOW);
+  });
+
+  it('retryAfterUs says the same wait without spending, 0 when the tokens are there, null when they never fit', () => {
+    const bucket = new ExactBucket(3, parseRate('2/s'), 0);
+    expect(bucket.retryAfterUs(3, 0)).toBe(0);
+    expect(bucket.retryAfterUs(4, 0)).toBeNull();
+    expect(bucket.take(3, 0)).toEqual(ALLOW);
+    expect(bucket.retryAfterUs(1, 250_000)).toBe(250_000);
+    expect(bucket.retryAfterUs(2, 250_000)).toBe(750_000);
+    expect(bucket.take(1, 250_000)).toEqual(wait(250_000));
+    expect(bucket.retryAfterUs(1, 500_000)).toBe(0);
+    expect(bucket.availableTokens(500_000)).toBe(1);
   });
 
   it.each([
@@ -185,34 +198,24 @@ describe('ExactBucket properties', () => {
         const rate = makeRate(tokens, periodMs);
         const bucket = new ExactBucket(capacity, rate, startUs);
         const model = new RationalBucket(capacity, rate, startUs);
-        const admitted: Array<{ tUs: bigint; cost: bigint }> = [];
+        const admitted: Admission[] = [];
         let tUs = startUs;
         let retryAfterUs = 0;
         steps.forEach(({ dtUs, cost }, step) => {
           if (dtUs === 'retry') tUs += retryAfterUs;
           else if (dtUs === 'retry-1') tUs += Math.max(0, retryAfterUs - 1);
           else tUs += dtUs;
+          const announced = bucket.retryAfterUs(cost, tUs);
           const got = bucket.take(cost, tUs);
           retryAfterUs = !got.ok && got.reason === 'insufficient' ? got.retryAfterUs : 0;
+          expect({ step, announced }).toEqual({ step, announced: got.ok ? 0 : got.reason === 'never-fits' ? null : got.retryAfterUs });
           expect({ step, tUs, cost, got }).toEqual({ step, tUs, cost, got: model.take(cost, tUs) });
           expect({ step, available: bucket.availableTokens(tUs) }).toEqual({ step, available: model.available(tUs) });
-          if (got.ok) admitted.push({ tUs: BigInt(tUs), cost: BigInt(cost) });
+          if (got.ok) admitted.push({ tUs, cost });
         });
 
-        const B = BigInt(capacity);
-        const r = BigInt(tokens);
-        const periodUs = BigInt(periodMs) * 1000n;
-        const prefix: bigint[] = [0n];
-        for (const a of admitted) prefix.push((prefix[prefix.length - 1] ?? 0n) + a.cost);
-        for (let i = 0; i < admitted.length; i += 1) {
-          for (let j = i; j < admitted.length; j += 1) {
-            const sum = (prefix[j + 1] ?? 0n) - (prefix[i] ?? 0n);
-            const span = (admitted[j]?.tUs ?? 0n) - (admitted[i]?.tUs ?? 0n);
-            if (sum * periodUs > B * periodUs + r * span) {
-              throw new Error(`window ${i}..${j}: ${sum} tokens admitted in ${span} µs exceeds ${B} + ${r}/${periodUs}·Δt`);
-            }
-          }
-        }
+        const envelope = checkEnvelope(admitted, capacity, rate);
+        expect(envelope.ok, `window ${JSON.stringify(envelope.worstWindow)} over B + r·Δt by ${envelope.worstExcessTokens} tokens`).toBe(true);
       }),
       { seed: propertySeed('src/core/bucket.test.ts'), numRuns: 300 },
     );

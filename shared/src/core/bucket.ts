@@ -10,8 +10,8 @@
  * - A clock reading earlier than the last one is treated as no time passed
  *   (a monotonic clock never does this; a buggy one must not mint credit).
  *
- * It is the reference every test compares the fleet against, and the local
- * bucket of the baselines.
+ * It is the reference every test compares the fleet against, and the
+ * bucket of the sweep's baselines (one central, or one per agent).
  */
 import { TokenleaseError } from '../errors.js';
 import type { Rate } from './rate.js';
@@ -49,6 +49,19 @@ export class ExactBucket {
     }
     this.levelUnits -= costUnits;
     return ADMITTED;
+  }
+
+  /**
+   * retryAfterUs — whole µs from `nowUs` until `cost` tokens are in the
+   * bucket, rounded up (0 when they are there now); null when `cost` exceeds
+   * the capacity (never fits). Spends nothing; throws for the arguments
+   * `take` refuses.
+   */
+  retryAfterUs(cost: number, nowUs: number): number | null {
+    this.assertCost(cost);
+    this.advance(nowUs);
+    if (cost > this.scale.capacityTokens) return null;
+    return waitUs(this.scale, cost * this.scale.unitsPerToken - this.levelUnits);
   }
 
   /** availableTokens — whole tokens in the bucket at `nowUs`. */

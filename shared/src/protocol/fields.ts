@@ -2,7 +2,7 @@
  * Field readers for decoding: each returns the value or throws a
  * FieldProblem naming the field, so a decoder reads like a schema.
  */
-import { ID_LENGTH_MAX } from './limits.js';
+import { ID_FORM, isProtocolId } from './ids.js';
 
 /** FieldProblem — why `field` is refused; an Error so that one escaping decodeWith still carries a stack. */
 export class FieldProblem extends Error {
@@ -33,12 +33,10 @@ export function numberField(obj: Fields, field: string, min: number, max: number
   return value;
 }
 
-/** idField — 1 to ID_LENGTH_MAX printable ASCII characters without spaces. */
+/** idField — an id (ids.ts): 1 to ID_LENGTH_MAX printable ASCII characters without spaces. */
 export function idField(obj: Fields, field: string): string {
   const value = obj[field];
-  if (typeof value !== 'string' || value.length < 1 || value.length > ID_LENGTH_MAX || !/^[\x21-\x7e]+$/.test(value)) {
-    throw new FieldProblem(field, `must be 1 to ${ID_LENGTH_MAX} printable ASCII characters without spaces`);
-  }
+  if (!isProtocolId(value)) throw new FieldProblem(field, `must be ${ID_FORM}`);
   return value;
 }
 

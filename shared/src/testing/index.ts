@@ -1,2 +1,3 @@
+export { checkEnvelope, EnvelopeWatch, worstWindowRatio, type Admission, type EnvelopeReport, type EnvelopeWindow } from './envelope.js';
 export { propertySeed, seedFromEnv } from './seed.js';
 export { thrown } from './thrown.js';

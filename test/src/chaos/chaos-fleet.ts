@@ -6,14 +6,17 @@
  * started, each verified (exit signal, /proc state). It never signals a
  * process it did not start. Given a Redis URL its coordinators run in
  * durable mode (members c0, c1, …), and the owner of the pool can be found
- * from their logs.
+ * from their logs. Processes are started and read by the test harness
+ * (fleet.ts, coordinator-log.ts, log-events.ts), as the integration suites
+ * do.
  */
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { PoolStatus } from '@tokenlease/shared';
-import { readAdmissionLog, startAgentProcess, StatusProbe, writeConfig, type LoggedAdmission } from '../harness/fleet.js';
-import { coordinatorCliScript } from '../harness/paths.js';
-import { spawnNode, stop, type Child } from '../harness/processes.js';
+import { currentOwner, freshGrants, type GrantLine } from '../harness/coordinator-log.js';
+import { readAdmissionLog, startAgentProcess, startCoordinator, StatusProbe, writeConfig, type LoggedAdmission } from '../harness/fleet.js';
+import { logEvents } from '../harness/log-events.js';
+import { procState } from '../harness/proc-state.js';
+import { stop, type Child } from '../harness/processes.js';
 import type { Traffic } from '../harness/traffic.js';
 
 export interface ChaosPool {
@@ -31,24 +34,13 @@ export interface AgentHandle {
 }
 
 /** Grant — a fresh grant as the coordinator logged it. */
-export interface Grant {
-  readonly leaseId: string;
-  readonly tUs: number;
-  readonly ttlMs: number;
-}
+export type Grant = Pick<GrantLine, 'leaseId' | 'tUs' | 'ttlMs'>;
 
 const POOL = 'api';
 /** Ownership TTL of durable coordinators: a standby takes over within about this long. */
 export const OWNERSHIP_TTL_MS = 1000;
-
-function procState(pid: number): string | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
-  } catch {
-    return null;
-  }
-}
+/** How long after SIGSTOP or SIGCONT the kernel is asked for the process's state, ms. */
+const SIGNAL_SETTLE_MS = 50;
 
 export class ChaosFleet {
   readonly coordinators: Child[] = [];
@@ -78,20 +70,15 @@ export class ChaosFleet {
   /** startCoordinator — a coordinator process; resolves once it serves (durable: once it has started). */
   async startCoordinator(): Promise<Child> {
     const n = this.coordinators.length;
-    const mode = this.redisUrl === null ? ['--memory'] : ['--redis', this.redisUrl, '--member', `c${n}`, '--ownership-ttl-ms', String(OWNERSHIP_TTL_MS)];
-    const child = spawnNode(`coordinator-${n}`, coordinatorCliScript(), ['--config', this.configPath, '--nats', this.natsUrl, '--log-level', 'debug', ...mode]);
+    const durable = this.redisUrl === null ? {} : { redisUrl: this.redisUrl, member: `c${n}`, ownershipTtlMs: OWNERSHIP_TTL_MS };
+    const child = await startCoordinator(this.natsUrl, this.configPath, { ...durable, logLevel: 'debug', name: `coordinator-${n}` });
     this.coordinators.push(child);
-    await child.waitForLine((line) => line.includes('coordinator serving') || line.includes('durable coordinator started'), 15_000);
     return child;
   }
 
-  /** owner — (durable mode) the live coordinator whose last word on the pool was "pool owned", if any. */
+  /** owner — (durable mode) the live coordinator whose last word on the pool was 'pool-owned', if any. */
   owner(): Child | undefined {
-    return this.coordinators.find((child) => {
-      if (child.proc.exitCode !== null || child.proc.signalCode !== null) return false;
-      const last = [...child.lines].reverse().find((l) => l.includes(`"pool":"${POOL}"`) && /"msg":"(pool owned|pool handed over|stepped down)"/.test(l));
-      return last?.includes('"msg":"pool owned"') ?? false;
-    });
+    return currentOwner(this.coordinators, POOL)?.child;
   }
 
   /** firstGrantAfterUs — the host time of the first grant any coordinator logged at or after `tUs`, or null. */
@@ -121,8 +108,8 @@ export class ChaosFleet {
     this.agentCount += 1;
     const logPath = join(this.dir, `${name}-${this.agentCount}.log`);
     const child = await startAgentProcess({ natsUrl: this.natsUrl, subjectPrefix: this.prefix, pool: POOL, name, seed, durationMs, traffic, logPath });
-    const ready = JSON.parse(child.lines.find((l) => l.includes('"type":"ready"')) ?? '{}') as { agentId?: string };
-    const handle = { name, child, agentId: ready.agentId ?? '', logPath };
+    const agentId = logEvents(child.lines, { type: 'ready' })[0]?.fields['agentId'];
+    const handle = { name, child, agentId: typeof agentId === 'string' ? agentId : '', logPath };
     this.agents.push(handle);
     return handle;
   }
@@ -136,11 +123,11 @@ export class ChaosFleet {
   /** pauseAgent — SIGSTOP for `forMs`, then SIGCONT; true when /proc showed it stopped, then running again. */
   async pauseAgent(agent: AgentHandle, forMs: number, during: () => Promise<void> = async () => {}): Promise<boolean> {
     agent.child.proc.kill('SIGSTOP');
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await new Promise((resolve) => setTimeout(resolve, SIGNAL_SETTLE_MS));
     const stopped = procState(agent.child.pid) === 'T';
-    await Promise.all([during(), new Promise((resolve) => setTimeout(resolve, Math.max(0, forMs - 50)))]);
+    await Promise.all([during(), new Promise((resolve) => setTimeout(resolve, Math.max(0, forMs - SIGNAL_SETTLE_MS)))]);
     agent.child.proc.kill('SIGCONT');
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await new Promise((resolve) => setTimeout(resolve, SIGNAL_SETTLE_MS));
     const state = procState(agent.child.pid);
     return stopped && state !== null && state !== 'T';
   }
@@ -164,19 +151,7 @@ export class ChaosFleet {
 
   /** grants — the fresh grants every coordinator logged (a retry's repeated reply counts once, at first). */
   grants(): Grant[] {
-    const seen = new Set<string>();
-    const grants: Grant[] = [];
-    for (const child of this.coordinators) {
-      for (const line of child.lines) {
-        if (!line.includes('"msg":"grant"')) continue;
-        const g = JSON.parse(line) as { leaseId: string; seq: number; tUs: number; ttlMs: number };
-        const key = `${g.leaseId}#${g.seq}`;
-        if (seen.has(key)) continue;
-        seen.add(key);
-        grants.push({ leaseId: g.leaseId, tUs: g.tUs, ttlMs: g.ttlMs });
-      }
-    }
-    return grants;
+    return freshGrants(this.coordinators);
   }
 
   async close(): Promise<void> {

@@ -31,10 +31,11 @@ export function expiryViolations(admissions: readonly LoggedAdmission[], grants:
 }
 
 const WINDOW_US = 500_000;
+const US_PER_S = 1_000_000;
 
 export function recoveryMs(admissions: readonly LoggedAdmission[], fromUs: number, refillPerSecond: number, share = 0.9): number | null {
   const after = admissions.filter((a) => a.tUs >= fromUs);
-  const needed = (share * refillPerSecond * WINDOW_US) / 1e6;
+  const needed = (share * refillPerSecond * WINDOW_US) / US_PER_S;
   let start = 0;
   let sum = 0;
   for (let end = 0; end < after.length; end += 1) {

@@ -1,12 +1,13 @@
 /**
- * npm run chaos -- [--json] [--short] [--seed N] [--only name,name]
+ * npm run chaos -- [--json] [--short] [--seed N] [--only name,name] [--help]
  *
- * Runs every chaos scenario against real processes and prints one row per
- * scenario (or JSON). Exits 1 if any fault was not verified or any check
- * failed.
+ * Runs every chaos scenario (or those --only names, as the rows name them)
+ * against real processes and prints one row per scenario (or JSON). Exits 1
+ * if any fault was not verified or any check failed, 2 with one line for a
+ * bad flag (args.ts).
  */
-import { parseArgs } from 'node:util';
 import { seedFromEnv } from '../harness/random.js';
+import { CHAOS_USAGE, ChaosArgsError, parseChaosArgs, type ChaosArgs } from './args.js';
 import { SCENARIOS, type ScenarioRow } from './scenarios.js';
 import { rowProblems } from './verdict.js';
 
@@ -28,20 +29,32 @@ function table(rows: readonly ScenarioRow[]): string {
   return [line(COLUMNS.map(([h]) => h)), line(widths.map((w) => '-'.repeat(w))), ...rows.map((r) => line(COLUMNS.map(([, f]) => f(r))))].join('\n');
 }
 
+/** parse — the validated command line, or null after printing the usage (--help); exits 2 with one line for a bad flag. */
+function parse(): ChaosArgs | null {
+  try {
+    const args = parseChaosArgs(process.argv.slice(2));
+    if (!args.help) return args;
+    console.log(CHAOS_USAGE);
+    return null;
+  } catch (error) {
+    if (!(error instanceof ChaosArgsError)) throw error;
+    console.error(`chaos: ${error.message}`);
+    process.exit(2);
+  }
+}
+
 async function main(): Promise<number> {
-  const { values } = parseArgs({ options: { json: { type: 'boolean' }, short: { type: 'boolean' }, seed: { type: 'string' }, only: { type: 'string' } } });
-  const seed = values.seed === undefined ? seedFromEnv() : Number(values.seed);
-  const names = values.only === undefined ? Object.keys(SCENARIOS) : values.only.split(',');
-  const unknown = names.filter((n) => !(n in SCENARIOS));
-  if (unknown.length > 0) throw new Error(`unknown scenario(s) ${unknown.join(', ')}; known: ${Object.keys(SCENARIOS).join(', ')}`);
-  process.stderr.write(`chaos: SEED=${seed}${values.short === true ? ' (short)' : ''}\n`);
+  const args = parse();
+  if (args === null) return 0;
+  const seed = args.seed ?? seedFromEnv();
+  process.stderr.write(`chaos: SEED=${seed}${args.short ? ' (short)' : ''}\n`);
   const rows: ScenarioRow[] = [];
-  for (const name of names) {
+  for (const name of args.only) {
     process.stderr.write(`  ${name}…\n`);
-    rows.push(await SCENARIOS[name as keyof typeof SCENARIOS]({ short: values.short === true, seed }));
+    rows.push(await SCENARIOS[name]({ short: args.short, seed }));
   }
   const problems = rows.flatMap(rowProblems);
-  if (values.json === true) console.log(JSON.stringify(rows));
+  if (args.json) console.log(JSON.stringify(rows));
   else {
     console.log(table(rows));
     for (const r of rows) console.log(`${r.scenario}: ${r.note}`);

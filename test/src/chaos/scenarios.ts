@@ -7,18 +7,21 @@
  * full admission rate. `short` runs a brief version for `npm test`.
  */
 import { makeRate } from '@tokenlease/shared';
-import { checkEnvelope, worstWindowRatio } from '../harness/envelope.js';
+import { checkEnvelope, worstWindowRatio } from '@tokenlease/shared/testing';
 import { scratchDir } from '../harness/fleet.js';
+import { hasEvent } from '../harness/log-events.js';
 import { startPrivateNats, type PrivateNats } from '../harness/nats.js';
 import { startPrivateRedis } from '../harness/redis.js';
 import { startNatsCluster } from '../harness/nats-cluster.js';
-import { stopAll } from '../harness/processes.js';
+import { isRunning } from '../harness/proc-state.js';
+import { stopAll, type Child } from '../harness/processes.js';
 import { seededRandom, type Random } from '../harness/random.js';
+import type { ScenarioName } from './args.js';
 import { ChaosFleet, OWNERSHIP_TTL_MS, type AgentHandle, type ChaosPool } from './chaos-fleet.js';
 import { expiryViolations, recoveryMs } from './checks.js';
 
 export interface ScenarioRow {
-  readonly scenario: string;
+  readonly scenario: ScenarioName;
   readonly faultVerified: boolean;
   readonly admitted: number;
   readonly envelopeViolations: number;
@@ -40,6 +43,10 @@ export const CHAOS_POOL: ChaosPool = { capacity: 100, refillPerSecond: 200, leas
 const STEADY = { kind: 'steady', perSecond: 150 } as const;
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+/** Whether an agent process printed that its NATS connection came back. */
+const agentReconnected = (child: Child): boolean => hasEvent(child, { type: 'event', event: 'reconnect' });
+/** Whether a coordinator logged that its NATS connection came back. */
+const coordinatorReconnected = (child: Child): boolean => hasEvent(child, { event: 'nats-connection', connection: { type: 'reconnect' } });
 const nowUs = (): number => Number(process.hrtime.bigint() / 1000n);
 
 interface Outcome {
@@ -81,7 +88,7 @@ async function withPrivateNats<T>(body: (nats: PrivateNats) => Promise<T>): Prom
 
 /** runScenario — a fleet on `natsUrl`, `agents` steady agents running `runMs`, and `fault` injected meanwhile. */
 async function runScenario(
-  name: string,
+  name: ScenarioName,
   natsUrl: string,
   options: ScenarioOptions,
   agents: number,
@@ -130,7 +137,7 @@ export async function killAgents(options: ScenarioOptions): Promise<ScenarioRow>
       const from: number[] = [];
       for (let k = 0; k < kills; k += 1) {
         await sleep(1500);
-        const live = fleet.agents.filter((a) => a.child.proc.exitCode === null && a.child.proc.signalCode === null);
+        const live = fleet.agents.filter((a) => isRunning(a.child));
         const victim = live[random.int(0, live.length - 1)] as AgentHandle;
         verified &&= await untilLease(fleet, victim.agentId, 2000);
         const killedAt = performance.now();
@@ -178,8 +185,8 @@ export async function restartNats(options: ScenarioOptions): Promise<ScenarioRow
       await nats.start();
       const restartedUs = nowUs();
       await sleep(2000);
-      const reconnected = fleet.agents.every((a) => a.child.lines.some((l) => l.includes('"event":"reconnect"')));
-      const coordinatorBack = fleet.coordinators.some((c) => c.lines.some((l) => l.includes('"type":"reconnect"')));
+      const reconnected = fleet.agents.every((a) => agentReconnected(a.child));
+      const coordinatorBack = fleet.coordinators.some(coordinatorReconnected);
       const spentDuring = fleet.admissions().filter((a) => a.tUs > killedUs && a.tUs < restartedUs).length;
       return {
         faultVerified: reconnected && coordinatorBack,
@@ -202,7 +209,7 @@ export async function loseNatsNode(options: ScenarioOptions): Promise<ScenarioRo
       const lostUs = nowUs();
       const dead = await cluster.kill(0);
       await sleep(2500);
-      const reconnected = fleet.agents.every((a) => a.child.lines.some((l) => l.includes('"event":"reconnect"')));
+      const reconnected = fleet.agents.every((a) => agentReconnected(a.child));
       return { faultVerified: dead && reconnected, reclaimMs: null, recoveryFromUs: [lostUs], note: 'node 0 of 3 killed; every client was connected to it' };
     });
   } finally {
@@ -286,4 +293,13 @@ export async function churnAgents(options: ScenarioOptions): Promise<ScenarioRow
   });
 }
 
-export const SCENARIOS = { killAgents, pauseAgent, restartNats, loseNatsNode, killCoordinator, failoverCoordinator, churnAgents } as const;
+/** SCENARIOS — each scenario by the name its row prints. */
+export const SCENARIOS: Readonly<Record<ScenarioName, (options: ScenarioOptions) => Promise<ScenarioRow>>> = {
+  'kill-agents': killAgents,
+  'pause-agent': pauseAgent,
+  'restart-nats': restartNats,
+  'lose-nats-node': loseNatsNode,
+  'kill-coordinator': killCoordinator,
+  'failover-coordinator': failoverCoordinator,
+  'churn-agents': churnAgents,
+};

@@ -10,7 +10,7 @@
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { makeRate } from '@tokenlease/shared';
-import { checkEnvelope } from '../harness/envelope.js';
+import { checkEnvelope } from '@tokenlease/shared/testing';
 import { readAdmissionLog, scratchDir, startAgentProcess, startCoordinator, StatusProbe, writeConfig } from '../harness/fleet.js';
 import { stop, stopAll, type Child } from '../harness/processes.js';
 import { seededRandom } from '../harness/random.js';

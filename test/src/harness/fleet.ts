@@ -1,6 +1,7 @@
 /**
  * Fleet helpers: a coordinator process from a pool configuration, child
- * agent processes, status queries and admission logs.
+ * agent processes, status queries and admission logs. Readiness is read
+ * from the processes' JSON lines (log-events.ts), never from their words.
  */
 import { mkdtempSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,8 +17,9 @@ import {
   type Decoded,
   type Reply,
 } from '@tokenlease/shared';
+import type { Admission } from '@tokenlease/shared/testing';
 import type { AgentProcessConfig } from './agent-process.js';
-import type { Admission } from './envelope.js';
+import { hasEvent, waitForEvent } from './log-events.js';
 import { agentProcessScript, coordinatorCliScript } from './paths.js';
 import { spawnNode, type Child } from './processes.js';
 
@@ -33,45 +35,58 @@ export function writeConfig(dir: string, doc: object): string {
   return path;
 }
 
-/** DurableOptions — run the coordinator on Redis (durable mode) instead of in memory. */
-export interface DurableOptions {
-  readonly redisUrl: string;
-  /** Its name among its peers (default: chosen by the CLI). */
+/** STARTUP_TIMEOUT_MS — how long a coordinator or agent process may take to say it is ready, ms. */
+const STARTUP_TIMEOUT_MS = 15_000;
+
+/**
+ * CoordinatorOptions — how to run a coordinator process: in memory unless
+ * `redisUrl` is given (durable mode), even when REDIS_URL is set in the
+ * environment.
+ */
+export interface CoordinatorOptions {
+  /** Run on this Redis (durable mode). */
+  readonly redisUrl?: string;
+  /** Durable mode: its name among its peers (default: chosen by the CLI). */
   readonly member?: string;
   readonly ownershipTtlMs?: number;
-  /** Key prefix (default the configuration's subject prefix). */
+  /** Durable mode: key prefix (default the configuration's subject prefix). */
   readonly redisPrefix?: string;
   /** Log level (default info; debug logs every grant with its host time). */
   readonly logLevel?: string;
+  /** The child's name in messages (default `coordinator`, or `coordinator:<member>`). */
+  readonly name?: string;
 }
 
 /**
- * startCoordinator — the CLI in a child process (info logs, captured);
- * resolves once it serves. In memory mode unless `durable` is given, even
- * when REDIS_URL is set in the environment.
+ * startCoordinator — the CLI in a child process (logs captured); resolves
+ * once it serves ('serving' in memory mode, 'durable-started' in durable
+ * mode). An exit without its 'stopped' or 'durable-stopped' line is
+ * reported on stderr, unless a SIGKILL (a test's fault) ended it.
  */
-export async function startCoordinator(natsUrl: string, configPath: string, durable?: DurableOptions): Promise<Child> {
-  const args = ['--config', configPath, '--nats', natsUrl, '--log-level', durable?.logLevel ?? 'info'];
-  if (durable === undefined) args.push('--memory');
+export async function startCoordinator(natsUrl: string, configPath: string, options: CoordinatorOptions = {}): Promise<Child> {
+  const args = ['--config', configPath, '--nats', natsUrl, '--log-level', options.logLevel ?? 'info'];
+  const durable = options.redisUrl !== undefined;
+  if (options.redisUrl === undefined) args.push('--memory');
   else {
-    args.push('--redis', durable.redisUrl);
-    if (durable.member !== undefined) args.push('--member', durable.member);
-    if (durable.ownershipTtlMs !== undefined) args.push('--ownership-ttl-ms', String(durable.ownershipTtlMs));
-    if (durable.redisPrefix !== undefined) args.push('--redis-prefix', durable.redisPrefix);
+    args.push('--redis', options.redisUrl);
+    if (options.member !== undefined) args.push('--member', options.member);
+    if (options.ownershipTtlMs !== undefined) args.push('--ownership-ttl-ms', String(options.ownershipTtlMs));
+    if (options.redisPrefix !== undefined) args.push('--redis-prefix', options.redisPrefix);
   }
-  const child = spawnNode(durable?.member === undefined ? 'coordinator' : `coordinator:${durable.member}`, coordinatorCliScript(), args);
-  await child.waitForLine((line) => line.includes('coordinator serving') || line.includes('durable coordinator started'), 15_000);
+  const name = options.name ?? (options.member === undefined ? 'coordinator' : `coordinator:${options.member}`);
+  const child = spawnNode(name, coordinatorCliScript(), args);
+  await waitForEvent(child, { event: durable ? 'durable-started' : 'serving' }, STARTUP_TIMEOUT_MS);
   void child.exited.then(({ code, signal }) => {
-    const stopped = child.lines.some((line) => line.includes('"coordinator stopped"') || line.includes('"durable coordinator stopped"'));
-    if (!stopped) console.error(`coordinator ${child.pid} exited unexpectedly (code ${code}, signal ${signal}): ${child.stderr().slice(-4000)}`);
+    const stopped = hasEvent(child, { event: durable ? 'durable-stopped' : 'stopped' });
+    if (!stopped && signal !== 'SIGKILL') console.error(`${name} (pid ${child.pid}) exited unexpectedly (code ${code}, signal ${signal}): ${child.stderr().slice(-4000)}`);
   });
   return child;
 }
 
-/** startAgentProcess — an agent in a child process; resolves once it is connected. */
+/** startAgentProcess — an agent in a child process; resolves once it is connected (its 'ready' line names its agentId). */
 export async function startAgentProcess(config: AgentProcessConfig): Promise<Child> {
   const child = spawnNode(`agent:${config.name}`, agentProcessScript(), [JSON.stringify(config)]);
-  await child.waitForLine((line) => line.includes('"type":"ready"'), 15_000);
+  await waitForEvent(child, { type: 'ready' }, STARTUP_TIMEOUT_MS);
   return child;
 }
 

@@ -4,6 +4,7 @@
  * test leaves nothing behind. Nothing here signals a process it did not start.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { appendFileSync, writeFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 
 export interface Child {
@@ -82,6 +83,12 @@ export function spawnProcess(name: string, command: string, args: readonly strin
   };
   running.add(child);
   return child;
+}
+
+/** keepLog — copies `child`'s stdout, past and future lines, to the file `path` (to read after a failure). */
+export function keepLog(child: Child, path: string): void {
+  writeFileSync(path, child.lines.map((line) => `${line}\n`).join(''));
+  child.onLine((line) => appendFileSync(path, `${line}\n`));
 }
 
 /** stop — SIGTERM, then SIGKILL after `graceMs`; resolves once the process is gone. */

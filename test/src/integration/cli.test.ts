@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { scratchDir, startCoordinator, writeConfig } from '../harness/fleet.js';
+import { hasEvent } from '../harness/log-events.js';
 import { provideNats, type NatsHandle } from '../harness/nats.js';
 import { coordinatorCliScript } from '../harness/paths.js';
 import { freePort } from '../harness/ports.js';
@@ -72,6 +73,6 @@ describe('tokenlease-coordinator CLI', () => {
     coordinator.proc.kill('SIGTERM');
     const { code, signal } = await coordinator.exited;
     expect({ code, signal, stderr: coordinator.stderr() }).toEqual({ code: 0, signal: null, stderr: '' });
-    expect(coordinator.lines.some((line) => line.includes('coordinator stopped'))).toBe(true);
+    expect(hasEvent(coordinator, { event: 'stopped' })).toBe(true);
   });
 });

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Agent } from '@tokenlease/agent';
 import { connectRedisStore } from '@tokenlease/coordinator';
 import { scratchDir, startCoordinator, writeConfig } from '../harness/fleet.js';
+import { hasEvent, logEvents, waitForEvent } from '../harness/log-events.js';
 import { provideNats, type NatsHandle } from '../harness/nats.js';
 import { coordinatorCliScript } from '../harness/paths.js';
 import { freePort } from '../harness/ports.js';
@@ -35,7 +36,7 @@ interface Owned {
 }
 
 function owned(child: Child): Owned[] {
-  return child.lines.filter((line) => line.includes('"msg":"pool owned"')).map((line) => JSON.parse(line) as Owned);
+  return logEvents(child.lines, { event: 'pool-owned' }).map(({ fields }) => fields as unknown as Owned);
 }
 
 describe('tokenlease-coordinator CLI in durable mode', () => {
@@ -104,8 +105,8 @@ describe('tokenlease-coordinator CLI in durable mode', () => {
     });
     const ttlMs = 10_000;
     const first = await startCoordinator(nats.url, path, { redisUrl: redis.url, member: 'cli-a', ownershipTtlMs: ttlMs });
-    await first.waitForLine((line) => line.includes('"msg":"pool owned"') && line.includes('"pool":"*"'), 5000);
-    await first.waitForLine((line) => line.includes('"msg":"pool owned"') && line.includes('"pool":"api"'), 5000);
+    await waitForEvent(first, { event: 'pool-owned', pool: '*' }, 5000);
+    await waitForEvent(first, { event: 'pool-owned', pool: 'api' }, 5000);
     // An agent holds a lease when the owner goes: the next owner must find it in Redis.
     const agent = await Agent.connect({ natsUrl: nats.url, subjectPrefix: prefix, agentId: 'cli-agent' });
     const limiter = agent.limiter('api');
@@ -117,8 +118,8 @@ describe('tokenlease-coordinator CLI in durable mode', () => {
     const exit = await first.exited;
     const stoppedAtMs = performance.now();
     expect({ ...exit, stderr: first.stderr() }).toEqual({ code: 0, signal: null, stderr: '' });
-    expect(first.lines.some((line) => line.includes('"msg":"durable coordinator stopped"'))).toBe(true);
-    const handedOver = first.lines.filter((line) => line.includes('"msg":"pool handed over"')).map((line) => (JSON.parse(line) as Owned).pool);
+    expect(hasEvent(first, { event: 'durable-stopped' })).toBe(true);
+    const handedOver = logEvents(first.lines, { event: 'pool-handed-over' }).map(({ fields }) => String(fields['pool']));
     expect(handedOver.sort()).toEqual(['*', 'api']);
 
     const store = await connectRedisStore(redis.url, { keyPrefix: prefix });
@@ -127,8 +128,8 @@ describe('tokenlease-coordinator CLI in durable mode', () => {
       expect((await store.heartbeat('cli-probe', 0)).members).toEqual([]);
 
       const second = await startCoordinator(nats.url, path, { redisUrl: redis.url, member: 'cli-b', ownershipTtlMs: ttlMs });
-      await second.waitForLine((line) => line.includes('"msg":"pool owned"') && line.includes('"pool":"api"'), 3000);
-      await second.waitForLine((line) => line.includes('"msg":"pool owned"') && line.includes('"pool":"*"'), 3000);
+      await waitForEvent(second, { event: 'pool-owned', pool: 'api' }, 3000);
+      await waitForEvent(second, { event: 'pool-owned', pool: '*' }, 3000);
       const takeoverMs = performance.now() - stoppedAtMs;
       const before = owned(first);
       const after = owned(second);

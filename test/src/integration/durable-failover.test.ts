@@ -10,33 +10,22 @@
  * coordinators' debug logs (who owned the pool when, every grant sent) and
  * Redis's append-only file (which writes the store accepted, and which
  * epoch owned the pool at each: fencing and write-before-reply as the store
- * saw them, see harness/durable.ts).
+ * saw them, see harness/store-history.ts).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { hostMonoNowUs, makeRate, type PoolStatus } from '@tokenlease/shared';
-import {
-  currentOwner,
-  grantLines,
-  keepLog,
-  logRecords,
-  ownershipEvents,
-  readAppendOnlyCommands,
-  storeHistory,
-  unfencedWrites,
-  unwrittenGrants,
-  waitForOwned,
-  waitForProcState,
-  type GrantLine,
-  type OwnershipEvent,
-  type StoreHistory,
-} from '../harness/durable.js';
-import { checkEnvelope, type Admission } from '../harness/envelope.js';
+import { checkEnvelope, type Admission } from '@tokenlease/shared/testing';
+import { currentOwner, grantLines, ownershipEvents, waitForOwned, type GrantLine, type OwnershipEvent } from '../harness/coordinator-log.js';
 import { readAdmissionLog, scratchDir, startAgentProcess, startCoordinator, StatusProbe, writeConfig } from '../harness/fleet.js';
 import { provideNats, type NatsHandle } from '../harness/nats.js';
-import { stop, stopAll, type Child } from '../harness/processes.js';
+import { logEvents } from '../harness/log-events.js';
+import { waitForProcState } from '../harness/proc-state.js';
+import { keepLog, stop, stopAll, type Child } from '../harness/processes.js';
 import { seedFromEnv, seededRandom, type Random } from '../harness/random.js';
+import { readAppendOnlyCommands } from '../harness/redis-raw.js';
 import { startPrivateRedis, type PrivateRedis } from '../harness/redis.js';
+import { storeHistory, unfencedWrites, unwrittenGrants, type StoreHistory } from '../harness/store-history.js';
 
 const POOL = 'api';
 const CAPACITY = 100;
@@ -130,7 +119,7 @@ describe('durable coordinators failing over under load', () => {
   }
 
   /**
-   * expectTakeoverFromStore — a "pool owned" line must show exactly the
+   * expectTakeoverFromStore — a 'pool-owned' line must show exactly the
    * leases Redis kept at that claim (each live again for a full TTL), and
    * no level beyond what was kept nor credit beyond capacity (nothing
    * minted for the owners' gap).
@@ -145,7 +134,7 @@ describe('durable coordinators failing over under load', () => {
     expect(levelTokens + leasedTokens).toBeLessThanOrEqual(CAPACITY);
   }
 
-  /** ownerStatus — the pool's status once the owner of `epoch` answers it (its subscription may reach the NATS server just after its "pool owned" line). */
+  /** ownerStatus — the pool's status once the owner of `epoch` answers it (its subscription may reach the NATS server just after its 'pool-owned' line). */
   async function ownerStatus(run: Run, epoch: number): Promise<PoolStatus> {
     const deadline = Date.now() + 3000;
     for (;;) {
@@ -261,10 +250,10 @@ describe('durable coordinators failing over under load', () => {
     await Promise.all(agents.map((a) => stop(a.child)));
     expect(agents.map((a) => a.child.proc.exitCode)).toEqual(agents.map(() => 0));
 
-    // It learns it is deposed: "stepped down" for its old epoch, after the resume.
+    // It learns it is deposed: 'stepped-down' for its old epoch, after the resume.
     const afterResume = ownershipEvents(paused.child, POOL).filter((e) => e.index >= linesBeforeResume);
     const steppedDown = afterResume.find((e) => e.kind === 'stepped-down' && e.epoch === paused.epoch);
-    expect(steppedDown, `"stepped down" for epoch ${paused.epoch} after the resume; saw ${JSON.stringify(afterResume)}`).toBeDefined();
+    expect(steppedDown, `'stepped-down' for epoch ${paused.epoch} after the resume; saw ${JSON.stringify(afterResume)}`).toBeDefined();
     // It may own the pool again later, legitimately, under a new epoch (it
     // is the preferred member once it is back): the standby hands it over.
     const reowned = afterResume.find((e) => e.kind === 'owned');
@@ -277,7 +266,7 @@ describe('durable coordinators failing over under load', () => {
     // against the store's own record below. Without fencing, the requests
     // queued for it during the pause would be granted from its stale state.
     const lateGrants = grantLines(paused.child).filter((g) => g.tUs >= resumeUs && (reowned === undefined || g.index < reowned.index));
-    const refusals = logRecords(paused.child).filter((r) => r.index >= linesBeforeResume && r.msg === 'request refused' && (reowned === undefined || r.index < reowned.index));
+    const refusals = logEvents(paused.child.lines, { event: 'request-refused' }).filter((r) => r.index >= linesBeforeResume && (reowned === undefined || r.index < reowned.index));
     for (const g of lateGrants) expect(g.epoch, `late grant ${JSON.stringify(g)}`).toBeLessThanOrEqual(paused.epoch);
     if (lateGrants.length > 0) console.log('durable-failover pause: grant lines of the deposed owner after the resume:', JSON.stringify(lateGrants));
     const grantsWhilePaused = grantLines(other).filter((g) => g.epoch === takeover.epoch && g.tUs < resumeUs && g.tokensGranted > 0).length;

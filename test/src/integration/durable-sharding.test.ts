@@ -7,16 +7,17 @@
  * others serve them again within a few seconds, and each pool's envelope
  * holds over the whole run, handover included.
  *
- * Ownership is read from the coordinators' logs ("pool owned", "pool
- * handed over", "stepped down", each with the pool and the epoch).
+ * Ownership is read from the coordinators' log events ('pool-owned',
+ * 'pool-handed-over', 'stepped-down', each with the pool and the epoch).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Agent } from '@tokenlease/agent';
 import { connectRedisStore, preferredOwner } from '@tokenlease/coordinator';
 import { hostMonoNowUs, makeRate } from '@tokenlease/shared';
+import { checkEnvelope, type Admission } from '@tokenlease/shared/testing';
 import { driveTraffic } from '../harness/drive.js';
-import { checkEnvelope, type Admission } from '../harness/envelope.js';
 import { scratchDir, startCoordinator, StatusProbe, writeConfig } from '../harness/fleet.js';
+import { parseLogLine } from '../harness/log-events.js';
 import { provideNats, type NatsHandle } from '../harness/nats.js';
 import { stop, stopAll, type Child } from '../harness/processes.js';
 import { seedFromEnv, seededRandom } from '../harness/random.js';
@@ -36,22 +37,25 @@ const STOP_AFTER_MS = 3000;
 /** A handing-over owner logs only once its release is acknowledged, so the next owner's log line may come a little earlier. */
 const LOG_SLACK_MS = 50;
 
+const OWNERSHIP = ['pool-owned', 'pool-handed-over', 'stepped-down'] as const;
+
 interface OwnershipEvent {
   readonly member: string;
-  readonly msg: 'pool owned' | 'pool handed over' | 'stepped down';
+  readonly event: (typeof OWNERSHIP)[number];
   readonly pool: string;
   readonly epoch: number;
   readonly timeMs: number;
 }
 
+/** ownershipEvents — every coordinator's ownership lines, by their (pino) time. */
 function ownershipEvents(coordinators: ReadonlyMap<string, Child>): OwnershipEvent[] {
   const events: OwnershipEvent[] = [];
   for (const [member, child] of coordinators) {
     for (const line of child.lines) {
-      if (!line.startsWith('{')) continue;
-      const entry = JSON.parse(line) as { msg?: string; pool?: string; epoch?: number; time?: number };
-      if (entry.msg !== 'pool owned' && entry.msg !== 'pool handed over' && entry.msg !== 'stepped down') continue;
-      events.push({ member, msg: entry.msg, pool: entry.pool as string, epoch: entry.epoch as number, timeMs: entry.time as number });
+      const fields = parseLogLine(line);
+      const event = OWNERSHIP.find((name) => name === fields?.['event']);
+      if (fields === null || event === undefined) continue;
+      events.push({ member, event, pool: String(fields['pool']), epoch: Number(fields['epoch']), timeMs: Number(fields['time']) });
     }
   }
   return events.sort((a, b) => a.timeMs - b.timeMs);
@@ -66,8 +70,8 @@ function currentOwners(events: readonly OwnershipEvent[]): Map<string, { member:
   const owners = new Map<string, { member: string; epoch: number }>();
   const pools = new Set(events.map((e) => e.pool));
   for (const pool of pools) {
-    const owned = events.filter((e) => e.pool === pool && e.msg === 'pool owned').sort((a, b) => a.epoch - b.epoch);
-    const ends = events.filter((e) => e.pool === pool && e.msg !== 'pool owned');
+    const owned = events.filter((e) => e.pool === pool && e.event === 'pool-owned').sort((a, b) => a.epoch - b.epoch);
+    const ends = events.filter((e) => e.pool === pool && e.event !== 'pool-owned');
     expect(new Set(owned.map((e) => e.epoch)).size, `${pool}: an epoch owned twice`).toBe(owned.length);
     for (const end of ends) expect(owned.some((e) => e.epoch === end.epoch && e.member === end.member), `${pool}: ${JSON.stringify(end)} ends no reign of its member`).toBe(true);
     owned.forEach((reign, i) => {
@@ -169,7 +173,7 @@ describe('durable coordinators sharing pools', () => {
     const stoppedAtUs = hostMonoNowUs();
     const stoppedAtMs = Date.now();
     expect({ ...exit, stderr: victim.stderr() }).toEqual({ code: 0, signal: null, stderr: '' });
-    const handedOver = ownershipEvents(new Map([[stopped, victim]])).filter((e) => e.msg === 'pool handed over').map((e) => e.pool);
+    const handedOver = ownershipEvents(new Map([[stopped, victim]])).filter((e) => e.event === 'pool-handed-over').map((e) => e.pool);
     const victimUnits = UNITS.filter((u) => preferred.get(u) === stopped);
     expect(handedOver).toEqual(expect.arrayContaining([...victimUnits, ...TENANTS]));
 
@@ -185,14 +189,14 @@ describe('durable coordinators sharing pools', () => {
       expect(status.epoch, name).toBe(owners.get(name)?.epoch);
     }
     for (const unit of victimUnits) expect((owners.get(unit)?.epoch ?? 0) > (settled.get(unit)?.epoch ?? Infinity), unit).toBe(true);
-    for (const e of ownershipEvents(coordinators)) if (e.msg === 'pool owned' && victimUnits.includes(e.pool) && e.timeMs >= stoppedAtMs) expect(e.timeMs - stoppedAtMs).toBeLessThan(3000);
+    for (const e of ownershipEvents(coordinators)) if (e.event === 'pool-owned' && victimUnits.includes(e.pool) && e.timeMs >= stoppedAtMs) expect(e.timeMs - stoppedAtMs).toBeLessThan(3000);
 
     await Promise.all(drives);
     await Promise.all(agents.map((agent) => agent.close()));
     await probe.close();
     const events = ownershipEvents(coordinators);
     currentOwners(events);
-    expect(events.filter((e) => e.msg === 'stepped down')).toEqual([]);
+    expect(events.filter((e) => e.event === 'stepped-down')).toEqual([]);
 
     const summary: Record<string, object> = {};
     for (const [name, log] of admissions) {

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Agent } from '@tokenlease/agent';
 import { hostMonoNowUs, makeRate } from '@tokenlease/shared';
-import { checkEnvelope, type Admission } from '../harness/envelope.js';
+import { checkEnvelope, type Admission } from '@tokenlease/shared/testing';
 import { scratchDir, startCoordinator, writeConfig } from '../harness/fleet.js';
 import { provideNats, type NatsHandle } from '../harness/nats.js';
 import { stopAll } from '../harness/processes.js';

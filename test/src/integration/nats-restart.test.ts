@@ -7,8 +7,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Agent, type AgentEvent } from '@tokenlease/agent';
 import { hostMonoNowUs, makeRate } from '@tokenlease/shared';
+import { checkEnvelope, type Admission } from '@tokenlease/shared/testing';
 import { driveTraffic } from '../harness/drive.js';
-import { checkEnvelope, type Admission } from '../harness/envelope.js';
 import { scratchDir, startCoordinator, writeConfig } from '../harness/fleet.js';
 import { startPrivateNats, type PrivateNats } from '../harness/nats.js';
 import { stopAll } from '../harness/processes.js';

@@ -14,9 +14,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { Agent, type AgentEvent } from '@tokenlease/agent';
 import { hostMonoNowUs, makeRate } from '@tokenlease/shared';
+import { checkEnvelope, type Admission } from '@tokenlease/shared/testing';
 import { driveTraffic } from '../harness/drive.js';
-import { checkEnvelope, type Admission } from '../harness/envelope.js';
 import { readAdmissionLog, scratchDir, startAgentProcess, startCoordinator, writeConfig } from '../harness/fleet.js';
+import { logEvents, waitForEvent } from '../harness/log-events.js';
 import { provideNats, type NatsHandle } from '../harness/nats.js';
 import { stop, stopAll } from '../harness/processes.js';
 import { seedFromEnv, seededRandom } from '../harness/random.js';
@@ -31,17 +32,6 @@ const DOWN_MS = 1500;
 const RESUMED_AFTER_MS = 3000;
 const MAX_LEASE_TOKENS = 10;
 const AGENTS = 3;
-
-interface LogEntry {
-  readonly msg?: string;
-  readonly pool?: string;
-  readonly epoch?: number;
-  readonly reason?: string;
-}
-
-function parseLog(lines: readonly string[]): LogEntry[] {
-  return lines.filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as LogEntry);
-}
 
 describe('a durable coordinator whose Redis restarts', () => {
   let nats: NatsHandle;
@@ -63,7 +53,7 @@ describe('a durable coordinator whose Redis restarts', () => {
     const pool = 'api';
     const configPath = writeConfig(dir, { subjectPrefix: prefix, pools: { [pool]: { capacity: CAPACITY, refill: '200/s', leaseTtlMs: 1000, maxLeaseTokens: MAX_LEASE_TOKENS } } });
     const coordinator = await startCoordinator(nats.url, configPath, { redisUrl: redis.url, member: 'r1', ownershipTtlMs });
-    await coordinator.waitForLine((line) => line.includes('"pool owned"') && line.includes(`"pool":"${pool}"`), 5000);
+    await waitForEvent(coordinator, { event: 'pool-owned', pool }, 5000);
 
     // Three agents offer about 2.3 times the refill rate: two here, one in a child process.
     const childLog = join(dir, 'child.log');
@@ -105,7 +95,6 @@ describe('a durable coordinator whose Redis restarts', () => {
     const report = checkEnvelope(admissions, CAPACITY, REFILL);
     const endUs = Math.max(...admissions.map((a) => a.tUs));
     const tokensBetween = (fromUs: number, toUs: number): number => admissions.filter((a) => a.tUs >= fromUs && a.tUs < toUs).reduce((sum, a) => sum + a.cost, 0);
-    const childEvents = parseLog(child.lines) as Array<LogEntry & { type?: string; event?: string; code?: string }>;
     const stats = {
       report,
       beforeKill: tokensBetween(0, killedAtUs),
@@ -114,10 +103,10 @@ describe('a durable coordinator whose Redis restarts', () => {
       resumed: tokensBetween(restartedAtUs + RESUMED_AFTER_MS * 1000, endUs + 1),
       resumedWindowMs: Math.round((endUs - restartedAtUs) / 1000) - RESUMED_AFTER_MS,
       unavailableReplies: events.filter((e) => e.type === 'error-reply' && e.code === 'unavailable').length,
-      childUnavailable: childEvents.filter((e) => e.type === 'event' && e.code === 'unavailable').length,
+      childUnavailable: logEvents(child.lines, { type: 'event', code: 'unavailable' }).length,
     };
     console.log(`redis-restart (ownership TTL ${ownershipTtlMs} ms): ${JSON.stringify(stats)}`);
-    return { report, stats, exit, log: parseLog(coordinator.lines), whileDown: parseLog(linesWhileDown), stderr: coordinator.stderr() };
+    return { report, stats, exit, lines: [...coordinator.lines], linesWhileDown, stderr: coordinator.stderr() };
   }
 
   function expectRidesItOut(run: Awaited<ReturnType<typeof restartUnderLoad>>): void {
@@ -125,8 +114,8 @@ describe('a durable coordinator whose Redis restarts', () => {
     expect(report.ok, `worst window ${JSON.stringify(report.worstWindow)} over by ${report.worstExcessTokens} tokens`).toBe(true);
     expect(report.violations).toBe(0);
     // While Redis was down the coordinator said so and granted nothing.
-    expect(run.whileDown.filter((e) => e.msg?.startsWith('state store unavailable')).length).toBeGreaterThan(0);
-    expect(run.whileDown.filter((e) => e.msg?.startsWith('heartbeat failed')).length).toBeGreaterThan(0);
+    expect(logEvents(run.linesWhileDown, { event: 'store-unavailable' }).length).toBeGreaterThan(0);
+    expect(logEvents(run.linesWhileDown, { event: 'heartbeat-failed' }).length).toBeGreaterThan(0);
     expect(stats.unavailableReplies + stats.childUnavailable).toBeGreaterThan(0);
     // Agents only spent what their leases held (one lease each, at most maxLeaseTokens).
     expect(stats.whileDown).toBeLessThanOrEqual(AGENTS * MAX_LEASE_TOKENS);
@@ -143,17 +132,17 @@ describe('a durable coordinator whose Redis restarts', () => {
   it('keeps its ownership through a 1.5 s outage when the ownership TTL outlives it', async () => {
     const run = await restartUnderLoad(9000);
     expectRidesItOut(run);
-    const owned = run.log.filter((e) => e.msg === 'pool owned' && e.pool === 'api');
-    expect(owned.map((e) => e.epoch)).toEqual([1]);
-    expect(run.log.filter((e) => e.msg === 'stepped down')).toEqual([]);
+    const owned = logEvents(run.lines, { event: 'pool-owned', pool: 'api' });
+    expect(owned.map((e) => e.fields['epoch'])).toEqual([1]);
+    expect(logEvents(run.lines, { event: 'stepped-down' })).toEqual([]);
   });
 
   it('steps down when its ownership lapses during the outage, then claims the pool again with the kept state', async () => {
     const run = await restartUnderLoad(1000);
     expectRidesItOut(run);
-    const owned = run.log.filter((e) => e.msg === 'pool owned' && e.pool === 'api');
-    expect(owned.length).toBeGreaterThanOrEqual(2);
-    expect(owned.map((e) => e.epoch)).toEqual([...owned.map((e) => e.epoch)].sort((a, b) => (a ?? 0) - (b ?? 0)));
-    expect(run.log.some((e) => e.msg === 'stepped down' && e.pool === 'api')).toBe(true);
+    const epochs = logEvents(run.lines, { event: 'pool-owned', pool: 'api' }).map((e) => Number(e.fields['epoch']));
+    expect(epochs.length).toBeGreaterThanOrEqual(2);
+    expect(epochs).toEqual([...epochs].sort((a, b) => a - b));
+    expect(logEvents(run.lines, { event: 'stepped-down', pool: 'api' }).length).toBeGreaterThan(0);
   });
 });

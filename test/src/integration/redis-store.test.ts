@@ -4,90 +4,19 @@
  * every way it can fail (bad URL, unreachable server, corrupted state).
  * Each test keeps to its own key prefix, so a shared Redis stays usable.
  *
- * Raw reads go through a tiny RESP client below: `ioredis` is imported by
- * the store's adapter alone (tools/lint.mjs).
+ * Raw reads go through the harness's tiny RESP client (redis-raw.ts):
+ * `ioredis` is imported by the store's adapter alone (tools/lint.mjs).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createConnection } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { connectRedisStore, CoordinatorError, isDamaged, type PersistedLease, type StateStore } from '@tokenlease/coordinator';
 import type { LeaseGrant } from '@tokenlease/shared';
 import { freePort } from '../harness/ports.js';
+import { redisCommand } from '../harness/redis-raw.js';
 import { provideRedis, startPrivateRedis, type PrivateRedis, type RedisHandle } from '../harness/redis.js';
 
-type Resp = string | number | null | Resp[];
-
-/** parseResp — one RESP2 reply from `buf` at `at`, or null while incomplete. */
-function parseResp(buf: Buffer, at: number): { value: Resp | Error; next: number } | null {
-  const eol = buf.indexOf('\r\n', at);
-  if (eol < 0) return null;
-  const type = String.fromCharCode(buf[at] ?? 0);
-  const line = buf.toString('utf8', at + 1, eol);
-  if (type === '+') return { value: line, next: eol + 2 };
-  if (type === '-') return { value: new Error(line), next: eol + 2 };
-  if (type === ':') return { value: Number(line), next: eol + 2 };
-  if (type === '$') {
-    const n = Number(line);
-    if (n < 0) return { value: null, next: eol + 2 };
-    if (buf.length < eol + 4 + n) return null;
-    return { value: buf.toString('utf8', eol + 2, eol + 2 + n), next: eol + 4 + n };
-  }
-  if (type === '*') {
-    const n = Number(line);
-    if (n < 0) return { value: null, next: eol + 2 };
-    const items: Resp[] = [];
-    let next = eol + 2;
-    for (let i = 0; i < n; i += 1) {
-      const item = parseResp(buf, next);
-      if (item === null) return null;
-      if (item.value instanceof Error) return item;
-      items.push(item.value);
-      next = item.next;
-    }
-    return { value: items, next };
-  }
-  throw new Error(`unexpected RESP type ${JSON.stringify(type)}`);
-}
-
-/** redisRaw — sends one command on a fresh connection (AUTH/SELECT first when the URL says so); rejects on an error reply. */
-function redisRaw(url: string, ...command: (string | number)[]): Promise<Resp> {
-  const parsed = new URL(url);
-  const commands: string[][] = [];
-  if (parsed.password !== '') commands.push(parsed.username === '' ? ['AUTH', decodeURIComponent(parsed.password)] : ['AUTH', decodeURIComponent(parsed.username), decodeURIComponent(parsed.password)]);
-  if (parsed.pathname.length > 1) commands.push(['SELECT', parsed.pathname.slice(1)]);
-  commands.push(command.map(String));
-  const payload = commands.map((c) => `*${c.length}\r\n${c.map((p) => `$${Buffer.byteLength(p)}\r\n${p}\r\n`).join('')}`).join('');
-  return new Promise((resolve, reject) => {
-    const socket = createConnection({ host: parsed.hostname, port: Number(parsed.port === '' ? 6379 : parsed.port) });
-    let buf = Buffer.alloc(0);
-    socket.setTimeout(2000, () => {
-      socket.destroy();
-      reject(new Error(`raw Redis command ${command[0]} timed out`));
-    });
-    socket.once('error', reject);
-    socket.on('data', (chunk: Buffer) => {
-      buf = Buffer.concat([buf, chunk]);
-      let at = 0;
-      for (let i = 0; i < commands.length; i += 1) {
-        const reply = parseResp(buf, at);
-        if (reply === null) return;
-        if (reply.value instanceof Error) {
-          socket.destroy();
-          return reject(reply.value);
-        }
-        if (i === commands.length - 1) {
-          socket.destroy();
-          return resolve(reply.value);
-        }
-        at = reply.next;
-      }
-    });
-    socket.write(payload);
-  });
-}
-
 async function keysUnder(url: string, prefix: string): Promise<string[]> {
-  return ((await redisRaw(url, 'KEYS', `${prefix}:*`)) as string[]).sort();
+  return ((await redisCommand(url, 'KEYS', `${prefix}:*`)) as string[]).sort();
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -126,7 +55,7 @@ describe('the Redis state store', () => {
     await Promise.all(stores.map((store) => store.close()));
     for (let i = 1; i <= counter; i += 1) {
       const keys = await keysUnder(redis.url, `tlstore-${run}-${i}`);
-      if (keys.length > 0) await redisRaw(redis.url, 'DEL', ...keys);
+      if (keys.length > 0) await redisCommand(redis.url, 'DEL', ...keys);
     }
     await redis.stop();
   });
@@ -161,16 +90,16 @@ describe('the Redis state store', () => {
     expect(await store.claim('api', 'c1', 5000)).toMatchObject({ taken: true, epoch: 2 });
     const level = `${prefix}:{api}:level`;
     const leases = `${prefix}:{api}:leases`;
-    const before = { level: await redisRaw(redis.url, 'GET', level), leases: await redisRaw(redis.url, 'HGETALL', leases) };
+    const before = { level: await redisCommand(redis.url, 'GET', level), leases: await redisCommand(redis.url, 'HGETALL', leases) };
     expect(before.level).toBe('10');
     expect(await store.write('api', 'c1', 1, { levelTokens: 99, upserts: [leaseB], removes: ['agent-a'] })).toBe(false);
     expect(await store.write('api', 'c2', 2, { levelTokens: 99, upserts: [leaseB], removes: ['agent-a'] })).toBe(false);
     expect(await store.write('api', 'c2', 3, { levelTokens: 99, upserts: [leaseB], removes: [] })).toBe(false);
-    expect({ level: await redisRaw(redis.url, 'GET', level), leases: await redisRaw(redis.url, 'HGETALL', leases) }).toEqual(before);
+    expect({ level: await redisCommand(redis.url, 'GET', level), leases: await redisCommand(redis.url, 'HGETALL', leases) }).toEqual(before);
     // The owner's write under its epoch goes through, upserts and removes alike.
     expect(await store.write('api', 'c1', 2, { levelTokens: 7, upserts: [leaseB], removes: ['agent-a'] })).toBe(true);
-    expect(await redisRaw(redis.url, 'GET', level)).toBe('7');
-    expect(await redisRaw(redis.url, 'HKEYS', leases)).toEqual(['agent-b']);
+    expect(await redisCommand(redis.url, 'GET', level)).toBe('7');
+    expect(await redisCommand(redis.url, 'HKEYS', leases)).toEqual(['agent-b']);
   });
 
   it('renews only the live claim of its member and epoch', async () => {
@@ -253,13 +182,13 @@ describe('the Redis state store', () => {
       '*': ['epoch', 'owner'],
     });
     expect(keys).toContain(`${prefix}:members`);
-    expect(await redisRaw(redis.url, 'TYPE', `${prefix}:members`)).toBe('zset');
-    expect(await redisRaw(redis.url, 'TYPE', `${prefix}:{api}:owner`)).toBe('hash');
-    expect(await redisRaw(redis.url, 'TYPE', `${prefix}:{api}:leases`)).toBe('hash');
-    expect(await redisRaw(redis.url, 'HGETALL', `${prefix}:{api}:owner`)).toEqual(['member', 'c1', 'epoch', '1']);
-    const pttl = (await redisRaw(redis.url, 'PTTL', `${prefix}:{api}:owner`)) as number;
+    expect(await redisCommand(redis.url, 'TYPE', `${prefix}:members`)).toBe('zset');
+    expect(await redisCommand(redis.url, 'TYPE', `${prefix}:{api}:owner`)).toBe('hash');
+    expect(await redisCommand(redis.url, 'TYPE', `${prefix}:{api}:leases`)).toBe('hash');
+    expect(await redisCommand(redis.url, 'HGETALL', `${prefix}:{api}:owner`)).toEqual(['member', 'c1', 'epoch', '1']);
+    const pttl = (await redisCommand(redis.url, 'PTTL', `${prefix}:{api}:owner`)) as number;
     expect(pttl).toBeGreaterThan(50_000);
-    expect(await redisRaw(redis.url, 'PTTL', `${prefix}:{api}:leases`)).toBe(-1);
+    expect(await redisCommand(redis.url, 'PTTL', `${prefix}:{api}:leases`)).toBe(-1);
   });
 
   it('refuses a bad URL or key prefix with config-invalid, and an unreachable server with one line of store-unavailable', async () => {
@@ -281,14 +210,14 @@ describe('the Redis state store', () => {
   it('returns a corrupted lease or level as damaged state, naming it and the agents whose records to delete', async () => {
     const prefix = nextPrefix();
     const store = await open(prefix);
-    await redisRaw(redis.url, 'HSET', `${prefix}:{api}:leases`, 'agent-x', '{not json');
+    await redisCommand(redis.url, 'HSET', `${prefix}:{api}:leases`, 'agent-x', '{not json');
     const first = await store.claim('api', 'c1', 60_000);
     expect(first).toMatchObject({ taken: true, state: { agentIds: ['agent-x'] } });
     expect(first.taken && isDamaged(first.state) && first.state.damaged).toContain('"agent-x"');
-    await redisRaw(redis.url, 'HSET', `${prefix}:{api}:leases`, 'agent-x', JSON.stringify({ leaseId: 'L', boundTokens: -1, lastSeq: 0, lastReply: null }));
+    await redisCommand(redis.url, 'HSET', `${prefix}:{api}:leases`, 'agent-x', JSON.stringify({ leaseId: 'L', boundTokens: -1, lastSeq: 0, lastReply: null }));
     const second = await store.claim('api', 'c1', 60_000);
     expect(second.taken && isDamaged(second.state)).toBe(true);
-    await redisRaw(redis.url, 'SET', `${prefix}:{other}:level`, '12.5');
+    await redisCommand(redis.url, 'SET', `${prefix}:{other}:level`, '12.5');
     const third = await store.claim('other', 'c1', 60_000);
     expect(third.taken && isDamaged(third.state)).toBe(true);
   });
@@ -296,11 +225,11 @@ describe('the Redis state store', () => {
   it('clears an owner record that never expires, and a member whose heartbeat is impossibly far ahead', async () => {
     const prefix = nextPrefix();
     const store = await open(prefix);
-    await redisRaw(redis.url, 'HSET', `${prefix}:{api}:owner`, 'member', 'ghost', 'epoch', '7');
+    await redisCommand(redis.url, 'HSET', `${prefix}:{api}:owner`, 'member', 'ghost', 'epoch', '7');
     expect(await store.claim('api', 'c1', 60_000)).toMatchObject({ taken: true, clearedOwner: true });
     expect(await store.ownerOf('api')).toBe('c1');
     expect(await store.ownerOf('unclaimed')).toBeNull();
-    await redisRaw(redis.url, 'ZADD', `${prefix}:members`, String(Date.now() + 86_400_000), 'ghost');
+    await redisCommand(redis.url, 'ZADD', `${prefix}:members`, String(Date.now() + 86_400_000), 'ghost');
     expect(await store.heartbeat('c1', 10_000)).toEqual({ members: ['c1'], droppedImpossible: 1 });
   });
 
@@ -320,9 +249,9 @@ describe('the Redis state store', () => {
       const store = await connectRedisStore(own.url, { keyPrefix: 'tldurability' });
       try {
         expect(await store.durabilityWarning()).toBeNull();
-        await redisRaw(own.url, 'CONFIG', 'SET', 'appendfsync', 'everysec');
+        await redisCommand(own.url, 'CONFIG', 'SET', 'appendfsync', 'everysec');
         expect(await store.durabilityWarning()).toMatch(/appendfsync everysec/);
-        await redisRaw(own.url, 'CONFIG', 'SET', 'appendonly', 'no');
+        await redisCommand(own.url, 'CONFIG', 'SET', 'appendonly', 'no');
         expect(await store.durabilityWarning()).toMatch(/without appendonly/);
       } finally {
         await store.close();

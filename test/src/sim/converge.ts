@@ -8,6 +8,16 @@ import type { Fault, SimConfig, SimResult } from './sim-config.js';
 import { SLICE_US } from './sim-metrics.js';
 import { runSimulation } from './simulation.js';
 
+const US_PER_S = 1_000_000;
+/** The window starts this long after the last fault's end plus one TTL, µs. */
+const SETTLE_US = 1_000_000;
+/** A window shorter than this says nothing, µs. */
+const WINDOW_US_MIN = 3_000_000;
+/** Saturated: every second of the window offered at least this multiple of the refill rate. */
+const SATURATING_LOAD = 1.5;
+/** The share of the fault-free twin's admitted rate a fleet must reach after its faults. */
+const CONVERGED_SHARE_MIN = 0.75;
+
 export function faultsEndUs(config: SimConfig): number {
   const ends = [
     ...config.faults.map((f) => f.atUs + faultSpanUs(f, config.pool.leaseTtlMs * 1000)),
@@ -27,15 +37,15 @@ function faultSpanUs(f: Fault, ttlUs: number): number {
 }
 
 export function recoveredRate(config: SimConfig, result: SimResult): number | null {
-  const fromUs = faultsEndUs(config) + config.pool.leaseTtlMs * 1000 + 1_000_000;
+  const fromUs = faultsEndUs(config) + config.pool.leaseTtlMs * 1000 + SETTLE_US;
   const first = Math.ceil(fromUs / SLICE_US);
   const last = Math.floor(config.durationUs / SLICE_US);
-  if ((last - first) * SLICE_US < 3_000_000) return null;
+  if ((last - first) * SLICE_US < WINDOW_US_MIN) return null;
   const refillPerSlice = (config.pool.refill.tokens * SLICE_US) / (config.pool.refill.periodMs * 1000);
-  const slicesPerSecond = 1_000_000 / SLICE_US;
+  const slicesPerSecond = US_PER_S / SLICE_US;
   for (let s = first; s + slicesPerSecond <= last; s += slicesPerSecond) {
     const offered = result.offeredPerSlice.slice(s, s + slicesPerSecond).reduce((a, b) => a + b, 0);
-    if (offered < 1.5 * refillPerSlice * slicesPerSecond) return null;
+    if (offered < SATURATING_LOAD * refillPerSlice * slicesPerSecond) return null;
   }
   const admitted = result.admittedPerSlice.slice(first, last).reduce((a, b) => a + b, 0);
   return admitted / (refillPerSlice * (last - first));
@@ -50,5 +60,5 @@ export function convergenceProblem(config: SimConfig, result: SimResult): string
   const recovered = recoveredRate(config, result);
   if (recovered === null || config.faults.length + config.partitions.length === 0) return null;
   const twin = recoveredRate(config, runSimulation({ ...config, faults: [], partitions: [] })) ?? 0;
-  return recovered < 0.75 * twin ? `rate after the faults ${(recovered * 100).toFixed(1)}% of r, without them ${(twin * 100).toFixed(1)}%` : null;
+  return recovered < CONVERGED_SHARE_MIN * twin ? `rate after the faults ${(recovered * 100).toFixed(1)}% of r, without them ${(twin * 100).toFixed(1)}%` : null;
 }

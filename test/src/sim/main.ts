@@ -7,10 +7,14 @@
  * printing the command that replays the failing seed alone.
  */
 import { parseArgs } from 'node:util';
-import { describeScenario, randomScenario } from './scenario.js';
+import { describeScenario, randomScenario, SCENARIO_DURATION_US_DEFAULT } from './scenario.js';
 import { convergenceProblem, recoveredRate } from './converge.js';
 import type { SimConfig, SimResult } from './sim-config.js';
 import { runSimulation } from './simulation.js';
+
+const US_PER_S = 1_000_000;
+/** Scenarios a run simulates unless --scenarios says. */
+const SCENARIOS_DEFAULT = 100;
 
 /** Tally — what a batch of scenarios did, for the summary line. */
 class Tally {
@@ -44,9 +48,9 @@ class Tally {
 
 function main(): number {
   const { values } = parseArgs({ options: { scenarios: { type: 'string' }, seed: { type: 'string' }, duration: { type: 'string' }, json: { type: 'boolean' } } });
-  const scenarios = Number(values.scenarios ?? '100');
+  const scenarios = values.scenarios === undefined ? SCENARIOS_DEFAULT : Number(values.scenarios);
   const seed = values.seed === undefined ? Math.floor(Math.random() * 2 ** 31) : Number(values.seed);
-  const durationS = Number((values.duration ?? '20s').replace(/s$/, ''));
+  const durationS = values.duration === undefined ? SCENARIO_DURATION_US_DEFAULT / US_PER_S : Number(values.duration.replace(/s$/, ''));
   if (!Number.isSafeInteger(scenarios) || scenarios < 1) throw new Error('--scenarios must be a positive integer');
   if (!Number.isSafeInteger(seed) || seed < 0) throw new Error('--seed must be a non-negative integer');
   if (!(durationS >= 1)) throw new Error('--duration must be at least 1s');
@@ -56,7 +60,7 @@ function main(): number {
   const tally = new Tally();
   const started = performance.now();
   for (let i = 0; i < scenarios; i += 1) {
-    const config = randomScenario(seed + i, durationS * 1_000_000);
+    const config = randomScenario(seed + i, durationS * US_PER_S);
     const result = runSimulation(config);
     simulated += result.simulatedSeconds;
     const recovered = recoveredRate(config, result);

@@ -31,8 +31,28 @@ const TTLS_MS = [200, 500, 1000, 2000] as const;
 export const DURABLE_SHARE = 0.4;
 export const RATE_SHARE = 0.3;
 const REFRESHES_MS = [50, 100, 250, 500, 1000, 2000] as const;
+/** SCENARIO_DURATION_US_DEFAULT — simulated traffic per scenario unless said otherwise, µs (20 s). */
+export const SCENARIO_DURATION_US_DEFAULT = 20_000_000;
+/** Faults and partitions start this long into a run at the earliest, µs: leases are out by then. */
+const FAULTS_FROM_US = 1_000_000;
+/**
+ * SCENARIO_DRIFT_MAX — the largest clock drift a scenario draws, a fraction:
+ * below the keeper's driftMargin (0.05), which makes an agent stop before
+ * the coordinator reclaims. RATE_SCENARIO_DRIFT_MAX — the same for rate
+ * leases, below the keeper's rateDriftMargin (0.01), which stretches a
+ * rate's period.
+ */
+export const SCENARIO_DRIFT_MAX = 0.04;
+export const RATE_SCENARIO_DRIFT_MAX = 0.009;
+/**
+ * Salts xor-ed into a scenario's seed for the draws of its rate-mode and
+ * durable-mode variants: streams apart from the scenario's own, so a
+ * scenario in neither mode is the one its seed always drew.
+ */
+const RATE_MODE_SEED_SALT = 0x7a7e1ea5;
+const DURABLE_MODE_SEED_SALT = 0xd0ab1e;
 
-export function randomScenario(seed: number, durationUs = 20_000_000): SimConfig {
+export function randomScenario(seed: number, durationUs = SCENARIO_DURATION_US_DEFAULT): SimConfig {
   const r = seededRandom(seed);
   const pick = <T>(xs: readonly T[]): T => xs[r.int(0, xs.length - 1)] as T;
   const agents = r.int(2, 8);
@@ -43,7 +63,7 @@ export function randomScenario(seed: number, durationUs = 20_000_000): SimConfig
   const maxLeaseTokens = r.next() < 0.8 ? Math.max(1, Math.floor(capacity / agents / r.int(1, 3))) : r.int(1, capacity);
   const ttlUs = leaseTtlMs * 1000;
   const faultWindowUs = durationUs / 2;
-  const at = (): number => r.int(1_000_000, Math.max(1_000_001, faultWindowUs - 1));
+  const at = (): number => r.int(FAULTS_FROM_US, Math.max(FAULTS_FROM_US + 1, faultWindowUs - 1));
   const faults: Fault[] = [];
   for (let i = r.int(0, 3); i > 0; i -= 1) {
     const kind = pick(['crash-agent', 'pause-agent', 'restart-coordinator'] as const);
@@ -66,31 +86,31 @@ export function randomScenario(seed: number, durationUs = 20_000_000): SimConfig
     network: { latencyUs: r.int(200, 5000), lossRate: r.next() < 0.5 ? 0 : r.next() * 0.05, duplicateRate: r.next() < 0.5 ? 0 : r.next() * 0.05 },
     partitions,
     faults,
-    driftMax: 0.04,
+    driftMax: SCENARIO_DRIFT_MAX,
   };
   return withDurableMode(withRateMode(base), faultWindowUs);
 }
 
 /** withRateMode — `base` with rate leases, for a share of seeds: a refresh interval from 50 ms to 2 s, sometimes longer than the TTL; clock drift under 1%. */
 function withRateMode(base: SimConfig): SimConfig {
-  const d = seededRandom(base.seed ^ 0x7a7e1ea5);
+  const d = seededRandom(base.seed ^ RATE_MODE_SEED_SALT);
   if (d.next() >= RATE_SHARE) return base;
   const refreshMs = REFRESHES_MS[d.int(0, REFRESHES_MS.length - 1)] as number;
   const maxLeaseTokens = d.next() < 0.5 ? base.pool.capacity : base.pool.maxLeaseTokens;
   // A rate lease's accrual is stretched by the keeper's rateDriftMargin (1%): clocks stay within it.
-  return { ...base, pool: { ...base.pool, leaseMode: 'rate', maxLeaseTokens }, keeper: { ...base.keeper, refreshMs }, driftMax: Math.min(base.driftMax, 0.009) };
+  return { ...base, pool: { ...base.pool, leaseMode: 'rate', maxLeaseTokens }, keeper: { ...base.keeper, refreshMs }, driftMax: Math.min(base.driftMax, RATE_SCENARIO_DRIFT_MAX) };
 }
 
 /** withDurableMode — `base` in durable mode, for a share of seeds: restarts become failovers, and one or two more are added. */
 function withDurableMode(base: SimConfig, faultWindowUs: number): SimConfig {
-  const d = seededRandom(base.seed ^ 0xd0ab1e);
+  const d = seededRandom(base.seed ^ DURABLE_MODE_SEED_SALT);
   if (d.next() >= DURABLE_SHARE) return base;
   const failover = (atUs: number): Fault => {
     const downUs = d.int(50_000, 3_000_000);
     return { kind: 'failover-coordinator', atUs, downUs, ...(d.next() < 0.5 ? { deposedUs: d.int(0, 2 * downUs) } : {}) };
   };
   const faults = base.faults.map((f) => (f.kind === 'restart-coordinator' ? failover(f.atUs) : f));
-  for (let i = d.int(1, 2); i > 0; i -= 1) faults.push(failover(d.int(1_000_000, Math.max(1_000_001, faultWindowUs - 1))));
+  for (let i = d.int(1, 2); i > 0; i -= 1) faults.push(failover(d.int(FAULTS_FROM_US, Math.max(FAULTS_FROM_US + 1, faultWindowUs - 1))));
   const durable: DurableSpec = { writeUsMin: 100, writeUsMax: d.int(300, 3000) };
   return { ...base, faults, durable };
 }

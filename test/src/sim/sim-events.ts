@@ -1,6 +1,7 @@
 /**
  * The simulator's events and timing constants.
  */
+import { TICK_MS_MAX as COORDINATOR_TICK_MS_MAX } from '@tokenlease/coordinator';
 import type { Reply } from '@tokenlease/shared';
 import type { Arrival } from './workload.js';
 
@@ -31,9 +32,24 @@ export type Event =
 
 export const POOL = 'pool';
 export const PREFIX = 'tokenlease';
+/**
+ * AGENT_TICK_US_MAX — the longest an agent's keeper goes without a tick, µs:
+ * the Agent adapter ticks each keeper at least every 100 ms, so demand is
+ * sampled that often (agent/src/adapters/agent.ts, TICK_MS_MAX, not
+ * exported). Not the coordinator's: an agent samples demand more often
+ * than a coordinator needs to refill and reclaim.
+ */
 export const AGENT_TICK_US_MAX = 100_000;
-export const COORDINATOR_TICK_US_MAX = 250_000;
+/**
+ * COORDINATOR_TICK_US_MAX — the longest a coordinator goes without a tick,
+ * µs: its tick timer's TICK_MS_MAX, so refill and expiry are never further
+ * behind than they are in a real coordinator.
+ */
+export const COORDINATOR_TICK_US_MAX = COORDINATOR_TICK_MS_MAX * 1000;
+/** CLOSE_PHASE_US — how long the agents have to close and return their leases after the traffic ends, µs. */
 export const CLOSE_PHASE_US = 3_000_000;
+/** VIOLATIONS_KEPT — how many violations a run keeps to report (the first ones). */
 export const VIOLATIONS_KEPT = 20;
+/** AUDIT_EVERY_US — how often the simulator checks that crashed agents' leases were reclaimed by their deadlines, µs. */
 export const AUDIT_EVERY_US = 250_000;
 

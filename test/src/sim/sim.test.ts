@@ -10,10 +10,11 @@
  * those checks can fail, and that a run is a function of its seed.
  */
 import { describe, expect, it } from 'vitest';
+import { DEFAULT_KEEPER_OPTIONS } from '@tokenlease/agent';
 import { makeRate } from '@tokenlease/shared';
 import { seedFromEnv } from '../harness/random.js';
 import { convergenceProblem, recoveredRate } from './converge.js';
-import { describeScenario, randomScenario } from './scenario.js';
+import { describeScenario, randomScenario, RATE_SCENARIO_DRIFT_MAX, SCENARIO_DRIFT_MAX } from './scenario.js';
 import { SLICE_US } from './sim-metrics.js';
 import type { Broken, SimConfig } from './sim-config.js';
 import { runSimulation } from './simulation.js';
@@ -21,6 +22,11 @@ import { runSimulation } from './simulation.js';
 const SCENARIOS = Number(process.env['SIM_SCENARIOS'] ?? '150');
 
 describe('the simulator', () => {
+  it("draws clock drift within the keepers' margins, so an honest fleet can keep every check", () => {
+    expect(SCENARIO_DRIFT_MAX).toBeLessThan(DEFAULT_KEEPER_OPTIONS.driftMargin);
+    expect(RATE_SCENARIO_DRIFT_MAX).toBeLessThan(DEFAULT_KEEPER_OPTIONS.rateDriftMargin);
+  });
+
   it(`keeps every check over ${SCENARIOS} random scenarios`, () => {
     const seed = seedFromEnv();
     console.log(`sim: ${SCENARIOS} scenarios from SEED=${seed} (replay one: npm run sim -- --scenarios 1 --seed <seed>)`);

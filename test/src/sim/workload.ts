@@ -20,6 +20,14 @@
  */
 import type { Random } from '../harness/random.js';
 
+const US_PER_S = 1_000_000;
+/** TAKE_SHARE_DEFAULT — the share of requests that wait with `take()` unless the spec says, a fraction. */
+export const TAKE_SHARE_DEFAULT = 0.2;
+/** TAKE_TIMEOUT_MS_DEFAULT — how long a `take()` waits unless the spec says, ms. */
+export const TAKE_TIMEOUT_MS_DEFAULT = 200;
+/** A churning agent's stay, and its absence, last at least this long, µs. */
+const CHURN_SPAN_US_MIN = 1000;
+
 export type WorkloadName = 'steady' | 'bursty' | 'diurnal' | 'zipf' | 'churn' | 'weighted';
 
 /** How requests may wait: a share of them call `take()` with a timeout instead of `tryTake()`. */
@@ -88,9 +96,9 @@ function presenceOf(spec: WorkloadSpec, agents: number, durationUs: number, rand
     const downUs = spec.downMs * 1000;
     let t = random.next() < upUs / (upUs + downUs) ? 0 : Math.round(random.exponential(downUs));
     for (let incarnation = 0; t < durationUs; incarnation += 1) {
-      const end = Math.min(durationUs, t + Math.max(1000, Math.round(random.exponential(upUs))));
+      const end = Math.min(durationUs, t + Math.max(CHURN_SPAN_US_MIN, Math.round(random.exponential(upUs))));
       spans.push({ agent, incarnation, fromUs: t, toUs: end, crashes: random.next() < spec.crashFraction });
-      t = end + Math.max(1000, Math.round(random.exponential(downUs)));
+      t = end + Math.max(CHURN_SPAN_US_MIN, Math.round(random.exponential(downUs)));
     }
   }
   return spans;
@@ -134,11 +142,11 @@ export function makeWorkload(spec: WorkloadSpec, agents: number, refillPerSecond
   const demandPerSecond = share.map((x) => x * spec.load * refillPerSecond);
   const arrivals: Arrival[] = [];
   const peak = peakFactor(spec);
-  const takeShare = spec.takeShare ?? 0.2;
-  const takeTimeoutMs = spec.takeTimeoutMs ?? 200;
+  const takeShare = spec.takeShare ?? TAKE_SHARE_DEFAULT;
+  const takeTimeoutMs = spec.takeTimeoutMs ?? TAKE_TIMEOUT_MS_DEFAULT;
   for (const span of presence) {
     const requestsPerSecond = (demandPerSecond[span.agent] as number) / meanCost(spec);
-    const peakPerUs = (requestsPerSecond * peak) / 1e6;
+    const peakPerUs = (requestsPerSecond * peak) / US_PER_S;
     if (peakPerUs <= 0) continue;
     for (let t = span.fromUs + random.exponential(1 / peakPerUs); t < span.toUs; t += random.exponential(1 / peakPerUs)) {
       const tUs = Math.floor(t);

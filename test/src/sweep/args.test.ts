@@ -1,5 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { MAX_TTL_MS, MIN_TTL_MS } from '@tokenlease/coordinator';
+import { thrown } from '@tokenlease/shared/testing';
 import { parseSweepArgs, sweepArgsToArgv, USAGE, type SweepArgs } from './args.js';
 import { SweepArgsError } from './args-error.js';
 import { formatDurationUs, parseDurationUs, DURATION_US_MAX } from './duration.js';
@@ -8,15 +10,7 @@ import { formatWorkload, parseWorkload, WORKLOAD_NAMES, type Workload } from './
 const SEED = 1234;
 const parse = (argv: string[]): SweepArgs => parseSweepArgs(argv, () => SEED);
 
-function refusal(argv: string[]): SweepArgsError {
-  try {
-    parse(argv);
-  } catch (error) {
-    if (error instanceof SweepArgsError) return error;
-    throw error;
-  }
-  throw new Error(`accepted ${JSON.stringify(argv)}`);
-}
+const refusal = (argv: string[]): SweepArgsError => thrown(SweepArgsError, () => parse(argv));
 
 describe('parseSweepArgs defaults', () => {
   it('fills in every default and draws the seed', () => {
@@ -221,6 +215,12 @@ describe('workloads', () => {
       expect(USAGE).toContain(`  ${name} `);
       for (const pair of formatWorkload(parseWorkload(name)).split(':')[1]?.split(',') ?? []) expect(USAGE).toContain(pair);
     }
+  });
+
+  it('takes the TTLs the coordinator accepts, no more and no fewer', () => {
+    expect(parse(['--ttls', `${MIN_TTL_MS}ms,${MAX_TTL_MS}ms`]).ttlsMs).toEqual([MIN_TTL_MS, MAX_TTL_MS]);
+    expect(refusal(['--ttls', `${MIN_TTL_MS - 1}ms`]).flag).toBe('--ttls');
+    expect(refusal(['--ttls', `${MAX_TTL_MS + 1}ms`]).flag).toBe('--ttls');
   });
 
   it('every flag appears in the usage text', () => {

@@ -11,6 +11,7 @@
  * to the same SweepArgs, so a run can always be replayed.
  */
 import { parseArgs } from 'node:util';
+import { MAX_TTL_MS, MIN_TTL_MS } from '@tokenlease/coordinator';
 import { formatRate, parseRate, tokenScale, type Rate } from '@tokenlease/shared';
 import { SweepArgsError } from './args-error.js';
 import { formatDurationUs, parseDurationUs } from './duration.js';
@@ -61,10 +62,6 @@ export interface SweepArgs {
   readonly help: boolean;
 }
 
-/** MIN_TTL_MS — the shortest lease TTL the coordinator accepts, ms. */
-export const MIN_TTL_MS = 10;
-/** MAX_TTL_MS — the longest lease TTL the coordinator accepts, ms (one hour). */
-export const MAX_TTL_MS = 3_600_000;
 /** MAX_COMBINATIONS — most tokenlease settings (chunk and rate rows) one sweep runs. */
 export const MAX_COMBINATIONS = 1000;
 
@@ -99,23 +96,24 @@ lease TTL, allowance and usage-report interval (chunk leases) and of
 refresh interval, TTL and allowance (rate leases), next to two baselines
 (central: a round-trip per request to one exact bucket; local: independent
 buckets of r/N per agent), and recommends the setting with the fewest
-round-trips that reaches the target utilization without ever exceeding the
-envelope B + A + r*T. Usage reports are one-way messages; the simulator
-counts each in RT/1k like a round-trip.
+coordinator messages per 1,000 admissions that reaches the target
+utilization without ever exceeding the envelope B + A + r*T. Messages are
+round-trips (column RT/1k) plus one-way usage reports (rep/1k, counted
+apart); the cost (msg/1k) weighs a report like a round-trip.
 
   --agents N                 agents in the fleet (default ${SWEEP_DEFAULTS.agents}; 1..${AGENTS_MAX})
   --capacity B               pool capacity, tokens (default ${SWEEP_DEFAULTS.capacity})
   --refill RATE              refill rate like 500/s, 2/1000ms, 60/min (default ${SWEEP_DEFAULTS.refill})
   --workload NAME[:k=v,...]  demand shape (default ${SWEEP_DEFAULTS.workload}); see below
   --lease-sizes N,N,...      maxLeaseTokens to try, 1..B (default ${SWEEP_DEFAULTS['lease-sizes']})
-  --ttls D,D,...             lease TTLs to try, ${MIN_TTL_MS}ms..1h (default ${SWEEP_DEFAULTS.ttls})
+  --ttls D,D,...             lease TTLs to try, ${formatDurationUs(MIN_TTL_MS * 1000)}..${formatDurationUs(MAX_TTL_MS * 1000)} (default ${SWEEP_DEFAULTS.ttls})
   --allowances N,N,...       extra burst tokens A to try, 0 = strict (default ${SWEEP_DEFAULTS.allowances})
   --lease-modes M,M          chunk and/or rate leases (default ${SWEEP_DEFAULTS['lease-modes']})
-  --refreshes D,D,...        rate leases: agents' refresh intervals to try, 1ms..1h; bare
+  --refreshes D,D,...        rate leases: agents' refresh intervals to try, 1ms..${formatDurationUs(MAX_TTL_MS * 1000)}; bare
                              numbers are ms (default ${SWEEP_DEFAULTS.refreshes}); each runs with every
                              TTL of at least twice it, or else at a TTL of twice it
   --reports D,D,...          chunk leases: agents' usage-report intervals to try, 0 = off,
-                             up to 1h; bare numbers are ms (default ${SWEEP_DEFAULTS.reports});
+                             up to ${formatDurationUs(MAX_TTL_MS * 1000)}; bare numbers are ms (default ${SWEEP_DEFAULTS.reports});
                              rate leases ignore it
   --latency D                mean one-way network delay, 0..10s (default ${SWEEP_DEFAULTS.latency})
   --duration D               simulated time per combination, up to 24h (default ${SWEEP_DEFAULTS.duration})
@@ -276,6 +274,7 @@ export function parseSweepArgs(argv: readonly string[], drawSeed: () => number =
     throw new SweepArgsError('--capacity', `${capacityTokens} plus the largest allowance ${largestAllowance} does not fit the exact arithmetic (${detail}); use a smaller capacity or allowance`);
   }
   const leaseModes = readLeaseModes(text('lease-modes'));
+  // Refresh and report intervals longer than any lease can live are of no use: the longest TTL bounds them too.
   const refreshesMs = list('--refreshes', text('refreshes'), (one) => durationUs('--refreshes', /^\d+$/.test(one) ? `${one}ms` : one, 1000, MAX_TTL_MS * 1000, true) / 1000);
   const reportsMs = list('--reports', text('reports'), (one) => durationUs('--reports', /^\d+$/.test(one) ? `${one}ms` : one, 0, MAX_TTL_MS * 1000, true) / 1000);
   const combinations = tokenleaseSettings({ allowances: allowancesTokens, ttlsMs, leaseSizes: leaseSizesTokens, leaseModes, refreshesMs, reportsMs }).length;

@@ -8,7 +8,7 @@
  * Both let `take()` requests wait (reserve) up to their timeout.
  */
 import { makeRate, type Rate } from '@tokenlease/shared';
-import { checkEnvelope, type Admission } from '../harness/envelope.js';
+import { checkEnvelope, type Admission } from '@tokenlease/shared/testing';
 import { seededRandom } from '../harness/random.js';
 import { Network, type NetworkSpec } from '../sim/network.js';
 import type { Arrival, Workload } from '../sim/workload.js';

@@ -3,7 +3,8 @@
  *
  * Both indices divide what was admitted in all, not what could have been:
  * they measure how fairly the fleet split what it admitted, apart from how
- * much that was (utilization says that).
+ * much that was (utilization says that). The fair division is the
+ * coordinator's own water-filling (`waterFill`), without rounding.
  *
  * jain — Jain's index (Σx)²/(n·Σx²) of x_i = admitted_i / fairShare_i, where
  * fairShare is the max-min fair division (water-filling) of what was
@@ -11,54 +12,29 @@
  * demand must get equal tokens to score 1; an agent that wanted less than
  * its share is fair when it got what it wanted.
  */
-export function maxMinShares(demands: readonly number[], total: number): number[] {
-  const shares = demands.map(() => 0);
-  let remaining = total;
-  let open = demands.map((d, i) => ({ d, i })).filter((x) => x.d > 0);
-  while (open.length > 0 && remaining > 1e-9) {
-    const each = remaining / open.length;
-    const satisfied = open.filter((x) => x.d - (shares[x.i] ?? 0) <= each);
-    if (satisfied.length === 0) {
-      for (const x of open) shares[x.i] = (shares[x.i] ?? 0) + each;
-      break;
-    }
-    for (const x of satisfied) {
-      remaining -= x.d - (shares[x.i] ?? 0);
-      shares[x.i] = x.d;
-    }
-    open = open.filter((x) => !satisfied.includes(x));
-  }
-  return shares;
+import { exactShares, waterFill } from '@tokenlease/coordinator';
+
+/** Demand above the fair share by less than this fraction of it is rounding, not saturation. */
+const SATURATION_TOLERANCE = 1e-9;
+
+/**
+ * weightedMaxMinShares — the weighted max-min fair division of `total`
+ * among `demands`, real-valued: each gets at most its demand; the rest is
+ * divided in proportion to `weights` (absent or ≤ 0: 1) among those that
+ * want more.
+ */
+export function weightedMaxMinShares(demands: readonly number[], total: number, weights: readonly number[] = []): number[] {
+  return waterFill(demands.map((demand, i) => ({ demand, weight: weights[i] ?? 1 })), total, exactShares);
 }
 
 export function jain(admitted: readonly number[], offered: readonly number[]): number {
   const total = admitted.reduce((a, b) => a + b, 0);
-  const fair = maxMinShares(offered, total);
+  const fair = weightedMaxMinShares(offered, total);
   const xs = admitted.map((a, i) => ((fair[i] ?? 0) > 0 ? a / (fair[i] as number) : null)).filter((x): x is number => x !== null);
   if (xs.length === 0) return 1;
   const sum = xs.reduce((a, b) => a + b, 0);
   const squares = xs.reduce((a, b) => a + b * b, 0);
   return squares === 0 ? 1 : (sum * sum) / (xs.length * squares);
-}
-
-/**
- * weightedMaxMinShares — the weighted max-min fair division of `total`
- * among `demands`: each gets at most its demand; the rest is divided in
- * proportion to `weights` (absent or ≤ 0: 1) among those that want more.
- */
-export function weightedMaxMinShares(demands: readonly number[], total: number, weights: readonly number[] = []): number[] {
-  const shares = demands.map(() => 0);
-  const weightOf = (i: number): number => ((weights[i] ?? 1) > 0 ? (weights[i] ?? 1) : 1);
-  // Served in order of demand per unit of weight: those below the water level get their demand.
-  const open = demands.map((d, i) => ({ d, i, w: weightOf(i) })).filter((x) => x.d > 0).sort((a, b) => a.d / a.w - b.d / b.w);
-  let remaining = total;
-  let weightLeft = open.reduce((sum, x) => sum + x.w, 0);
-  for (const x of open) {
-    shares[x.i] = Math.max(0, Math.min(x.d, (remaining / weightLeft) * x.w));
-    remaining -= shares[x.i] as number;
-    weightLeft -= x.w;
-  }
-  return shares;
 }
 
 /**
@@ -71,8 +47,7 @@ export function weightedMaxMinShares(demands: readonly number[], total: number, 
 export function jainOverShare(admitted: readonly number[], offered: readonly number[], weights: readonly number[] = []): number {
   const total = admitted.reduce((a, b) => a + b, 0);
   const fair = weightedMaxMinShares(offered, total, weights);
-  // Demand above the share by a relative hair is rounding, not saturation.
-  const over = offered.flatMap((demand, i) => (demand > (fair[i] ?? 0) * (1 + 1e-9) ? [i] : []));
+  const over = offered.flatMap((demand, i) => (demand > (fair[i] ?? 0) * (1 + SATURATION_TOLERANCE) ? [i] : []));
   if (over.length < 2) return 1;
   const xs = over.map((i) => (admitted[i] ?? 0) / ((weights[i] ?? 1) > 0 ? (weights[i] ?? 1) : 1));
   const sum = xs.reduce((a, b) => a + b, 0);

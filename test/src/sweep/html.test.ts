@@ -123,14 +123,16 @@ describe('renderHtml charts', () => {
     expect(rateCharts[0]).toContain('rate leases, refresh 250ms, TTL 1s: ');
   });
 
-  it('draws a chunk line per TTL and report interval when usage reports ran', () => {
-    const rows = [100, 50, 250].flatMap((leaseSize) => [0, 100].map((reportMs) => sampleRow({ leaseSize, reportMs, roundTripsPer1k: 20 + reportMs / 10 })));
+  it('draws a chunk line per TTL and report interval when usage reports ran, and charts the cost: round-trips plus reports', () => {
+    const rows = [100, 50, 250].flatMap((leaseSize) => [0, 100].map((reportMs) => sampleRow({ leaseSize, reportMs, roundTripsPer1k: 20, reportsPer1k: reportMs / 10 })));
     const html = page(rows, ['--reports', '0,100']);
-    const [util = '', roundTrips = ''] = svgs(html);
+    const [util = '', cost = ''] = svgs(html);
     expect(count(util, /<polyline class="series"/g)).toBe(2);
     expect(util).toContain('>TTL 2s, reports off<');
     expect(util).toContain('>TTL 2s, reports every 100ms<');
-    expect(roundTrips).toContain('lease 50, TTL 2s, reports every 100ms: 30.0 round-trips per 1,000');
+    expect(cost).toContain('lease 50, TTL 2s, reports every 100ms: 30.0 messages per 1,000');
+    expect(cost).toContain('lease 50, TTL 2s, reports off: 20.0 messages per 1,000');
+    expect(cost).toContain('round-trips + usage reports');
     expect(html).toContain('<dt>usage reports (chunk)</dt><dd>off, every 100ms</dd>');
     expect(html).toContain('--reports 0ms,100ms');
   });

@@ -6,15 +6,16 @@
  * that came from outside (arguments, rows, reason, generatedBy) is escaped.
  * It shows the parameters and a replay command, the recommendation, then for
  * each allowance that has tokenlease rows a pair of charts for chunk leases
- * (utilization and round-trips per 1,000 admissions against lease size, one
- * line per TTL and usage-report interval (reports counted in the
- * round-trips, as the simulator counts them), baselines as dashed labelled reference lines) and a pair
- * for rate leases (the same against the refresh interval), then the full
- * table. The x axis is logarithmic when its values span more than a factor 10.
+ * (utilization, and the cost the recommendation minimizes: coordinator
+ * messages per 1,000 admissions, round-trips plus usage reports (cost.ts),
+ * against lease size; one line per TTL and usage-report interval, baselines
+ * as dashed labelled reference lines) and a pair for rate leases (the same
+ * against the refresh interval), then the full table. The x axis is logarithmic when its values span more than a factor 10.
  */
 import { formatRate } from '@tokenlease/shared';
 import { sweepArgsToArgv, type SweepArgs } from './args.js';
 import { renderLineChart, seriesStyle, type ChartSeries, type ReferenceLine } from './chart.js';
+import { COST_NAME, messagesPer1k } from './cost.js';
 import { formatDurationMs, formatDurationUs } from './duration.js';
 import { escapeHtml, formatCount, formatFixed, formatPercent } from './format.js';
 import { recommendationHeadline, type Recommendation } from './recommend.js';
@@ -135,7 +136,7 @@ function chartPair(leaseRows: readonly ChartRow[], axis: XAxis, baselines: reado
   const refs = (value: (row: SweepRow) => number, suffix: string): ReferenceLine[] =>
     baselines.map((row) => ({ label: `${row.strategy} ${formatFixed(value(row), 1)}${suffix}`, y: value(row), dash: row.strategy === 'central' ? DASH_CENTRAL : DASH_LOCAL }));
   const utilization = (row: SweepRow): number => row.utilization * 100;
-  const roundTrips = (row: SweepRow): number => row.roundTripsPer1k;
+
   const xLabel = `${axis.label}${logX ? ', log scale' : ''}`;
   const common = { xLabel, xTicks: sizes, logX, formatX: axis.format };
   const target = input.args.targetUtilization * 100;
@@ -148,16 +149,16 @@ function chartPair(leaseRows: readonly ChartRow[], axis: XAxis, baselines: reado
     yFromZero: false,
     formatY: (y) => formatFixed(y, y % 1 === 0 ? 0 : 1),
   });
-  const rtChart = renderLineChart({
+  const costChart = renderLineChart({
     ...common,
-    title: `Round-trips per 1,000 admissions vs ${axis.name}`,
-    yLabel: 'round-trips per 1,000 admissions',
-    series: series(roundTrips, 'round-trips per 1,000'),
-    references: refs(roundTrips, ''),
+    title: `Messages per 1,000 admissions vs ${axis.name}`,
+    yLabel: COST_NAME,
+    series: series(messagesPer1k, 'messages per 1,000'),
+    references: refs(messagesPer1k, ''),
     yFromZero: true,
     formatY: (y) => formatFixed(y, y % 1 === 0 ? 0 : 1),
   });
-  return `<div class="charts">\n${utilChart}\n${rtChart}\n</div>`;
+  return `<div class="charts">\n${utilChart}\n${costChart}\n</div>`;
 }
 
 /**

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { describeRecommendation, recommend, recommendationHeadline } from './recommend.js';
+import { messagesPer1k } from './cost.js';
+import { describeRecommendation, recommend, recommendationHeadline, TERMINAL_COLUMNS } from './recommend.js';
 import type { SweepRow } from './row.js';
 import { sampleRateRows, sampleRow, sampleSweepRows } from './sample-rows.js';
 
@@ -39,6 +40,7 @@ describe('recommend picks', () => {
     ['the sample sweep with rate rows: still lease 10, TTL 5 s', [...sampleSweepRows([0]), ...sampleRateRows([0])], 0.97, 'lease/10/5000/0'],
     ['the sample rate rows at a 90% target: refresh 2 s', [...sampleSweepRows([0]), ...sampleRateRows([0])], 0.9, 'rate/2000/5000/0'],
     ['a report row when it is the cheapest at the target, reports counted', [lease(50, 2000, 0.98, 60, { reportMs: 100 }), lease(10, 2000, 0.99, 100)], 0.97, 'lease/50/2000/0/reports 100'],
+    ['not a report row whose reports make it dearer', [lease(50, 2000, 0.98, 60, { reportMs: 100, reportsPer1k: 50 }), lease(10, 2000, 0.99, 100)], 0.97, 'lease/10/2000/0'],
     ['not a report row below the target', [lease(50, 2000, 0.96, 60, { reportMs: 100 }), lease(10, 2000, 0.99, 100)], 0.97, 'lease/10/2000/0'],
     ['not a report row that exceeded the envelope', [lease(50, 2000, 0.99, 60, { reportMs: 100, overAdmitted: 1 }), lease(10, 2000, 0.99, 100)], 0.97, 'lease/10/2000/0'],
     ['reports off on a full tie', [lease(10, 2000, 0.99, 50, { reportMs: 100 }), lease(10, 2000, 0.99, 50)], 0.97, 'lease/10/2000/0'],
@@ -69,7 +71,7 @@ describe('recommend explains', () => {
     ['no candidate: the target is beyond even the central bucket', [lease(10, 2000, 0.9, 100), central(0.95)], 0.97, ['central) reaches only 95.0%', 'lower --target-utilization']],
     ['no candidate: every row broke the envelope', [lease(10, 2000, 0.99, 100, { overAdmitted: 4 }), lease(5, 2000, 0.99, 200, { overAdmitted: 9 })], 0.97, ['Every one of the 2 lease setting(s) exceeded the envelope', 'worst by 9 tokens', 'bug']],
     ['no lease rows', [central(1)], 0.97, ['no lease rows']],
-    ['a report choice: its interval, and its reports', [lease(50, 2000, 0.98, 60, { reportMs: 100, reportsPer1k: 75 })], 0.97, ['Lease 50 tokens, TTL 2s, allowance 0, usage reports every 100ms admits 98.0%', '60.0 round-trips per 1,000 admissions and 75.0 one-way usage reports', 'counting reports as round-trips']],
+    ['a report choice: its interval, and its reports', [lease(50, 2000, 0.98, 60, { reportMs: 100, reportsPer1k: 75 })], 0.97, ['Lease 50 tokens, TTL 2s, allowance 0, usage reports every 100ms admits 98.0%', '135.0 coordinator messages per 1,000 admissions (60.0 round-trips and 75.0 one-way usage reports)', 'a usage report counted as a round-trip']],
     ['reports weigh like round-trips', [lease(250, 2000, 0.99, 50, { reportMs: 100, reportsPer1k: 80 }), lease(50, 2000, 0.99, 80)], 0.97, ['Lease 50 tokens', '80.0 round-trips']],
     ['no candidate and no reports tried: try them', [lease(50, 2000, 0.8, 40)], 0.97, ['--reports 100ms']],
     ['a rate choice', [rate(1000, 2000, 0.98, 21.5), lease(10, 2000, 0.99, 100)], 0.97, ['Rate leases, refresh 1s, TTL 2s, allowance 0 admits 98.0%', '21.5 round-trips', 'fewest of the 2 setting(s)']],
@@ -105,7 +107,7 @@ describe('describeRecommendation', () => {
     expect(recommendationHeadline(rec)).toBe(headline);
     expect(text.replace(/\n/g, ' ').startsWith(headline)).toBe(true);
     expect(text.replace(/\n/g, ' ')).toContain(rec.reason);
-    for (const line of text.split('\n')) expect(line.length).toBeLessThanOrEqual(78);
+    for (const line of text.split('\n')) expect(line.length).toBeLessThanOrEqual(TERMINAL_COLUMNS);
   });
 });
 
@@ -119,6 +121,7 @@ describe('recommend (property)', () => {
     reportMs: fc.constantFrom(0, 0, 100, 500),
     utilization: fc.constantFrom(0.5, 0.96, 0.97, 0.99, 1),
     roundTripsPer1k: fc.constantFrom(10, 40, 100, 1000),
+    reportsPer1k: fc.constantFrom(20, 80),
     overAdmitted: fc.constantFrom(0, 0, 0, 7),
   });
   it('returns a qualifying row no other qualifying row beats, or null only when none qualifies', () => {
@@ -126,10 +129,10 @@ describe('recommend (property)', () => {
       fc.property(fc.array(row, { maxLength: 30 }), (specs) => {
         const rows = specs.map((s) =>
           s.strategy === 'lease'
-            ? sampleRow({ ...s, refreshMs: null })
+            ? sampleRow({ ...s, refreshMs: null, reportsPer1k: s.reportMs === 0 ? 0 : s.reportsPer1k })
             : s.strategy === 'rate'
-              ? sampleRow({ ...s, leaseSize: null, reportMs: null })
-              : sampleRow({ ...s, leaseSize: null, refreshMs: null, ttlMs: null, reportMs: null }),
+              ? sampleRow({ ...s, leaseSize: null, reportMs: null, reportsPer1k: 0 })
+              : sampleRow({ ...s, leaseSize: null, refreshMs: null, ttlMs: null, reportMs: null, reportsPer1k: 0 }),
         );
         const ok = (r: SweepRow): boolean => (r.strategy === 'lease' || r.strategy === 'rate') && r.overAdmitted === 0 && r.utilization >= 0.97;
         const chosen = recommend(rows, 0.97).row;
@@ -139,7 +142,7 @@ describe('recommend (property)', () => {
         }
         expect(ok(chosen)).toBe(true);
         const reportRank = (r: SweepRow): number => ((r.reportMs ?? 0) === 0 ? 0 : 1 / (r.reportMs ?? 1));
-        const rank = (r: SweepRow): number[] => [r.roundTripsPer1k, r.strategy === 'lease' ? 0 : 1, r.leaseSize ?? 0, r.refreshMs ?? 0, r.ttlMs ?? 0, r.allowance, reportRank(r)];
+        const rank = (r: SweepRow): number[] => [messagesPer1k(r), r.strategy === 'lease' ? 0 : 1, r.leaseSize ?? 0, r.refreshMs ?? 0, r.ttlMs ?? 0, r.allowance, reportRank(r)];
         for (const other of rows.filter(ok)) {
           const [a, b] = [rank(other), rank(chosen)];
           const i = a.findIndex((v, j) => v !== b[j]);

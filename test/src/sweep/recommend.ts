@@ -4,8 +4,8 @@
  *
  * Rule: among the tokenlease rows ('lease': chunk leases, 'rate': rate
  * leases) that kept the envelope (overAdmitted === 0) and reached the target
- * utilization, pick the one with the fewest round-trips per 1,000
- * admissions; ties go to chunk leases, then the smaller lease size or
+ * utilization, pick the cheapest: the fewest coordinator messages per 1,000
+ * admissions (cost.ts: round-trips plus usage reports); ties go to chunk leases, then the smaller lease size or
  * shorter refresh interval, then the shorter TTL, then the smaller
  * allowance (the stricter promise), then usage reports off, then the
  * longer report interval. A row that exceeded the envelope is never
@@ -15,13 +15,12 @@
  *
  * Usage reports: a report is a one-way publish (no reply, nothing waits on
  * it), cheaper than a round-trip, but still a message the coordinator
- * handles; the rule counts messages, weighing a report as a full
- * round-trip. That is conservative: a report row chosen this way also beats
- * every row without reports under any lighter weighing of its reports.
- * When nothing qualifies, the reason says how close the sweep came and what
+ * handles; the cost weighs it as a full round-trip (see cost.ts for why
+ * that is conservative). When nothing qualifies, the reason says how close the sweep came and what
  * to change. Pure: the same rows give the same answer, and the returned row
  * is one of the given rows (same object), so callers can mark it.
  */
+import { messagesPer1k } from './cost.js';
 import { formatDurationMs } from './duration.js';
 import { formatCount, formatFixed, formatPercent, wrapText } from './format.js';
 import { isLeaseRow, isTokenleaseRow, type SweepRow } from './row.js';
@@ -39,6 +38,9 @@ export interface Recommendation {
 
 type LeaseRow = SweepRow & { readonly strategy: 'lease' | 'rate'; readonly ttlMs: number };
 
+/** TERMINAL_COLUMNS — the width the recommendation is wrapped to for a terminal, characters. */
+export const TERMINAL_COLUMNS = 78;
+
 const pct = (fraction: number): string => `${formatPercent(fraction)}%`;
 const reportsOf = (row: SweepRow): number => row.reportMs ?? 0;
 const setting = (row: LeaseRow): string =>
@@ -49,9 +51,6 @@ const capitalize = (text: string): string => text.charAt(0).toUpperCase() + text
 
 /** reportRank — reports off first (0), then longer intervals (fewer messages) before shorter ones. */
 const reportRank = (row: LeaseRow): number => (reportsOf(row) === 0 ? 0 : 1 / reportsOf(row));
-
-/** messagesPer1k — round-trips and one-way reports per 1,000 admissions: what the rule minimizes. */
-const messagesPer1k = (row: SweepRow): number => row.roundTripsPer1k + row.reportsPer1k;
 
 /** Fewest messages (round-trips and reports), then chunk leases, smaller lease or shorter refresh, shorter TTL, smaller allowance, reports off, longer report interval. */
 function cheaper(a: LeaseRow, b: LeaseRow): number {
@@ -95,11 +94,14 @@ export function recommend(rows: readonly SweepRow[], targetUtilization: number):
 
   if (chosen !== undefined) {
     const centralNote = central === undefined ? '' : `; a round-trip per request (central) costs ${formatFixed(central.roundTripsPer1k, 1)}`;
-    const reportNote = reportsOf(chosen) > 0 ? ` and ${formatFixed(chosen.reportsPer1k, 1)} one-way usage reports` : '';
+    const cost =
+      reportsOf(chosen) > 0
+        ? `${formatFixed(messagesPer1k(chosen), 1)} coordinator messages per 1,000 admissions (${formatFixed(chosen.roundTripsPer1k, 1)} round-trips and ${formatFixed(chosen.reportsPer1k, 1)} one-way usage reports)`
+        : `${formatFixed(chosen.roundTripsPer1k, 1)} round-trips per 1,000 admissions`;
     return done(chosen, [
       `${capitalize(setting(chosen))} admits ${pct(chosen.utilization)} of what one ideal bucket admits (target ${pct(targetUtilization)})` +
-        ` with ${formatFixed(chosen.roundTripsPer1k, 1)} round-trips per 1,000 admissions${reportNote}, the fewest of the` +
-        ` ${candidates.length} setting(s) that reach the target without exceeding the envelope (counting reports as round-trips)${centralNote}.`,
+        ` with ${cost}, the fewest of the` +
+        ` ${candidates.length} setting(s) that reach the target without exceeding the envelope (a usage report counted as a round-trip)${centralNote}.`,
       excludedNote,
     ]);
   }
@@ -186,10 +188,11 @@ export function recommendationHeadline(rec: Recommendation): string {
 }
 
 /**
- * describeRecommendation — one paragraph for the terminal, wrapped at 78
- * columns: the headline (the pool fields to configure) and the reason, or
- * that there is none and what to try instead. No trailing newline.
+ * describeRecommendation — one paragraph for the terminal, wrapped at
+ * TERMINAL_COLUMNS: the headline (the pool fields to configure) and the
+ * reason, or that there is none and what to try instead. No trailing
+ * newline.
  */
 export function describeRecommendation(rec: Recommendation): string {
-  return wrapText(`${recommendationHeadline(rec)} ${rec.reason}`, '', 78).join('\n');
+  return wrapText(`${recommendationHeadline(rec)} ${rec.reason}`, '', TERMINAL_COLUMNS).join('\n');
 }

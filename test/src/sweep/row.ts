@@ -56,7 +56,7 @@ export interface SweepRow {
   readonly utilization: number;
   /** Worst excess of admitted over B + r·T in any window, tokens; 0 when the envelope held. */
   readonly overAdmitted: number;
-  /** Coordinator round-trips (request attempts) per 1,000 admitted requests. */
+  /** Coordinator round-trips (request attempts) per 1,000 admitted requests; usage reports are not among them (reportsPer1k). */
   readonly roundTripsPer1k: number;
   /** One-way usage reports per 1,000 admitted requests (0 with reports off, and for rate rows and baselines). */
   readonly reportsPer1k: number;

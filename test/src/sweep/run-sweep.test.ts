@@ -7,7 +7,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { makeRate } from '@tokenlease/shared';
-import { sweepRowProblem } from './row.js';
+import { messagesPer1k } from './cost.js';
+import { sweepRowProblem, type SweepRow } from './row.js';
 import { runSweep } from './run-sweep.js';
 
 describe('runSweep', () => {
@@ -98,11 +99,18 @@ describe('runSweep with usage reports', () => {
     for (const row of rows) expect(row.overAdmitted).toBe(0);
   });
 
-  it('counts the reports in RT/1k: at most one per agent per interval on top of the round-trips', () => {
-    const [off, on] = rows;
-    expect(on!.roundTripsPer1k).toBeGreaterThan(off!.roundTripsPer1k);
-    // At most one report per agent per 100 ms: 8 agents × (10 s + warm-up), per 1,000 admissions.
-    const admissions = on!.requests * (1 - on!.denialRate);
-    expect(on!.roundTripsPer1k).toBeLessThan(off!.roundTripsPer1k + (1000 * 8 * 120) / admissions);
+  it('counts the reports in rep/1k, apart from the round-trips in RT/1k, and adds them up in the cost', () => {
+    const [off, on, ...others] = rows as [SweepRow, SweepRow, ...SweepRow[]];
+    const admissions = on.requests * (1 - on.denialRate);
+    // At most one report per agent per 100 ms: 8 agents × (10 s + warm-up), per 1,000 admissions;
+    // busy agents report most intervals (about 70 per 1,000 here).
+    expect(on.reportsPer1k).toBeGreaterThan(20);
+    expect(on.reportsPer1k).toBeLessThan((1000 * 8 * 120) / admissions);
+    for (const row of [off, ...others]) expect(row.reportsPer1k, `${row.strategy} ${row.reportMs}`).toBe(0);
+    // Reports only lower the bounds of leases: the round-trips stay those of the same setting without
+    // reports (within a few per 1,000), far from round-trips + reports.
+    expect(Math.abs(on.roundTripsPer1k - off.roundTripsPer1k)).toBeLessThan(on.reportsPer1k / 4);
+    expect(messagesPer1k(on)).toBe(on.roundTripsPer1k + on.reportsPer1k);
+    expect(messagesPer1k(off)).toBe(off.roundTripsPer1k);
   });
 });

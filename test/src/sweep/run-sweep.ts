@@ -6,13 +6,15 @@
  * Rate rows' leases are capped only by the agent's share of B
  * (maxLeaseTokens = B); settings.ts says which TTLs they run with.
  * A chunk row with a report interval above 0 runs its agents with keeper
- * reportMs set to it; the simulator counts each report it publishes in
- * roundTrips, so that row's roundTripsPer1k includes them (see row.ts).
+ * reportMs set to it; the simulator counts the reports it publishes apart
+ * from the round-trips, and the row carries them apart (reportsPer1k beside
+ * roundTripsPer1k; cost.ts adds them up).
  */
+import { DEFAULT_TTL_MS } from '@tokenlease/coordinator';
 import type { Rate } from '@tokenlease/shared';
 import type { SimConfig, SimResult } from '../sim/sim-config.js';
 import { runSimulation, simWorkload } from '../sim/simulation.js';
-import type { Workload, WorkloadSpec } from '../sim/workload.js';
+import { TAKE_TIMEOUT_MS_DEFAULT, type Workload, type WorkloadSpec } from '../sim/workload.js';
 import { central, local, type BaselineOutcome } from './baselines.js';
 import { idealAdmitted } from './ideal.js';
 import { jain, jainOverShare, p99 } from './fairness.js';
@@ -117,17 +119,26 @@ function commonOf(input: SweepInput, workload: Workload): Common {
     offeredCount: workload.arrivals.length,
     perAgentOffered,
     takes,
-    takeTimeoutMs: input.workload.takeTimeoutMs ?? 200,
+    takeTimeoutMs: input.workload.takeTimeoutMs ?? TAKE_TIMEOUT_MS_DEFAULT,
   };
+}
+
+/**
+ * arrivalsOf — the arrivals every row of the sweep faces. simWorkload reads
+ * the seed, fleet, duration, refill and workload of a config; the lease
+ * fields are placeholders it never reads.
+ */
+function arrivalsOf(input: SweepInput): Workload {
+  return simWorkload({
+    seed: input.seed, agents: input.agents, durationUs: input.durationMs * 1000,
+    pool: { capacity: input.capacity, refill: input.refill, leaseTtlMs: DEFAULT_TTL_MS, maxLeaseTokens: 1 },
+    workload: input.workload, network: { latencyUs: input.latencyUs, lossRate: 0, duplicateRate: 0 }, partitions: [], faults: [], driftMax: 0,
+  });
 }
 
 /** runSweep — rows for every setting (tokenleaseSettings' order), then the central and local baselines. */
 export function runSweep(input: SweepInput, onRow: (row: SweepRow) => void = () => {}): SweepRow[] {
-  const workload = simWorkload({
-    seed: input.seed, agents: input.agents, durationUs: input.durationMs * 1000,
-    pool: { capacity: input.capacity, refill: input.refill, leaseTtlMs: 1000, maxLeaseTokens: 1 },
-    workload: input.workload, network: { latencyUs: input.latencyUs, lossRate: 0, duplicateRate: 0 }, partitions: [], faults: [], driftMax: 0,
-  });
+  const workload = arrivalsOf(input);
   const common = commonOf(input, workload);
   const rows: SweepRow[] = [];
   const add = (row: SweepRow): void => {

@@ -43,7 +43,7 @@ describe('renderTable alignment', () => {
 describe('renderTable content', () => {
   it('has the agreed headers in order', () => {
     expect(TABLE_COLUMNS.map((c) => c.header)).toEqual([
-      'strategy', 'lease', 'refresh', 'TTL', 'allowance', 'reports', 'admitted', 'ideal', 'util %', 'over', 'RT/1k', 'rep/1k', 'stranded', 'Jain', 'Jain>share', 'p99 wait ms', 'denied %',
+      'strategy', 'lease', 'refresh', 'TTL', 'allowance', 'reports', 'admitted', 'ideal', 'util %', 'over', 'RT/1k', 'rep/1k', 'msg/1k', 'stranded', 'Jain', 'Jain>share', 'p99 wait ms', 'denied %',
     ]);
   });
 
@@ -52,23 +52,28 @@ describe('renderTable content', () => {
     [
       'a lease row',
       sampleRow({ leaseSize: 10, ttlMs: 2000, allowance: 2000, admitted: 60_440, idealAdmitted: 60_500, utilization: 0.99901, overAdmitted: 0, roundTripsPer1k: 100.04, strandedTokens: 1234, jain: 0.98765, jainOverShare: 0.99951, p99WaitMs: 3.25, denialRate: 0.3287 }),
-      ['lease', '10', '-', '2s', '2,000', 'off', '60,440', '60,500', '99.9', '0', '100.0', '-', '1,234', '0.988', '1.000', '3.3', '32.9'],
+      ['lease', '10', '-', '2s', '2,000', 'off', '60,440', '60,500', '99.9', '0', '100.0', '-', '100.0', '1,234', '0.988', '1.000', '3.3', '32.9'],
     ],
     [
       'a baseline',
       sampleRow({ strategy: 'central', leaseSize: null, ttlMs: null, utilization: 1, roundTripsPer1k: 1490.6, jain: 1, jainOverShare: 0.7194, p99WaitMs: 0, denialRate: 0 }),
-      ['central', '-', '-', '-', '0', '-', '60,440', '60,500', '100.0', '0', '1,490.6', '-', '40', '1.000', '0.719', '0.0', '0.0'],
+      ['central', '-', '-', '-', '0', '-', '60,440', '60,500', '100.0', '0', '1,490.6', '-', '1,490.6', '40', '1.000', '0.719', '0.0', '0.0'],
     ],
     [
       'a rate row',
       sampleRow({ strategy: 'rate', leaseSize: null, refreshMs: 500, ttlMs: 1000, utilization: 0.9412, roundTripsPer1k: 41.23, strandedTokens: null, jainOverShare: 0.9987 }),
-      ['rate', '-', '500ms', '1s', '0', '-', '60,440', '60,500', '94.1', '0', '41.2', '-', '-', '0.980', '0.999'],
+      ['rate', '-', '500ms', '1s', '0', '-', '60,440', '60,500', '94.1', '0', '41.2', '-', '41.2', '-', '0.980', '0.999'],
     ],
     ['a sub-second TTL', sampleRow({ ttlMs: 250 }), ['lease', '10', '-', '250ms']],
     ['a fractional TTL', sampleRow({ ttlMs: 1500 }), ['lease', '10', '-', '1.5s']],
     ['a fractional refresh', sampleRow({ strategy: 'rate', leaseSize: null, refreshMs: 1500, strandedTokens: null }), ['rate', '-', '1.5s', '2s']],
     ['a broken number', sampleRow({ roundTripsPer1k: Number.NaN }), ['lease', '10', '-', '2s', '0', 'off', '60,440', '60,500', '99.9', '0', 'n/a']],
     ['a row with usage reports', sampleRow({ reportMs: 100 }), ['lease', '10', '-', '2s', '0', '100ms']],
+    [
+      'a row with usage reports: counted apart, and added up in the cost',
+      sampleRow({ reportMs: 100, roundTripsPer1k: 60.04, reportsPer1k: 77.04 }),
+      ['lease', '10', '-', '2s', '0', '100ms', '60,440', '60,500', '99.9', '0', '60.0', '77.0', '137.1'],
+    ],
     ['a row with slow usage reports', sampleRow({ reportMs: 1500 }), ['lease', '10', '-', '2s', '0', '1.5s']],
   ];
   it.each(cases)('%s', (_name, row, expected) => {

@@ -12,6 +12,7 @@
  * then local). Cells are locale-independent; a missing lease size, refresh
  * interval, report interval or TTL prints `-`, reports off print `off`.
  */
+import { messagesPer1k } from './cost.js';
 import { escapeHtml, formatCount, formatFixed, formatPercent } from './format.js';
 import { formatDurationMs } from './duration.js';
 import { STRATEGIES, type SweepRow } from './row.js';
@@ -40,7 +41,8 @@ export const TABLE_COLUMNS: readonly TableColumn[] = [
   { header: 'util %', title: 'admitted as a percentage of ideal', align: 'right', cell: (r) => formatPercent(r.utilization) },
   { header: 'over', title: 'worst excess over B + r·T in any window, tokens (0 = envelope held)', align: 'right', cell: (r) => formatCount(r.overAdmitted) },
   { header: 'RT/1k', title: 'coordinator round-trips (request attempts) per 1,000 admitted requests', align: 'right', cell: (r) => formatFixed(r.roundTripsPer1k, 1) },
-  { header: 'rep/1k', title: 'one-way usage reports per 1,000 admitted requests (chunk leases with reports on)', align: 'right', cell: (r) => (r.reportMs === null || r.reportMs === 0 ? NONE : formatFixed(r.reportsPer1k, 1)) },
+  { header: 'rep/1k', title: 'one-way usage reports per 1,000 admitted requests (chunk leases with reports on); not in RT/1k', align: 'right', cell: (r) => (r.reportMs === null || r.reportMs === 0 ? NONE : formatFixed(r.reportsPer1k, 1)) },
+  { header: 'msg/1k', title: 'coordinator messages per 1,000 admitted requests: RT/1k + rep/1k, a report counted as a round-trip; the cost the recommendation minimizes', align: 'right', cell: (r) => formatFixed(messagesPer1k(r), 1) },
   { header: 'stranded', title: 'tokens leased and then lost at expiry or never used (not measured for rate leases)', align: 'right', cell: (r) => (r.strandedTokens === null ? NONE : formatCount(r.strandedTokens)) },
   { header: 'Jain', title: "Jain's fairness index over agents with equal demand, (0, 1]", align: 'right', cell: (r) => formatFixed(r.jain, 3) },
   { header: 'Jain>share', title: "Jain's index over the agents whose demand exceeds their max-min fair share (they should get equal amounts), (0, 1]", align: 'right', cell: (r) => formatFixed(r.jainOverShare, 3) },
@@ -76,8 +78,7 @@ export interface TableOptions {
  * renderTable — the rows as an aligned plain-text table (no trailing
  * newline). With `options.marked` a leading `*` column flags that row and a
  * footnote explains it; rows with `overAdmitted > 0` get a `!` there and a
- * footnote too; when a row has usage reports on, a footnote says RT/1k
- * counts them. No rows: the header and `(no rows)`.
+ * footnote too. No rows: the header and `(no rows)`.
  */
 export function renderTable(rows: readonly SweepRow[], options: TableOptions = {}): string {
   const sorted = sortSweepRows(rows);

@@ -1,12 +1,13 @@
 /**
  * The envelope checker must find a violation when there is one (it is what
- * every fleet test relies on) and agree with a brute-force check.
+ * every test of the promise relies on), agree with a brute-force check, and
+ * give the same answer one admission at a time as over a whole log.
  */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { makeRate } from '@tokenlease/shared';
-import { checkEnvelope, worstWindowRatio, type Admission } from './envelope.js';
-import { seedFromEnv } from './random.js';
+import { makeRate } from '../core/rate.js';
+import { checkEnvelope, EnvelopeWatch, worstWindowRatio, type Admission } from './envelope.js';
+import { propertySeed } from './seed.js';
 
 const rate = makeRate(2, 1000); // 2 tokens/s: 1 token per 500 000 µs
 
@@ -31,8 +32,7 @@ describe('checkEnvelope', () => {
   });
 
   it('agrees with the brute-force check over every window (property)', () => {
-    const seed = seedFromEnv();
-    console.log(`envelope.test.ts: SEED=${seed}`);
+    const seed = propertySeed('src/testing/envelope.test.ts');
     const admission = fc.record({ tUs: fc.integer({ min: 0, max: 3_000_000 }), cost: fc.integer({ min: 1, max: 4 }) });
     fc.assert(
       fc.property(fc.array(admission, { maxLength: 40 }), fc.integer({ min: 1, max: 8 }), (admissions, capacity) => {
@@ -49,6 +49,38 @@ describe('checkEnvelope', () => {
         expect(checkEnvelope(admissions, capacity, rate).ok).toBe(brute);
       }),
       { seed, numRuns: 500 },
+    );
+  });
+});
+
+describe('EnvelopeWatch', () => {
+  it('refuses an admission earlier than the one before', () => {
+    const watch = new EnvelopeWatch(3, rate);
+    watch.admit(10, 1);
+    expect(() => watch.admit(9, 1)).toThrow(/out of order/);
+  });
+
+  it('returns after each admission the worst excess of the windows ending there, as brute force finds it (property)', () => {
+    const seed = propertySeed('src/testing/envelope.test.ts');
+    const periodUs = 500_000n; // rate: 1 token per 500 000 µs
+    const admission = fc.record({ tUs: fc.integer({ min: 0, max: 3_000_000 }), cost: fc.integer({ min: 1, max: 4 }) });
+    fc.assert(
+      fc.property(fc.array(admission, { maxLength: 30 }), fc.integer({ min: 1, max: 8 }), (raw, capacity) => {
+        const admissions = [...raw].sort((a, b) => a.tUs - b.tUs);
+        const watch = new EnvelopeWatch(capacity, makeRate(1, 500));
+        admissions.forEach((a, j) => {
+          // In units of tokens × 500 000 µs: Σ·u − (B·u + T).
+          let worst: bigint | null = null;
+          let sum = 0n;
+          for (let i = j; i >= 0; i -= 1) {
+            sum += BigInt((admissions[i] as Admission).cost);
+            const excess = sum * periodUs - (BigInt(capacity) * periodUs + BigInt(a.tUs - (admissions[i] as Admission).tUs));
+            if (worst === null || excess > worst) worst = excess;
+          }
+          expect(watch.admit(a.tUs, a.cost)).toBe(Number(worst) / Number(periodUs));
+        });
+      }),
+      { seed, numRuns: 200 },
     );
   });
 });
