@@ -10,6 +10,7 @@ export type SharedErrorCode =
   | 'out-of-range'
   | 'invalid-rate'
   | 'invalid-pool-name'
+  | 'invalid-identity'
   | 'invalid-subject'
   | 'invalid-message'
   | 'bus-unreachable'

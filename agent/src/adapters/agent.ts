@@ -12,6 +12,8 @@ import {
   subjectFor,
   assertSubjectPrefix,
   assertPoolName,
+  assertIdentity,
+  ANONYMOUS_IDENTITY,
   DEFAULT_SUBJECT_PREFIX,
   TokenleaseError,
   type Bus,
@@ -31,10 +33,14 @@ const CLOSE_TIMEOUT_MS_DEFAULT = 2000;
 /** A default agent id keeps this much of the host name, and this many random bytes (in hex) after the pid. */
 const HOSTNAME_LENGTH_MAX = 64;
 const AGENT_ID_RANDOM_BYTES = 4;
+/** Random bytes of the lease secret: 128 bits. */
+const LEASE_SECRET_BYTES = 16;
 
 export type AgentEvent =
   | { readonly type: 'request-failed'; readonly pool: string; readonly code: string; readonly message: string }
   | { readonly type: 'error-reply'; readonly pool: string; readonly code: string; readonly message: string }
+  /** A grant no honest coordinator would send was refused (see grant-check.ts): a rogue responder, or a bug. */
+  | { readonly type: 'implausible-grant'; readonly pool: string; readonly message: string }
   | BusEvent;
 
 export interface AgentOptions {
@@ -42,8 +48,18 @@ export interface AgentOptions {
   readonly natsUrl?: string;
   /** An existing bus to use instead of connecting; the agent then does not close it. */
   readonly bus?: Bus;
-  /** Unique per agent instance; default `<host>-<pid>-<random>`. */
+  /**
+   * Unique per agent instance; default `<host>-<pid>-<random>`, prefixed
+   * with `<identity>.` when an identity is given (so a coordinator that
+   * binds identities accepts it).
+   */
   readonly agentId?: string;
+  /**
+   * The identity token this agent sends under (`<prefix>.v2.<op>.<pool>.<identity>`):
+   * the NATS user's, where permissions pin each user to its own token.
+   * Default ANONYMOUS_IDENTITY.
+   */
+  readonly identity?: string;
   readonly subjectPrefix?: string;
   readonly keeper?: Partial<KeeperOptions>;
   readonly onEvent?: (event: AgentEvent) => void;
@@ -88,6 +104,9 @@ export class Agent implements LimiterHost {
   private onSettled: () => void = () => {};
   private readonly keeperOpts: KeeperOptions;
   private readonly prefix: string;
+  private readonly identity: string;
+  /** 128 random bits that bind this agent's leases; sent only to coordinators, never logged. */
+  private readonly secret = randomBytes(LEASE_SECRET_BYTES).toString('base64url');
   readonly clock: () => number;
 
   private constructor(
@@ -99,6 +118,7 @@ export class Agent implements LimiterHost {
     this.keeperOpts = keeperOptions(options.keeper);
     this.clock = options.clock ?? performanceNowUs;
     this.prefix = options.subjectPrefix ?? DEFAULT_SUBJECT_PREFIX;
+    this.identity = options.identity ?? ANONYMOUS_IDENTITY;
     assertSubjectPrefix(this.prefix);
     const onEvent = options.onEvent;
     this.emit = onEvent ?? (() => {});
@@ -109,7 +129,13 @@ export class Agent implements LimiterHost {
 
   /** connect — an agent on a new NATS connection (or `options.bus`). Rejects with AgentError('unreachable'). */
   static async connect(options: AgentOptions = {}): Promise<Agent> {
-    const agentId = options.agentId ?? defaultAgentId();
+    const identity = options.identity ?? ANONYMOUS_IDENTITY;
+    try {
+      assertIdentity(identity);
+    } catch (error) {
+      throw new AgentError('invalid-argument', error instanceof Error ? error.message : String(error), { cause: error });
+    }
+    const agentId = options.agentId ?? (identity === ANONYMOUS_IDENTITY ? defaultAgentId() : `${identity}.${defaultAgentId()}`);
     if (options.bus !== undefined) return new Agent(options.bus, false, agentId, options);
     const url = options.natsUrl ?? process.env['NATS_URL'] ?? 'nats://127.0.0.1:4222';
     try {
@@ -142,13 +168,14 @@ export class Agent implements LimiterHost {
       throw error;
     }
     const opts = fallback === undefined ? this.keeperOpts : keeperOptions({ ...this.keeperOpts, ...fallback });
-    const keeper = new LeaseKeeper(this.agentId, pool, () => (this.seq += 1), opts, Math.random);
+    const nextSeq = (floor = 0): number => (this.seq = Math.max(this.seq, floor) + 1);
+    const keeper = new LeaseKeeper(this.agentId, pool, nextSeq, opts, Math.random, this.secret);
     const entry: Entry = {
       keeper,
       limiter: new Limiter(keeper, this),
-      acquireSubject: subjectFor(this.prefix, 'acquire', pool),
-      returnSubject: subjectFor(this.prefix, 'return', pool),
-      reportSubject: subjectFor(this.prefix, 'report', pool),
+      acquireSubject: subjectFor(this.prefix, 'acquire', pool, this.identity),
+      returnSubject: subjectFor(this.prefix, 'return', pool, this.identity),
+      reportSubject: subjectFor(this.prefix, 'report', pool, this.identity),
       timer: null,
       wakePending: false,
       wake: () => {
@@ -236,7 +263,10 @@ export class Agent implements LimiterHost {
         }
         const reply = decoded.value;
         if (reply.kind === 'error') this.emit({ type: 'error-reply', pool, code: reply.code, message: reply.message });
-        this.run(entry, entry.keeper.onReply(action.seq, reply, this.clock()));
+        const actions = entry.keeper.onReply(action.seq, reply, this.clock());
+        const rejection = entry.keeper.takeRejection();
+        if (rejection !== null) this.emit({ type: 'implausible-grant', pool, message: `a grant was refused: it ${rejection}` });
+        this.run(entry, actions);
       },
       (error: unknown) => {
         const code = error instanceof TokenleaseError ? error.code : 'bus-failure';

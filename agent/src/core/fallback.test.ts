@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { thrown } from '@tokenlease/shared/testing';
 import { AgentError } from '../errors.js';
-import { grant, keeperWith, only } from './lease-keeper.fixtures.js';
+import { acquireIn, grantFor, keeperWith, only } from './lease-keeper.fixtures.js';
 import { LeaseSlot } from './lease-slot.js';
 
 function fallbackSlot(perSecond: number, burst: number): LeaseSlot {
@@ -74,13 +74,13 @@ describe('LeaseKeeper fallback policy', () => {
   });
 
   it('turns on when the coordinator cannot grant, and off with the next grant', () => {
-    const keeper = keeperWith({ fallbackPerSecond: 100, fallbackBurstTokens: 4 });
-    const first = only(keeper.tick(0)).message;
+    const keeper = keeperWith({ fallbackPerSecond: 100, fallbackBurstTokens: 4, initialTokens: 100 });
+    const first = acquireIn(keeper.tick(0));
     keeper.onFailure(first.seq, 'bus-timeout', 'no reply', 1_000);
     expect(keeper.slot.fallbackActive).toBe(true);
     expect(keeper.slot.takeAt(4, 1_000)).toBe(true);
     expect(keeper.slot.takeAt(1, 1_000)).toBe(false);
-    keeper.onReply(first.seq, grant(first.seq), 5_000);
+    keeper.onReply(first.seq, grantFor(first), 5_000);
     expect(keeper.slot.fallbackActive).toBe(false);
     expect(keeper.slot.takeAt(100, 6_000)).toBe(true);
     expect(keeper.slot.takeAt(1, 6_000)).toBe(false); // lease spent; fallback off again
@@ -89,11 +89,11 @@ describe('LeaseKeeper fallback policy', () => {
   it.each(['unavailable', 'not-owner', 'internal'] as const)('turns on for an error reply %s, not for a refusal of the request', (code) => {
     const keeper = keeperWith({ fallbackPerSecond: 10 });
     const first = only(keeper.tick(0)).message;
-    keeper.onReply(first.seq, { v: 1, kind: 'error', seq: first.seq, code, fault: 'coordinator', message: 'x', retryAfterMs: 10 }, 1_000);
+    keeper.onReply(first.seq, { v: 2, kind: 'error', seq: first.seq, code, fault: 'coordinator', message: 'x', retryAfterMs: 10 }, 1_000);
     expect(keeper.slot.fallbackActive).toBe(true);
     const other = keeperWith({ fallbackPerSecond: 10 });
     const req = only(other.tick(0)).message;
-    other.onReply(req.seq, { v: 1, kind: 'error', seq: req.seq, code: 'bad-request', fault: 'peer', message: 'x', retryAfterMs: 0 }, 1_000);
+    other.onReply(req.seq, { v: 2, kind: 'error', seq: req.seq, code: 'bad-request', fault: 'peer', message: 'x', retryAfterMs: 0 }, 1_000);
     expect(other.slot.fallbackActive).toBe(false);
   });
 });

@@ -51,6 +51,11 @@ export interface KeeperOptions {
    * margin `driftMargin` is separate.
    */
   readonly rateDriftMargin: number;
+  /**
+   * The longest lease TTL a grant may carry; a longer one is refused as
+   * implausible (grant-check.ts). Default: the coordinator's own maximum.
+   */
+  readonly leaseTtlMsMax: number;
 }
 
 export const DEFAULT_KEEPER_OPTIONS: KeeperOptions = {
@@ -68,6 +73,7 @@ export const DEFAULT_KEEPER_OPTIONS: KeeperOptions = {
   fallbackBurstTokens: 0,
   reportMs: 0,
   rateDriftMargin: 0.01,
+  leaseTtlMsMax: 3_600_000,
 };
 
 function check(ok: boolean, field: string, rule: string, value: unknown): void {
@@ -92,6 +98,7 @@ export function keeperOptions(given: Partial<KeeperOptions> = {}): KeeperOptions
   ms('fallbackPerSecond', 0, FALLBACK_PER_SECOND_MAX);
   ms('fallbackBurstTokens', 0, FALLBACK_BURST_TOKENS_MAX);
   ms('reportMs', 0, 3_600_000);
+  ms('leaseTtlMsMax', 1, 86_400_000);
   const margin = `must be in [0, ${DRIFT_MARGIN_MAX})`;
   check(o.driftMargin >= 0 && o.driftMargin < DRIFT_MARGIN_MAX, 'driftMargin', margin, o.driftMargin);
   check(o.rateDriftMargin >= 0 && o.rateDriftMargin < DRIFT_MARGIN_MAX, 'rateDriftMargin', margin, o.rateDriftMargin);

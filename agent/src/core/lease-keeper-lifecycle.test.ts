@@ -6,12 +6,12 @@ import type { ErrorCode, LeaseGrant, LeaseRequest, LeaseReturn, Reply } from '@t
 import { describe, expect, it } from 'vitest';
 import type { KeeperOptions } from './keeper-options.js';
 import { LeaseKeeper, type SendAction } from './lease-keeper.js';
-import { acquireIn, grant, keeperWith, only } from './lease-keeper.fixtures.js';
+import { acquireIn, askFor, grantFor, keeperWith, only, TEST_SECRET } from './lease-keeper.fixtures.js';
 
-const receipt = (seq: number, tokensReturned: number): Reply => ({ v: 1, kind: 'receipt', seq, tokensReturned });
+const receipt = (seq: number, tokensReturned: number): Reply => ({ v: 2, kind: 'receipt', seq, tokensReturned });
 
 const errorReply = (seq: number, code: ErrorCode, retryAfterMs: number): Reply => ({
-  v: 1, kind: 'error', seq, code, fault: 'coordinator', message: `${code} for the test`, retryAfterMs,
+  v: 2, kind: 'error', seq, code, fault: 'coordinator', message: `${code} for the test`, retryAfterMs,
 });
 
 function returnIn(actions: readonly SendAction[]): LeaseReturn {
@@ -20,11 +20,11 @@ function returnIn(actions: readonly SendAction[]): LeaseReturn {
   return message;
 }
 
-/** A keeper holding lease L1 with `tokens`, asked at 0 and granted at 1 ms (rtt 1 ms). */
+/** A keeper holding lease L1 with `tokens`, asked for at 0 and granted at 1 ms (rtt 1 ms). */
 function leased(tokens = 100, ttlMs = 60_000, options: Partial<KeeperOptions> = {}): LeaseKeeper {
   const keeper = keeperWith(options);
-  const seq = acquireIn(keeper.tick(0)).seq;
-  expect(keeper.onReply(seq, grant(seq, { tokensGranted: tokens, ttlMs }), 1_000)).toEqual([]);
+  const request = askFor(keeper, tokens, 0);
+  expect(keeper.onReply(request.seq, grantFor(request, { tokensGranted: tokens, ttlMs }), 1_000)).toEqual([]);
   return keeper;
 }
 
@@ -52,7 +52,7 @@ function steadyDemand(keeper: LeaseKeeper, untilUs: number): Sent[] {
       if (message.op !== 'acquire') throw new Error(`unexpected ${message.op} under steady demand`);
       const { lowWatermarkTokens, deniedCount } = keeper.slot;
       sent.push({ atUs, message, lowWatermarkTokens, deniedCount });
-      replies.push({ seq, atUs: atUs + 1_000, reply: grant(seq, { tokensGranted: message.tokensWanted }) });
+      replies.push({ seq, atUs: atUs + 1_000, reply: grantFor(message) });
     }
   };
   for (let nowUs = 0; nowUs <= untilUs; nowUs += 1_000) {
@@ -112,9 +112,9 @@ describe('LeaseKeeper initialTokens floor', () => {
   ];
   it.each(cases)('initialTokens %i, max lease %i: %i left asks again: %s', (initialTokens, maxLeaseTokens, left, asks) => {
     const keeper = keeperWith({ initialTokens });
-    const seq = acquireIn(keeper.tick(0)).seq;
-    const tokensGranted = Math.min(maxLeaseTokens, 10);
-    expect(keeper.onReply(seq, grant(seq, { tokensGranted, maxLeaseTokens }), 1_000)).toEqual([]);
+    const request = acquireIn(keeper.tick(0));
+    const tokensGranted = Math.min(maxLeaseTokens, request.tokensWanted);
+    expect(keeper.onReply(request.seq, grantFor(request, { tokensGranted, maxLeaseTokens }), 1_000)).toEqual([]);
     if (tokensGranted > left) expect(keeper.slot.takeAt(tokensGranted - left, 2_000)).toBe(true);
     const actions = keeper.tick(2_000);
     expect(actions).toHaveLength(asks ? 1 : 0);
@@ -133,7 +133,9 @@ describe('LeaseKeeper idle return', () => {
     // Checked before anything else runs: the balance is gone as the message leaves.
     expect(keeper.slot.balanceTokens).toBe(0);
     expect(keeper.slot.hasLease).toBe(false);
-    expect(returnIn(actions)).toEqual({ v: 1, op: 'return', agentId: 'agent-1', pool: 'pool-a', seq: 102, leaseId: 'L1', tokensLeft: 70 });
+    expect(returnIn(actions)).toEqual({
+      v: 2, op: 'return', agentId: 'agent-1', pool: 'pool-a', leaseSecret: TEST_SECRET, seq: 102, leaseId: 'L1', tokensLeft: 70,
+    });
     expect(keeper.slot.takeAt(1, 3_010_000)).toBe(false);
     expect(keeper.slot.lastDenial).toBe('no-lease');
     const after = keeper.onReply(102, receipt(102, 70), 3_011_000);
@@ -189,11 +191,11 @@ describe('LeaseKeeper close', () => {
   });
 
   it('returns what the acquire in flight is granted once its grant arrives', () => {
-    const keeper = keeperWith();
+    const keeper = keeperWith({ initialTokens: 50 });
     const first = acquireIn(keeper.tick(0));
     expect(keeper.close(500)).toEqual([]);
     expect(keeper.settled).toBe(false);
-    const back = returnIn(keeper.onReply(first.seq, grant(first.seq, { tokensGranted: 50 }), 1_000));
+    const back = returnIn(keeper.onReply(first.seq, grantFor(first, { tokensGranted: 50 }), 1_000));
     expect(back).toMatchObject({ leaseId: 'L1', tokensLeft: 50, seq: 102 });
     expect(keeper.slot.balanceTokens).toBe(0);
     expect(keeper.settled).toBe(false);
@@ -208,8 +210,8 @@ describe('LeaseKeeper close', () => {
     const renew = acquireIn(keeper.tick(20_000));
     expect(keeper.close(25_000)).toEqual([]);
     expect(keeper.slot.takeAt(5, 26_000)).toBe(true); // the lease held still works
-    const back = returnIn(keeper.onReply(renew.seq, grant(renew.seq, { tokensGranted: 40 }), 27_000));
-    expect(back.tokensLeft).toBe(65 + 40);
+    const back = returnIn(keeper.onReply(renew.seq, grantFor(renew, { tokensGranted: 30 }), 27_000));
+    expect(back.tokensLeft).toBe(65 + 30);
   });
 
   it('stops waiting for a failed acquire while closing and returns what it holds', () => {
@@ -251,18 +253,20 @@ describe('LeaseKeeper error replies', () => {
   });
 
   it('backs off further on each error in a row and starts over after a grant', () => {
-    const keeper = keeperWith();
+    const keeper = keeperWith({ initialTokens: 10 });
     expect(keeper.slot.takeAt(1, 0)).toBe(false);
     let nowUs = 0;
-    let seq = acquireIn(keeper.tick(nowUs)).seq;
+    let request = acquireIn(keeper.tick(nowUs));
+    let seq = request.seq;
     for (const waitUs of [7_500, 15_000, 30_000, 60_000, 60_000]) {
       nowUs += 1_000;
       expect(keeper.onReply(seq, errorReply(seq, 'internal', 0), nowUs)).toEqual([]);
       expect(keeper.tick(nowUs + waitUs - 1)).toEqual([]);
       nowUs += waitUs;
-      seq = acquireIn(keeper.tick(nowUs)).seq;
+      request = acquireIn(keeper.tick(nowUs));
+      seq = request.seq;
     }
-    expect(keeper.onReply(seq, grant(seq, { tokensGranted: 10 }), nowUs + 1_000)).toEqual([]);
+    expect(keeper.onReply(seq, grantFor(request, { tokensGranted: 10 }), nowUs + 1_000)).toEqual([]);
     expect(keeper.slot.takeAt(20, nowUs + 2_000)).toBe(false);
     seq = acquireIn(keeper.tick(nowUs + 2_000)).seq;
     keeper.onReply(seq, errorReply(seq, 'internal', 0), nowUs + 3_000);
@@ -286,7 +290,7 @@ describe('LeaseKeeper short grants', () => {
     const first = acquireIn(keeper.tick(0));
     expect(keeper.slot.takeAt(1, 100)).toBe(false);
     expect(keeper.tick(200)).toEqual([]); // the wake-up from that denial: demand is now known
-    expect(keeper.onReply(first.seq, grant(first.seq, { tokensGranted: 0, retryAfterMs: 500 }), 1_000)).toEqual([]);
+    expect(keeper.onReply(first.seq, grantFor(first, { tokensGranted: 0, retryAfterMs: 500 }), 1_000)).toEqual([]);
     expect(keeper.slot.hasLease).toBe(true);
     expect(keeper.nextDeadlineUs()).toBe(501_000);
     expect(keeper.slot.takeAt(1, 500_999)).toBe(false);
@@ -299,33 +303,33 @@ describe('LeaseKeeper short grants', () => {
     const first = acquireIn(keeper.tick(0));
     expect(keeper.slot.takeAt(1, 100)).toBe(false);
     keeper.tick(200);
-    keeper.onReply(first.seq, grant(first.seq, { tokensGranted: 0, retryAfterMs: 60_000 }), 1_000);
+    keeper.onReply(first.seq, grantFor(first, { tokensGranted: 0, retryAfterMs: 60_000 }), 1_000);
     expect(keeper.nextDeadlineUs()).toBe(1_900_000 - 24_000); // expiry − (4·rtt + 20 ms)
   });
 
   // A waiting denied cost must not hurry the keeper past retryAfterMs either.
-  const ignored: readonly [string, (keeper: LeaseKeeper) => number][] = [
+  const ignored: readonly [string, (keeper: LeaseKeeper) => LeaseRequest][] = [
     ['a first ask, denied before any tick sampled demand', (keeper) => {
-      const seq = acquireIn(keeper.tick(0)).seq;
+      const request = acquireIn(keeper.tick(0));
       expect(keeper.slot.takeAt(1, 100)).toBe(false);
-      return seq;
+      return request;
     }],
     ['a renewal for a cost above the balance, balance above the watermark', (keeper) => {
-      const seq = acquireIn(keeper.tick(0)).seq;
-      keeper.onReply(seq, grant(seq, { tokensGranted: 50 }), 1_000);
+      const first = askFor(keeper, 50, 0);
+      keeper.onReply(first.seq, grantFor(first, { tokensGranted: 50 }), 1_000);
       for (let nowUs = 10_000; nowUs < 20_000; nowUs += 1_000) {
         expect(keeper.slot.takeAt(1, nowUs)).toBe(true);
         expect(keeper.tick(nowUs)).toEqual([]);
       }
       expect(keeper.slot.takeAt(80, 30_000)).toBe(false);
-      return acquireIn(keeper.tick(30_000)).seq;
+      return acquireIn(keeper.tick(30_000));
     }],
   ];
   it.each(ignored)('waits retryAfterMs after a grant of 0 tokens to %s', (_name, setUp) => {
     const keeper = keeperWith();
-    const seq = setUp(keeper);
+    const request = setUp(keeper);
     const atUs = 31_000;
-    expect(keeper.onReply(seq, grant(seq, { tokensGranted: 0, retryAfterMs: 500 }), atUs)).toEqual([]);
+    expect(keeper.onReply(request.seq, grantFor(request, { tokensGranted: 0, retryAfterMs: 500 }), atUs)).toEqual([]);
     expect(keeper.tick(atUs + 499_999)).toEqual([]);
   });
 });

@@ -2,8 +2,13 @@
  * LeaseKeeper property: random interleavings of admissions, ticks, grants
  * (random TTL and size, same or new lease id), error replies, failures,
  * stale replies, close and time jumps, checked against an independent
- * model of what the agent may spend:
+ * model of what the agent may spend. Every grant is one an honest
+ * coordinator could send for the request in flight: at most what it asked
+ * for, holding what it reported left plus the grant (the grant alone under
+ * a new id), within the pool's lease limit and capacity, which never change,
+ * and a wait (`retryAfterMs`) only when it fell short. Checked:
  *
+ * - the keeper accepts every such grant;
  * - the balance is a whole number, never negative;
  * - no admission at or after the agent-side expiry of the lease it was
  *   admitted under: first send of the granting sequence + ⌊ttl·(1 − drift)⌋;
@@ -22,6 +27,7 @@ import { describe, expect, it } from 'vitest';
 import { propertySeed } from '@tokenlease/shared/testing';
 import { keeperOptions, type KeeperOptions } from './keeper-options.js';
 import { LeaseKeeper, type SendAction } from './lease-keeper.js';
+import { TEST_SECRET } from './lease-keeper.fixtures.js';
 
 type Step =
   | { readonly kind: 'take'; readonly dtUs: number; readonly cost: number }
@@ -29,11 +35,16 @@ type Step =
   | { readonly kind: 'jump'; readonly dtUs: number }
   /** Moves the clock to just before, at or just after the lease's expiry (never back), then takes. */
   | { readonly kind: 'edge'; readonly dtUs: number; readonly offsetUs: number; readonly cost: number }
+  /** A grant of `tokens` or what the request asked for, whichever is less; `retryAfterMs` only when that fell short. */
   | { readonly kind: 'grant'; readonly dtUs: number; readonly ttlMs: number; readonly tokens: number; readonly sameLease: boolean; readonly retryAfterMs: number }
   | { readonly kind: 'error'; readonly dtUs: number; readonly code: ErrorCode; readonly retryAfterMs: number }
   | { readonly kind: 'failure'; readonly dtUs: number }
   | { readonly kind: 'stale'; readonly dtUs: number; readonly pick: number; readonly tokens: number }
   | { readonly kind: 'close'; readonly dtUs: number };
+
+/** The pool's lease limit and capacity, the same in every grant. */
+const LEASE_TOKENS_MAX = 1_000;
+const CAPACITY_TOKENS = 2_000;
 
 const dtUs = fc.oneof(
   { weight: 8, arbitrary: fc.integer({ min: 0, max: 2_000 }) },
@@ -55,7 +66,11 @@ const step: fc.Arbitrary<Step> = fc.oneof(
       kind: fc.constant('grant' as const),
       dtUs,
       ttlMs: fc.oneof({ weight: 1, arbitrary: fc.integer({ min: 1, max: 50 }) }, { weight: 4, arbitrary: fc.integer({ min: 51, max: 5_000 }) }),
-      tokens: fc.integer({ min: 0, max: 200 }),
+      // Mostly all that was asked for, often less.
+      tokens: fc.oneof(
+        { weight: 2, arbitrary: fc.integer({ min: 0, max: 200 }) },
+        { weight: 1, arbitrary: fc.integer({ min: 0, max: 10 }) },
+      ),
       sameLease: fc.boolean(),
       retryAfterMs: fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 2_000 })),
     }),
@@ -158,20 +173,25 @@ class Model {
     }
   }
 
+  /** grant — the honest coordinator's grant to `request` (see the header), and the bound it puts on the balance. */
   grant(flight: Flight, request: LeaseRequest, s: Extract<Step, { kind: 'grant' }>): LeaseGrant {
     const sameId = s.sameLease && request.leaseId !== null;
     const leaseId = sameId && request.leaseId !== null ? request.leaseId : `L${++this.leases}`;
+    const tokensGranted = Math.min(s.tokens, request.tokensWanted);
+    const tokensHeld = (sameId ? request.tokensLeft : 0) + tokensGranted;
+    expect(tokensHeld, 'the keeper asked for more than a lease may hold').toBeLessThanOrEqual(LEASE_TOKENS_MAX);
     const leftTokens = Math.max(0, request.tokensLeft - (this.admittedTokens - flight.admittedAtSend));
-    this.boundTokens = (sameId ? leftTokens : 0) + s.tokens;
+    this.boundTokens = (sameId ? leftTokens : 0) + tokensGranted;
     if (sameId) reached.sameLease += 1;
     else reached.newLease += 1;
     this.lease = { id: leaseId, expiresAtUs: flight.firstSentUs + Math.floor(s.ttlMs * 1000 * (1 - this.options.driftMargin)) };
-    this.grantedTokens += s.tokens;
+    this.grantedTokens += tokensGranted;
     this.knownTtlUs = s.ttlMs * 1000;
     this.inFlight = null;
+    const retryAfterMs = tokensGranted < request.tokensWanted ? s.retryAfterMs : 0;
     return {
-      v: 1, kind: 'grant', seq: flight.seq, leaseId, tokensGranted: s.tokens, tokensHeld: this.boundTokens, ttlMs: s.ttlMs,
-      epoch: 1, maxLeaseTokens: 1_000, capacityTokens: 2_000, retryAfterMs: s.retryAfterMs,
+      v: 2, kind: 'grant', seq: flight.seq, leaseId, tokensGranted, tokensHeld, ttlMs: s.ttlMs, epoch: 1,
+      maxLeaseTokens: LEASE_TOKENS_MAX, capacityTokens: CAPACITY_TOKENS, refillTokens: 1_000, refillPeriodMs: 1_000, retryAfterMs,
     };
   }
 
@@ -231,8 +251,8 @@ function play(model: Model, s: Step): void {
       const before = stateOf(keeper);
       const deadlineUs = keeper.nextDeadlineUs();
       const reply: Reply = {
-        v: 1, kind: 'grant', seq, leaseId: `stale-${seq}`, tokensGranted: s.tokens, tokensHeld: s.tokens, ttlMs: 60_000,
-        epoch: 1, maxLeaseTokens: 1_000, capacityTokens: 2_000, retryAfterMs: 0,
+        v: 2, kind: 'grant', seq, leaseId: `stale-${seq}`, tokensGranted: s.tokens, tokensHeld: s.tokens, ttlMs: 60_000,
+        epoch: 1, maxLeaseTokens: 1_000, capacityTokens: 2_000, refillTokens: 1_000, refillPeriodMs: 1_000, retryAfterMs: 0,
       };
       expect(keeper.onReply(seq, reply, nowUs)).toEqual([]);
       expect(keeper.onFailure(seq, 'timeout', 'late', nowUs)).toEqual([]);
@@ -266,15 +286,16 @@ function play(model: Model, s: Step): void {
   }
   if (s.kind === 'error') {
     model.inFlight = null;
-    const reply: Reply = { v: 1, kind: 'error', seq: flight.seq, code: s.code, fault: 'coordinator', message: 'test', retryAfterMs: s.retryAfterMs };
+    const reply: Reply = { v: 2, kind: 'error', seq: flight.seq, code: s.code, fault: 'coordinator', message: 'test', retryAfterMs: s.retryAfterMs };
     return model.sent(keeper.onReply(flight.seq, reply, nowUs));
   }
   if (flight.message.op === 'return') {
     model.inFlight = null;
-    return model.sent(keeper.onReply(flight.seq, { v: 1, kind: 'receipt', seq: flight.seq, tokensReturned: flight.message.tokensLeft }, nowUs));
+    return model.sent(keeper.onReply(flight.seq, { v: 2, kind: 'receipt', seq: flight.seq, tokensReturned: flight.message.tokensLeft }, nowUs));
   }
   const reply = model.grant(flight, flight.message, s);
   model.sent(keeper.onReply(flight.seq, reply, nowUs));
+  expect(keeper.takeRejection(), 'an honest grant refused').toBeNull();
 }
 
 /** Closes the keeper and answers everything: it must settle. */
@@ -299,7 +320,7 @@ describe('LeaseKeeper property', () => {
         let seq = 0;
         let draw = 0;
         const random = (): number => draws[draw++ % draws.length] as number;
-        const model = new Model(new LeaseKeeper('agent-p', 'pool-p', () => ++seq, opts, random), opts);
+        const model = new Model(new LeaseKeeper('agent-p', 'pool-p', () => ++seq, opts, random, TEST_SECRET), opts);
         for (const s of steps) {
           play(model, s);
           model.check();

@@ -1,12 +1,20 @@
 /**
  * Fixtures of the LeaseKeeper example tests: fixed options (so a change of
  * defaults does not move the examples), a keeper with deterministic
- * sequence numbers and jitter, a grant builder, and action readers.
+ * sequence numbers and jitter, grant builders, and action readers.
+ *
+ * The keeper refuses a grant no honest coordinator would send
+ * (grant-check.ts), so a grant fed to it is built from the request it
+ * answers (`grantFor`), which fails the test on a dishonest one. `grant`
+ * builds any grant at all, for stale replies and refusals.
  */
 import type { LeaseGrant, LeaseRequest } from '@tokenlease/shared';
 import { expect } from 'vitest';
 import { keeperOptions, type KeeperOptions } from './keeper-options.js';
 import { LeaseKeeper, type SendAction } from './lease-keeper.js';
+
+/** TEST_SECRET — the lease secret of the keepers under test. */
+export const TEST_SECRET = 'test-secret-of-128-bits-xyz';
 
 export const BASE: Partial<KeeperOptions> = {
   holdMs: 200,
@@ -20,18 +28,58 @@ export const BASE: Partial<KeeperOptions> = {
   assumedTtlMs: 2000,
 };
 
-/** keeperWith — a keeper with sequence numbers 101, 102, … and the jitter draw `random`. */
+/**
+ * keeperWith — a keeper with sequence numbers 101, 102, … (above the floor
+ * the keeper names, as the agent's counter does) and the jitter draw `random`.
+ */
 export function keeperWith(options: Partial<KeeperOptions> = {}, random = 0.5): LeaseKeeper {
   let seq = 100;
-  return new LeaseKeeper('agent-1', 'pool-a', () => ++seq, keeperOptions({ ...BASE, ...options }), () => random);
+  const nextSeq = (floor = 0): number => {
+    seq = Math.max(seq, floor) + 1;
+    return seq;
+  };
+  return new LeaseKeeper('agent-1', 'pool-a', nextSeq, keeperOptions({ ...BASE, ...options }), () => random, TEST_SECRET);
 }
 
-/** grant — a grant of 100 tokens under lease L1 for `seq`, with `fields` overridden. */
+/** grant — a grant of 100 tokens (a lease holding what it grants) under lease L1 for `seq`, with `fields` overridden. */
 export function grant(seq: number, fields: Partial<LeaseGrant> = {}): LeaseGrant {
+  const tokensGranted = fields.tokensGranted ?? 100;
   return {
-    v: 1, kind: 'grant', seq, leaseId: 'L1', tokensGranted: 100, tokensHeld: 100, ttlMs: 2000, epoch: 1,
-    maxLeaseTokens: 1000, capacityTokens: 5000, retryAfterMs: 0, ...fields,
+    v: 2, kind: 'grant', seq, leaseId: 'L1', tokensGranted, tokensHeld: tokensGranted, ttlMs: 2000, epoch: 1,
+    maxLeaseTokens: 1000, capacityTokens: 5000, refillTokens: 1000, refillPeriodMs: 1000, retryAfterMs: 0, ...fields,
   };
+}
+
+/**
+ * grantFor — the grant an honest coordinator could send for `request`: by
+ * default all it asked for, under the lease it named (L1 when none), the
+ * lease then holding what the request reported left plus the grant (the
+ * grant alone under another id); `fields` override. Fails the test when
+ * the result grants more than was asked, holds less than it grants or more
+ * than the lease limit, or names a lease limit above the capacity.
+ */
+export function grantFor(request: LeaseRequest, fields: Partial<LeaseGrant> = {}): LeaseGrant {
+  const leaseId = fields.leaseId ?? request.leaseId ?? 'L1';
+  const tokensGranted = fields.tokensGranted ?? request.tokensWanted;
+  const tokensHeld = (leaseId === request.leaseId ? request.tokensLeft : 0) + tokensGranted;
+  const reply = grant(request.seq, { leaseId, tokensGranted, tokensHeld, ...fields });
+  expect(reply.tokensGranted, 'a grant of more than was asked for').toBeLessThanOrEqual(request.tokensWanted);
+  expect(reply.tokensHeld, 'a lease holding less than its grant').toBeGreaterThanOrEqual(reply.tokensGranted);
+  expect(reply.tokensHeld, 'a lease holding more than the lease limit').toBeLessThanOrEqual(reply.maxLeaseTokens);
+  expect(reply.maxLeaseTokens, 'a lease limit above the capacity').toBeLessThanOrEqual(reply.capacityTokens);
+  return reply;
+}
+
+/**
+ * askFor — the keeper's acquire at `nowUs` while a take() of `tokens`
+ * waits, so that it asks for them (at least); the take gives up as the
+ * request leaves, and nothing waits after.
+ */
+export function askFor(keeper: LeaseKeeper, tokens: number, nowUs: number): LeaseRequest {
+  keeper.waitingTokens = tokens;
+  const request = acquireIn(keeper.tick(nowUs));
+  keeper.waitingTokens = 0;
+  return request;
 }
 
 /** only — the single action of `actions` (failing the test when there are more or none). */

@@ -8,16 +8,16 @@ import { encodeMessage } from '@tokenlease/shared';
 import { describe, expect, it } from 'vitest';
 import { keeperOptions, type KeeperOptions } from './keeper-options.js';
 import { LeaseKeeper } from './lease-keeper.js';
-import { acquireIn, grant, keeperWith, only } from './lease-keeper.fixtures.js';
+import { acquireIn, askFor, grant, grantFor, keeperWith, only, TEST_SECRET } from './lease-keeper.fixtures.js';
 
 /** Agent-side lease life of a grant, µs: ttl·(1 − drift), rounded down. */
 const lifeUs = (ttlMs: number, driftMargin = 0.05): number => Math.floor(ttlMs * 1000 * (1 - driftMargin));
 
-/** A keeper holding lease L1 with `tokens`, asked at 0 and granted at 1 ms (rtt 1 ms: renew lead 24 ms). */
+/** A keeper holding lease L1 with `tokens`, asked for at 0 and granted at 1 ms (rtt 1 ms: renew lead 24 ms). */
 function leased(tokens = 100, options: Partial<KeeperOptions> = {}, ttlMs = 2000): LeaseKeeper {
   const keeper = keeperWith(options);
-  const seq = acquireIn(keeper.tick(0)).seq;
-  expect(keeper.onReply(seq, grant(seq, { tokensGranted: tokens, ttlMs }), 1_000)).toEqual([]);
+  const request = askFor(keeper, tokens, 0);
+  expect(keeper.onReply(request.seq, grantFor(request, { tokensGranted: tokens, ttlMs }), 1_000)).toEqual([]);
   return keeper;
 }
 
@@ -36,7 +36,7 @@ describe('LeaseKeeper prefetch', () => {
       seq: 101,
       timeoutMs: holdMs + 1000,
       message: {
-        v: 1, op: 'acquire', agentId: 'agent-1', pool: 'pool-a', seq: 101, leaseId: null, tokensLeft: 0,
+        v: 2, op: 'acquire', agentId: 'agent-1', pool: 'pool-a', leaseSecret: TEST_SECRET, seq: 101, leaseId: null, tokensLeft: 0,
         tokensWanted: initialTokens, demandPerSecond: 0, holdMs,
       },
     });
@@ -44,7 +44,7 @@ describe('LeaseKeeper prefetch', () => {
   });
 
   it('keeps one request in flight: further ticks send nothing until it is answered', () => {
-    const keeper = keeperWith();
+    const keeper = keeperWith({ initialTokens: 100 });
     const first = acquireIn(keeper.tick(0));
     for (const nowUs of [0, 1_000, 500_000, 900_000]) {
       expect(keeper.slot.takeAt(1, nowUs)).toBe(false); // demand waiting changes nothing
@@ -52,7 +52,7 @@ describe('LeaseKeeper prefetch', () => {
     }
     expect(keeper.nextDeadlineUs()).toBe(Infinity);
     expect(keeper.stats).toMatchObject({ requests: 1, attempts: 1 });
-    keeper.onReply(first.seq, grant(first.seq), 900_001);
+    keeper.onReply(first.seq, grantFor(first), 900_001);
     expect(keeper.slot.balanceTokens).toBe(100);
   });
 });
@@ -61,13 +61,13 @@ describe('LeaseKeeper grant', () => {
   const cases: readonly [string, number, number, number, number, number, number, number][] = [
     // name, sentAtUs, repliedAtUs, ttlMs, driftMargin, capacityTokens, maxLeaseTokens, tokensGranted
     ['quick reply', 1_000, 3_000, 2000, 0.05, 5000, 1000, 100],
-    ['held reply', 0, 150_000, 10_000, 0.1, 300, 1000, 300],
+    ['held reply', 0, 150_000, 10_000, 0.1, 1000, 300, 300],
     ['rounded down', 7_777, 8_000, 333, 0.3, 64, 64, 5],
   ];
   it.each(cases)('%s: expiry counts from the send, not the reply', (_n, sentAtUs, repliedAtUs, ttlMs, driftMargin, capacityTokens, maxLeaseTokens, tokensGranted) => {
-    const keeper = keeperWith({ driftMargin });
-    const seq = acquireIn(keeper.tick(sentAtUs)).seq;
-    expect(keeper.onReply(seq, grant(seq, { ttlMs, capacityTokens, maxLeaseTokens, tokensGranted }), repliedAtUs)).toEqual([]);
+    const keeper = keeperWith({ driftMargin, initialTokens: tokensGranted });
+    const request = acquireIn(keeper.tick(sentAtUs));
+    expect(keeper.onReply(request.seq, grantFor(request, { ttlMs, capacityTokens, maxLeaseTokens }), repliedAtUs)).toEqual([]);
     const s = keeper.slot;
     expect(s.balanceTokens).toBe(tokensGranted);
     expect(s.hasLease).toBe(true);
@@ -119,10 +119,11 @@ describe('LeaseKeeper retries', () => {
 
   it('counts the expiry of a retried request from its first send, and takes no RTT sample from it', () => {
     const keeper = keeperWith();
-    const seq = only(keeper.tick(10_000)).seq;
+    const request = acquireIn(keeper.tick(10_000));
+    const seq = request.seq;
     keeper.onFailure(seq, 'timeout', 'no reply', 20_000);
     expect(only(keeper.tick(27_500)).seq).toBe(seq);
-    keeper.onReply(seq, grant(seq), 30_000);
+    keeper.onReply(seq, grantFor(request), 30_000);
     expect(keeper.slot.expiresAtUs).toBe(10_000 + lifeUs(2000));
     expect(keeper.rttUs).toBe(2000); // the default: a retried round-trip measures nothing
   });
@@ -134,7 +135,7 @@ describe('LeaseKeeper retries', () => {
     [1_600_000, true],
   ];
   it.each(staleness)('a failure %i µs after the first send abandons the sequence: %s', (failAtUs, abandoned) => {
-    const keeper = keeperWith();
+    const keeper = keeperWith({ initialTokens: 10 });
     const old = only(keeper.tick(0));
     expect(keeper.slot.takeAt(3, 500)).toBe(false); // demand, so the keeper asks again
     expect(keeper.onFailure(old.seq, 'timeout', 'no reply', failAtUs)).toEqual([]);
@@ -150,7 +151,7 @@ describe('LeaseKeeper retries', () => {
     expect(keeper.onReply(old.seq, grant(old.seq), failAtUs + 8_000)).toEqual([]);
     expect(keeper.slot.hasLease).toBe(false);
     expect(keeper.slot.balanceTokens).toBe(0);
-    keeper.onReply(next.seq, grant(next.seq, { tokensGranted: 10 }), failAtUs + 9_000);
+    keeper.onReply(next.seq, grantFor(next, { tokensGranted: 10 }), failAtUs + 9_000);
     expect(keeper.slot.balanceTokens).toBe(10);
     expect(keeper.slot.expiresAtUs).toBe(failAtUs + 7_500 + lifeUs(2000));
   });
@@ -164,15 +165,16 @@ describe('LeaseKeeper retries', () => {
   });
 
   it('ignores replies and failures for a sequence that is not in flight', () => {
-    const keeper = keeperWith();
-    const seq = only(keeper.tick(0)).seq;
+    const keeper = keeperWith({ initialTokens: 20 });
+    const request = acquireIn(keeper.tick(0));
+    const seq = request.seq;
     expect(keeper.onReply(999, grant(999), 1_000)).toEqual([]);
     expect(keeper.onFailure(999, 'timeout', 'no reply', 1_000)).toEqual([]);
     expect(keeper.slot.hasLease).toBe(false);
     expect(keeper.stats.failures).toBe(0);
-    keeper.onReply(seq, grant(seq, { tokensGranted: 20 }), 2_000);
+    keeper.onReply(seq, grantFor(request, { tokensGranted: 20 }), 2_000);
     // A duplicate of the reply just applied must not grant twice.
-    expect(keeper.onReply(seq, grant(seq, { tokensGranted: 20 }), 3_000)).toEqual([]);
+    expect(keeper.onReply(seq, grantFor(request, { tokensGranted: 20 }), 3_000)).toEqual([]);
     expect(keeper.slot.balanceTokens).toBe(20);
     expect(keeper.stats.tokensGranted).toBe(20);
   });
@@ -208,10 +210,10 @@ describe('LeaseKeeper renewal', () => {
     const renew = acquireIn(keeper.tick(20_000));
     expect(renew.tokensWanted).toBeGreaterThanOrEqual(80 - 70); // at least up to the denied cost
     expect(keeper.slot.takeAt(5, 21_000)).toBe(true); // spent while in flight
-    expect(keeper.onReply(renew.seq, grant(renew.seq, { tokensGranted: 40 }), 22_000)).toEqual([]);
-    expect(keeper.slot.balanceTokens).toBe(65 + 40);
+    expect(keeper.onReply(renew.seq, grantFor(renew, { tokensGranted: 30 }), 22_000)).toEqual([]);
+    expect(keeper.slot.balanceTokens).toBe(65 + 30);
     expect(keeper.slot.expiresAtUs).toBe(20_000 + lifeUs(2000));
-    expect(keeper.stats).toMatchObject({ leasesStarted: 1, tokensGranted: 140 });
+    expect(keeper.stats).toMatchObject({ leasesStarted: 1, tokensGranted: 130 });
     expect(keeper.slot.wantedCostTokens).toBe(0); // satisfied
   });
 
@@ -219,9 +221,9 @@ describe('LeaseKeeper renewal', () => {
     const keeper = leased(100);
     expect(keeper.slot.takeAt(30, 10_000)).toBe(true);
     expect(keeper.slot.takeAt(80, 20_000)).toBe(false);
-    const renew = acquireIn(keeper.tick(20_000));
+    const renew = askFor(keeper, 160, 20_000); // a take() of 160 waiting too: the ask covers 90 more
     expect(keeper.slot.takeAt(5, 21_000)).toBe(true);
-    expect(keeper.onReply(renew.seq, grant(renew.seq, { leaseId: 'L2', tokensGranted: 90 }), 22_000)).toEqual([]);
+    expect(keeper.onReply(renew.seq, grantFor(renew, { leaseId: 'L2', tokensGranted: 90 }), 22_000)).toEqual([]);
     expect(keeper.slot.balanceTokens).toBe(90); // the 65 left of L1 are gone
     expect(keeper.slot.expiresAtUs).toBe(20_000 + lifeUs(2000));
     expect(keeper.stats.leasesStarted).toBe(2);
@@ -264,34 +266,33 @@ describe('LeaseKeeper expiry', () => {
     expect(keeper.slot.takeAt(1, expiresAtUs)).toBe(false);
     const renew = acquireIn(keeper.tick(expiresAtUs));
     expect(renew).toMatchObject({ leaseId: 'L1', tokensLeft: 0 });
-    keeper.onReply(renew.seq, grant(renew.seq, { tokensGranted: 7 }), expiresAtUs + 1_000);
-    expect(keeper.slot.balanceTokens).toBe(7); // the expired 100 stay lost
+    keeper.onReply(renew.seq, grantFor(renew, { tokensGranted: 5 }), expiresAtUs + 1_000);
+    expect(keeper.slot.balanceTokens).toBe(5); // the expired 100 stay lost
     expect(keeper.slot.expiresAtUs).toBe(expiresAtUs + lifeUs(2000));
   });
 });
 
 describe('agent class', () => {
   it('is sent with every acquire when configured, and absent otherwise', () => {
-    const withClass = new LeaseKeeper('a', 'p', () => 1, keeperOptions({ agentClass: 'premium' }), () => 0.5);
+    const withClass = new LeaseKeeper('a', 'p', () => 1, keeperOptions({ agentClass: 'premium' }), () => 0.5, TEST_SECRET);
     const sent = withClass.tick(0)[0]?.message;
     expect(sent).toMatchObject({ op: 'acquire', agentClass: 'premium' });
-    const without = new LeaseKeeper('b', 'p', () => 1, keeperOptions(), () => 0.5);
+    const without = new LeaseKeeper('b', 'p', () => 1, keeperOptions(), () => 0.5, TEST_SECRET);
     expect('agentClass' in (without.tick(0)[0]?.message ?? {})).toBe(false);
   });
 });
 
 describe('a starved agent', () => {
   it('asks again as soon as a grant arrives when it was denied since it last asked, and not otherwise', () => {
-    const keeper = keeperWith();
-    const first = keeper.tick(0)[0]!;
-    expect(keeper.onReply(first.seq, grant(first.seq, { tokensGranted: 10 }), 1_000)).toEqual([]); // not denied: no new ask
+    const keeper = keeperWith({ initialTokens: 10 });
+    const first = acquireIn(keeper.tick(0));
+    expect(keeper.onReply(first.seq, grantFor(first, { tokensGranted: 10 }), 1_000)).toEqual([]); // not denied: no new ask
     for (let i = 0; i < 10; i += 1) expect(keeper.slot.takeAt(1, 2_000)).toBe(true);
     expect(keeper.slot.takeAt(1, 2_000)).toBe(false); // denied
-    const second = keeper.tick(2_000)[0]!;
-    expect(second.message.op).toBe('acquire');
+    const second = acquireIn(keeper.tick(2_000));
     expect(keeper.slot.takeAt(1, 2_500)).toBe(false); // denied again while the request is out
     // The grant brings plenty, but the agent was denied since it asked: it asks again at once.
-    const again = keeper.onReply(second.seq, grant(second.seq, { tokensGranted: 10 }), 3_000);
+    const again = keeper.onReply(second.seq, grantFor(second, { tokensGranted: 10 }), 3_000);
     expect(again).toHaveLength(1);
     expect(again[0]!.message).toMatchObject({ op: 'acquire', tokensLeft: 10 });
   });

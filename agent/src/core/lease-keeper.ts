@@ -25,9 +25,17 @@
  *   sends and accrues again from the reply's arrival (rate-renewal.ts).
  * - Usage reports (`reportMs`) tell a chunk lease's balance between
  *   renewals, only while nothing is in flight (usage-report.ts).
+ * - Every message about a lease carries the agent's secret; a lease the
+ *   coordinator binds to another secret answers `forbidden`, which backs
+ *   off until that lease lapses. A `stale-sequence` refusal names the floor
+ *   to ask above, and the next request goes at once above it.
+ * - A grant no honest coordinator would send is refused as an error and
+ *   changes nothing (grant-check.ts).
  */
 import type { LeaseGrant, LeaseRequest, LeaseReturn, Reply } from '@tokenlease/shared';
+import { AgentError } from '../errors.js';
 import { DemandWatch } from './demand-watch.js';
+import { grantProblem, SECRET_PATTERN } from './grant-check.js';
 import type { KeeperOptions } from './keeper-options.js';
 import type { InFlight, KeeperStats, SendAction } from './keeper-types.js';
 import { LeaseSlot } from './lease-slot.js';
@@ -59,19 +67,33 @@ export class LeaseKeeper {
   private readonly roundTrip = new RoundTrip();
   private lastTickUs = 0;
   private closing = false;
+  /** The last grant's capacity, to tell a changed one mid-lease; 0 before any. */
+  private capacityTokens = 0;
+  /** Why the last reply was refused as implausible, until taken. */
+  private rejection: string | null = null;
+  /** The sequence floor a stale-sequence refusal named: the next request goes above it. */
+  private seqFloor = 0;
 
+  /**
+   * LeaseKeeper — `agentId`'s keeper for `pool`. `nextSeq(floor)` returns the
+   * agent's next sequence number, above `floor`; `secret` (at least 128
+   * random bits, base64url) binds its leases. Throws AgentError
+   * ('invalid-argument') for a secret that is not one.
+   */
   constructor(
     readonly agentId: string,
     pool: string,
-    private readonly nextSeq: () => number,
+    private readonly nextSeq: (floor?: number) => number,
     private readonly options: KeeperOptions,
     random: () => number,
+    private readonly secret: string,
   ) {
+    if (!SECRET_PATTERN.test(secret)) throw new AgentError('invalid-argument', 'the lease secret must be 22 to 128 characters of base64url', { pool });
     this.slot = new LeaseSlot(pool);
     this.cycle = new RequestCycle(this.slot, options, this.stats, random);
     this.demand = new DemandWatch(this.slot, options);
     this.rate = new RateRenewal(this.slot, options);
-    this.reports = new UsageReports({ agentId, pool, nextSeq }, options.reportMs, this.stats);
+    this.reports = new UsageReports({ agentId, pool, secret, nextSeq: () => this.takeSeq() }, options.reportMs, this.stats);
     const burstTokens = options.fallbackBurstTokens || Math.max(1, options.fallbackPerSecond);
     this.slot.configureFallback(options.fallbackPerSecond, burstTokens, 0);
     this.ttlUs = options.assumedTtlMs * US_PER_MS;
@@ -133,11 +155,30 @@ export class LeaseKeeper {
     const flight = this.cycle.settle(seq);
     if (flight === null) return NONE;
     const op = flight.message.op;
-    if (reply.kind === 'grant' && op === 'acquire') this.applyGrant(reply, flight, nowUs);
-    else if (reply.kind === 'receipt' && op === 'return') this.stats.tokensReturned += reply.tokensReturned;
-    else if (reply.kind === 'error') this.cycle.refused(nowUs, reply.code, reply.message, reply.retryAfterMs * US_PER_MS);
+    if (reply.kind === 'grant' && flight.message.op === 'acquire') {
+      const sameLease = reply.leaseId === this.heldLeaseId && this.slot.hasLease;
+      const problem = grantProblem(reply, flight.message, this.options, sameLease ? this.capacityTokens : 0);
+      if (problem === null) this.applyGrant(reply, flight, nowUs);
+      else {
+        this.rejection = problem;
+        this.cycle.refused(nowUs, 'implausible-grant', problem, 0);
+      }
+    } else if (reply.kind === 'receipt' && op === 'return') this.stats.tokensReturned += reply.tokensReturned;
+    else if (reply.kind === 'error' && reply.code === 'stale-sequence' && reply.seqFloor !== undefined) {
+      // Our sequence fell behind the coordinator's (a restart, a lost counter): ask again at once above its floor.
+      this.seqFloor = Math.max(this.seqFloor, reply.seqFloor);
+      this.cycle.refused(nowUs, reply.code, reply.message, 0);
+      this.cycle.deferUntil(nowUs);
+    } else if (reply.kind === 'error') this.cycle.refused(nowUs, reply.code, reply.message, reply.retryAfterMs * US_PER_MS);
     else this.cycle.refused(nowUs, 'bad-reply', `unexpected ${reply.kind} reply to ${op}`, 0);
     return this.tick(nowUs);
+  }
+
+  /** takeRejection — why the last grant was refused as implausible (once), or null. */
+  takeRejection(): string | null {
+    const rejection = this.rejection;
+    this.rejection = null;
+    return rejection;
   }
 
   /** onFailure — request `seq` got no reply (timeout, no coordinator, bus down): retry it later. */
@@ -180,11 +221,12 @@ export class LeaseKeeper {
     const s = this.slot;
     this.rate.sending(nowUs);
     const message: LeaseRequest = {
-      v: 1,
+      v: 2,
       op: 'acquire',
       agentId: this.agentId,
       pool: this.pool,
-      seq: this.nextSeq(),
+      leaseSecret: this.secret,
+      seq: this.takeSeq(),
       leaseId: this.heldLeaseId,
       tokensLeft: s.hasLease ? s.balanceTokens : 0,
       tokensWanted,
@@ -207,12 +249,22 @@ export class LeaseKeeper {
     s.expiresAtUs = 0;
     this.heldLeaseId = null;
     if (leaseId === null || tokensLeft === 0) return NONE;
-    const message: LeaseReturn = { v: 1, op: 'return', agentId: this.agentId, pool: this.pool, seq: this.nextSeq(), leaseId, tokensLeft };
+    const message: LeaseReturn = {
+      v: 2, op: 'return', agentId: this.agentId, pool: this.pool, leaseSecret: this.secret, seq: this.takeSeq(), leaseId, tokensLeft,
+    };
     return this.cycle.launch(message, nowUs);
+  }
+
+  /** takeSeq — the next sequence number, above any floor the coordinator named. */
+  private takeSeq(): number {
+    const seq = this.nextSeq(this.seqFloor);
+    this.seqFloor = 0;
+    return seq;
   }
 
   private applyGrant(reply: LeaseGrant, flight: InFlight, nowUs: number): void {
     const s = this.slot;
+    this.capacityTokens = reply.capacityTokens;
     const sameLease = reply.leaseId === this.heldLeaseId && s.hasLease;
     if (!sameLease) this.stats.leasesStarted += 1;
     s.balanceTokens = (sameLease ? s.balanceTokens : 0) + reply.tokensGranted;

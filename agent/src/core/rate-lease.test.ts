@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { LeaseGrant } from '@tokenlease/shared';
-import { acquireIn, grant, keeperWith, only } from './lease-keeper.fixtures.js';
+import { acquireIn, grant, grantFor, keeperWith, only } from './lease-keeper.fixtures.js';
 import { LeaseSlot } from './lease-slot.js';
 
 function rateSlot(tokensPerPeriod: number, periodUs: number, capTokens: number, balance = 0): LeaseSlot {
@@ -126,7 +126,8 @@ describe('LeaseKeeper with rate leases', () => {
     const first = acquireIn(keeper.tick(0));
     keeper.onReply(first.seq, rateGrant(first.seq), 0);
     const renew = acquireIn(keeper.tick(100_000));
-    keeper.onReply(renew.seq, grant(renew.seq, { tokensGranted: 5 }), 101_000);
+    keeper.onReply(renew.seq, grantFor(renew, { maxLeaseTokens: 50 }), 101_000);
+    expect(keeper.takeRejection()).toBeNull();
     expect(keeper.slot.rateTokens).toBe(0);
     const before = keeper.slot.balanceTokens;
     keeper.slot.takeAt(1, 900_000);

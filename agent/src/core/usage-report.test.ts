@@ -3,21 +3,21 @@
  * a chunk lease is held and nothing is in flight, only when the balance fell.
  */
 import { describe, expect, it } from 'vitest';
-import { acquireIn, grant, keeperWith, only } from './lease-keeper.fixtures.js';
+import { askFor, grantFor, keeperWith, only } from './lease-keeper.fixtures.js';
 
 describe('LeaseKeeper usage reports', () => {
   it('are off by default', () => {
     const keeper = keeperWith();
-    const first = acquireIn(keeper.tick(0));
-    keeper.onReply(first.seq, grant(first.seq), 1_000);
+    const first = askFor(keeper, 100, 0);
+    keeper.onReply(first.seq, grantFor(first), 1_000);
     keeper.slot.takeAt(10, 2_000);
     expect(keeper.tick(500_000)).toEqual([]);
   });
 
   it('publish what is left every reportMs once it fell, with a fresh sequence number and no reply awaited', () => {
     const keeper = keeperWith({ reportMs: 100 });
-    const first = acquireIn(keeper.tick(0));
-    keeper.onReply(first.seq, grant(first.seq), 1_000);
+    const first = askFor(keeper, 100, 0);
+    keeper.onReply(first.seq, grantFor(first), 1_000);
     expect(keeper.nextDeadlineUs()).toBe(101_000);
     expect(keeper.tick(101_000)).toEqual([]); // nothing spent yet
     keeper.slot.takeAt(30, 150_000);
@@ -29,10 +29,10 @@ describe('LeaseKeeper usage reports', () => {
 
   it('are never sent while a request is in flight, nor for a rate lease', () => {
     const keeper = keeperWith({ reportMs: 10, refreshMs: 1_000 });
-    const first = acquireIn(keeper.tick(0));
+    const first = askFor(keeper, 100, 0);
     keeper.slot.takeAt(1, 50_000);
     expect(keeper.tick(50_000)).toEqual([]);
-    keeper.onReply(first.seq, grant(first.seq, { rate: { tokensPerPeriod: 10, periodMs: 1000, capTokens: 100 } }), 60_000);
+    keeper.onReply(first.seq, grantFor(first, { rate: { tokensPerPeriod: 10, periodMs: 1000, capTokens: 100 } }), 60_000);
     keeper.slot.takeAt(50, 61_000);
     expect(keeper.tick(200_000)).toEqual([]);
   });

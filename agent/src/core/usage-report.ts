@@ -22,6 +22,7 @@ const NONE: readonly SendAction[] = [];
 export interface ReportSource {
   readonly agentId: string;
   readonly pool: string;
+  readonly secret: string;
   readonly nextSeq: () => number;
 }
 
@@ -57,8 +58,8 @@ export class UsageReports {
     if (balanceTokens >= this.reportedTokens) return NONE;
     this.reportedTokens = balanceTokens;
     this.stats.reports += 1;
-    const { agentId, pool } = this.source;
-    const message: LeaseReport = { v: 1, op: 'report', agentId, pool, seq: this.source.nextSeq(), leaseId, tokensLeft: balanceTokens };
+    const { agentId, pool, secret } = this.source;
+    const message: LeaseReport = { v: 2, op: 'report', agentId, pool, leaseSecret: secret, seq: this.source.nextSeq(), leaseId, tokensLeft: balanceTokens };
     return [{ type: 'publish', seq: message.seq, message, timeoutMs: 0 }];
   }
 }

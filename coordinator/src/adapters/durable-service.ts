@@ -20,6 +20,7 @@ import {
   CATCH_ALL_QUEUE_GROUP,
   COORDINATOR_QUEUE_GROUP,
   hostMonoNowUs,
+  legacySubject,
   parseSubject,
   poolSubject,
   serviceSubject,
@@ -379,6 +380,10 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
         beatBusy = false;
       });
   };
+  // Requests of protocol v1 are answered unsupported-version by any member rather than left to time out.
+  const legacy = bus.serve(legacySubject(prefix), CATCH_ALL_QUEUE_GROUP, (subject, payload, port) => {
+    replies.send(core.receive(subject, payload, port, nowUs()), nowUs(), { subject });
+  });
   const beat = setInterval(runBeat, Math.max(1, Math.floor(ttlMs / 3)));
   runBeat();
   logger.info({ event: 'durable-started', member, ownershipTtlMs: ttlMs, units }, 'durable coordinator started');
@@ -391,6 +396,7 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
       if (stopped) return;
       stopped = true;
       clearInterval(beat);
+      await legacy.stop();
       await beating;
       timer.stop();
       await Promise.all([...owned.keys()].filter((u) => !templatePools().includes(u)).map((unit) => enqueue(unit, () => handOver(unit))));

@@ -13,7 +13,7 @@ function setup(): { log: ReplyLog; lines: Array<Record<string, unknown>>; clock:
 }
 
 const refusal = (sent: number[], code: 'bad-request' | 'unknown-pool'): Delivery<ReplyPort> => {
-  const reply: Reply = { v: 1, kind: 'error', seq: 1, code, fault: 'peer', message: 'no', retryAfterMs: 0 };
+  const reply: Reply = { v: 2, kind: 'error', seq: 1, code, fault: 'peer', message: 'no', retryAfterMs: 0 };
   return { to: { respond: (bytes: Uint8Array) => sent.push(bytes.byteLength) > 0 }, reply };
 };
 
@@ -21,7 +21,7 @@ describe('ReplyLog', () => {
   it('sends every refusal but logs one line per pool and code per interval, then the count', () => {
     const { log, lines, clock, sent } = setup();
     for (let i = 0; i < 500; i += 1) log.send([refusal(sent, 'bad-request')], 0, { pool: 'api' });
-    log.send([refusal(sent, 'unknown-pool')], 0, { subject: 'tokenlease.v1.acquire.nosuch' });
+    log.send([refusal(sent, 'unknown-pool')], 0, { subject: 'tokenlease.v2.acquire.nosuch.anon' });
     expect(sent).toHaveLength(501);
     expect(lines.map((l) => [l['event'], l['pool'], l['code']])).toEqual([
       ['request-refused', 'api', 'bad-request'],

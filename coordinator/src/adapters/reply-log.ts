@@ -87,4 +87,4 @@ export class ReplyLog {
 }
 
 /** INTERNAL_ERROR — what a request gets when handling it broke an invariant. */
-export const INTERNAL_ERROR = encodeMessage({ v: 1, kind: 'error', seq: null, code: 'internal', fault: 'coordinator', message: 'internal error; see the coordinator log', retryAfterMs: 1000 });
+export const INTERNAL_ERROR = encodeMessage({ v: 2, kind: 'error', seq: null, code: 'internal', fault: 'coordinator', message: 'internal error; see the coordinator log', retryAfterMs: 1000 });

@@ -8,6 +8,7 @@ import { randomInt } from 'node:crypto';
 import {
   COORDINATOR_QUEUE_GROUP,
   formatRate,
+  legacySubject,
   serviceSubject,
   type Bus,
   hostMonoNowUs,
@@ -53,6 +54,10 @@ export function startCoordinatorService(options: ServiceOptions): CoordinatorSer
     (error) => logger.error({ event: 'tick-failed', err: error }, 'tick failed'),
   );
 
+  // Requests of protocol v1 are answered unsupported-version rather than left to time out.
+  const legacy = bus.serve(legacySubject(config.subjectPrefix), COORDINATOR_QUEUE_GROUP, (subject, payload, port) => {
+    replies.send(core.receive(subject, payload, port, nowUs()), nowUs(), { subject });
+  });
   const subscription = bus.serve(serviceSubject(config.subjectPrefix), COORDINATOR_QUEUE_GROUP, (subject, payload, port) => {
     try {
       replies.send(core.receive(subject, payload, port, nowUs()), nowUs(), { subject });
@@ -89,7 +94,7 @@ export function startCoordinatorService(options: ServiceOptions): CoordinatorSer
       if (stopped) return;
       stopped = true;
       timer.stop();
-      await subscription.stop();
+      await Promise.all([subscription.stop(), legacy.stop()]);
       replies.send(core.flush(nowUs()), nowUs());
       replies.flush();
       logger.info({ event: 'stopped', epoch }, 'coordinator stopped');

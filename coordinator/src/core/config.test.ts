@@ -30,6 +30,7 @@ describe('parseCoordinatorConfig accepts a valid document and fills in defaults'
     });
     expect(config).toEqual({
       subjectPrefix: 'tokenlease',
+      bindIdentity: false,
       quietPeriodMs: 5000, // the longest TTL
       pools: [
         {

@@ -84,6 +84,8 @@ export interface TemplateConfig {
 
 export interface CoordinatorConfig {
   readonly subjectPrefix: string;
+  /** Whether an agent id must belong to the identity token of its request's subject (see coordinator-core.ts). */
+  readonly bindIdentity: boolean;
   /** Time after start during which nothing is granted; defaults to the longest pool TTL. */
   readonly quietPeriodMs: number;
   readonly pools: readonly PoolConfig[];
@@ -98,7 +100,7 @@ export const DEFAULT_MAX_POOLS = 100_000;
 
 const POOL_KEYS = new Set(['capacity', 'refill', 'leaseTtlMs', 'maxLeaseTokens', 'minGrantTokens', 'maxHoldMs', 'allowance', 'classWeights', 'leaseMode', 'maxLeases', 'maxWaiting']);
 export const CLASS_WEIGHT_MAX = 1000;
-const TOP_KEYS = new Set(['subjectPrefix', 'quietPeriodMs', 'pools', 'templates']);
+const TOP_KEYS = new Set(['subjectPrefix', 'quietPeriodMs', 'pools', 'templates', 'bindIdentity']);
 const TEMPLATE_KEYS = new Set([...POOL_KEYS, 'idleEvictMs', 'maxPools']);
 
 type Doc = Readonly<Record<string, unknown>>;
@@ -237,5 +239,7 @@ export function parseCoordinatorConfig(source: string, doc: unknown): Coordinato
   }
   const longestTtlMs = Math.max(...pools.map((p) => p.leaseTtlMs), ...templates.map((t) => t.pool.leaseTtlMs));
   const quietPeriodMs = where.int(doc, 'quietPeriodMs', longestTtlMs, MAX_TTL_MS, longestTtlMs);
-  return { subjectPrefix, quietPeriodMs, pools, templates };
+  const bindIdentity = doc['bindIdentity'] ?? false;
+  if (typeof bindIdentity !== 'boolean') where.fail('bindIdentity', `must be true or false, got ${JSON.stringify(bindIdentity)}`);
+  return { subjectPrefix, bindIdentity, quietPeriodMs, pools, templates };
 }

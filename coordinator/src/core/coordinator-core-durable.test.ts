@@ -20,6 +20,7 @@ import { CoordinatorCore, notOwner } from './coordinator-core.js';
 import type { Delivery } from './pool.js';
 import { MS, S, STANDARD_POOL_FIELDS, grantOf } from './pool.fixtures.js';
 import type { PersistedPool } from './pool-state.js';
+import { SECRET } from './pool.fixtures.js';
 
 const CORE_EPOCH = 7;
 const EMPTY: PersistedPool = { levelTokens: 0, leases: [] };
@@ -40,8 +41,8 @@ const durableCore = (): CoordinatorCore<string> => new CoordinatorCore<string>(m
 const memoryCore = (): CoordinatorCore<string> => new CoordinatorCore<string>(makeConfig(), CORE_EPOCH, 0);
 
 const acquireReq = (pool: string, fields: Partial<Omit<LeaseRequest, 'v' | 'op' | 'pool'>> & { readonly agentId: string; readonly seq: number }): LeaseRequest => ({
-  v: 1,
-  op: 'acquire',
+  v: 2,
+  op: 'acquire', leaseSecret: SECRET,
   pool,
   leaseId: null,
   tokensLeft: 0,
@@ -83,7 +84,7 @@ describe('a durable core before it adopts anything', () => {
         fault: 'peer',
         retryAfterMs: 0,
       });
-      expect(only(send(core, { v: 1, op: 'status', pool }, 'status', 5 * S))).toMatchObject({ kind: 'error', seq: null, code: 'unknown-pool' });
+      expect(only(send(core, { v: 2, op: 'status', pool }, 'status', 5 * S))).toMatchObject({ kind: 'error', seq: null, code: 'unknown-pool' });
     }
     // No template pool is made on first use: only an adopt makes one.
     expect(core.poolCount).toBe(0);
@@ -101,7 +102,7 @@ describe('adopt', () => {
     const g = grantOf(send(core, acquireReq('p', { agentId: 'a', seq: 1 }), 'a#1', 10 * MS));
     expect(g).toMatchObject({ tokensGranted: 20, tokensHeld: 20, epoch: 5, retryAfterMs: 0 });
     expect(g.leaseId.startsWith('5-')).toBe(true);
-    expect(only(send(core, { v: 1, op: 'status', pool: 'p' }, 'status', 10 * MS))).toMatchObject({
+    expect(only(send(core, { v: 2, op: 'status', pool: 'p' }, 'status', 10 * MS))).toMatchObject({
       kind: 'status',
       epoch: 5,
       levelTokens: 80,
@@ -112,9 +113,9 @@ describe('adopt', () => {
 
   it('takes the store’s state over: its level and its leases', () => {
     const core = durableCore();
-    const state: PersistedPool = { levelTokens: 3, leases: [{ agentId: 'a', leaseId: '2-a', boundTokens: 1, lastSeq: 4, lastReply: null }] };
+    const state: PersistedPool = { levelTokens: 3, leases: [{ agentId: 'a', secret: SECRET, leaseId: '2-a', boundTokens: 1, lastSeq: 4, lastReply: null }] };
     expect(core.adopt('q', 9, 2 * S, state)).toBe('adopted');
-    expect(only(send(core, { v: 1, op: 'status', pool: 'q', agentId: 'a' }, 'status', 2 * S))).toMatchObject({
+    expect(only(send(core, { v: 2, op: 'status', pool: 'q', agentId: 'a' }, 'status', 2 * S))).toMatchObject({
       epoch: 9,
       levelTokens: 3,
       leasedTokens: 1,
@@ -131,7 +132,7 @@ describe('adopt', () => {
     grantOf(send(core, acquireReq('p', { agentId: 'a', seq: 1 }), 'a#1', 1 * S));
     expect(core.adopt('p', 6, 1 * S, EMPTY)).toBe('adopted');
     expect(core.poolCount).toBe(1);
-    expect(only(send(core, { v: 1, op: 'status', pool: 'p' }, 'status', 1 * S))).toMatchObject({ epoch: 5, levelTokens: 80, leasedTokens: 20 });
+    expect(only(send(core, { v: 2, op: 'status', pool: 'p' }, 'status', 1 * S))).toMatchObject({ epoch: 5, levelTokens: 80, leasedTokens: 20 });
   });
 
   it('refuses names that are no pool and match no template', () => {
@@ -182,7 +183,7 @@ describe('adopt', () => {
     const g = grantOf(send(durable, acquireReq('p', { agentId: 'a', seq: 1 }), 'a#1', 2 * S));
     expect(durable.pool('p')?.takeChanges()).toEqual({
       levelTokens: 80,
-      upserts: [{ agentId: 'a', leaseId: g.leaseId, boundTokens: 20, lastSeq: 1, lastReply: g }],
+      upserts: [{ agentId: 'a', secret: SECRET, leaseId: g.leaseId, boundTokens: 20, lastSeq: 1, lastReply: g }],
       removes: [],
     });
     const memory = memoryCore();
@@ -203,8 +204,8 @@ describe('release', () => {
     const out = core.release('p');
     const message = 'pool "p" is changing owner; ask again';
     expect(out).toEqual([
-      { to: 'a#1-retry', reply: { v: 1, kind: 'error', seq: 1, code: 'not-owner', fault: 'coordinator', message, retryAfterMs: 50 } },
-      { to: 'b#3', reply: { v: 1, kind: 'error', seq: 3, code: 'not-owner', fault: 'coordinator', message, retryAfterMs: 50 } },
+      { to: 'a#1-retry', reply: { v: 2, kind: 'error', seq: 1, code: 'not-owner', fault: 'coordinator', message, retryAfterMs: 50 } },
+      { to: 'b#3', reply: { v: 2, kind: 'error', seq: 3, code: 'not-owner', fault: 'coordinator', message, retryAfterMs: 50 } },
     ]);
     expect(out).toEqual([notOwner('a#1-retry', 1, message), notOwner('b#3', 3, message)]);
     expect(core.poolCount).toBe(0);
@@ -239,7 +240,7 @@ describe('release', () => {
 
 describe('notOwner', () => {
   it('is a coordinator-fault error with the seq given and 50 ms to wait unless told otherwise', () => {
-    expect(notOwner('x', null, 'm')).toEqual({ to: 'x', reply: { v: 1, kind: 'error', seq: null, code: 'not-owner', fault: 'coordinator', message: 'm', retryAfterMs: 50 } });
+    expect(notOwner('x', null, 'm')).toEqual({ to: 'x', reply: { v: 2, kind: 'error', seq: null, code: 'not-owner', fault: 'coordinator', message: 'm', retryAfterMs: 50 } });
     expect(notOwner('x', 4, 'm', 250).reply).toMatchObject({ seq: 4, retryAfterMs: 250 });
   });
 });
@@ -268,7 +269,7 @@ describe('takeEvicted', () => {
   it('is empty in memory mode, though idle template pools are forgotten', () => {
     const core = memoryCore();
     const g = grantOf(send(core, acquireReq('tenant:acme', { agentId: 'a', seq: 1, tokensWanted: 5 }), 'a#1', 5 * S));
-    send(core, { v: 1, op: 'return', agentId: 'a', pool: 'tenant:acme', seq: 2, leaseId: g.leaseId, tokensLeft: 5 }, 'a#2', 5 * S);
+    send(core, { v: 2, op: 'return', leaseSecret: SECRET, agentId: 'a', pool: 'tenant:acme', seq: 2, leaseId: g.leaseId, tokensLeft: 5 }, 'a#2', 5 * S);
     expect(core.poolCount).toBe(4);
     core.tick(7 * S);
     expect(core.poolCount).toBe(3);

@@ -13,6 +13,7 @@ import { parseCoordinatorConfig } from './config.js';
 import { CoordinatorCore, FAULT_RETRY_AFTER_MS } from './coordinator-core.js';
 import type { Delivery, Pool } from './pool.js';
 import { FULL_AT, MS, S, STANDARD_POOL_FIELDS } from './pool.fixtures.js';
+import { SECRET } from './pool.fixtures.js';
 
 const PROTOTYPE_NAMES = ['constructor', '__proto__', 'toString', 'hasOwnProperty', 'valueOf', '__defineGetter__', 'isPrototypeOf'];
 
@@ -28,7 +29,7 @@ function makeCore(): CoordinatorCore<string> {
 }
 
 function acquireReq(pool: string, agentId: string, seq: number, fields: Partial<LeaseRequest> = {}): LeaseRequest {
-  return { v: 1, op: 'acquire', pool, agentId, seq, leaseId: null, tokensLeft: 0, tokensWanted: 20, demandPerSecond: 100, holdMs: 100, ...fields };
+  return { v: 2, op: 'acquire', leaseSecret: SECRET, pool, agentId, seq, leaseId: null, tokensLeft: 0, tokensWanted: 20, demandPerSecond: 100, holdMs: 100, ...fields };
 }
 
 function send(core: CoordinatorCore<string>, req: Request, to: string, nowUs: number): Delivery<string>[] {

@@ -24,6 +24,7 @@ import { parseCoordinatorConfig, type CoordinatorConfig } from './config.js';
 import { CoordinatorCore } from './coordinator-core.js';
 import type { Delivery } from './pool.js';
 import { FULL_AT, MS, STANDARD_POOL_FIELDS, grantOf, internals } from './pool.fixtures.js';
+import { SECRET } from './pool.fixtures.js';
 
 const EPOCH = 7;
 
@@ -44,7 +45,7 @@ const subject = (op: Request['op'], pool: string): string => subjectFor('tokenle
 const bytes = (value: unknown): Uint8Array => new TextEncoder().encode(JSON.stringify(value));
 
 function acquireReq(fields: Partial<Omit<LeaseRequest, 'v' | 'op'>> & { readonly agentId: string; readonly seq: number }): LeaseRequest {
-  return { v: 1, op: 'acquire', pool: 'p', leaseId: null, tokensLeft: 0, tokensWanted: 20, demandPerSecond: 1, holdMs: 0, ...fields };
+  return { v: 2, op: 'acquire', leaseSecret: SECRET, pool: 'p', leaseId: null, tokensLeft: 0, tokensWanted: 20, demandPerSecond: 1, holdMs: 0, ...fields };
 }
 
 function send(core: CoordinatorCore<string>, req: Request, to: string, nowUs: number): Delivery<string>[] {
@@ -59,7 +60,7 @@ function only(deliveries: readonly Delivery<string>[]): Delivery<string> {
 }
 
 function statusOf(core: CoordinatorCore<string>, pool: string, nowUs: number): PoolStatus {
-  const reply = only(send(core, { v: 1, op: 'status', pool }, 'status', nowUs)).reply;
+  const reply = only(send(core, { v: 2, op: 'status', pool }, 'status', nowUs)).reply;
   if (reply.kind !== 'status') throw new Error(`expected a status, got ${JSON.stringify(reply)}`);
   return reply;
 }
@@ -75,7 +76,7 @@ describe('routing', () => {
     expect(g).toMatchObject({ seq: 1, tokensGranted: 15, tokensHeld: 15, ttlMs: 1000, epoch: EPOCH, capacityTokens: 100, maxLeaseTokens: 20 });
     wellFormed(g);
     expect(statusOf(core, 'p', FULL_AT)).toEqual({
-      v: 1,
+      v: 2,
       kind: 'status',
       pool: 'p',
       epoch: EPOCH,
@@ -86,8 +87,8 @@ describe('routing', () => {
       waiting: 0,
       quietMs: 0,
     });
-    const out = send(core, { v: 1, op: 'return', agentId: 'a', pool: 'p', seq: 2, leaseId: g.leaseId, tokensLeft: 15 }, 'inbox-2', FULL_AT);
-    expect(out).toEqual([{ to: 'inbox-2', reply: { v: 1, kind: 'receipt', seq: 2, tokensReturned: 15 } }]);
+    const out = send(core, { v: 2, op: 'return', leaseSecret: SECRET, agentId: 'a', pool: 'p', seq: 2, leaseId: g.leaseId, tokensLeft: 15 }, 'inbox-2', FULL_AT);
+    expect(out).toEqual([{ to: 'inbox-2', reply: { v: 2, kind: 'receipt', seq: 2, tokensReturned: 15 } }]);
     expect(statusOf(core, 'p', FULL_AT)).toMatchObject({ levelTokens: 100, leasedTokens: 0, leases: 0 });
   });
 
@@ -131,7 +132,7 @@ describe('routing', () => {
   it('delivers replies of held requests that a status request’s tick releases, before the status', () => {
     const core = makeCore();
     expect(send(core, acquireReq({ agentId: 'a', seq: 1, holdMs: 200 }), 'held', 1_000 * MS)).toEqual([]);
-    const out = send(core, { v: 1, op: 'status', pool: 'p' }, 'status', 1_005 * MS);
+    const out = send(core, { v: 2, op: 'status', pool: 'p' }, 'status', 1_005 * MS);
     expect(out.map((d) => [d.to, d.reply.kind])).toEqual([
       ['held', 'grant'],
       ['status', 'status'],
@@ -211,8 +212,8 @@ describe('bad input gets one typed error reply (fault: peer) and changes nothing
     ['empty payload', acquireSubject, () => new Uint8Array(0), 'bad-request', null],
     ['a JSON array', acquireSubject, (good) => bytes([good]), 'bad-request', null],
     ['JSON null', acquireSubject, () => bytes(null), 'bad-request', null],
-    ['wrong version 2', acquireSubject, (good) => bytes({ ...good, v: 2 }), 'unsupported-version', 2],
-    ['version "1" as a string', acquireSubject, (good) => bytes({ ...good, v: '1' }), 'unsupported-version', 2],
+    ['the old version 1', acquireSubject, (good) => bytes({ ...good, v: 1 }), 'unsupported-version', 2],
+    ['version "2" as a string', acquireSubject, (good) => bytes({ ...good, v: '2' }), 'unsupported-version', 2],
     ['no version', acquireSubject, (good) => bytes({ ...good, v: undefined }), 'unsupported-version', 2],
     ['negative tokensLeft', acquireSubject, (good) => bytes({ ...good, tokensLeft: -1 }), 'bad-request', 2],
     ['negative tokensWanted', acquireSubject, (good) => bytes({ ...good, tokensWanted: -5 }), 'bad-request', 2],
@@ -229,44 +230,46 @@ describe('bad input gets one typed error reply (fault: peer) and changes nothing
     [
       'a return on the acquire subject',
       acquireSubject,
-      () => bytes({ v: 1, op: 'return', agentId: 'a', pool: 'p', seq: 2, leaseId: 'x', tokensLeft: 5 }),
+      () => bytes({ v: 2, op: 'return', leaseSecret: SECRET, agentId: 'a', pool: 'p', seq: 2, leaseId: 'x', tokensLeft: 5 }),
       'bad-request',
       2,
     ],
     ['pool in payload ≠ pool in subject', acquireSubject, (good) => bytes({ ...good, pool: 'q' }), 'bad-request', 2],
     ['pool in subject ≠ pool in payload', subject('acquire', 'q'), (good) => bytes(good), 'bad-request', 2],
-    ['status of another pool', subject('status', 'p'), () => bytes({ v: 1, op: 'status', pool: 'q' }), 'bad-request', null],
+    ['status of another pool', subject('status', 'p'), () => bytes({ v: 2, op: 'status', pool: 'q' }), 'bad-request', null],
     ['pool name with a dot in the payload', acquireSubject, (good) => bytes({ ...good, pool: 'p.x' }), 'bad-request', 2],
     ['unknown pool', subject('acquire', 'nope'), (good) => bytes({ ...good, pool: 'nope' }), 'unknown-pool', 2],
-    ['status of an unknown pool', subject('status', 'nope'), () => bytes({ v: 1, op: 'status', pool: 'nope' }), 'unknown-pool', null],
+    ['status of an unknown pool', subject('status', 'nope'), () => bytes({ v: 2, op: 'status', pool: 'nope' }), 'unknown-pool', null],
     [
       'return to an unknown pool',
       subject('return', 'nope'),
-      () => bytes({ v: 1, op: 'return', agentId: 'a', pool: 'nope', seq: 2, leaseId: 'x', tokensLeft: 5 }),
+      () => bytes({ v: 2, op: 'return', leaseSecret: SECRET, agentId: 'a', pool: 'nope', seq: 2, leaseId: 'x', tokensLeft: 5 }),
       'unknown-pool',
       2,
     ],
     [
       'return with negative tokensLeft',
       subject('return', 'p'),
-      () => bytes({ v: 1, op: 'return', agentId: 'a', pool: 'p', seq: 2, leaseId: 'x', tokensLeft: -1 }),
+      () => bytes({ v: 2, op: 'return', leaseSecret: SECRET, agentId: 'a', pool: 'p', seq: 2, leaseId: 'x', tokensLeft: -1 }),
       'bad-request',
       2,
     ],
     [
       'return without a lease id',
       subject('return', 'p'),
-      () => bytes({ v: 1, op: 'return', agentId: 'a', pool: 'p', seq: 2, leaseId: null, tokensLeft: 5 }),
+      () => bytes({ v: 2, op: 'return', leaseSecret: SECRET, agentId: 'a', pool: 'p', seq: 2, leaseId: null, tokensLeft: 5 }),
       'bad-request',
       2,
     ],
-    ['subject without a pool', 'tokenlease.v1.acquire', (good) => bytes(good), 'bad-request', null],
-    ['subject with an empty pool', 'tokenlease.v1.acquire.', (good) => bytes(good), 'bad-request', null],
-    ['subject of version 2', 'tokenlease.v2.acquire.p', (good) => bytes(good), 'bad-request', null],
-    ['subject under another prefix', 'other.v1.acquire.p', (good) => bytes(good), 'bad-request', null],
-    ['subject with an unknown op', 'tokenlease.v1.steal.p', (good) => bytes(good), 'bad-request', null],
-    ['subject with an extra token', 'tokenlease.v1.acquire.p.x', (good) => bytes(good), 'bad-request', null],
-    ['subject with a wildcard pool', 'tokenlease.v1.acquire.*', (good) => bytes(good), 'bad-request', null],
+    ['subject without a pool', 'tokenlease.v2.acquire', (good) => bytes(good), 'bad-request', null],
+    ['subject without an identity', 'tokenlease.v2.acquire.p', (good) => bytes(good), 'bad-request', null],
+    ['subject with an empty pool', 'tokenlease.v2.acquire..anon', (good) => bytes(good), 'bad-request', null],
+    ['subject of the old version 1', 'tokenlease.v1.acquire.p', (good) => bytes(good), 'unsupported-version', null],
+    ['subject of version 3', 'tokenlease.v3.acquire.p.anon', (good) => bytes(good), 'unsupported-version', null],
+    ['subject under another prefix', 'other.v2.acquire.p.anon', (good) => bytes(good), 'bad-request', null],
+    ['subject with an unknown op', 'tokenlease.v2.steal.p.anon', (good) => bytes(good), 'bad-request', null],
+    ['subject with an extra token', 'tokenlease.v2.acquire.p.anon.x', (good) => bytes(good), 'bad-request', null],
+    ['subject with a wildcard pool', 'tokenlease.v2.acquire.*.anon', (good) => bytes(good), 'bad-request', null],
     ['empty subject', '', (good) => bytes(good), 'bad-request', null],
     ['oversized payload', acquireSubject, (good) => bytes({ ...good, padding: 'x'.repeat(5000) }), 'bad-request', null],
   ];
@@ -305,7 +308,7 @@ describe('bad input gets one typed error reply (fault: peer) and changes nothing
     const out = core.receive(subj, payload, 'bad', nowUs);
 
     expect(out).toEqual([
-      { to: 'bad', reply: { v: 1, kind: 'error', seq, code, fault: 'peer', message: expect.any(String), retryAfterMs: 0 } },
+      { to: 'bad', reply: { v: 2, kind: 'error', seq, code, fault: 'peer', message: expect.any(String), retryAfterMs: 0 } },
     ]);
     const reply = only(out).reply;
     wellFormed(reply);

@@ -10,7 +10,12 @@
  * - Every request gets exactly one reply, now or (when held) later.
  * - Bad input (unparseable, oversized, out of range, subject and payload
  *   disagreeing, unknown pool) gets a typed error reply with `fault: 'peer'`
- *   and changes nothing.
+ *   and changes nothing; a request of another protocol version, on its
+ *   subject or in its payload, gets `unsupported-version`.
+ * - With `bindIdentity`, an agent id must belong to the identity token of
+ *   the subject (the identity, or `<identity>.` and more): NATS permissions
+ *   pin that token to each user, so one credential cannot act as another's
+ *   agents. Otherwise `forbidden`, and nothing changes.
  * - `nowUs` is an integer count of microseconds of a monotonic clock.
  * - A fault is contained to its pool: when handling a pool throws (a broken
  *   invariant), every reply that call produced for it becomes an `internal`
@@ -26,6 +31,8 @@ import {
   assertTimeUs,
   decodeRequest,
   parseSubject,
+  PROTOCOL_VERSION,
+  subjectVersion,
   type ErrorCode,
   type Reply,
   type Request,
@@ -108,7 +115,11 @@ export class CoordinatorCore<R> {
     const out: Delivery<R>[] = [];
     const parts = parseSubject(this.config.subjectPrefix, subject);
     if (parts === null) {
-      out.push(refusal(replyTo, 'bad-request', null, `subject ${JSON.stringify(subject.slice(0, 200))} is not a v1 request subject`));
+      const version = subjectVersion(this.config.subjectPrefix, subject);
+      const shown = JSON.stringify(subject.slice(0, 200));
+      if (version !== null && version !== PROTOCOL_VERSION) {
+        out.push(refusal(replyTo, 'unsupported-version', null, `subject ${shown} is of protocol v${version}; this coordinator speaks v${PROTOCOL_VERSION}`));
+      } else out.push(refusal(replyTo, 'bad-request', null, `subject ${shown} is not a v${PROTOCOL_VERSION} request subject`));
       return out;
     }
     const decoded = decodeRequest(payload);
@@ -122,6 +133,11 @@ export class CoordinatorCore<R> {
       out.push(refusal(replyTo, 'bad-request', seq, `payload (${req.op} on ${req.pool}) does not match subject (${parts.op} on ${parts.pool})`));
       return out;
     }
+    if (this.config.bindIdentity && req.op !== 'status' && !agentOfIdentity(req.agentId, parts.identity)) {
+      const message = `agent ${JSON.stringify(req.agentId)} is not of identity ${JSON.stringify(parts.identity)}: its id must be the identity or start with "${parts.identity}."`;
+      out.push(refusal(replyTo, 'forbidden', seq, message));
+      return out;
+    }
     // Only an acquire makes a pool from a template: a return, report or status for one that is not there finds nothing.
     const pool = req.op === 'acquire' ? this.pools.get(req.pool, nowUs) : this.pools.existing(req.pool);
     if (pool === undefined) {
@@ -130,7 +146,7 @@ export class CoordinatorCore<R> {
       return out;
     }
     if (pool === 'too-many') {
-      out.push({ to: replyTo, reply: { v: 1, kind: 'error', seq, code: 'unavailable', fault: 'peer', message: `pool ${JSON.stringify(req.pool)}: its template has as many pools as it may hold`, retryAfterMs: 1000 } });
+      out.push({ to: replyTo, reply: { v: 2, kind: 'error', seq, code: 'unavailable', fault: 'peer', message: `pool ${JSON.stringify(req.pool)}: its template has as many pools as it may hold`, retryAfterMs: 1000 } });
       return out;
     }
     this.touched = pool;
@@ -273,16 +289,21 @@ export class CoordinatorCore<R> {
 
 /** notOwner — the reply to a request that reached a coordinator not (or no longer) owning its pool. */
 export function notOwner<R>(to: R, seq: number | null, message: string, retryAfterMs = 50): Delivery<R> {
-  return { to, reply: { v: 1, kind: 'error', seq, code: 'not-owner', fault: 'coordinator', message, retryAfterMs } };
+  return { to, reply: { v: 2, kind: 'error', seq, code: 'not-owner', fault: 'coordinator', message, retryAfterMs } };
 }
 
 /** internalError — the refusal of a request that a pool fault cut short; the pool restarts, so ask again later. */
 function internalError<R>(to: R, seq: number | null, pool: string): Delivery<R> {
   const message = `pool ${JSON.stringify(pool)} failed while handling this request and restarts; ask again`;
-  return { to, reply: { v: 1, kind: 'error', seq, code: 'internal', fault: 'coordinator', message, retryAfterMs: FAULT_RETRY_AFTER_MS } };
+  return { to, reply: { v: 2, kind: 'error', seq, code: 'internal', fault: 'coordinator', message, retryAfterMs: FAULT_RETRY_AFTER_MS } };
+}
+
+/** agentOfIdentity — whether `agentId` belongs to `identity`: the identity itself, or `<identity>.` followed by anything. */
+export function agentOfIdentity(agentId: string, identity: string): boolean {
+  return agentId === identity || (agentId.length > identity.length + 1 && agentId.startsWith(`${identity}.`));
 }
 
 function refusal<R>(to: R, code: ErrorCode, seq: number | null, message: string): Delivery<R> {
-  const reply: Reply = { v: 1, kind: 'error', seq, code, fault: 'peer', message, retryAfterMs: 0 };
+  const reply: Reply = { v: 2, kind: 'error', seq, code, fault: 'peer', message, retryAfterMs: 0 };
   return { to, reply };
 }

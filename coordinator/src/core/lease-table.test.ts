@@ -4,14 +4,15 @@
  */
 import { describe, expect, it } from 'vitest';
 import { LeaseTable } from './lease-table.js';
+import { SECRET } from './pool.fixtures.js';
 
 describe('LeaseTable soonest expiry', () => {
   it('follows opens, extensions of the soonest lease, removals and reclaims', () => {
     const table = new LeaseTable('e-');
     expect(table.earliestExpiryUs()).toBe(Infinity);
-    const a = table.open('a', 1, 1_000);
-    const b = table.open('b', 1, 2_000);
-    table.open('c', 1, 3_000);
+    const a = table.open('a', SECRET, 1, 1_000);
+    const b = table.open('b', SECRET, 1, 2_000);
+    table.open('c', SECRET, 1, 3_000);
     expect(table.earliestExpiryUs()).toBe(1_000);
     table.extend(b, 1_500); // never shortens
     expect(b.expiresAtUs).toBe(2_000);

@@ -24,6 +24,8 @@ import { MinHeap } from './min-heap.js';
 export interface LeaseRecord {
   readonly leaseId: string;
   readonly agentId: string;
+  /** The secret of the request that opened the lease: every later request for it must present it. */
+  readonly secret: string;
   boundTokens: number;
   expiresAtUs: number;
   lastSeq: number;
@@ -72,13 +74,14 @@ export class LeaseTable {
     return this.byAgent.get(agentId);
   }
 
-  /** open — a new lease with a zero bound for `agentId`, which must hold none. */
-  open(agentId: string, seq: number, expiresAtUs: number): LeaseRecord {
+  /** open — a new lease with a zero bound for `agentId`, which must hold none, bound to `secret`. */
+  open(agentId: string, secret: string, seq: number, expiresAtUs: number): LeaseRecord {
     assertInvariant(!this.byAgent.has(agentId), `agent ${agentId} already holds a lease`);
     this.issued += 1;
     const record: LeaseRecord = {
       leaseId: `${this.idPrefix}${this.issued.toString(36)}`,
       agentId,
+      secret,
       boundTokens: 0,
       expiresAtUs,
       lastSeq: seq,
@@ -96,9 +99,9 @@ export class LeaseTable {
   }
 
   /** adopt — a lease kept by a previous owner, live until `expiresAtUs`; `agentId` must hold none here. */
-  adopt(agentId: string, leaseId: string, boundTokens: number, lastSeq: number, expiresAtUs: number): LeaseRecord {
+  adopt(agentId: string, secret: string, leaseId: string, boundTokens: number, lastSeq: number, expiresAtUs: number): LeaseRecord {
     assertInvariant(!this.byAgent.has(agentId), `agent ${agentId} already holds a lease`);
-    const record: LeaseRecord = { leaseId, agentId, boundTokens: 0, expiresAtUs, lastSeq, lastReply: null, heldTokens: 0, ratePerPeriod: 0, accrualFromUs: 0, demandPerSecond: 0, weight: 1 };
+    const record: LeaseRecord = { leaseId, agentId, secret, boundTokens: 0, expiresAtUs, lastSeq, lastReply: null, heldTokens: 0, ratePerPeriod: 0, accrualFromUs: 0, demandPerSecond: 0, weight: 1 };
     this.byAgent.set(agentId, record);
     this.weightSum += record.weight;
     this.setBound(record, boundTokens);
@@ -187,15 +190,20 @@ export class LeaseTable {
   }
 }
 
-/** staleSequenceReply — the refusal of a request whose `seq` is not newer than `otherSeq`; nothing changed for it. */
+/**
+ * staleSequenceReply — the refusal of a request whose `seq` is not newer
+ * than `otherSeq`; nothing changed for it. `seqFloor` tells the agent to ask
+ * again above `otherSeq`, so a disturbed sequence recovers in one round-trip.
+ */
 export function staleSequenceReply(seq: number, otherSeq: number, relation = 'older than the last one seen,'): Reply {
   return {
-    v: 1,
+    v: 2,
     kind: 'error',
     seq,
     code: 'stale-sequence',
     fault: 'peer',
     message: `sequence ${seq} is ${relation} ${otherSeq}; nothing changed for it`,
     retryAfterMs: 0,
+    seqFloor: otherSeq,
   };
 }

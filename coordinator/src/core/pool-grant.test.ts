@@ -9,13 +9,14 @@
 import { describe, expect, it } from 'vitest';
 import { EPOCH, FULL_AT, MS, acquire, credit, grantOf, internals, makePool, poolWithLease, status } from './pool.fixtures.js';
 import type { Delivery } from './pool.js';
+import { SECRET } from './pool.fixtures.js';
 
 describe('grants', () => {
   it('moves tokens from the level into one lease per agent, topped up under the same id', () => {
     const pool = makePool();
     const g1 = grantOf(acquire(pool, FULL_AT, { agentId: 'a', seq: 1, tokensWanted: 15 }));
     expect(g1).toEqual({
-      v: 1,
+      v: 2,
       kind: 'grant',
       seq: 1,
       leaseId: g1.leaseId,
@@ -25,6 +26,8 @@ describe('grants', () => {
       epoch: EPOCH,
       maxLeaseTokens: 20,
       capacityTokens: 100,
+      refillTokens: 1000,
+      refillPeriodMs: 1000,
       retryAfterMs: 0,
     });
     expect(credit(status(pool, FULL_AT))).toEqual({ level: 85, leased: 15, leases: 1 });
@@ -161,7 +164,7 @@ describe('allowance', () => {
     const leaseId = leaseFrom(pool, 'a', FULL_AT);
     expect(status(pool, FULL_AT + 100 * MS).levelTokens).toBe(100);
     const out: Delivery<string>[] = [];
-    pool.giveBack({ v: 1, op: 'return', agentId: 'a', pool: 'p', seq: 2, leaseId, tokensLeft: 20 }, 'a#2', FULL_AT + 100 * MS, out);
+    pool.giveBack({ v: 2, op: 'return', leaseSecret: SECRET, agentId: 'a', pool: 'p', seq: 2, leaseId, tokensLeft: 20 }, 'a#2', FULL_AT + 100 * MS, out);
     expect(status(pool, FULL_AT + 100 * MS)).toMatchObject({ levelTokens: 100, leasedTokens: 0 });
   });
 });
@@ -169,7 +172,7 @@ describe('allowance', () => {
 describe('usage reports', () => {
   const report = (pool: ReturnType<typeof makePool>, nowUs: number, fields: { seq: number; leaseId: string; tokensLeft: number; agentId?: string }): Delivery<string>[] => {
     const out: Delivery<string>[] = [];
-    pool.report({ v: 1, op: 'report', pool: 'p', agentId: fields.agentId ?? 'a', seq: fields.seq, leaseId: fields.leaseId, tokensLeft: fields.tokensLeft }, nowUs, out);
+    pool.report({ v: 2, op: 'report', leaseSecret: SECRET, pool: 'p', agentId: fields.agentId ?? 'a', seq: fields.seq, leaseId: fields.leaseId, tokensLeft: fields.tokensLeft }, nowUs, out);
     return out;
   };
 

@@ -76,7 +76,7 @@ describe('idempotent retries', () => {
     expect(out).toEqual([
       {
         to: 'late',
-        reply: { v: 1, kind: 'error', seq: oldSeq, code: 'stale-sequence', fault: 'peer', message: expect.any(String), retryAfterMs: 0 },
+        reply: { v: 2, kind: 'error', seq: oldSeq, code: 'stale-sequence', fault: 'peer', message: expect.any(String), retryAfterMs: 0, seqFloor: 2 },
       },
     ]);
     expect(internals(pool)).toBe(snapshot);

@@ -56,7 +56,7 @@ export function makePoolParts<R>(config: PoolConfig, epoch: number, startUs: num
 /** grantReply — the grant that tells an agent its lease after this request. */
 export function grantReply<R>(p: PoolParts<R>, record: LeaseRecord, tokensGranted: number, retryAfterMs: number, ttlMs = p.config.leaseTtlMs): LeaseGrant {
   return {
-    v: 1,
+    v: 2,
     kind: 'grant',
     seq: record.lastSeq,
     leaseId: record.leaseId,
@@ -66,6 +66,8 @@ export function grantReply<R>(p: PoolParts<R>, record: LeaseRecord, tokensGrante
     epoch: p.epoch,
     maxLeaseTokens: p.config.maxLeaseTokens,
     capacityTokens: p.config.capacity,
+    refillTokens: p.config.refill.tokens,
+    refillPeriodMs: p.config.refill.periodMs,
     retryAfterMs,
   };
 }
@@ -102,5 +104,16 @@ export function admissionRefusal<R>(p: PoolParts<R>, req: LeaseRequest, isNewLea
 }
 
 function unavailable(seq: number, message: string, retryAfterMs: number): Reply {
-  return { v: 1, kind: 'error', seq, code: 'unavailable', fault: 'coordinator', message, retryAfterMs: Math.min(DURATION_MS_MAX, Math.max(1, retryAfterMs)) };
+  return { v: 2, kind: 'error', seq, code: 'unavailable', fault: 'coordinator', message, retryAfterMs: Math.min(DURATION_MS_MAX, Math.max(1, retryAfterMs)) };
+}
+
+/**
+ * forbidden — the refusal of a request for `record`'s agent that does not
+ * present the secret its lease is bound to. Nothing changes: the lease stays
+ * counted until it expires, and then the agent id is free again.
+ */
+export function forbidden(record: LeaseRecord, seq: number, nowUs: number): Reply {
+  const leftMs = Math.max(1, Math.ceil((record.expiresAtUs - nowUs) / US_PER_MS));
+  const message = `agent ${JSON.stringify(record.agentId)} holds a lease here under another secret; nothing changed, and it lapses within ${leftMs} ms`;
+  return { v: 2, kind: 'error', seq, code: 'forbidden', fault: 'peer', message, retryAfterMs: Math.min(DURATION_MS_MAX, leftMs) };
 }

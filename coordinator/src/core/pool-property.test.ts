@@ -43,6 +43,7 @@ import { parseCoordinatorConfig, type PoolConfig } from './config.js';
 import { CoordinatorCore } from './coordinator-core.js';
 import type { Delivery, Pool } from './pool.js';
 import { internals, internalsOf } from './pool.fixtures.js';
+import { SECRET } from './pool.fixtures.js';
 
 const RUNS = Number(process.env['RUNS'] ?? '300');
 const PREFIX = 'tokenlease';
@@ -384,8 +385,8 @@ class Simulation {
       a.balance = 0;
     }
     const body: LeaseRequest = {
-      v: 1,
-      op: 'acquire',
+      v: 2,
+      op: 'acquire', leaseSecret: SECRET,
       agentId: a.id,
       pool: 'p',
       seq: a.seq,
@@ -411,7 +412,7 @@ class Simulation {
     if (a.leaseId !== null) a.pastLeaseIds.push(a.leaseId);
     a.leaseId = null;
     a.balance = 0;
-    const body: LeaseReturn = { v: 1, op: 'return', agentId: a.id, pool: 'p', seq: a.seq, leaseId, tokensLeft };
+    const body: LeaseReturn = { v: 2, op: 'return', leaseSecret: SECRET, agentId: a.id, pool: 'p', seq: a.seq, leaseId, tokensLeft };
     const s: Sent = { kind: 'return', seq: a.seq, firstSentUs: this.nowUs, subject: subjectFor(PREFIX, 'return', 'p'), body };
     a.outstanding = s;
     a.history.push(s);
@@ -433,8 +434,8 @@ class Simulation {
     if (op.dropRequest || !(staleAcquire || staleReturn)) return;
     expect(sent.replies).toEqual([
       staleAcquire
-        ? { v: 1, kind: 'error', code: 'stale-sequence', fault: 'peer', seq: s.seq, message: expect.any(String), retryAfterMs: 0 }
-        : { v: 1, kind: 'receipt', seq: s.seq, tokensReturned: 0 },
+        ? { v: 2, kind: 'error', code: 'stale-sequence', fault: 'peer', seq: s.seq, message: expect.any(String), retryAfterMs: 0, seqFloor: record?.lastSeq }
+        : { v: 2, kind: 'receipt', seq: s.seq, tokensReturned: 0 },
     ]);
     expect(internals(this.pool), 'a stale duplicate changed the pool').toBe(before);
   }
@@ -463,13 +464,13 @@ class Simulation {
       });
     const before = fleet();
     if (op.giveBack) {
-      const body: LeaseReturn = { v: 1, op: 'return', agentId, pool: 'p', seq: op.seq, leaseId: named, tokensLeft: op.tokensLeft };
+      const body: LeaseReturn = { v: 2, op: 'return', leaseSecret: SECRET, agentId, pool: 'p', seq: op.seq, leaseId: named, tokensLeft: op.tokensLeft };
       const sent = { agent: null, kind: 'return', seq: op.seq, body, codes: [], sameBodyPerSeq: false, loseReply: false } as const;
       this.send(subjectFor(PREFIX, 'return', 'p'), encodeMessage(body), sent, false);
     } else {
       const body: LeaseRequest = {
-        v: 1,
-        op: 'acquire',
+        v: 2,
+        op: 'acquire', leaseSecret: SECRET,
         agentId,
         pool: 'p',
         seq: op.seq,
@@ -494,7 +495,7 @@ class Simulation {
   status(): void {
     const sent = this.send(
       subjectFor(PREFIX, 'status', 'p'),
-      encodeMessage({ v: 1, op: 'status', pool: 'p' }),
+      encodeMessage({ v: 2, op: 'status', pool: 'p' }),
       { agent: null, kind: 'status', seq: null, body: null, codes: [], sameBodyPerSeq: true, loseReply: false },
       false,
     );
@@ -511,8 +512,8 @@ class Simulation {
     const a = this.agent(op.agent);
     // A request that would change the pool if it were accepted: the agent's next seq, voiding its lease.
     const good: LeaseRequest = {
-      v: 1,
-      op: 'acquire',
+      v: 2,
+      op: 'acquire', leaseSecret: SECRET,
       agentId: a.id,
       pool: 'p',
       seq: a.seq + 1,
@@ -525,17 +526,17 @@ class Simulation {
     const json = (v: unknown): Uint8Array => new TextEncoder().encode(JSON.stringify(v));
     const acquireSubject = subjectFor(PREFIX, 'acquire', 'p');
     const badSubjects = [
-      'tokenlease.v1.acquire',
+      'tokenlease.v2.acquire',
       'tokenlease.v2.acquire.p',
-      'tokenlease.v1.steal.p',
-      'tokenlease.v1.acquire.p.x',
-      'x.v1.acquire.p',
+      'tokenlease.v2.steal.p.anon',
+      'tokenlease.v2.acquire.p.anon.x',
+      'x.v2.acquire.p.anon',
       '',
     ];
-    const giveBack = { v: 1, op: 'return', agentId: a.id, pool: 'p', seq: a.seq + 1, leaseId: a.leaseId ?? 'x', tokensLeft: 0 };
+    const giveBack = { v: 2, op: 'return', leaseSecret: SECRET, agentId: a.id, pool: 'p', seq: a.seq + 1, leaseId: a.leaseId ?? 'x', tokensLeft: 0 };
     const cases: ReadonlyArray<readonly [string, Uint8Array, readonly string[]]> = [
       [acquireSubject, new TextEncoder().encode('not json {'), ['bad-request']],
-      [acquireSubject, json({ ...good, v: 2 }), ['unsupported-version']],
+      [acquireSubject, json({ ...good, v: 1 }), ['unsupported-version']],
       [acquireSubject, json({ ...good, [op.noise.length % 2 === 0 ? 'tokensLeft' : 'tokensWanted']: -1 - op.noise.length }), ['bad-request']],
       [acquireSubject, json({ ...good, pool: 'q' }), ['bad-request']],
       [subjectFor(PREFIX, 'acquire', 'nope'), json({ ...good, pool: 'nope' }), ['unknown-pool']],

@@ -13,6 +13,7 @@ import type { Delivery, Pool } from './pool.js';
 import { heldAt, LevelRefill } from './rate-lease.js';
 import { tokenScale, makeRate, type LeaseGrant } from '@tokenlease/shared';
 import { thrown } from '@tokenlease/shared/testing';
+import { SECRET } from './pool.fixtures.js';
 
 const RATE = { leaseMode: 'rate' };
 const ratePool = (fields: Record<string, unknown> = {}): Pool<string> => makePool({ fields: { ...RATE, ...fields } });
@@ -95,8 +96,8 @@ describe('rate leases: grants', () => {
     const pool = ratePool();
     const g = grantOf(acquire(pool, FULL_AT, { agentId: 'a', seq: 1, demandPerSecond: 100, tokensWanted: 10 }));
     const out: Delivery<string>[] = [];
-    pool.giveBack({ v: 1, op: 'return', pool: 'p', agentId: 'a', seq: 2, leaseId: g.leaseId, tokensLeft: 50 }, 'r', FULL_AT + MS, out);
-    expect(out[0]?.reply).toEqual({ v: 1, kind: 'receipt', seq: 2, tokensReturned: 10 });
+    pool.giveBack({ v: 2, op: 'return', leaseSecret: SECRET, pool: 'p', agentId: 'a', seq: 2, leaseId: g.leaseId, tokensLeft: 50 }, 'r', FULL_AT + MS, out);
+    expect(out[0]?.reply).toEqual({ v: 2, kind: 'receipt', seq: 2, tokensReturned: 10 });
   });
 
   it('is refused where its arithmetic would not be exact', () => {

@@ -8,6 +8,7 @@ import { encodeMessage, subjectFor, type Reply, type Request } from '@tokenlease
 import { parseCoordinatorConfig } from './config.js';
 import { CoordinatorCore } from './coordinator-core.js';
 import { CoordinatorError } from '../errors.js';
+import { SECRET } from './pool.fixtures.js';
 
 const MS = 1000;
 const S = 1_000_000;
@@ -31,7 +32,7 @@ function send(c: CoordinatorCore<string>, req: Request, nowUs: number): Reply {
 }
 
 const acquire = (pool: string, agentId = 'a', seq = 1, tokensWanted = 5): Request => ({
-  v: 1, op: 'acquire', agentId, pool, seq, leaseId: null, tokensLeft: 0, tokensWanted, demandPerSecond: 0, holdMs: 0,
+  v: 2, op: 'acquire', leaseSecret: SECRET, agentId, pool, seq, leaseId: null, tokensLeft: 0, tokensWanted, demandPerSecond: 0, holdMs: 0,
 });
 
 describe('template pools', () => {
@@ -48,7 +49,7 @@ describe('template pools', () => {
     const c = core();
     expect(send(c, acquire('other:acme'), 5 * S)).toMatchObject({ kind: 'error', code: 'unknown-pool' });
     expect(send(c, acquire('tenant:'), 5 * S)).toMatchObject({ kind: 'error', code: 'unknown-pool' });
-    expect(send(c, { v: 1, op: 'status', pool: 'tenant:acme' }, 5 * S)).toMatchObject({ kind: 'error', code: 'unknown-pool' });
+    expect(send(c, { v: 2, op: 'status', pool: 'tenant:acme' }, 5 * S)).toMatchObject({ kind: 'error', code: 'unknown-pool' });
     expect(c.poolCount).toBe(1);
   });
 
@@ -70,7 +71,7 @@ describe('template pools', () => {
     if (g.kind !== 'grant') throw new Error('expected a grant');
     c.tick(6 * S);
     expect(c.poolCount).toBe(2); // the lease is still live
-    send(c, { v: 1, op: 'return', agentId: 'a', pool: 'tenant:a', seq: 2, leaseId: g.leaseId, tokensLeft: 5 }, 6 * S);
+    send(c, { v: 2, op: 'return', leaseSecret: SECRET, agentId: 'a', pool: 'tenant:a', seq: 2, leaseId: g.leaseId, tokensLeft: 5 }, 6 * S);
     c.tick(7 * S);
     expect(c.poolCount).toBe(2); // idle and full, but not for 2 s yet
     c.tick(8 * S);

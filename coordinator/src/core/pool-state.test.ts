@@ -9,9 +9,10 @@ import { encodeMessage, type LeaseGrant } from '@tokenlease/shared';
 import { thrown } from '@tokenlease/shared/testing';
 import { CoordinatorError } from '../errors.js';
 import { decodePersistedLease, encodePersistedLease, parseLevelTokens, type PersistedLease } from './pool-state.js';
+import { SECRET } from './pool.fixtures.js';
 
 const grant: LeaseGrant = {
-  v: 1,
+  v: 2,
   kind: 'grant',
   seq: 7,
   leaseId: '3-a',
@@ -21,10 +22,12 @@ const grant: LeaseGrant = {
   epoch: 3,
   maxLeaseTokens: 20,
   capacityTokens: 100,
+  refillTokens: 1000,
+  refillPeriodMs: 1000,
   retryAfterMs: 0,
 };
 
-const lease: PersistedLease = { agentId: 'agent-1', leaseId: '3-a', boundTokens: 12, lastSeq: 7, lastReply: grant };
+const lease: PersistedLease = { agentId: 'agent-1', secret: SECRET, leaseId: '3-a', boundTokens: 12, lastSeq: 7, lastReply: grant };
 
 /** The JSON text a store could hold for agent-1's lease, with `fields` changed (undefined: the field is left out). */
 const stored = (fields: Record<string, unknown>): string =>
@@ -58,7 +61,7 @@ describe('encodePersistedLease / decodePersistedLease', () => {
 
   it('keeps lastReply as the reply’s own wire text', () => {
     const raw = JSON.parse(encodePersistedLease(lease)) as Record<string, unknown>;
-    expect(raw).toEqual({ leaseId: '3-a', boundTokens: 12, lastSeq: 7, lastReply: textOf(grant) });
+    expect(raw).toEqual({ secret: SECRET, leaseId: '3-a', boundTokens: 12, lastSeq: 7, lastReply: textOf(grant) });
   });
 
   // name, stored text, what the message says is wrong
@@ -91,14 +94,16 @@ describe('encodePersistedLease / decodePersistedLease', () => {
     ['a numeric lastReply', stored({ lastReply: 5 }), 'has an invalid lastReply'],
     ['a lastReply as an object rather than its text', stored({ lastReply: grant }), 'has an invalid lastReply'],
     ['a lastReply that is not JSON', stored({ lastReply: 'garbage' }), 'has a lastReply that is not a grant'],
-    ['a lastReply that is a receipt', stored({ lastReply: textOf({ v: 1, kind: 'receipt', seq: 7, tokensReturned: 3 }) }), 'has a lastReply that is not a grant'],
+    ['a lastReply that is a receipt', stored({ lastReply: textOf({ v: 2, kind: 'receipt', seq: 7, tokensReturned: 3 }) }), 'has a lastReply that is not a grant'],
     [
       'a lastReply that is an error',
-      stored({ lastReply: textOf({ v: 1, kind: 'error', seq: 7, code: 'stale-sequence', fault: 'peer', message: 'x', retryAfterMs: 0 }) }),
+      stored({ lastReply: textOf({ v: 2, kind: 'error', seq: 7, code: 'stale-sequence', fault: 'peer', message: 'x', retryAfterMs: 0 }) }),
       'has a lastReply that is not a grant',
     ],
     ['a lastReply that is a malformed grant', stored({ lastReply: JSON.stringify({ ...grant, tokensGranted: -5 }) }), 'has a lastReply that is not a grant'],
-    ['a lastReply of another protocol version', stored({ lastReply: JSON.stringify({ ...grant, v: 2 }) }), 'has a lastReply that is not a grant'],
+    ['a lastReply of another protocol version', stored({ lastReply: JSON.stringify({ ...grant, v: 1 }) }), 'has a lastReply that is not a grant'],
+    ['no secret', stored({ secret: undefined }), 'has no valid secret'],
+    ['a secret under 128 bits', stored({ secret: 'short' }), 'has no valid secret'],
   ];
 
   it.each(malformed)('refuses %s with state-invalid naming the pool and the agent', (_name, text, why) => {

@@ -20,6 +20,8 @@ import type { LeaseTable } from './lease-table.js';
 /** PersistedLease — one lease as kept in the store. `lastReply` null: its request was still held. */
 export interface PersistedLease {
   readonly agentId: string;
+  /** The secret the lease is bound to (kept, so a new owner can tell its holder; never logged). */
+  readonly secret: string;
   readonly leaseId: string;
   readonly boundTokens: number;
   readonly lastSeq: number;
@@ -63,6 +65,7 @@ const textDecoder = new TextDecoder();
 /** encodePersistedLease — the JSON text a store keeps for one lease. */
 export function encodePersistedLease(lease: PersistedLease): string {
   return JSON.stringify({
+    secret: lease.secret,
     leaseId: lease.leaseId,
     boundTokens: lease.boundTokens,
     lastSeq: lease.lastSeq,
@@ -85,6 +88,8 @@ export function decodePersistedLease(pool: string, agentId: string, text: string
   if (typeof raw !== 'object' || raw === null) return bad('is not an object');
   const r = raw as Record<string, unknown>;
   if (typeof r['leaseId'] !== 'string' || r['leaseId'].length === 0 || r['leaseId'].length > 128) bad('has no valid leaseId');
+  const secret = r['secret'];
+  if (typeof secret !== 'string' || !/^[A-Za-z0-9_-]{22,128}$/.test(secret)) bad('has no valid secret');
   const count = (field: string): number => {
     const v = r[field];
     if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) bad(`has an invalid ${field}`);
@@ -98,7 +103,7 @@ export function decodePersistedLease(pool: string, agentId: string, text: string
     lastReply = decoded.value;
   }
   const ratePerPeriod = r['ratePerPeriod'] === undefined ? 0 : count('ratePerPeriod');
-  const kept = { agentId, leaseId: r['leaseId'] as string, boundTokens: count('boundTokens'), lastSeq: count('lastSeq'), lastReply };
+  const kept = { agentId, secret: secret as string, leaseId: r['leaseId'] as string, boundTokens: count('boundTokens'), lastSeq: count('lastSeq'), lastReply };
   return ratePerPeriod === 0 ? kept : { ...kept, ratePerPeriod };
 }
 
@@ -130,8 +135,9 @@ export class ChangeLog {
         removes.push(agentId);
         continue;
       }
-      const { leaseId, boundTokens, lastSeq, lastReply, ratePerPeriod } = record;
-      upserts.push(ratePerPeriod === 0 ? { agentId, leaseId, boundTokens, lastSeq, lastReply } : { agentId, leaseId, boundTokens, lastSeq, lastReply, ratePerPeriod });
+      const { secret, leaseId, boundTokens, lastSeq, lastReply, ratePerPeriod } = record;
+      const kept = { agentId, secret, leaseId, boundTokens, lastSeq, lastReply };
+      upserts.push(ratePerPeriod === 0 ? kept : { ...kept, ratePerPeriod });
     }
     this.agents.clear();
     return { levelTokens, upserts, removes };

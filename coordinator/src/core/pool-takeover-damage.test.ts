@@ -10,13 +10,14 @@ import { Pool } from './pool.js';
 import type { PersistedLease, PersistedPool } from './pool-state.js';
 import { MS } from './pool.fixtures.js';
 import { stateProblem } from './pool-takeover.js';
+import { SECRET } from './pool.fixtures.js';
 
 const config = parseCoordinatorConfig('damage.yaml', { pools: { p: { capacity: 100, refill: '100/s', leaseTtlMs: 1000, maxLeaseTokens: 20, allowance: 10 } } }).pools[0]!;
 
 const reply = (fields: Partial<LeaseGrant> = {}): LeaseGrant => ({
-  v: 1, kind: 'grant', seq: 4, leaseId: 'e-1', tokensGranted: 5, tokensHeld: 10, ttlMs: 1000, epoch: 1, maxLeaseTokens: 20, capacityTokens: 100, retryAfterMs: 0, ...fields,
+  v: 2, kind: 'grant', seq: 4, leaseId: 'e-1', tokensGranted: 5, tokensHeld: 10, ttlMs: 1000, epoch: 1, maxLeaseTokens: 20, capacityTokens: 100, refillTokens: 1000, refillPeriodMs: 1000, retryAfterMs: 0, ...fields,
 });
-const lease = (fields: Partial<PersistedLease> = {}): PersistedLease => ({ agentId: 'a', leaseId: 'e-1', boundTokens: 10, lastSeq: 4, lastReply: reply(), ...fields });
+const lease = (fields: Partial<PersistedLease> = {}): PersistedLease => ({ agentId: 'a', secret: SECRET, leaseId: 'e-1', boundTokens: 10, lastSeq: 4, lastReply: reply(), ...fields });
 const state = (leases: PersistedLease[], levelTokens = 50): PersistedPool => ({ levelTokens, leases });
 
 describe('stateProblem', () => {

@@ -33,6 +33,7 @@ import { parseCoordinatorConfig, type PoolConfig } from './config.js';
 import { Pool, type Delivery } from './pool.js';
 import { MS, S, STANDARD_POOL_FIELDS, acquire, credit, grantOf, internals, internalsOf, makePool, status, tick } from './pool.fixtures.js';
 import type { PersistedLease, PersistedPool, PoolChanges } from './pool-state.js';
+import { SECRET } from './pool.fixtures.js';
 
 const OLD_EPOCH = 3;
 const NEW_EPOCH = 4;
@@ -53,7 +54,7 @@ const takeOver = (state: PersistedPool | null, config = STANDARD, atUs = T0, epo
 
 /** oldGrant — the grant the old owner sent at `seq` for `agentId`'s lease, then of `boundTokens`. */
 const oldGrant = (agentId: string, boundTokens: number, seq = 1): LeaseGrant => ({
-  v: 1,
+  v: 2,
   kind: 'grant',
   seq,
   leaseId: `${OLD_EPOCH}-${agentId}`,
@@ -63,12 +64,15 @@ const oldGrant = (agentId: string, boundTokens: number, seq = 1): LeaseGrant => 
   epoch: OLD_EPOCH,
   maxLeaseTokens: 20,
   capacityTokens: 100,
+  refillTokens: 1000,
+  refillPeriodMs: 1000,
   retryAfterMs: 0,
 });
 
 /** kept — the lease `agentId` held at the old owner (id "3-<agentId>", seq 1, answered), as the store keeps it. */
 const kept = (agentId: string, boundTokens: number, fields: Partial<PersistedLease> = {}): PersistedLease => ({
   agentId,
+  secret: SECRET,
   leaseId: `${OLD_EPOCH}-${agentId}`,
   boundTokens,
   lastSeq: 1,
@@ -81,15 +85,16 @@ const stateOf = (levelTokens: number, leases: readonly PersistedLease[] = []): P
 /** upsert — a chunk lease as takeChanges reports it. */
 const upsert = (agentId: string, leaseId: string, boundTokens: number, lastSeq: number, lastReply: LeaseGrant | null): PersistedLease => ({
   agentId,
+  secret: SECRET,
   leaseId,
   boundTokens,
   lastSeq,
   lastReply,
 });
 
-function giveBack(pool: Pool<string>, nowUs: number, fields: Omit<LeaseReturn, 'v' | 'op' | 'pool'>): Delivery<string>[] {
+function giveBack(pool: Pool<string>, nowUs: number, fields: Omit<LeaseReturn, 'v' | 'op' | 'pool' | 'leaseSecret'> & { readonly leaseSecret?: string }): Delivery<string>[] {
   const out: Delivery<string>[] = [];
-  pool.giveBack({ v: 1, op: 'return', pool: 'p', ...fields }, `${fields.agentId}#${fields.seq}`, nowUs, out);
+  pool.giveBack({ v: 2, op: 'return', leaseSecret: SECRET, pool: 'p', ...fields }, `${fields.agentId}#${fields.seq}`, nowUs, out);
   return out;
 }
 
@@ -233,7 +238,7 @@ describe('takeOver', () => {
     it('a kept lease whose request was held answers a retry with a 0-token grant of the kept leaseId', () => {
       const pool = takeOver(stateOf(50, [kept('a', 10, { lastSeq: 4, lastReply: null })]));
       const expected: LeaseGrant = {
-        v: 1,
+        v: 2,
         kind: 'grant',
         seq: 4,
         leaseId: '3-a',
@@ -243,6 +248,8 @@ describe('takeOver', () => {
         epoch: NEW_EPOCH,
         maxLeaseTokens: 20,
         capacityTokens: 100,
+        refillTokens: 1000,
+        refillPeriodMs: 1000,
         retryAfterMs: 1,
       };
       // Whatever the retry's body says: it is the same request.
@@ -434,7 +441,7 @@ describe('requeueChanges (a write that failed)', () => {
     expect(pool.takeChanges()?.removes).toEqual(['a']);
     pool.requeueChanges({ levelTokens: 0, upserts: [], removes: ['a'] });
     const g2 = grantOf(acquire(pool, T0, { agentId: 'a', seq: 3, tokensWanted: 5 }));
-    expect(pool.takeChanges()).toMatchObject({ upserts: [{ agentId: 'a', leaseId: g2.leaseId, boundTokens: 5 }], removes: [] });
+    expect(pool.takeChanges()).toMatchObject({ upserts: [{ agentId: 'a', secret: SECRET, leaseId: g2.leaseId, boundTokens: 5 }], removes: [] });
   });
 });
 
@@ -621,8 +628,8 @@ class FailoverRun {
     if (a.outstanding === null || op.fresh) {
       a.seq += 1;
       const req: LeaseRequest = {
-        v: 1,
-        op: 'acquire',
+        v: 2,
+        op: 'acquire', leaseSecret: SECRET,
         agentId: a.id,
         pool: 'p',
         seq: a.seq,
@@ -644,7 +651,7 @@ class FailoverRun {
     const a = this.agent(op.agent);
     if (a.outstanding !== null || a.leaseId === null) return;
     a.seq += 1;
-    const req: LeaseReturn = { v: 1, op: 'return', agentId: a.id, pool: 'p', seq: a.seq, leaseId: a.leaseId, tokensLeft: this.usable(a) };
+    const req: LeaseReturn = { v: 2, op: 'return', leaseSecret: SECRET, agentId: a.id, pool: 'p', seq: a.seq, leaseId: a.leaseId, tokensLeft: this.usable(a) };
     // An honest agent stops spending a lease as soon as it gives it back.
     a.leaseId = null;
     a.balance = 0;

@@ -31,7 +31,7 @@ import { ChangeLog, type PersistedPool } from './pool-state.js';
 export function adoptKept<R>(p: PoolParts<R>, takeoverUs: number, state: PersistedPool | null): void {
   p.changed = new ChangeLog();
   for (const kept of state?.leases ?? []) {
-    const record = p.leases.adopt(kept.agentId, kept.leaseId, kept.boundTokens, kept.lastSeq, takeoverUs + p.ttlUs);
+    const record = p.leases.adopt(kept.agentId, kept.secret, kept.leaseId, kept.boundTokens, kept.lastSeq, takeoverUs + p.ttlUs);
     record.heldTokens = kept.boundTokens;
     record.accrualFromUs = takeoverUs;
     p.leases.setRate(record, kept.ratePerPeriod ?? 0);

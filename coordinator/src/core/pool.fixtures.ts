@@ -16,6 +16,9 @@ import { parseCoordinatorConfig } from './config.js';
 import type { LeaseRecord } from './lease-table.js';
 import { Pool, type Delivery } from './pool.js';
 
+/** SECRET — the lease secret the fixtures' agents present. */
+export const SECRET = 'fixture-secret-of-128-bits';
+
 /** MS — one millisecond in µs. */
 export const MS = 1_000;
 /** S — one second in µs. */
@@ -69,8 +72,8 @@ export type AcquireFields = Partial<Omit<LeaseRequest, 'v' | 'op' | 'pool'>> & {
 export function acquire(pool: Pool<string>, nowUs: number, fields: AcquireFields, to = `${fields.agentId}#${fields.seq}`): Delivery<string>[] {
   const out: Delivery<string>[] = [];
   const req: LeaseRequest = {
-    v: 1,
-    op: 'acquire',
+    v: 2,
+    op: 'acquire', leaseSecret: SECRET,
     pool: 'p',
     leaseId: null,
     tokensLeft: 0,

@@ -14,10 +14,11 @@ import { TokenleaseError, type LeaseReturn, type ReturnReceipt } from '@tokenlea
 import { LeaseTable } from './lease-table.js';
 import type { Delivery, Pool } from './pool.js';
 import { EPOCH, FULL_AT, MS, QUIET_END, S, acquire, credit, grantOf, makePool, poolWithLease, status, tick } from './pool.fixtures.js';
+import { SECRET } from './pool.fixtures.js';
 
-function giveBack(pool: Pool<string>, nowUs: number, fields: Omit<LeaseReturn, 'v' | 'op' | 'pool'>): ReturnReceipt {
+function giveBack(pool: Pool<string>, nowUs: number, fields: Omit<LeaseReturn, 'v' | 'op' | 'pool' | 'leaseSecret'> & { readonly leaseSecret?: string }): ReturnReceipt {
   const out: Delivery<string>[] = [];
-  pool.giveBack({ v: 1, op: 'return', pool: 'p', ...fields }, 'receipt', nowUs, out);
+  pool.giveBack({ v: 2, op: 'return', leaseSecret: SECRET, pool: 'p', ...fields }, 'receipt', nowUs, out);
   expect(out).toHaveLength(1);
   const reply = out[0]?.reply;
   if (reply?.kind !== 'receipt') throw new Error(`expected a receipt, got ${JSON.stringify(reply)}`);
@@ -41,7 +42,7 @@ describe('quiet period and refill', () => {
 
   it.each(levels)('a fresh pool at t=%ius holds %i tokens (quietMs %i)', (nowUs, levelTokens, quietMs) => {
     expect(status(makePool(), nowUs)).toEqual({
-      v: 1,
+      v: 2,
       kind: 'status',
       pool: 'p',
       epoch: EPOCH,
@@ -107,7 +108,7 @@ describe('quiet period and refill', () => {
 });
 
 describe('returns', () => {
-  it.each<[string, Partial<Omit<LeaseReturn, 'v' | 'op' | 'pool'>>, number, { level: number; leased: number; leases: number }]>([
+  it.each<[string, Partial<Omit<LeaseReturn, 'v' | 'op' | 'pool' | 'leaseSecret'>> & { readonly leaseSecret?: string }, number, { level: number; leased: number; leases: number }]>([
     ['part of it', { tokensLeft: 10 }, 10, { level: 95, leased: 0, leases: 0 }],
     ['all of it', { tokensLeft: 15 }, 15, { level: 100, leased: 0, leases: 0 }],
     ['more than the bound', { tokensLeft: 40 }, 15, { level: 100, leased: 0, leases: 0 }],
@@ -117,7 +118,7 @@ describe('returns', () => {
   ])('returning %s moves min(tokensLeft, bound) back', (_name, fields, tokensReturned, after) => {
     const { pool, leaseId } = poolWithLease(15);
     const receipt = giveBack(pool, FULL_AT, { agentId: 'a', seq: 2, leaseId, tokensLeft: 0, ...fields });
-    expect(receipt).toEqual({ v: 1, kind: 'receipt', seq: fields.seq ?? 2, tokensReturned });
+    expect(receipt).toEqual({ v: 2, kind: 'receipt', seq: fields.seq ?? 2, tokensReturned });
     expect(credit(status(pool, FULL_AT))).toEqual(after);
   });
 
@@ -203,22 +204,22 @@ describe('expiry', () => {
 describe('LeaseTable (the pool’s lease records)', () => {
   it('opens one lease per agent with a fresh id and a zero bound', () => {
     const table = new LeaseTable('3-');
-    const a = table.open('a', 5, 2 * S);
-    const b = table.open('b', 1, 3 * S);
-    expect(a).toEqual({ leaseId: '3-1', agentId: 'a', boundTokens: 0, expiresAtUs: 2 * S, lastSeq: 5, lastReply: null, heldTokens: 0, ratePerPeriod: 0, accrualFromUs: 2 * S, demandPerSecond: 0, weight: 1 });
+    const a = table.open('a', SECRET, 5, 2 * S);
+    const b = table.open('b', SECRET, 1, 3 * S);
+    expect(a).toEqual({ leaseId: '3-1', agentId: 'a', secret: SECRET, boundTokens: 0, expiresAtUs: 2 * S, lastSeq: 5, lastReply: null, heldTokens: 0, ratePerPeriod: 0, accrualFromUs: 2 * S, demandPerSecond: 0, weight: 1 });
     expect(b.leaseId).toBe('3-2');
     expect(table.get('a')).toBe(a);
     expect(table.size).toBe(2);
-    expect(() => table.open('a', 6, 4 * S)).toThrow(TokenleaseError);
+    expect(() => table.open('a', SECRET, 6, 4 * S)).toThrow(TokenleaseError);
     // Ids are not reused after a lease ends.
     table.remove(a);
-    expect(table.open('a', 7, 4 * S).leaseId).toBe('3-3');
+    expect(table.open('a', SECRET, 7, 4 * S).leaseId).toBe('3-3');
   });
 
   it('keeps the sum of bounds through setBound, remove and reclaimExpired', () => {
     const table = new LeaseTable('x-');
-    const a = table.open('a', 1, 2 * S);
-    const b = table.open('b', 1, 3 * S);
+    const a = table.open('a', SECRET, 1, 2 * S);
+    const b = table.open('b', SECRET, 1, 3 * S);
     table.setBound(a, 7);
     table.setBound(b, 5);
     table.setBound(a, 2);
@@ -235,7 +236,7 @@ describe('LeaseTable (the pool’s lease records)', () => {
 
   it.each<[number]>([[-1], [1.5], [Number.NaN], [2 ** 53]])('refuses a bound of %d and changes nothing', (bound) => {
     const table = new LeaseTable('x-');
-    const a = table.open('a', 1, S);
+    const a = table.open('a', SECRET, 1, S);
     table.setBound(a, 4);
     expect(() => table.setBound(a, bound)).toThrow(TokenleaseError);
     expect(a.boundTokens).toBe(4);

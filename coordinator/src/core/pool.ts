@@ -15,6 +15,9 @@
  * - After a start the pool is empty and refills nothing until the quiet
  *   period (at least one TTL) is over: leases of a previous incarnation may
  *   still be spent until then.
+ * - A lease is bound to the secret of the request that opened it: a request
+ *   for its agent with another secret is refused `forbidden` (a report is
+ *   ignored) and changes nothing, before its sequence number is even read.
  * - The coordinator's lease expiry is `grant time + TTL`, never earlier than
  *   `receipt time + TTL`; the agent counts from when it sent, so it always
  *   stops spending first.
@@ -26,7 +29,7 @@ import type { PoolConfig } from './config.js';
 import { acquireChunk, serveWaiters, grant, type Delivery } from './chunk-grant.js';
 import type { Waiter } from './hold-queue.js';
 import { LeaseTable, staleSequenceReply, type LeaseRecord } from './lease-table.js';
-import { admissionRefusal, makePoolParts, type PoolParts } from './pool-parts.js';
+import { admissionRefusal, forbidden, makePoolParts, type PoolParts } from './pool-parts.js';
 import { isDamaged, type PoolChanges, type StoredPool } from './pool-state.js';
 import { adoptKept, quarantine, stateProblem } from './pool-takeover.js';
 import { acquireRate } from './rate-grant.js';
@@ -126,6 +129,10 @@ export class Pool<R> {
     this.tick(nowUs, out);
     const p = this.parts;
     const existing = p.leases.get(req.agentId);
+    if (existing !== undefined && existing.secret !== req.leaseSecret) {
+      out.push({ to, reply: forbidden(existing, req.seq, nowUs) });
+      return;
+    }
     if (existing !== undefined && req.seq <= existing.lastSeq) {
       if (req.seq === existing.lastSeq) this.repeat(existing, to, out);
       else out.push({ to, reply: staleSequenceReply(req.seq, existing.lastSeq) });
@@ -137,7 +144,7 @@ export class Pool<R> {
       return;
     }
     this.dropWaiter(req.agentId, req.seq, out);
-    const record = existing ?? p.leases.open(req.agentId, req.seq, nowUs + p.ttlUs);
+    const record = existing ?? p.leases.open(req.agentId, req.leaseSecret, req.seq, nowUs + p.ttlUs);
     if (p.config.leaseMode === 'rate') acquireRate(p, req, record, to, nowUs, out);
     else acquireChunk(p, req, record, to, nowUs, out);
     p.credit.check(p.leases.boundTokensSum);
@@ -149,6 +156,10 @@ export class Pool<R> {
     this.tick(nowUs, out);
     const p = this.parts;
     const record = p.leases.get(req.agentId);
+    if (record !== undefined && record.secret !== req.leaseSecret) {
+      out.push({ to, reply: forbidden(record, req.seq, nowUs) });
+      return;
+    }
     let tokensReturned = 0;
     if (record !== undefined && record.leaseId === req.leaseId && req.seq > record.lastSeq) {
       this.dropWaiter(req.agentId, req.seq, out);
@@ -159,7 +170,7 @@ export class Pool<R> {
       // With an allowance the level may not take all of it back: it never holds more than B.
       p.credit.give(tokensReturned);
     }
-    out.push({ to, reply: { v: 1, kind: 'receipt', seq: req.seq, tokensReturned } });
+    out.push({ to, reply: { v: 2, kind: 'receipt', seq: req.seq, tokensReturned } });
     p.credit.check(p.leases.boundTokensSum);
     serveWaiters(p, nowUs, out);
   }
@@ -167,15 +178,16 @@ export class Pool<R> {
   /**
    * report — a usage report lowers its chunk lease's bound (never raises
    * it) when it is newer than the agent's last acquire or return; anything
-   * else (another lease, an old report, a rate lease, whose bound is its
-   * cap, a lease whose request is held) changes nothing. No reply.
+   * else (another lease or secret, an old report, a rate lease, whose bound
+   * is its cap, a lease whose request is held) changes nothing. No reply.
    */
   report(req: LeaseReport, nowUs: number, out: Delivery<R>[]): void {
     this.touch(nowUs);
     this.tick(nowUs, out);
     const p = this.parts;
     const record = p.leases.get(req.agentId);
-    if (record === undefined || record.leaseId !== req.leaseId || req.seq <= record.lastSeq || p.config.leaseMode === 'rate') return;
+    if (record === undefined || record.secret !== req.leaseSecret || record.leaseId !== req.leaseId) return;
+    if (req.seq <= record.lastSeq || p.config.leaseMode === 'rate') return;
     if (req.tokensLeft >= record.boundTokens || p.waiters.get(req.agentId) !== undefined) return;
     p.leases.setBound(record, req.tokensLeft);
     p.changed?.add(req.agentId);
@@ -209,7 +221,7 @@ export class Pool<R> {
         : { leaseId: record.leaseId, tokensHeld: record.boundTokens, expiresInMs: Math.ceil((record.expiresAtUs - nowUs) / 1000) };
     return {
       ...(agentId === undefined ? {} : { agentLease }),
-      v: 1,
+      v: 2,
       kind: 'status',
       pool: p.config.name,
       epoch: p.epoch,

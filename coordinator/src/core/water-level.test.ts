@@ -7,11 +7,12 @@ import { describe, expect, it } from 'vitest';
 import { LeaseTable } from './lease-table.js';
 import { fairShareOf } from './rate-lease.js';
 import { EXACT_LEASES_MAX, WaterLevel } from './water-level.js';
+import { SECRET } from './pool.fixtures.js';
 
 function table(n: number, demandOf: (i: number) => number, weightOf: (i: number) => number = () => 1): LeaseTable {
   const t = new LeaseTable('t-');
   for (let i = 0; i < n; i += 1) {
-    const r = t.open(`a${i}`, 1, 1_000_000);
+    const r = t.open(`a${i}`, SECRET, 1, 1_000_000);
     r.demandPerSecond = demandOf(i);
     t.setWeight(r, weightOf(i));
   }

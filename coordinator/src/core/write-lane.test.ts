@@ -8,11 +8,11 @@ import { WriteLane, type ChangeSource, type LaneStep } from './write-lane.js';
 
 const grant = (to: string, seq: number): Delivery<string> => ({
   to,
-  reply: { v: 1, kind: 'grant', seq, leaseId: 'l', tokensGranted: 1, tokensHeld: 1, ttlMs: 1000, epoch: 1, maxLeaseTokens: 5, capacityTokens: 10, retryAfterMs: 0 },
+  reply: { v: 2, kind: 'grant', seq, leaseId: 'l', tokensGranted: 1, tokensHeld: 1, ttlMs: 1000, epoch: 1, maxLeaseTokens: 5, capacityTokens: 10, refillTokens: 1000, refillPeriodMs: 1000, retryAfterMs: 0 },
 });
 const stale = (to: string): Delivery<string> => ({
   to,
-  reply: { v: 1, kind: 'error', seq: 1, code: 'stale-sequence', fault: 'peer', message: 'old', retryAfterMs: 0 },
+  reply: { v: 2, kind: 'error', seq: 1, code: 'stale-sequence', fault: 'peer', message: 'old', retryAfterMs: 0 },
 });
 
 /** Source — changes numbered as they are made; a requeue puts them back. */

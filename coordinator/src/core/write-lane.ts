@@ -112,8 +112,8 @@ function refuseDelivery<R>(d: Delivery<R>, code: 'not-owner' | 'unavailable'): D
   if (d.reply.kind !== 'grant' && d.reply.kind !== 'receipt') return d;
   const reply: Reply =
     code === 'not-owner'
-      ? { v: 1, kind: 'error', seq: d.reply.seq, code, fault: 'coordinator', message: NOT_OWNER_MESSAGE, retryAfterMs: OWNER_RETRY_AFTER_MS }
-      : { v: 1, kind: 'error', seq: d.reply.seq, code, fault: 'coordinator', message: STORE_DOWN_MESSAGE, retryAfterMs: STORE_RETRY_AFTER_MS };
+      ? { v: 2, kind: 'error', seq: d.reply.seq, code, fault: 'coordinator', message: NOT_OWNER_MESSAGE, retryAfterMs: OWNER_RETRY_AFTER_MS }
+      : { v: 2, kind: 'error', seq: d.reply.seq, code, fault: 'coordinator', message: STORE_DOWN_MESSAGE, retryAfterMs: STORE_RETRY_AFTER_MS };
   return { to: d.to, reply };
 }
 

@@ -17,11 +17,13 @@ import type {
 
 const bytes = (value: unknown): Uint8Array => new TextEncoder().encode(JSON.stringify(value));
 
+const SECRET = 'c2VjcmV0LW9mLWFnZW50LTc';
 const acquire: LeaseRequest = {
-  v: 1,
+  v: 2,
   op: 'acquire',
   agentId: 'agent-7',
   pool: 'api_calls-EU',
+  leaseSecret: SECRET,
   seq: 42,
   leaseId: null,
   tokensLeft: 0,
@@ -30,10 +32,10 @@ const acquire: LeaseRequest = {
   holdMs: 250,
 };
 const renew: LeaseRequest = { ...acquire, seq: 43, leaseId: 'L-1:e3', tokensLeft: 17, tokensWanted: 0, holdMs: HOLD_MS_MAX };
-const giveBack: LeaseReturn = { v: 1, op: 'return', agentId: 'agent-7', pool: 'api', seq: 44, leaseId: 'L-1', tokensLeft: 5 };
-const status: StatusQuery = { v: 1, op: 'status', pool: 'api' };
+const giveBack: LeaseReturn = { v: 2, op: 'return', agentId: 'agent-7', pool: 'api', leaseSecret: SECRET, seq: 44, leaseId: 'L-1', tokensLeft: 5 };
+const status: StatusQuery = { v: 2, op: 'status', pool: 'api' };
 const grant: LeaseGrant = {
-  v: 1,
+  v: 2,
   kind: 'grant',
   seq: 42,
   leaseId: 'L-1',
@@ -43,11 +45,13 @@ const grant: LeaseGrant = {
   epoch: 3,
   maxLeaseTokens: 100,
   capacityTokens: 1000,
+  refillTokens: 500,
+  refillPeriodMs: 1000,
   retryAfterMs: 120,
 };
-const receipt: ReturnReceipt = { v: 1, kind: 'receipt', seq: 44, tokensReturned: 5 };
+const receipt: ReturnReceipt = { v: 2, kind: 'receipt', seq: 44, tokensReturned: 5 };
 const poolStatus: PoolStatus = {
-  v: 1,
+  v: 2,
   kind: 'status',
   pool: 'api',
   epoch: 3,
@@ -59,7 +63,7 @@ const poolStatus: PoolStatus = {
   quietMs: 0,
 };
 const errorReply: ErrorReply = {
-  v: 1,
+  v: 2,
   kind: 'error',
   seq: 42,
   code: 'stale-sequence',
@@ -89,6 +93,9 @@ describe('round trips', () => {
     ['PoolStatus of an agent without a lease', { ...poolStatus, agentLease: null }],
     ['LeaseGrant of a rate lease', { ...grant, rate: { tokensPerPeriod: 300, periodMs: 1000, capTokens: 15 } }],
     ['ErrorReply', errorReply],
+    ['ErrorReply of a stale sequence with its floor', { ...errorReply, seqFloor: 43 }],
+    ['ErrorReply forbidden', { ...errorReply, code: 'forbidden' }],
+    ['LeaseGrant of a pool in shadow mode', { ...grant, shadow: true }],
     ['ErrorReply without a seq', { ...errorReply, seq: null, code: 'bad-request', fault: 'coordinator' }],
   ])('%s', (_name, reply) => {
     expect(decodeReply(encodeMessage(reply))).toEqual({ ok: true, value: reply });
@@ -144,11 +151,12 @@ describe('refusals', () => {
   });
 
   it.each<[string, Record<string, unknown>, number | null]>([
-    ['v: 2 with a readable seq', { ...acquire, v: 2 }, 42],
-    ['v: "1"', { ...acquire, v: '1' }, 42],
+    ['v: 1 (the old protocol) with a readable seq', { ...acquire, v: 1 }, 42],
+    ['v: 3 with a readable seq', { ...acquire, v: 3 }, 42],
+    ['v: "2"', { ...acquire, v: '2' }, 42],
     ['no v', { ...status, v: undefined }, null],
-    ['v: 2 with a fractional seq', { ...acquire, v: 2, seq: 1.5 }, null],
-    ['v: 2 with a negative seq', { ...acquire, v: 2, seq: -1 }, null],
+    ['v: 1 with a fractional seq', { ...acquire, v: 1, seq: 1.5 }, null],
+    ['v: 1 with a negative seq', { ...acquire, v: 1, seq: -1 }, null],
   ])('unsupported version: %s', (_name, message, seq) => {
     expectRefused(decodeRequest(bytes(message)), 'unsupported-version', seq);
     expectRefused(decodeReply(bytes({ ...grant, v: message['v'], seq: message['seq'] })), 'unsupported-version', seq);
@@ -168,6 +176,11 @@ describe('refusals', () => {
     ['return without a leaseId', { ...giveBack, leaseId: null }, 44],
     ['agentId with a space', { ...acquire, agentId: 'agent 7' }, 42],
     ['agentId of 129 chars', { ...acquire, agentId: 'a'.repeat(129) }, 42],
+    ['no leaseSecret', { ...acquire, leaseSecret: undefined }, 42],
+    ['a leaseSecret of 21 chars (under 128 bits)', { ...acquire, leaseSecret: 'a'.repeat(21) }, 42],
+    ['a leaseSecret of 129 chars', { ...acquire, leaseSecret: 'a'.repeat(129) }, 42],
+    ['a leaseSecret outside base64url', { ...giveBack, leaseSecret: `${SECRET}+/` }, 44],
+    ['a report without a leaseSecret', { ...giveBack, op: 'report', leaseSecret: undefined }, 44],
   ])('request with %s', (_name, message, seq) => {
     expectRefused(decodeRequest(bytes(message)), 'bad-request', seq);
   });
@@ -207,6 +220,17 @@ describe('refusals', () => {
     expectRefused(decodeReply(bytes(message)), 'bad-request');
   });
 
+  it('never echoes a malformed secret in the refusal', () => {
+    const refused = decodeRequest(bytes({ ...acquire, leaseSecret: 'not a secret but private text' }));
+    expect(refused.ok || refused.message).not.toContain('private');
+  });
+
+  it('refuses a grant without the pool refill, or a shadow flag that is not a boolean', () => {
+    expectRefused(decodeReply(bytes({ ...grant, refillTokens: undefined })), 'bad-request', 42);
+    expectRefused(decodeReply(bytes({ ...grant, refillPeriodMs: 0 })), 'bad-request', 42);
+    expectRefused(decodeReply(bytes({ ...grant, shadow: 'yes' })), 'bad-request', 42);
+  });
+
   it('a request is not a reply and a reply is not a request', () => {
     expectRefused(decodeReply(encodeMessage(acquire)), 'bad-request', 42);
     expectRefused(decodeRequest(encodeMessage(grant)), 'bad-request', 42);
@@ -216,7 +240,7 @@ describe('refusals', () => {
     const decoy = { ok: false, code: 'x', seq: 1, message: 'decoy' };
     expect(decodeRequest(bytes({ ...acquire, ...decoy }))).toEqual({ ok: true, value: { ...acquire, seq: 1 } });
     expect(decodeReply(bytes({ ...receipt, ...decoy }))).toEqual({ ok: true, value: { ...receipt, seq: 1 } });
-    const refused = decodeRequest(bytes({ v: 1, ...decoy }));
+    const refused = decodeRequest(bytes({ v: 2, ...decoy }));
     expectRefused(refused, 'bad-request', 1);
     expect(refused).not.toMatchObject({ message: 'decoy' });
     // A reply whose own code is 'x' is refused for that code, not passed through.
@@ -243,7 +267,7 @@ describe('never throws on input (property)', () => {
   it('objects of protocol field names with arbitrary values', () => {
     const keys = [...new Set([acquire, giveBack, grant, poolStatus, errorReply].flatMap((m) => Object.keys(m)))];
     const fieldValue = fc.oneof(fc.jsonValue(), fc.constantFrom(1, 0, -1, 1.5, 'acquire', 'grant', 'error', 'api', null));
-    const message = fc.dictionary(fc.constantFrom(...keys), fieldValue).map((m) => ({ ...m, v: 1 }));
+    const message = fc.dictionary(fc.constantFrom(...keys), fieldValue).map((m) => ({ ...m, v: 2 }));
     fc.assert(fc.property(message, (value) => run(bytes(value))), { seed, numRuns: 1000 });
   });
 });

@@ -1,5 +1,5 @@
 /**
- * Codec of protocol v1: JSON in UTF-8, at most MESSAGE_BYTES_MAX bytes.
+ * Codec of protocol v2: JSON in UTF-8, at most MESSAGE_BYTES_MAX bytes.
  *
  * Decoding validates every field against limits.ts and returns a typed
  * outcome; it never throws on input. Unknown fields are ignored so that a
@@ -7,6 +7,7 @@
  * `unsupported-version`.
  */
 import {
+  boolField,
   FieldProblem,
   idField,
   intField,
@@ -17,6 +18,8 @@ import {
   type Fields,
 } from './fields.js';
 import {
+  LEASE_SECRET_LENGTH_MAX,
+  LEASE_SECRET_LENGTH_MIN,
   DEMAND_PER_SECOND_MAX,
   DURATION_MS_MAX,
   HOLD_MS_MAX,
@@ -72,19 +75,31 @@ function poolField(obj: Fields): string {
   return obj['pool'] as string;
 }
 
+/** secretField — a lease secret: LEASE_SECRET_LENGTH_MIN to _MAX characters of base64url. */
+function secretField(obj: Fields): string {
+  const value = obj['leaseSecret'];
+  if (typeof value !== 'string' || value.length < LEASE_SECRET_LENGTH_MIN || value.length > LEASE_SECRET_LENGTH_MAX || !/^[A-Za-z0-9_-]+$/.test(value)) {
+    // The value is never echoed: it may be a secret.
+    throw new FieldProblem('leaseSecret', `must be ${LEASE_SECRET_LENGTH_MIN} to ${LEASE_SECRET_LENGTH_MAX} characters of base64url`);
+  }
+  return value;
+}
+
 function readRequest(obj: Fields): Request {
   const op = oneOf(obj, 'op', ['acquire', 'return', 'report', 'status'] as const);
   const pool = poolField(obj);
-  if (op === 'status') return obj['agentId'] === undefined ? { v: 1, op, pool } : { v: 1, op, pool, agentId: idField(obj, 'agentId') };
+  if (op === 'status') return obj['agentId'] === undefined ? { v: 2, op, pool } : { v: 2, op, pool, agentId: idField(obj, 'agentId') };
   const agentId = idField(obj, 'agentId');
+  const leaseSecret = secretField(obj);
   const seq = intField(obj, 'seq', 0, SEQ_MAX);
   const tokensLeft = intField(obj, 'tokensLeft', 0, WIRE_TOKENS_MAX);
-  if (op === 'return' || op === 'report') return { v: 1, op, agentId, pool, seq, leaseId: idField(obj, 'leaseId'), tokensLeft };
+  if (op === 'return' || op === 'report') return { v: 2, op, agentId, pool, leaseSecret, seq, leaseId: idField(obj, 'leaseId'), tokensLeft };
   return {
-    v: 1,
+    v: 2,
     op,
     agentId,
     pool,
+    leaseSecret,
     seq,
     leaseId: nullableIdField(obj, 'leaseId'),
     tokensLeft,
@@ -100,6 +115,7 @@ const ERROR_CODES: readonly ErrorCode[] = [
   'unsupported-version',
   'unknown-pool',
   'stale-sequence',
+  'forbidden',
   'not-owner',
   'unavailable',
   'internal',
@@ -133,7 +149,7 @@ function readReply(obj: Fields): Reply {
   switch (kind) {
     case 'grant':
       return {
-        v: 1,
+        v: 2,
         kind,
         seq: intField(obj, 'seq', 0, SEQ_MAX),
         leaseId: idField(obj, 'leaseId'),
@@ -143,14 +159,17 @@ function readReply(obj: Fields): Reply {
         epoch: intField(obj, 'epoch', 0, SEQ_MAX),
         maxLeaseTokens: tokens('maxLeaseTokens'),
         capacityTokens: tokens('capacityTokens'),
+        refillTokens: intField(obj, 'refillTokens', 1, WIRE_TOKENS_MAX),
+        refillPeriodMs: intField(obj, 'refillPeriodMs', 1, DURATION_MS_MAX),
         retryAfterMs: retryAfterMs(),
         ...(obj['rate'] === undefined ? {} : { rate: readLeaseRate(obj['rate']) }),
+        ...(obj['shadow'] === undefined ? {} : { shadow: boolField(obj, 'shadow') }),
       };
     case 'receipt':
-      return { v: 1, kind, seq: intField(obj, 'seq', 0, SEQ_MAX), tokensReturned: tokens('tokensReturned') };
+      return { v: 2, kind, seq: intField(obj, 'seq', 0, SEQ_MAX), tokensReturned: tokens('tokensReturned') };
     case 'status':
       return {
-        v: 1,
+        v: 2,
         kind,
         pool: poolField(obj),
         epoch: intField(obj, 'epoch', 0, SEQ_MAX),
@@ -164,13 +183,14 @@ function readReply(obj: Fields): Reply {
       };
     case 'error':
       return {
-        v: 1,
+        v: 2,
         kind,
         seq: obj['seq'] === null ? null : intField(obj, 'seq', 0, SEQ_MAX),
         code: oneOf(obj, 'code', ERROR_CODES),
         fault: oneOf(obj, 'fault', ['peer', 'coordinator'] as const),
         message: textField(obj, 'message', MESSAGE_TEXT_LENGTH_MAX),
         retryAfterMs: retryAfterMs(),
+        ...(obj['seqFloor'] === undefined ? {} : { seqFloor: intField(obj, 'seqFloor', 0, SEQ_MAX) }),
       };
   }
 }

@@ -59,3 +59,9 @@ export function oneOf<T extends string>(obj: Fields, field: string, allowed: rea
   }
   return value as T;
 }
+
+export function boolField(obj: Fields, field: string): boolean {
+  const value = obj[field];
+  if (typeof value !== 'boolean') throw new FieldProblem(field, 'must be true or false');
+  return value;
+}

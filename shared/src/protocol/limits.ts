@@ -1,5 +1,5 @@
 /**
- * Bounds of protocol v1 fields. A message outside them is refused with
+ * Bounds of protocol v2 fields. A message outside them is refused with
  * `bad-request` before it reaches any state.
  */
 export const MESSAGE_BYTES_MAX = 4096;
@@ -11,3 +11,6 @@ export const HOLD_MS_MAX = 60_000;
 export const DEMAND_PER_SECOND_MAX = 1e12;
 export const DURATION_MS_MAX = 86_400_000;
 export const MESSAGE_TEXT_LENGTH_MAX = 512;
+/** A lease secret: 22 to 128 characters of base64url (22 characters carry 128 bits). */
+export const LEASE_SECRET_LENGTH_MIN = 22;
+export const LEASE_SECRET_LENGTH_MAX = 128;

@@ -1,19 +1,28 @@
 /**
- * Messages of protocol v1. Requests go agent → coordinator on
- * `<prefix>.v1.<op>.<pool>`; every request gets exactly one reply, except
- * a usage report, which is published and answered by nothing.
+ * Messages of protocol v2. Requests go agent → coordinator on
+ * `<prefix>.v2.<op>.<pool>.<identity>`; every request gets exactly one
+ * reply, except a usage report, which is published and answered by nothing.
  *
  * Only durations cross the wire (`ttlMs`, `holdMs`, `retryAfterMs`), never a
  * clock reading: each side measures time on its own monotonic clock.
+ *
+ * What v2 adds to v1: every message about a lease carries the agent's
+ * `leaseSecret` (at least 128 random bits the agent draws once per pool),
+ * and the coordinator binds each lease to the secret of the request that
+ * opened it, so nobody else can renew, return or report it; the identity
+ * token in the subject; the pool's refill in every grant; `forbidden`
+ * refusals; `seqFloor` on `stale-sequence`.
  */
 import type { Op } from './subjects.js';
 
 /** LeaseRequest — acquire a lease, or renew and top up the one held, reporting what is left of it. */
 export interface LeaseRequest {
-  readonly v: 1;
+  readonly v: 2;
   readonly op: 'acquire';
   readonly agentId: string;
   readonly pool: string;
+  /** The agent's secret for this pool; the lease it opens is bound to it. Never logged, stored only by the coordinator. */
+  readonly leaseSecret: string;
   /** Per-agent sequence number; a retry repeats it and gets the original reply. */
   readonly seq: number;
   /** The lease held, or null. */
@@ -36,10 +45,11 @@ export interface LeaseRequest {
  * return finds nothing and returns 0 tokens: never twice the tokens.
  */
 export interface LeaseReturn {
-  readonly v: 1;
+  readonly v: 2;
   readonly op: 'return';
   readonly agentId: string;
   readonly pool: string;
+  readonly leaseSecret: string;
   readonly seq: number;
   readonly leaseId: string;
   readonly tokensLeft: number;
@@ -53,10 +63,11 @@ export interface LeaseReturn {
  * no request of its own is in flight, so the report counts every grant.
  */
 export interface LeaseReport {
-  readonly v: 1;
+  readonly v: 2;
   readonly op: 'report';
   readonly agentId: string;
   readonly pool: string;
+  readonly leaseSecret: string;
   readonly seq: number;
   readonly leaseId: string;
   readonly tokensLeft: number;
@@ -64,7 +75,7 @@ export interface LeaseReport {
 
 /** StatusQuery — read a pool's credit, and one agent's lease when `agentId` is given; changes nothing. */
 export interface StatusQuery {
-  readonly v: 1;
+  readonly v: 2;
   readonly op: 'status';
   readonly pool: string;
   readonly agentId?: string;
@@ -92,7 +103,7 @@ export interface LeaseRate {
 
 /** LeaseGrant — the lease after this request: id, tokens added, TTL and the pool's limits. */
 export interface LeaseGrant {
-  readonly v: 1;
+  readonly v: 2;
   readonly kind: 'grant';
   readonly seq: number;
   readonly leaseId: string;
@@ -105,15 +116,20 @@ export interface LeaseGrant {
   readonly epoch: number;
   readonly maxLeaseTokens: number;
   readonly capacityTokens: number;
+  /** The pool's refill: `refillTokens` every `refillPeriodMs` (its quota and window). */
+  readonly refillTokens: number;
+  readonly refillPeriodMs: number;
   /** When `tokensGranted` fell short, the estimated wait before asking again; else 0. */
   readonly retryAfterMs: number;
   /** Present for a rate lease: the balance also accrues at this rate up to its cap. */
   readonly rate?: LeaseRate;
+  /** Present and true while the pool is in shadow mode: agents admit, and count what they would have denied. */
+  readonly shadow?: boolean;
 }
 
 /** ReturnReceipt — the tokens a return moved back into the pool. */
 export interface ReturnReceipt {
-  readonly v: 1;
+  readonly v: 2;
   readonly kind: 'receipt';
   readonly seq: number;
   readonly tokensReturned: number;
@@ -121,7 +137,7 @@ export interface ReturnReceipt {
 
 /** PoolStatus — a pool's credit as the coordinator sees it now. */
 export interface PoolStatus {
-  readonly v: 1;
+  readonly v: 2;
   readonly kind: 'status';
   readonly pool: string;
   readonly epoch: number;
@@ -143,19 +159,22 @@ export type ErrorCode =
   | 'unsupported-version'
   | 'unknown-pool'
   | 'stale-sequence'
+  | 'forbidden'
   | 'not-owner'
   | 'unavailable'
   | 'internal';
 
 /** ErrorReply — a typed refusal. `fault: 'peer'` means the request was wrong; `coordinator` means we failed. */
 export interface ErrorReply {
-  readonly v: 1;
+  readonly v: 2;
   readonly kind: 'error';
   readonly seq: number | null;
   readonly code: ErrorCode;
   readonly fault: 'peer' | 'coordinator';
   readonly message: string;
   readonly retryAfterMs: number;
+  /** On `stale-sequence`: the last sequence number the coordinator handled for the agent; ask again above it. */
+  readonly seqFloor?: number;
 }
 
 export type Reply = LeaseGrant | ReturnReceipt | PoolStatus | ErrorReply;

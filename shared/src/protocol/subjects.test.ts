@@ -4,7 +4,11 @@ import { describe, expect, it } from 'vitest';
 import { propertySeed } from '../testing/seed.js';
 import { TokenleaseError } from '../errors.js';
 import {
+  ANONYMOUS_IDENTITY,
   DEFAULT_SUBJECT_PREFIX,
+  legacySubject,
+  poolSubject,
+  subjectVersion,
   POOL_NAME_LENGTH_MAX,
   assertPoolName,
   assertSubjectPrefix,
@@ -52,49 +56,68 @@ describe('poolNameProblem', () => {
 });
 
 describe('subjects', () => {
-  it.each<[string, Op, string, string]>([
-    [P, 'acquire', 'api', 'tokenlease.v1.acquire.api'],
-    [P, 'return', 'api', 'tokenlease.v1.return.api'],
-    ['org.team', 'status', 'p-1', 'org.team.v1.status.p-1'],
-  ])('subjectFor(%j, %j, %j) is %j and parses back', (prefix, op, pool, subject) => {
-    expect(subjectFor(prefix, op, pool)).toBe(subject);
-    expect(parseSubject(prefix, subject)).toEqual({ op, pool });
+  it.each<[string, Op, string, string | undefined, string]>([
+    [P, 'acquire', 'api', undefined, 'tokenlease.v2.acquire.api.anon'],
+    [P, 'return', 'api', 'alice', 'tokenlease.v2.return.api.alice'],
+    ['org.team', 'status', 'p-1', 'ops:1', 'org.team.v2.status.p-1.ops:1'],
+  ])('subjectFor(%j, %j, %j, %j) is %j and parses back', (prefix, op, pool, identity, subject) => {
+    expect(subjectFor(prefix, op, pool, identity)).toBe(subject);
+    expect(parseSubject(prefix, subject)).toEqual({ op, pool, identity: identity ?? ANONYMOUS_IDENTITY });
   });
 
-  it('subjectFor throws invalid-pool-name for a name that is not one subject token', () => {
+  it('subjectFor throws for a pool name or identity that is not one subject token', () => {
     for (const pool of ['a.b', '*', '>', '', 'a b']) {
       expect(thrown(TokenleaseError, () => subjectFor(P, 'acquire', pool)).code).toBe('invalid-pool-name');
+      expect(thrown(TokenleaseError, () => subjectFor(P, 'acquire', 'api', pool)).code).toBe('invalid-identity');
     }
   });
 
-  it('serviceSubject is the two-token wildcard under the version', () => {
-    expect(serviceSubject(P)).toBe('tokenlease.v1.*.*');
-    expect(serviceSubject('org.team')).toBe('org.team.v1.*.*');
+  it('serviceSubject is the three-token wildcard under the version; poolSubject pins the pool; legacySubject is all of v1', () => {
+    expect(serviceSubject(P)).toBe('tokenlease.v2.*.*.*');
+    expect(serviceSubject('org.team')).toBe('org.team.v2.*.*.*');
+    expect(poolSubject(P, 'api')).toBe('tokenlease.v2.*.api.*');
+    expect(legacySubject(P)).toBe('tokenlease.v1.>');
+  });
+
+  it.each<[string, number | null]>([
+    ['tokenlease.v1.acquire.api', 1],
+    ['tokenlease.v2.acquire.api.anon', 2],
+    ['tokenlease.v10.x', 10],
+    ['tokenlease.v1', 1],
+    ['tokenlease.vx.acquire', null],
+    ['tokenlease.v01.acquire', null],
+    ['other.v1.acquire.api', null],
+  ])('subjectVersion(%j) is %j', (subject, version) => {
+    expect(subjectVersion(P, subject)).toBe(version);
   });
 
   it.each([
-    ['wrong prefix', 'other.v1.acquire.api'],
-    ['prefix as a substring', 'tokenleasex.v1.acquire.api'],
+    ['wrong prefix', 'other.v2.acquire.api.anon'],
+    ['prefix as a substring', 'tokenleasex.v2.acquire.api.anon'],
     ['prefix only', 'tokenlease'],
-    ['wrong version', 'tokenlease.v2.acquire.api'],
-    ['version as a prefix of another', 'tokenlease.v10.acquire.api'],
-    ['no version', 'tokenlease.acquire.api'],
-    ['unknown op', 'tokenlease.v1.steal.api'],
-    ['op with no pool', 'tokenlease.v1.acquire'],
-    ['empty pool', 'tokenlease.v1.acquire.'],
-    ['extra tokens', 'tokenlease.v1.acquire.a.b'],
-    ['a wildcard pool', 'tokenlease.v1.acquire.*'],
-    ['a tail wildcard', 'tokenlease.v1.acquire.>'],
-    ['the service wildcard', 'tokenlease.v1.*.*'],
+    ['the old version', 'tokenlease.v1.acquire.api'],
+    ['the old version with an identity', 'tokenlease.v1.acquire.api.anon'],
+    ['version as a prefix of another', 'tokenlease.v20.acquire.api.anon'],
+    ['no version', 'tokenlease.acquire.api.anon'],
+    ['unknown op', 'tokenlease.v2.steal.api.anon'],
+    ['no identity', 'tokenlease.v2.acquire.api'],
+    ['op with no pool', 'tokenlease.v2.acquire'],
+    ['empty pool', 'tokenlease.v2.acquire..anon'],
+    ['empty identity', 'tokenlease.v2.acquire.api.'],
+    ['extra tokens', 'tokenlease.v2.acquire.a.b.c'],
+    ['a wildcard pool', 'tokenlease.v2.acquire.*.anon'],
+    ['a wildcard identity', 'tokenlease.v2.acquire.api.*'],
+    ['a tail wildcard', 'tokenlease.v2.acquire.>'],
+    ['the service wildcard', 'tokenlease.v2.*.*.*'],
     ['an empty subject', ''],
-    ['upper-case op', 'tokenlease.v1.ACQUIRE.api'],
+    ['upper-case op', 'tokenlease.v2.ACQUIRE.api.anon'],
   ])('parseSubject returns null for %s', (_name, subject) => {
     expect(parseSubject(P, subject)).toBeNull();
   });
 
   it('parseSubject does not read a subject under a longer prefix as its own', () => {
-    expect(parseSubject('org', 'org.team.v1.acquire.api')).toBeNull();
-    expect(parseSubject('org.team', 'org.v1.acquire.api')).toBeNull();
+    expect(parseSubject('org', 'org.team.v2.acquire.api.anon')).toBeNull();
+    expect(parseSubject('org.team', 'org.v2.acquire.api.anon')).toBeNull();
   });
 
   it.each(['tokenlease', 'a.b.c', 'org-1.team_2'])('assertSubjectPrefix accepts %j', (prefix) => {
@@ -112,14 +135,14 @@ describe('subject properties', () => {
   const token = fc.string({ unit: tokenChar, minLength: 1, maxLength: POOL_NAME_LENGTH_MAX });
   const prefix = fc.array(fc.string({ unit: tokenChar, minLength: 1, maxLength: 12 }), { minLength: 1, maxLength: 4 }).map((t) => t.join('.'));
 
-  it('parseSubject(subjectFor(x)) is x for every valid prefix, op and pool', () => {
+  it('parseSubject(subjectFor(x)) is x for every valid prefix, op, pool and identity', () => {
     fc.assert(
-      fc.property(prefix, fc.constantFrom(...OPS), token, (pre, op, pool) => {
+      fc.property(prefix, fc.constantFrom(...OPS), token, token, (pre, op, pool, identity) => {
         expect(poolNameProblem(pool)).toBeNull();
         expect(() => assertSubjectPrefix(pre)).not.toThrow();
-        const subject = subjectFor(pre, op, pool);
-        expect(parseSubject(pre, subject)).toEqual({ op, pool });
-        expect(subject.split('.')).toHaveLength(pre.split('.').length + 3);
+        const subject = subjectFor(pre, op, pool, identity);
+        expect(parseSubject(pre, subject)).toEqual({ op, pool, identity });
+        expect(subject.split('.')).toHaveLength(pre.split('.').length + 4);
       }),
       { seed, numRuns: 500 },
     );
@@ -128,7 +151,9 @@ describe('subject properties', () => {
   it('parseSubject never throws and only returns valid parts', () => {
     const subject = fc.oneof(
       fc.string({ maxLength: 80 }),
-      fc.tuple(fc.constantFrom('tokenlease.v1.', 'tokenlease.v1.acquire.', 'tokenlease.v1.status.', 'tokenlease.v2.return.', 'x.v1.'), fc.string({ maxLength: 40 })).map(([h, t]) => h + t),
+      fc
+        .tuple(fc.constantFrom('tokenlease.v2.', 'tokenlease.v2.acquire.', 'tokenlease.v2.status.api.', 'tokenlease.v1.return.', 'x.v2.'), fc.string({ maxLength: 40 }))
+        .map(([h, t]) => h + t),
     );
     fc.assert(
       fc.property(subject, (s) => {
@@ -136,7 +161,7 @@ describe('subject properties', () => {
         if (parts === null) return;
         expect(OPS).toContain(parts.op);
         expect(poolNameProblem(parts.pool)).toBeNull();
-        expect(subjectFor(P, parts.op, parts.pool)).toBe(s);
+        expect(subjectFor(P, parts.op, parts.pool, parts.identity)).toBe(s);
       }),
       { seed, numRuns: 1000 },
     );

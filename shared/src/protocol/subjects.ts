@@ -1,14 +1,22 @@
 /**
- * Subjects of protocol v1: `<prefix>.v1.<op>.<pool>`.
+ * Subjects of protocol v2: `<prefix>.v2.<op>.<pool>.<identity>`.
  *
- * A pool name is one NATS subject token: 1 to POOL_NAME_LENGTH_MAX printable
- * ASCII characters other than `.`, `*` and `>`. So no name can address a
- * wildcard or another pool's subject. The prefix is one or more such tokens
- * joined by dots.
+ * A pool name and an identity are each one NATS subject token: 1 to
+ * POOL_NAME_LENGTH_MAX printable ASCII characters other than `.`, `*` and
+ * `>`. So no name can address a wildcard or another pool's subject. The
+ * prefix is one or more such tokens joined by dots.
+ *
+ * The identity token is the sender's, as the bus vouches for it: NATS
+ * permissions let each user publish only under its own identity, so a
+ * coordinator that binds identities (`bindIdentity`) knows who sent a
+ * request. Without such permissions it is whatever the sender wrote
+ * (ANONYMOUS_IDENTITY by default).
  */
 import { TokenleaseError } from '../errors.js';
 
-export const PROTOCOL_VERSION = 1;
+export const PROTOCOL_VERSION = 2;
+/** ANONYMOUS_IDENTITY — the identity token of a sender that names none. */
+export const ANONYMOUS_IDENTITY = 'anon';
 export const POOL_NAME_LENGTH_MAX = 128;
 export const DEFAULT_SUBJECT_PREFIX = 'tokenlease';
 export const COORDINATOR_QUEUE_GROUP = 'tokenlease-coordinators';
@@ -46,21 +54,42 @@ export function assertSubjectPrefix(prefix: string): void {
   }
 }
 
-/** subjectFor — the subject of `op` on `pool`; throws for an invalid pool name. */
-export function subjectFor(prefix: string, op: Op, pool: string): string {
-  assertPoolName(pool);
-  return `${prefix}.v${PROTOCOL_VERSION}.${op}.${pool}`;
+/** assertIdentity — throws `TokenleaseError('invalid-identity')` unless `identity` is one subject token. */
+export function assertIdentity(identity: string): void {
+  const problem = poolNameProblem(identity);
+  if (problem !== null) throw new TokenleaseError('invalid-identity', `identity ${JSON.stringify(identity)} ${problem}`);
 }
 
-/** serviceSubject — the wildcard a coordinator subscribes to for every op and pool. */
+/** subjectFor — the subject of `op` on `pool` sent under `identity`; throws for an invalid pool name or identity. */
+export function subjectFor(prefix: string, op: Op, pool: string, identity: string = ANONYMOUS_IDENTITY): string {
+  assertPoolName(pool);
+  assertIdentity(identity);
+  return `${prefix}.v${PROTOCOL_VERSION}.${op}.${pool}.${identity}`;
+}
+
+/** serviceSubject — the wildcard a coordinator subscribes to for every op, pool and identity. */
 export function serviceSubject(prefix: string): string {
-  return `${prefix}.v${PROTOCOL_VERSION}.*.*`;
+  return `${prefix}.v${PROTOCOL_VERSION}.*.*.*`;
 }
 
 /** poolSubject — the wildcard for every op on one pool: what the owner of that pool alone subscribes to. */
 export function poolSubject(prefix: string, pool: string): string {
   assertPoolName(pool);
-  return `${prefix}.v${PROTOCOL_VERSION}.*.${pool}`;
+  return `${prefix}.v${PROTOCOL_VERSION}.*.${pool}.*`;
+}
+
+/** legacySubject — every subject of protocol v1 under `prefix`: a coordinator answers them `unsupported-version`. */
+export function legacySubject(prefix: string): string {
+  return `${prefix}.v1.>`;
+}
+
+/** subjectVersion — the protocol version a subject under `prefix` names (`<prefix>.v<n>.…`), or null when it names none. */
+export function subjectVersion(prefix: string, subject: string): number | null {
+  if (!subject.startsWith(`${prefix}.v`)) return null;
+  const rest = subject.slice(prefix.length + 2);
+  const dot = rest.indexOf('.');
+  const digits = dot < 0 ? rest : rest.slice(0, dot);
+  return /^[1-9]\d{0,5}$/.test(digits) ? Number(digits) : null;
 }
 
 /** CATCH_ALL_QUEUE_GROUP — the queue group of the coordinators serving names that are no configured pool (durable mode). */
@@ -69,17 +98,16 @@ export const CATCH_ALL_QUEUE_GROUP = 'tokenlease-catch-all';
 export interface SubjectParts {
   readonly op: Op;
   readonly pool: string;
+  readonly identity: string;
 }
 
-/** parseSubject — the op and pool of a request subject under `prefix`, or null when it is not one. */
+/** parseSubject — the op, pool and identity of a v2 request subject under `prefix`, or null when it is not one. */
 export function parseSubject(prefix: string, subject: string): SubjectParts | null {
   const head = `${prefix}.v${PROTOCOL_VERSION}.`;
   if (!subject.startsWith(head)) return null;
-  const rest = subject.slice(head.length);
-  const dot = rest.indexOf('.');
-  if (dot < 0) return null;
-  const op = rest.slice(0, dot);
-  const pool = rest.slice(dot + 1);
-  if (!OPS.has(op) || poolNameProblem(pool) !== null) return null;
-  return { op: op as Op, pool };
+  const parts = subject.slice(head.length).split('.');
+  if (parts.length !== 3) return null;
+  const [op, pool, identity] = parts as [string, string, string];
+  if (!OPS.has(op) || poolNameProblem(pool) !== null || poolNameProblem(identity) !== null) return null;
+  return { op: op as Op, pool, identity };
 }

@@ -7,6 +7,7 @@ import { CoordinatorCore, parseCoordinatorConfig } from '@tokenlease/coordinator
 import { encodeMessage, subjectFor, type LeaseRequest } from '@tokenlease/shared';
 
 const S = 1_000_000;
+const BENCH_SECRET = 'bench-secret-of-128-bits';
 
 function heapAfterGc(): number {
   const gc = (globalThis as { gc?: () => void }).gc;
@@ -17,7 +18,7 @@ function heapAfterGc(): number {
 }
 
 function acquire(core: CoordinatorCore<number>, pool: string, agentId: string, nowUs: number): void {
-  const req: LeaseRequest = { v: 1, op: 'acquire', agentId, pool, seq: 1, leaseId: null, tokensLeft: 0, tokensWanted: 5, demandPerSecond: 1, holdMs: 0 };
+  const req: LeaseRequest = { v: 2, op: 'acquire', agentId, pool, leaseSecret: BENCH_SECRET, seq: 1, leaseId: null, tokensLeft: 0, tokensWanted: 5, demandPerSecond: 1, holdMs: 0 };
   core.receive(subjectFor('tokenlease', 'acquire', pool), encodeMessage(req), 0, nowUs);
 }
 

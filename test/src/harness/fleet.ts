@@ -116,7 +116,7 @@ export class StatusProbe {
   }
 
   async status(pool: string, prefix: string = DEFAULT_SUBJECT_PREFIX, agentId?: string): Promise<PoolStatus> {
-    const query = agentId === undefined ? { v: 1 as const, op: 'status' as const, pool } : { v: 1 as const, op: 'status' as const, pool, agentId };
+    const query = agentId === undefined ? { v: 2 as const, op: 'status' as const, pool } : { v: 2 as const, op: 'status' as const, pool, agentId };
     const bytes = await this.bus.request(subjectFor(prefix, 'status', pool), encodeMessage(query), 2000);
     const decoded = decodeReply(bytes);
     if (!decoded.ok || decoded.value.kind !== 'status') throw new Error(`unexpected status reply: ${new TextDecoder().decode(bytes)}`);

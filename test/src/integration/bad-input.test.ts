@@ -12,6 +12,7 @@ import { stopAll, type Child } from '../harness/processes.js';
 import { seedFromEnv } from '../harness/random.js';
 
 const text = (s: string): Uint8Array => new TextEncoder().encode(s);
+const SECRET = 'bad-input-test-secret-128';
 
 describe('bad input over real NATS', () => {
   let nats: NatsHandle;
@@ -39,12 +40,13 @@ describe('bad input over real NATS', () => {
   });
 
   const acquire = (fields: Record<string, unknown>): Uint8Array =>
-    text(JSON.stringify({ v: 1, op: 'acquire', agentId: 'a', pool: 'api', seq: 1, leaseId: null, tokensLeft: 0, tokensWanted: 5, demandPerSecond: 1, holdMs: 0, ...fields }));
+    text(JSON.stringify({ v: 2, op: 'acquire', agentId: 'a', pool: 'api', leaseSecret: SECRET, seq: 1, leaseId: null, tokensLeft: 0, tokensWanted: 5, demandPerSecond: 1, holdMs: 0, ...fields }));
 
   const cases: Array<[string, string, Uint8Array, string]> = [
     ['not JSON', 'acquire.api', text('{nope'), 'bad-request'],
     ['oversized', 'acquire.api', new Uint8Array(MESSAGE_BYTES_MAX + 1).fill(32), 'bad-request'],
     ['wrong version', 'acquire.api', text(JSON.stringify({ v: 9, op: 'acquire', seq: 3 })), 'unsupported-version'],
+    ['the old protocol v1', 'v1-acquire', text(JSON.stringify({ v: 1, op: 'acquire', agentId: 'a', pool: 'api', seq: 1 })), 'unsupported-version'],
     ['negative tokens', 'acquire.api', acquire({ tokensWanted: -5 }), 'bad-request'],
     ['fractional seq', 'acquire.api', acquire({ seq: 1.5 }), 'bad-request'],
     ['pool mismatch', 'acquire.api', acquire({ pool: 'other' }), 'bad-request'],
@@ -54,7 +56,7 @@ describe('bad input over real NATS', () => {
 
   it.each(cases)('%s → %s… refused with a typed error and no change', async (_name, subject, payload, code) => {
     const before = await probe.status('api', prefix);
-    const reply = await probe.raw(`${prefix}.v1.${subject}`, payload);
+    const reply = await probe.raw(subject === 'v1-acquire' ? `${prefix}.v1.acquire.api` : `${prefix}.v2.${subject}.anon`, payload);
     expect(reply.ok).toBe(true);
     if (!reply.ok) return;
     expect(reply.value.kind).toBe('error');
@@ -70,7 +72,7 @@ describe('bad input over real NATS', () => {
     'an agent class named %s is an unknown class: no internal error, and the coordinator lives on',
     async (agentClass) => {
       const request = (pool: string, agentId: string, fields: Record<string, unknown>): Promise<unknown> =>
-        probe.raw(`${prefix}.v1.acquire.${pool}`, text(JSON.stringify({ v: 1, op: 'acquire', agentId, pool, seq: 1, leaseId: null, tokensLeft: 0, tokensWanted: 10, demandPerSecond: 50, holdMs: 50, ...fields })));
+        probe.raw(`${prefix}.v2.acquire.${pool}.anon`, text(JSON.stringify({ v: 2, op: 'acquire', agentId, pool, leaseSecret: SECRET, seq: 1, leaseId: null, tokensLeft: 0, tokensWanted: 10, demandPerSecond: 50, holdMs: 50, ...fields })));
       const id = `${agentClass}-${Date.now()}`;
       // On the chunk pool an honest request waits ahead and tokens come back while the hostile one waits.
       const replies = (await Promise.all([
@@ -94,7 +96,7 @@ describe('bad input over real NATS', () => {
   );
 
   it('keeps serving valid requests afterwards, and logged the refusals by pool and code', async () => {
-    const reply = await probe.raw(`${prefix}.v1.acquire.api`, encodeMessage({ v: 1, op: 'acquire', agentId: 'good', pool: 'api', seq: 1, leaseId: null, tokensLeft: 0, tokensWanted: 5, demandPerSecond: 1, holdMs: 0 }));
+    const reply = await probe.raw(`${prefix}.v2.acquire.api.anon`, encodeMessage({ v: 2, op: 'acquire', agentId: 'good', pool: 'api', leaseSecret: SECRET, seq: 1, leaseId: null, tokensLeft: 0, tokensWanted: 5, demandPerSecond: 1, holdMs: 0 }));
     expect(reply.ok && reply.value.kind).toBe('grant');
     expect(coordinator.proc.exitCode).toBeNull();
     const codes = new Set(refusalLines().map((r) => r.code));
@@ -103,7 +105,7 @@ describe('bad input over real NATS', () => {
 
   it('logs a flood of refusals as a line per pool and code, not a line per request', async () => {
     const before = refusalLines().length;
-    const flood = Array.from({ length: 2000 }, (_, i) => probe.raw(`${prefix}.v1.acquire.api`, acquire({ seq: i, tokensWanted: -1 })));
+    const flood = Array.from({ length: 2000 }, (_, i) => probe.raw(`${prefix}.v2.acquire.api.anon`, acquire({ seq: i, tokensWanted: -1 })));
     const replies = await Promise.all(flood);
     expect(replies.every((r) => r.ok && r.value.kind === 'error' && r.value.code === 'bad-request')).toBe(true);
     await new Promise((resolve) => setTimeout(resolve, 100));

@@ -28,7 +28,8 @@ const REPO_ROOT = resolve(TEST_PACKAGE_ROOT, '..');
 const S = 1000;
 
 interface Plan {
-  readonly how: 'as written' | '--help';
+  /** 'npm test': the root test script runs it (lint) or its check (format:check), so every CI run exercises it. */
+  readonly how: 'as written' | '--help' | 'npm test';
   /** Longest it may take, ms. */
   readonly boundMs: number;
   /** Why this way: what it costs as written. */
@@ -46,7 +47,14 @@ const PLANS: ReadonlyMap<string, Plan> = new Map<string, Plan>([
   ['npm run chaos', { how: '--help', boundMs: 30 * S, why: 'seven full-length scenarios: about 100 s' }],
   ['npm run chaos -- --short --only kill-agents,pause-agent', { how: 'as written', boundMs: 120 * S, why: 'two short scenarios: about 20 s' }],
   ['npm run bench', { how: 'as written', boundMs: 120 * S, why: 'about 10 s' }],
+  ['npm run lint', { how: 'npm test', boundMs: 0, why: 'the root test script runs the same turbo lint task' }],
+  ['npm run format', { how: 'npm test', boundMs: 0, why: 'it rewrites the tree; the root test script runs its check, format:check' }],
 ]);
+
+/** rootScripts — the root package.json's scripts. */
+function rootScripts(): Record<string, string> {
+  return (JSON.parse(readFileSync(resolve(REPO_ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
+}
 
 /** readmeCommands — the `npm run` lines of README.md's fenced code blocks, continuations joined and comments dropped. */
 function readmeCommands(markdown: string): string[] {
@@ -107,6 +115,16 @@ describe('the README commands', () => {
   });
 
   for (const [command, plan] of PLANS) {
+    if (plan.how === 'npm test') {
+      it(`${command} (run by npm test: ${plan.why})`, () => {
+        const { name } = split(command);
+        const test = rootScripts()['test'] ?? '';
+        const step = name === 'format' ? 'npm run format:check' : `turbo run build ${name}`;
+        expect(test, `the root test script runs ${name}`).toContain(name === 'format' ? step : name);
+        expect(rootScripts()[name], `the root script ${name}`).toBeDefined();
+      });
+      continue;
+    }
     it(`${command} (${plan.how}: ${plan.why})`, { timeout: plan.boundMs + 10 * S }, async () => {
       const { name, args } = split(command);
       const file = scriptFile(name);

@@ -31,9 +31,12 @@ async function rejection(promise: Promise<unknown>): Promise<CoordinatorError> {
   throw new Error('expected a rejection');
 }
 
-const grant: LeaseGrant = { v: 1, kind: 'grant', seq: 3, leaseId: 'L-7', tokensGranted: 5, tokensHeld: 5, ttlMs: 1000, epoch: 1, maxLeaseTokens: 10, capacityTokens: 100, retryAfterMs: 0 };
-const leaseA: PersistedLease = { agentId: 'agent-a', leaseId: 'L-7', boundTokens: 5, lastSeq: 3, lastReply: grant };
-const leaseB: PersistedLease = { agentId: 'agent-b', leaseId: 'L-8', boundTokens: 2, lastSeq: 9, lastReply: null };
+const grant: LeaseGrant = {
+  v: 2, kind: 'grant', seq: 3, leaseId: 'L-7', tokensGranted: 5, tokensHeld: 5, ttlMs: 1000, epoch: 1, maxLeaseTokens: 10, capacityTokens: 100,
+  refillTokens: 100, refillPeriodMs: 1000, retryAfterMs: 0,
+};
+const leaseA: PersistedLease = { agentId: 'agent-a', secret: 'secret-of-agent-a-128bits', leaseId: 'L-7', boundTokens: 5, lastSeq: 3, lastReply: grant };
+const leaseB: PersistedLease = { agentId: 'agent-b', secret: 'secret-of-agent-b-128bits', leaseId: 'L-8', boundTokens: 2, lastSeq: 9, lastReply: null };
 
 describe('the Redis state store', () => {
   let redis: RedisHandle;

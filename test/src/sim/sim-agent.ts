@@ -66,7 +66,8 @@ export class SimAgent {
   ) {
     const resolved = keeperOptions(options);
     this.driftMargin = resolved.driftMargin;
-    this.keeper = new LeaseKeeper(id, 'pool', () => (this.seq += 1), resolved, () => random.next());
+    const nextSeq = (floor = 0): number => (this.seq = Math.max(this.seq, floor) + 1);
+    this.keeper = new LeaseKeeper(id, 'pool', nextSeq, resolved, () => random.next(), simSecret(id));
     this.takes = new TakeQueue<SimTake>(this.keeper);
   }
 
@@ -131,4 +132,9 @@ export class SimAgent {
       s.startRate(this.grantedRate.tokens, this.grantedRate.periodUs, this.grantedRate.capTokens, localUs);
     }
   }
+}
+
+/** simSecret — the lease secret of agent `id`: fixed by the id (so a run's random draws stay as they were), distinct per incarnation. */
+function simSecret(id: string): string {
+  return `sim-secret-${id.replace(/[^A-Za-z0-9_-]/g, '_')}`.padEnd(22, '0');
 }

@@ -1,0 +1,38 @@
+/**
+ * Grant checks: the agent's defence in depth against a responder that is
+ * not an honest coordinator (NATS permissions are the first line).
+ *
+ * Rules — a grant is implausible, and refused as an error that changes
+ * nothing, when it:
+ * - adds more tokens than the request asked for, or holds fewer than it adds;
+ * - holds more than the pool's `maxLeaseTokens`, or that exceeds its capacity;
+ * - lasts longer than the keeper's `leaseTtlMsMax`;
+ * - names another capacity than the grant before it on the same lease;
+ * - gives a rate above the pool's refill, or a cap above `maxLeaseTokens`.
+ */
+import type { LeaseGrant, LeaseRequest } from '@tokenlease/shared';
+import type { KeeperOptions } from './keeper-options.js';
+
+/** SECRET_PATTERN — a lease secret: 22 (128 bits) to 128 characters of base64url. */
+export const SECRET_PATTERN = /^[A-Za-z0-9_-]{22,128}$/;
+
+/**
+ * grantProblem — why `grant`, the reply to `request`, is implausible, or
+ * null when it is not. `capacityTokens` is the capacity the same lease's
+ * last grant named (0: a new lease).
+ */
+export function grantProblem(grant: LeaseGrant, request: LeaseRequest, options: KeeperOptions, capacityTokens: number): string | null {
+  if (grant.tokensGranted > request.tokensWanted) return `grants ${grant.tokensGranted} tokens where ${request.tokensWanted} were asked for`;
+  if (grant.tokensGranted > grant.tokensHeld) return `grants ${grant.tokensGranted} tokens but says the lease holds ${grant.tokensHeld}`;
+  if (grant.maxLeaseTokens > grant.capacityTokens) return `names a lease limit of ${grant.maxLeaseTokens} above the capacity ${grant.capacityTokens}`;
+  if (grant.tokensHeld > grant.maxLeaseTokens) return `holds ${grant.tokensHeld} tokens, above the pool's lease limit of ${grant.maxLeaseTokens}`;
+  if (grant.ttlMs > options.leaseTtlMsMax) return `lasts ${grant.ttlMs} ms, above leaseTtlMsMax ${options.leaseTtlMsMax}`;
+  if (capacityTokens !== 0 && grant.capacityTokens !== capacityTokens) {
+    return `changes the pool's capacity mid-lease from ${capacityTokens} to ${grant.capacityTokens}`;
+  }
+  const rate = grant.rate;
+  if (rate !== undefined && (rate.tokensPerPeriod > grant.refillTokens || rate.capTokens > grant.maxLeaseTokens)) {
+    return `gives a rate of ${rate.tokensPerPeriod} or a cap of ${rate.capTokens} beyond the pool's refill or lease limit`;
+  }
+  return null;
+}
