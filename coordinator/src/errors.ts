@@ -20,11 +20,7 @@ export class CoordinatorError extends Error {
   readonly pool: string | undefined;
   readonly field: string | undefined;
 
-  constructor(
-    code: CoordinatorErrorCode,
-    message: string,
-    details: { pool?: string; field?: string; cause?: unknown } = {},
-  ) {
+  constructor(code: CoordinatorErrorCode, message: string, details: { pool?: string; field?: string; cause?: unknown } = {}) {
     super(message, details.cause === undefined ? undefined : { cause: details.cause });
     this.code = code;
     this.pool = details.pool;

@@ -8,9 +8,21 @@ export { loadConfigFile } from './adapters/config-file.js';
 export { TICK_MS_MAX } from './adapters/tick-timer.js';
 export { startCoordinatorService, type CoordinatorService, type ServiceOptions } from './adapters/service.js';
 export { connectRedisStore, parseRedisUrl, type StateStore, type Claim, type RedisStoreOptions } from './adapters/redis-store.js';
-export { startDurableService, DEFAULT_OWNERSHIP_TTL_MS, type DurableService, type DurableServiceOptions } from './adapters/durable-service.js';
+export {
+  startDurableService,
+  DEFAULT_OWNERSHIP_TTL_MS,
+  type DurableService,
+  type DurableServiceOptions,
+} from './adapters/durable-service.js';
 export { CATCH_ALL_UNIT, preferredOwner, planOwnership, ownershipUnits, rendezvousScore, type OwnershipPlan } from './core/ownership.js';
-export { isDamaged, type PersistedPool, type PersistedLease, type PoolChanges, type DamagedPool, type StoredPool } from './core/pool-state.js';
+export {
+  isDamaged,
+  type PersistedPool,
+  type PersistedLease,
+  type PoolChanges,
+  type DamagedPool,
+  type StoredPool,
+} from './core/pool-state.js';
 export { stateProblem } from './core/pool-takeover.js';
 export { WriteLane, refuseBatch, type Batch, type ChangeSource, type LaneStep, type WriteOutcome } from './core/write-lane.js';
 export { routeCatchAll, type CatchAllRoute } from './core/ownership.js';

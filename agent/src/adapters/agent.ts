@@ -84,7 +84,9 @@ interface Entry {
 
 /** The default agent id: `<host>-<pid>-<random hex>`. */
 function defaultAgentId(): string {
-  const host = hostname().replace(/[^\x21-\x7e]/g, '_').slice(0, HOSTNAME_LENGTH_MAX);
+  const host = hostname()
+    .replace(/[^\x21-\x7e]/g, '_')
+    .slice(0, HOSTNAME_LENGTH_MAX);
   return `${host}-${process.pid}-${randomBytes(AGENT_ID_RANDOM_BYTES).toString('hex')}`;
 }
 

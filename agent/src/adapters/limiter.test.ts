@@ -11,7 +11,14 @@ import { TEST_SECRET } from '../core/lease-keeper.fixtures.js';
 
 /** A limiter on a keeper holding a live lease of `balanceTokens` (50 at most), its clock the fake timers' clock. */
 function limiterWith(balanceTokens: number): { limiter: Limiter; keeper: LeaseKeeper; wakes: () => number } {
-  const keeper = new LeaseKeeper('agent-1', 'pool-a', () => 1, keeperOptions(), () => 0.5, TEST_SECRET);
+  const keeper = new LeaseKeeper(
+    'agent-1',
+    'pool-a',
+    () => 1,
+    keeperOptions(),
+    () => 0.5,
+    TEST_SECRET,
+  );
   let wakes = 0;
   const host: LimiterHost = { clock: () => Date.now() * 1000, wake: () => (wakes += 1) };
   Object.assign(keeper.slot, { hasLease: true, balanceTokens, expiresAtUs: host.clock() + 60_000_000, costMaxTokens: 50 });

@@ -35,7 +35,11 @@ describe('LeaseSlot fallback bucket', () => {
     expect(slot.takeAt(1, 1000)).toBe(true);
     expect(slot.takeAt(2, 1_000_000)).toBe(true); // refilled to the burst of 3, no more
     expect(slot.takeAt(2, 1_000_000)).toBe(false);
-    expect({ tokens: slot.fallbackTokens, count: slot.fallbackCount, admitted: slot.admittedTokens }).toEqual({ tokens: 6, count: 5, admitted: 0 });
+    expect({ tokens: slot.fallbackTokens, count: slot.fallbackCount, admitted: slot.admittedTokens }).toEqual({
+      tokens: 6,
+      count: 5,
+      admitted: 0,
+    });
   });
 
   it('spends the live lease first and only covers what the lease cannot', () => {
@@ -57,7 +61,13 @@ describe('LeaseSlot fallback bucket', () => {
 
   it('refuses bad settings with a typed error and changes nothing', () => {
     const slot = fallbackSlot(10, 10);
-    for (const [rate, burst] of [[-1, 1], [1.5, 1], [10, 0], [2e9, 1], [10, Number.NaN]] as const) {
+    for (const [rate, burst] of [
+      [-1, 1],
+      [1.5, 1],
+      [10, 0],
+      [2e9, 1],
+      [10, Number.NaN],
+    ] as const) {
       expect(thrown(AgentError, () => slot.configureFallback(rate, burst, 0)).code).toBe('invalid-argument');
     }
     expect(slot.takeAt(10, 0)).toBe(true);

@@ -11,8 +11,17 @@ import { grant, TEST_SECRET } from './lease-keeper.fixtures.js';
 
 /** A first ask for 100 tokens. */
 const ASK: LeaseRequest = {
-  v: 2, op: 'acquire', agentId: 'agent-1', pool: 'pool-a', leaseSecret: TEST_SECRET, seq: 7, leaseId: null, tokensLeft: 0,
-  tokensWanted: 100, demandPerSecond: 0, holdMs: 200,
+  v: 2,
+  op: 'acquire',
+  agentId: 'agent-1',
+  pool: 'pool-a',
+  leaseSecret: TEST_SECRET,
+  seq: 7,
+  leaseId: null,
+  tokensLeft: 0,
+  tokensWanted: 100,
+  demandPerSecond: 0,
+  holdMs: 200,
 };
 /** A renewal of L1 with 30 left, for 70 more. */
 const RENEWAL: LeaseRequest = { ...ASK, seq: 8, leaseId: 'L1', tokensLeft: 30, tokensWanted: 70 };

@@ -22,10 +22,13 @@ export const SECRET_PATTERN = /^[A-Za-z0-9_-]{22,128}$/;
  * last grant named (0: a new lease).
  */
 export function grantProblem(grant: LeaseGrant, request: LeaseRequest, options: KeeperOptions, capacityTokens: number): string | null {
-  if (grant.tokensGranted > request.tokensWanted) return `grants ${grant.tokensGranted} tokens where ${request.tokensWanted} were asked for`;
+  if (grant.tokensGranted > request.tokensWanted)
+    return `grants ${grant.tokensGranted} tokens where ${request.tokensWanted} were asked for`;
   if (grant.tokensGranted > grant.tokensHeld) return `grants ${grant.tokensGranted} tokens but says the lease holds ${grant.tokensHeld}`;
-  if (grant.maxLeaseTokens > grant.capacityTokens) return `names a lease limit of ${grant.maxLeaseTokens} above the capacity ${grant.capacityTokens}`;
-  if (grant.tokensHeld > grant.maxLeaseTokens) return `holds ${grant.tokensHeld} tokens, above the pool's lease limit of ${grant.maxLeaseTokens}`;
+  if (grant.maxLeaseTokens > grant.capacityTokens)
+    return `names a lease limit of ${grant.maxLeaseTokens} above the capacity ${grant.capacityTokens}`;
+  if (grant.tokensHeld > grant.maxLeaseTokens)
+    return `holds ${grant.tokensHeld} tokens, above the pool's lease limit of ${grant.maxLeaseTokens}`;
   if (grant.ttlMs > options.leaseTtlMsMax) return `lasts ${grant.ttlMs} ms, above leaseTtlMsMax ${options.leaseTtlMsMax}`;
   if (capacityTokens !== 0 && grant.capacityTokens !== capacityTokens) {
     return `changes the pool's capacity mid-lease from ${capacityTokens} to ${grant.capacityTokens}`;

@@ -11,7 +11,13 @@ import { acquireIn, askFor, grantFor, keeperWith, only, TEST_SECRET } from './le
 const receipt = (seq: number, tokensReturned: number): Reply => ({ v: 2, kind: 'receipt', seq, tokensReturned });
 
 const errorReply = (seq: number, code: ErrorCode, retryAfterMs: number): Reply => ({
-  v: 2, kind: 'error', seq, code, fault: 'coordinator', message: `${code} for the test`, retryAfterMs,
+  v: 2,
+  kind: 'error',
+  seq,
+  code,
+  fault: 'coordinator',
+  message: `${code} for the test`,
+  retryAfterMs,
 });
 
 function returnIn(actions: readonly SendAction[]): LeaseReturn {
@@ -134,7 +140,14 @@ describe('LeaseKeeper idle return', () => {
     expect(keeper.slot.balanceTokens).toBe(0);
     expect(keeper.slot.hasLease).toBe(false);
     expect(returnIn(actions)).toEqual({
-      v: 2, op: 'return', agentId: 'agent-1', pool: 'pool-a', leaseSecret: TEST_SECRET, seq: 102, leaseId: 'L1', tokensLeft: 70,
+      v: 2,
+      op: 'return',
+      agentId: 'agent-1',
+      pool: 'pool-a',
+      leaseSecret: TEST_SECRET,
+      seq: 102,
+      leaseId: 'L1',
+      tokensLeft: 70,
     });
     expect(keeper.slot.takeAt(1, 3_010_000)).toBe(false);
     expect(keeper.slot.lastDenial).toBe('no-lease');
@@ -309,21 +322,27 @@ describe('LeaseKeeper short grants', () => {
 
   // A waiting denied cost must not hurry the keeper past retryAfterMs either.
   const ignored: readonly [string, (keeper: LeaseKeeper) => LeaseRequest][] = [
-    ['a first ask, denied before any tick sampled demand', (keeper) => {
-      const request = acquireIn(keeper.tick(0));
-      expect(keeper.slot.takeAt(1, 100)).toBe(false);
-      return request;
-    }],
-    ['a renewal for a cost above the balance, balance above the watermark', (keeper) => {
-      const first = askFor(keeper, 50, 0);
-      keeper.onReply(first.seq, grantFor(first, { tokensGranted: 50 }), 1_000);
-      for (let nowUs = 10_000; nowUs < 20_000; nowUs += 1_000) {
-        expect(keeper.slot.takeAt(1, nowUs)).toBe(true);
-        expect(keeper.tick(nowUs)).toEqual([]);
-      }
-      expect(keeper.slot.takeAt(80, 30_000)).toBe(false);
-      return acquireIn(keeper.tick(30_000));
-    }],
+    [
+      'a first ask, denied before any tick sampled demand',
+      (keeper) => {
+        const request = acquireIn(keeper.tick(0));
+        expect(keeper.slot.takeAt(1, 100)).toBe(false);
+        return request;
+      },
+    ],
+    [
+      'a renewal for a cost above the balance, balance above the watermark',
+      (keeper) => {
+        const first = askFor(keeper, 50, 0);
+        keeper.onReply(first.seq, grantFor(first, { tokensGranted: 50 }), 1_000);
+        for (let nowUs = 10_000; nowUs < 20_000; nowUs += 1_000) {
+          expect(keeper.slot.takeAt(1, nowUs)).toBe(true);
+          expect(keeper.tick(nowUs)).toEqual([]);
+        }
+        expect(keeper.slot.takeAt(80, 30_000)).toBe(false);
+        return acquireIn(keeper.tick(30_000));
+      },
+    ],
   ];
   it.each(ignored)('waits retryAfterMs after a grant of 0 tokens to %s', (_name, setUp) => {
     const keeper = keeperWith();

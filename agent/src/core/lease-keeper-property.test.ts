@@ -36,7 +36,14 @@ type Step =
   /** Moves the clock to just before, at or just after the lease's expiry (never back), then takes. */
   | { readonly kind: 'edge'; readonly dtUs: number; readonly offsetUs: number; readonly cost: number }
   /** A grant of `tokens` or what the request asked for, whichever is less; `retryAfterMs` only when that fell short. */
-  | { readonly kind: 'grant'; readonly dtUs: number; readonly ttlMs: number; readonly tokens: number; readonly sameLease: boolean; readonly retryAfterMs: number }
+  | {
+      readonly kind: 'grant';
+      readonly dtUs: number;
+      readonly ttlMs: number;
+      readonly tokens: number;
+      readonly sameLease: boolean;
+      readonly retryAfterMs: number;
+    }
   | { readonly kind: 'error'; readonly dtUs: number; readonly code: ErrorCode; readonly retryAfterMs: number }
   | { readonly kind: 'failure'; readonly dtUs: number }
   | { readonly kind: 'stale'; readonly dtUs: number; readonly pick: number; readonly tokens: number }
@@ -58,14 +65,22 @@ const step: fc.Arbitrary<Step> = fc.oneof(
   { weight: 4, arbitrary: fc.record({ kind: fc.constant('jump' as const), dtUs: fc.integer({ min: 0, max: 5_000_000 }) }) },
   {
     weight: 5,
-    arbitrary: fc.record({ kind: fc.constant('edge' as const), dtUs: fc.constant(0), offsetUs: fc.integer({ min: -2, max: 1 }), cost: fc.integer({ min: 1, max: 5 }) }),
+    arbitrary: fc.record({
+      kind: fc.constant('edge' as const),
+      dtUs: fc.constant(0),
+      offsetUs: fc.integer({ min: -2, max: 1 }),
+      cost: fc.integer({ min: 1, max: 5 }),
+    }),
   },
   {
     weight: 16,
     arbitrary: fc.record({
       kind: fc.constant('grant' as const),
       dtUs,
-      ttlMs: fc.oneof({ weight: 1, arbitrary: fc.integer({ min: 1, max: 50 }) }, { weight: 4, arbitrary: fc.integer({ min: 51, max: 5_000 }) }),
+      ttlMs: fc.oneof(
+        { weight: 1, arbitrary: fc.integer({ min: 1, max: 50 }) },
+        { weight: 4, arbitrary: fc.integer({ min: 51, max: 5_000 }) },
+      ),
       // Mostly all that was asked for, often less.
       tokens: fc.oneof(
         { weight: 2, arbitrary: fc.integer({ min: 0, max: 200 }) },
@@ -85,7 +100,10 @@ const step: fc.Arbitrary<Step> = fc.oneof(
     }),
   },
   { weight: 8, arbitrary: fc.record({ kind: fc.constant('failure' as const), dtUs }) },
-  { weight: 5, arbitrary: fc.record({ kind: fc.constant('stale' as const), dtUs, pick: fc.nat(), tokens: fc.integer({ min: 0, max: 200 }) }) },
+  {
+    weight: 5,
+    arbitrary: fc.record({ kind: fc.constant('stale' as const), dtUs, pick: fc.nat(), tokens: fc.integer({ min: 0, max: 200 }) }),
+  },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('close' as const), dtUs }) },
 );
 
@@ -105,7 +123,17 @@ const options: fc.Arbitrary<KeeperOptions> = fc
   .map(({ backoffFactor, ...rest }) => keeperOptions({ ...rest, backoffMsMax: rest.backoffMsMin * backoffFactor }));
 
 /** How often each interesting path ran, over all runs: the property must reach them all. */
-const reached = { admitted: 0, deniedExpired: 0, sameLease: 0, newLease: 0, retried: 0, abandoned: 0, returned: 0, expiredOnTick: 0, reported: 0 };
+const reached = {
+  admitted: 0,
+  deniedExpired: 0,
+  sameLease: 0,
+  newLease: 0,
+  retried: 0,
+  abandoned: 0,
+  returned: 0,
+  expiredOnTick: 0,
+  reported: 0,
+};
 
 interface Flight {
   readonly seq: number;
@@ -129,7 +157,10 @@ class Model {
   closing = false;
   leases = 0;
 
-  constructor(readonly keeper: LeaseKeeper, readonly options: KeeperOptions) {
+  constructor(
+    readonly keeper: LeaseKeeper,
+    readonly options: KeeperOptions,
+  ) {
     this.knownTtlUs = options.assumedTtlMs * 1000;
   }
 
@@ -190,8 +221,19 @@ class Model {
     this.inFlight = null;
     const retryAfterMs = tokensGranted < request.tokensWanted ? s.retryAfterMs : 0;
     return {
-      v: 2, kind: 'grant', seq: flight.seq, leaseId, tokensGranted, tokensHeld, ttlMs: s.ttlMs, epoch: 1,
-      maxLeaseTokens: LEASE_TOKENS_MAX, capacityTokens: CAPACITY_TOKENS, refillTokens: 1_000, refillPeriodMs: 1_000, retryAfterMs,
+      v: 2,
+      kind: 'grant',
+      seq: flight.seq,
+      leaseId,
+      tokensGranted,
+      tokensHeld,
+      ttlMs: s.ttlMs,
+      epoch: 1,
+      maxLeaseTokens: LEASE_TOKENS_MAX,
+      capacityTokens: CAPACITY_TOKENS,
+      refillTokens: 1_000,
+      refillPeriodMs: 1_000,
+      retryAfterMs,
     };
   }
 
@@ -251,8 +293,19 @@ function play(model: Model, s: Step): void {
       const before = stateOf(keeper);
       const deadlineUs = keeper.nextDeadlineUs();
       const reply: Reply = {
-        v: 2, kind: 'grant', seq, leaseId: `stale-${seq}`, tokensGranted: s.tokens, tokensHeld: s.tokens, ttlMs: 60_000,
-        epoch: 1, maxLeaseTokens: 1_000, capacityTokens: 2_000, refillTokens: 1_000, refillPeriodMs: 1_000, retryAfterMs: 0,
+        v: 2,
+        kind: 'grant',
+        seq,
+        leaseId: `stale-${seq}`,
+        tokensGranted: s.tokens,
+        tokensHeld: s.tokens,
+        ttlMs: 60_000,
+        epoch: 1,
+        maxLeaseTokens: 1_000,
+        capacityTokens: 2_000,
+        refillTokens: 1_000,
+        refillPeriodMs: 1_000,
+        retryAfterMs: 0,
       };
       expect(keeper.onReply(seq, reply, nowUs)).toEqual([]);
       expect(keeper.onFailure(seq, 'timeout', 'late', nowUs)).toEqual([]);
@@ -286,12 +339,22 @@ function play(model: Model, s: Step): void {
   }
   if (s.kind === 'error') {
     model.inFlight = null;
-    const reply: Reply = { v: 2, kind: 'error', seq: flight.seq, code: s.code, fault: 'coordinator', message: 'test', retryAfterMs: s.retryAfterMs };
+    const reply: Reply = {
+      v: 2,
+      kind: 'error',
+      seq: flight.seq,
+      code: s.code,
+      fault: 'coordinator',
+      message: 'test',
+      retryAfterMs: s.retryAfterMs,
+    };
     return model.sent(keeper.onReply(flight.seq, reply, nowUs));
   }
   if (flight.message.op === 'return') {
     model.inFlight = null;
-    return model.sent(keeper.onReply(flight.seq, { v: 2, kind: 'receipt', seq: flight.seq, tokensReturned: flight.message.tokensLeft }, nowUs));
+    return model.sent(
+      keeper.onReply(flight.seq, { v: 2, kind: 'receipt', seq: flight.seq, tokensReturned: flight.message.tokensLeft }, nowUs),
+    );
   }
   const reply = model.grant(flight, flight.message, s);
   model.sent(keeper.onReply(flight.seq, reply, nowUs));

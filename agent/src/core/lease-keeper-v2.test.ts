@@ -39,7 +39,12 @@ describe('LeaseKeeper implausible grants', () => {
   const rogue = 2 ** 52;
   /** A rogue responder's grant: 2^52 tokens for 24 h, under a lease and limits of its own. */
   const ROGUE: Partial<LeaseGrant> = {
-    leaseId: 'rogue', tokensGranted: rogue, tokensHeld: rogue, ttlMs: 86_400_000, maxLeaseTokens: rogue, capacityTokens: rogue,
+    leaseId: 'rogue',
+    tokensGranted: rogue,
+    tokensHeld: rogue,
+    ttlMs: 86_400_000,
+    maxLeaseTokens: rogue,
+    capacityTokens: rogue,
   };
   const cases: readonly [string, (renew: LeaseRequest) => Partial<LeaseGrant>, (renew: LeaseRequest) => string][] = [
     // name, what the reply changes in an honest grant for the renewal, the reason
@@ -104,18 +109,24 @@ function countingKeeper(): { keeper: LeaseKeeper; floors: number[] } {
 
 describe('LeaseKeeper stale-sequence refusals', () => {
   const setUps: readonly [string, (keeper: LeaseKeeper) => LeaseRequest][] = [
-    ['a first ask', (keeper) => {
-      const first = acquireIn(keeper.tick(0));
-      expect(keeper.slot.takeAt(1, 500)).toBe(false); // demand, so the keeper asks again
-      return first;
-    }],
-    ['a renewal', (keeper) => {
-      const first = askFor(keeper, 100, 0);
-      keeper.onReply(first.seq, grantFor(first), 1_000);
-      expect(keeper.slot.takeAt(30, 10_000)).toBe(true);
-      expect(keeper.slot.takeAt(80, 20_000)).toBe(false);
-      return acquireIn(keeper.tick(20_000));
-    }],
+    [
+      'a first ask',
+      (keeper) => {
+        const first = acquireIn(keeper.tick(0));
+        expect(keeper.slot.takeAt(1, 500)).toBe(false); // demand, so the keeper asks again
+        return first;
+      },
+    ],
+    [
+      'a renewal',
+      (keeper) => {
+        const first = askFor(keeper, 100, 0);
+        keeper.onReply(first.seq, grantFor(first), 1_000);
+        expect(keeper.slot.takeAt(30, 10_000)).toBe(true);
+        expect(keeper.slot.takeAt(80, 20_000)).toBe(false);
+        return acquireIn(keeper.tick(20_000));
+      },
+    ],
   ];
   it.each(setUps)('to %s: the next request goes at once, no back-off, above the floor named', (_name, setUp) => {
     const { keeper, floors } = countingKeeper();
@@ -170,7 +181,14 @@ describe('LeaseKeeper secret', () => {
   ];
   it.each(secrets)('every acquire, return and report carries v 2 and the keeper secret: %s', (_name, secret) => {
     let seq = 100;
-    const keeper = new LeaseKeeper('agent-1', 'pool-a', () => ++seq, keeperOptions({ ...BASE, reportMs: 100 }), () => 0.5, secret);
+    const keeper = new LeaseKeeper(
+      'agent-1',
+      'pool-a',
+      () => ++seq,
+      keeperOptions({ ...BASE, reportMs: 100 }),
+      () => 0.5,
+      secret,
+    );
     const sent: SendAction['message'][] = [];
     const record = (actions: readonly SendAction[]): readonly SendAction[] => {
       sent.push(...actions.map((action) => action.message));
@@ -196,7 +214,18 @@ describe('LeaseKeeper secret', () => {
 
   const bad: readonly string[] = ['A'.repeat(21), 'A'.repeat(129), `${'A'.repeat(22)}=`, 'a secret with spaces in it'];
   it.each(bad)('refuses a secret that is not one, without telling it: %j', (secret) => {
-    const error = thrown(AgentError, () => new LeaseKeeper('agent-1', 'pool-a', () => 1, keeperOptions(BASE), () => 0.5, secret));
+    const error = thrown(
+      AgentError,
+      () =>
+        new LeaseKeeper(
+          'agent-1',
+          'pool-a',
+          () => 1,
+          keeperOptions(BASE),
+          () => 0.5,
+          secret,
+        ),
+    );
     expect(error.code).toBe('invalid-argument');
     expect(error.message).not.toContain(secret);
   });

@@ -45,8 +45,20 @@ export function keeperWith(options: Partial<KeeperOptions> = {}, random = 0.5): 
 export function grant(seq: number, fields: Partial<LeaseGrant> = {}): LeaseGrant {
   const tokensGranted = fields.tokensGranted ?? 100;
   return {
-    v: 2, kind: 'grant', seq, leaseId: 'L1', tokensGranted, tokensHeld: tokensGranted, ttlMs: 2000, epoch: 1,
-    maxLeaseTokens: 1000, capacityTokens: 5000, refillTokens: 1000, refillPeriodMs: 1000, retryAfterMs: 0, ...fields,
+    v: 2,
+    kind: 'grant',
+    seq,
+    leaseId: 'L1',
+    tokensGranted,
+    tokensHeld: tokensGranted,
+    ttlMs: 2000,
+    epoch: 1,
+    maxLeaseTokens: 1000,
+    capacityTokens: 5000,
+    refillTokens: 1000,
+    refillPeriodMs: 1000,
+    retryAfterMs: 0,
+    ...fields,
   };
 }
 

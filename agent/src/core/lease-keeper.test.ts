@@ -36,8 +36,17 @@ describe('LeaseKeeper prefetch', () => {
       seq: 101,
       timeoutMs: holdMs + 1000,
       message: {
-        v: 2, op: 'acquire', agentId: 'agent-1', pool: 'pool-a', leaseSecret: TEST_SECRET, seq: 101, leaseId: null, tokensLeft: 0,
-        tokensWanted: initialTokens, demandPerSecond: 0, holdMs,
+        v: 2,
+        op: 'acquire',
+        agentId: 'agent-1',
+        pool: 'pool-a',
+        leaseSecret: TEST_SECRET,
+        seq: 101,
+        leaseId: null,
+        tokensLeft: 0,
+        tokensWanted: initialTokens,
+        demandPerSecond: 0,
+        holdMs,
       },
     });
     expect(keeper.stats).toMatchObject({ requests: 1, attempts: 1 });
@@ -64,19 +73,22 @@ describe('LeaseKeeper grant', () => {
     ['held reply', 0, 150_000, 10_000, 0.1, 1000, 300, 300],
     ['rounded down', 7_777, 8_000, 333, 0.3, 64, 64, 5],
   ];
-  it.each(cases)('%s: expiry counts from the send, not the reply', (_n, sentAtUs, repliedAtUs, ttlMs, driftMargin, capacityTokens, maxLeaseTokens, tokensGranted) => {
-    const keeper = keeperWith({ driftMargin, initialTokens: tokensGranted });
-    const request = acquireIn(keeper.tick(sentAtUs));
-    expect(keeper.onReply(request.seq, grantFor(request, { ttlMs, capacityTokens, maxLeaseTokens }), repliedAtUs)).toEqual([]);
-    const s = keeper.slot;
-    expect(s.balanceTokens).toBe(tokensGranted);
-    expect(s.hasLease).toBe(true);
-    expect(s.costMaxTokens).toBe(Math.min(capacityTokens, maxLeaseTokens));
-    expect(s.expiresAtUs).toBe(sentAtUs + lifeUs(ttlMs, driftMargin));
-    expect(s.expiresAtUs).toBeLessThan(repliedAtUs + lifeUs(ttlMs, driftMargin));
-    expect(keeper.stats).toMatchObject({ leasesStarted: 1, tokensGranted });
-    expect(keeper.rttUs).toBe(repliedAtUs - sentAtUs);
-  });
+  it.each(cases)(
+    '%s: expiry counts from the send, not the reply',
+    (_n, sentAtUs, repliedAtUs, ttlMs, driftMargin, capacityTokens, maxLeaseTokens, tokensGranted) => {
+      const keeper = keeperWith({ driftMargin, initialTokens: tokensGranted });
+      const request = acquireIn(keeper.tick(sentAtUs));
+      expect(keeper.onReply(request.seq, grantFor(request, { ttlMs, capacityTokens, maxLeaseTokens }), repliedAtUs)).toEqual([]);
+      const s = keeper.slot;
+      expect(s.balanceTokens).toBe(tokensGranted);
+      expect(s.hasLease).toBe(true);
+      expect(s.costMaxTokens).toBe(Math.min(capacityTokens, maxLeaseTokens));
+      expect(s.expiresAtUs).toBe(sentAtUs + lifeUs(ttlMs, driftMargin));
+      expect(s.expiresAtUs).toBeLessThan(repliedAtUs + lifeUs(ttlMs, driftMargin));
+      expect(keeper.stats).toMatchObject({ leasesStarted: 1, tokensGranted });
+      expect(keeper.rttUs).toBe(repliedAtUs - sentAtUs);
+    },
+  );
 
   it('rounds the agent-side life down: 333 ms at drift 0.3 is 233099 µs', () => {
     expect(lifeUs(333, 0.3)).toBe(233_099);
@@ -182,17 +194,23 @@ describe('LeaseKeeper retries', () => {
 
 describe('LeaseKeeper renewal', () => {
   const triggers: readonly [string, (keeper: LeaseKeeper) => number][] = [
-    ['a denied cost above the balance', (keeper) => {
-      expect(keeper.tick(499_999)).toEqual([]);
-      expect(keeper.slot.takeAt(80, 500_000)).toBe(false);
-      return 500_000;
-    }],
-    ['the renew lead before expiry while in use', (keeper) => {
-      expect(keeper.tick(1_000_000)).toEqual([]); // sees the 30 tokens spent: in use
-      const atUs = lifeUs(2000) - 24_000; // expiry − (4·rtt + 20 ms)
-      expect(keeper.tick(atUs - 1)).toEqual([]);
-      return atUs;
-    }],
+    [
+      'a denied cost above the balance',
+      (keeper) => {
+        expect(keeper.tick(499_999)).toEqual([]);
+        expect(keeper.slot.takeAt(80, 500_000)).toBe(false);
+        return 500_000;
+      },
+    ],
+    [
+      'the renew lead before expiry while in use',
+      (keeper) => {
+        expect(keeper.tick(1_000_000)).toEqual([]); // sees the 30 tokens spent: in use
+        const atUs = lifeUs(2000) - 24_000; // expiry − (4·rtt + 20 ms)
+        expect(keeper.tick(atUs - 1)).toEqual([]);
+        return atUs;
+      },
+    ],
   ];
   it.each(triggers)('asks under the lease held, reporting the balance, on %s', (_name, trigger) => {
     const keeper = leased(100);
@@ -274,10 +292,24 @@ describe('LeaseKeeper expiry', () => {
 
 describe('agent class', () => {
   it('is sent with every acquire when configured, and absent otherwise', () => {
-    const withClass = new LeaseKeeper('a', 'p', () => 1, keeperOptions({ agentClass: 'premium' }), () => 0.5, TEST_SECRET);
+    const withClass = new LeaseKeeper(
+      'a',
+      'p',
+      () => 1,
+      keeperOptions({ agentClass: 'premium' }),
+      () => 0.5,
+      TEST_SECRET,
+    );
     const sent = withClass.tick(0)[0]?.message;
     expect(sent).toMatchObject({ op: 'acquire', agentClass: 'premium' });
-    const without = new LeaseKeeper('b', 'p', () => 1, keeperOptions(), () => 0.5, TEST_SECRET);
+    const without = new LeaseKeeper(
+      'b',
+      'p',
+      () => 1,
+      keeperOptions(),
+      () => 0.5,
+      TEST_SECRET,
+    );
     expect('agentClass' in (without.tick(0)[0]?.message ?? {})).toBe(false);
   });
 });

@@ -52,8 +52,15 @@ const NONE: readonly SendAction[] = [];
 export class LeaseKeeper {
   readonly slot: LeaseSlot;
   readonly stats: KeeperStats = {
-    requests: 0, attempts: 0, failures: 0, tokensGranted: 0, tokensReturned: 0, leasesStarted: 0, reports: 0,
-    lastErrorCode: null, lastErrorMessage: null,
+    requests: 0,
+    attempts: 0,
+    failures: 0,
+    tokensGranted: 0,
+    tokensReturned: 0,
+    leasesStarted: 0,
+    reports: 0,
+    lastErrorCode: null,
+    lastErrorMessage: null,
   };
   /** Cost of `take()` calls waiting for tokens; kept by the pool's TakeQueue. */
   waitingTokens = 0;
@@ -88,7 +95,8 @@ export class LeaseKeeper {
     random: () => number,
     private readonly secret: string,
   ) {
-    if (!SECRET_PATTERN.test(secret)) throw new AgentError('invalid-argument', 'the lease secret must be 22 to 128 characters of base64url', { pool });
+    if (!SECRET_PATTERN.test(secret))
+      throw new AgentError('invalid-argument', 'the lease secret must be 22 to 128 characters of base64url', { pool });
     this.slot = new LeaseSlot(pool);
     this.cycle = new RequestCycle(this.slot, options, this.stats, random);
     this.demand = new DemandWatch(this.slot, options);
@@ -250,7 +258,14 @@ export class LeaseKeeper {
     this.heldLeaseId = null;
     if (leaseId === null || tokensLeft === 0) return NONE;
     const message: LeaseReturn = {
-      v: 2, op: 'return', agentId: this.agentId, pool: this.pool, leaseSecret: this.secret, seq: this.takeSeq(), leaseId, tokensLeft,
+      v: 2,
+      op: 'return',
+      agentId: this.agentId,
+      pool: this.pool,
+      leaseSecret: this.secret,
+      seq: this.takeSeq(),
+      leaseId,
+      tokensLeft,
     };
     return this.cycle.launch(message, nowUs);
   }

@@ -28,8 +28,18 @@ function snapshot(slot: LeaseSlot): Record<string, unknown> {
   const { balanceTokens, expiresAtUs, costMaxTokens, hasLease, lowSignalled, admittedTokens, admittedCount } = slot;
   const { deniedTokens, deniedCount, lastAdmitUs, lastDenial, wantedCostTokens } = slot;
   return {
-    balanceTokens, expiresAtUs, costMaxTokens, hasLease, lowSignalled, admittedTokens, admittedCount,
-    deniedTokens, deniedCount, lastAdmitUs, lastDenial, wantedCostTokens,
+    balanceTokens,
+    expiresAtUs,
+    costMaxTokens,
+    hasLease,
+    lowSignalled,
+    admittedTokens,
+    admittedCount,
+    deniedTokens,
+    deniedCount,
+    lastAdmitUs,
+    lastDenial,
+    wantedCostTokens,
   };
 }
 
@@ -140,7 +150,13 @@ describe('LeaseSlot accounting', () => {
   it('adds up admitted and denied tokens and counts', () => {
     const { slot } = slotWith({ ...LIVE, balanceTokens: 20 });
     const calls: readonly [number, number, boolean][] = [
-      [5, 10, true], [7, 20, true], [9, 30, false], [8, 40, true], [1, 50, false], [60, 60, false], [3, 2_000_000, false],
+      [5, 10, true],
+      [7, 20, true],
+      [9, 30, false],
+      [8, 40, true],
+      [1, 50, false],
+      [60, 60, false],
+      [3, 2_000_000, false],
     ];
     for (const [cost, nowUs, admitted] of calls) expect(slot.takeAt(cost, nowUs)).toBe(admitted);
     expect(slot.admittedTokens).toBe(5 + 7 + 8);
@@ -156,7 +172,12 @@ describe('LeaseSlot accounting', () => {
     const { slot } = slotWith({ costMaxTokens: 50 });
     const steps: readonly [number, number][] = [
       // cost denied, wantedCostTokens after
-      [3, 3], [2, 3], [7, 7], [51, 7], [50, 50], [10_000, 50],
+      [3, 3],
+      [2, 3],
+      [7, 7],
+      [51, 7],
+      [50, 50],
+      [10_000, 50],
     ];
     for (const [cost, wanted] of steps) {
       expect(slot.takeAt(cost, 0)).toBe(false);

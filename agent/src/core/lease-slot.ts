@@ -76,30 +76,68 @@ export class LeaseSlot {
   }
 
   /** Tokens the agent may still spend from its lease. */
-  get balanceTokens(): number { return this.n[BALANCE] as number; }
-  set balanceTokens(tokens: number) { this.n[BALANCE] = tokens; }
+  get balanceTokens(): number {
+    return this.n[BALANCE] as number;
+  }
+  set balanceTokens(tokens: number) {
+    this.n[BALANCE] = tokens;
+  }
   /** Agent-side expiry on the agent's monotonic clock, µs; nothing is spent at or after it. */
-  get expiresAtUs(): number { return this.n[EXPIRES_AT] as number; }
-  set expiresAtUs(us: number) { this.n[EXPIRES_AT] = us; }
+  get expiresAtUs(): number {
+    return this.n[EXPIRES_AT] as number;
+  }
+  set expiresAtUs(us: number) {
+    this.n[EXPIRES_AT] = us;
+  }
   /** Largest cost that can ever fit one lease; Infinity until the pool's limits are known. */
-  get costMaxTokens(): number { return this.n[COST_MAX] as number; }
-  set costMaxTokens(tokens: number) { this.n[COST_MAX] = tokens; }
-  get lowWatermarkTokens(): number { return this.n[LOW_WATERMARK] as number; }
-  set lowWatermarkTokens(tokens: number) { this.n[LOW_WATERMARK] = tokens; }
+  get costMaxTokens(): number {
+    return this.n[COST_MAX] as number;
+  }
+  set costMaxTokens(tokens: number) {
+    this.n[COST_MAX] = tokens;
+  }
+  get lowWatermarkTokens(): number {
+    return this.n[LOW_WATERMARK] as number;
+  }
+  set lowWatermarkTokens(tokens: number) {
+    this.n[LOW_WATERMARK] = tokens;
+  }
   /** Largest cost denied since the keeper last asked; 0 when none. */
-  get wantedCostTokens(): number { return this.n[WANTED_COST] as number; }
-  set wantedCostTokens(tokens: number) { this.n[WANTED_COST] = tokens; }
-  get admittedTokens(): number { return this.n[ADMITTED_TOKENS] as number; }
-  get admittedCount(): number { return this.n[ADMITTED_COUNT] as number; }
-  get deniedTokens(): number { return this.n[DENIED_TOKENS] as number; }
-  get deniedCount(): number { return this.n[DENIED_COUNT] as number; }
-  get lastAdmitUs(): number { return this.n[LAST_ADMIT] as number; }
+  get wantedCostTokens(): number {
+    return this.n[WANTED_COST] as number;
+  }
+  set wantedCostTokens(tokens: number) {
+    this.n[WANTED_COST] = tokens;
+  }
+  get admittedTokens(): number {
+    return this.n[ADMITTED_TOKENS] as number;
+  }
+  get admittedCount(): number {
+    return this.n[ADMITTED_COUNT] as number;
+  }
+  get deniedTokens(): number {
+    return this.n[DENIED_TOKENS] as number;
+  }
+  get deniedCount(): number {
+    return this.n[DENIED_COUNT] as number;
+  }
+  get lastAdmitUs(): number {
+    return this.n[LAST_ADMIT] as number;
+  }
   /** Tokens and admissions taken from the local fallback bucket. */
-  get fallbackTokens(): number { return this.n[FALLBACK_TOKENS] as number; }
-  get fallbackCount(): number { return this.n[FALLBACK_COUNT] as number; }
+  get fallbackTokens(): number {
+    return this.n[FALLBACK_TOKENS] as number;
+  }
+  get fallbackCount(): number {
+    return this.n[FALLBACK_COUNT] as number;
+  }
   /** Whether costs the lease cannot cover go to the fallback bucket now (only when one is configured). */
-  get fallbackActive(): boolean { return this.n[FALLBACK_ACTIVE] === 1; }
-  set fallbackActive(active: boolean) { this.n[FALLBACK_ACTIVE] = active && this.n[FALLBACK_RATE] !== 0 ? 1 : 0; }
+  get fallbackActive(): boolean {
+    return this.n[FALLBACK_ACTIVE] === 1;
+  }
+  set fallbackActive(active: boolean) {
+    this.n[FALLBACK_ACTIVE] = active && this.n[FALLBACK_RATE] !== 0 ? 1 : 0;
+  }
 
   /**
    * configureFallback — a local bucket of `tokensPerSecond` (0: none,
@@ -123,10 +161,16 @@ export class LeaseSlot {
   }
 
   /** Tokens accrued per `ratePeriodUs` (0: not accruing: a chunk lease, or a rate lease frozen by a renewal). */
-  get rateTokens(): number { return this.n[RATE_TOKENS] as number; }
-  get ratePeriodUs(): number { return this.n[RATE_PERIOD_US] as number; }
+  get rateTokens(): number {
+    return this.n[RATE_TOKENS] as number;
+  }
+  get ratePeriodUs(): number {
+    return this.n[RATE_PERIOD_US] as number;
+  }
   /** The most a rate lease's balance accrues to. */
-  get rateCapTokens(): number { return this.n[RATE_CAP] as number; }
+  get rateCapTokens(): number {
+    return this.n[RATE_CAP] as number;
+  }
 
   /**
    * startRate — from `nowUs` on the balance accrues `tokensPerPeriod` per

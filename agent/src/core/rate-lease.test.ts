@@ -51,7 +51,13 @@ describe('LeaseSlot accrual', () => {
 });
 
 const rateGrant = (seq: number, fields: Partial<LeaseGrant> = {}): LeaseGrant =>
-  grant(seq, { tokensGranted: 4, tokensHeld: 4, maxLeaseTokens: 50, rate: { tokensPerPeriod: 950, periodMs: 1000, capTokens: 10 }, ...fields });
+  grant(seq, {
+    tokensGranted: 4,
+    tokensHeld: 4,
+    maxLeaseTokens: 50,
+    rate: { tokensPerPeriod: 950, periodMs: 1000, capTokens: 10 },
+    ...fields,
+  });
 
 describe('LeaseKeeper with rate leases', () => {
   it('starts accruing when the reply arrives, over the period stretched by the rate drift margin', () => {
@@ -73,15 +79,32 @@ describe('LeaseKeeper with rate leases', () => {
   it('keeps the fraction accrued before a renewal for the same lease, drops it for a new one', () => {
     const keeper = keeperWith({ refreshMs: 100, rateDriftMargin: 0 });
     const first = acquireIn(keeper.tick(0));
-    keeper.onReply(first.seq, rateGrant(first.seq, { tokensGranted: 0, tokensHeld: 0, rate: { tokensPerPeriod: 10, periodMs: 1000, capTokens: 50 } }), 0);
+    keeper.onReply(
+      first.seq,
+      rateGrant(first.seq, { tokensGranted: 0, tokensHeld: 0, rate: { tokensPerPeriod: 10, periodMs: 1000, capTokens: 50 } }),
+      0,
+    );
     // 100 ms at 10/s: 1 token; at 150 ms: 1.5 tokens (0.5 carried).
     keeper.slot.takeAt(1, 150_000);
     const renew = acquireIn(keeper.tick(150_000));
     expect(renew.tokensLeft).toBe(0);
-    keeper.onReply(renew.seq, rateGrant(renew.seq, { tokensGranted: 0, tokensHeld: 0, rate: { tokensPerPeriod: 10, periodMs: 1000, capTokens: 50 } }), 160_000);
+    keeper.onReply(
+      renew.seq,
+      rateGrant(renew.seq, { tokensGranted: 0, tokensHeld: 0, rate: { tokensPerPeriod: 10, periodMs: 1000, capTokens: 50 } }),
+      160_000,
+    );
     expect(keeper.slot.takeAt(1, 210_000)).toBe(true); // 0.5 carried + 0.5 in 50 ms
     const other = acquireIn(keeper.tick(400_000));
-    keeper.onReply(other.seq, rateGrant(other.seq, { leaseId: 'L2', tokensGranted: 0, tokensHeld: 0, rate: { tokensPerPeriod: 10, periodMs: 1000, capTokens: 50 } }), 400_000);
+    keeper.onReply(
+      other.seq,
+      rateGrant(other.seq, {
+        leaseId: 'L2',
+        tokensGranted: 0,
+        tokensHeld: 0,
+        rate: { tokensPerPeriod: 10, periodMs: 1000, capTokens: 50 },
+      }),
+      400_000,
+    );
     expect(keeper.slot.balanceTokens).toBe(0);
     expect(keeper.slot.takeAt(1, 499_999)).toBe(false); // nothing carried into a new lease
     expect(keeper.slot.takeAt(1, 500_000)).toBe(true);

@@ -25,7 +25,9 @@ export function takeAllAt(charges: readonly SlotCharge[], nowUs: number): number
     const charge = charges[i] as SlotCharge;
     for (let j = 0; j < i; j += 1) {
       if ((charges[j] as SlotCharge).limiter.slot === charge.limiter.slot) {
-        throw new AgentError('invalid-argument', `pool ${charge.limiter.slot.pool} is charged twice; charge it once with the summed cost`, { pool: charge.limiter.slot.pool });
+        throw new AgentError('invalid-argument', `pool ${charge.limiter.slot.pool} is charged twice; charge it once with the summed cost`, {
+          pool: charge.limiter.slot.pool,
+        });
       }
     }
     if (!charge.limiter.slot.canTakeAt(charge.cost, nowUs)) {

@@ -35,63 +35,108 @@ type Step =
 describe('TakeQueue', () => {
   const scenarios: readonly [string, SlotState, readonly Step[], number][] = [
     // name, slot, steps (instants in µs; `add` puts tokens in the balance), tokens still waiting at the end
-    ['admits at once when nothing waits and the balance covers', { ...EMPTY, balanceTokens: 5 }, [
-      { at: 0, arrive: 'a', cost: 3, timeoutMs: 100, kind: 'admitted' },
-      { at: 0, arrive: 'b', cost: 2, timeoutMs: 100, kind: 'admitted' },
-      { at: 0, arrive: 'c', cost: 1, timeoutMs: 100, kind: 'waiting' },
-    ], 1],
-    ['admits waiters in arrival order when tokens come', EMPTY, [
-      { at: 0, arrive: 'a', cost: 2, timeoutMs: 100, kind: 'waiting' },
-      { at: 1_000, arrive: 'b', cost: 1, timeoutMs: 100, kind: 'waiting' },
-      { at: 5_000, poll: [] },
-      { add: 3 },
-      { at: 10_000, poll: ['a', 'b'] },
-    ], 0],
-    ['never lets a later take overtake, even one that alone would fit', { ...EMPTY, balanceTokens: 1 }, [
-      { at: 0, arrive: 'a', cost: 3, timeoutMs: 1000, kind: 'waiting' },
-      { at: 0, arrive: 'b', cost: 1, timeoutMs: 1000, kind: 'waiting' },
-      { at: 1_000, poll: [] },
-      { add: 2 },
-      { at: 2_000, poll: ['a'] },
-      { add: 1 },
-      { at: 3_000, poll: ['b'] },
-    ], 0],
-    ['times out at its deadline, not before', EMPTY, [
-      { at: 7, arrive: 'a', cost: 2, timeoutMs: 100, kind: 'waiting' },
-      { at: 100_006, poll: [] },
-      { at: 100_007, poll: [], timedOut: ['a'] },
-      { add: 2 },
-      { at: 100_008, poll: [] },
-    ], 0],
-    ['admits a due head that fits; drops a due head that does not and serves the next', EMPTY, [
-      { at: 0, arrive: 'a', cost: 5, timeoutMs: 100, kind: 'waiting' },
-      { at: 0, arrive: 'b', cost: 1, timeoutMs: 500, kind: 'waiting' },
-      { at: 0, arrive: 'c', cost: 1, timeoutMs: 100, kind: 'waiting' },
-      { add: 2 },
-      { at: 100_000, poll: ['b', 'c'], timedOut: ['a'] },
-    ], 0],
-    ['times out a waiter behind a blocked head on its own deadline', EMPTY, [
-      { at: 0, arrive: 'a', cost: 5, timeoutMs: 1000, kind: 'waiting' },
-      { at: 0, arrive: 'b', cost: 1, timeoutMs: 100, kind: 'waiting' },
-      { add: 1 },
-      { at: 100_000, poll: [], timedOut: ['b'] },
-    ], 5],
-    ['times out a zero timeout behind waiters at the next poll', EMPTY, [
-      { at: 0, arrive: 'a', cost: 5, timeoutMs: 1000, kind: 'waiting' },
-      { at: 50, arrive: 'b', cost: 1, timeoutMs: 0, kind: 'waiting' },
-      { at: 50, poll: [], timedOut: ['b'] },
-    ], 5],
-    ['admits no waiter from a lease past its expiry', { ...EMPTY, balanceTokens: 10, expiresAtUs: 1_000 }, [
-      { at: 1_000, arrive: 'a', cost: 1, timeoutMs: 100, kind: 'waiting' },
-      { at: 2_000, poll: [] },
-    ], 1],
-    ['hands back every waiter on close', EMPTY, [
-      { at: 0, arrive: 'a', cost: 2, timeoutMs: 100, kind: 'waiting' },
-      { at: 0, arrive: 'b', cost: 3, timeoutMs: 100, kind: 'waiting' },
-      { close: ['a', 'b'] },
-      { add: 5 },
-      { at: 1_000, poll: [] },
-    ], 0],
+    [
+      'admits at once when nothing waits and the balance covers',
+      { ...EMPTY, balanceTokens: 5 },
+      [
+        { at: 0, arrive: 'a', cost: 3, timeoutMs: 100, kind: 'admitted' },
+        { at: 0, arrive: 'b', cost: 2, timeoutMs: 100, kind: 'admitted' },
+        { at: 0, arrive: 'c', cost: 1, timeoutMs: 100, kind: 'waiting' },
+      ],
+      1,
+    ],
+    [
+      'admits waiters in arrival order when tokens come',
+      EMPTY,
+      [
+        { at: 0, arrive: 'a', cost: 2, timeoutMs: 100, kind: 'waiting' },
+        { at: 1_000, arrive: 'b', cost: 1, timeoutMs: 100, kind: 'waiting' },
+        { at: 5_000, poll: [] },
+        { add: 3 },
+        { at: 10_000, poll: ['a', 'b'] },
+      ],
+      0,
+    ],
+    [
+      'never lets a later take overtake, even one that alone would fit',
+      { ...EMPTY, balanceTokens: 1 },
+      [
+        { at: 0, arrive: 'a', cost: 3, timeoutMs: 1000, kind: 'waiting' },
+        { at: 0, arrive: 'b', cost: 1, timeoutMs: 1000, kind: 'waiting' },
+        { at: 1_000, poll: [] },
+        { add: 2 },
+        { at: 2_000, poll: ['a'] },
+        { add: 1 },
+        { at: 3_000, poll: ['b'] },
+      ],
+      0,
+    ],
+    [
+      'times out at its deadline, not before',
+      EMPTY,
+      [
+        { at: 7, arrive: 'a', cost: 2, timeoutMs: 100, kind: 'waiting' },
+        { at: 100_006, poll: [] },
+        { at: 100_007, poll: [], timedOut: ['a'] },
+        { add: 2 },
+        { at: 100_008, poll: [] },
+      ],
+      0,
+    ],
+    [
+      'admits a due head that fits; drops a due head that does not and serves the next',
+      EMPTY,
+      [
+        { at: 0, arrive: 'a', cost: 5, timeoutMs: 100, kind: 'waiting' },
+        { at: 0, arrive: 'b', cost: 1, timeoutMs: 500, kind: 'waiting' },
+        { at: 0, arrive: 'c', cost: 1, timeoutMs: 100, kind: 'waiting' },
+        { add: 2 },
+        { at: 100_000, poll: ['b', 'c'], timedOut: ['a'] },
+      ],
+      0,
+    ],
+    [
+      'times out a waiter behind a blocked head on its own deadline',
+      EMPTY,
+      [
+        { at: 0, arrive: 'a', cost: 5, timeoutMs: 1000, kind: 'waiting' },
+        { at: 0, arrive: 'b', cost: 1, timeoutMs: 100, kind: 'waiting' },
+        { add: 1 },
+        { at: 100_000, poll: [], timedOut: ['b'] },
+      ],
+      5,
+    ],
+    [
+      'times out a zero timeout behind waiters at the next poll',
+      EMPTY,
+      [
+        { at: 0, arrive: 'a', cost: 5, timeoutMs: 1000, kind: 'waiting' },
+        { at: 50, arrive: 'b', cost: 1, timeoutMs: 0, kind: 'waiting' },
+        { at: 50, poll: [], timedOut: ['b'] },
+      ],
+      5,
+    ],
+    [
+      'admits no waiter from a lease past its expiry',
+      { ...EMPTY, balanceTokens: 10, expiresAtUs: 1_000 },
+      [
+        { at: 1_000, arrive: 'a', cost: 1, timeoutMs: 100, kind: 'waiting' },
+        { at: 2_000, poll: [] },
+      ],
+      1,
+    ],
+    [
+      'hands back every waiter on close',
+      EMPTY,
+      [
+        { at: 0, arrive: 'a', cost: 2, timeoutMs: 100, kind: 'waiting' },
+        { at: 0, arrive: 'b', cost: 3, timeoutMs: 100, kind: 'waiting' },
+        { close: ['a', 'b'] },
+        { add: 5 },
+        { at: 1_000, poll: [] },
+      ],
+      0,
+    ],
   ];
 
   it.each(scenarios)('%s', (_name, state, steps, waitingTokensAtEnd) => {
@@ -190,8 +235,23 @@ describe('TakeQueue', () => {
     // name, arrivals (instant µs, timeout ms), next deadline µs
     ['none waiting', [], Infinity],
     ['one waiter', [[1_000, 200]], 201_000],
-    ['the earliest, whatever the arrival order', [[0, 900], [10, 100], [20, 500]], 100_010],
-    ['a zero timeout', [[0, 900], [30, 0]], 30],
+    [
+      'the earliest, whatever the arrival order',
+      [
+        [0, 900],
+        [10, 100],
+        [20, 500],
+      ],
+      100_010,
+    ],
+    [
+      'a zero timeout',
+      [
+        [0, 900],
+        [30, 0],
+      ],
+      30,
+    ],
   ];
 
   it.each(deadlines)('says when to poll next: %s', (_name, arrivals, nextUs) => {

@@ -43,9 +43,7 @@ export interface TakeQueueHost {
 
 /** TakeArrival — what became of an arriving take: admitted now, waiting, or refused with `error`. */
 export type TakeArrival =
-  | { readonly kind: 'admitted' }
-  | { readonly kind: 'waiting' }
-  | { readonly kind: 'refused'; readonly error: AgentError };
+  { readonly kind: 'admitted' } | { readonly kind: 'waiting' } | { readonly kind: 'refused'; readonly error: AgentError };
 
 /** TakeDecisions — the tickets of the waiters a poll admitted and of those that timed out, each in arrival order. */
 export interface TakeDecisions<T> {

@@ -22,7 +22,11 @@ describe('LeaseKeeper usage reports', () => {
     expect(keeper.tick(101_000)).toEqual([]); // nothing spent yet
     keeper.slot.takeAt(30, 150_000);
     const action = only(keeper.tick(201_000));
-    expect(action).toMatchObject({ type: 'publish', timeoutMs: 0, message: { op: 'report', leaseId: 'L1', tokensLeft: 70, seq: first.seq + 1 } });
+    expect(action).toMatchObject({
+      type: 'publish',
+      timeoutMs: 0,
+      message: { op: 'report', leaseId: 'L1', tokensLeft: 70, seq: first.seq + 1 },
+    });
     expect(keeper.tick(301_000)).toEqual([]); // unchanged since
     expect(keeper.stats.reports).toBe(1);
   });

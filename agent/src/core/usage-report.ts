@@ -59,7 +59,16 @@ export class UsageReports {
     this.reportedTokens = balanceTokens;
     this.stats.reports += 1;
     const { agentId, pool, secret } = this.source;
-    const message: LeaseReport = { v: 2, op: 'report', agentId, pool, leaseSecret: secret, seq: this.source.nextSeq(), leaseId, tokensLeft: balanceTokens };
+    const message: LeaseReport = {
+      v: 2,
+      op: 'report',
+      agentId,
+      pool,
+      leaseSecret: secret,
+      seq: this.source.nextSeq(),
+      leaseId,
+      tokensLeft: balanceTokens,
+    };
     return [{ type: 'publish', seq: message.seq, message, timeoutMs: 0 }];
   }
 }

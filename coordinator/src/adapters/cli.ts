@@ -72,7 +72,8 @@ async function main(): Promise<void> {
   }
   if (values.config === undefined) fail(2, `--config is required\n${USAGE}`);
   const level = values['log-level'] ?? process.env['LOG_LEVEL'] ?? 'info';
-  if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(level)) fail(2, `unknown log level ${JSON.stringify(level)}`);
+  if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(level))
+    fail(2, `unknown log level ${JSON.stringify(level)}`);
   const logger = pino({ name: 'tokenlease-coordinator', level });
 
   let config;
@@ -140,6 +141,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(`tokenlease-coordinator: ${error instanceof Error ? error.stack ?? error.message : String(error)}\n`);
+  process.stderr.write(`tokenlease-coordinator: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
   process.exit(1);
 });

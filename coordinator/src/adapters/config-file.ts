@@ -21,7 +21,9 @@ export async function loadConfigFile(path: string): Promise<CoordinatorConfig> {
     doc = /\.ya?ml$/i.test(path) ? parseYaml(text) : JSON.parse(text);
   } catch (error) {
     const reason = error instanceof Error ? error.message.split('\n')[0] : String(error);
-    throw new CoordinatorError('config-unreadable', `${path}: not valid ${/\.ya?ml$/i.test(path) ? 'YAML' : 'JSON'}: ${reason}`, { cause: error });
+    throw new CoordinatorError('config-unreadable', `${path}: not valid ${/\.ya?ml$/i.test(path) ? 'YAML' : 'JSON'}: ${reason}`, {
+      cause: error,
+    });
   }
   return parseCoordinatorConfig(path, doc);
 }

@@ -125,7 +125,9 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
   /** enqueue — runs `task` after every earlier task of `pool`, so its store operations stay in order. */
   function enqueue(pool: string, task: () => Promise<void>): Promise<void> {
     const l = lane(pool);
-    const run = l.tail.then(task).catch((error: unknown) => logger.error({ event: 'store-task-failed', err: error, pool }, 'store task failed'));
+    const run = l.tail
+      .then(task)
+      .catch((error: unknown) => logger.error({ event: 'store-task-failed', err: error, pool }, 'store task failed'));
     l.tail = run;
     void run.then(() => {
       if (l.tail === run && l.running === null && !owned.has(pool)) lanes.delete(pool);
@@ -187,7 +189,8 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
 
   function onPoolMessage(pool: string) {
     return (...message: Message): void => {
-      if (core.pool(pool) === undefined) replies.send([notOwner(message[2], null, `pool ${JSON.stringify(pool)} is changing owner; ask again`)], nowUs(), { pool });
+      if (core.pool(pool) === undefined)
+        replies.send([notOwner(message[2], null, `pool ${JSON.stringify(pool)} is changing owner; ask again`)], nowUs(), { pool });
       else handle(pool, message);
     };
   }
@@ -259,12 +262,16 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
   async function claim(unit: string): Promise<boolean> {
     const result = await store.claim(unit, member, ttlMs);
     if (!result.taken) return false;
-    if (result.clearedOwner) logger.error({ event: 'owner-record-cleared', pool: unit }, 'an ownership record that would never expire was deleted');
+    if (result.clearedOwner)
+      logger.error({ event: 'owner-record-cleared', pool: unit }, 'an ownership record that would never expire was deleted');
     if (unit !== CATCH_ALL_UNIT) {
       const adopted = core.adopt(unit, result.epoch, nowUs(), result.state);
       if (adopted === 'damaged') {
         const reason = core.pool(unit)?.damage;
-        logger.error({ event: 'state-invalid', pool: unit, reason }, 'stored state not adopted: the pool starts empty and quiet for one TTL');
+        logger.error(
+          { event: 'state-invalid', pool: unit, reason },
+          'stored state not adopted: the pool starts empty and quiet for one TTL',
+        );
       } else if (adopted !== 'adopted') {
         await store.release(unit, member, result.epoch);
         return false;
@@ -280,7 +287,17 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
     const status = unit === CATCH_ALL_UNIT ? undefined : core.pool(unit)?.status(nowUs(), []);
     // Logged once the server has the subscription, so a request sent after the line finds a responder.
     await bus.flush().catch(() => undefined);
-    logger.info({ event: 'pool-owned', pool: unit, epoch: result.epoch, leases: status?.leases, levelTokens: status?.levelTokens, leasedTokens: status?.leasedTokens }, 'pool owned');
+    logger.info(
+      {
+        event: 'pool-owned',
+        pool: unit,
+        epoch: result.epoch,
+        leases: status?.leases,
+        levelTokens: status?.levelTokens,
+        leasedTokens: status?.leasedTokens,
+      },
+      'pool owned',
+    );
     timer.schedule(core.nextDeadlineUs());
     return true;
   }
@@ -329,7 +346,10 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
     try {
       await store.forget(pool, member, held.epoch);
     } catch (error) {
-      logger.warn({ event: 'forget-failed', pool, err: error }, 'could not delete an evicted pool; its record stays until the next owner evicts it');
+      logger.warn(
+        { event: 'forget-failed', pool, err: error },
+        'could not delete an evicted pool; its record stays until the next owner evicts it',
+      );
     }
   }
 
@@ -342,14 +362,16 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
     try {
       const beat = await store.heartbeat(member, ttlMs);
       members = beat.members;
-      if (beat.droppedImpossible > 0) logger.error({ event: 'members-cleared', count: beat.droppedImpossible }, 'members with impossible heartbeats were removed');
+      if (beat.droppedImpossible > 0)
+        logger.error({ event: 'members-cleared', count: beat.droppedImpossible }, 'members with impossible heartbeats were removed');
     } catch (error) {
       logger.warn({ event: 'heartbeat-failed', err: error }, 'heartbeat failed: the state store does not answer');
     }
     await Promise.all(
       [...owned].map(async ([unit, held]) => {
         try {
-          if (!(await store.renew(unit, member, held.epoch, ttlMs)) && owned.get(unit) === held) await enqueue(unit, () => stepDown(unit, 'ownership lapsed'));
+          if (!(await store.renew(unit, member, held.epoch, ttlMs)) && owned.get(unit) === held)
+            await enqueue(unit, () => stepDown(unit, 'ownership lapsed'));
         } catch {
           // Unknown whether it is still ours: keep it; every write is fenced anyway.
         }

@@ -141,7 +141,8 @@ function unavailable(error: unknown): CoordinatorError {
   if (error instanceof CoordinatorError) return error;
   const text = error instanceof Error ? error.message : String(error);
   // Redis answered, but a key holds something a script cannot work on: not ours, or damaged.
-  if (text.includes('WRONGTYPE')) return new CoordinatorError('state-invalid', `Redis holds a key of the wrong type: ${text}`, { cause: error });
+  if (text.includes('WRONGTYPE'))
+    return new CoordinatorError('state-invalid', `Redis holds a key of the wrong type: ${text}`, { cause: error });
   return new CoordinatorError('store-unavailable', `Redis did not answer: ${text}`, { cause: error });
 }
 
@@ -149,7 +150,8 @@ function unavailable(error: unknown): CoordinatorError {
 export async function connectRedisStore(url: string, options: RedisStoreOptions = {}): Promise<StateStore> {
   parseRedisUrl(url);
   const prefix = options.keyPrefix ?? 'tokenlease';
-  if (/[{}\s]/.test(prefix) || prefix.length === 0) throw new CoordinatorError('config-invalid', `Redis key prefix ${JSON.stringify(prefix)} may not be empty or hold braces or spaces`);
+  if (/[{}\s]/.test(prefix) || prefix.length === 0)
+    throw new CoordinatorError('config-invalid', `Redis key prefix ${JSON.stringify(prefix)} may not be empty or hold braces or spaces`);
   const redis = new Redis(url, {
     lazyConnect: true,
     enableOfflineQueue: false,
@@ -190,7 +192,10 @@ class RedisStore implements StateStore {
   }
 
   async heartbeat(member: string, ttlMs: number): Promise<Members> {
-    const [dropped, members] = (await this.run(HEARTBEAT, [`${this.prefix}:members`], [member, ttlMs, OWNERSHIP_TTL_MS_MAX])) as [number, string[]];
+    const [dropped, members] = (await this.run(HEARTBEAT, [`${this.prefix}:members`], [member, ttlMs, OWNERSHIP_TTL_MS_MAX])) as [
+      number,
+      string[],
+    ];
     return { members, droppedImpossible: Number(dropped) };
   }
 
@@ -213,7 +218,12 @@ class RedisStore implements StateStore {
     try {
       const kept = [];
       for (let i = 0; i + 1 < pairs.length; i += 2) kept.push(decodePersistedLease(unit, pairs[i] as string, pairs[i + 1] as string));
-      return { taken: true, epoch, state: { levelTokens: levelText === null ? 0 : parseLevelTokens(unit, levelText), leases: kept }, clearedOwner };
+      return {
+        taken: true,
+        epoch,
+        state: { levelTokens: levelText === null ? 0 : parseLevelTokens(unit, levelText), leases: kept },
+        clearedOwner,
+      };
     } catch (error) {
       if (!(error instanceof CoordinatorError) || error.code !== 'state-invalid') throw error;
       // Damaged state is not adopted: the pool starts afresh and deletes these records.
@@ -251,8 +261,10 @@ class RedisStore implements StateStore {
     }
     const settings = new Map<string, string>();
     for (let i = 0; i + 1 < reply.length; i += 2) settings.set(reply[i] as string, reply[i + 1] as string);
-    if (settings.get('appendonly') !== 'yes') return 'Redis runs without appendonly: a restart loses the leases granted since its last snapshot, and may over-admit';
-    if (settings.get('appendfsync') !== 'always') return `Redis runs with appendfsync ${settings.get('appendfsync') ?? '?'}: a crash of Redis may lose the last acknowledged grants, and may over-admit`;
+    if (settings.get('appendonly') !== 'yes')
+      return 'Redis runs without appendonly: a restart loses the leases granted since its last snapshot, and may over-admit';
+    if (settings.get('appendfsync') !== 'always')
+      return `Redis runs with appendfsync ${settings.get('appendfsync') ?? '?'}: a crash of Redis may lose the last acknowledged grants, and may over-admit`;
     return null;
   }
 

@@ -39,7 +39,8 @@ export class ReplyLog {
   /** send — encodes and sends each delivery; `where` is the pool, or the request subject it is read from. */
   send(deliveries: readonly Delivery<ReplyPort>[], tUs: number, where?: { pool?: string; subject?: string }): void {
     for (const { to, reply } of deliveries) {
-      if (reply.kind === 'error') this.refused(this.poolOf(where), reply.code, { fault: reply.fault, seq: reply.seq, reason: reply.message });
+      if (reply.kind === 'error')
+        this.refused(this.poolOf(where), reply.code, { fault: reply.fault, seq: reply.seq, reason: reply.message });
       else if (reply.kind === 'grant' && this.logger.isLevelEnabled('debug')) {
         const { leaseId, seq, tokensGranted, tokensHeld, ttlMs, epoch } = reply;
         this.logger.debug({ event: 'grant', leaseId, seq, tokensGranted, tokensHeld, ttlMs, epoch, tUs }, 'grant');
@@ -50,7 +51,8 @@ export class ReplyLog {
 
   /** faults — one error line per contained pool fault (the pool restarted or was dropped). */
   faults(faults: readonly PoolFault[]): void {
-    for (const { pool, error } of faults) this.logger.error({ event: 'pool-failed', err: error, pool }, 'pool failed: its requests were refused and it restarts');
+    for (const { pool, error } of faults)
+      this.logger.error({ event: 'pool-failed', err: error, pool }, 'pool failed: its requests were refused and it restarts');
   }
 
   /** flush — logs the counts of refusals held back whose interval is over (call now and then). */
@@ -58,7 +60,8 @@ export class ReplyLog {
     const now = this.nowMs();
     for (const [key, count] of this.refusals) {
       if (now - count.windowStartMs < this.intervalMs) continue;
-      if (count.suppressed > 0) this.logger.warn({ event: 'request-refused', pool: count.pool, code: count.code, refused: count.suppressed }, 'requests refused');
+      if (count.suppressed > 0)
+        this.logger.warn({ event: 'request-refused', pool: count.pool, code: count.code, refused: count.suppressed }, 'requests refused');
       this.refusals.delete(key);
     }
   }
@@ -87,4 +90,12 @@ export class ReplyLog {
 }
 
 /** INTERNAL_ERROR — what a request gets when handling it broke an invariant. */
-export const INTERNAL_ERROR = encodeMessage({ v: 2, kind: 'error', seq: null, code: 'internal', fault: 'coordinator', message: 'internal error; see the coordinator log', retryAfterMs: 1000 });
+export const INTERNAL_ERROR = encodeMessage({
+  v: 2,
+  kind: 'error',
+  seq: null,
+  code: 'internal',
+  fault: 'coordinator',
+  message: 'internal error; see the coordinator log',
+  retryAfterMs: 1000,
+});

@@ -71,16 +71,23 @@ export function startCoordinatorService(options: ServiceOptions): CoordinatorSer
   });
 
   // Announced once the server has the subscription: a request sent after the line finds a responder.
-  const announce = (): void => logger.info(
-    {
-      event: 'serving',
-      epoch,
-      subject: serviceSubject(config.subjectPrefix),
-      quietPeriodMs: config.quietPeriodMs,
-      pools: config.pools.map((p) => ({ name: p.name, capacity: p.capacity, refill: formatRate(p.refill), leaseTtlMs: p.leaseTtlMs, maxLeaseTokens: p.maxLeaseTokens })),
-    },
-    'coordinator serving',
-  );
+  const announce = (): void =>
+    logger.info(
+      {
+        event: 'serving',
+        epoch,
+        subject: serviceSubject(config.subjectPrefix),
+        quietPeriodMs: config.quietPeriodMs,
+        pools: config.pools.map((p) => ({
+          name: p.name,
+          capacity: p.capacity,
+          refill: formatRate(p.refill),
+          leaseTtlMs: p.leaseTtlMs,
+          maxLeaseTokens: p.maxLeaseTokens,
+        })),
+      },
+      'coordinator serving',
+    );
   bus.flush().then(announce, (error: unknown) => {
     logger.warn({ event: 'subscription-unconfirmed', err: error }, 'NATS did not confirm the subscription yet');
     announce();

@@ -68,7 +68,15 @@ export function serveWaiters<R>(p: PoolParts<R>, nowUs: number, out: Delivery<R>
 }
 
 /** grant — moves up to `wantTokens` (at most `tokensMax`) from the level into `record` and replies. */
-export function grant<R>(p: PoolParts<R>, record: LeaseRecord, wantTokens: number, to: R, nowUs: number, out: Delivery<R>[], tokensMax = Infinity): void {
+export function grant<R>(
+  p: PoolParts<R>,
+  record: LeaseRecord,
+  wantTokens: number,
+  to: R,
+  nowUs: number,
+  out: Delivery<R>[],
+  tokensMax = Infinity,
+): void {
   const tokensGranted = Math.min(wantTokens, tokensMax, p.credit.levelTokens);
   p.credit.take(tokensGranted);
   p.leases.setBound(record, record.boundTokens + tokensGranted);

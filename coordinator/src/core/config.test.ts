@@ -177,7 +177,13 @@ describe('parseCoordinatorConfig refuses a bad document, naming file, pool and f
     ["pool name 'a b'", { pools: { 'a b': ok } }, 'name', 'a b', 'printable'],
     ['pool name too long', { pools: { ['x'.repeat(129)]: ok } }, 'name', 'x'.repeat(129), '128'],
     ['pool that is not a mapping', { pools: { api: 5 } }, '(pool)', 'api', 'mapping'],
-    ['quietPeriodMs shorter than a TTL', onePool({ ...ok, leaseTtlMs: 2000 }, { quietPeriodMs: 1999 }), 'quietPeriodMs', undefined, 'got 1999'],
+    [
+      'quietPeriodMs shorter than a TTL',
+      onePool({ ...ok, leaseTtlMs: 2000 }, { quietPeriodMs: 1999 }),
+      'quietPeriodMs',
+      undefined,
+      'got 1999',
+    ],
     [
       'quietPeriodMs shorter than the longest TTL',
       { quietPeriodMs: 1000, pools: { a: { ...ok, leaseTtlMs: 1000 }, b: { ...ok, leaseTtlMs: 1001 } } },

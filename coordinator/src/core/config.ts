@@ -35,7 +35,18 @@
  * [max(60000, leaseTtlMs)], maxPools [100000] } }`) make per-tenant pools on
  * first use; see TemplateConfig.
  */
-import { makeRate, parseRate, poolNameProblem, assertSubjectPrefix, tokenScale, isProtocolId, ID_FORM, TokenleaseError, DEFAULT_SUBJECT_PREFIX, type Rate } from '@tokenlease/shared';
+import {
+  makeRate,
+  parseRate,
+  poolNameProblem,
+  assertSubjectPrefix,
+  tokenScale,
+  isProtocolId,
+  ID_FORM,
+  TokenleaseError,
+  DEFAULT_SUBJECT_PREFIX,
+  type Rate,
+} from '@tokenlease/shared';
 import { CoordinatorError } from '../errors.js';
 
 /** MIN_TTL_MS — the shortest lease TTL a pool may have, ms. */
@@ -98,7 +109,19 @@ export const DEFAULT_MAX_WAITING = 10_000;
 const LEASES_MAX = 10_000_000;
 export const DEFAULT_MAX_POOLS = 100_000;
 
-const POOL_KEYS = new Set(['capacity', 'refill', 'leaseTtlMs', 'maxLeaseTokens', 'minGrantTokens', 'maxHoldMs', 'allowance', 'classWeights', 'leaseMode', 'maxLeases', 'maxWaiting']);
+const POOL_KEYS = new Set([
+  'capacity',
+  'refill',
+  'leaseTtlMs',
+  'maxLeaseTokens',
+  'minGrantTokens',
+  'maxHoldMs',
+  'allowance',
+  'classWeights',
+  'leaseMode',
+  'maxLeases',
+  'maxWaiting',
+]);
 export const CLASS_WEIGHT_MAX = 1000;
 const TOP_KEYS = new Set(['subjectPrefix', 'quietPeriodMs', 'pools', 'templates', 'bindIdentity']);
 const TEMPLATE_KEYS = new Set([...POOL_KEYS, 'idleEvictMs', 'maxPools']);
@@ -187,7 +210,20 @@ function readPool(source: string, name: string, doc: unknown, template = false):
   const maxLeases = where.int(doc, 'maxLeases', 1, LEASES_MAX, DEFAULT_MAX_LEASES);
   const maxWaiting = where.int(doc, 'maxWaiting', 0, LEASES_MAX, DEFAULT_MAX_WAITING);
   const classWeights = readWeights(where, doc['classWeights']);
-  return { name, capacity, refill, leaseTtlMs, maxLeaseTokens, minGrantTokens, maxHoldMs, allowance, classWeights, leaseMode, maxLeases, maxWaiting };
+  return {
+    name,
+    capacity,
+    refill,
+    leaseTtlMs,
+    maxLeaseTokens,
+    minGrantTokens,
+    maxHoldMs,
+    allowance,
+    classWeights,
+    leaseMode,
+    maxLeases,
+    maxWaiting,
+  };
 }
 
 function readWeights(where: Where, value: unknown): ReadonlyMap<string, number> {
@@ -197,7 +233,10 @@ function readWeights(where: Where, value: unknown): ReadonlyMap<string, number> 
   for (const [agentClass, weight] of Object.entries(value)) {
     if (!isProtocolId(agentClass)) where.fail('classWeights', `class ${JSON.stringify(agentClass)} must be ${ID_FORM}`);
     if (typeof weight !== 'number' || !Number.isSafeInteger(weight) || weight < 1 || weight > CLASS_WEIGHT_MAX) {
-      where.fail('classWeights', `weight of ${JSON.stringify(agentClass)} must be an integer in [1, ${CLASS_WEIGHT_MAX}], got ${JSON.stringify(weight)}`);
+      where.fail(
+        'classWeights',
+        `weight of ${JSON.stringify(agentClass)} must be an integer in [1, ${CLASS_WEIGHT_MAX}], got ${JSON.stringify(weight)}`,
+      );
     }
     weights.set(agentClass, weight);
   }

@@ -40,9 +40,13 @@ function makeConfig(): CoordinatorConfig {
 const durableCore = (): CoordinatorCore<string> => new CoordinatorCore<string>(makeConfig(), CORE_EPOCH, 0, true);
 const memoryCore = (): CoordinatorCore<string> => new CoordinatorCore<string>(makeConfig(), CORE_EPOCH, 0);
 
-const acquireReq = (pool: string, fields: Partial<Omit<LeaseRequest, 'v' | 'op' | 'pool'>> & { readonly agentId: string; readonly seq: number }): LeaseRequest => ({
+const acquireReq = (
+  pool: string,
+  fields: Partial<Omit<LeaseRequest, 'v' | 'op' | 'pool'>> & { readonly agentId: string; readonly seq: number },
+): LeaseRequest => ({
   v: 2,
-  op: 'acquire', leaseSecret: SECRET,
+  op: 'acquire',
+  leaseSecret: SECRET,
   pool,
   leaseId: null,
   tokensLeft: 0,
@@ -84,7 +88,11 @@ describe('a durable core before it adopts anything', () => {
         fault: 'peer',
         retryAfterMs: 0,
       });
-      expect(only(send(core, { v: 2, op: 'status', pool }, 'status', 5 * S))).toMatchObject({ kind: 'error', seq: null, code: 'unknown-pool' });
+      expect(only(send(core, { v: 2, op: 'status', pool }, 'status', 5 * S))).toMatchObject({
+        kind: 'error',
+        seq: null,
+        code: 'unknown-pool',
+      });
     }
     // No template pool is made on first use: only an adopt makes one.
     expect(core.poolCount).toBe(0);
@@ -113,7 +121,10 @@ describe('adopt', () => {
 
   it('takes the store’s state over: its level and its leases', () => {
     const core = durableCore();
-    const state: PersistedPool = { levelTokens: 3, leases: [{ agentId: 'a', secret: SECRET, leaseId: '2-a', boundTokens: 1, lastSeq: 4, lastReply: null }] };
+    const state: PersistedPool = {
+      levelTokens: 3,
+      leases: [{ agentId: 'a', secret: SECRET, leaseId: '2-a', boundTokens: 1, lastSeq: 4, lastReply: null }],
+    };
     expect(core.adopt('q', 9, 2 * S, state)).toBe('adopted');
     expect(only(send(core, { v: 2, op: 'status', pool: 'q', agentId: 'a' }, 'status', 2 * S))).toMatchObject({
       epoch: 9,
@@ -123,7 +134,13 @@ describe('adopt', () => {
       agentLease: { leaseId: '2-a', tokensHeld: 1, expiresInMs: 500 },
     });
     // The kept request was held: its retry learns the balance.
-    expect(grantOf(send(core, acquireReq('q', { agentId: 'a', seq: 4 }), 'a#4', 2 * S))).toMatchObject({ seq: 4, leaseId: '2-a', tokensGranted: 0, tokensHeld: 1, epoch: 9 });
+    expect(grantOf(send(core, acquireReq('q', { agentId: 'a', seq: 4 }), 'a#4', 2 * S))).toMatchObject({
+      seq: 4,
+      leaseId: '2-a',
+      tokensGranted: 0,
+      tokensHeld: 1,
+      epoch: 9,
+    });
   });
 
   it('keeps a pool already held as it is, whatever state a second adopt brings', () => {
@@ -132,7 +149,11 @@ describe('adopt', () => {
     grantOf(send(core, acquireReq('p', { agentId: 'a', seq: 1 }), 'a#1', 1 * S));
     expect(core.adopt('p', 6, 1 * S, EMPTY)).toBe('adopted');
     expect(core.poolCount).toBe(1);
-    expect(only(send(core, { v: 2, op: 'status', pool: 'p' }, 'status', 1 * S))).toMatchObject({ epoch: 5, levelTokens: 80, leasedTokens: 20 });
+    expect(only(send(core, { v: 2, op: 'status', pool: 'p' }, 'status', 1 * S))).toMatchObject({
+      epoch: 5,
+      levelTokens: 80,
+      leasedTokens: 20,
+    });
   });
 
   it('refuses names that are no pool and match no template', () => {
@@ -173,7 +194,8 @@ describe('adopt', () => {
 
   it('rejects a clock reading that is not a non-negative integer of µs', () => {
     const core = durableCore();
-    for (const nowUs of [-1, 1.5, Number.NaN]) expect(thrown(TokenleaseError, () => core.adopt('p', 1, nowUs, null)).code).toBe('out-of-range');
+    for (const nowUs of [-1, 1.5, Number.NaN])
+      expect(thrown(TokenleaseError, () => core.adopt('p', 1, nowUs, null)).code).toBe('out-of-range');
     expect(core.poolCount).toBe(0);
   });
 
@@ -240,7 +262,10 @@ describe('release', () => {
 
 describe('notOwner', () => {
   it('is a coordinator-fault error with the seq given and 50 ms to wait unless told otherwise', () => {
-    expect(notOwner('x', null, 'm')).toEqual({ to: 'x', reply: { v: 2, kind: 'error', seq: null, code: 'not-owner', fault: 'coordinator', message: 'm', retryAfterMs: 50 } });
+    expect(notOwner('x', null, 'm')).toEqual({
+      to: 'x',
+      reply: { v: 2, kind: 'error', seq: null, code: 'not-owner', fault: 'coordinator', message: 'm', retryAfterMs: 50 },
+    });
     expect(notOwner('x', 4, 'm', 250).reply).toMatchObject({ seq: 4, retryAfterMs: 250 });
   });
 });
@@ -269,7 +294,12 @@ describe('takeEvicted', () => {
   it('is empty in memory mode, though idle template pools are forgotten', () => {
     const core = memoryCore();
     const g = grantOf(send(core, acquireReq('tenant:acme', { agentId: 'a', seq: 1, tokensWanted: 5 }), 'a#1', 5 * S));
-    send(core, { v: 2, op: 'return', leaseSecret: SECRET, agentId: 'a', pool: 'tenant:acme', seq: 2, leaseId: g.leaseId, tokensLeft: 5 }, 'a#2', 5 * S);
+    send(
+      core,
+      { v: 2, op: 'return', leaseSecret: SECRET, agentId: 'a', pool: 'tenant:acme', seq: 2, leaseId: g.leaseId, tokensLeft: 5 },
+      'a#2',
+      5 * S,
+    );
     expect(core.poolCount).toBe(4);
     core.tick(7 * S);
     expect(core.poolCount).toBe(3);

@@ -29,7 +29,20 @@ function makeCore(): CoordinatorCore<string> {
 }
 
 function acquireReq(pool: string, agentId: string, seq: number, fields: Partial<LeaseRequest> = {}): LeaseRequest {
-  return { v: 2, op: 'acquire', leaseSecret: SECRET, pool, agentId, seq, leaseId: null, tokensLeft: 0, tokensWanted: 20, demandPerSecond: 100, holdMs: 100, ...fields };
+  return {
+    v: 2,
+    op: 'acquire',
+    leaseSecret: SECRET,
+    pool,
+    agentId,
+    seq,
+    leaseId: null,
+    tokensLeft: 0,
+    tokensWanted: 20,
+    demandPerSecond: 100,
+    holdMs: 100,
+    ...fields,
+  };
 }
 
 function send(core: CoordinatorCore<string>, req: Request, to: string, nowUs: number): Delivery<string>[] {

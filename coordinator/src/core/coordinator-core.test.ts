@@ -45,7 +45,18 @@ const subject = (op: Request['op'], pool: string): string => subjectFor('tokenle
 const bytes = (value: unknown): Uint8Array => new TextEncoder().encode(JSON.stringify(value));
 
 function acquireReq(fields: Partial<Omit<LeaseRequest, 'v' | 'op'>> & { readonly agentId: string; readonly seq: number }): LeaseRequest {
-  return { v: 2, op: 'acquire', leaseSecret: SECRET, pool: 'p', leaseId: null, tokensLeft: 0, tokensWanted: 20, demandPerSecond: 1, holdMs: 0, ...fields };
+  return {
+    v: 2,
+    op: 'acquire',
+    leaseSecret: SECRET,
+    pool: 'p',
+    leaseId: null,
+    tokensLeft: 0,
+    tokensWanted: 20,
+    demandPerSecond: 1,
+    holdMs: 0,
+    ...fields,
+  };
 }
 
 function send(core: CoordinatorCore<string>, req: Request, to: string, nowUs: number): Delivery<string>[] {
@@ -73,7 +84,15 @@ describe('routing', () => {
   it('answers acquire, return and status on their subjects, to the reply target given', () => {
     const core = makeCore();
     const g = grantOf(send(core, acquireReq({ agentId: 'a', seq: 1, tokensWanted: 15 }), 'inbox-1', FULL_AT));
-    expect(g).toMatchObject({ seq: 1, tokensGranted: 15, tokensHeld: 15, ttlMs: 1000, epoch: EPOCH, capacityTokens: 100, maxLeaseTokens: 20 });
+    expect(g).toMatchObject({
+      seq: 1,
+      tokensGranted: 15,
+      tokensHeld: 15,
+      ttlMs: 1000,
+      epoch: EPOCH,
+      capacityTokens: 100,
+      maxLeaseTokens: 20,
+    });
     wellFormed(g);
     expect(statusOf(core, 'p', FULL_AT)).toEqual({
       v: 2,
@@ -87,7 +106,12 @@ describe('routing', () => {
       waiting: 0,
       quietMs: 0,
     });
-    const out = send(core, { v: 2, op: 'return', leaseSecret: SECRET, agentId: 'a', pool: 'p', seq: 2, leaseId: g.leaseId, tokensLeft: 15 }, 'inbox-2', FULL_AT);
+    const out = send(
+      core,
+      { v: 2, op: 'return', leaseSecret: SECRET, agentId: 'a', pool: 'p', seq: 2, leaseId: g.leaseId, tokensLeft: 15 },
+      'inbox-2',
+      FULL_AT,
+    );
     expect(out).toEqual([{ to: 'inbox-2', reply: { v: 2, kind: 'receipt', seq: 2, tokensReturned: 15 } }]);
     expect(statusOf(core, 'p', FULL_AT)).toMatchObject({ levelTokens: 100, leasedTokens: 0, leases: 0 });
   });

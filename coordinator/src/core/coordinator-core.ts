@@ -118,7 +118,14 @@ export class CoordinatorCore<R> {
       const version = subjectVersion(this.config.subjectPrefix, subject);
       const shown = JSON.stringify(subject.slice(0, 200));
       if (version !== null && version !== PROTOCOL_VERSION) {
-        out.push(refusal(replyTo, 'unsupported-version', null, `subject ${shown} is of protocol v${version}; this coordinator speaks v${PROTOCOL_VERSION}`));
+        out.push(
+          refusal(
+            replyTo,
+            'unsupported-version',
+            null,
+            `subject ${shown} is of protocol v${version}; this coordinator speaks v${PROTOCOL_VERSION}`,
+          ),
+        );
       } else out.push(refusal(replyTo, 'bad-request', null, `subject ${shown} is not a v${PROTOCOL_VERSION} request subject`));
       return out;
     }
@@ -130,7 +137,9 @@ export class CoordinatorCore<R> {
     const req = decoded.value;
     const seq = 'seq' in req ? req.seq : null;
     if (req.op !== parts.op || req.pool !== parts.pool) {
-      out.push(refusal(replyTo, 'bad-request', seq, `payload (${req.op} on ${req.pool}) does not match subject (${parts.op} on ${parts.pool})`));
+      out.push(
+        refusal(replyTo, 'bad-request', seq, `payload (${req.op} on ${req.pool}) does not match subject (${parts.op} on ${parts.pool})`),
+      );
       return out;
     }
     if (this.config.bindIdentity && req.op !== 'status' && !agentOfIdentity(req.agentId, parts.identity)) {
@@ -141,12 +150,26 @@ export class CoordinatorCore<R> {
     // Only an acquire makes a pool from a template: a return, report or status for one that is not there finds nothing.
     const pool = req.op === 'acquire' ? this.pools.get(req.pool, nowUs) : this.pools.existing(req.pool);
     if (pool === undefined) {
-      const why = req.op === 'acquire' ? 'is not configured and matches no template' : 'is not configured, and no template pool of that name is in use';
+      const why =
+        req.op === 'acquire'
+          ? 'is not configured and matches no template'
+          : 'is not configured, and no template pool of that name is in use';
       out.push(refusal(replyTo, 'unknown-pool', seq, `pool ${JSON.stringify(req.pool)} ${why}`));
       return out;
     }
     if (pool === 'too-many') {
-      out.push({ to: replyTo, reply: { v: 2, kind: 'error', seq, code: 'unavailable', fault: 'peer', message: `pool ${JSON.stringify(req.pool)}: its template has as many pools as it may hold`, retryAfterMs: 1000 } });
+      out.push({
+        to: replyTo,
+        reply: {
+          v: 2,
+          kind: 'error',
+          seq,
+          code: 'unavailable',
+          fault: 'peer',
+          message: `pool ${JSON.stringify(req.pool)}: its template has as many pools as it may hold`,
+          retryAfterMs: 1000,
+        },
+      });
       return out;
     }
     this.touched = pool;

@@ -81,7 +81,10 @@ export class Credit {
 
   /** roomUnits — how much the level may still take: up to B itself, and credit up to B + A. */
   roomUnits(leasedTokens: number): number {
-    return Math.min(this.scale.capacityUnits - this.levelUnits, this.ceilingUnits - this.levelUnits - leasedTokens * this.scale.unitsPerToken);
+    return Math.min(
+      this.scale.capacityUnits - this.levelUnits,
+      this.ceilingUnits - this.levelUnits - leasedTokens * this.scale.unitsPerToken,
+    );
   }
 
   /** fullAtUs — when the level, left alone at the full rate, reaches B. */
@@ -99,8 +102,15 @@ export class Credit {
   check(leasedTokens: number): void {
     const creditUnits = this.levelUnits + leasedTokens * this.scale.unitsPerToken;
     assertInvariant(this.levelUnits >= 0, `pool ${this.pool}: negative level ${this.levelUnits}`);
-    if (this.checkCeilingUnits > this.ceilingUnits) this.checkCeilingUnits = Math.min(this.checkCeilingUnits, Math.max(this.ceilingUnits, creditUnits));
-    assertInvariant(this.levelUnits <= this.scale.capacityUnits, `pool ${this.pool}: level ${this.levelUnits} over capacity ${this.scale.capacityUnits}`);
-    assertInvariant(creditUnits <= this.checkCeilingUnits, `pool ${this.pool}: credit ${creditUnits} over capacity + allowance ${this.ceilingUnits}`);
+    if (this.checkCeilingUnits > this.ceilingUnits)
+      this.checkCeilingUnits = Math.min(this.checkCeilingUnits, Math.max(this.ceilingUnits, creditUnits));
+    assertInvariant(
+      this.levelUnits <= this.scale.capacityUnits,
+      `pool ${this.pool}: level ${this.levelUnits} over capacity ${this.scale.capacityUnits}`,
+    );
+    assertInvariant(
+      creditUnits <= this.checkCeilingUnits,
+      `pool ${this.pool}: credit ${creditUnits} over capacity + allowance ${this.ceilingUnits}`,
+    );
   }
 }

@@ -46,27 +46,32 @@ describe('HoldQueue', () => {
 
   it('matches a plain array model under random pushes, removals and due takes', () => {
     fc.assert(
-      fc.property(fc.array(fc.tuple(fc.constantFrom('push', 'remove', 'due'), fc.integer({ min: 0, max: 30 }), fc.integer({ min: 0, max: 1000 })), { maxLength: 200 }), (ops) => {
-        const q = new HoldQueue<string>();
-        let model: Waiter<string>[] = [];
-        for (const [op, n, t] of ops) {
-          const id = `a${n}`;
-          if (op === 'push' && model.every((w) => w.record.agentId !== id)) {
-            const w = waiter(id, t, n + 1);
-            q.push(w);
-            model.push(w);
-          } else if (op === 'remove') {
-            q.remove(id);
-            model = model.filter((w) => w.record.agentId !== id);
-          } else if (op === 'due') {
-            expect(ids(q.takeDue(t))).toEqual(ids(model.filter((w) => w.deadlineUs <= t)));
-            model = model.filter((w) => w.deadlineUs > t);
+      fc.property(
+        fc.array(fc.tuple(fc.constantFrom('push', 'remove', 'due'), fc.integer({ min: 0, max: 30 }), fc.integer({ min: 0, max: 1000 })), {
+          maxLength: 200,
+        }),
+        (ops) => {
+          const q = new HoldQueue<string>();
+          let model: Waiter<string>[] = [];
+          for (const [op, n, t] of ops) {
+            const id = `a${n}`;
+            if (op === 'push' && model.every((w) => w.record.agentId !== id)) {
+              const w = waiter(id, t, n + 1);
+              q.push(w);
+              model.push(w);
+            } else if (op === 'remove') {
+              q.remove(id);
+              model = model.filter((w) => w.record.agentId !== id);
+            } else if (op === 'due') {
+              expect(ids(q.takeDue(t))).toEqual(ids(model.filter((w) => w.deadlineUs <= t)));
+              model = model.filter((w) => w.deadlineUs > t);
+            }
+            expect(ids(q.inOrder())).toEqual(ids(model));
+            expect(q.turnsTokens).toBe(model.reduce((s, w) => s + w.thresholdTokens, 0));
+            expect(q.earliestDeadlineUs()).toBe(Math.min(Infinity, ...model.map((w) => w.deadlineUs)));
           }
-          expect(ids(q.inOrder())).toEqual(ids(model));
-          expect(q.turnsTokens).toBe(model.reduce((s, w) => s + w.thresholdTokens, 0));
-          expect(q.earliestDeadlineUs()).toBe(Math.min(Infinity, ...model.map((w) => w.deadlineUs)));
-        }
-      }),
+        },
+      ),
     );
   });
 });

@@ -22,11 +22,26 @@ describe('lease secrets', () => {
     const pool = makePool();
     const g = grantOf(acquire(pool, FULL_AT, { agentId: 'victim', seq: 1, tokensWanted: 20 }));
     const before = internals(pool);
-    const stolen = acquire(pool, FULL_AT + MS, { agentId: 'victim', seq: 2 ** 53 - 1, leaseSecret: THIEF, leaseId: g.leaseId, tokensLeft: 0 });
+    const stolen = acquire(pool, FULL_AT + MS, {
+      agentId: 'victim',
+      seq: 2 ** 53 - 1,
+      leaseSecret: THIEF,
+      leaseId: g.leaseId,
+      tokensLeft: 0,
+    });
     expect(stolen[0]?.reply).toMatchObject({ kind: 'error', code: 'forbidden', fault: 'peer', retryAfterMs: 999 });
     expect(JSON.stringify(stolen)).not.toContain(SECRET);
     const out: Delivery<string>[] = [];
-    const ret: LeaseReturn = { v: 2, op: 'return', pool: 'p', agentId: 'victim', leaseSecret: THIEF, seq: 5, leaseId: g.leaseId, tokensLeft: 20 };
+    const ret: LeaseReturn = {
+      v: 2,
+      op: 'return',
+      pool: 'p',
+      agentId: 'victim',
+      leaseSecret: THIEF,
+      seq: 5,
+      leaseId: g.leaseId,
+      tokensLeft: 20,
+    };
     pool.giveBack(ret, 'thief', FULL_AT + MS, out);
     expect(codeOf(out[0])).toBe('forbidden');
     const report: LeaseReport = { ...ret, op: 'report', tokensLeft: 0 };
@@ -34,7 +49,9 @@ describe('lease secrets', () => {
     expect(out).toHaveLength(1);
     expect(internals(pool).replace(/"lastRefill":\d+/, '')).toBe(before.replace(/"lastRefill":\d+/, ''));
     // The holder carries on at its own sequence.
-    const renewed = grantOf(acquire(pool, FULL_AT + 2 * MS, { agentId: 'victim', seq: 2, leaseId: g.leaseId, tokensLeft: 20, tokensWanted: 0 }));
+    const renewed = grantOf(
+      acquire(pool, FULL_AT + 2 * MS, { agentId: 'victim', seq: 2, leaseId: g.leaseId, tokensLeft: 20, tokensWanted: 0 }),
+    );
     expect(renewed).toMatchObject({ leaseId: g.leaseId, tokensHeld: 20 });
   });
 
@@ -42,7 +59,9 @@ describe('lease secrets', () => {
     const pool = makePool();
     grantOf(acquire(pool, FULL_AT, { agentId: 'a', seq: 1, tokensWanted: 5 }));
     expect(codeOf(acquire(pool, FULL_AT + 999 * MS, { agentId: 'a', seq: 1, leaseSecret: THIEF })[0])).toBe('forbidden');
-    expect(grantOf(acquire(pool, FULL_AT + 1000 * MS, { agentId: 'a', seq: 1, leaseSecret: THIEF, tokensWanted: 5 })).tokensGranted).toBe(5);
+    expect(grantOf(acquire(pool, FULL_AT + 1000 * MS, { agentId: 'a', seq: 1, leaseSecret: THIEF, tokensWanted: 5 })).tokensGranted).toBe(
+      5,
+    );
     expect(status(pool, FULL_AT + 1000 * MS).leases).toBe(1);
   });
 
@@ -55,9 +74,25 @@ describe('lease secrets', () => {
 
 describe('identity binding and versions', () => {
   const core = (bindIdentity: boolean): CoordinatorCore<string> =>
-    new CoordinatorCore<string>(parseCoordinatorConfig('ids.yaml', { bindIdentity, quietPeriodMs: 1000, pools: { p: STANDARD_POOL_FIELDS } }), 3, 0);
+    new CoordinatorCore<string>(
+      parseCoordinatorConfig('ids.yaml', { bindIdentity, quietPeriodMs: 1000, pools: { p: STANDARD_POOL_FIELDS } }),
+      3,
+      0,
+    );
   const send = (c: CoordinatorCore<string>, agentId: string, identity: string): Reply | undefined => {
-    const req = { v: 2, op: 'acquire', pool: 'p', agentId, leaseSecret: SECRET, seq: 1, leaseId: null, tokensLeft: 0, tokensWanted: 5, demandPerSecond: 1, holdMs: 0 } as const;
+    const req = {
+      v: 2,
+      op: 'acquire',
+      pool: 'p',
+      agentId,
+      leaseSecret: SECRET,
+      seq: 1,
+      leaseId: null,
+      tokensLeft: 0,
+      tokensWanted: 5,
+      demandPerSecond: 1,
+      holdMs: 0,
+    } as const;
     return c.receive(subjectFor('tokenlease', 'acquire', 'p', identity), encodeMessage(req), 'to', FULL_AT)[0]?.reply;
   };
 

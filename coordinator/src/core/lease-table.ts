@@ -101,7 +101,20 @@ export class LeaseTable {
   /** adopt — a lease kept by a previous owner, live until `expiresAtUs`; `agentId` must hold none here. */
   adopt(agentId: string, secret: string, leaseId: string, boundTokens: number, lastSeq: number, expiresAtUs: number): LeaseRecord {
     assertInvariant(!this.byAgent.has(agentId), `agent ${agentId} already holds a lease`);
-    const record: LeaseRecord = { leaseId, agentId, secret, boundTokens: 0, expiresAtUs, lastSeq, lastReply: null, heldTokens: 0, ratePerPeriod: 0, accrualFromUs: 0, demandPerSecond: 0, weight: 1 };
+    const record: LeaseRecord = {
+      leaseId,
+      agentId,
+      secret,
+      boundTokens: 0,
+      expiresAtUs,
+      lastSeq,
+      lastReply: null,
+      heldTokens: 0,
+      ratePerPeriod: 0,
+      accrualFromUs: 0,
+      demandPerSecond: 0,
+      weight: 1,
+    };
     this.byAgent.set(agentId, record);
     this.weightSum += record.weight;
     this.setBound(record, boundTokens);

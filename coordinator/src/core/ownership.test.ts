@@ -26,7 +26,12 @@ const unitsOf = (member: string, units: readonly string[], members: readonly str
 
 describe('rendezvousScore', () => {
   it('is a deterministic unsigned 32-bit integer', () => {
-    for (const [member, unit] of [['coord-a', 'pool-1'], ['', ''], ['é', CATCH_ALL_UNIT], ['x'.repeat(500), 'y']] as const) {
+    for (const [member, unit] of [
+      ['coord-a', 'pool-1'],
+      ['', ''],
+      ['é', CATCH_ALL_UNIT],
+      ['x'.repeat(500), 'y'],
+    ] as const) {
       const score = rendezvousScore(member, unit);
       expect(Number.isInteger(score) && score >= 0 && score < 2 ** 32).toBe(true);
       expect(rendezvousScore(member, unit)).toBe(score);
@@ -40,7 +45,8 @@ describe('rendezvousScore', () => {
   it('spreads close names: neighbouring units get scores that differ in many bits', () => {
     const bitsDiffering = (a: number, b: number): number => [...((a ^ b) >>> 0).toString(2)].filter((c) => c === '1').length;
     let total = 0;
-    for (let i = 0; i < 100; i += 1) total += bitsDiffering(rendezvousScore('coord-a', `pool-${i}`), rendezvousScore('coord-a', `pool-${i + 1}`));
+    for (let i = 0; i < 100; i += 1)
+      total += bitsDiffering(rendezvousScore('coord-a', `pool-${i}`), rendezvousScore('coord-a', `pool-${i + 1}`));
     // About 16 of 32 on average for a good mix.
     expect(total / 100).toBeGreaterThan(12);
     expect(total / 100).toBeLessThan(20);
@@ -126,7 +132,10 @@ describe('minimal movement (property)', () => {
           if (joined.get(unit) !== before.get(unit)) expect(joined.get(unit)).toBe(newcomer);
         }
         // Leaving is joining backwards: the newcomer leaves again.
-        const left = owners(units, members.filter((m) => m !== newcomer));
+        const left = owners(
+          units,
+          members.filter((m) => m !== newcomer),
+        );
         expect(left).toEqual(before);
         const leaver = members[0] ?? '';
         const rest = members.slice(1);

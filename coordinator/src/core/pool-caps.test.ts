@@ -43,7 +43,9 @@ describe('fair holding', () => {
   it('lets five leases that renew without spending lapse once another agent waits, so it gets tokens within one TTL', () => {
     const pool = makePool();
     const hoarders = ['h1', 'h2', 'h3', 'h4', 'h5'];
-    const leaseIds = new Map(hoarders.map((id) => [id, grantOf(acquire(pool, FULL_AT, { agentId: id, seq: 1, tokensWanted: 20 })).leaseId]));
+    const leaseIds = new Map(
+      hoarders.map((id) => [id, grantOf(acquire(pool, FULL_AT, { agentId: id, seq: 1, tokensWanted: 20 })).leaseId]),
+    );
     expect(status(pool, FULL_AT).levelTokens).toBe(0);
     let seq = 1;
     let honestTokens = 0;
@@ -56,7 +58,10 @@ describe('fair holding', () => {
         if (g?.kind === 'grant') leaseIds.set(id, g.leaseId);
       }
       honestSeq += 1;
-      for (const d of [...acquire(pool, t, { agentId: 'honest', seq: honestSeq, holdMs: 200, tokensWanted: 20 }), ...tick(pool, t + 50 * MS)]) {
+      for (const d of [
+        ...acquire(pool, t, { agentId: 'honest', seq: honestSeq, holdMs: 200, tokensWanted: 20 }),
+        ...tick(pool, t + 50 * MS),
+      ]) {
         if (d.reply.kind === 'grant' && d.to.startsWith('honest')) honestTokens += d.reply.tokensGranted;
       }
     }
@@ -68,7 +73,9 @@ describe('fair holding', () => {
     const g = grantOf(acquire(pool, FULL_AT, { agentId: 'big', seq: 1, tokensWanted: 20 }));
     for (const id of ['a', 'b', 'c', 'd']) grantOf(acquire(pool, FULL_AT, { agentId: id, seq: 1, tokensWanted: 20 }));
     expect(acquire(pool, FULL_AT + 10 * MS, { agentId: 'w', seq: 1, holdMs: 200, tokensWanted: 20 })).toEqual([]);
-    const renewal = grantOf(acquire(pool, FULL_AT + 150 * MS, { agentId: 'big', seq: 2, leaseId: g.leaseId, tokensLeft: 20, tokensWanted: 5 }));
+    const renewal = grantOf(
+      acquire(pool, FULL_AT + 150 * MS, { agentId: 'big', seq: 2, leaseId: g.leaseId, tokensLeft: 20, tokensWanted: 5 }),
+    );
     expect(renewal).toMatchObject({ tokensGranted: 0, tokensHeld: 20, ttlMs: 850, retryAfterMs: 0 });
   });
 });

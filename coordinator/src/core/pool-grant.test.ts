@@ -95,7 +95,11 @@ describe('reports lower a bound and never raise it', () => {
   it('keeps a lowered bound when a later report claims more', () => {
     const { pool, leaseId } = poolWithLease(15);
     acquire(pool, FULL_AT, { agentId: 'a', seq: 2, leaseId, tokensLeft: 9, tokensWanted: 0 });
-    for (const [seq, tokensLeft] of [[3, 15], [4, 100], [5, 9]] as const) {
+    for (const [seq, tokensLeft] of [
+      [3, 15],
+      [4, 100],
+      [5, 9],
+    ] as const) {
       const g = grantOf(acquire(pool, FULL_AT, { agentId: 'a', seq, leaseId, tokensLeft, tokensWanted: 0 }));
       expect(g.tokensHeld).toBe(9);
     }
@@ -164,15 +168,37 @@ describe('allowance', () => {
     const leaseId = leaseFrom(pool, 'a', FULL_AT);
     expect(status(pool, FULL_AT + 100 * MS).levelTokens).toBe(100);
     const out: Delivery<string>[] = [];
-    pool.giveBack({ v: 2, op: 'return', leaseSecret: SECRET, agentId: 'a', pool: 'p', seq: 2, leaseId, tokensLeft: 20 }, 'a#2', FULL_AT + 100 * MS, out);
+    pool.giveBack(
+      { v: 2, op: 'return', leaseSecret: SECRET, agentId: 'a', pool: 'p', seq: 2, leaseId, tokensLeft: 20 },
+      'a#2',
+      FULL_AT + 100 * MS,
+      out,
+    );
     expect(status(pool, FULL_AT + 100 * MS)).toMatchObject({ levelTokens: 100, leasedTokens: 0 });
   });
 });
 
 describe('usage reports', () => {
-  const report = (pool: ReturnType<typeof makePool>, nowUs: number, fields: { seq: number; leaseId: string; tokensLeft: number; agentId?: string }): Delivery<string>[] => {
+  const report = (
+    pool: ReturnType<typeof makePool>,
+    nowUs: number,
+    fields: { seq: number; leaseId: string; tokensLeft: number; agentId?: string },
+  ): Delivery<string>[] => {
     const out: Delivery<string>[] = [];
-    pool.report({ v: 2, op: 'report', leaseSecret: SECRET, pool: 'p', agentId: fields.agentId ?? 'a', seq: fields.seq, leaseId: fields.leaseId, tokensLeft: fields.tokensLeft }, nowUs, out);
+    pool.report(
+      {
+        v: 2,
+        op: 'report',
+        leaseSecret: SECRET,
+        pool: 'p',
+        agentId: fields.agentId ?? 'a',
+        seq: fields.seq,
+        leaseId: fields.leaseId,
+        tokensLeft: fields.tokensLeft,
+      },
+      nowUs,
+      out,
+    );
     return out;
   };
 

@@ -53,7 +53,9 @@ describe('idempotent retries', () => {
     const renewal = grantOf(acquire(pool, FULL_AT, { agentId: 'a', seq: 2, leaseId, tokensLeft: 4, tokensWanted: 10, holdMs: 0 }));
     expect(renewal).toMatchObject({ seq: 2, tokensGranted: 10, tokensHeld: 14 });
     const snapshot = internals(pool);
-    expect(grantOf(acquire(pool, FULL_AT, { agentId: 'a', seq: 2, leaseId, tokensLeft: 4, tokensWanted: 10, holdMs: 0 }))).toStrictEqual(renewal);
+    expect(grantOf(acquire(pool, FULL_AT, { agentId: 'a', seq: 2, leaseId, tokensLeft: 4, tokensWanted: 10, holdMs: 0 }))).toStrictEqual(
+      renewal,
+    );
     expect(internals(pool)).toBe(snapshot);
   });
 
@@ -76,7 +78,16 @@ describe('idempotent retries', () => {
     expect(out).toEqual([
       {
         to: 'late',
-        reply: { v: 2, kind: 'error', seq: oldSeq, code: 'stale-sequence', fault: 'peer', message: expect.any(String), retryAfterMs: 0, seqFloor: 2 },
+        reply: {
+          v: 2,
+          kind: 'error',
+          seq: oldSeq,
+          code: 'stale-sequence',
+          fault: 'peer',
+          message: expect.any(String),
+          retryAfterMs: 0,
+          seqFloor: 2,
+        },
       },
     ]);
     expect(internals(pool)).toBe(snapshot);

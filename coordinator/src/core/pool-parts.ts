@@ -34,7 +34,13 @@ export interface PoolParts<R> {
 export const US_PER_MS = 1000;
 
 /** makePoolParts — the state of an empty pool of `config` that starts at `startUs`, quiet for `quietPeriodMs`. */
-export function makePoolParts<R>(config: PoolConfig, epoch: number, startUs: number, quietPeriodMs: number, restarts: number): PoolParts<R> {
+export function makePoolParts<R>(
+  config: PoolConfig,
+  epoch: number,
+  startUs: number,
+  quietPeriodMs: number,
+  restarts: number,
+): PoolParts<R> {
   const scale = tokenScale(config.capacity, config.refill);
   const idPrefix = restarts === 0 ? `${epoch.toString(36)}-` : `${epoch.toString(36)}.${restarts.toString(36)}-`;
   const quietUntilUs = startUs + quietPeriodMs * US_PER_MS;
@@ -54,7 +60,13 @@ export function makePoolParts<R>(config: PoolConfig, epoch: number, startUs: num
 }
 
 /** grantReply — the grant that tells an agent its lease after this request. */
-export function grantReply<R>(p: PoolParts<R>, record: LeaseRecord, tokensGranted: number, retryAfterMs: number, ttlMs = p.config.leaseTtlMs): LeaseGrant {
+export function grantReply<R>(
+  p: PoolParts<R>,
+  record: LeaseRecord,
+  tokensGranted: number,
+  retryAfterMs: number,
+  ttlMs = p.config.leaseTtlMs,
+): LeaseGrant {
   return {
     v: 2,
     kind: 'grant',
@@ -98,13 +110,25 @@ export function admissionRefusal<R>(p: PoolParts<R>, req: LeaseRequest, isNewLea
   }
   const wouldWait = config.leaseMode === 'chunk' && req.holdMs > 0 && req.tokensWanted > 0 && waiters.size > 0;
   if (wouldWait && waiters.size >= config.maxWaiting && waiters.get(req.agentId) === undefined) {
-    return unavailable(req.seq, `pool ${JSON.stringify(config.name)} holds its most waiting requests (${config.maxWaiting}); ask again`, config.maxHoldMs);
+    return unavailable(
+      req.seq,
+      `pool ${JSON.stringify(config.name)} holds its most waiting requests (${config.maxWaiting}); ask again`,
+      config.maxHoldMs,
+    );
   }
   return null;
 }
 
 function unavailable(seq: number, message: string, retryAfterMs: number): Reply {
-  return { v: 2, kind: 'error', seq, code: 'unavailable', fault: 'coordinator', message, retryAfterMs: Math.min(DURATION_MS_MAX, Math.max(1, retryAfterMs)) };
+  return {
+    v: 2,
+    kind: 'error',
+    seq,
+    code: 'unavailable',
+    fault: 'coordinator',
+    message,
+    retryAfterMs: Math.min(DURATION_MS_MAX, Math.max(1, retryAfterMs)),
+  };
 }
 
 /**

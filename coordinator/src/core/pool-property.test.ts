@@ -386,7 +386,8 @@ class Simulation {
     }
     const body: LeaseRequest = {
       v: 2,
-      op: 'acquire', leaseSecret: SECRET,
+      op: 'acquire',
+      leaseSecret: SECRET,
       agentId: a.id,
       pool: 'p',
       seq: a.seq,
@@ -434,7 +435,16 @@ class Simulation {
     if (op.dropRequest || !(staleAcquire || staleReturn)) return;
     expect(sent.replies).toEqual([
       staleAcquire
-        ? { v: 2, kind: 'error', code: 'stale-sequence', fault: 'peer', seq: s.seq, message: expect.any(String), retryAfterMs: 0, seqFloor: record?.lastSeq }
+        ? {
+            v: 2,
+            kind: 'error',
+            code: 'stale-sequence',
+            fault: 'peer',
+            seq: s.seq,
+            message: expect.any(String),
+            retryAfterMs: 0,
+            seqFloor: record?.lastSeq,
+          }
         : { v: 2, kind: 'receipt', seq: s.seq, tokensReturned: 0 },
     ]);
     expect(internals(this.pool), 'a stale duplicate changed the pool').toBe(before);
@@ -464,13 +474,23 @@ class Simulation {
       });
     const before = fleet();
     if (op.giveBack) {
-      const body: LeaseReturn = { v: 2, op: 'return', leaseSecret: SECRET, agentId, pool: 'p', seq: op.seq, leaseId: named, tokensLeft: op.tokensLeft };
+      const body: LeaseReturn = {
+        v: 2,
+        op: 'return',
+        leaseSecret: SECRET,
+        agentId,
+        pool: 'p',
+        seq: op.seq,
+        leaseId: named,
+        tokensLeft: op.tokensLeft,
+      };
       const sent = { agent: null, kind: 'return', seq: op.seq, body, codes: [], sameBodyPerSeq: false, loseReply: false } as const;
       this.send(subjectFor(PREFIX, 'return', 'p'), encodeMessage(body), sent, false);
     } else {
       const body: LeaseRequest = {
         v: 2,
-        op: 'acquire', leaseSecret: SECRET,
+        op: 'acquire',
+        leaseSecret: SECRET,
         agentId,
         pool: 'p',
         seq: op.seq,
@@ -513,7 +533,8 @@ class Simulation {
     // A request that would change the pool if it were accepted: the agent's next seq, voiding its lease.
     const good: LeaseRequest = {
       v: 2,
-      op: 'acquire', leaseSecret: SECRET,
+      op: 'acquire',
+      leaseSecret: SECRET,
       agentId: a.id,
       pool: 'p',
       seq: a.seq + 1,
@@ -533,11 +554,24 @@ class Simulation {
       'x.v2.acquire.p.anon',
       '',
     ];
-    const giveBack = { v: 2, op: 'return', leaseSecret: SECRET, agentId: a.id, pool: 'p', seq: a.seq + 1, leaseId: a.leaseId ?? 'x', tokensLeft: 0 };
+    const giveBack = {
+      v: 2,
+      op: 'return',
+      leaseSecret: SECRET,
+      agentId: a.id,
+      pool: 'p',
+      seq: a.seq + 1,
+      leaseId: a.leaseId ?? 'x',
+      tokensLeft: 0,
+    };
     const cases: ReadonlyArray<readonly [string, Uint8Array, readonly string[]]> = [
       [acquireSubject, new TextEncoder().encode('not json {'), ['bad-request']],
       [acquireSubject, json({ ...good, v: 1 }), ['unsupported-version']],
-      [acquireSubject, json({ ...good, [op.noise.length % 2 === 0 ? 'tokensLeft' : 'tokensWanted']: -1 - op.noise.length }), ['bad-request']],
+      [
+        acquireSubject,
+        json({ ...good, [op.noise.length % 2 === 0 ? 'tokensLeft' : 'tokensWanted']: -1 - op.noise.length }),
+        ['bad-request'],
+      ],
       [acquireSubject, json({ ...good, pool: 'q' }), ['bad-request']],
       [subjectFor(PREFIX, 'acquire', 'nope'), json({ ...good, pool: 'nope' }), ['unknown-pool']],
       [badSubjects[op.noise.length % badSubjects.length] ?? '', json(good), ['bad-request']],
@@ -661,7 +695,9 @@ class Simulation {
     }
     expect(p.leases.boundSum).toBe(sum);
     expect(p.credit.levelUnits, 'level over capacity').toBeLessThanOrEqual(scale.capacityUnits);
-    expect(p.credit.levelUnits + sum * scale.unitsPerToken, 'credit over capacity + allowance').toBeLessThanOrEqual(scale.capacityUnits + this.config.allowance * scale.unitsPerToken);
+    expect(p.credit.levelUnits + sum * scale.unitsPerToken, 'credit over capacity + allowance').toBeLessThanOrEqual(
+      scale.capacityUnits + this.config.allowance * scale.unitsPerToken,
+    );
     for (const w of p.waiters) expect(p.leases.byAgent.get(w.record.agentId), 'a waiter whose lease is gone').toBe(w.record);
     // Agent safety: what an agent may still spend is covered by a live bound that outlives it.
     for (const a of this.agents) {
@@ -776,7 +812,15 @@ describe('CoordinatorCore under random requests from honest agents', () => {
     const ops: Op[] = [];
     for (let i = 0; i < 200; i += 1) {
       const agent = i % 2;
-      const renew = { name: 'current', report: 'exact', pick: 0, tokensWanted: 10, holdMs: 0, dropRequest: false, loseReply: false } as const;
+      const renew = {
+        name: 'current',
+        report: 'exact',
+        pick: 0,
+        tokensWanted: 10,
+        holdMs: 0,
+        dropRequest: false,
+        loseReply: false,
+      } as const;
       ops.push({ t: 'acquire', agent, dtUs: 5000, ...renew });
       ops.push({ t: 'spend', agent, dtUs: 0, tokens: 40 });
     }

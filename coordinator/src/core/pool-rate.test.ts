@@ -17,7 +17,11 @@ import { SECRET } from './pool.fixtures.js';
 
 const RATE = { leaseMode: 'rate' };
 const ratePool = (fields: Record<string, unknown> = {}): Pool<string> => makePool({ fields: { ...RATE, ...fields } });
-const rateOf = (g: LeaseGrant): [number, number, number] => [g.rate?.tokensPerPeriod ?? -1, g.rate?.periodMs ?? -1, g.rate?.capTokens ?? -1];
+const rateOf = (g: LeaseGrant): [number, number, number] => [
+  g.rate?.tokensPerPeriod ?? -1,
+  g.rate?.periodMs ?? -1,
+  g.rate?.capTokens ?? -1,
+];
 
 describe('rate leases: grants', () => {
   it('gives a lone agent its demand as a rate, a cap of its share of B (at most a lease), and fills it from the level', () => {
@@ -66,9 +70,20 @@ describe('rate leases: grants', () => {
     const g = grantOf(acquire(pool, FULL_AT, { agentId: 'a', seq: 1, demandPerSecond: 100, tokensWanted: 10 }));
     expect(rateOf(g)).toEqual([100, 1000, 10]);
     // A report of more than the cap is lowered to what it could hold.
-    const r = grantOf(acquire(pool, FULL_AT + 10 * MS, { agentId: 'a', seq: 2, leaseId: g.leaseId, tokensLeft: 999, demandPerSecond: 100, tokensWanted: 0 }));
+    const r = grantOf(
+      acquire(pool, FULL_AT + 10 * MS, {
+        agentId: 'a',
+        seq: 2,
+        leaseId: g.leaseId,
+        tokensLeft: 999,
+        demandPerSecond: 100,
+        tokensWanted: 0,
+      }),
+    );
     expect([r.tokensGranted, r.tokensHeld]).toEqual([0, 10]);
-    const low = grantOf(acquire(pool, FULL_AT + 20 * MS, { agentId: 'a', seq: 3, leaseId: g.leaseId, tokensLeft: 3, demandPerSecond: 100, tokensWanted: 5 }));
+    const low = grantOf(
+      acquire(pool, FULL_AT + 20 * MS, { agentId: 'a', seq: 3, leaseId: g.leaseId, tokensLeft: 3, demandPerSecond: 100, tokensWanted: 5 }),
+    );
     expect([low.tokensGranted, low.tokensHeld]).toEqual([5, 8]);
   });
 
@@ -96,19 +111,30 @@ describe('rate leases: grants', () => {
     const pool = ratePool();
     const g = grantOf(acquire(pool, FULL_AT, { agentId: 'a', seq: 1, demandPerSecond: 100, tokensWanted: 10 }));
     const out: Delivery<string>[] = [];
-    pool.giveBack({ v: 2, op: 'return', leaseSecret: SECRET, pool: 'p', agentId: 'a', seq: 2, leaseId: g.leaseId, tokensLeft: 50 }, 'r', FULL_AT + MS, out);
+    pool.giveBack(
+      { v: 2, op: 'return', leaseSecret: SECRET, pool: 'p', agentId: 'a', seq: 2, leaseId: g.leaseId, tokensLeft: 50 },
+      'r',
+      FULL_AT + MS,
+      out,
+    );
     expect(out[0]?.reply).toEqual({ v: 2, kind: 'receipt', seq: 2, tokensReturned: 10 });
   });
 
   it('is refused where its arithmetic would not be exact', () => {
-    const error = thrown(CoordinatorError, () => parseCoordinatorConfig('x.yaml', { pools: { p: { capacity: 30_000, refill: '1/86400s', leaseMode: 'rate' } } }));
+    const error = thrown(CoordinatorError, () =>
+      parseCoordinatorConfig('x.yaml', { pools: { p: { capacity: 30_000, refill: '1/86400s', leaseMode: 'rate' } } }),
+    );
     expect(error.message).toContain('field "leaseMode"');
-    expect(thrown(CoordinatorError, () => parseCoordinatorConfig('x.yaml', { pools: { p: { capacity: 1, refill: '1/s', leaseMode: 'trickle' } } })).field).toBe('leaseMode');
+    expect(
+      thrown(CoordinatorError, () =>
+        parseCoordinatorConfig('x.yaml', { pools: { p: { capacity: 1, refill: '1/s', leaseMode: 'trickle' } } }),
+      ).field,
+    ).toBe('leaseMode');
   });
 });
 
 describe('rate lease arithmetic', () => {
-  it('heldAt rounds the coordinator\'s accrual up and stops at the cap', () => {
+  it("heldAt rounds the coordinator's accrual up and stops at the cap", () => {
     const lease = { heldTokens: 2, ratePerPeriod: 3, accrualFromUs: 1000, boundTokens: 10 };
     expect([0, 1000, 1001, 334_333, 334_334, 2_666_667, 9 * S].map((t) => heldAt(lease, t, S))).toEqual([2, 2, 3, 3, 4, 10, 10]);
     expect(heldAt({ ...lease, ratePerPeriod: 0 }, 9 * S, S)).toBe(2);
@@ -168,7 +194,17 @@ describe('rate leases under random honest agents (property)', () => {
         (agents, steps) => {
           const pool = ratePool({ capacity: 50, maxLeaseTokens: 30 });
           const periodUs = Math.ceil((1000 * 1000) / 0.99);
-          const model: ModelAgent[] = Array.from({ length: agents }, () => ({ leaseId: null, balance: 0, rate: 0, cap: 0, carry: 0, at: 0, expiresAtUs: 0, sentAtUs: null, seq: 0 }));
+          const model: ModelAgent[] = Array.from({ length: agents }, () => ({
+            leaseId: null,
+            balance: 0,
+            rate: 0,
+            cap: 0,
+            carry: 0,
+            at: 0,
+            expiresAtUs: 0,
+            sentAtUs: null,
+            seq: 0,
+          }));
           const admissions: [number, number][] = [];
           let now = FULL_AT;
           let coordinatorUs = FULL_AT;
@@ -188,7 +224,14 @@ describe('rate leases under random honest agents (property)', () => {
             a.seq += 1;
             a.sentAtUs = now;
             coordinatorUs = Math.max(coordinatorUs, now + step.delayUs);
-            const out = acquire(pool, coordinatorUs, { agentId: `g${step.agent % agents}`, seq: a.seq, leaseId: a.leaseId, tokensLeft: a.balance, demandPerSecond: step.demand, tokensWanted: 30 });
+            const out = acquire(pool, coordinatorUs, {
+              agentId: `g${step.agent % agents}`,
+              seq: a.seq,
+              leaseId: a.leaseId,
+              tokensLeft: a.balance,
+              demandPerSecond: step.demand,
+              tokensWanted: 30,
+            });
             const g = grantOf(out);
             if (step.lost) continue; // stays frozen; the next step sends a new request
             const arrival = coordinatorUs + step.delayUs;
@@ -196,7 +239,13 @@ describe('rate leases under random honest agents (property)', () => {
             if (g.leaseId !== a.leaseId) Object.assign(a, { balance: 0, carry: 0 });
             a.leaseId = g.leaseId;
             a.balance += g.tokensGranted;
-            Object.assign(a, { rate: g.rate?.tokensPerPeriod ?? 0, cap: g.rate?.capTokens ?? 0, at: arrival, expiresAtUs: a.sentAtUs + 950_000, sentAtUs: null });
+            Object.assign(a, {
+              rate: g.rate?.tokensPerPeriod ?? 0,
+              cap: g.rate?.capTokens ?? 0,
+              at: arrival,
+              expiresAtUs: a.sentAtUs + 950_000,
+              sentAtUs: null,
+            });
             now = Math.max(now, arrival);
           }
           admissions.sort((x, y) => x[0] - y[0]);

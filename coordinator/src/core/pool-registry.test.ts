@@ -32,7 +32,17 @@ function send(c: CoordinatorCore<string>, req: Request, nowUs: number): Reply {
 }
 
 const acquire = (pool: string, agentId = 'a', seq = 1, tokensWanted = 5): Request => ({
-  v: 2, op: 'acquire', leaseSecret: SECRET, agentId, pool, seq, leaseId: null, tokensLeft: 0, tokensWanted, demandPerSecond: 0, holdMs: 0,
+  v: 2,
+  op: 'acquire',
+  leaseSecret: SECRET,
+  agentId,
+  pool,
+  seq,
+  leaseId: null,
+  tokensLeft: 0,
+  tokensWanted,
+  demandPerSecond: 0,
+  holdMs: 0,
 });
 
 describe('template pools', () => {
@@ -97,7 +107,11 @@ describe('template configuration', () => {
   it.each<[string, unknown, string]>([
     ['a key without "*"', { templates: { 'tenant:': { capacity: 1, refill: '1/s' } } }, 'followed by "*"'],
     ['a key with a dot', { templates: { 'a.b*': { capacity: 1, refill: '1/s' } } }, 'name'],
-    ['idleEvictMs shorter than the TTL', { templates: { 't:*': { capacity: 1, refill: '1/s', leaseTtlMs: 5000, idleEvictMs: 1000 } } }, 'idleEvictMs'],
+    [
+      'idleEvictMs shorter than the TTL',
+      { templates: { 't:*': { capacity: 1, refill: '1/s', leaseTtlMs: 5000, idleEvictMs: 1000 } } },
+      'idleEvictMs',
+    ],
     ['an unknown field', { templates: { 't:*': { capacity: 1, refill: '1/s', maxPool: 3 } } }, 'maxPool'],
   ])('refuses %s', (_name, doc, fragment) => {
     expect(() => parseCoordinatorConfig('t.yaml', doc)).toThrow(CoordinatorError);
@@ -107,7 +121,12 @@ describe('template configuration', () => {
   it('fills defaults and lets templates stand alone', () => {
     const config = parseCoordinatorConfig('t.yaml', { templates: { 'tenant:*': { capacity: 10, refill: '10/s' } } });
     expect(config.pools).toEqual([]);
-    expect(config.templates[0]).toMatchObject({ prefix: 'tenant:', idleEvictMs: 60_000, maxPools: 100_000, pool: { name: 'tenant:*', capacity: 10 } });
+    expect(config.templates[0]).toMatchObject({
+      prefix: 'tenant:',
+      idleEvictMs: 60_000,
+      maxPools: 100_000,
+      pool: { name: 'tenant:*', capacity: 10 },
+    });
     expect(config.quietPeriodMs).toBe(2000);
   });
 });

@@ -39,9 +39,15 @@ describe('encodePersistedLease / decodePersistedLease', () => {
   it.each<[string, PersistedLease]>([
     ['a lease with the reply to its last request', lease],
     ['a lease whose last request was still held (lastReply null)', { ...lease, lastReply: null }],
-    ['a lease with a zero bound and seq 0', { ...lease, boundTokens: 0, lastSeq: 0, lastReply: { ...grant, seq: 0, tokensGranted: 0, tokensHeld: 0, retryAfterMs: 1 } }],
+    [
+      'a lease with a zero bound and seq 0',
+      { ...lease, boundTokens: 0, lastSeq: 0, lastReply: { ...grant, seq: 0, tokensGranted: 0, tokensHeld: 0, retryAfterMs: 1 } },
+    ],
     ['a rate lease (ρ = 3 tokens per period)', { ...lease, ratePerPeriod: 3 }],
-    ['the largest counts and a 128-character id', { ...lease, leaseId: 'x'.repeat(128), boundTokens: Number.MAX_SAFE_INTEGER, lastSeq: Number.MAX_SAFE_INTEGER, lastReply: null }],
+    [
+      'the largest counts and a 128-character id',
+      { ...lease, leaseId: 'x'.repeat(128), boundTokens: Number.MAX_SAFE_INTEGER, lastSeq: Number.MAX_SAFE_INTEGER, lastReply: null },
+    ],
   ])('round-trips %s', (_name, kept) => {
     const text = encodePersistedLease(kept);
     // The agent is the store's key, not part of the text.
@@ -94,14 +100,26 @@ describe('encodePersistedLease / decodePersistedLease', () => {
     ['a numeric lastReply', stored({ lastReply: 5 }), 'has an invalid lastReply'],
     ['a lastReply as an object rather than its text', stored({ lastReply: grant }), 'has an invalid lastReply'],
     ['a lastReply that is not JSON', stored({ lastReply: 'garbage' }), 'has a lastReply that is not a grant'],
-    ['a lastReply that is a receipt', stored({ lastReply: textOf({ v: 2, kind: 'receipt', seq: 7, tokensReturned: 3 }) }), 'has a lastReply that is not a grant'],
+    [
+      'a lastReply that is a receipt',
+      stored({ lastReply: textOf({ v: 2, kind: 'receipt', seq: 7, tokensReturned: 3 }) }),
+      'has a lastReply that is not a grant',
+    ],
     [
       'a lastReply that is an error',
       stored({ lastReply: textOf({ v: 2, kind: 'error', seq: 7, code: 'stale-sequence', fault: 'peer', message: 'x', retryAfterMs: 0 }) }),
       'has a lastReply that is not a grant',
     ],
-    ['a lastReply that is a malformed grant', stored({ lastReply: JSON.stringify({ ...grant, tokensGranted: -5 }) }), 'has a lastReply that is not a grant'],
-    ['a lastReply of another protocol version', stored({ lastReply: JSON.stringify({ ...grant, v: 1 }) }), 'has a lastReply that is not a grant'],
+    [
+      'a lastReply that is a malformed grant',
+      stored({ lastReply: JSON.stringify({ ...grant, tokensGranted: -5 }) }),
+      'has a lastReply that is not a grant',
+    ],
+    [
+      'a lastReply of another protocol version',
+      stored({ lastReply: JSON.stringify({ ...grant, v: 1 }) }),
+      'has a lastReply that is not a grant',
+    ],
     ['no secret', stored({ secret: undefined }), 'has no valid secret'],
     ['a secret under 128 bits', stored({ secret: 'short' }), 'has no valid secret'],
   ];
@@ -132,16 +150,25 @@ describe('parseLevelTokens', () => {
     expect(parseLevelTokens('p', text)).toBe(level);
   });
 
-  it.each<[string]>([[''], ['-1'], ['1.5'], ['abc'], [' 1'], ['1 '], ['1e3'], ['0x10'], ['+1'], ['12345678901234567'], ['9999999999999999']])(
-    'refuses %j with state-invalid naming the pool',
-    (text) => {
-      const error = thrown(CoordinatorError, () => parseLevelTokens('p', text));
-      expect(error.code).toBe('state-invalid');
-      expect(error.pool).toBe('p');
-      expect(error.message).toContain('pool "p"');
-      expect(error.message).toContain(JSON.stringify(text));
-    },
-  );
+  it.each<[string]>([
+    [''],
+    ['-1'],
+    ['1.5'],
+    ['abc'],
+    [' 1'],
+    ['1 '],
+    ['1e3'],
+    ['0x10'],
+    ['+1'],
+    ['12345678901234567'],
+    ['9999999999999999'],
+  ])('refuses %j with state-invalid naming the pool', (text) => {
+    const error = thrown(CoordinatorError, () => parseLevelTokens('p', text));
+    expect(error.code).toBe('state-invalid');
+    expect(error.pool).toBe('p');
+    expect(error.message).toContain('pool "p"');
+    expect(error.message).toContain(JSON.stringify(text));
+  });
 
   it('quotes at most 40 characters of a long bad level', () => {
     const error = thrown(CoordinatorError, () => parseLevelTokens('p', 'x'.repeat(1000)));

@@ -77,7 +77,9 @@ export function encodePersistedLease(lease: PersistedLease): string {
 /** decodePersistedLease — the lease kept under `agentId` as `text`; throws CoordinatorError('state-invalid') when malformed. */
 export function decodePersistedLease(pool: string, agentId: string, text: string): PersistedLease {
   const bad = (why: string): never => {
-    throw new CoordinatorError('state-invalid', `pool ${JSON.stringify(pool)}: stored lease of agent ${JSON.stringify(agentId)} ${why}`, { pool });
+    throw new CoordinatorError('state-invalid', `pool ${JSON.stringify(pool)}: stored lease of agent ${JSON.stringify(agentId)} ${why}`, {
+      pool,
+    });
   };
   let raw: unknown;
   try {
@@ -103,7 +105,14 @@ export function decodePersistedLease(pool: string, agentId: string, text: string
     lastReply = decoded.value;
   }
   const ratePerPeriod = r['ratePerPeriod'] === undefined ? 0 : count('ratePerPeriod');
-  const kept = { agentId, secret: secret as string, leaseId: r['leaseId'] as string, boundTokens: count('boundTokens'), lastSeq: count('lastSeq'), lastReply };
+  const kept = {
+    agentId,
+    secret: secret as string,
+    leaseId: r['leaseId'] as string,
+    boundTokens: count('boundTokens'),
+    lastSeq: count('lastSeq'),
+    lastReply,
+  };
   return ratePerPeriod === 0 ? kept : { ...kept, ratePerPeriod };
 }
 
@@ -111,7 +120,11 @@ export function decodePersistedLease(pool: string, agentId: string, text: string
 export function parseLevelTokens(pool: string, text: string): number {
   const level = /^\d{1,16}$/.test(text) ? Number(text) : NaN;
   if (!Number.isSafeInteger(level)) {
-    throw new CoordinatorError('state-invalid', `pool ${JSON.stringify(pool)}: stored level ${JSON.stringify(text.slice(0, 40))} is not a token count`, { pool });
+    throw new CoordinatorError(
+      'state-invalid',
+      `pool ${JSON.stringify(pool)}: stored level ${JSON.stringify(text.slice(0, 40))} is not a token count`,
+      { pool },
+    );
   }
   return level;
 }

@@ -12,12 +12,35 @@ import { MS } from './pool.fixtures.js';
 import { stateProblem } from './pool-takeover.js';
 import { SECRET } from './pool.fixtures.js';
 
-const config = parseCoordinatorConfig('damage.yaml', { pools: { p: { capacity: 100, refill: '100/s', leaseTtlMs: 1000, maxLeaseTokens: 20, allowance: 10 } } }).pools[0]!;
+const config = parseCoordinatorConfig('damage.yaml', {
+  pools: { p: { capacity: 100, refill: '100/s', leaseTtlMs: 1000, maxLeaseTokens: 20, allowance: 10 } },
+}).pools[0]!;
 
 const reply = (fields: Partial<LeaseGrant> = {}): LeaseGrant => ({
-  v: 2, kind: 'grant', seq: 4, leaseId: 'e-1', tokensGranted: 5, tokensHeld: 10, ttlMs: 1000, epoch: 1, maxLeaseTokens: 20, capacityTokens: 100, refillTokens: 1000, refillPeriodMs: 1000, retryAfterMs: 0, ...fields,
+  v: 2,
+  kind: 'grant',
+  seq: 4,
+  leaseId: 'e-1',
+  tokensGranted: 5,
+  tokensHeld: 10,
+  ttlMs: 1000,
+  epoch: 1,
+  maxLeaseTokens: 20,
+  capacityTokens: 100,
+  refillTokens: 1000,
+  refillPeriodMs: 1000,
+  retryAfterMs: 0,
+  ...fields,
 });
-const lease = (fields: Partial<PersistedLease> = {}): PersistedLease => ({ agentId: 'a', secret: SECRET, leaseId: 'e-1', boundTokens: 10, lastSeq: 4, lastReply: reply(), ...fields });
+const lease = (fields: Partial<PersistedLease> = {}): PersistedLease => ({
+  agentId: 'a',
+  secret: SECRET,
+  leaseId: 'e-1',
+  boundTokens: 10,
+  lastSeq: 4,
+  lastReply: reply(),
+  ...fields,
+});
 const state = (leases: PersistedLease[], levelTokens = 50): PersistedPool => ({ levelTokens, leases });
 
 describe('stateProblem', () => {
@@ -27,7 +50,11 @@ describe('stateProblem', () => {
     ['a lease above capacity + allowance', state([lease({ boundTokens: 2 ** 53 - 1, lastReply: null })]), 'above capacity + allowance'],
     ['a rate above the refill', state([lease({ ratePerPeriod: 101 })]), 'rate above the refill'],
     ['a reply to another sequence', state([lease({ lastReply: reply({ seq: 3 }) })]), 'another request or lease'],
-    ['a reply granting 2^52 tokens', state([lease({ lastReply: reply({ tokensGranted: 2 ** 52, tokensHeld: 2 ** 52 }) })]), 'more than the pool holds'],
+    [
+      'a reply granting 2^52 tokens',
+      state([lease({ lastReply: reply({ tokensGranted: 2 ** 52, tokensHeld: 2 ** 52 }) })]),
+      'more than the pool holds',
+    ],
     ['a reply above a bound a report lowered since', state([lease({ boundTokens: 3 })]), null],
     ['a reply for 24 h', state([lease({ lastReply: reply({ ttlMs: 86_400_000 }) })]), 'TTL of 86400000 ms'],
   ])('%s', (_name, s, fragment) => {

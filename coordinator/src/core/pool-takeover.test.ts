@@ -92,7 +92,11 @@ const upsert = (agentId: string, leaseId: string, boundTokens: number, lastSeq: 
   lastReply,
 });
 
-function giveBack(pool: Pool<string>, nowUs: number, fields: Omit<LeaseReturn, 'v' | 'op' | 'pool' | 'leaseSecret'> & { readonly leaseSecret?: string }): Delivery<string>[] {
+function giveBack(
+  pool: Pool<string>,
+  nowUs: number,
+  fields: Omit<LeaseReturn, 'v' | 'op' | 'pool' | 'leaseSecret'> & { readonly leaseSecret?: string },
+): Delivery<string>[] {
   const out: Delivery<string>[] = [];
   pool.giveBack({ v: 2, op: 'return', leaseSecret: SECRET, pool: 'p', ...fields }, `${fields.agentId}#${fields.seq}`, nowUs, out);
   return out;
@@ -174,7 +178,9 @@ describe('takeOver', () => {
     const pool = takeOver(stateOf(50, [kept('a', 30)]), poolConfig({ allowance: 20 }));
     expect(status(pool, T0 + 30 * MS).levelTokens).toBe(80);
     expect(credit(status(pool, T0 + 100 * MS))).toEqual({ level: 90, leased: 30, leases: 1 });
-    expect(giveBack(pool, T0 + 100 * MS, { agentId: 'a', seq: 2, leaseId: '3-a', tokensLeft: 30 })).toMatchObject([{ reply: { tokensReturned: 30 } }]);
+    expect(giveBack(pool, T0 + 100 * MS, { agentId: 'a', seq: 2, leaseId: '3-a', tokensLeft: 30 })).toMatchObject([
+      { reply: { tokensReturned: 30 } },
+    ]);
     expect(credit(status(pool, T0 + 100 * MS))).toEqual({ level: 100, leased: 0, leases: 0 });
   });
 
@@ -186,7 +192,9 @@ describe('takeOver', () => {
       expect(credit(status(pool, T0))).toEqual({ level: 0, leased: 120, leases: 2 });
       expect(status(pool, T0 + 500 * MS).levelTokens).toBe(0);
       // A return moves tokens from a lease to the level: credit stays at 120, so still no refill.
-      expect(giveBack(pool, T0 + 500 * MS, { agentId: 'b', seq: 2, leaseId: '3-b', tokensLeft: 60 })).toMatchObject([{ reply: { tokensReturned: 60 } }]);
+      expect(giveBack(pool, T0 + 500 * MS, { agentId: 'b', seq: 2, leaseId: '3-b', tokensLeft: 60 })).toMatchObject([
+        { reply: { tokensReturned: 60 } },
+      ]);
       expect(credit(status(pool, T0 + 600 * MS))).toEqual({ level: 60, leased: 60, leases: 1 });
       // A report shrinks a's bound to 10: credit 70, under B.
       const g = grantOf(acquire(pool, T0 + 600 * MS, { agentId: 'a', seq: 2, leaseId: '3-a', tokensLeft: 10, tokensWanted: 0 }));
@@ -253,7 +261,10 @@ describe('takeOver', () => {
         retryAfterMs: 1,
       };
       // Whatever the retry's body says: it is the same request.
-      for (const body of [{ leaseId: '3-a', tokensLeft: 10 }, { leaseId: null, tokensLeft: 0, tokensWanted: 1 }]) {
+      for (const body of [
+        { leaseId: '3-a', tokensLeft: 10 },
+        { leaseId: null, tokensLeft: 0, tokensWanted: 1 },
+      ]) {
         expect(acquire(pool, T0 + 5 * MS, { agentId: 'a', seq: 4, ...body }, 'retry')).toStrictEqual([{ to: 'retry', reply: expected }]);
       }
       expect(credit(status(pool, T0 + 5 * MS))).toEqual({ level: 55, leased: 10, leases: 1 });
@@ -282,7 +293,12 @@ describe('takeOver', () => {
       // The owner changes: the held request is dropped with it.
       expect(old.releaseWaiters()).toEqual([{ seq: 1, to: 'a#1' }]);
       expect(status(old, T0).waiting).toBe(0);
-      const next = takeOver(applyChanges(null, changes ?? { levelTokens: 0, upserts: [], removes: [] }), STANDARD, T0 + 10 * MS, NEW_EPOCH + 1);
+      const next = takeOver(
+        applyChanges(null, changes ?? { levelTokens: 0, upserts: [], removes: [] }),
+        STANDARD,
+        T0 + 10 * MS,
+        NEW_EPOCH + 1,
+      );
       expect(grantOf(acquire(next, T0 + 10 * MS, { agentId: 'a', seq: 1, holdMs: 200 }))).toMatchObject({
         seq: 1,
         leaseId,
@@ -330,10 +346,7 @@ describe('takeChanges', () => {
     const pool = takeOver(null);
     const gb = grantOf(acquire(pool, T0, { agentId: 'b', seq: 1, tokensWanted: 5 }));
     const ga = grantOf(acquire(pool, T0, { agentId: 'a', seq: 1, tokensWanted: 10 }));
-    expect(pool.takeChanges()?.upserts).toEqual([
-      upsert('b', gb.leaseId, 5, 1, gb),
-      upsert('a', ga.leaseId, 10, 1, ga),
-    ]);
+    expect(pool.takeChanges()?.upserts).toEqual([upsert('b', gb.leaseId, 5, 1, gb), upsert('a', ga.leaseId, 10, 1, ga)]);
   });
 
   it('reports a held acquire with lastReply null, and its grant from tick once served', () => {
@@ -370,9 +383,13 @@ describe('takeChanges', () => {
     const pool = takeOver(null);
     const g = grantOf(acquire(pool, T0, { agentId: 'a', seq: 1, tokensWanted: 20 }));
     pool.takeChanges();
-    expect(giveBack(pool, T0, { agentId: 'a', seq: 2, leaseId: 'zz-other', tokensLeft: 20 })).toMatchObject([{ reply: { tokensReturned: 0 } }]);
+    expect(giveBack(pool, T0, { agentId: 'a', seq: 2, leaseId: 'zz-other', tokensLeft: 20 })).toMatchObject([
+      { reply: { tokensReturned: 0 } },
+    ]);
     expect(pool.takeChanges()).toBeNull();
-    expect(giveBack(pool, T0, { agentId: 'a', seq: 3, leaseId: g.leaseId, tokensLeft: 12 })).toMatchObject([{ reply: { tokensReturned: 12 } }]);
+    expect(giveBack(pool, T0, { agentId: 'a', seq: 3, leaseId: g.leaseId, tokensLeft: 12 })).toMatchObject([
+      { reply: { tokensReturned: 12 } },
+    ]);
     expect(pool.takeChanges()).toEqual({ levelTokens: 92, upserts: [], removes: ['a'] });
   });
 
@@ -422,10 +439,7 @@ describe('requeueChanges (a write that failed)', () => {
     pool.requeueChanges(failed);
     expect(pool.takeChanges()).toEqual({
       levelTokens: 70,
-      upserts: [
-        upsert('a', g1.leaseId, 20, 2, g2),
-        upsert('b', gb.leaseId, 10, 1, gb),
-      ],
+      upserts: [upsert('a', g1.leaseId, 20, 2, g2), upsert('b', gb.leaseId, 10, 1, gb)],
       removes: [],
     });
   });
@@ -441,7 +455,10 @@ describe('requeueChanges (a write that failed)', () => {
     expect(pool.takeChanges()?.removes).toEqual(['a']);
     pool.requeueChanges({ levelTokens: 0, upserts: [], removes: ['a'] });
     const g2 = grantOf(acquire(pool, T0, { agentId: 'a', seq: 3, tokensWanted: 5 }));
-    expect(pool.takeChanges()).toMatchObject({ upserts: [{ agentId: 'a', secret: SECRET, leaseId: g2.leaseId, boundTokens: 5 }], removes: [] });
+    expect(pool.takeChanges()).toMatchObject({
+      upserts: [{ agentId: 'a', secret: SECRET, leaseId: g2.leaseId, boundTokens: 5 }],
+      removes: [],
+    });
   });
 });
 
@@ -506,7 +523,10 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
       crash: crashArb,
     }),
   },
-  { weight: 4, arbitrary: fc.record({ t: fc.constant('spend' as const), agent: agentArb, dtUs: dtArb, tokens: fc.integer({ min: 1, max: 40 }) }) },
+  {
+    weight: 4,
+    arbitrary: fc.record({ t: fc.constant('spend' as const), agent: agentArb, dtUs: dtArb, tokens: fc.integer({ min: 1, max: 40 }) }),
+  },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('return' as const), agent: agentArb, dtUs: dtArb, crash: crashArb }) },
   { weight: 2, arbitrary: fc.record({ t: fc.constant('tick' as const), dtUs: dtArb, crash: crashArb }) },
   // Any reply makes the adapter write what is pending, a held request included: a status query is the plainest.
@@ -576,7 +596,14 @@ class FailoverRun {
     this.ttlUs = config.leaseTtlMs * 1000;
     this.envelope = new EnvelopeWatch(config.capacity, config.refill);
     this.pool = Pool.takeOver<string>(config, this.epoch, this.nowUs, null);
-    this.agents = Array.from({ length: agents }, (_, i) => ({ id: `agent-${i}`, seq: 0, leaseId: null, balance: 0, expiryUs: 0, outstanding: null }));
+    this.agents = Array.from({ length: agents }, (_, i) => ({
+      id: `agent-${i}`,
+      seq: 0,
+      leaseId: null,
+      balance: 0,
+      expiryUs: 0,
+      outstanding: null,
+    }));
   }
 
   run(ops: readonly Op[]): void {
@@ -629,7 +656,8 @@ class FailoverRun {
       a.seq += 1;
       const req: LeaseRequest = {
         v: 2,
-        op: 'acquire', leaseSecret: SECRET,
+        op: 'acquire',
+        leaseSecret: SECRET,
         agentId: a.id,
         pool: 'p',
         seq: a.seq,
@@ -651,7 +679,16 @@ class FailoverRun {
     const a = this.agent(op.agent);
     if (a.outstanding !== null || a.leaseId === null) return;
     a.seq += 1;
-    const req: LeaseReturn = { v: 2, op: 'return', leaseSecret: SECRET, agentId: a.id, pool: 'p', seq: a.seq, leaseId: a.leaseId, tokensLeft: this.usable(a) };
+    const req: LeaseReturn = {
+      v: 2,
+      op: 'return',
+      leaseSecret: SECRET,
+      agentId: a.id,
+      pool: 'p',
+      seq: a.seq,
+      leaseId: a.leaseId,
+      tokensLeft: this.usable(a),
+    };
     // An honest agent stops spending a lease as soon as it gives it back.
     a.leaseId = null;
     a.balance = 0;
@@ -709,7 +746,8 @@ class FailoverRun {
         this.counts.lateReplies += 1;
         continue;
       }
-      if (reply.kind !== 'grant' || reply.seq !== o.req.seq) throw new Error(`${to} got ${JSON.stringify(reply)} awaiting ${JSON.stringify(o)}`);
+      if (reply.kind !== 'grant' || reply.seq !== o.req.seq)
+        throw new Error(`${to} got ${JSON.stringify(reply)} awaiting ${JSON.stringify(o)}`);
       if (reply.epoch !== this.epoch) this.counts.keptReplies += 1;
       // While the kept lease lives (it is reclaimed at takeover + TTL, and then a retry is a new request).
       if (this.heldKept.get(a.id) === reply.seq && this.nowUs < this.takeoverUs + this.ttlUs) {
@@ -740,7 +778,9 @@ class FailoverRun {
     const excessTokens = this.envelope.admit(this.nowUs, tokens);
     if (excessTokens > 0) {
       const { capacity, refill } = this.config;
-      throw new Error(`envelope broken by ${excessTokens} tokens in the window ${JSON.stringify(this.envelope.worstWindow)} µs; allowed ${capacity} + ${refill.tokens}/${refill.periodMs}ms × its length`);
+      throw new Error(
+        `envelope broken by ${excessTokens} tokens in the window ${JSON.stringify(this.envelope.worstWindow)} µs; allowed ${capacity} + ${refill.tokens}/${refill.periodMs}ms × its length`,
+      );
     }
   }
 

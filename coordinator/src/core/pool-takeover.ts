@@ -53,14 +53,17 @@ export function stateProblem(config: PoolConfig, state: PersistedPool): string |
   if (state.leases.length > config.maxLeases) return `${state.leases.length} stored leases are more than maxLeases ${config.maxLeases}`;
   for (const lease of state.leases) {
     const of = `stored lease of agent ${JSON.stringify(lease.agentId)}`;
-    if (lease.boundTokens > creditTokensMax) return `${of} holds ${lease.boundTokens} tokens, above capacity + allowance ${creditTokensMax}`;
+    if (lease.boundTokens > creditTokensMax)
+      return `${of} holds ${lease.boundTokens} tokens, above capacity + allowance ${creditTokensMax}`;
     if ((lease.ratePerPeriod ?? 0) > config.refill.tokens) return `${of} has a rate above the refill`;
     const reply = lease.lastReply;
     if (reply === null) continue;
     if (reply.seq !== lease.lastSeq || reply.leaseId !== lease.leaseId) return `${of} keeps a reply to another request or lease`;
     // A report may have lowered the bound since the reply: the reply is checked against the pool, not the bound.
-    if (reply.tokensGranted > reply.tokensHeld || reply.tokensHeld > creditTokensMax) return `${of} keeps a reply granting more than the pool holds`;
-    if (reply.ttlMs > config.leaseTtlMs) return `${of} keeps a reply with a TTL of ${reply.ttlMs} ms, above the pool's ${config.leaseTtlMs} ms`;
+    if (reply.tokensGranted > reply.tokensHeld || reply.tokensHeld > creditTokensMax)
+      return `${of} keeps a reply granting more than the pool holds`;
+    if (reply.ttlMs > config.leaseTtlMs)
+      return `${of} keeps a reply with a TTL of ${reply.ttlMs} ms, above the pool's ${config.leaseTtlMs} ms`;
     if (reply.rate !== undefined && (reply.rate.tokensPerPeriod > config.refill.tokens || reply.rate.capTokens > creditTokensMax)) {
       return `${of} keeps a reply with a rate or cap beyond the pool's`;
     }

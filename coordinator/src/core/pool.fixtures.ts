@@ -69,11 +69,17 @@ export type AcquireFields = Partial<Omit<LeaseRequest, 'v' | 'op' | 'pool'>> & {
  * ("<agentId>#<seq>" when absent), and returns the deliveries. Unset fields:
  * no lease id, 0 tokens left, 20 wanted, demand 0, holdMs 0 (answer at once).
  */
-export function acquire(pool: Pool<string>, nowUs: number, fields: AcquireFields, to = `${fields.agentId}#${fields.seq}`): Delivery<string>[] {
+export function acquire(
+  pool: Pool<string>,
+  nowUs: number,
+  fields: AcquireFields,
+  to = `${fields.agentId}#${fields.seq}`,
+): Delivery<string>[] {
   const out: Delivery<string>[] = [];
   const req: LeaseRequest = {
     v: 2,
-    op: 'acquire', leaseSecret: SECRET,
+    op: 'acquire',
+    leaseSecret: SECRET,
     pool: 'p',
     leaseId: null,
     tokensLeft: 0,
@@ -127,7 +133,12 @@ export function poolWithLease(tokens: number): { pool: Pool<string>; leaseId: st
 /** PoolInternals — the private state of a Pool that tests read. */
 export interface PoolInternals<R> {
   readonly credit: { readonly levelUnits: number; readonly lastRefillUs: number };
-  readonly waiters: ReadonlyArray<{ readonly record: LeaseRecord; readonly wantTokens: number; readonly to: R; readonly deadlineUs: number }>;
+  readonly waiters: ReadonlyArray<{
+    readonly record: LeaseRecord;
+    readonly wantTokens: number;
+    readonly to: R;
+    readonly deadlineUs: number;
+  }>;
   readonly leases: { readonly byAgent: Map<string, LeaseRecord>; readonly boundSum: number; readonly issued: number };
 }
 

@@ -16,7 +16,11 @@ import type { Delivery, Pool } from './pool.js';
 import { EPOCH, FULL_AT, MS, QUIET_END, S, acquire, credit, grantOf, makePool, poolWithLease, status, tick } from './pool.fixtures.js';
 import { SECRET } from './pool.fixtures.js';
 
-function giveBack(pool: Pool<string>, nowUs: number, fields: Omit<LeaseReturn, 'v' | 'op' | 'pool' | 'leaseSecret'> & { readonly leaseSecret?: string }): ReturnReceipt {
+function giveBack(
+  pool: Pool<string>,
+  nowUs: number,
+  fields: Omit<LeaseReturn, 'v' | 'op' | 'pool' | 'leaseSecret'> & { readonly leaseSecret?: string },
+): ReturnReceipt {
   const out: Delivery<string>[] = [];
   pool.giveBack({ v: 2, op: 'return', leaseSecret: SECRET, pool: 'p', ...fields }, 'receipt', nowUs, out);
   expect(out).toHaveLength(1);
@@ -108,7 +112,14 @@ describe('quiet period and refill', () => {
 });
 
 describe('returns', () => {
-  it.each<[string, Partial<Omit<LeaseReturn, 'v' | 'op' | 'pool' | 'leaseSecret'>> & { readonly leaseSecret?: string }, number, { level: number; leased: number; leases: number }]>([
+  it.each<
+    [
+      string,
+      Partial<Omit<LeaseReturn, 'v' | 'op' | 'pool' | 'leaseSecret'>> & { readonly leaseSecret?: string },
+      number,
+      { level: number; leased: number; leases: number },
+    ]
+  >([
     ['part of it', { tokensLeft: 10 }, 10, { level: 95, leased: 0, leases: 0 }],
     ['all of it', { tokensLeft: 15 }, 15, { level: 100, leased: 0, leases: 0 }],
     ['more than the bound', { tokensLeft: 40 }, 15, { level: 100, leased: 0, leases: 0 }],
@@ -206,7 +217,20 @@ describe('LeaseTable (the pool’s lease records)', () => {
     const table = new LeaseTable('3-');
     const a = table.open('a', SECRET, 5, 2 * S);
     const b = table.open('b', SECRET, 1, 3 * S);
-    expect(a).toEqual({ leaseId: '3-1', agentId: 'a', secret: SECRET, boundTokens: 0, expiresAtUs: 2 * S, lastSeq: 5, lastReply: null, heldTokens: 0, ratePerPeriod: 0, accrualFromUs: 2 * S, demandPerSecond: 0, weight: 1 });
+    expect(a).toEqual({
+      leaseId: '3-1',
+      agentId: 'a',
+      secret: SECRET,
+      boundTokens: 0,
+      expiresAtUs: 2 * S,
+      lastSeq: 5,
+      lastReply: null,
+      heldTokens: 0,
+      ratePerPeriod: 0,
+      accrualFromUs: 2 * S,
+      demandPerSecond: 0,
+      weight: 1,
+    });
     expect(b.leaseId).toBe('3-2');
     expect(table.get('a')).toBe(a);
     expect(table.size).toBe(2);

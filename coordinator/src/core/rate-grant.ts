@@ -44,7 +44,10 @@ export function acquireRate<R>(p: PoolParts<R>, req: LeaseRequest, record: Lease
     Math.floor((p.credit.ceilingUnits - p.credit.levelUnits + topUp * p.scale.unitsPerToken) / p.scale.unitsPerToken) - otherBoundsTokens;
   const d = decideRateGrant(p.config, input, capRoom);
   p.credit.take(d.topUp);
-  assertInvariant(d.capTokens >= held + d.topUp, `pool ${p.config.name}: no room for the ${held + d.topUp} tokens lease ${record.leaseId} holds`);
+  assertInvariant(
+    d.capTokens >= held + d.topUp,
+    `pool ${p.config.name}: no room for the ${held + d.topUp} tokens lease ${record.leaseId} holds`,
+  );
   p.leases.setBound(record, d.capTokens);
   p.leases.setRate(record, d.ratePerPeriod);
   record.heldTokens = held + d.topUp;

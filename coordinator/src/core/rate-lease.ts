@@ -125,8 +125,16 @@ export function decideRateGrant(config: PoolConfig, input: RateGrantInput, capRo
 }
 
 /** fairShareOf — `lease`'s weighted max-min fair share of `assignable` tokens per period among `leases`' reported demands. */
-export function fairShareOf(leases: readonly { readonly demandPerSecond: number; readonly weight: number }[], lease: object, assignable: number, periodMs: number): number {
+export function fairShareOf(
+  leases: readonly { readonly demandPerSecond: number; readonly weight: number }[],
+  lease: object,
+  assignable: number,
+  periodMs: number,
+): number {
   const perPeriod = periodMs / 1000;
-  const shares = waterFill(leases.map((l) => ({ demand: Math.ceil(l.demandPerSecond * perPeriod), weight: l.weight })), assignable);
+  const shares = waterFill(
+    leases.map((l) => ({ demand: Math.ceil(l.demandPerSecond * perPeriod), weight: l.weight })),
+    assignable,
+  );
   return shares[leases.indexOf(lease as (typeof leases)[number])] ?? 0;
 }

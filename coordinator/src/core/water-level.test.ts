@@ -21,13 +21,21 @@ function table(n: number, demandOf: (i: number) => number, weightOf: (i: number)
 
 describe('WaterLevel', () => {
   it('is exact up to EXACT_LEASES_MAX leases', () => {
-    const t = table(EXACT_LEASES_MAX, (i) => 10 + 7 * i, (i) => 1 + (i % 3));
+    const t = table(
+      EXACT_LEASES_MAX,
+      (i) => 10 + 7 * i,
+      (i) => 1 + (i % 3),
+    );
     const w = new WaterLevel();
     for (const r of t.all()) expect(w.shareOf(t, r, 5000, 1000)).toBe(fairShareOf([...t.all()], r, 5000, 1000));
   });
 
   it('stays within one token per unit of weight of the exact share for a large fleet', () => {
-    const t = table(5000, (i) => (i % 10) * 3, (i) => 1 + (i % 2));
+    const t = table(
+      5000,
+      (i) => (i % 10) * 3,
+      (i) => 1 + (i % 2),
+    );
     const w = new WaterLevel();
     const all = [...t.all()];
     for (const r of all.slice(0, 300)) {

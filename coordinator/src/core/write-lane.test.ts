@@ -8,7 +8,21 @@ import { WriteLane, type ChangeSource, type LaneStep } from './write-lane.js';
 
 const grant = (to: string, seq: number): Delivery<string> => ({
   to,
-  reply: { v: 2, kind: 'grant', seq, leaseId: 'l', tokensGranted: 1, tokensHeld: 1, ttlMs: 1000, epoch: 1, maxLeaseTokens: 5, capacityTokens: 10, refillTokens: 1000, refillPeriodMs: 1000, retryAfterMs: 0 },
+  reply: {
+    v: 2,
+    kind: 'grant',
+    seq,
+    leaseId: 'l',
+    tokensGranted: 1,
+    tokensHeld: 1,
+    ttlMs: 1000,
+    epoch: 1,
+    maxLeaseTokens: 5,
+    capacityTokens: 10,
+    refillTokens: 1000,
+    refillPeriodMs: 1000,
+    retryAfterMs: 0,
+  },
 });
 const stale = (to: string): Delivery<string> => ({
   to,

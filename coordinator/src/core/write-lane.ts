@@ -97,7 +97,8 @@ export class WriteLane<R> {
     const batches = this.pending.splice(0);
     const serving = owner && !this.fenced;
     const changes = serving ? source.takeChanges() : null;
-    if (changes === null) return { send: serving ? batches : batches.map((b) => refuseBatch(b, 'not-owner')), write: null, stepDown: false };
+    if (changes === null)
+      return { send: serving ? batches : batches.map((b) => refuseBatch(b, 'not-owner')), write: null, stepDown: false };
     this.inFlight = { batches, changes };
     return { send: [], write: changes, stepDown: false };
   }
@@ -112,8 +113,24 @@ function refuseDelivery<R>(d: Delivery<R>, code: 'not-owner' | 'unavailable'): D
   if (d.reply.kind !== 'grant' && d.reply.kind !== 'receipt') return d;
   const reply: Reply =
     code === 'not-owner'
-      ? { v: 2, kind: 'error', seq: d.reply.seq, code, fault: 'coordinator', message: NOT_OWNER_MESSAGE, retryAfterMs: OWNER_RETRY_AFTER_MS }
-      : { v: 2, kind: 'error', seq: d.reply.seq, code, fault: 'coordinator', message: STORE_DOWN_MESSAGE, retryAfterMs: STORE_RETRY_AFTER_MS };
+      ? {
+          v: 2,
+          kind: 'error',
+          seq: d.reply.seq,
+          code,
+          fault: 'coordinator',
+          message: NOT_OWNER_MESSAGE,
+          retryAfterMs: OWNER_RETRY_AFTER_MS,
+        }
+      : {
+          v: 2,
+          kind: 'error',
+          seq: d.reply.seq,
+          code,
+          fault: 'coordinator',
+          message: STORE_DOWN_MESSAGE,
+          retryAfterMs: STORE_RETRY_AFTER_MS,
+        };
   return { to: d.to, reply };
 }
 

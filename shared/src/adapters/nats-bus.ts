@@ -137,7 +137,10 @@ class NatsBus implements Bus {
  * answers the first attempt.
  */
 export async function connectBus(url: string, options: BusOptions): Promise<Bus> {
-  const servers = url.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
+  const servers = url
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
   try {
     const nc = await connect({
       servers,

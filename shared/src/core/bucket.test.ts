@@ -215,7 +215,9 @@ describe('ExactBucket properties', () => {
         });
 
         const envelope = checkEnvelope(admitted, capacity, rate);
-        expect(envelope.ok, `window ${JSON.stringify(envelope.worstWindow)} over B + r·Δt by ${envelope.worstExcessTokens} tokens`).toBe(true);
+        expect(envelope.ok, `window ${JSON.stringify(envelope.worstWindow)} over B + r·Δt by ${envelope.worstExcessTokens} tokens`).toBe(
+          true,
+        );
       }),
       { seed: propertySeed('src/core/bucket.test.ts'), numRuns: 300 },
     );

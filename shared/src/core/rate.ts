@@ -49,16 +49,10 @@ export function parseRate(text: string): Rate {
 /** makeRate — validates and returns `{ tokens, periodMs }`. */
 export function makeRate(tokens: number, periodMs: number): Rate {
   if (!Number.isSafeInteger(tokens) || tokens < 1 || tokens > RATE_TOKENS_MAX) {
-    throw new TokenleaseError(
-      'invalid-rate',
-      `rate tokens must be an integer in [1, ${RATE_TOKENS_MAX}], got ${tokens}`,
-    );
+    throw new TokenleaseError('invalid-rate', `rate tokens must be an integer in [1, ${RATE_TOKENS_MAX}], got ${tokens}`);
   }
   if (!Number.isSafeInteger(periodMs) || periodMs < 1 || periodMs > RATE_PERIOD_MS_MAX) {
-    throw new TokenleaseError(
-      'invalid-rate',
-      `rate period must be an integer number of ms in [1, ${RATE_PERIOD_MS_MAX}], got ${periodMs}`,
-    );
+    throw new TokenleaseError('invalid-rate', `rate period must be an integer number of ms in [1, ${RATE_PERIOD_MS_MAX}], got ${periodMs}`);
   }
   return { tokens, periodMs };
 }

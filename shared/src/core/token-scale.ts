@@ -97,10 +97,8 @@ export function waitUs(scale: TokenScale, missingUnits: number): number {
 /** assertTimeUs — rejects a clock reading that is not a non-negative safe integer of µs. */
 export function assertTimeUs(nowUs: number, field = 'nowUs'): void {
   if (!Number.isSafeInteger(nowUs) || nowUs < 0) {
-    throw new TokenleaseError(
-      'out-of-range',
-      `${field} must be an integer number of microseconds in [0, ${TIME_US_MAX}], got ${nowUs}`,
-      { field },
-    );
+    throw new TokenleaseError('out-of-range', `${field} must be an integer number of microseconds in [0, ${TIME_US_MAX}], got ${nowUs}`, {
+      field,
+    });
   }
 }

@@ -32,7 +32,16 @@ const acquire: LeaseRequest = {
   holdMs: 250,
 };
 const renew: LeaseRequest = { ...acquire, seq: 43, leaseId: 'L-1:e3', tokensLeft: 17, tokensWanted: 0, holdMs: HOLD_MS_MAX };
-const giveBack: LeaseReturn = { v: 2, op: 'return', agentId: 'agent-7', pool: 'api', leaseSecret: SECRET, seq: 44, leaseId: 'L-1', tokensLeft: 5 };
+const giveBack: LeaseReturn = {
+  v: 2,
+  op: 'return',
+  agentId: 'agent-7',
+  pool: 'api',
+  leaseSecret: SECRET,
+  seq: 44,
+  leaseId: 'L-1',
+  tokensLeft: 5,
+};
 const status: StatusQuery = { v: 2, op: 'status', pool: 'api' };
 const grant: LeaseGrant = {
   v: 2,
@@ -261,13 +270,19 @@ describe('never throws on input (property)', () => {
   });
 
   it('arbitrary JSON values', () => {
-    fc.assert(fc.property(fc.jsonValue(), (value) => run(bytes(value))), { seed, numRuns: 500 });
+    fc.assert(
+      fc.property(fc.jsonValue(), (value) => run(bytes(value))),
+      { seed, numRuns: 500 },
+    );
   });
 
   it('objects of protocol field names with arbitrary values', () => {
     const keys = [...new Set([acquire, giveBack, grant, poolStatus, errorReply].flatMap((m) => Object.keys(m)))];
     const fieldValue = fc.oneof(fc.jsonValue(), fc.constantFrom(1, 0, -1, 1.5, 'acquire', 'grant', 'error', 'api', null));
     const message = fc.dictionary(fc.constantFrom(...keys), fieldValue).map((m) => ({ ...m, v: 2 }));
-    fc.assert(fc.property(message, (value) => run(bytes(value))), { seed, numRuns: 1000 });
+    fc.assert(
+      fc.property(message, (value) => run(bytes(value))),
+      { seed, numRuns: 1000 },
+    );
   });
 });

@@ -6,17 +6,7 @@
  * later minor revision can add fields; a different `v` is refused with
  * `unsupported-version`.
  */
-import {
-  boolField,
-  FieldProblem,
-  idField,
-  intField,
-  nullableIdField,
-  numberField,
-  oneOf,
-  textField,
-  type Fields,
-} from './fields.js';
+import { boolField, FieldProblem, idField, intField, nullableIdField, numberField, oneOf, textField, type Fields } from './fields.js';
 import {
   LEASE_SECRET_LENGTH_MAX,
   LEASE_SECRET_LENGTH_MIN,
@@ -78,7 +68,12 @@ function poolField(obj: Fields): string {
 /** secretField — a lease secret: LEASE_SECRET_LENGTH_MIN to _MAX characters of base64url. */
 function secretField(obj: Fields): string {
   const value = obj['leaseSecret'];
-  if (typeof value !== 'string' || value.length < LEASE_SECRET_LENGTH_MIN || value.length > LEASE_SECRET_LENGTH_MAX || !/^[A-Za-z0-9_-]+$/.test(value)) {
+  if (
+    typeof value !== 'string' ||
+    value.length < LEASE_SECRET_LENGTH_MIN ||
+    value.length > LEASE_SECRET_LENGTH_MAX ||
+    !/^[A-Za-z0-9_-]+$/.test(value)
+  ) {
     // The value is never echoed: it may be a secret.
     throw new FieldProblem('leaseSecret', `must be ${LEASE_SECRET_LENGTH_MIN} to ${LEASE_SECRET_LENGTH_MAX} characters of base64url`);
   }
@@ -93,7 +88,8 @@ function readRequest(obj: Fields): Request {
   const leaseSecret = secretField(obj);
   const seq = intField(obj, 'seq', 0, SEQ_MAX);
   const tokensLeft = intField(obj, 'tokensLeft', 0, WIRE_TOKENS_MAX);
-  if (op === 'return' || op === 'report') return { v: 2, op, agentId, pool, leaseSecret, seq, leaseId: idField(obj, 'leaseId'), tokensLeft };
+  if (op === 'return' || op === 'report')
+    return { v: 2, op, agentId, pool, leaseSecret, seq, leaseId: idField(obj, 'leaseId'), tokensLeft };
   return {
     v: 2,
     op,
@@ -201,7 +197,11 @@ function decodeWith<T>(bytes: Uint8Array, read: (obj: Fields) => T): Decoded<T> 
   const obj = parsed.value;
   const seq = typeof obj['seq'] === 'number' && Number.isSafeInteger(obj['seq']) && obj['seq'] >= 0 ? obj['seq'] : null;
   if (obj['v'] !== PROTOCOL_VERSION) {
-    return fail('unsupported-version', `protocol version ${JSON.stringify(obj['v'])} is not supported; this side speaks v${PROTOCOL_VERSION}`, seq);
+    return fail(
+      'unsupported-version',
+      `protocol version ${JSON.stringify(obj['v'])} is not supported; this side speaks v${PROTOCOL_VERSION}`,
+      seq,
+    );
   }
   try {
     return { ok: true, value: read(obj) };

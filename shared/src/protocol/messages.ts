@@ -155,14 +155,7 @@ export interface PoolStatus {
 }
 
 export type ErrorCode =
-  | 'bad-request'
-  | 'unsupported-version'
-  | 'unknown-pool'
-  | 'stale-sequence'
-  | 'forbidden'
-  | 'not-owner'
-  | 'unavailable'
-  | 'internal';
+  'bad-request' | 'unsupported-version' | 'unknown-pool' | 'stale-sequence' | 'forbidden' | 'not-owner' | 'unavailable' | 'internal';
 
 /** ErrorReply — a typed refusal. `fault: 'peer'` means the request was wrong; `coordinator` means we failed. */
 export interface ErrorReply {

@@ -131,9 +131,14 @@ describe('subjects', () => {
 
 describe('subject properties', () => {
   const seed = propertySeed('src/protocol/subjects.test.ts');
-  const tokenChar = fc.integer({ min: 0x21, max: 0x7e }).filter((c) => c !== 0x2e && c !== 0x2a && c !== 0x3e).map((c) => String.fromCharCode(c));
+  const tokenChar = fc
+    .integer({ min: 0x21, max: 0x7e })
+    .filter((c) => c !== 0x2e && c !== 0x2a && c !== 0x3e)
+    .map((c) => String.fromCharCode(c));
   const token = fc.string({ unit: tokenChar, minLength: 1, maxLength: POOL_NAME_LENGTH_MAX });
-  const prefix = fc.array(fc.string({ unit: tokenChar, minLength: 1, maxLength: 12 }), { minLength: 1, maxLength: 4 }).map((t) => t.join('.'));
+  const prefix = fc
+    .array(fc.string({ unit: tokenChar, minLength: 1, maxLength: 12 }), { minLength: 1, maxLength: 4 })
+    .map((t) => t.join('.'));
 
   it('parseSubject(subjectFor(x)) is x for every valid prefix, op, pool and identity', () => {
     fc.assert(
@@ -152,7 +157,10 @@ describe('subject properties', () => {
     const subject = fc.oneof(
       fc.string({ maxLength: 80 }),
       fc
-        .tuple(fc.constantFrom('tokenlease.v2.', 'tokenlease.v2.acquire.', 'tokenlease.v2.status.api.', 'tokenlease.v1.return.', 'x.v2.'), fc.string({ maxLength: 40 }))
+        .tuple(
+          fc.constantFrom('tokenlease.v2.', 'tokenlease.v2.acquire.', 'tokenlease.v2.status.api.', 'tokenlease.v1.return.', 'x.v2.'),
+          fc.string({ maxLength: 40 }),
+        )
         .map(([h, t]) => h + t),
     );
     fc.assert(

@@ -15,17 +15,53 @@ describe('checkEnvelope', () => {
   const cases: Array<[string, Admission[], boolean]> = [
     ['nothing admitted', [], true],
     ['a full burst', [{ tUs: 0, cost: 3 }], true],
-    ['a burst one over capacity', [{ tUs: 0, cost: 2 }, { tUs: 0, cost: 2 }], false],
-    ['the burst, then refill exactly on time', [{ tUs: 0, cost: 3 }, { tUs: 500_000, cost: 1 }], true],
-    ['the burst, then refill 1 µs early', [{ tUs: 0, cost: 3 }, { tUs: 499_999, cost: 1 }], false],
-    ['a late window over the envelope', [{ tUs: 0, cost: 1 }, { tUs: 10_000_000, cost: 3 }, { tUs: 10_400_000, cost: 1 }], false],
+    [
+      'a burst one over capacity',
+      [
+        { tUs: 0, cost: 2 },
+        { tUs: 0, cost: 2 },
+      ],
+      false,
+    ],
+    [
+      'the burst, then refill exactly on time',
+      [
+        { tUs: 0, cost: 3 },
+        { tUs: 500_000, cost: 1 },
+      ],
+      true,
+    ],
+    [
+      'the burst, then refill 1 µs early',
+      [
+        { tUs: 0, cost: 3 },
+        { tUs: 499_999, cost: 1 },
+      ],
+      false,
+    ],
+    [
+      'a late window over the envelope',
+      [
+        { tUs: 0, cost: 1 },
+        { tUs: 10_000_000, cost: 3 },
+        { tUs: 10_400_000, cost: 1 },
+      ],
+      false,
+    ],
   ];
   it.each(cases)('%s', (_name, admissions, ok) => {
     expect(checkEnvelope(admissions, 3, rate).ok).toBe(ok);
   });
 
   it('reports the worst window and its excess exactly', () => {
-    const report = checkEnvelope([{ tUs: 100, cost: 3 }, { tUs: 250_100, cost: 2 }], 3, rate);
+    const report = checkEnvelope(
+      [
+        { tUs: 100, cost: 3 },
+        { tUs: 250_100, cost: 2 },
+      ],
+      3,
+      rate,
+    );
     expect(report.ok).toBe(false);
     expect(report.worstWindow).toEqual({ fromUs: 100, toUs: 250_100, admittedTokens: 5 });
     expect(report.worstExcessTokens).toBeCloseTo(5 - (3 + 0.5), 9);
@@ -88,9 +124,23 @@ describe('EnvelopeWatch', () => {
 describe('worstWindowRatio', () => {
   it.each<[string, Admission[], number]>([
     ['one full burst uses the whole envelope', [{ tUs: 0, cost: 3 }], 1],
-    ['half a burst', [{ tUs: 0, cost: 1 }, { tUs: 0, cost: 0.5 }], 0.5],
+    [
+      'half a burst',
+      [
+        { tUs: 0, cost: 1 },
+        { tUs: 0, cost: 0.5 },
+      ],
+      0.5,
+    ],
     ['a burst one over capacity', [{ tUs: 0, cost: 4 }], 4 / 3],
-    ['burst then refill on time', [{ tUs: 0, cost: 3 }, { tUs: 500_000, cost: 1 }], 1],
+    [
+      'burst then refill on time',
+      [
+        { tUs: 0, cost: 3 },
+        { tUs: 500_000, cost: 1 },
+      ],
+      1,
+    ],
   ])('%s', (_name, admissions, ratio) => {
     expect(worstWindowRatio(admissions, 3, rate)).toBeCloseTo(ratio, 6);
   });

@@ -22,10 +22,25 @@ const POOLS = 16;
 
 function changesFor(i: number): PoolChanges {
   const lastReply: LeaseGrant = {
-    v: 2, kind: 'grant', seq: i, leaseId: '7-1', tokensGranted: 20, tokensHeld: 20, ttlMs: 2000, epoch: 7,
-    maxLeaseTokens: 50, capacityTokens: 500, refillTokens: 1000, refillPeriodMs: 1000, retryAfterMs: 0,
+    v: 2,
+    kind: 'grant',
+    seq: i,
+    leaseId: '7-1',
+    tokensGranted: 20,
+    tokensHeld: 20,
+    ttlMs: 2000,
+    epoch: 7,
+    maxLeaseTokens: 50,
+    capacityTokens: 500,
+    refillTokens: 1000,
+    refillPeriodMs: 1000,
+    retryAfterMs: 0,
   };
-  return { levelTokens: 480 - (i % 400), upserts: [{ agentId: `agent-${i % 20}`, secret: 'bench-secret-of-128-bits', leaseId: '7-1', boundTokens: 20, lastSeq: i, lastReply }], removes: [] };
+  return {
+    levelTokens: 480 - (i % 400),
+    upserts: [{ agentId: `agent-${i % 20}`, secret: 'bench-secret-of-128-bits', leaseId: '7-1', boundTokens: 20, lastSeq: i, lastReply }],
+    removes: [],
+  };
 }
 
 export async function durableFigures(): Promise<DurableFigures> {
@@ -47,7 +62,8 @@ export async function durableFigures(): Promise<DurableFigures> {
       latenciesUs.push(Number(process.hrtime.bigint() - start) / 1000);
     }
     latenciesUs.sort((a, b) => a - b);
-    const at = (q: number): number => Math.round(latenciesUs[Math.min(latenciesUs.length - 1, Math.floor(q * latenciesUs.length))] as number);
+    const at = (q: number): number =>
+      Math.round(latenciesUs[Math.min(latenciesUs.length - 1, Math.floor(q * latenciesUs.length))] as number);
     const startMs = performance.now();
     await Promise.all(
       units.map(async (unit, p) => {

@@ -46,7 +46,11 @@ async function endToEnd(agent: Agent): Promise<{ admitsPerSecond: number; roundT
 }
 
 /** The fast-path loops measured, over a limiter with a large live lease. */
-function loops(agent: Agent, hot: Limiter, hot2: Limiter): Record<'admit' | 'admitAt' | 'admitAll' | 'clock' | 'deny' | 'rateAt', (n: number) => void> {
+function loops(
+  agent: Agent,
+  hot: Limiter,
+  hot2: Limiter,
+): Record<'admit' | 'admitAt' | 'admitAll' | 'clock' | 'deny' | 'rateAt', (n: number) => void> {
   // Written by every loop so that the work it measures has a result; never read.
   // eslint-disable-next-line @typescript-eslint/no-unused-vars -- a write-only benchmark sink
   let sink = 0;
@@ -56,7 +60,10 @@ function loops(agent: Agent, hot: Limiter, hot2: Limiter): Record<'admit' | 'adm
   rate.startRate(1_000_000_000, 1_000_000, 2 ** 40, 0);
   let rateUs = 0;
   const empty = agent.limiter('e2e-denials-only');
-  const both = [{ limiter: hot, cost: 1 }, { limiter: hot2, cost: 1 }];
+  const both = [
+    { limiter: hot, cost: 1 },
+    { limiter: hot2, cost: 1 },
+  ];
   const clockBaseUs = Math.floor(performance.now() * 1000);
   return {
     admit: (n) => {
@@ -135,21 +142,44 @@ async function main(): Promise<void> {
     await agent.close();
 
     const probe = spawnProcess('allocation-probe', process.execPath, [
-      '--expose-gc', '--min-semi-space-size=64', '--max-semi-space-size=128', fileURLToPath(import.meta.url), '--allocation-probe', nats.url, prefix,
+      '--expose-gc',
+      '--min-semi-space-size=64',
+      '--max-semi-space-size=128',
+      fileURLToPath(import.meta.url),
+      '--allocation-probe',
+      nats.url,
+      prefix,
     ]);
     const { code } = await probe.exited;
     if (code !== 0) throw new Error(`allocation probe failed: ${probe.stderr()}`);
-    const bytes = JSON.parse(probe.lines[probe.lines.length - 1] ?? '{}') as Record<'admit' | 'admitAt' | 'admitAll' | 'clock' | 'deny' | 'rateAt' | 'bytesPerLease' | 'bytesPerEvictedPool' | 'poolsLeft', number>;
+    const bytes = JSON.parse(probe.lines[probe.lines.length - 1] ?? '{}') as Record<
+      'admit' | 'admitAt' | 'admitAll' | 'clock' | 'deny' | 'rateAt' | 'bytesPerLease' | 'bytesPerEvictedPool' | 'poolsLeft',
+      number
+    >;
     const durable = await durableFigures();
 
-    console.log(`tryTake admit: median ${admitTiming.nsMedian} ns, p99 ${admitTiming.nsP99} ns per call (${admitTiming.calls} calls in batches of 1000); ${bytes.admit} heap bytes per call`);
-    console.log(`  of which the clock read: performance.now() alone allocates ${bytes.clock} bytes per call (V8 boxes its result); tryTakeAt with a time the caller read: ${bytes.admitAt} bytes per call`);
-    console.log(`tryTakeAll over 2 pools: median ${allTiming.nsMedian} ns, p99 ${allTiming.nsP99} ns per call; ${bytes.admitAll} heap bytes per call`);
+    console.log(
+      `tryTake admit: median ${admitTiming.nsMedian} ns, p99 ${admitTiming.nsP99} ns per call (${admitTiming.calls} calls in batches of 1000); ${bytes.admit} heap bytes per call`,
+    );
+    console.log(
+      `  of which the clock read: performance.now() alone allocates ${bytes.clock} bytes per call (V8 boxes its result); tryTakeAt with a time the caller read: ${bytes.admitAt} bytes per call`,
+    );
+    console.log(
+      `tryTakeAll over 2 pools: median ${allTiming.nsMedian} ns, p99 ${allTiming.nsP99} ns per call; ${bytes.admitAll} heap bytes per call`,
+    );
     console.log(`tryTake deny:  median ${denyTiming.nsMedian} ns, p99 ${denyTiming.nsP99} ns per call; ${bytes.deny} heap bytes per call`);
-    console.log(`rate lease tryTakeAt (accrues every call): median ${rateTiming.nsMedian} ns, p99 ${rateTiming.nsP99} ns per call; ${bytes.rateAt} heap bytes per call`);
-    console.log(`durable write before reply (Redis ${durable.redis}): median ${durable.writeUsMedian} µs, p99 ${durable.writeUsP99} µs per write; ${durable.writesPerSecond16Pools} writes/s with 16 pools writing at once`);
-    console.log(`one agent end to end: ${e2e.admitsPerSecond} admissions/s over ${E2E_MS} ms with ${LEASE_TOKENS}-token leases (${e2e.roundTrips} round-trips, ${e2e.admitted} admitted)`);
-    console.log(`coordinator memory: ${bytes.bytesPerLease} heap bytes per live lease; ${bytes.bytesPerEvictedPool} per template pool after idle eviction (${bytes.poolsLeft} of 20,000 left)`);
+    console.log(
+      `rate lease tryTakeAt (accrues every call): median ${rateTiming.nsMedian} ns, p99 ${rateTiming.nsP99} ns per call; ${bytes.rateAt} heap bytes per call`,
+    );
+    console.log(
+      `durable write before reply (Redis ${durable.redis}): median ${durable.writeUsMedian} µs, p99 ${durable.writeUsP99} µs per write; ${durable.writesPerSecond16Pools} writes/s with 16 pools writing at once`,
+    );
+    console.log(
+      `one agent end to end: ${e2e.admitsPerSecond} admissions/s over ${E2E_MS} ms with ${LEASE_TOKENS}-token leases (${e2e.roundTrips} round-trips, ${e2e.admitted} admitted)`,
+    );
+    console.log(
+      `coordinator memory: ${bytes.bytesPerLease} heap bytes per live lease; ${bytes.bytesPerEvictedPool} per template pool after idle eviction (${bytes.poolsLeft} of 20,000 left)`,
+    );
     console.log(`NATS: ${nats.source} ${nats.url}; node ${process.version}`);
     console.log(
       JSON.stringify({
@@ -184,7 +214,7 @@ async function main(): Promise<void> {
 main().then(
   () => process.exit(0),
   (error: unknown) => {
-    console.error(`bench: ${error instanceof Error ? error.stack ?? error.message : String(error)}`);
+    console.error(`bench: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
     process.exit(1);
   },
 );

@@ -18,7 +18,19 @@ function heapAfterGc(): number {
 }
 
 function acquire(core: CoordinatorCore<number>, pool: string, agentId: string, nowUs: number): void {
-  const req: LeaseRequest = { v: 2, op: 'acquire', agentId, pool, leaseSecret: BENCH_SECRET, seq: 1, leaseId: null, tokensLeft: 0, tokensWanted: 5, demandPerSecond: 1, holdMs: 0 };
+  const req: LeaseRequest = {
+    v: 2,
+    op: 'acquire',
+    agentId,
+    pool,
+    leaseSecret: BENCH_SECRET,
+    seq: 1,
+    leaseId: null,
+    tokensLeft: 0,
+    tokensWanted: 5,
+    demandPerSecond: 1,
+    holdMs: 0,
+  };
   core.receive(subjectFor('tokenlease', 'acquire', pool), encodeMessage(req), 0, nowUs);
 }
 
@@ -43,5 +55,9 @@ export function memoryFigures(leases = 100_000, pools = 20_000): { bytesPerLease
   core.tick(t0 + 2 * S);
   core.tick(t0 + 4 * S);
   const afterEviction = heapAfterGc();
-  return { bytesPerLease: Math.round(bytesPerLease), bytesPerEvictedPool: Math.max(0, Math.round((afterEviction - beforePools) / pools)), poolsLeft: core.poolCount - 1 };
+  return {
+    bytesPerLease: Math.round(bytesPerLease),
+    bytesPerEvictedPool: Math.max(0, Math.round((afterEviction - beforePools) / pools)),
+    poolsLeft: core.poolCount - 1,
+  };
 }

@@ -10,7 +10,15 @@
 import { parseArgs } from 'node:util';
 
 /** SCENARIO_NAMES — every chaos scenario, in the order a full run takes them; the names rows print. */
-export const SCENARIO_NAMES = ['kill-agents', 'pause-agent', 'restart-nats', 'lose-nats-node', 'kill-coordinator', 'failover-coordinator', 'churn-agents'] as const;
+export const SCENARIO_NAMES = [
+  'kill-agents',
+  'pause-agent',
+  'restart-nats',
+  'lose-nats-node',
+  'kill-coordinator',
+  'failover-coordinator',
+  'churn-agents',
+] as const;
 export type ScenarioName = (typeof SCENARIO_NAMES)[number];
 
 const SEED_MAX = 2 ** 32 - 1;
@@ -79,7 +87,8 @@ function readOnly(text: string): ScenarioName[] {
 
 function readSeed(text: string): number {
   const seed = /^\d+$/.test(text) ? Number(text) : Number.NaN;
-  if (!Number.isSafeInteger(seed) || seed > SEED_MAX) throw new ChaosArgsError('--seed', `${JSON.stringify(text)} is not a seed; use a whole number in [0, ${SEED_MAX}]`);
+  if (!Number.isSafeInteger(seed) || seed > SEED_MAX)
+    throw new ChaosArgsError('--seed', `${JSON.stringify(text)} is not a seed; use a whole number in [0, ${SEED_MAX}]`);
   return seed;
 }
 

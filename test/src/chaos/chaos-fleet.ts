@@ -60,7 +60,14 @@ export class ChaosFleet {
   static async start(natsUrl: string, pool: ChaosPool, dir: string, prefix: string, redisUrl: string | null = null): Promise<ChaosFleet> {
     const configPath = writeConfig(dir, {
       subjectPrefix: prefix,
-      pools: { [POOL]: { capacity: pool.capacity, refill: `${pool.refillPerSecond}/s`, leaseTtlMs: pool.leaseTtlMs, maxLeaseTokens: pool.maxLeaseTokens } },
+      pools: {
+        [POOL]: {
+          capacity: pool.capacity,
+          refill: `${pool.refillPerSecond}/s`,
+          leaseTtlMs: pool.leaseTtlMs,
+          maxLeaseTokens: pool.maxLeaseTokens,
+        },
+      },
     });
     const fleet = new ChaosFleet(natsUrl, pool, dir, prefix, configPath, await StatusProbe.connect(natsUrl), redisUrl);
     await fleet.startCoordinator();
@@ -83,7 +90,9 @@ export class ChaosFleet {
 
   /** firstGrantAfterUs — the host time of the first grant any coordinator logged at or after `tUs`, or null. */
   firstGrantAfterUs(tUs: number): number | null {
-    const times = this.grants().map((g) => g.tUs).filter((t) => t >= tUs);
+    const times = this.grants()
+      .map((g) => g.tUs)
+      .filter((t) => t >= tUs);
     return times.length === 0 ? null : Math.min(...times);
   }
 
@@ -107,7 +116,16 @@ export class ChaosFleet {
   async addAgent(name: string, traffic: Traffic, durationMs: number, seed: number): Promise<AgentHandle> {
     this.agentCount += 1;
     const logPath = join(this.dir, `${name}-${this.agentCount}.log`);
-    const child = await startAgentProcess({ natsUrl: this.natsUrl, subjectPrefix: this.prefix, pool: POOL, name, seed, durationMs, traffic, logPath });
+    const child = await startAgentProcess({
+      natsUrl: this.natsUrl,
+      subjectPrefix: this.prefix,
+      pool: POOL,
+      name,
+      seed,
+      durationMs,
+      traffic,
+      logPath,
+    });
     const agentId = logEvents(child.lines, { type: 'ready' })[0]?.fields['agentId'];
     const handle = { name, child, agentId: typeof agentId === 'string' ? agentId : '', logPath };
     this.agents.push(handle);
@@ -144,9 +162,7 @@ export class ChaosFleet {
 
   /** admissions — every admission logged by every agent process, in time order. */
   admissions(): Array<LoggedAdmission & { readonly agent: string }> {
-    return this.agents
-      .flatMap((a) => readAdmissionLog(a.logPath).map((x) => ({ ...x, agent: a.agentId })))
-      .sort((x, y) => x.tUs - y.tUs);
+    return this.agents.flatMap((a) => readAdmissionLog(a.logPath).map((x) => ({ ...x, agent: a.agentId }))).sort((x, y) => x.tUs - y.tUs);
   }
 
   /** grants — the fresh grants every coordinator logged (a retry's repeated reply counts once, at first). */

@@ -8,7 +8,10 @@ import { expiryViolations, recoveryMs } from './checks.js';
 const at = (tUs: number, leaseId = 'L1', cost = 1): LoggedAdmission => ({ tUs, cost, leaseId });
 
 describe('expiryViolations', () => {
-  const grants = [{ leaseId: 'L1', tUs: 1_000, ttlMs: 100 }, { leaseId: 'L1', tUs: 90_000, ttlMs: 100 }];
+  const grants = [
+    { leaseId: 'L1', tUs: 1_000, ttlMs: 100 },
+    { leaseId: 'L1', tUs: 90_000, ttlMs: 100 },
+  ];
   it.each<[string, LoggedAdmission, number]>([
     ['inside the first grant', at(50_000), 0],
     ['inside the renewal', at(189_999), 0],

@@ -24,7 +24,9 @@ export function expiryViolations(admissions: readonly LoggedAdmission[], grants:
     let latest: Grant | undefined;
     for (const g of list) if (g.tUs <= a.tUs) latest = g;
     if (latest === undefined || a.tUs >= latest.tUs + latest.ttlMs * 1000) {
-      problems.push(`admission at ${a.tUs} µs from lease ${a.leaseId}: ${latest === undefined ? 'no grant logged before it' : `granted at ${latest.tUs} µs, expired at ${latest.tUs + latest.ttlMs * 1000} µs`}`);
+      problems.push(
+        `admission at ${a.tUs} µs from lease ${a.leaseId}: ${latest === undefined ? 'no grant logged before it' : `granted at ${latest.tUs} µs, expired at ${latest.tUs + latest.ttlMs * 1000} µs`}`,
+      );
     }
   }
   return problems;

@@ -25,8 +25,13 @@ const COLUMNS: Array<[string, (r: ScenarioRow) => string]> = [
 
 function table(rows: readonly ScenarioRow[]): string {
   const widths = COLUMNS.map(([h, f]) => Math.max(h.length, ...rows.map((r) => f(r).length)));
-  const line = (cells: string[]): string => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i] as number) : c.padStart(widths[i] as number))).join('  ');
-  return [line(COLUMNS.map(([h]) => h)), line(widths.map((w) => '-'.repeat(w))), ...rows.map((r) => line(COLUMNS.map(([, f]) => f(r))))].join('\n');
+  const line = (cells: string[]): string =>
+    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i] as number) : c.padStart(widths[i] as number))).join('  ');
+  return [
+    line(COLUMNS.map(([h]) => h)),
+    line(widths.map((w) => '-'.repeat(w))),
+    ...rows.map((r) => line(COLUMNS.map(([, f]) => f(r)))),
+  ].join('\n');
 }
 
 /** parse — the validated command line, or null after printing the usage (--help); exits 2 with one line for a bad flag. */
@@ -60,14 +65,16 @@ async function main(): Promise<number> {
     for (const r of rows) console.log(`${r.scenario}: ${r.note}`);
   }
   for (const p of problems) console.error(`FAILED: ${p}`);
-  console.error(`${rows.length - new Set(problems.map((p) => p.split(':')[0])).size} passed, ${new Set(problems.map((p) => p.split(':')[0])).size} failed`);
+  console.error(
+    `${rows.length - new Set(problems.map((p) => p.split(':')[0])).size} passed, ${new Set(problems.map((p) => p.split(':')[0])).size} failed`,
+  );
   return problems.length === 0 ? 0 : 1;
 }
 
 main().then(
   (code) => process.exit(code),
   (error: unknown) => {
-    console.error(`chaos: ${error instanceof Error ? error.stack ?? error.message : String(error)}`);
+    console.error(`chaos: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
     process.exit(2);
   },
 );

@@ -168,7 +168,12 @@ export async function pauseAgent(options: ScenarioOptions): Promise<ScenarioRow>
         reclaim = await untilNoLease(fleet, victim.agentId, pausedAt, pauseMs - 100);
       });
       const resumedUs = nowUs();
-      return { faultVerified: hadLease && stopped && reclaim !== null, reclaimMs: reclaim, recoveryFromUs: [resumedUs], note: `paused ${pauseMs} ms with a live lease (TTL ${CHAOS_POOL.leaseTtlMs} ms)` };
+      return {
+        faultVerified: hadLease && stopped && reclaim !== null,
+        reclaimMs: reclaim,
+        recoveryFromUs: [resumedUs],
+        note: `paused ${pauseMs} ms with a live lease (TTL ${CHAOS_POOL.leaseTtlMs} ms)`,
+      };
     });
   });
 }
@@ -210,7 +215,12 @@ export async function loseNatsNode(options: ScenarioOptions): Promise<ScenarioRo
       const dead = await cluster.kill(0);
       await sleep(2500);
       const reconnected = fleet.agents.every((a) => agentReconnected(a.child));
-      return { faultVerified: dead && reconnected, reclaimMs: null, recoveryFromUs: [lostUs], note: 'node 0 of 3 killed; every client was connected to it' };
+      return {
+        faultVerified: dead && reconnected,
+        reclaimMs: null,
+        recoveryFromUs: [lostUs],
+        note: 'node 0 of 3 killed; every client was connected to it',
+      };
     });
   } finally {
     await cluster.stop();
@@ -227,7 +237,12 @@ export async function killCoordinator(options: ScenarioOptions): Promise<Scenari
       const dead = await fleet.killCoordinator();
       await sleep(500);
       await fleet.startCoordinator();
-      return { faultVerified: dead, reclaimMs: null, recoveryFromUs: [killedUs], note: 'memory mode: restarted after 0.5 s; quiet for one TTL, then refills from empty' };
+      return {
+        faultVerified: dead,
+        reclaimMs: null,
+        recoveryFromUs: [killedUs],
+        note: 'memory mode: restarted after 0.5 s; quiet for one TTL, then refills from empty',
+      };
     });
   });
 }
@@ -242,23 +257,31 @@ export async function failoverCoordinator(options: ScenarioOptions): Promise<Sce
     const redis = await startPrivateRedis();
     try {
       const runMs = options.short ? 7000 : 10_000;
-      return await runScenario('failover-coordinator', nats.url, options, 3, runMs, async (fleet) => {
-        await fleet.startCoordinator(); // the standby
-        await sleep(2000);
-        const killedUs = nowUs();
-        const dead = await fleet.killOwner();
-        await sleep(OWNERSHIP_TTL_MS + CHAOS_POOL.leaseTtlMs + 500);
-        const takenOver = fleet.owner() !== undefined;
-        const firstUs = fleet.firstGrantAfterUs(killedUs);
-        const takeoverMs = firstUs === null ? null : Math.round((firstUs - killedUs) / 1000);
-        return {
-          faultVerified: dead && takenOver,
-          reclaimMs: null,
-          takeoverMs,
-          recoveryFromUs: [killedUs],
-          note: `Redis mode, ownership TTL ${OWNERSHIP_TTL_MS} ms: owner SIGKILLed; first grant by the standby ${takeoverMs ?? 'never'} ms after the kill`,
-        };
-      }, redis.url);
+      return await runScenario(
+        'failover-coordinator',
+        nats.url,
+        options,
+        3,
+        runMs,
+        async (fleet) => {
+          await fleet.startCoordinator(); // the standby
+          await sleep(2000);
+          const killedUs = nowUs();
+          const dead = await fleet.killOwner();
+          await sleep(OWNERSHIP_TTL_MS + CHAOS_POOL.leaseTtlMs + 500);
+          const takenOver = fleet.owner() !== undefined;
+          const firstUs = fleet.firstGrantAfterUs(killedUs);
+          const takeoverMs = firstUs === null ? null : Math.round((firstUs - killedUs) / 1000);
+          return {
+            faultVerified: dead && takenOver,
+            reclaimMs: null,
+            takeoverMs,
+            recoveryFromUs: [killedUs],
+            note: `Redis mode, ownership TTL ${OWNERSHIP_TTL_MS} ms: owner SIGKILLed; first grant by the standby ${takeoverMs ?? 'never'} ms after the kill`,
+          };
+        },
+        redis.url,
+      );
     } finally {
       await redis.stop();
     }
@@ -288,7 +311,11 @@ export async function churnAgents(options: ScenarioOptions): Promise<ScenarioRow
       }
       for (const v of visitors) cleanLeaves &&= await fleet.stopAgent(v);
       leaves += visitors.length;
-      return { faultVerified: joins >= 5 && leaves >= 5 && cleanLeaves, reclaimMs: null, note: `${joins} joins, ${leaves} leaves (each returned its lease and exited 0)` };
+      return {
+        faultVerified: joins >= 5 && leaves >= 5 && cleanLeaves,
+        reclaimMs: null,
+        note: `${joins} joins, ${leaves} leaves (each returned its lease and exited 0)`,
+      };
     });
   });
 }

@@ -14,10 +14,14 @@ export const TAKEOVER_BOUND_MS = CHAOS_POOL.leaseTtlMs + OWNERSHIP_TTL_MS;
 export function rowProblems(r: ScenarioRow): string[] {
   const problems: string[] = [];
   if (!r.faultVerified) problems.push(`${r.scenario}: the fault was not verified (${r.note})`);
-  if (r.envelopeViolations > 0 || r.worstWindowRatio > 1) problems.push(`${r.scenario}: ${r.envelopeViolations} admissions over the envelope (worst window ${r.worstWindowRatio})`);
+  if (r.envelopeViolations > 0 || r.worstWindowRatio > 1)
+    problems.push(`${r.scenario}: ${r.envelopeViolations} admissions over the envelope (worst window ${r.worstWindowRatio})`);
   if (r.expiryViolations > 0) problems.push(`${r.scenario}: ${r.expiryViolations} admissions spent a lease after its expiry (${r.note})`);
-  if (r.reclaimMs !== null && r.reclaimMs > RECLAIM_BOUND_MS) problems.push(`${r.scenario}: stranded lease reclaimed after ${r.reclaimMs} ms, bound ${RECLAIM_BOUND_MS} ms`);
-  if (r.scenario === 'failover-coordinator' && (r.takeoverMs === null || r.takeoverMs > TAKEOVER_BOUND_MS)) problems.push(`${r.scenario}: first grant after the owner's kill took ${r.takeoverMs ?? 'forever'} ms, bound ${TAKEOVER_BOUND_MS} ms`);
-  if (r.scenario !== 'churn-agents' && r.recoveryMs === null) problems.push(`${r.scenario}: the admission rate never came back to 90% of r`);
+  if (r.reclaimMs !== null && r.reclaimMs > RECLAIM_BOUND_MS)
+    problems.push(`${r.scenario}: stranded lease reclaimed after ${r.reclaimMs} ms, bound ${RECLAIM_BOUND_MS} ms`);
+  if (r.scenario === 'failover-coordinator' && (r.takeoverMs === null || r.takeoverMs > TAKEOVER_BOUND_MS))
+    problems.push(`${r.scenario}: first grant after the owner's kill took ${r.takeoverMs ?? 'forever'} ms, bound ${TAKEOVER_BOUND_MS} ms`);
+  if (r.scenario !== 'churn-agents' && r.recoveryMs === null)
+    problems.push(`${r.scenario}: the admission rate never came back to 90% of r`);
   return problems;
 }

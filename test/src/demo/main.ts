@@ -21,8 +21,16 @@ import { renderTable, type AgentRow } from './render.js';
 const POOL = { name: 'api', capacity: 100, refillPerSecond: 200, leaseTtlMs: 2000, maxLeaseTokens: 20 };
 const AGENTS: ReadonlyArray<{ name: string; traffic: Traffic; about: string }> = [
   { name: 'checkout', traffic: { kind: 'steady', perSecond: 120 }, about: 'steady 120 req/s' },
-  { name: 'search', traffic: { kind: 'bursty', perSecond: 400, onMs: 500, offMs: 1500 }, about: 'bursts of 400 req/s, 0.5 s on / 1.5 s off' },
-  { name: 'reports', traffic: { kind: 'random', perSecondMax: 200, changeEveryMs: 1000, costMin: 1, costMax: 5 }, about: '0–200 req/s, cost 1–5' },
+  {
+    name: 'search',
+    traffic: { kind: 'bursty', perSecond: 400, onMs: 500, offMs: 1500 },
+    about: 'bursts of 400 req/s, 0.5 s on / 1.5 s off',
+  },
+  {
+    name: 'reports',
+    traffic: { kind: 'random', perSecondMax: 200, changeEveryMs: 1000, costMin: 1, costMax: 5 },
+    about: '0–200 req/s, cost 1–5',
+  },
 ];
 
 async function main(): Promise<void> {
@@ -37,7 +45,14 @@ async function main(): Promise<void> {
   const prefix = `tokenlease-demo-${process.pid}`;
   const configPath = writeConfig(dir, {
     subjectPrefix: prefix,
-    pools: { [POOL.name]: { capacity: POOL.capacity, refill: `${POOL.refillPerSecond}/s`, leaseTtlMs: POOL.leaseTtlMs, maxLeaseTokens: POOL.maxLeaseTokens } },
+    pools: {
+      [POOL.name]: {
+        capacity: POOL.capacity,
+        refill: `${POOL.refillPerSecond}/s`,
+        leaseTtlMs: POOL.leaseTtlMs,
+        maxLeaseTokens: POOL.maxLeaseTokens,
+      },
+    },
   });
   const coordinator = await startCoordinator(nats.url, configPath);
   const startedMs = performance.now();
@@ -46,8 +61,15 @@ async function main(): Promise<void> {
   const children: Child[] = [];
   for (const a of AGENTS) {
     const child = await startAgentProcess({
-      natsUrl: nats.url, subjectPrefix: prefix, pool: POOL.name, name: a.name, seed: random.int(0, 2 ** 31),
-      durationMs: 7 * 86_400_000, traffic: a.traffic, logPath: join(dir, `${a.name}.log`), statsEveryMs: 1000,
+      natsUrl: nats.url,
+      subjectPrefix: prefix,
+      pool: POOL.name,
+      name: a.name,
+      seed: random.int(0, 2 ** 31),
+      durationMs: 7 * 86_400_000,
+      traffic: a.traffic,
+      logPath: join(dir, `${a.name}.log`),
+      statsEveryMs: 1000,
     });
     child.onLine((line) => {
       if (!line.startsWith('{"type":"stats"')) return;
@@ -57,7 +79,9 @@ async function main(): Promise<void> {
     });
     children.push(child);
   }
-  console.log(`pool "${POOL.name}": capacity ${POOL.capacity}, refill ${POOL.refillPerSecond}/s, lease TTL ${POOL.leaseTtlMs} ms, at most ${POOL.maxLeaseTokens} tokens a lease`);
+  console.log(
+    `pool "${POOL.name}": capacity ${POOL.capacity}, refill ${POOL.refillPerSecond}/s, lease TTL ${POOL.leaseTtlMs} ms, at most ${POOL.maxLeaseTokens} tokens a lease`,
+  );
   console.log(`the coordinator grants nothing for its quiet period (one TTL) after it starts; Ctrl-C stops the demo\n`);
 
   const probe = await StatusProbe.connect(nats.url);
@@ -82,7 +106,9 @@ async function main(): Promise<void> {
   const worst = report.worstWindow;
   console.log(
     `envelope check over every window of ${report.admissions} admissions (${report.admittedTokens} tokens): ${report.ok ? 'held' : 'VIOLATED'}` +
-      (worst === null ? '' : `; tightest window ${((worst.toUs - worst.fromUs) / 1000).toFixed(1)} ms with ${worst.admittedTokens} tokens, ${(-report.worstExcessTokens).toFixed(2)} below B + r·T`),
+      (worst === null
+        ? ''
+        : `; tightest window ${((worst.toUs - worst.fromUs) / 1000).toFixed(1)} ms with ${worst.admittedTokens} tokens, ${(-report.worstExcessTokens).toFixed(2)} below B + r·T`),
   );
   await probe.close();
   await stopAll();

@@ -31,7 +31,9 @@ const pad = (value: string | number, width: number): string => String(value).pad
 export function renderTable(elapsedS: number, pool: PoolShape, rows: readonly AgentRow[], status: PoolStatus | null): string {
   const lines: string[] = [];
   lines.push(`── t = ${elapsedS.toFixed(0)} s ${'─'.repeat(60)}`);
-  lines.push(`${'agent'.padEnd(9)}${pad('admitted/s', 11)}${pad('denied/s', 10)}${pad('admitted', 10)}${pad('denied', 9)}${pad('in hand', 9)}${pad('round-trips', 12)}   demand`);
+  lines.push(
+    `${'agent'.padEnd(9)}${pad('admitted/s', 11)}${pad('denied/s', 10)}${pad('admitted', 10)}${pad('denied', 9)}${pad('in hand', 9)}${pad('round-trips', 12)}   demand`,
+  );
   let fleetTokens = 0;
   let fleetTrips = 0;
   for (const row of rows) {

@@ -80,6 +80,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(`agent-process: ${error instanceof Error ? error.stack ?? error.message : String(error)}\n`);
+  process.stderr.write(`agent-process: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
   process.exit(1);
 });

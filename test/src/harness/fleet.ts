@@ -78,7 +78,8 @@ export async function startCoordinator(natsUrl: string, configPath: string, opti
   await waitForEvent(child, { event: durable ? 'durable-started' : 'serving' }, STARTUP_TIMEOUT_MS);
   void child.exited.then(({ code, signal }) => {
     const stopped = hasEvent(child, { event: durable ? 'durable-stopped' : 'stopped' });
-    if (!stopped && signal !== 'SIGKILL') console.error(`${name} (pid ${child.pid}) exited unexpectedly (code ${code}, signal ${signal}): ${child.stderr().slice(-4000)}`);
+    if (!stopped && signal !== 'SIGKILL')
+      console.error(`${name} (pid ${child.pid}) exited unexpectedly (code ${code}, signal ${signal}): ${child.stderr().slice(-4000)}`);
   });
   return child;
 }
@@ -116,7 +117,8 @@ export class StatusProbe {
   }
 
   async status(pool: string, prefix: string = DEFAULT_SUBJECT_PREFIX, agentId?: string): Promise<PoolStatus> {
-    const query = agentId === undefined ? { v: 2 as const, op: 'status' as const, pool } : { v: 2 as const, op: 'status' as const, pool, agentId };
+    const query =
+      agentId === undefined ? { v: 2 as const, op: 'status' as const, pool } : { v: 2 as const, op: 'status' as const, pool, agentId };
     const bytes = await this.bus.request(subjectFor(prefix, 'status', pool), encodeMessage(query), 2000);
     const decoded = decodeReply(bytes);
     if (!decoded.ok || decoded.value.kind !== 'status') throw new Error(`unexpected status reply: ${new TextDecoder().decode(bytes)}`);

@@ -10,7 +10,8 @@ import { describe, expect, it } from 'vitest';
 import { COORDINATOR_EVENTS, logEvents, matchesFields, parseLogLine } from './log-events.js';
 
 const POOL_OWNED = '{"level":30,"time":1764500000000,"pid":7,"event":"pool-owned","pool":"api","epoch":3,"leases":1,"msg":"pool owned"}';
-const RECONNECT = '{"level":40,"time":1764500000001,"event":"nats-connection","connection":{"type":"reconnect","server":"127.0.0.1:4222"},"msg":"nats connection event"}';
+const RECONNECT =
+  '{"level":40,"time":1764500000001,"event":"nats-connection","connection":{"type":"reconnect","server":"127.0.0.1:4222"},"msg":"nats connection event"}';
 const AGENT_RECONNECT = '{"type":"event","name":"agent0","event":"reconnect"}';
 const READY = '{"type":"ready","name":"agent0","pid":9,"agentId":"agent0-9"}';
 

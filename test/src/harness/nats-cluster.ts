@@ -31,8 +31,16 @@ export async function startNatsCluster(size: number): Promise<NatsCluster> {
   const nodes: NatsNode[] = clientPorts.map((clientPort) => ({ clientPort, url: `nats://127.0.0.1:${clientPort}`, child: null }));
   nodes.forEach((node, i) => {
     node.child = spawnProcess(`nats-node-${i}`, binary, [
-      '-a', '127.0.0.1', '-p', String(node.clientPort),
-      '--cluster_name', 'tokenlease-chaos', '--cluster', `nats://127.0.0.1:${routePorts[i]}`, '--routes', routes,
+      '-a',
+      '127.0.0.1',
+      '-p',
+      String(node.clientPort),
+      '--cluster_name',
+      'tokenlease-chaos',
+      '--cluster',
+      `nats://127.0.0.1:${routePorts[i]}`,
+      '--routes',
+      routes,
     ]);
   });
   await Promise.all(nodes.map((node) => waitListening('127.0.0.1', node.clientPort, 10_000)));

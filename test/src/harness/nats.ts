@@ -87,9 +87,7 @@ async function startContainerNats(): Promise<PrivateNats> {
     port,
     async start() {
       if (container !== null) return;
-      container = await new testcontainers.GenericContainer('nats:2.10-alpine')
-        .withExposedPorts({ container: 4222, host: port })
-        .start();
+      container = await new testcontainers.GenericContainer('nats:2.10-alpine').withExposedPorts({ container: 4222, host: port }).start();
       await waitListening('127.0.0.1', port, 10_000);
     },
     async kill() {

@@ -68,7 +68,10 @@ export function spawnProcess(name: string, command: string, args: readonly strin
       new Promise((resolve, reject) => {
         const found = lines.find(test);
         if (found !== undefined) return resolve(found);
-        const timer = setTimeout(() => reject(new Error(`${name}: no matching line within ${timeoutMs} ms; stderr: ${stderrText.slice(-2000)}`)), timeoutMs);
+        const timer = setTimeout(
+          () => reject(new Error(`${name}: no matching line within ${timeoutMs} ms; stderr: ${stderrText.slice(-2000)}`)),
+          timeoutMs,
+        );
         listeners.push((line) => {
           if (test(line)) {
             clearTimeout(timer);

@@ -109,7 +109,8 @@ export async function readAppendOnlyCommands(url: string): Promise<string[][]> {
       const [, name, , seq, , type] = line.trim().split(/\s+/);
       return { name: name ?? '', seq: Number(seq), type: type ?? '' };
     });
-  if (files.some((f) => f.type === 'b' && f.seq !== 1)) throw new Error(`the append-only file was rewritten (${manifestPath}): the write history is incomplete`);
+  if (files.some((f) => f.type === 'b' && f.seq !== 1))
+    throw new Error(`the append-only file was rewritten (${manifestPath}): the write history is incomplete`);
   const commands: string[][] = [];
   for (const file of files.filter((f) => f.type === 'i')) {
     const buf = readFileSync(join(dir, file.name));

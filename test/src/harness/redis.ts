@@ -59,7 +59,22 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
 async function startBinaryRedis(binary: string, port: number): Promise<PrivateRedis> {
   const dir = mkdtempSync(join(tmpdir(), 'tokenlease-redis-'));
   let child: Child | null = null;
-  const args = ['--bind', '127.0.0.1', '--port', String(port), '--dir', dir, '--appendonly', 'yes', '--appendfsync', 'always', '--save', '', '--protected-mode', 'no'];
+  const args = [
+    '--bind',
+    '127.0.0.1',
+    '--port',
+    String(port),
+    '--dir',
+    dir,
+    '--appendonly',
+    'yes',
+    '--appendfsync',
+    'always',
+    '--save',
+    '',
+    '--protected-mode',
+    'no',
+  ];
   const handle: PrivateRedis = {
     url: `redis://127.0.0.1:${port}`,
     source: 'binary',

@@ -82,8 +82,10 @@ export function storeHistory(commands: readonly string[][], keyPrefix: string, p
 
 function decodeLease(json: string): Pick<StoredGrant, 'leaseId' | 'lastSeq' | 'grant'> & { readonly boundTokens: number } {
   const lease = JSON.parse(json) as { leaseId: string; boundTokens: number; lastSeq: number; lastReply: string | null };
-  const reply = lease.lastReply === null ? null : (JSON.parse(lease.lastReply) as { kind: string; seq: number; epoch: number; tokensGranted: number });
-  const grant = reply === null || reply.kind !== 'grant' ? null : { seq: reply.seq, epoch: reply.epoch, tokensGranted: reply.tokensGranted };
+  const reply =
+    lease.lastReply === null ? null : (JSON.parse(lease.lastReply) as { kind: string; seq: number; epoch: number; tokensGranted: number });
+  const grant =
+    reply === null || reply.kind !== 'grant' ? null : { seq: reply.seq, epoch: reply.epoch, tokensGranted: reply.tokensGranted };
   return { leaseId: lease.leaseId, boundTokens: lease.boundTokens, lastSeq: lease.lastSeq, grant };
 }
 

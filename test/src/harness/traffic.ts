@@ -7,8 +7,21 @@ import type { Random } from './random.js';
 
 export type Traffic =
   | { readonly kind: 'steady'; readonly perSecond: number; readonly costMin?: number; readonly costMax?: number }
-  | { readonly kind: 'bursty'; readonly perSecond: number; readonly onMs: number; readonly offMs: number; readonly costMin?: number; readonly costMax?: number }
-  | { readonly kind: 'random'; readonly perSecondMax: number; readonly changeEveryMs: number; readonly costMin?: number; readonly costMax?: number };
+  | {
+      readonly kind: 'bursty';
+      readonly perSecond: number;
+      readonly onMs: number;
+      readonly offMs: number;
+      readonly costMin?: number;
+      readonly costMax?: number;
+    }
+  | {
+      readonly kind: 'random';
+      readonly perSecondMax: number;
+      readonly changeEveryMs: number;
+      readonly costMin?: number;
+      readonly costMax?: number;
+    };
 
 /**
  * Arrivals — yields the costs of the requests that arrived up to a given

@@ -54,8 +54,13 @@ describe('an agent killed with SIGKILL', () => {
     await until(status, (s) => s.quietMs === 0 && s.levelTokens === CAPACITY, 5000);
 
     const victim = await startAgentProcess({
-      natsUrl: nats.url, subjectPrefix: prefix, pool: 'api', name: 'victim', seed,
-      durationMs: 30_000, logPath: join(dir, 'victim.log'),
+      natsUrl: nats.url,
+      subjectPrefix: prefix,
+      pool: 'api',
+      name: 'victim',
+      seed,
+      durationMs: 30_000,
+      logPath: join(dir, 'victim.log'),
       traffic: { kind: 'steady', perSecond: 1000 },
     });
     const before = await until(status, (s) => s.leases === 1 && s.leasedTokens > 0, 5000);
@@ -74,7 +79,9 @@ describe('an agent killed with SIGKILL', () => {
     await until(status, (s) => s.levelTokens === CAPACITY, 5000);
     const wholeMs = performance.now() - killedAt;
     const refillMs = (CAPACITY * 1000) / REFILL_PER_SECOND;
-    console.log(`agent-kill: lease reclaimed ${reclaimMs.toFixed(0)} ms after the kill (TTL ${TTL_MS} ms); pool whole after ${wholeMs.toFixed(0)} ms (bound ${TTL_MS + refillMs + SLACK_MS} ms)`);
+    console.log(
+      `agent-kill: lease reclaimed ${reclaimMs.toFixed(0)} ms after the kill (TTL ${TTL_MS} ms); pool whole after ${wholeMs.toFixed(0)} ms (bound ${TTL_MS + refillMs + SLACK_MS} ms)`,
+    );
     expect(reclaimMs).toBeLessThanOrEqual(TTL_MS + SLACK_MS);
     expect(wholeMs).toBeLessThanOrEqual(TTL_MS + refillMs + SLACK_MS);
   });

@@ -27,7 +27,15 @@ describe('bad input over real NATS', () => {
       quietPeriodMs: 100,
       pools: {
         api: { capacity: 50, refill: '1000/s', leaseTtlMs: 10, maxLeaseTokens: 10, maxHoldMs: 0 },
-        held: { capacity: 20, refill: '20/s', leaseTtlMs: 100, maxLeaseTokens: 10, minGrantTokens: 10, maxHoldMs: 50, classWeights: { gold: 2 } },
+        held: {
+          capacity: 20,
+          refill: '20/s',
+          leaseTtlMs: 100,
+          maxLeaseTokens: 10,
+          minGrantTokens: 10,
+          maxHoldMs: 50,
+          classWeights: { gold: 2 },
+        },
         trickle: { capacity: 50, refill: '100/s', leaseTtlMs: 100, maxLeaseTokens: 10, leaseMode: 'rate', classWeights: { gold: 2 } },
       },
     });
@@ -40,13 +48,33 @@ describe('bad input over real NATS', () => {
   });
 
   const acquire = (fields: Record<string, unknown>): Uint8Array =>
-    text(JSON.stringify({ v: 2, op: 'acquire', agentId: 'a', pool: 'api', leaseSecret: SECRET, seq: 1, leaseId: null, tokensLeft: 0, tokensWanted: 5, demandPerSecond: 1, holdMs: 0, ...fields }));
+    text(
+      JSON.stringify({
+        v: 2,
+        op: 'acquire',
+        agentId: 'a',
+        pool: 'api',
+        leaseSecret: SECRET,
+        seq: 1,
+        leaseId: null,
+        tokensLeft: 0,
+        tokensWanted: 5,
+        demandPerSecond: 1,
+        holdMs: 0,
+        ...fields,
+      }),
+    );
 
   const cases: Array<[string, string, Uint8Array, string]> = [
     ['not JSON', 'acquire.api', text('{nope'), 'bad-request'],
     ['oversized', 'acquire.api', new Uint8Array(MESSAGE_BYTES_MAX + 1).fill(32), 'bad-request'],
     ['wrong version', 'acquire.api', text(JSON.stringify({ v: 9, op: 'acquire', seq: 3 })), 'unsupported-version'],
-    ['the old protocol v1', 'v1-acquire', text(JSON.stringify({ v: 1, op: 'acquire', agentId: 'a', pool: 'api', seq: 1 })), 'unsupported-version'],
+    [
+      'the old protocol v1',
+      'v1-acquire',
+      text(JSON.stringify({ v: 1, op: 'acquire', agentId: 'a', pool: 'api', seq: 1 })),
+      'unsupported-version',
+    ],
     ['negative tokens', 'acquire.api', acquire({ tokensWanted: -5 }), 'bad-request'],
     ['fractional seq', 'acquire.api', acquire({ seq: 1.5 }), 'bad-request'],
     ['pool mismatch', 'acquire.api', acquire({ pool: 'other' }), 'bad-request'],
@@ -72,7 +100,25 @@ describe('bad input over real NATS', () => {
     'an agent class named %s is an unknown class: no internal error, and the coordinator lives on',
     async (agentClass) => {
       const request = (pool: string, agentId: string, fields: Record<string, unknown>): Promise<unknown> =>
-        probe.raw(`${prefix}.v2.acquire.${pool}.anon`, text(JSON.stringify({ v: 2, op: 'acquire', agentId, pool, leaseSecret: SECRET, seq: 1, leaseId: null, tokensLeft: 0, tokensWanted: 10, demandPerSecond: 50, holdMs: 50, ...fields })));
+        probe.raw(
+          `${prefix}.v2.acquire.${pool}.anon`,
+          text(
+            JSON.stringify({
+              v: 2,
+              op: 'acquire',
+              agentId,
+              pool,
+              leaseSecret: SECRET,
+              seq: 1,
+              leaseId: null,
+              tokensLeft: 0,
+              tokensWanted: 10,
+              demandPerSecond: 50,
+              holdMs: 50,
+              ...fields,
+            }),
+          ),
+        );
       const id = `${agentClass}-${Date.now()}`;
       // On the chunk pool an honest request waits ahead and tokens come back while the hostile one waits.
       const replies = (await Promise.all([
@@ -91,12 +137,30 @@ describe('bad input over real NATS', () => {
         const status = await probe.status(pool, prefix);
         expect(status.levelTokens + status.leasedTokens).toBeLessThanOrEqual(status.capacityTokens);
       }
-      expect([...logEvents(coordinator.lines, { event: 'pool-failed' }), ...logEvents(coordinator.lines, { event: 'tick-failed' })]).toEqual([]);
+      expect([
+        ...logEvents(coordinator.lines, { event: 'pool-failed' }),
+        ...logEvents(coordinator.lines, { event: 'tick-failed' }),
+      ]).toEqual([]);
     },
   );
 
   it('keeps serving valid requests afterwards, and logged the refusals by pool and code', async () => {
-    const reply = await probe.raw(`${prefix}.v2.acquire.api.anon`, encodeMessage({ v: 2, op: 'acquire', agentId: 'good', pool: 'api', leaseSecret: SECRET, seq: 1, leaseId: null, tokensLeft: 0, tokensWanted: 5, demandPerSecond: 1, holdMs: 0 }));
+    const reply = await probe.raw(
+      `${prefix}.v2.acquire.api.anon`,
+      encodeMessage({
+        v: 2,
+        op: 'acquire',
+        agentId: 'good',
+        pool: 'api',
+        leaseSecret: SECRET,
+        seq: 1,
+        leaseId: null,
+        tokensLeft: 0,
+        tokensWanted: 5,
+        demandPerSecond: 1,
+        holdMs: 0,
+      }),
+    );
     expect(reply.ok && reply.value.kind).toBe('grant');
     expect(coordinator.proc.exitCode).toBeNull();
     const codes = new Set(refusalLines().map((r) => r.code));

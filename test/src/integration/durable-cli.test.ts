@@ -133,7 +133,9 @@ describe('tokenlease-coordinator CLI in durable mode', () => {
       const takeoverMs = performance.now() - stoppedAtMs;
       const before = owned(first);
       const after = owned(second);
-      console.log(`durable-cli: cli-b owned ${JSON.stringify(after.map(({ pool, epoch, leases }) => ({ pool, epoch, leases })))} ${Math.round(takeoverMs)} ms after cli-a exited (ownership TTL ${ttlMs} ms)`);
+      console.log(
+        `durable-cli: cli-b owned ${JSON.stringify(after.map(({ pool, epoch, leases }) => ({ pool, epoch, leases })))} ${Math.round(takeoverMs)} ms after cli-a exited (ownership TTL ${ttlMs} ms)`,
+      );
       expect(takeoverMs).toBeLessThan(3000);
       for (const unit of ['api', '*']) {
         const epochBefore = before.find((o) => o.pool === unit)?.epoch ?? NaN;

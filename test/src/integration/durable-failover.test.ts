@@ -16,7 +16,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { hostMonoNowUs, makeRate, type PoolStatus } from '@tokenlease/shared';
 import { checkEnvelope, type Admission } from '@tokenlease/shared/testing';
-import { currentOwner, grantLines, ownershipEvents, waitForOwned, type GrantLine, type OwnershipEvent } from '../harness/coordinator-log.js';
+import {
+  currentOwner,
+  grantLines,
+  ownershipEvents,
+  waitForOwned,
+  type GrantLine,
+  type OwnershipEvent,
+} from '../harness/coordinator-log.js';
 import { readAdmissionLog, scratchDir, startAgentProcess, startCoordinator, StatusProbe, writeConfig } from '../harness/fleet.js';
 import { provideNats, type NatsHandle } from '../harness/nats.js';
 import { logEvents } from '../harness/log-events.js';
@@ -76,12 +83,19 @@ describe('durable coordinators failing over under load', () => {
     const dir = scratchDir();
     const configPath = writeConfig(dir, {
       subjectPrefix: prefix,
-      pools: { [POOL]: { capacity: CAPACITY, refill: `${REFILL_PER_SECOND}/s`, leaseTtlMs: LEASE_TTL_MS, maxLeaseTokens: MAX_LEASE_TOKENS } },
+      pools: {
+        [POOL]: { capacity: CAPACITY, refill: `${REFILL_PER_SECOND}/s`, leaseTtlMs: LEASE_TTL_MS, maxLeaseTokens: MAX_LEASE_TOKENS },
+      },
     });
     // Member names carry the seed: which of the two the pool prefers (by
     // rendezvous hash) varies from seed to seed, so both the first-started
     // and the joining member end up owning it in some runs.
-    const durable = (member: string) => ({ redisUrl: redis.url, member: `${member}-${seed}`, ownershipTtlMs: OWNERSHIP_TTL_MS, logLevel: 'debug' });
+    const durable = (member: string) => ({
+      redisUrl: redis.url,
+      member: `${member}-${seed}`,
+      ownershipTtlMs: OWNERSHIP_TTL_MS,
+      logLevel: 'debug',
+    });
     const a = await startCoordinator(nats.url, configPath, durable('A'));
     keepLog(a, join(dir, 'coordinator-A.log'));
     await waitForOwned(a, POOL, 0, 5000);
@@ -99,7 +113,8 @@ describe('durable coordinators failing over under load', () => {
       const now = ownershipEvents(a, POOL).length + ownershipEvents(b, POOL).length;
       if (now !== events) [events, quietSince] = [now, Date.now()];
       if (currentOwner(coordinators, POOL) !== undefined && Date.now() - quietSince >= 2 * OWNERSHIP_TTL_MS) break;
-      if (Date.now() > deadline) throw new Error(`ownership of ${POOL} did not settle: ${JSON.stringify(coordinators.map((c) => ownershipEvents(c, POOL)))}`);
+      if (Date.now() > deadline)
+        throw new Error(`ownership of ${POOL} did not settle: ${JSON.stringify(coordinators.map((c) => ownershipEvents(c, POOL)))}`);
       await sleep(50);
     }
     return { prefix, dir, coordinators, random: seededRandom(seed) };
@@ -110,8 +125,14 @@ describe('durable coordinators failing over under load', () => {
       Array.from({ length: AGENTS }, async (_, i) => {
         const logPath = join(run.dir, `agent-${i}.log`);
         const child = await startAgentProcess({
-          natsUrl: nats.url, subjectPrefix: run.prefix, pool: POOL, name: `load${i}`, seed: run.random.int(0, 2 ** 31),
-          durationMs, logPath, traffic: { kind: 'steady', perSecond: AGENT_PER_SECOND, costMin: 1, costMax: 2 },
+          natsUrl: nats.url,
+          subjectPrefix: run.prefix,
+          pool: POOL,
+          name: `load${i}`,
+          seed: run.random.int(0, 2 ** 31),
+          durationMs,
+          logPath,
+          traffic: { kind: 'steady', perSecond: AGENT_PER_SECOND, costMin: 1, costMax: 2 },
         });
         return { child, logPath };
       }),
@@ -129,7 +150,10 @@ describe('durable coordinators failing over under load', () => {
     expect(claim, `a claim of epoch ${owned.epoch} in the store`).toBeDefined();
     if (claim === undefined) return;
     const { leases, leasedTokens, levelTokens } = owned.fields as { leases: number; leasedTokens: number; levelTokens: number };
-    expect({ leases, leasedTokens }, `takeover of epoch ${owned.epoch}`).toEqual({ leases: claim.leases, leasedTokens: claim.leasedTokens });
+    expect({ leases, leasedTokens }, `takeover of epoch ${owned.epoch}`).toEqual({
+      leases: claim.leases,
+      leasedTokens: claim.leasedTokens,
+    });
     expect(levelTokens).toBeLessThanOrEqual(claim.levelTokens ?? CAPACITY);
     expect(levelTokens + leasedTokens).toBeLessThanOrEqual(CAPACITY);
   }
@@ -140,7 +164,8 @@ describe('durable coordinators failing over under load', () => {
     for (;;) {
       const status = await probe.status(POOL, run.prefix).catch(() => null);
       if (status !== null && status.epoch === epoch) return status;
-      if (Date.now() > deadline) throw new Error(`the owner of epoch ${epoch} did not answer a status query; last answer ${JSON.stringify(status)}`);
+      if (Date.now() > deadline)
+        throw new Error(`the owner of epoch ${epoch} did not answer a status query; last answer ${JSON.stringify(status)}`);
       await sleep(50);
     }
   }
@@ -204,13 +229,18 @@ describe('durable coordinators failing over under load', () => {
     const loadEndUs = Math.min(endUs, loadStartUs + runMs * 1000);
     const resumedTokens = tokensIn(admissions, afterUs, loadEndUs);
     const expectedTokens = (REFILL_PER_SECOND * (loadEndUs - afterUs - OWNERSHIP_TTL_MS * 1000)) / 1e6;
-    console.log(`durable-failover kill: ${tokensIn(admissions, 0, killUs)} tokens admitted before the kill, ${resumedTokens} from one lease TTL after it (refill over that time less one ownership TTL: ${expectedTokens.toFixed(0)})`);
+    console.log(
+      `durable-failover kill: ${tokensIn(admissions, 0, killUs)} tokens admitted before the kill, ${resumedTokens} from one lease TTL after it (refill over that time less one ownership TTL: ${expectedTokens.toFixed(0)})`,
+    );
     expect(tokensIn(admissions, 0, killUs)).toBeGreaterThan(0);
     expect(resumedTokens).toBeGreaterThan(0.5 * expectedTokens);
 
     const evidence = await storeEvidence(run, [...grantLines(victim.child), ...grantLines(standby)]);
     expect(evidence.history.claims.map((c) => c.epoch)).toEqual(expect.arrayContaining([victim.epoch, takeover.epoch]));
-    expect(evidence.history.claims.find((c) => c.epoch === takeover.epoch)?.leases, 'leases kept in the store at the takeover').toBeGreaterThan(0);
+    expect(
+      evidence.history.claims.find((c) => c.epoch === takeover.epoch)?.leases,
+      'leases kept in the store at the takeover',
+    ).toBeGreaterThan(0);
     expectTakeoverFromStore(takeover, evidence.history);
     expect(evidence.unfenced, 'writes the store accepted from an epoch that did not own the pool').toEqual([]);
     expect(evidence.unwritten, 'grants sent without their state written by the owning epoch').toEqual([]);
@@ -266,9 +296,12 @@ describe('durable coordinators failing over under load', () => {
     // against the store's own record below. Without fencing, the requests
     // queued for it during the pause would be granted from its stale state.
     const lateGrants = grantLines(paused.child).filter((g) => g.tUs >= resumeUs && (reowned === undefined || g.index < reowned.index));
-    const refusals = logEvents(paused.child.lines, { event: 'request-refused' }).filter((r) => r.index >= linesBeforeResume && (reowned === undefined || r.index < reowned.index));
+    const refusals = logEvents(paused.child.lines, { event: 'request-refused' }).filter(
+      (r) => r.index >= linesBeforeResume && (reowned === undefined || r.index < reowned.index),
+    );
     for (const g of lateGrants) expect(g.epoch, `late grant ${JSON.stringify(g)}`).toBeLessThanOrEqual(paused.epoch);
-    if (lateGrants.length > 0) console.log('durable-failover pause: grant lines of the deposed owner after the resume:', JSON.stringify(lateGrants));
+    if (lateGrants.length > 0)
+      console.log('durable-failover pause: grant lines of the deposed owner after the resume:', JSON.stringify(lateGrants));
     const grantsWhilePaused = grantLines(other).filter((g) => g.epoch === takeover.epoch && g.tUs < resumeUs && g.tokensGranted > 0).length;
 
     const admissions = agents.flatMap((a) => readAdmissionLog(a.logPath));

@@ -73,7 +73,11 @@ function currentOwners(events: readonly OwnershipEvent[]): Map<string, { member:
     const owned = events.filter((e) => e.pool === pool && e.event === 'pool-owned').sort((a, b) => a.epoch - b.epoch);
     const ends = events.filter((e) => e.pool === pool && e.event !== 'pool-owned');
     expect(new Set(owned.map((e) => e.epoch)).size, `${pool}: an epoch owned twice`).toBe(owned.length);
-    for (const end of ends) expect(owned.some((e) => e.epoch === end.epoch && e.member === end.member), `${pool}: ${JSON.stringify(end)} ends no reign of its member`).toBe(true);
+    for (const end of ends)
+      expect(
+        owned.some((e) => e.epoch === end.epoch && e.member === end.member),
+        `${pool}: ${JSON.stringify(end)} ends no reign of its member`,
+      ).toBe(true);
     owned.forEach((reign, i) => {
       const end = ends.find((e) => e.epoch === reign.epoch);
       const next = owned[i + 1];
@@ -82,7 +86,9 @@ function currentOwners(events: readonly OwnershipEvent[]): Map<string, { member:
         return;
       }
       expect(end, `${pool}: epoch ${reign.epoch} (${reign.member}) never ended before epoch ${next.epoch} (${next.member})`).toBeDefined();
-      expect(next.timeMs, `${pool}: epoch ${next.epoch} began before epoch ${reign.epoch} ended`).toBeGreaterThanOrEqual((end?.timeMs ?? Infinity) - LOG_SLACK_MS);
+      expect(next.timeMs, `${pool}: epoch ${next.epoch} began before epoch ${reign.epoch} ended`).toBeGreaterThanOrEqual(
+        (end?.timeMs ?? Infinity) - LOG_SLACK_MS,
+      );
       expect(reign.timeMs).toBeLessThanOrEqual(next.timeMs + LOG_SLACK_MS);
     });
   }
@@ -130,7 +136,10 @@ describe('durable coordinators sharing pools', () => {
     const coordinators = new Map<string, Child>();
     await Promise.all(
       MEMBERS.map(async (member) => {
-        coordinators.set(member, await startCoordinator(nats.url, configPath, { redisUrl: redis.url, member, ownershipTtlMs: OWNERSHIP_TTL_MS }));
+        coordinators.set(
+          member,
+          await startCoordinator(nats.url, configPath, { redisUrl: redis.url, member, ownershipTtlMs: OWNERSHIP_TTL_MS }),
+        );
       }),
     );
 
@@ -146,11 +155,17 @@ describe('durable coordinators sharing pools', () => {
     const probe = await StatusProbe.connect(nats.url);
     for (const name of POOLS) {
       const status = await probe.status(name, prefix);
-      expect({ pool: status.pool, epoch: status.epoch, capacity: status.capacityTokens }).toEqual({ pool: name, epoch: settled.get(name)?.epoch, capacity: CAPACITY });
+      expect({ pool: status.pool, epoch: status.epoch, capacity: status.capacityTokens }).toEqual({
+        pool: name,
+        epoch: settled.get(name)?.epoch,
+        capacity: CAPACITY,
+      });
     }
 
     // Two agents draw from every pool at about 1.7 times its refill rate between them.
-    const agents = await Promise.all([0, 1].map((i) => Agent.connect({ natsUrl: nats.url, subjectPrefix: prefix, clock: hostMonoNowUs, agentId: `shard-${i}-${seed}` })));
+    const agents = await Promise.all(
+      [0, 1].map((i) => Agent.connect({ natsUrl: nats.url, subjectPrefix: prefix, clock: hostMonoNowUs, agentId: `shard-${i}-${seed}` })),
+    );
     const admissions = new Map<string, Admission[]>([...POOLS, ...TENANTS].map((name) => [name, []]));
     const driveStartUs = hostMonoNowUs();
     const drives = agents.flatMap((agent) =>
@@ -173,23 +188,32 @@ describe('durable coordinators sharing pools', () => {
     const stoppedAtUs = hostMonoNowUs();
     const stoppedAtMs = Date.now();
     expect({ ...exit, stderr: victim.stderr() }).toEqual({ code: 0, signal: null, stderr: '' });
-    const handedOver = ownershipEvents(new Map([[stopped, victim]])).filter((e) => e.event === 'pool-handed-over').map((e) => e.pool);
+    const handedOver = ownershipEvents(new Map([[stopped, victim]]))
+      .filter((e) => e.event === 'pool-handed-over')
+      .map((e) => e.pool);
     const victimUnits = UNITS.filter((u) => preferred.get(u) === stopped);
     expect(handedOver).toEqual(expect.arrayContaining([...victimUnits, ...TENANTS]));
 
     const after = new Map(UNITS.map((unit) => [unit, preferredOwner(unit, survivors)]));
     const takeoverMs = await waitFor(`the pools of ${stopped} owned by the others`, 5000, () => {
       const owners = currentOwners(ownershipEvents(coordinators));
-      return UNITS.every((unit) => owners.get(unit)?.member === after.get(unit)) && TENANTS.every((t) => owners.get(t)?.member === after.get('*'));
+      return (
+        UNITS.every((unit) => owners.get(unit)?.member === after.get(unit)) &&
+        TENANTS.every((t) => owners.get(t)?.member === after.get('*'))
+      );
     });
-    console.log(`durable-sharding: ${stopped} handed over ${JSON.stringify(handedOver)}; all served again ${Math.round(takeoverMs)} ms after it exited`);
+    console.log(
+      `durable-sharding: ${stopped} handed over ${JSON.stringify(handedOver)}; all served again ${Math.round(takeoverMs)} ms after it exited`,
+    );
     const owners = currentOwners(ownershipEvents(coordinators));
     for (const name of [...POOLS, ...TENANTS]) {
       const status = await probe.status(name, prefix);
       expect(status.epoch, name).toBe(owners.get(name)?.epoch);
     }
     for (const unit of victimUnits) expect((owners.get(unit)?.epoch ?? 0) > (settled.get(unit)?.epoch ?? Infinity), unit).toBe(true);
-    for (const e of ownershipEvents(coordinators)) if (e.event === 'pool-owned' && victimUnits.includes(e.pool) && e.timeMs >= stoppedAtMs) expect(e.timeMs - stoppedAtMs).toBeLessThan(3000);
+    for (const e of ownershipEvents(coordinators))
+      if (e.event === 'pool-owned' && victimUnits.includes(e.pool) && e.timeMs >= stoppedAtMs)
+        expect(e.timeMs - stoppedAtMs).toBeLessThan(3000);
 
     await Promise.all(drives);
     await Promise.all(agents.map((agent) => agent.close()));
@@ -203,7 +227,9 @@ describe('durable coordinators sharing pools', () => {
       const report = checkEnvelope(log, CAPACITY, REFILL);
       const late = log.filter((a) => a.tUs > stoppedAtUs + 1500_000).length;
       summary[name] = { admitted: report.admittedTokens, worstExcess: report.worstExcessTokens, afterStop: late };
-      expect(report.ok, `${name}: worst window ${JSON.stringify(report.worstWindow)} over by ${report.worstExcessTokens} tokens`).toBe(true);
+      expect(report.ok, `${name}: worst window ${JSON.stringify(report.worstWindow)} over by ${report.worstExcessTokens} tokens`).toBe(
+        true,
+      );
       // Served again after the handover: leases of before the stop have expired by then.
       expect(late, name).toBeGreaterThan(0);
       // And the pool did its job: at least half its refill over the drive.

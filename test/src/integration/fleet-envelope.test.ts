@@ -54,23 +54,40 @@ describe('a fleet of agents over real NATS', () => {
     const childLogs = [join(dir, 'child-1.log'), join(dir, 'child-2.log')];
     const children = await Promise.all([
       startAgentProcess({
-        natsUrl: nats.url, subjectPrefix: prefix, pool, name: 'bursty', seed: random.int(0, 2 ** 31),
-        durationMs: RUN_MS, logPath: childLogs[0] as string, keeper,
+        natsUrl: nats.url,
+        subjectPrefix: prefix,
+        pool,
+        name: 'bursty',
+        seed: random.int(0, 2 ** 31),
+        durationMs: RUN_MS,
+        logPath: childLogs[0] as string,
+        keeper,
         traffic: { kind: 'bursty', perSecond: 900, onMs: 300, offMs: 300, costMin: 1, costMax: 3 },
       }),
       startAgentProcess({
-        natsUrl: nats.url, subjectPrefix: prefix, pool, name: 'steady', seed: random.int(0, 2 ** 31),
-        durationMs: RUN_MS, logPath: childLogs[1] as string, keeper,
+        natsUrl: nats.url,
+        subjectPrefix: prefix,
+        pool,
+        name: 'steady',
+        seed: random.int(0, 2 ** 31),
+        durationMs: RUN_MS,
+        logPath: childLogs[1] as string,
+        keeper,
         traffic: { kind: 'steady', perSecond: 150 },
       }),
     ]);
 
     const local: Admission[] = [];
-    const agents = await Promise.all([0, 1].map((i) => Agent.connect({ natsUrl: nats.url, subjectPrefix: prefix, clock: hostMonoNowUs, agentId: `local-${i}-${seed}`, keeper })));
+    const agents = await Promise.all(
+      [0, 1].map((i) =>
+        Agent.connect({ natsUrl: nats.url, subjectPrefix: prefix, clock: hostMonoNowUs, agentId: `local-${i}-${seed}`, keeper }),
+      ),
+    );
     const drives = agents.map((agent, i) =>
       driveTraffic({
         limiter: agent.limiter(pool),
-        traffic: i === 0 ? { kind: 'steady', perSecond: 300 } : { kind: 'random', perSecondMax: 600, changeEveryMs: 250, costMin: 1, costMax: 2 },
+        traffic:
+          i === 0 ? { kind: 'steady', perSecond: 300 } : { kind: 'random', perSecondMax: 600, changeEveryMs: 250, costMin: 1, costMax: 2 },
         random: seededRandom(random.int(0, 2 ** 31)),
         clock: hostMonoNowUs,
         durationMs: RUN_MS,

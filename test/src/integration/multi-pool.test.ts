@@ -24,17 +24,23 @@ describe('tryTakeAll over two pools', () => {
 
   it('charges the global and the tenant pool together or not at all', async () => {
     const prefix = `tlmulti${seedFromEnv()}`;
-    await startCoordinator(nats.url, writeConfig(scratchDir(), {
-      subjectPrefix: prefix,
-      pools: {
-        global: { capacity: 200, refill: '400/s', leaseTtlMs: 1000, maxLeaseTokens: 40 },
-        'tenant-acme': { capacity: 30, refill: '100/s', leaseTtlMs: 1000, maxLeaseTokens: 10 },
-      },
-    }));
+    await startCoordinator(
+      nats.url,
+      writeConfig(scratchDir(), {
+        subjectPrefix: prefix,
+        pools: {
+          global: { capacity: 200, refill: '400/s', leaseTtlMs: 1000, maxLeaseTokens: 40 },
+          'tenant-acme': { capacity: 30, refill: '100/s', leaseTtlMs: 1000, maxLeaseTokens: 10 },
+        },
+      }),
+    );
     const agent = await Agent.connect({ natsUrl: nats.url, subjectPrefix: prefix, clock: hostMonoNowUs });
     const global = agent.limiter('global');
     const tenant = agent.limiter('tenant-acme');
-    const charges = [{ limiter: global, cost: 1 }, { limiter: tenant, cost: 1 }];
+    const charges = [
+      { limiter: global, cost: 1 },
+      { limiter: tenant, cost: 1 },
+    ];
     const admitted: Admission[] = [];
     let tenantDenials = 0;
     const endUs = hostMonoNowUs() + 4_000_000;
@@ -49,7 +55,9 @@ describe('tryTakeAll over two pools', () => {
     await agent.close();
     const g = global.stats();
     const t = tenant.stats();
-    console.log(`multi-pool: ${admitted.length} admitted; global ${g.admittedTokens}, tenant ${t.admittedTokens}; ${tenantDenials} denials by the tenant pool`);
+    console.log(
+      `multi-pool: ${admitted.length} admitted; global ${g.admittedTokens}, tenant ${t.admittedTokens}; ${tenantDenials} denials by the tenant pool`,
+    );
     expect(g.admittedTokens).toBe(admitted.length);
     expect(t.admittedTokens).toBe(admitted.length);
     expect(checkEnvelope(admitted, 30, makeRate(100, 1000)).ok).toBe(true);

@@ -32,7 +32,12 @@ describe('a NATS restart under load', () => {
     });
     await startCoordinator(nats.url, configPath);
     const events: AgentEvent[] = [];
-    const agent = await Agent.connect({ natsUrl: nats.url, clock: hostMonoNowUs, onEvent: (e) => events.push(e), keeper: { refreshMs: 1500 } });
+    const agent = await Agent.connect({
+      natsUrl: nats.url,
+      clock: hostMonoNowUs,
+      onEvent: (e) => events.push(e),
+      keeper: { refreshMs: 1500 },
+    });
     const admissions: Admission[] = [];
     const drive = driveTraffic({
       limiter: agent.limiter('api'),
@@ -46,7 +51,8 @@ describe('a NATS restart under load', () => {
     await new Promise((resolve) => setTimeout(resolve, 3000));
     // Kill NATS while the lease in hand holds enough to show it keeps working (it runs low just before each top-up).
     const limiter = agent.limiter('api');
-    for (const deadline = Date.now() + 4000; limiter.stats().balanceTokens < 50 && Date.now() < deadline; ) await new Promise((resolve) => setTimeout(resolve, 5));
+    for (const deadline = Date.now() + 4000; limiter.stats().balanceTokens < 50 && Date.now() < deadline;)
+      await new Promise((resolve) => setTimeout(resolve, 5));
     expect(limiter.stats().balanceTokens).toBeGreaterThanOrEqual(50);
     await nats.kill();
     const killedUs = hostMonoNowUs();
@@ -58,7 +64,9 @@ describe('a NATS restart under load', () => {
 
     const during = admissions.filter((a) => a.tUs > killedUs && a.tUs < restartedUs).length;
     const after = admissions.filter((a) => a.tUs > restartedUs + 1_000_000).length;
-    console.log(`nats-restart: ${admissions.length} admissions, ${during} during the 1 s outage, ${after} from 1 s after the restart; events: ${events.map((e) => e.type).join(',')}`);
+    console.log(
+      `nats-restart: ${admissions.length} admissions, ${during} during the 1 s outage, ${after} from 1 s after the restart; events: ${events.map((e) => e.type).join(',')}`,
+    );
     expect(events.some((e) => e.type === 'disconnect')).toBe(true);
     expect(events.some((e) => e.type === 'reconnect')).toBe(true);
     expect(during).toBeGreaterThan(10);

@@ -41,11 +41,22 @@ interface Plan {
 const PLANS: ReadonlyMap<string, Plan> = new Map<string, Plan>([
   [
     'npm run sweep -- --agents 20 --capacity 500 --refill 1000/s --workload zipf:s=1,load=1.5 --lease-sizes 1,5,10,25,50,100,250 --ttls 1s,2s,5s --lease-modes chunk,rate --refreshes 250ms,500ms,1s,2s --seed 2026 --html report.html',
-    { how: '--help', boundMs: 30 * S, why: '51 settings and 2 baselines, 60 simulated seconds each: about 6 minutes', parse: (args) => parseSweepArgs(args) },
+    {
+      how: '--help',
+      boundMs: 30 * S,
+      why: '51 settings and 2 baselines, 60 simulated seconds each: about 6 minutes',
+      parse: (args) => parseSweepArgs(args),
+    },
   ],
-  ['npm run sim -- --scenarios 1000 --seed 1', { how: 'as written', boundMs: 240 * S, why: 'about 30 s of CPU, 40-50 s on a busy machine' }],
+  [
+    'npm run sim -- --scenarios 1000 --seed 1',
+    { how: 'as written', boundMs: 240 * S, why: 'about 30 s of CPU, 40-50 s on a busy machine' },
+  ],
   ['npm run chaos', { how: '--help', boundMs: 30 * S, why: 'seven full-length scenarios: about 100 s' }],
-  ['npm run chaos -- --short --only kill-agents,pause-agent', { how: 'as written', boundMs: 120 * S, why: 'two short scenarios: about 20 s' }],
+  [
+    'npm run chaos -- --short --only kill-agents,pause-agent',
+    { how: 'as written', boundMs: 120 * S, why: 'two short scenarios: about 20 s' },
+  ],
   ['npm run bench', { how: 'as written', boundMs: 120 * S, why: 'about 10 s' }],
   ['npm run lint', { how: 'npm test', boundMs: 0, why: 'the root test script runs the same turbo lint task' }],
   ['npm run format', { how: 'npm test', boundMs: 0, why: 'it rewrites the tree; the root test script runs its check, format:check' }],
@@ -84,7 +95,8 @@ function scriptFile(name: string): string {
   const scripts = (JSON.parse(readFileSync(resolve(REPO_ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
   const script = Object.hasOwn(scripts, name) ? scripts[name] : undefined;
   const match = /^turbo run build(?: [^&]*)? && node (\S+)$/.exec(script ?? '');
-  if (match?.[1] === undefined) throw new Error(`the root script ${JSON.stringify(name)} is not "turbo run build … && node <file>": ${JSON.stringify(script)}`);
+  if (match?.[1] === undefined)
+    throw new Error(`the root script ${JSON.stringify(name)} is not "turbo run build … && node <file>": ${JSON.stringify(script)}`);
   return match[1];
 }
 
@@ -96,7 +108,11 @@ function split(command: string): { readonly name: string; readonly args: string[
   return { name, args: rest.slice(1) };
 }
 
-async function run(file: string, args: readonly string[], boundMs: number): Promise<{ code: number | null; stdout: string; stderr: string; ms: number }> {
+async function run(
+  file: string,
+  args: readonly string[],
+  boundMs: number,
+): Promise<{ code: number | null; stdout: string; stderr: string; ms: number }> {
   const started = performance.now();
   const child = spawnNode(`readme:${file}`, resolve(REPO_ROOT, file), args);
   const timer = setTimeout(() => void stop(child, 1000), boundMs);
@@ -110,8 +126,14 @@ describe('the README commands', () => {
 
   it('are found, and each has a plan', () => {
     expect(commands.length).toBeGreaterThan(0);
-    expect(commands.filter((c) => !PLANS.has(c)), 'README commands without a plan in readme-commands.test.ts').toEqual([]);
-    expect([...PLANS.keys()].filter((c) => !commands.includes(c)), 'plans for commands the README no longer shows').toEqual([]);
+    expect(
+      commands.filter((c) => !PLANS.has(c)),
+      'README commands without a plan in readme-commands.test.ts',
+    ).toEqual([]);
+    expect(
+      [...PLANS.keys()].filter((c) => !commands.includes(c)),
+      'plans for commands the README no longer shows',
+    ).toEqual([]);
   });
 
   for (const [command, plan] of PLANS) {

@@ -45,24 +45,45 @@ describe('a durable coordinator whose Redis restarts', () => {
 
   async function restartUnderLoad(ownershipTtlMs: number) {
     const seed = seedFromEnv();
-    console.log(`redis-restart: SEED=${seed} ownershipTtlMs=${ownershipTtlMs} (replay: SEED=${seed} npx vitest run src/integration/redis-restart.test.ts)`);
+    console.log(
+      `redis-restart: SEED=${seed} ownershipTtlMs=${ownershipTtlMs} (replay: SEED=${seed} npx vitest run src/integration/redis-restart.test.ts)`,
+    );
     const random = seededRandom(seed);
     const redis: PrivateRedis = await startPrivateRedis();
     const dir = scratchDir();
     const prefix = `tlrestart${seed}`;
     const pool = 'api';
-    const configPath = writeConfig(dir, { subjectPrefix: prefix, pools: { [pool]: { capacity: CAPACITY, refill: '200/s', leaseTtlMs: 1000, maxLeaseTokens: MAX_LEASE_TOKENS } } });
+    const configPath = writeConfig(dir, {
+      subjectPrefix: prefix,
+      pools: { [pool]: { capacity: CAPACITY, refill: '200/s', leaseTtlMs: 1000, maxLeaseTokens: MAX_LEASE_TOKENS } },
+    });
     const coordinator = await startCoordinator(nats.url, configPath, { redisUrl: redis.url, member: 'r1', ownershipTtlMs });
     await waitForEvent(coordinator, { event: 'pool-owned', pool }, 5000);
 
     // Three agents offer about 2.3 times the refill rate: two here, one in a child process.
     const childLog = join(dir, 'child.log');
     const child = await startAgentProcess({
-      natsUrl: nats.url, subjectPrefix: prefix, pool, name: 'child', seed: random.int(0, 2 ** 31),
-      durationMs: RUN_MS, logPath: childLog, traffic: { kind: 'bursty', perSecond: 300, onMs: 400, offMs: 200 },
+      natsUrl: nats.url,
+      subjectPrefix: prefix,
+      pool,
+      name: 'child',
+      seed: random.int(0, 2 ** 31),
+      durationMs: RUN_MS,
+      logPath: childLog,
+      traffic: { kind: 'bursty', perSecond: 300, onMs: 400, offMs: 200 },
     });
     const events: AgentEvent[] = [];
-    const agents = await Promise.all([0, 1].map((i) => Agent.connect({ natsUrl: nats.url, subjectPrefix: prefix, clock: hostMonoNowUs, agentId: `restart-${i}-${seed}`, onEvent: (e) => events.push(e) })));
+    const agents = await Promise.all(
+      [0, 1].map((i) =>
+        Agent.connect({
+          natsUrl: nats.url,
+          subjectPrefix: prefix,
+          clock: hostMonoNowUs,
+          agentId: `restart-${i}-${seed}`,
+          onEvent: (e) => events.push(e),
+        }),
+      ),
+    );
     const local: Admission[] = [];
     const drives = agents.map((agent) =>
       driveTraffic({
@@ -94,7 +115,8 @@ describe('a durable coordinator whose Redis restarts', () => {
     const admissions = [...local, ...readAdmissionLog(childLog)];
     const report = checkEnvelope(admissions, CAPACITY, REFILL);
     const endUs = Math.max(...admissions.map((a) => a.tUs));
-    const tokensBetween = (fromUs: number, toUs: number): number => admissions.filter((a) => a.tUs >= fromUs && a.tUs < toUs).reduce((sum, a) => sum + a.cost, 0);
+    const tokensBetween = (fromUs: number, toUs: number): number =>
+      admissions.filter((a) => a.tUs >= fromUs && a.tUs < toUs).reduce((sum, a) => sum + a.cost, 0);
     const stats = {
       report,
       beforeKill: tokensBetween(0, killedAtUs),

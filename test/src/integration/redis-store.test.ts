@@ -32,11 +32,36 @@ async function rejection(promise: Promise<unknown>): Promise<CoordinatorError> {
 }
 
 const grant: LeaseGrant = {
-  v: 2, kind: 'grant', seq: 3, leaseId: 'L-7', tokensGranted: 5, tokensHeld: 5, ttlMs: 1000, epoch: 1, maxLeaseTokens: 10, capacityTokens: 100,
-  refillTokens: 100, refillPeriodMs: 1000, retryAfterMs: 0,
+  v: 2,
+  kind: 'grant',
+  seq: 3,
+  leaseId: 'L-7',
+  tokensGranted: 5,
+  tokensHeld: 5,
+  ttlMs: 1000,
+  epoch: 1,
+  maxLeaseTokens: 10,
+  capacityTokens: 100,
+  refillTokens: 100,
+  refillPeriodMs: 1000,
+  retryAfterMs: 0,
 };
-const leaseA: PersistedLease = { agentId: 'agent-a', secret: 'secret-of-agent-a-128bits', leaseId: 'L-7', boundTokens: 5, lastSeq: 3, lastReply: grant };
-const leaseB: PersistedLease = { agentId: 'agent-b', secret: 'secret-of-agent-b-128bits', leaseId: 'L-8', boundTokens: 2, lastSeq: 9, lastReply: null };
+const leaseA: PersistedLease = {
+  agentId: 'agent-a',
+  secret: 'secret-of-agent-a-128bits',
+  leaseId: 'L-7',
+  boundTokens: 5,
+  lastSeq: 3,
+  lastReply: grant,
+};
+const leaseB: PersistedLease = {
+  agentId: 'agent-b',
+  secret: 'secret-of-agent-b-128bits',
+  leaseId: 'L-8',
+  boundTokens: 2,
+  lastSeq: 9,
+  lastReply: null,
+};
 
 describe('the Redis state store', () => {
   let redis: RedisHandle;
@@ -98,7 +123,9 @@ describe('the Redis state store', () => {
     expect(await store.write('api', 'c1', 1, { levelTokens: 99, upserts: [leaseB], removes: ['agent-a'] })).toBe(false);
     expect(await store.write('api', 'c2', 2, { levelTokens: 99, upserts: [leaseB], removes: ['agent-a'] })).toBe(false);
     expect(await store.write('api', 'c2', 3, { levelTokens: 99, upserts: [leaseB], removes: [] })).toBe(false);
-    expect({ level: await redisCommand(redis.url, 'GET', level), leases: await redisCommand(redis.url, 'HGETALL', leases) }).toEqual(before);
+    expect({ level: await redisCommand(redis.url, 'GET', level), leases: await redisCommand(redis.url, 'HGETALL', leases) }).toEqual(
+      before,
+    );
     // The owner's write under its epoch goes through, upserts and removes alike.
     expect(await store.write('api', 'c1', 2, { levelTokens: 7, upserts: [leaseB], removes: ['agent-a'] })).toBe(true);
     expect(await redisCommand(redis.url, 'GET', level)).toBe('7');
@@ -129,7 +156,12 @@ describe('the Redis state store', () => {
     expect(await store.release('api', 'c1', 2)).toBe(false);
     expect((await store.claim('api', 'c2', 60_000)).taken).toBe(false);
     expect(await store.release('api', 'c1', 1)).toBe(true);
-    expect(await store.claim('api', 'c2', 60_000)).toEqual({ taken: true, epoch: 2, state: { levelTokens: 3, leases: [leaseB] }, clearedOwner: false });
+    expect(await store.claim('api', 'c2', 60_000)).toEqual({
+      taken: true,
+      epoch: 2,
+      state: { levelTokens: 3, leases: [leaseB] },
+      clearedOwner: false,
+    });
     expect(await store.release('api', 'c1', 1)).toBe(false);
     expect(await store.write('api', 'c1', 1, { levelTokens: 100, upserts: [], removes: [] })).toBe(false);
   });
@@ -169,7 +201,8 @@ describe('the Redis state store', () => {
     for (const unit of ['api', 'tenant:acme', '*']) {
       const claim = await store.claim(unit, 'c1', 60_000);
       expect(claim.taken).toBe(true);
-      if (unit !== '*' && claim.taken) expect(await store.write(unit, 'c1', claim.epoch, { levelTokens: 1, upserts: [leaseA], removes: [] })).toBe(true);
+      if (unit !== '*' && claim.taken)
+        expect(await store.write(unit, 'c1', claim.epoch, { levelTokens: 1, upserts: [leaseA], removes: [] })).toBe(true);
     }
     const keys = await keysUnder(redis.url, prefix);
     const layout = new RegExp(`^${prefix}:(members|\\{([^{}]+)\\}:(owner|epoch|level|leases))$`);
@@ -200,7 +233,8 @@ describe('the Redis state store', () => {
       expect(error.code, url).toBe('config-invalid');
       expect(error.message).not.toContain('\n');
     }
-    for (const keyPrefix of ['a{b}', '', 'a b']) expect((await rejection(connectRedisStore(redis.url, { keyPrefix }))).code).toBe('config-invalid');
+    for (const keyPrefix of ['a{b}', '', 'a b'])
+      expect((await rejection(connectRedisStore(redis.url, { keyPrefix }))).code).toBe('config-invalid');
     const port = await freePort();
     const startedMs = performance.now();
     const error = await rejection(connectRedisStore(`redis://127.0.0.1:${port}`, { connectTimeoutMs: 1000 }));
@@ -217,7 +251,13 @@ describe('the Redis state store', () => {
     const first = await store.claim('api', 'c1', 60_000);
     expect(first).toMatchObject({ taken: true, state: { agentIds: ['agent-x'] } });
     expect(first.taken && isDamaged(first.state) && first.state.damaged).toContain('"agent-x"');
-    await redisCommand(redis.url, 'HSET', `${prefix}:{api}:leases`, 'agent-x', JSON.stringify({ leaseId: 'L', boundTokens: -1, lastSeq: 0, lastReply: null }));
+    await redisCommand(
+      redis.url,
+      'HSET',
+      `${prefix}:{api}:leases`,
+      'agent-x',
+      JSON.stringify({ leaseId: 'L', boundTokens: -1, lastSeq: 0, lastReply: null }),
+    );
     const second = await store.claim('api', 'c1', 60_000);
     expect(second.taken && isDamaged(second.state)).toBe(true);
     await redisCommand(redis.url, 'SET', `${prefix}:{other}:level`, '12.5');
@@ -285,7 +325,12 @@ describe('the Redis state store', () => {
       }
       expect(renewed).toBe(true);
       expect(await store.release('api', 'c1', 1)).toBe(true);
-      expect(await store.claim('api', 'c2', 60_000)).toEqual({ taken: true, epoch: 2, state: { levelTokens: 17, leases: [leaseA] }, clearedOwner: false });
+      expect(await store.claim('api', 'c2', 60_000)).toEqual({
+        taken: true,
+        epoch: 2,
+        state: { levelTokens: 17, leases: [leaseA] },
+        clearedOwner: false,
+      });
     });
   });
 });

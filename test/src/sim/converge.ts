@@ -29,10 +29,14 @@ export function faultsEndUs(config: SimConfig): number {
 /** faultSpanUs — how long after it starts a fault lasts: a coordinator's (or deposed owner's) absence counts one TTL more, while the leases it stranded or kept run out. */
 function faultSpanUs(f: Fault, ttlUs: number): number {
   switch (f.kind) {
-    case 'pause-agent': return f.forUs;
-    case 'crash-agent': return f.downUs;
-    case 'restart-coordinator': return f.downUs + ttlUs;
-    case 'failover-coordinator': return Math.max(f.downUs, f.deposedUs ?? 0) + ttlUs;
+    case 'pause-agent':
+      return f.forUs;
+    case 'crash-agent':
+      return f.downUs;
+    case 'restart-coordinator':
+      return f.downUs + ttlUs;
+    case 'failover-coordinator':
+      return Math.max(f.downUs, f.deposedUs ?? 0) + ttlUs;
   }
 }
 
@@ -60,5 +64,7 @@ export function convergenceProblem(config: SimConfig, result: SimResult): string
   const recovered = recoveredRate(config, result);
   if (recovered === null || config.faults.length + config.partitions.length === 0) return null;
   const twin = recoveredRate(config, runSimulation({ ...config, faults: [], partitions: [] })) ?? 0;
-  return recovered < CONVERGED_SHARE_MIN * twin ? `rate after the faults ${(recovered * 100).toFixed(1)}% of r, without them ${(twin * 100).toFixed(1)}%` : null;
+  return recovered < CONVERGED_SHARE_MIN * twin
+    ? `rate after the faults ${(recovered * 100).toFixed(1)}% of r, without them ${(twin * 100).toFixed(1)}%`
+    : null;
 }

@@ -42,7 +42,8 @@ export class Coordinators {
     private readonly random: Random,
   ) {
     this.store = sim.durable === undefined ? null : new SimStore();
-    if (this.store === null && sim.faults.some((f) => f.kind === 'failover-coordinator')) throw new Error('a failover-coordinator fault needs durable mode');
+    if (this.store === null && sim.faults.some((f) => f.kind === 'failover-coordinator'))
+      throw new Error('a failover-coordinator fault needs durable mode');
   }
 
   /** takeovers — claims of the pool after the first. */
@@ -118,7 +119,9 @@ export class Coordinators {
 
   /** ownerPool — the pool as its owner (a serving process not deposed) holds it, if any. */
   ownerPool(): Pool<ReplyTo> | undefined {
-    return this.serving().find((p) => !p.deposed)?.core.pool(POOL);
+    return this.serving()
+      .find((p) => !p.deposed)
+      ?.core.pool(POOL);
   }
 
   handle(e: Extract<Event, { k: 'coordinator-tick' | 'write-landed' | 'step-down' }>, nowUs: number): void {

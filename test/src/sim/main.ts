@@ -47,7 +47,9 @@ class Tally {
 }
 
 function main(): number {
-  const { values } = parseArgs({ options: { scenarios: { type: 'string' }, seed: { type: 'string' }, duration: { type: 'string' }, json: { type: 'boolean' } } });
+  const { values } = parseArgs({
+    options: { scenarios: { type: 'string' }, seed: { type: 'string' }, duration: { type: 'string' }, json: { type: 'boolean' } },
+  });
   const scenarios = values.scenarios === undefined ? SCENARIOS_DEFAULT : Number(values.scenarios);
   const seed = values.seed === undefined ? Math.floor(Math.random() * 2 ** 31) : Number(values.seed);
   const durationS = values.duration === undefined ? SCENARIO_DURATION_US_DEFAULT / US_PER_S : Number(values.duration.replace(/s$/, ''));
@@ -69,10 +71,19 @@ function main(): number {
     const ok = violations.length === 0;
     if (!ok) failed += 1;
     tally.add(config, result, violations.length);
-    const line = values.json === true
-      ? JSON.stringify({ seed: config.seed, ok, admitted: result.admittedTokens, worstExcessTokens: result.worstExcessTokens, recovered, roundTrips: result.roundTrips, violations })
-      : `${ok ? 'ok  ' : 'FAIL'} seed ${config.seed}: ${describeScenario(config)} → admitted ${result.admittedTokens}, closest ${(-result.worstExcessTokens).toFixed(2)} under the envelope` +
-        (recovered === null ? '' : `, rate after faults ${(recovered * 100).toFixed(0)}% of r`);
+    const line =
+      values.json === true
+        ? JSON.stringify({
+            seed: config.seed,
+            ok,
+            admitted: result.admittedTokens,
+            worstExcessTokens: result.worstExcessTokens,
+            recovered,
+            roundTrips: result.roundTrips,
+            violations,
+          })
+        : `${ok ? 'ok  ' : 'FAIL'} seed ${config.seed}: ${describeScenario(config)} → admitted ${result.admittedTokens}, closest ${(-result.worstExcessTokens).toFixed(2)} under the envelope` +
+          (recovered === null ? '' : `, rate after faults ${(recovered * 100).toFixed(0)}% of r`);
     console.log(line);
     if (!ok) {
       for (const v of violations) console.log(`    ${v}`);

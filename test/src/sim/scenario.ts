@@ -81,9 +81,19 @@ export function randomScenario(seed: number, durationUs = SCENARIO_DURATION_US_D
     seed,
     agents,
     durationUs,
-    pool: { capacity, refill: makeRate(refillPerSecond, 1000), leaseTtlMs, maxLeaseTokens, allowance: r.next() < 0.7 ? 0 : r.int(1, capacity) },
+    pool: {
+      capacity,
+      refill: makeRate(refillPerSecond, 1000),
+      leaseTtlMs,
+      maxLeaseTokens,
+      allowance: r.next() < 0.7 ? 0 : r.int(1, capacity),
+    },
     workload: randomWorkload(pick(WORKLOADS), 0.5 + r.next() * 2.5, r),
-    network: { latencyUs: r.int(200, 5000), lossRate: r.next() < 0.5 ? 0 : r.next() * 0.05, duplicateRate: r.next() < 0.5 ? 0 : r.next() * 0.05 },
+    network: {
+      latencyUs: r.int(200, 5000),
+      lossRate: r.next() < 0.5 ? 0 : r.next() * 0.05,
+      duplicateRate: r.next() < 0.5 ? 0 : r.next() * 0.05,
+    },
     partitions,
     faults,
     driftMax: SCENARIO_DRIFT_MAX,
@@ -98,7 +108,12 @@ function withRateMode(base: SimConfig): SimConfig {
   const refreshMs = REFRESHES_MS[d.int(0, REFRESHES_MS.length - 1)] as number;
   const maxLeaseTokens = d.next() < 0.5 ? base.pool.capacity : base.pool.maxLeaseTokens;
   // A rate lease's accrual is stretched by the keeper's rateDriftMargin (1%): clocks stay within it.
-  return { ...base, pool: { ...base.pool, leaseMode: 'rate', maxLeaseTokens }, keeper: { ...base.keeper, refreshMs }, driftMax: Math.min(base.driftMax, RATE_SCENARIO_DRIFT_MAX) };
+  return {
+    ...base,
+    pool: { ...base.pool, leaseMode: 'rate', maxLeaseTokens },
+    keeper: { ...base.keeper, refreshMs },
+    driftMax: Math.min(base.driftMax, RATE_SCENARIO_DRIFT_MAX),
+  };
 }
 
 /** withDurableMode — `base` in durable mode, for a share of seeds: restarts become failovers, and one or two more are added. */
@@ -117,12 +132,18 @@ function withDurableMode(base: SimConfig, faultWindowUs: number): SimConfig {
 
 function randomWorkload(name: WorkloadName, load: number, r: Random): WorkloadSpec {
   switch (name) {
-    case 'steady': return { name, load };
-    case 'bursty': return { name, load, onMs: r.int(100, 1000), offMs: r.int(0, 3000) };
-    case 'diurnal': return { name, load, periodMs: r.int(2000, 20_000), amplitude: r.next() };
-    case 'zipf': return { name, load, exponent: 0.5 + r.next() * 1.5 };
-    case 'churn': return { name, load, upMs: r.int(500, 10_000), downMs: r.int(100, 5000), crashFraction: r.next() / 2 };
-    case 'weighted': return { name, load, heavyFraction: r.next() / 3, heavyRatio: r.int(2, 20) };
+    case 'steady':
+      return { name, load };
+    case 'bursty':
+      return { name, load, onMs: r.int(100, 1000), offMs: r.int(0, 3000) };
+    case 'diurnal':
+      return { name, load, periodMs: r.int(2000, 20_000), amplitude: r.next() };
+    case 'zipf':
+      return { name, load, exponent: 0.5 + r.next() * 1.5 };
+    case 'churn':
+      return { name, load, upMs: r.int(500, 10_000), downMs: r.int(100, 5000), crashFraction: r.next() / 2 };
+    case 'weighted':
+      return { name, load, heavyFraction: r.next() / 3, heavyRatio: r.int(2, 20) };
   }
 }
 
@@ -130,7 +151,10 @@ function randomWorkload(name: WorkloadName, load: number, r: Random): WorkloadSp
 export function describeScenario(c: SimConfig): string {
   const p = c.pool;
   const faults: string[] = [...c.faults.map(faultName), ...c.partitions.map(() => 'partition')];
-  const store = c.durable === undefined ? '' : `durable (writes ${(c.durable.writeUsMin / 1000).toFixed(1)}–${(c.durable.writeUsMax / 1000).toFixed(1)} ms), `;
+  const store =
+    c.durable === undefined
+      ? ''
+      : `durable (writes ${(c.durable.writeUsMin / 1000).toFixed(1)}–${(c.durable.writeUsMax / 1000).toFixed(1)} ms), `;
   const mode = p.leaseMode === 'rate' ? `rate (refresh ${c.keeper?.refreshMs ?? 'default'} ms), ` : '';
   return (
     `${store}${mode}${c.agents} agents, B=${p.capacity}${p.allowance ? `+A=${p.allowance}` : ''}, r=${p.refill.tokens}/${p.refill.periodMs}ms, lease ${p.maxLeaseTokens}, TTL ${p.leaseTtlMs} ms, ` +
@@ -142,5 +166,7 @@ export function describeScenario(c: SimConfig): string {
 
 function faultName(f: Fault): string {
   if (f.kind !== 'failover-coordinator') return f.kind;
-  return f.deposedUs === undefined ? `failover(down ${(f.downUs / 1000).toFixed(0)} ms)` : `failover(deposed ${(f.deposedUs / 1000).toFixed(0)} ms, down ${(f.downUs / 1000).toFixed(0)} ms)`;
+  return f.deposedUs === undefined
+    ? `failover(down ${(f.downUs / 1000).toFixed(0)} ms)`
+    : `failover(deposed ${(f.deposedUs / 1000).toFixed(0)} ms, down ${(f.downUs / 1000).toFixed(0)} ms)`;
 }

@@ -55,14 +55,20 @@ export class SimCoordinator {
   ) {}
 
   receive(to: ReplyTo, subject: string, bytes: Uint8Array, nowUs: number): void {
-    this.submit(this.guard(() => this.core.receive(subject, bytes, to, nowUs)), nowUs);
+    this.submit(
+      this.guard(() => this.core.receive(subject, bytes, to, nowUs)),
+      nowUs,
+    );
     this.scheduleTick(nowUs);
   }
 
   /** tick — the core's tick, if `gen` is still the scheduled one. */
   tick(gen: number, nowUs: number): void {
     if (gen !== this.tickGen || !this.serving) return;
-    this.submit(this.guard(() => this.core.tick(nowUs)), nowUs);
+    this.submit(
+      this.guard(() => this.core.tick(nowUs)),
+      nowUs,
+    );
     this.scheduleTick(nowUs);
   }
 
@@ -128,7 +134,8 @@ export class SimCoordinator {
       const out = f();
       // The core contains a pool's fault and serves on; in a simulation any fault is a bug.
       const fault = this.core.takeFaults()[0];
-      if (fault !== undefined) this.host.failed(`pool ${fault.pool} failed: ${fault.error instanceof Error ? fault.error.message : String(fault.error)}`);
+      if (fault !== undefined)
+        this.host.failed(`pool ${fault.pool} failed: ${fault.error instanceof Error ? fault.error.message : String(fault.error)}`);
       return out;
     } catch (error) {
       this.host.failed(`coordinator failed: ${error instanceof Error ? error.message : String(error)}`);

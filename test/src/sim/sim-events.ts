@@ -52,4 +52,3 @@ export const CLOSE_PHASE_US = 3_000_000;
 export const VIOLATIONS_KEPT = 20;
 /** AUDIT_EVERY_US — how often the simulator checks that crashed agents' leases were reclaimed by their deadlines, µs. */
 export const AUDIT_EVERY_US = 250_000;
-

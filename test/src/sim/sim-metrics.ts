@@ -52,7 +52,13 @@ export class SimMetrics {
     if (this.violations.length < VIOLATIONS_KEPT) this.violations.push(message);
   }
 
-  result(seed: number, worstExcessTokens: number, simulatedSeconds: number, events: number, store: Pick<SimResult, 'takeovers' | 'storeWrites' | 'fencedWrites'>): SimResult {
+  result(
+    seed: number,
+    worstExcessTokens: number,
+    simulatedSeconds: number,
+    events: number,
+    store: Pick<SimResult, 'takeovers' | 'storeWrites' | 'fencedWrites'>,
+  ): SimResult {
     return {
       ...store,
       seed,

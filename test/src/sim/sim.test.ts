@@ -45,10 +45,14 @@ describe('the simulator', () => {
       const converged = convergenceProblem(config, result);
       const problems = converged === null ? [...result.violations] : [...result.violations, converged];
       if (problems.length > 0) {
-        failures.push(`seed ${config.seed} (${describeScenario(config)}):\n  ${problems.slice(0, 5).join('\n  ')}\n  replay: npm run sim -- --scenarios 1 --seed ${config.seed}`);
+        failures.push(
+          `seed ${config.seed} (${describeScenario(config)}):\n  ${problems.slice(0, 5).join('\n  ')}\n  replay: npm run sim -- --scenarios 1 --seed ${config.seed}`,
+        );
       }
     }
-    console.log(`sim: ${simulatedSeconds.toFixed(0)} simulated seconds; ${durable} durable scenarios with ${takeovers} takeovers; ${rate} with rate leases`);
+    console.log(
+      `sim: ${simulatedSeconds.toFixed(0)} simulated seconds; ${durable} durable scenarios with ${takeovers} takeovers; ${rate} with rate leases`,
+    );
     expect(failures, failures.join('\n')).toEqual([]);
     expect(simulatedSeconds).toBeGreaterThan(SCENARIOS * 20);
     if (SCENARIOS >= 50) expect(takeovers).toBeGreaterThan(0);
@@ -65,7 +69,11 @@ describe('the simulator', () => {
     const durable = configs.filter((c) => c.durable !== undefined);
     expect(durable.length).toBeGreaterThan(20);
     expect(durable.length).toBeLessThan(60);
-    expect(durable.every((c) => c.faults.some((f) => f.kind === 'failover-coordinator') && !c.faults.some((f) => f.kind === 'restart-coordinator'))).toBe(true);
+    expect(
+      durable.every(
+        (c) => c.faults.some((f) => f.kind === 'failover-coordinator') && !c.faults.some((f) => f.kind === 'restart-coordinator'),
+      ),
+    ).toBe(true);
     expect(durable.some((c) => c.faults.some((f) => f.kind === 'failover-coordinator' && f.deposedUs !== undefined))).toBe(true);
     expect(configs.every((c) => c.durable !== undefined || !c.faults.some((f) => f.kind === 'failover-coordinator'))).toBe(true);
     expect(durable.every((c) => describeScenario(c).startsWith('durable'))).toBe(true);
@@ -79,7 +87,9 @@ describe('the simulator', () => {
     expect(rate.every((c) => (c.keeper?.refreshMs ?? 0) > 0)).toBe(true);
     expect(rate.some((c) => c.durable !== undefined) && rate.some((c) => c.durable === undefined)).toBe(true);
     expect(rate.every((c) => / rate \(refresh \d+ ms\), /.test(` ${describeScenario(c)}`))).toBe(true);
-    expect(configs.filter((c) => c.pool.leaseMode !== 'rate').every((c) => c.keeper === undefined && !describeScenario(c).includes('rate'))).toBe(true);
+    expect(
+      configs.filter((c) => c.pool.leaseMode !== 'rate').every((c) => c.keeper === undefined && !describeScenario(c).includes('rate')),
+    ).toBe(true);
   });
 
   // An agent that keeps spending its lease after it expired (pauses make it
@@ -227,7 +237,9 @@ describe('the durable mode', () => {
 
   it('refuses a failover in memory mode', () => {
     const { durable: _durable, ...memory } = randomScenario(7);
-    expect(() => runSimulation({ ...memory, faults: [{ kind: 'failover-coordinator', atUs: 1_000_000, downUs: 1000 }] })).toThrow(/durable mode/);
+    expect(() => runSimulation({ ...memory, faults: [{ kind: 'failover-coordinator', atUs: 1_000_000, downUs: 1000 }] })).toThrow(
+      /durable mode/,
+    );
   });
 });
 
@@ -237,7 +249,14 @@ describe('class weights', () => {
       seed: 3,
       agents: 4,
       durationUs: 60_000_000,
-      pool: { capacity: 100, refill: makeRate(400, 1000), leaseTtlMs: 1000, maxLeaseTokens: 50, minGrantTokens: 3, classWeights: { premium: weight } },
+      pool: {
+        capacity: 100,
+        refill: makeRate(400, 1000),
+        leaseTtlMs: 1000,
+        maxLeaseTokens: 50,
+        minGrantTokens: 3,
+        classWeights: { premium: weight },
+      },
       workload: { name: 'steady', load: 3 },
       network: { latencyUs: 1000, lossRate: 0, duplicateRate: 0 },
       partitions: [],
@@ -303,11 +322,14 @@ describe('rate leases', () => {
     for (const seed of [1, 2, 3, 4]) expect(runSimulation(burstyRates(seed)).violations).toEqual([]);
   });
 
-  it.each(['accrue-from-send', 'accrue-in-flight'] as const)('catches an agent broken so: %s: the envelope fails for some seeds', (broken) => {
-    const runs = [1, 2, 3, 4].map((seed) => runSimulation(burstyRates(seed, broken)));
-    console.log(`sim: ${broken}: worst excess ${runs.map((r) => r.worstExcessTokens.toFixed(1)).join(', ')} tokens`);
-    expect(runs.some((r) => r.worstExcessTokens > 1 && r.violations.some((v) => v.includes('envelope exceeded')))).toBe(true);
-  });
+  it.each(['accrue-from-send', 'accrue-in-flight'] as const)(
+    'catches an agent broken so: %s: the envelope fails for some seeds',
+    (broken) => {
+      const runs = [1, 2, 3, 4].map((seed) => runSimulation(burstyRates(seed, broken)));
+      console.log(`sim: ${broken}: worst excess ${runs.map((r) => r.worstExcessTokens.toFixed(1)).join(', ')} tokens`);
+      expect(runs.some((r) => r.worstExcessTokens > 1 && r.violations.some((v) => v.includes('envelope exceeded')))).toBe(true);
+    },
+  );
 
   it('lets a closing agent rest while its rate lease runs out, rather than tick in a loop', () => {
     // Seed 1021: rate leases renewed every 50 ms; agents close at the end of
@@ -328,7 +350,14 @@ describe('rate leases', () => {
         seed: 3,
         agents: 4,
         durationUs: 60_000_000,
-        pool: { capacity: 100, refill: makeRate(400, 1000), leaseTtlMs: 2000, maxLeaseTokens: 100, classWeights: { premium: weight }, leaseMode: 'rate' },
+        pool: {
+          capacity: 100,
+          refill: makeRate(400, 1000),
+          leaseTtlMs: 2000,
+          maxLeaseTokens: 100,
+          classWeights: { premium: weight },
+          leaseMode: 'rate',
+        },
         workload: { name: 'steady', load: 3 },
         network: { latencyUs: 1000, lossRate: 0, duplicateRate: 0 },
         partitions: [],
@@ -372,7 +401,8 @@ describe('rate leases', () => {
   });
   const sliceOf = (ms: number): number => Math.round((ms * 1000) / SLICE_US);
   /** Tokens admitted in the second from `fromMs` of traffic. */
-  const secondFrom = (fromMs: number): number => shift.admittedPerSlice.slice(sliceOf(fromMs), sliceOf(fromMs + 1000)).reduce((a, b) => a + b, 0);
+  const secondFrom = (fromMs: number): number =>
+    shift.admittedPerSlice.slice(sliceOf(fromMs), sliceOf(fromMs + 1000)).reduce((a, b) => a + b, 0);
   const before = secondFrom(8000);
   const slackMs = 200;
 
@@ -380,7 +410,9 @@ describe('rate leases', () => {
     expect(shift.violations).toEqual([]);
     // The keepers return a lease after idleReturnMs (3 s) without an admission.
     const after = secondFrom(10_000 + 3000 + refreshMs + slackMs);
-    console.log(`sim: rate leases, demand shift: ${before} tokens/s before, ${secondFrom(10_000 + refreshMs + slackMs)} one refresh interval after, ${after} once the idle leases are returned`);
+    console.log(
+      `sim: rate leases, demand shift: ${before} tokens/s before, ${secondFrom(10_000 + refreshMs + slackMs)} one refresh interval after, ${after} once the idle leases are returned`,
+    );
     expect(after).toBeGreaterThan(0.95 * before);
   });
 

@@ -148,22 +148,34 @@ class Simulation {
 
   private handle(e: Event): void {
     switch (e.k) {
-      case 'agent-start': return this.startAgent(e.slot, e.incarnation);
-      case 'agent-stop': return this.stopAgent(e.slot, e.incarnation, e.crash);
+      case 'agent-start':
+        return this.startAgent(e.slot, e.incarnation);
+      case 'agent-stop':
+        return this.stopAgent(e.slot, e.incarnation, e.crash);
       case 'agent-tick':
         return this.withAgent(e.id, (a) => (e.gen === a.tickGeneration ? this.act(a, a.keeper.tick(a.localUs(this.now))) : undefined));
-      case 'arrival': return this.arrive(e.arrival);
-      case 'to-coordinator': return this.toCoordinator(e.to, e.subject, e.bytes);
-      case 'to-agent': return this.withAgent(e.to.id, (a) => this.reply(a, e.to, e.reply));
-      case 'attempt-failed': return this.withAgent(e.to.id, (a) => this.failed(a, e.to, e.code));
+      case 'arrival':
+        return this.arrive(e.arrival);
+      case 'to-coordinator':
+        return this.toCoordinator(e.to, e.subject, e.bytes);
+      case 'to-agent':
+        return this.withAgent(e.to.id, (a) => this.reply(a, e.to, e.reply));
+      case 'attempt-failed':
+        return this.withAgent(e.to.id, (a) => this.failed(a, e.to, e.code));
       case 'coordinator-tick':
       case 'write-landed':
-      case 'step-down': return this.coordinators.handle(e, this.now);
-      case 'coordinator-up': return this.coordinators.start(this.now);
-      case 'fault': return this.fault(e.index);
-      case 'resume': return this.resume(e.id);
-      case 'take-deadline': return this.withAgent(e.id, (a) => this.limiter.deadline(a));
-      case 'audit': return this.audit();
+      case 'step-down':
+        return this.coordinators.handle(e, this.now);
+      case 'coordinator-up':
+        return this.coordinators.start(this.now);
+      case 'fault':
+        return this.fault(e.index);
+      case 'resume':
+        return this.resume(e.id);
+      case 'take-deadline':
+        return this.withAgent(e.id, (a) => this.limiter.deadline(a));
+      case 'audit':
+        return this.audit();
     }
   }
 

@@ -151,7 +151,13 @@ export function makeWorkload(spec: WorkloadSpec, agents: number, refillPerSecond
     for (let t = span.fromUs + random.exponential(1 / peakPerUs); t < span.toUs; t += random.exponential(1 / peakPerUs)) {
       const tUs = Math.floor(t);
       if (random.next() * peak >= rateFactor(spec, tUs)) continue;
-      if (spec.name === 'steady' && spec.idleFromMs !== undefined && tUs >= spec.idleFromMs * 1000 && span.agent < Math.round((spec.idleShare ?? 0.5) * agents)) continue;
+      if (
+        spec.name === 'steady' &&
+        spec.idleFromMs !== undefined &&
+        tUs >= spec.idleFromMs * 1000 &&
+        span.agent < Math.round((spec.idleShare ?? 0.5) * agents)
+      )
+        continue;
       const waitMs = random.next() < takeShare ? takeTimeoutMs : 0;
       arrivals.push({ tUs, agent: span.agent, incarnation: span.incarnation, cost: costOf(spec, random), waitMs });
     }

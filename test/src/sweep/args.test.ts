@@ -143,7 +143,20 @@ describe('parseSweepArgs refuses bad values with one line naming the flag and th
     [['--reports', '0.5ms'], '--reports', 'whole milliseconds'],
     [['--reports', 'off'], '--reports', 'ms, s, m or h'],
     [['--reports', '0,,100'], '--reports', 'comma-separated list'],
-    [['--lease-sizes', Array.from({ length: 100 }, (_, i) => i + 1).join(','), '--ttls', '1s,2s,5s', '--reports', '0,10,100,1000', '--lease-modes', 'chunk'], '--lease-sizes', 'gives 1200 settings; at most 1000'],
+    [
+      [
+        '--lease-sizes',
+        Array.from({ length: 100 }, (_, i) => i + 1).join(','),
+        '--ttls',
+        '1s,2s,5s',
+        '--reports',
+        '0,10,100,1000',
+        '--lease-modes',
+        'chunk',
+      ],
+      '--lease-sizes',
+      'gives 1200 settings; at most 1000',
+    ],
     [['--allowances', '-5'], '--allowances', '--allowances=VALUE'],
     [['--allowances=-5'], '--allowances', 'whole number in [0,'],
     [['--latency', '1'], '--latency', 'ms, s, m or h'],
@@ -163,8 +176,32 @@ describe('parseSweepArgs refuses bad values with one line naming the flag and th
     [['-x'], '-x', 'see --help'],
     [['sweep'], '(arguments)', 'every value follows its flag'],
     [['--agents', '3', '--agents', '4'], '--agents', 'give it once'],
-    [['--lease-sizes', Array.from({ length: 40 }, (_, i) => i + 1).join(','), '--ttls', '1s,2s,3s,4s,5s,6s,7s,8s,9s,10s', '--allowances', '0,1,2'], '--lease-sizes', 'at most 1000'],
-    [['--lease-modes', 'rate', '--refreshes', Array.from({ length: 400 }, (_, i) => i + 1).join(','), '--ttls', '1s,2s,5s', '--allowances', '0,1'], '--refreshes', 'gives 2400 settings; at most 1000'],
+    [
+      [
+        '--lease-sizes',
+        Array.from({ length: 40 }, (_, i) => i + 1).join(','),
+        '--ttls',
+        '1s,2s,3s,4s,5s,6s,7s,8s,9s,10s',
+        '--allowances',
+        '0,1,2',
+      ],
+      '--lease-sizes',
+      'at most 1000',
+    ],
+    [
+      [
+        '--lease-modes',
+        'rate',
+        '--refreshes',
+        Array.from({ length: 400 }, (_, i) => i + 1).join(','),
+        '--ttls',
+        '1s,2s,5s',
+        '--allowances',
+        '0,1',
+      ],
+      '--refreshes',
+      'gives 2400 settings; at most 1000',
+    ],
   ];
   it.each(cases)('%j', (argv, flag, form) => {
     const error = refusal(argv);
@@ -224,7 +261,25 @@ describe('workloads', () => {
   });
 
   it('every flag appears in the usage text', () => {
-    for (const flag of ['--agents', '--capacity', '--refill', '--workload', '--lease-sizes', '--ttls', '--allowances', '--lease-modes', '--refreshes', '--reports', '--latency', '--duration', '--seed', '--json', '--html', '--target-utilization', '--help']) {
+    for (const flag of [
+      '--agents',
+      '--capacity',
+      '--refill',
+      '--workload',
+      '--lease-sizes',
+      '--ttls',
+      '--allowances',
+      '--lease-modes',
+      '--refreshes',
+      '--reports',
+      '--latency',
+      '--duration',
+      '--seed',
+      '--json',
+      '--html',
+      '--target-utilization',
+      '--help',
+    ]) {
       expect(USAGE).toContain(flag);
     }
   });
@@ -232,8 +287,22 @@ describe('workloads', () => {
 
 describe('durations', () => {
   const cases: [string, number | null][] = [
-    ['0ms', 0], ['1ms', 1000], ['0.2ms', 200], ['0.001ms', 1], ['1.5s', 1_500_000], ['2m', 120_000_000], ['24h', 86_400_000_000],
-    ['0.0001ms', null], ['25h', null], ['1', null], ['s', null], ['-1s', null], ['1 s', null], ['1e3ms', null], ['.5s', null], ['1S', null],
+    ['0ms', 0],
+    ['1ms', 1000],
+    ['0.2ms', 200],
+    ['0.001ms', 1],
+    ['1.5s', 1_500_000],
+    ['2m', 120_000_000],
+    ['24h', 86_400_000_000],
+    ['0.0001ms', null],
+    ['25h', null],
+    ['1', null],
+    ['s', null],
+    ['-1s', null],
+    ['1 s', null],
+    ['1e3ms', null],
+    ['.5s', null],
+    ['1S', null],
   ];
   it.each(cases)('parseDurationUs(%j) = %j', (text, us) => {
     expect(parseDurationUs(text)).toBe(us);

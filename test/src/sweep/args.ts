@@ -167,14 +167,20 @@ function durationUs(flag: string, text: string, minUs: number, maxUs: number, wh
   const us = parseDurationUs(text);
   if (us === null || us < minUs || us > maxUs || (wholeMs && us % 1000 !== 0)) {
     const grain = wholeMs ? 'whole milliseconds' : 'whole microseconds';
-    throw new SweepArgsError(flag, `${JSON.stringify(text)} is not a duration in [${formatDurationUs(minUs)}, ${formatDurationUs(maxUs)}] of ${grain}; use a number with ms, s, m or h, like 500ms, 2s, 1m`);
+    throw new SweepArgsError(
+      flag,
+      `${JSON.stringify(text)} is not a duration in [${formatDurationUs(minUs)}, ${formatDurationUs(maxUs)}] of ${grain}; use a number with ms, s, m or h, like 500ms, 2s, 1m`,
+    );
   }
   return us;
 }
 
 function list<T extends number>(flag: string, text: string, item: (one: string) => T): readonly T[] {
   if (text === '' || text.split(',').some((one) => one === '')) {
-    throw new SweepArgsError(flag, `${JSON.stringify(text)} has an empty item; use a comma-separated list without spaces, like ${flag === '--ttls' ? '1s,2s' : '10,100'}`);
+    throw new SweepArgsError(
+      flag,
+      `${JSON.stringify(text)} has an empty item; use a comma-separated list without spaces, like ${flag === '--ttls' ? '1s,2s' : '10,100'}`,
+    );
   }
   return [...new Set(text.split(',').map(item))].sort((a, b) => a - b);
 }
@@ -188,7 +194,10 @@ function rethrowParseError(error: unknown): never {
   const flag = /--[\w-]+/.exec(quoted)?.[0] ?? /-\w/.exec(quoted)?.[0] ?? '(arguments)';
   if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') throw new SweepArgsError(flag, 'is not a sweep flag; see --help for the accepted flags');
   if (code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL') {
-    throw new SweepArgsError('(arguments)', `unexpected argument ${/'([^']*)'/.exec(message)?.[1] ?? ''}; every value follows its flag, like --agents 20`);
+    throw new SweepArgsError(
+      '(arguments)',
+      `unexpected argument ${/'([^']*)'/.exec(message)?.[1] ?? ''}; every value follows its flag, like --agents 20`,
+    );
   }
   if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') {
     if (/does not take an argument/.test(message)) throw new SweepArgsError(flag, 'takes no value; write it alone, like --json');
@@ -212,7 +221,8 @@ function readValues(argv: readonly string[]): Values {
   const seen = new Set<string>();
   for (const token of parsed.tokens) {
     if (token.kind !== 'option') continue;
-    if (seen.has(token.name)) throw new SweepArgsError(`--${token.name}`, 'is given twice; give it once (lists take commas, like --ttls 1s,2s)');
+    if (seen.has(token.name))
+      throw new SweepArgsError(`--${token.name}`, 'is given twice; give it once (lists take commas, like --ttls 1s,2s)');
     seen.add(token.name);
   }
   return parsed.values;
@@ -263,24 +273,49 @@ export function parseSweepArgs(argv: readonly string[], drawSeed: () => number =
   const refill = readRefill(text('refill'));
   const capacityTokens = integer('--capacity', text('capacity'), 1, TOKENS_MAX, 'a capacity in tokens');
   const workload = parseWorkload(text('workload'));
-  const leaseSizesTokens = list('--lease-sizes', text('lease-sizes'), (one) => integer('--lease-sizes', one, 1, capacityTokens, `a lease size in tokens no larger than the capacity ${capacityTokens}`));
+  const leaseSizesTokens = list('--lease-sizes', text('lease-sizes'), (one) =>
+    integer('--lease-sizes', one, 1, capacityTokens, `a lease size in tokens no larger than the capacity ${capacityTokens}`),
+  );
   const ttlsMs = list('--ttls', text('ttls'), (one) => durationUs('--ttls', one, MIN_TTL_MS * 1000, MAX_TTL_MS * 1000, true) / 1000);
-  const allowancesTokens = list('--allowances', text('allowances'), (one) => integer('--allowances', one, 0, TOKENS_MAX, 'an allowance in tokens'));
+  const allowancesTokens = list('--allowances', text('allowances'), (one) =>
+    integer('--allowances', one, 0, TOKENS_MAX, 'an allowance in tokens'),
+  );
   const largestAllowance = allowancesTokens[allowancesTokens.length - 1] ?? 0;
   try {
     tokenScale(capacityTokens + largestAllowance, refill);
   } catch (error) {
     const detail = error instanceof Error ? error.message : String(error);
-    throw new SweepArgsError('--capacity', `${capacityTokens} plus the largest allowance ${largestAllowance} does not fit the exact arithmetic (${detail}); use a smaller capacity or allowance`);
+    throw new SweepArgsError(
+      '--capacity',
+      `${capacityTokens} plus the largest allowance ${largestAllowance} does not fit the exact arithmetic (${detail}); use a smaller capacity or allowance`,
+    );
   }
   const leaseModes = readLeaseModes(text('lease-modes'));
   // Refresh and report intervals longer than any lease can live are of no use: the longest TTL bounds them too.
-  const refreshesMs = list('--refreshes', text('refreshes'), (one) => durationUs('--refreshes', /^\d+$/.test(one) ? `${one}ms` : one, 1000, MAX_TTL_MS * 1000, true) / 1000);
-  const reportsMs = list('--reports', text('reports'), (one) => durationUs('--reports', /^\d+$/.test(one) ? `${one}ms` : one, 0, MAX_TTL_MS * 1000, true) / 1000);
-  const combinations = tokenleaseSettings({ allowances: allowancesTokens, ttlsMs, leaseSizes: leaseSizesTokens, leaseModes, refreshesMs, reportsMs }).length;
+  const refreshesMs = list(
+    '--refreshes',
+    text('refreshes'),
+    (one) => durationUs('--refreshes', /^\d+$/.test(one) ? `${one}ms` : one, 1000, MAX_TTL_MS * 1000, true) / 1000,
+  );
+  const reportsMs = list(
+    '--reports',
+    text('reports'),
+    (one) => durationUs('--reports', /^\d+$/.test(one) ? `${one}ms` : one, 0, MAX_TTL_MS * 1000, true) / 1000,
+  );
+  const combinations = tokenleaseSettings({
+    allowances: allowancesTokens,
+    ttlsMs,
+    leaseSizes: leaseSizesTokens,
+    leaseModes,
+    refreshesMs,
+    reportsMs,
+  }).length;
   if (combinations > MAX_COMBINATIONS) {
     const flag = leaseModes.includes('chunk') ? '--lease-sizes' : '--refreshes';
-    throw new SweepArgsError(flag, `with the other lists (--lease-sizes, --refreshes, --reports, --ttls, --allowances) gives ${combinations} settings; at most ${MAX_COMBINATIONS}, so shorten the lists`);
+    throw new SweepArgsError(
+      flag,
+      `with the other lists (--lease-sizes, --refreshes, --reports, --ttls, --allowances) gives ${combinations} settings; at most ${MAX_COMBINATIONS}, so shorten the lists`,
+    );
   }
   const latencyUs = durationUs('--latency', text('latency'), 0, LATENCY_US_MAX, false);
   const durationMs = durationUs('--duration', text('duration'), 1000, DURATION_MS_MAX * 1000, true) / 1000;
@@ -290,8 +325,24 @@ export function parseSweepArgs(argv: readonly string[], drawSeed: () => number =
   const htmlPath = v.html ?? null;
   if (htmlPath === '') throw new SweepArgsError('--html', 'needs a file name, like --html sweep.html');
   return {
-    agents, capacityTokens, refill, workload, leaseSizesTokens, ttlsMs, allowancesTokens, leaseModes, refreshesMs, reportsMs, latencyUs,
-    durationMs, seed, seedFromFlag: seedText !== undefined, json: v.json === true, htmlPath, targetUtilization, help,
+    agents,
+    capacityTokens,
+    refill,
+    workload,
+    leaseSizesTokens,
+    ttlsMs,
+    allowancesTokens,
+    leaseModes,
+    refreshesMs,
+    reportsMs,
+    latencyUs,
+    durationMs,
+    seed,
+    seedFromFlag: seedText !== undefined,
+    json: v.json === true,
+    htmlPath,
+    targetUtilization,
+    help,
   };
 }
 
@@ -302,20 +353,34 @@ export function parseSweepArgs(argv: readonly string[], drawSeed: () => number =
  */
 export function sweepArgsToArgv(args: SweepArgs): string[] {
   const argv = [
-    '--agents', String(args.agents),
-    '--capacity', String(args.capacityTokens),
-    '--refill', formatRate(args.refill),
-    '--workload', formatWorkload(args.workload),
-    '--lease-sizes', args.leaseSizesTokens.join(','),
-    '--ttls', args.ttlsMs.map((ms) => formatDurationUs(ms * 1000)).join(','),
-    '--allowances', args.allowancesTokens.join(','),
-    '--lease-modes', args.leaseModes.join(','),
-    '--refreshes', args.refreshesMs.map((ms) => formatDurationUs(ms * 1000)).join(','),
-    '--reports', args.reportsMs.map((ms) => formatDurationUs(ms * 1000)).join(','),
-    '--latency', formatDurationUs(args.latencyUs),
-    '--duration', formatDurationUs(args.durationMs * 1000),
-    '--seed', String(args.seed),
-    '--target-utilization', String(args.targetUtilization),
+    '--agents',
+    String(args.agents),
+    '--capacity',
+    String(args.capacityTokens),
+    '--refill',
+    formatRate(args.refill),
+    '--workload',
+    formatWorkload(args.workload),
+    '--lease-sizes',
+    args.leaseSizesTokens.join(','),
+    '--ttls',
+    args.ttlsMs.map((ms) => formatDurationUs(ms * 1000)).join(','),
+    '--allowances',
+    args.allowancesTokens.join(','),
+    '--lease-modes',
+    args.leaseModes.join(','),
+    '--refreshes',
+    args.refreshesMs.map((ms) => formatDurationUs(ms * 1000)).join(','),
+    '--reports',
+    args.reportsMs.map((ms) => formatDurationUs(ms * 1000)).join(','),
+    '--latency',
+    formatDurationUs(args.latencyUs),
+    '--duration',
+    formatDurationUs(args.durationMs * 1000),
+    '--seed',
+    String(args.seed),
+    '--target-utilization',
+    String(args.targetUtilization),
   ];
   if (args.json) argv.push('--json');
   if (args.htmlPath !== null) argv.push(`--html=${args.htmlPath}`);

@@ -38,11 +38,16 @@ function recorder(o: ReturnType<typeof outcome>, a: Arrival, replyUs: number): A
 }
 
 /** central — a round-trip per request to one exact bucket across a network of `spec`. */
-export function central(workload: Workload, agents: number, capacity: number, rate: Rate, spec: NetworkSpec, seed: number): BaselineOutcome {
+export function central(
+  workload: Workload,
+  agents: number,
+  capacity: number,
+  rate: Rate,
+  spec: NetworkSpec,
+  seed: number,
+): BaselineOutcome {
   const network = new Network({ ...spec, lossRate: 0, duplicateRate: 0 }, [], seededRandom(seed));
-  const decided = workload.arrivals
-    .map((a) => ({ a, atUs: network.arrivals(a.agent, a.tUs)[0] ?? a.tUs }))
-    .sort((x, y) => x.atUs - y.atUs);
+  const decided = workload.arrivals.map((a) => ({ a, atUs: network.arrivals(a.agent, a.tUs)[0] ?? a.tUs })).sort((x, y) => x.atUs - y.atUs);
   const o = outcome(agents);
   const bucket = new SharedBucket(capacity, rate, 0);
   for (const { a, atUs } of decided) {

@@ -53,7 +53,18 @@ export interface LineChart {
 }
 
 /** PALETTE — distinguishable series colours (Okabe–Ito, colour-blind safe, then a few more), used in order. */
-export const PALETTE: readonly string[] = ['#0072B2', '#D55E00', '#009E73', '#CC79A7', '#E69F00', '#56B4E9', '#000000', '#999933', '#882255', '#8C564B'];
+export const PALETTE: readonly string[] = [
+  '#0072B2',
+  '#D55E00',
+  '#009E73',
+  '#CC79A7',
+  '#E69F00',
+  '#56B4E9',
+  '#000000',
+  '#999933',
+  '#882255',
+  '#8C564B',
+];
 
 /**
  * seriesStyle — colour and dash of the i-th series (from 0): PALETTE in
@@ -132,10 +143,16 @@ function legend(series: readonly ChartSeries[]): { readonly markup: string[]; re
   }));
   const marks = series.flatMap((s) => s.points.map((p) => p.mark));
   if (marks.includes('chosen')) {
-    items.push({ label: 'recommended', swatch: (x, y) => `<circle cx="${x + 11}" cy="${y}" r="7" fill="none" stroke="#000" stroke-width="2"/>` });
+    items.push({
+      label: 'recommended',
+      swatch: (x, y) => `<circle cx="${x + 11}" cy="${y}" r="7" fill="none" stroke="#000" stroke-width="2"/>`,
+    });
   }
   if (marks.includes('over')) {
-    items.push({ label: 'over the envelope', swatch: (x, y) => `<path d="M${x + 5} ${y - 6}l12 12m0 -12l-12 12" stroke="#C00" stroke-width="2.5"/>` });
+    items.push({
+      label: 'over the envelope',
+      swatch: (x, y) => `<path d="M${x + 5} ${y - 6}l12 12m0 -12l-12 12" stroke="#C00" stroke-width="2.5"/>`,
+    });
   }
   const markup: string[] = [];
   let x = LEFT;
@@ -208,13 +225,23 @@ export function renderLineChart(chart: LineChart): string {
  * height; labels are pushed apart from the top down so close lines stay
  * readable. Off-scale references are noted first, at the top of the margin.
  */
-function references(drawn: readonly ReferenceLine[], offScale: readonly ReferenceLine[], py: (y: number) => number, top: number, plotH: number): string[] {
+function references(
+  drawn: readonly ReferenceLine[],
+  offScale: readonly ReferenceLine[],
+  py: (y: number) => number,
+  top: number,
+  plotH: number,
+): string[] {
   const out: string[] = [];
   const labelX = LEFT + PLOT_W + 6;
   let floor = top + 4;
   for (const ref of offScale) {
-    out.push(`<text class="reference-label off-scale" x="${labelX}" y="${r1(floor)}" dominant-baseline="middle">↑ ${escapeHtml(ref.label)}</text>`);
-    out.push(`<text class="reference-label" x="${labelX + 10}" y="${r1(floor + 12)}" dominant-baseline="middle" fill="#666">(off scale)</text>`);
+    out.push(
+      `<text class="reference-label off-scale" x="${labelX}" y="${r1(floor)}" dominant-baseline="middle">↑ ${escapeHtml(ref.label)}</text>`,
+    );
+    out.push(
+      `<text class="reference-label" x="${labelX + 10}" y="${r1(floor + 12)}" dominant-baseline="middle" fill="#666">(off scale)</text>`,
+    );
     floor += 12 + REF_LABEL_GAP_PX;
   }
   const placed = drawn.map((ref) => ({ ref, labelY: py(ref.y) })).sort((a, b) => a.labelY - b.labelY);
@@ -230,7 +257,9 @@ function references(drawn: readonly ReferenceLine[], offScale: readonly Referenc
   }
   for (const { ref, labelY } of placed) {
     const yy = r1(py(ref.y));
-    out.push(`<line class="reference" x1="${LEFT}" x2="${LEFT + PLOT_W + 3}" y1="${yy}" y2="${yy}" stroke="#555" stroke-width="1.2" stroke-dasharray="${escapeHtml(ref.dash)}"/>`);
+    out.push(
+      `<line class="reference" x1="${LEFT}" x2="${LEFT + PLOT_W + 3}" y1="${yy}" y2="${yy}" stroke="#555" stroke-width="1.2" stroke-dasharray="${escapeHtml(ref.dash)}"/>`,
+    );
     out.push(`<text class="reference-label" x="${labelX}" y="${r1(labelY)}" dominant-baseline="middle">${escapeHtml(ref.label)}</text>`);
   }
   return out;
@@ -248,7 +277,9 @@ function seriesMarkup(series: ChartSeries, px: (x: number) => number, py: (y: nu
     if (p.mark === 'chosen') out.push(`<circle cx="${r1(cx)}" cy="${r1(cy)}" r="8" fill="none" stroke="#000" stroke-width="2"/>`);
     out.push(`<circle cx="${r1(cx)}" cy="${r1(cy)}" r="3.5" fill="${colour}"><title>${escapeHtml(p.note)}</title></circle>`);
     if (p.mark === 'over') {
-      out.push(`<path d="M${r1(cx - 6)} ${r1(cy - 6)}l12 12m0 -12l-12 12" stroke="#C00" stroke-width="2.5"><title>${escapeHtml(p.note)}</title></path>`);
+      out.push(
+        `<path d="M${r1(cx - 6)} ${r1(cy - 6)}l12 12m0 -12l-12 12" stroke="#C00" stroke-width="2.5"><title>${escapeHtml(p.note)}</title></path>`,
+      );
     }
   }
   return out;

@@ -23,12 +23,26 @@ describe('weightedMaxMinShares', () => {
 
   it('gives no one more than its demand and divides min(total, Σ demand) (property)', () => {
     fc.assert(
-      fc.property(fc.array(fc.tuple(fc.integer({ min: 0, max: 1000 }), fc.integer({ min: 1, max: 5 })), { minLength: 1, maxLength: 12 }), fc.integer({ min: 0, max: 5000 }), (claims, total) => {
-        const demands = claims.map(([d]) => d);
-        const shares = weightedMaxMinShares(demands, total, claims.map(([, w]) => w));
-        shares.forEach((share, i) => expect(share).toBeLessThanOrEqual((demands[i] ?? 0) + 1e-9));
-        expect(shares.reduce((a, b) => a + b, 0)).toBeCloseTo(Math.min(total, demands.reduce((a, b) => a + b, 0)), 6);
-      }),
+      fc.property(
+        fc.array(fc.tuple(fc.integer({ min: 0, max: 1000 }), fc.integer({ min: 1, max: 5 })), { minLength: 1, maxLength: 12 }),
+        fc.integer({ min: 0, max: 5000 }),
+        (claims, total) => {
+          const demands = claims.map(([d]) => d);
+          const shares = weightedMaxMinShares(
+            demands,
+            total,
+            claims.map(([, w]) => w),
+          );
+          shares.forEach((share, i) => expect(share).toBeLessThanOrEqual((demands[i] ?? 0) + 1e-9));
+          expect(shares.reduce((a, b) => a + b, 0)).toBeCloseTo(
+            Math.min(
+              total,
+              demands.reduce((a, b) => a + b, 0),
+            ),
+            6,
+          );
+        },
+      ),
     );
   });
 });
@@ -50,15 +64,19 @@ describe('jainOverShare', () => {
 
   it('is in (0, 1] and 1 whenever the agents above their share got equal amounts (property)', () => {
     fc.assert(
-      fc.property(fc.array(fc.integer({ min: 0, max: 1000 }), { minLength: 2, maxLength: 10 }), fc.integer({ min: 1, max: 500 }), (small, level) => {
-        // Agents that wanted less than the level get it all; two or more that wanted more get the level each.
-        const offered = [...small.map((d) => Math.min(d, level - 1)), level * 3, level * 2];
-        const admitted = offered.map((d) => Math.min(d, level));
-        expect(jainOverShare(admitted, offered)).toBeCloseTo(1, 9);
-        const skewed = admitted.map((a, i) => (i === admitted.length - 1 ? a / 2 : a));
-        const index = jainOverShare(skewed, offered);
-        expect(index > 0 && index <= 1).toBe(true);
-      }),
+      fc.property(
+        fc.array(fc.integer({ min: 0, max: 1000 }), { minLength: 2, maxLength: 10 }),
+        fc.integer({ min: 1, max: 500 }),
+        (small, level) => {
+          // Agents that wanted less than the level get it all; two or more that wanted more get the level each.
+          const offered = [...small.map((d) => Math.min(d, level - 1)), level * 3, level * 2];
+          const admitted = offered.map((d) => Math.min(d, level));
+          expect(jainOverShare(admitted, offered)).toBeCloseTo(1, 9);
+          const skewed = admitted.map((a, i) => (i === admitted.length - 1 ? a / 2 : a));
+          const index = jainOverShare(skewed, offered);
+          expect(index > 0 && index <= 1).toBe(true);
+        },
+      ),
     );
   });
 

@@ -24,7 +24,11 @@ const SATURATION_TOLERANCE = 1e-9;
  * want more.
  */
 export function weightedMaxMinShares(demands: readonly number[], total: number, weights: readonly number[] = []): number[] {
-  return waterFill(demands.map((demand, i) => ({ demand, weight: weights[i] ?? 1 })), total, exactShares);
+  return waterFill(
+    demands.map((demand, i) => ({ demand, weight: weights[i] ?? 1 })),
+    total,
+    exactShares,
+  );
 }
 
 export function jain(admitted: readonly number[], offered: readonly number[]): number {

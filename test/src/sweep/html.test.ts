@@ -54,7 +54,8 @@ describe('renderHtml charts', () => {
     expect(count(html, /<svg/g)).toBe(2 * allowances.length);
     expect(charts).toHaveLength(2 * allowances.length);
     for (const svg of charts) expect(count(svg, /<polyline/g)).toBe(ttls);
-    for (const allowance of allowances) expect(html).toContain(`<h2>Allowance ${allowance === 0 ? '0' : allowance.toLocaleString('en-US')} (`);
+    for (const allowance of allowances)
+      expect(html).toContain(`<h2>Allowance ${allowance === 0 ? '0' : allowance.toLocaleString('en-US')} (`);
   });
 
   it('draws baselines as dashed, labelled reference lines, and the target on the utilization chart', () => {
@@ -92,7 +93,10 @@ describe('renderHtml charts', () => {
     ['10, 50, 100 (factor exactly 10) on a linear axis', [10, 55, 100], false, 1],
   ];
   it.each(scaleCases)('%s', (_name, sizes, log, ratio) => {
-    const html = page(sizes.map((leaseSize) => sampleRow({ leaseSize })), ['--capacity', '1000']);
+    const html = page(
+      sizes.map((leaseSize) => sampleRow({ leaseSize })),
+      ['--capacity', '1000'],
+    );
     const [util = ''] = svgs(html);
     const [a = 0, b = 0, c = 0] = xs(util);
     expect((c - b) / (b - a)).toBeCloseTo(ratio, 1);
@@ -124,7 +128,9 @@ describe('renderHtml charts', () => {
   });
 
   it('draws a chunk line per TTL and report interval when usage reports ran, and charts the cost: round-trips plus reports', () => {
-    const rows = [100, 50, 250].flatMap((leaseSize) => [0, 100].map((reportMs) => sampleRow({ leaseSize, reportMs, roundTripsPer1k: 20, reportsPer1k: reportMs / 10 })));
+    const rows = [100, 50, 250].flatMap((leaseSize) =>
+      [0, 100].map((reportMs) => sampleRow({ leaseSize, reportMs, roundTripsPer1k: 20, reportsPer1k: reportMs / 10 })),
+    );
     const html = page(rows, ['--reports', '0,100']);
     const [util = '', cost = ''] = svgs(html);
     expect(count(util, /<polyline class="series"/g)).toBe(2);
@@ -144,7 +150,10 @@ describe('renderHtml charts', () => {
   });
 
   it('charts rate rows alone when the sweep ran no chunk leases', () => {
-    const html = page([...sampleRateRows([0]), sampleRow({ strategy: 'central', leaseSize: null, ttlMs: null })], ['--lease-modes', 'rate', '--target-utilization', '0.9']);
+    const html = page(
+      [...sampleRateRows([0]), sampleRow({ strategy: 'central', leaseSize: null, ttlMs: null })],
+      ['--lease-modes', 'rate', '--target-utilization', '0.9'],
+    );
     expect(count(html, /<svg/g)).toBe(2);
     expect(html).toContain('<dt>lease modes</dt><dd>rate</dd>');
     expect(html).toContain('Recommendation: leaseMode: rate');
@@ -161,7 +170,10 @@ describe('renderHtml page', () => {
   const hostile = '<script>alert("x")</script>';
   const cases: [string, () => string][] = [
     ['the sample sweep', () => page(sampleSweepRows([0, 2000]), ['--allowances', '0,2000'])],
-    ['the sample sweep with rate rows', () => page([...sampleSweepRows([0, 2000]), ...sampleRateRows([0, 2000])], ['--allowances', '0,2000'])],
+    [
+      'the sample sweep with rate rows',
+      () => page([...sampleSweepRows([0, 2000]), ...sampleRateRows([0, 2000])], ['--allowances', '0,2000']),
+    ],
     ['hostile generatedBy', () => page(sampleSweepRows([0]), [], hostile)],
     ['hostile html path', () => page(sampleSweepRows([0]), ['--html', `${hostile}.html`])],
     ['hostile reason', () => page(sampleSweepRows([0]), [], 'x', { row: null, reason: hostile, targetUtilization: 0.97 })],

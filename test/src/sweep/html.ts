@@ -109,9 +109,19 @@ interface XAxis {
   readonly point: (x: number) => string;
 }
 
-const LEASE_SIZE_AXIS: XAxis = { of: (row) => row.leaseSize ?? 0, name: 'lease size', label: 'lease size (maxLeaseTokens), tokens', format: formatCount, point: (x) => `lease ${formatCount(x)}` };
+const LEASE_SIZE_AXIS: XAxis = {
+  of: (row) => row.leaseSize ?? 0,
+  name: 'lease size',
+  label: 'lease size (maxLeaseTokens), tokens',
+  format: formatCount,
+  point: (x) => `lease ${formatCount(x)}`,
+};
 const REFRESH_AXIS: XAxis = {
-  of: (row) => row.refreshMs ?? 0, name: 'refresh interval (rate leases)', label: "agents' refresh interval (refreshMs)", format: formatDurationMs, point: (x) => `rate leases, refresh ${formatDurationMs(x)}`,
+  of: (row) => row.refreshMs ?? 0,
+  name: 'refresh interval (rate leases)',
+  label: "agents' refresh interval (refreshMs)",
+  format: formatDurationMs,
+  point: (x) => `rate leases, refresh ${formatDurationMs(x)}`,
 };
 
 /** The two charts for the rows of one allowance and lease mode, against `axis`. */
@@ -129,12 +139,18 @@ function chartPair(leaseRows: readonly ChartRow[], axis: XAxis, baselines: reado
         .map((row) => ({
           x: axis.of(row),
           y: value(row),
-          note: `${axis.point(axis.of(row))}, ${line.label}: ${formatFixed(value(row), 1)} ${unit}` + (row.overAdmitted > 0 ? `; OVER the envelope by ${formatCount(row.overAdmitted)} tokens` : ''),
+          note:
+            `${axis.point(axis.of(row))}, ${line.label}: ${formatFixed(value(row), 1)} ${unit}` +
+            (row.overAdmitted > 0 ? `; OVER the envelope by ${formatCount(row.overAdmitted)} tokens` : ''),
           mark: row.overAdmitted > 0 ? 'over' : row === chosen ? 'chosen' : null,
         })),
     }));
   const refs = (value: (row: SweepRow) => number, suffix: string): ReferenceLine[] =>
-    baselines.map((row) => ({ label: `${row.strategy} ${formatFixed(value(row), 1)}${suffix}`, y: value(row), dash: row.strategy === 'central' ? DASH_CENTRAL : DASH_LOCAL }));
+    baselines.map((row) => ({
+      label: `${row.strategy} ${formatFixed(value(row), 1)}${suffix}`,
+      y: value(row),
+      dash: row.strategy === 'central' ? DASH_CENTRAL : DASH_LOCAL,
+    }));
   const utilization = (row: SweepRow): number => row.utilization * 100;
 
   const xLabel = `${axis.label}${logX ? ', log scale' : ''}`;
@@ -173,7 +189,11 @@ function chartLines(rows: readonly ChartRow[]): { readonly ttlMs: number; readon
   return [...keys.values()]
     .sort((a, b) => a.ttlMs - b.ttlMs || (a.reportMs ?? 0) - (b.reportMs ?? 0))
     .map((key) => {
-      const reports = !withReports ? '' : (key.reportMs ?? 0) === 0 ? ', reports off' : `, reports every ${formatDurationMs(key.reportMs ?? 0)}`;
+      const reports = !withReports
+        ? ''
+        : (key.reportMs ?? 0) === 0
+          ? ', reports off'
+          : `, reports every ${formatDurationMs(key.reportMs ?? 0)}`;
       return { ...key, label: `TTL ${formatDurationMs(key.ttlMs)}${reports}` };
     });
 }
@@ -184,13 +204,20 @@ function chartSections(input: HtmlReportInput): string {
   const baselines = ['central', 'local'].map((s) => input.rows.find((row) => row.strategy === s)).filter((row) => row !== undefined);
   const allowances = [...new Set([...leaseRows, ...rateRows].map((row) => row.allowance))].sort((a, b) => a - b);
   if (allowances.length === 0) return '<p>No lease rows to chart.</p>';
-  const pair = (rows: readonly ChartRow[], axis: XAxis): string => (rows.length === 0 ? '' : `\n${chartPair(rows, axis, baselines, input)}`);
+  const pair = (rows: readonly ChartRow[], axis: XAxis): string =>
+    rows.length === 0 ? '' : `\n${chartPair(rows, axis, baselines, input)}`;
   return allowances
     .map((allowance) => {
       const promise = allowance === 0 ? 'strict: B + r·T' : `envelope B + ${formatCount(allowance)} + r·T`;
       const heading = `Allowance ${formatCount(allowance)} (${promise})`;
-      const chunk = pair(leaseRows.filter((row) => row.allowance === allowance), LEASE_SIZE_AXIS);
-      const rate = pair(rateRows.filter((row) => row.allowance === allowance), REFRESH_AXIS);
+      const chunk = pair(
+        leaseRows.filter((row) => row.allowance === allowance),
+        LEASE_SIZE_AXIS,
+      );
+      const rate = pair(
+        rateRows.filter((row) => row.allowance === allowance),
+        REFRESH_AXIS,
+      );
       return `<section class="allowance">\n<h2>${escapeHtml(heading)}</h2>${chunk}${rate}\n</section>`;
     })
     .join('\n');

@@ -32,17 +32,26 @@ describe('idealAdmitted', () => {
   it('is never below what a greedy shared bucket admits (property)', () => {
     const seed = seedFromEnv();
     console.log(`ideal.test.ts: SEED=${seed}`);
-    const arrival = fc.record({ tUs: fc.integer({ min: 0, max: 5 * S }), waitMs: fc.constantFrom(0, 0, 100, 1500), cost: fc.integer({ min: 1, max: 3 }) });
+    const arrival = fc.record({
+      tUs: fc.integer({ min: 0, max: 5 * S }),
+      waitMs: fc.constantFrom(0, 0, 100, 1500),
+      cost: fc.integer({ min: 1, max: 3 }),
+    });
     fc.assert(
-      fc.property(fc.array(arrival, { maxLength: 60 }), fc.integer({ min: 1, max: 5 }), fc.integer({ min: 1, max: 5 }), (raw, capacity, perSecond) => {
-        const arrivals = raw.map((a) => req(a.tUs, a.waitMs, a.cost)).sort((x, y) => x.tUs - y.tUs);
-        const r = makeRate(perSecond, 1000);
-        let greedy = 0;
-        const bucket = new SharedBucket(capacity, r, 0);
-        for (const a of arrivals) bucket.offer(a.cost, a.tUs, a.waitMs * 1000, () => (greedy += a.cost));
-        bucket.finish();
-        expect(idealAdmitted(arrivals, capacity, r)).toBeGreaterThanOrEqual(greedy);
-      }),
+      fc.property(
+        fc.array(arrival, { maxLength: 60 }),
+        fc.integer({ min: 1, max: 5 }),
+        fc.integer({ min: 1, max: 5 }),
+        (raw, capacity, perSecond) => {
+          const arrivals = raw.map((a) => req(a.tUs, a.waitMs, a.cost)).sort((x, y) => x.tUs - y.tUs);
+          const r = makeRate(perSecond, 1000);
+          let greedy = 0;
+          const bucket = new SharedBucket(capacity, r, 0);
+          for (const a of arrivals) bucket.offer(a.cost, a.tUs, a.waitMs * 1000, () => (greedy += a.cost));
+          bucket.finish();
+          expect(idealAdmitted(arrivals, capacity, r)).toBeGreaterThanOrEqual(greedy);
+        },
+      ),
       { seed, numRuns: 500 },
     );
   });

@@ -33,7 +33,7 @@ class ByHi {
   push(item: Open): void {
     const a = this.items;
     a.push(item);
-    for (let i = a.length - 1; i > 0; ) {
+    for (let i = a.length - 1; i > 0;) {
       const p = (i - 1) >> 1;
       if ((a[p] as Open).hi <= item.hi) break;
       a[i] = a[p] as Open;
@@ -46,7 +46,7 @@ class ByHi {
     const last = a.pop();
     if (last === undefined || a.length === 0) return;
     a[0] = last;
-    for (let i = 0; ; ) {
+    for (let i = 0; ;) {
       const l = 2 * i + 1;
       const r = l + 1;
       let m = i;
@@ -64,7 +64,9 @@ export function idealAdmitted(arrivals: readonly Arrival[], capacity: number, ra
   // Refilled tokens complete by `tUs`; exact for the integer units of token-scale.ts.
   const accrued = (tUs: number): number => {
     const units = tUs * scale.unitsPerUs;
-    return Number.isSafeInteger(units) ? Math.floor(units / scale.unitsPerToken) : Number((BigInt(tUs) * BigInt(scale.unitsPerUs)) / BigInt(scale.unitsPerToken));
+    return Number.isSafeInteger(units)
+      ? Math.floor(units / scale.unitsPerToken)
+      : Number((BigInt(tUs) * BigInt(scale.unitsPerUs)) / BigInt(scale.unitsPerToken));
   };
   const ranges = arrivals
     .filter((a) => a.cost <= capacity)

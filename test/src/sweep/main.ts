@@ -48,7 +48,12 @@ function main(): void {
   );
   say(`replay: ${replay}`);
   const lists = {
-    leaseSizes: args.leaseSizesTokens, ttlsMs: args.ttlsMs, allowances: args.allowancesTokens, leaseModes: args.leaseModes, refreshesMs: args.refreshesMs, reportsMs: args.reportsMs,
+    leaseSizes: args.leaseSizesTokens,
+    ttlsMs: args.ttlsMs,
+    allowances: args.allowancesTokens,
+    leaseModes: args.leaseModes,
+    refreshesMs: args.refreshesMs,
+    reportsMs: args.reportsMs,
   };
   const total = tokenleaseSettings(lists).length + 2;
   let done = 0;
@@ -71,7 +76,14 @@ function main(): void {
   process.stderr.write('\n');
   const recommendation = recommend(rows, args.targetUtilization);
   if (args.json) {
-    console.log(JSON.stringify({ parameters: { ...args, refill: formatRate(args.refill), workload: formatWorkload(args.workload) }, replay, rows, recommendation }));
+    console.log(
+      JSON.stringify({
+        parameters: { ...args, refill: formatRate(args.refill), workload: formatWorkload(args.workload) },
+        replay,
+        rows,
+        recommendation,
+      }),
+    );
   } else {
     console.log(renderTable(rows, { marked: recommendation.row }));
     console.log(`\n${describeRecommendation(recommendation)}`);

@@ -56,8 +56,13 @@ const reportRank = (row: LeaseRow): number => (reportsOf(row) === 0 ? 0 : 1 / re
 function cheaper(a: LeaseRow, b: LeaseRow): number {
   const mode = (row: LeaseRow): number => (row.strategy === 'lease' ? 0 : 1);
   return (
-    messagesPer1k(a) - messagesPer1k(b) || mode(a) - mode(b) || (a.leaseSize ?? 0) - (b.leaseSize ?? 0) ||
-    (a.refreshMs ?? 0) - (b.refreshMs ?? 0) || a.ttlMs - b.ttlMs || a.allowance - b.allowance || reportRank(a) - reportRank(b)
+    messagesPer1k(a) - messagesPer1k(b) ||
+    mode(a) - mode(b) ||
+    (a.leaseSize ?? 0) - (b.leaseSize ?? 0) ||
+    (a.refreshMs ?? 0) - (b.refreshMs ?? 0) ||
+    a.ttlMs - b.ttlMs ||
+    a.allowance - b.allowance ||
+    reportRank(a) - reportRank(b)
   );
 }
 
@@ -93,7 +98,8 @@ export function recommend(rows: readonly SweepRow[], targetUtilization: number):
       : `${excluded} lease setting(s) exceeded the envelope B + A + r·T and were excluded; that should never happen, so report it with the seed.`;
 
   if (chosen !== undefined) {
-    const centralNote = central === undefined ? '' : `; a round-trip per request (central) costs ${formatFixed(central.roundTripsPer1k, 1)}`;
+    const centralNote =
+      central === undefined ? '' : `; a round-trip per request (central) costs ${formatFixed(central.roundTripsPer1k, 1)}`;
     const cost =
       reportsOf(chosen) > 0
         ? `${formatFixed(messagesPer1k(chosen), 1)} coordinator messages per 1,000 admissions (${formatFixed(chosen.roundTripsPer1k, 1)} round-trips and ${formatFixed(chosen.reportsPer1k, 1)} one-way usage reports)`
@@ -139,14 +145,21 @@ function suggestions(best: LeaseRow, safe: readonly LeaseRow[], central: SweepRo
     const sizes = [...new Set(same.filter(isLeaseRow).map((row) => row.leaseSize))].sort((a, b) => a - b);
     const smallestSize = sizes[0] ?? best.leaseSize;
     if (best.leaseSize === smallestSize && smallestSize > 1) {
-      out.push(`Utilization was highest at the smallest lease size tried, so try smaller ones (below ${formatCount(smallestSize)} tokens, about B / active agents or less).`);
+      out.push(
+        `Utilization was highest at the smallest lease size tried, so try smaller ones (below ${formatCount(smallestSize)} tokens, about B / active agents or less).`,
+      );
     }
     if (!safe.some((row) => reportsOf(row) > 0)) {
-      out.push('Try usage reports (--reports 100ms): agents tell the coordinator what is left of a lease, so bounds of partly spent leases stop holding back the refill.');
+      out.push(
+        'Try usage reports (--reports 100ms): agents tell the coordinator what is left of a lease, so bounds of partly spent leases stop holding back the refill.',
+      );
     }
   } else {
     const refreshes = [...new Set(same.map((row) => row.refreshMs ?? 0))].sort((a, b) => a - b);
-    if (best.refreshMs === refreshes[0]) out.push(`Rate leases did best at the shortest refresh interval tried (${formatDurationMs(refreshes[0] ?? 0)}): try shorter ones (--refreshes).`);
+    if (best.refreshMs === refreshes[0])
+      out.push(
+        `Rate leases did best at the shortest refresh interval tried (${formatDurationMs(refreshes[0] ?? 0)}): try shorter ones (--refreshes).`,
+      );
   }
   const largestAllowance = allowances[allowances.length - 1] ?? 0;
   out.push(

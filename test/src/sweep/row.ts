@@ -87,12 +87,16 @@ export function utilizationOf(admitted: number, idealAdmitted: number): number {
 }
 
 /** isLeaseRow — true for a tokenlease chunk-lease row, whose `leaseSize` and `ttlMs` are then numbers. */
-export function isLeaseRow(row: SweepRow): row is SweepRow & { readonly strategy: 'lease'; readonly leaseSize: number; readonly ttlMs: number } {
+export function isLeaseRow(
+  row: SweepRow,
+): row is SweepRow & { readonly strategy: 'lease'; readonly leaseSize: number; readonly ttlMs: number } {
   return row.strategy === 'lease' && row.leaseSize !== null && row.ttlMs !== null;
 }
 
 /** isRateRow — true for a tokenlease rate-lease row, whose `refreshMs` and `ttlMs` are then numbers. */
-export function isRateRow(row: SweepRow): row is SweepRow & { readonly strategy: 'rate'; readonly refreshMs: number; readonly ttlMs: number } {
+export function isRateRow(
+  row: SweepRow,
+): row is SweepRow & { readonly strategy: 'rate'; readonly refreshMs: number; readonly ttlMs: number } {
   return row.strategy === 'rate' && row.refreshMs !== null && row.ttlMs !== null;
 }
 
@@ -112,7 +116,16 @@ const nonNegative = (value: number): boolean => Number.isFinite(value) && value 
  * `jainOverShare` in (0, 1], `denialRate` in [0, 1].
  */
 export function sweepRowProblem(row: SweepRow): string | null {
-  const counts = ['admitted', 'idealAdmitted', 'utilization', 'overAdmitted', 'roundTripsPer1k', 'reportsPer1k', 'p99WaitMs', 'requests'] as const;
+  const counts = [
+    'admitted',
+    'idealAdmitted',
+    'utilization',
+    'overAdmitted',
+    'roundTripsPer1k',
+    'reportsPer1k',
+    'p99WaitMs',
+    'requests',
+  ] as const;
   for (const field of counts) {
     if (!nonNegative(row[field])) return `${field} must be a finite number ≥ 0, got ${row[field]}`;
   }
@@ -131,7 +144,8 @@ export function sweepRowProblem(row: SweepRow): string | null {
   } else if (row.leaseSize !== null || row.ttlMs !== null || row.refreshMs !== null) {
     return `a ${row.strategy} baseline has leaseSize, refreshMs and ttlMs null`;
   }
-  if (row.strategy !== 'lease' && row.reportMs !== null) return `a ${row.strategy} row has reportMs null (usage reports are for chunk leases), got ${row.reportMs}`;
+  if (row.strategy !== 'lease' && row.reportMs !== null)
+    return `a ${row.strategy} row has reportMs null (usage reports are for chunk leases), got ${row.reportMs}`;
   if (!nonNegative(row.allowance)) return `allowance must be ≥ 0, got ${row.allowance}`;
   if (!(row.jain > 0 && row.jain <= 1)) return `jain must be in (0, 1], got ${row.jain}`;
   if (!(row.jainOverShare > 0 && row.jainOverShare <= 1)) return `jainOverShare must be in (0, 1], got ${row.jainOverShare}`;

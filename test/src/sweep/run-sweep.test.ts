@@ -33,10 +33,18 @@ describe('runSweep', () => {
 
   it('returns a row per combination, then the two baselines, each sound', () => {
     expect(rows.map((r) => `${r.strategy}:${r.leaseSize ?? r.refreshMs}:${r.ttlMs}`)).toEqual([
-      'lease:2:500', 'lease:10:500', 'lease:25:500', 'lease:2:2000', 'lease:10:2000', 'lease:25:2000',
+      'lease:2:500',
+      'lease:10:500',
+      'lease:25:500',
+      'lease:2:2000',
+      'lease:10:2000',
+      'lease:25:2000',
       // Refresh 250 ms runs with both TTLs (≥ 500 ms); 1 s only with 2 s.
-      'rate:250:500', 'rate:250:2000', 'rate:1000:2000',
-      'central:null:null', 'local:null:null',
+      'rate:250:500',
+      'rate:250:2000',
+      'rate:1000:2000',
+      'central:null:null',
+      'local:null:null',
     ]);
     expect(rows.map(sweepRowProblem)).toEqual(rows.map(() => null));
   });
@@ -93,7 +101,11 @@ describe('runSweep with usage reports', () => {
 
   it('runs each chunk setting once per report interval, rate rows and baselines without', () => {
     expect(rows.map((r) => `${r.strategy}:${r.leaseSize ?? r.refreshMs}:${r.reportMs}`)).toEqual([
-      'lease:50:0', 'lease:50:100', 'rate:1000:null', 'central:null:null', 'local:null:null',
+      'lease:50:0',
+      'lease:50:100',
+      'rate:1000:null',
+      'central:null:null',
+      'local:null:null',
     ]);
     expect(rows.map(sweepRowProblem)).toEqual(rows.map(() => null));
     for (const row of rows) expect(row.overAdmitted).toBe(0);

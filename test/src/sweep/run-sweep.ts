@@ -53,10 +53,22 @@ interface Common {
 
 const BASELINE: Setting = { leaseSize: null, refreshMs: null, ttlMs: null, allowance: 0, reportMs: null };
 
-function rowOf(strategy: SweepRow['strategy'], setting: Setting, c: Common, r: {
-  admittedTokens: number; admittedCount: number; deniedCount: number; roundTrips: number; reports?: number; strandedTokens: number | null;
-  perAgentAdmitted: readonly number[]; waitsMs: readonly number[]; worstExcessTokens: number;
-}): SweepRow {
+function rowOf(
+  strategy: SweepRow['strategy'],
+  setting: Setting,
+  c: Common,
+  r: {
+    admittedTokens: number;
+    admittedCount: number;
+    deniedCount: number;
+    roundTrips: number;
+    reports?: number;
+    strandedTokens: number | null;
+    perAgentAdmitted: readonly number[];
+    waitsMs: readonly number[];
+    worstExcessTokens: number;
+  },
+): SweepRow {
   const timeouts = Math.max(0, c.takes - r.waitsMs.length);
   return {
     strategy,
@@ -85,7 +97,11 @@ function simulatedRow(input: SweepInput, setting: Setting & { readonly ttlMs: nu
     agents: input.agents,
     durationUs: input.durationMs * 1000,
     pool: {
-      capacity: input.capacity, refill: input.refill, leaseTtlMs: setting.ttlMs, maxLeaseTokens: setting.leaseSize ?? input.capacity, allowance: setting.allowance,
+      capacity: input.capacity,
+      refill: input.refill,
+      leaseTtlMs: setting.ttlMs,
+      maxLeaseTokens: setting.leaseSize ?? input.capacity,
+      allowance: setting.allowance,
       ...(rate ? { leaseMode: 'rate' as const } : {}),
     },
     workload: input.workload,
@@ -130,9 +146,15 @@ function commonOf(input: SweepInput, workload: Workload): Common {
  */
 function arrivalsOf(input: SweepInput): Workload {
   return simWorkload({
-    seed: input.seed, agents: input.agents, durationUs: input.durationMs * 1000,
+    seed: input.seed,
+    agents: input.agents,
+    durationUs: input.durationMs * 1000,
     pool: { capacity: input.capacity, refill: input.refill, leaseTtlMs: DEFAULT_TTL_MS, maxLeaseTokens: 1 },
-    workload: input.workload, network: { latencyUs: input.latencyUs, lossRate: 0, duplicateRate: 0 }, partitions: [], faults: [], driftMax: 0,
+    workload: input.workload,
+    network: { latencyUs: input.latencyUs, lossRate: 0, duplicateRate: 0 },
+    partitions: [],
+    faults: [],
+    driftMax: 0,
   });
 }
 
@@ -146,7 +168,20 @@ export function runSweep(input: SweepInput, onRow: (row: SweepRow) => void = () 
     onRow(row);
   };
   for (const setting of tokenleaseSettings(input)) add(simulatedRow(input, setting, common));
-  add(baselineRow('central', central(workload, input.agents, input.capacity, input.refill, { latencyUs: input.latencyUs, lossRate: 0, duplicateRate: 0 }, input.seed), common));
+  add(
+    baselineRow(
+      'central',
+      central(
+        workload,
+        input.agents,
+        input.capacity,
+        input.refill,
+        { latencyUs: input.latencyUs, lossRate: 0, duplicateRate: 0 },
+        input.seed,
+      ),
+      common,
+    ),
+  );
   add(baselineRow('local', local(workload, input.agents, input.capacity, input.refill), common));
   return rows;
 }

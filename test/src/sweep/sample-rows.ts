@@ -27,9 +27,24 @@ const ALLOWANCE_UTILIZATION: Readonly<Record<number, number>> = { 5: 1.01, 10: 1
  */
 export function sampleRow(overrides: Partial<SweepRow> = {}): SweepRow {
   return {
-    strategy: 'lease', leaseSize: 10, refreshMs: null, ttlMs: 2000, allowance: 0, reportMs: (overrides.strategy ?? 'lease') === 'lease' ? 0 : null,
-    admitted: 60_440, idealAdmitted: SAMPLE_IDEAL_TOKENS, utilization: utilizationOf(60_440, SAMPLE_IDEAL_TOKENS),
-    overAdmitted: 0, roundTripsPer1k: 100, reportsPer1k: 0, strandedTokens: 40, jain: 0.98, jainOverShare: 0.99, p99WaitMs: 3.2, denialRate: 0.33, requests: 90_000,
+    strategy: 'lease',
+    leaseSize: 10,
+    refreshMs: null,
+    ttlMs: 2000,
+    allowance: 0,
+    reportMs: (overrides.strategy ?? 'lease') === 'lease' ? 0 : null,
+    admitted: 60_440,
+    idealAdmitted: SAMPLE_IDEAL_TOKENS,
+    utilization: utilizationOf(60_440, SAMPLE_IDEAL_TOKENS),
+    overAdmitted: 0,
+    roundTripsPer1k: 100,
+    reportsPer1k: 0,
+    strandedTokens: 40,
+    jain: 0.98,
+    jainOverShare: 0.99,
+    p99WaitMs: 3.2,
+    denialRate: 0.33,
+    requests: 90_000,
     ...overrides,
   };
 }
@@ -50,7 +65,11 @@ export function sampleSweepRows(allowances: readonly number[] = [0]): SweepRow[]
         const admitted = Math.round(utilization * SAMPLE_IDEAL_TOKENS);
         rows.push(
           sampleRow({
-            leaseSize, ttlMs, allowance, admitted, utilization: utilizationOf(admitted, SAMPLE_IDEAL_TOKENS),
+            leaseSize,
+            ttlMs,
+            allowance,
+            admitted,
+            utilization: utilizationOf(admitted, SAMPLE_IDEAL_TOKENS),
             roundTripsPer1k: (1000 / leaseSize) * (1 + 1000 / (ttlMs * 10)),
             strandedTokens: Math.round(leaseSize * 20 * (1 - utilization) + ttlMs / 100),
             jain: Math.min(1, 0.6 + 0.4 * utilization),
@@ -63,8 +82,17 @@ export function sampleSweepRows(allowances: readonly number[] = [0]): SweepRow[]
   }
   const baseline = (strategy: 'central' | 'local', admitted: number, roundTripsPer1k: number): SweepRow =>
     sampleRow({
-      strategy, leaseSize: null, ttlMs: null, allowance: 0, admitted, utilization: utilizationOf(admitted, SAMPLE_IDEAL_TOKENS),
-      roundTripsPer1k, strandedTokens: 0, jain: strategy === 'central' ? 0.99 : 0.71, p99WaitMs: strategy === 'central' ? 2.1 : 0, denialRate: 1 - admitted / 90_000,
+      strategy,
+      leaseSize: null,
+      ttlMs: null,
+      allowance: 0,
+      admitted,
+      utilization: utilizationOf(admitted, SAMPLE_IDEAL_TOKENS),
+      roundTripsPer1k,
+      strandedTokens: 0,
+      jain: strategy === 'central' ? 0.99 : 0.71,
+      p99WaitMs: strategy === 'central' ? 2.1 : 0,
+      denialRate: 1 - admitted / 90_000,
     });
   rows.push(baseline('local', 43_100, 0), baseline('central', 60_380, 1490.6));
   return rows;
@@ -76,14 +104,29 @@ export function sampleSweepRows(allowances: readonly number[] = [0]): SweepRow[]
  * it, for each of `allowances`, longest refresh first (out of order).
  */
 export function sampleRateRows(allowances: readonly number[] = [0]): SweepRow[] {
-  const settings = tokenleaseSettings({ allowances, ttlsMs: [1000, 2000, 5000], leaseSizes: [], leaseModes: ['rate'], refreshesMs: [250, 500, 1000, 2000], reportsMs: [0] });
+  const settings = tokenleaseSettings({
+    allowances,
+    ttlsMs: [1000, 2000, 5000],
+    leaseSizes: [],
+    leaseModes: ['rate'],
+    refreshesMs: [250, 500, 1000, 2000],
+    reportsMs: [0],
+  });
   return settings.reverse().map((setting) => {
     const refreshMs = setting.refreshMs ?? 1000;
     const utilization = 0.95 - refreshMs / 100_000;
     const admitted = Math.round(utilization * SAMPLE_IDEAL_TOKENS);
     return sampleRow({
-      ...setting, strategy: 'rate', admitted, utilization: utilizationOf(admitted, SAMPLE_IDEAL_TOKENS),
-      roundTripsPer1k: 20_000 / refreshMs + 1, strandedTokens: null, jain: 0.97, jainOverShare: 0.995, p99WaitMs: 200, denialRate: 1 - admitted / 90_000,
+      ...setting,
+      strategy: 'rate',
+      admitted,
+      utilization: utilizationOf(admitted, SAMPLE_IDEAL_TOKENS),
+      roundTripsPer1k: 20_000 / refreshMs + 1,
+      strandedTokens: null,
+      jain: 0.97,
+      jainOverShare: 0.995,
+      p99WaitMs: 200,
+      denialRate: 1 - admitted / 90_000,
     });
   });
 }

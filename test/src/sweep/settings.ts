@@ -50,11 +50,14 @@ export function tokenleaseSettings(input: SettingsInput): (Setting & { readonly 
   for (const allowance of input.allowances) {
     if (input.leaseModes.includes('chunk')) {
       for (const ttlMs of input.ttlsMs) {
-        for (const leaseSize of input.leaseSizes) for (const reportMs of input.reportsMs) settings.push({ leaseSize, refreshMs: null, ttlMs, allowance, reportMs });
+        for (const leaseSize of input.leaseSizes)
+          for (const reportMs of input.reportsMs) settings.push({ leaseSize, refreshMs: null, ttlMs, allowance, reportMs });
       }
     }
     if (input.leaseModes.includes('rate')) {
-      for (const refreshMs of input.refreshesMs) for (const ttlMs of rateTtlsMs(input.ttlsMs, refreshMs)) settings.push({ leaseSize: null, refreshMs, ttlMs, allowance, reportMs: null });
+      for (const refreshMs of input.refreshesMs)
+        for (const ttlMs of rateTtlsMs(input.ttlsMs, refreshMs))
+          settings.push({ leaseSize: null, refreshMs, ttlMs, allowance, reportMs: null });
     }
   }
   return settings;

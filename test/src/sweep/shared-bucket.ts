@@ -62,7 +62,8 @@ export class SharedBucket {
       }
       if (readyUs > untilUs) return;
       this.nowUs = readyUs;
-      if (!this.bucket.take(head.cost, readyUs).ok) throw new Error(`SharedBucket: ${head.cost} tokens announced at ${readyUs} µs were not there`);
+      if (!this.bucket.take(head.cost, readyUs).ok)
+        throw new Error(`SharedBucket: ${head.cost} tokens announced at ${readyUs} µs were not there`);
       this.queue.shift();
       head.admitted(readyUs, readyUs - head.arrivedUs);
     }

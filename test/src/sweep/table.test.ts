@@ -18,11 +18,17 @@ describe('renderTable alignment', () => {
     ['sample rows', rows, null],
     ['sample rows with a mark', rows, rows[3] ?? null],
     ['one baseline', [sampleRow({ strategy: 'local', leaseSize: null, ttlMs: null })], null],
-    ['huge numbers', [sampleRow({ admitted: 12_345_678_901, idealAdmitted: 12_345_678_901, roundTripsPer1k: 123_456.78 }), sampleRow({ leaseSize: 1 })], null],
+    [
+      'huge numbers',
+      [sampleRow({ admitted: 12_345_678_901, idealAdmitted: 12_345_678_901, roundTripsPer1k: 123_456.78 }), sampleRow({ leaseSize: 1 })],
+      null,
+    ],
     ['an over-admitting row', [sampleRow({ overAdmitted: 17 }), sampleRow({ leaseSize: 5 })], null],
   ];
   it.each(cases)('%s: every line has the same length and each column lines up', (_name, input, marked) => {
-    const lines = renderTable(input, { marked }).split('\n').slice(0, input.length + 2);
+    const lines = renderTable(input, { marked })
+      .split('\n')
+      .slice(0, input.length + 2);
     const [header = '', rule = ''] = lines;
     expect(new Set(lines.map((line) => line.length)).size).toBe(1);
     const columns = spans(rule);
@@ -43,7 +49,24 @@ describe('renderTable alignment', () => {
 describe('renderTable content', () => {
   it('has the agreed headers in order', () => {
     expect(TABLE_COLUMNS.map((c) => c.header)).toEqual([
-      'strategy', 'lease', 'refresh', 'TTL', 'allowance', 'reports', 'admitted', 'ideal', 'util %', 'over', 'RT/1k', 'rep/1k', 'msg/1k', 'stranded', 'Jain', 'Jain>share', 'p99 wait ms', 'denied %',
+      'strategy',
+      'lease',
+      'refresh',
+      'TTL',
+      'allowance',
+      'reports',
+      'admitted',
+      'ideal',
+      'util %',
+      'over',
+      'RT/1k',
+      'rep/1k',
+      'msg/1k',
+      'stranded',
+      'Jain',
+      'Jain>share',
+      'p99 wait ms',
+      'denied %',
     ]);
   });
 
@@ -51,23 +74,102 @@ describe('renderTable content', () => {
   const cases: [string, SweepRow, string[]][] = [
     [
       'a lease row',
-      sampleRow({ leaseSize: 10, ttlMs: 2000, allowance: 2000, admitted: 60_440, idealAdmitted: 60_500, utilization: 0.99901, overAdmitted: 0, roundTripsPer1k: 100.04, strandedTokens: 1234, jain: 0.98765, jainOverShare: 0.99951, p99WaitMs: 3.25, denialRate: 0.3287 }),
-      ['lease', '10', '-', '2s', '2,000', 'off', '60,440', '60,500', '99.9', '0', '100.0', '-', '100.0', '1,234', '0.988', '1.000', '3.3', '32.9'],
+      sampleRow({
+        leaseSize: 10,
+        ttlMs: 2000,
+        allowance: 2000,
+        admitted: 60_440,
+        idealAdmitted: 60_500,
+        utilization: 0.99901,
+        overAdmitted: 0,
+        roundTripsPer1k: 100.04,
+        strandedTokens: 1234,
+        jain: 0.98765,
+        jainOverShare: 0.99951,
+        p99WaitMs: 3.25,
+        denialRate: 0.3287,
+      }),
+      [
+        'lease',
+        '10',
+        '-',
+        '2s',
+        '2,000',
+        'off',
+        '60,440',
+        '60,500',
+        '99.9',
+        '0',
+        '100.0',
+        '-',
+        '100.0',
+        '1,234',
+        '0.988',
+        '1.000',
+        '3.3',
+        '32.9',
+      ],
     ],
     [
       'a baseline',
-      sampleRow({ strategy: 'central', leaseSize: null, ttlMs: null, utilization: 1, roundTripsPer1k: 1490.6, jain: 1, jainOverShare: 0.7194, p99WaitMs: 0, denialRate: 0 }),
-      ['central', '-', '-', '-', '0', '-', '60,440', '60,500', '100.0', '0', '1,490.6', '-', '1,490.6', '40', '1.000', '0.719', '0.0', '0.0'],
+      sampleRow({
+        strategy: 'central',
+        leaseSize: null,
+        ttlMs: null,
+        utilization: 1,
+        roundTripsPer1k: 1490.6,
+        jain: 1,
+        jainOverShare: 0.7194,
+        p99WaitMs: 0,
+        denialRate: 0,
+      }),
+      [
+        'central',
+        '-',
+        '-',
+        '-',
+        '0',
+        '-',
+        '60,440',
+        '60,500',
+        '100.0',
+        '0',
+        '1,490.6',
+        '-',
+        '1,490.6',
+        '40',
+        '1.000',
+        '0.719',
+        '0.0',
+        '0.0',
+      ],
     ],
     [
       'a rate row',
-      sampleRow({ strategy: 'rate', leaseSize: null, refreshMs: 500, ttlMs: 1000, utilization: 0.9412, roundTripsPer1k: 41.23, strandedTokens: null, jainOverShare: 0.9987 }),
+      sampleRow({
+        strategy: 'rate',
+        leaseSize: null,
+        refreshMs: 500,
+        ttlMs: 1000,
+        utilization: 0.9412,
+        roundTripsPer1k: 41.23,
+        strandedTokens: null,
+        jainOverShare: 0.9987,
+      }),
       ['rate', '-', '500ms', '1s', '0', '-', '60,440', '60,500', '94.1', '0', '41.2', '-', '41.2', '-', '0.980', '0.999'],
     ],
     ['a sub-second TTL', sampleRow({ ttlMs: 250 }), ['lease', '10', '-', '250ms']],
     ['a fractional TTL', sampleRow({ ttlMs: 1500 }), ['lease', '10', '-', '1.5s']],
-    ['a fractional refresh', sampleRow({ strategy: 'rate', leaseSize: null, refreshMs: 1500, strandedTokens: null }), ['rate', '-', '1.5s', '2s']],
-    ['a broken number', sampleRow({ roundTripsPer1k: Number.NaN }), ['lease', '10', '-', '2s', '0', 'off', '60,440', '60,500', '99.9', '0', 'n/a']],
+    [
+      'a fractional refresh',
+      sampleRow({ strategy: 'rate', leaseSize: null, refreshMs: 1500, strandedTokens: null }),
+      ['rate', '-', '1.5s', '2s'],
+    ],
+    [
+      'a broken number',
+      sampleRow({ roundTripsPer1k: Number.NaN }),
+      ['lease', '10', '-', '2s', '0', 'off', '60,440', '60,500', '99.9', '0', 'n/a'],
+    ],
     ['a row with usage reports', sampleRow({ reportMs: 100 }), ['lease', '10', '-', '2s', '0', '100ms']],
     [
       'a row with usage reports: counted apart, and added up in the cost',
@@ -82,19 +184,36 @@ describe('renderTable content', () => {
 
   it('sorts lease rows by TTL then lease size, baselines last', () => {
     const order = sortSweepRows(rows).map((r) => `${r.strategy}/${r.ttlMs ?? '-'}/${r.leaseSize ?? '-'}/${r.allowance}`);
-    const leaseKeys = sortSweepRows(rows).filter((r) => r.strategy === 'lease').map((r) => [r.ttlMs ?? 0, r.leaseSize ?? 0, r.allowance]);
+    const leaseKeys = sortSweepRows(rows)
+      .filter((r) => r.strategy === 'lease')
+      .map((r) => [r.ttlMs ?? 0, r.leaseSize ?? 0, r.allowance]);
     const sortedKeys = [...leaseKeys].sort((a, b) => (a[0] ?? 0) - (b[0] ?? 0) || (a[1] ?? 0) - (b[1] ?? 0) || (a[2] ?? 0) - (b[2] ?? 0));
     expect(leaseKeys).toEqual(sortedKeys);
     expect(order.slice(0, 2)).toEqual(['lease/1000/5/0', 'lease/1000/5/2000']);
     expect(order.slice(-2)).toEqual(['central/-/-/0', 'local/-/-/0']);
-    expect(renderTable(rows).split('\n').slice(-2).map((line) => line.split(/\s+/)[0])).toEqual(['central', 'local']);
+    expect(
+      renderTable(rows)
+        .split('\n')
+        .slice(-2)
+        .map((line) => line.split(/\s+/)[0]),
+    ).toEqual(['central', 'local']);
   });
 
   it('sorts chunk-lease rows first, then rate rows by TTL and refresh interval, then baselines', () => {
-    const order = sortSweepRows([...sampleRateRows([0]), ...sampleSweepRows([0])]).map((r) => `${r.strategy}/${r.ttlMs ?? '-'}/${r.leaseSize ?? r.refreshMs ?? '-'}`);
+    const order = sortSweepRows([...sampleRateRows([0]), ...sampleSweepRows([0])]).map(
+      (r) => `${r.strategy}/${r.ttlMs ?? '-'}/${r.leaseSize ?? r.refreshMs ?? '-'}`,
+    );
     expect(order.slice(0, 2)).toEqual(['lease/1000/5', 'lease/1000/10']);
     expect(order.filter((key) => key.startsWith('rate'))).toEqual([
-      'rate/1000/250', 'rate/1000/500', 'rate/2000/250', 'rate/2000/500', 'rate/2000/1000', 'rate/5000/250', 'rate/5000/500', 'rate/5000/1000', 'rate/5000/2000',
+      'rate/1000/250',
+      'rate/1000/500',
+      'rate/2000/250',
+      'rate/2000/500',
+      'rate/2000/1000',
+      'rate/5000/250',
+      'rate/5000/500',
+      'rate/5000/1000',
+      'rate/5000/2000',
     ]);
     expect(order.indexOf('rate/1000/250')).toBe(15);
     expect(order.slice(-2)).toEqual(['central/-/-', 'local/-/-']);
@@ -102,9 +221,19 @@ describe('renderTable content', () => {
 
   it('puts strict, strict with reports, allowance, allowance with reports side by side for each lease size', () => {
     const input = [
-      sampleRow({ allowance: 500, reportMs: 100 }), sampleRow({ leaseSize: 5 }), sampleRow({ allowance: 500 }), sampleRow({ reportMs: 100 }), sampleRow(),
+      sampleRow({ allowance: 500, reportMs: 100 }),
+      sampleRow({ leaseSize: 5 }),
+      sampleRow({ allowance: 500 }),
+      sampleRow({ reportMs: 100 }),
+      sampleRow(),
     ];
-    expect(sortSweepRows(input).map((r) => `${r.leaseSize}/${r.allowance}/${r.reportMs}`)).toEqual(['5/0/0', '10/0/0', '10/0/100', '10/500/0', '10/500/100']);
+    expect(sortSweepRows(input).map((r) => `${r.leaseSize}/${r.allowance}/${r.reportMs}`)).toEqual([
+      '5/0/0',
+      '10/0/0',
+      '10/0/100',
+      '10/500/0',
+      '10/500/100',
+    ]);
   });
 
   it('shows usage reports per 1,000 apart from round-trips, only for rows with reports on', () => {
@@ -113,7 +242,12 @@ describe('renderTable content', () => {
     expect(table).toContain('77.0');
     const lines = table.split('\n');
     expect(lines.find((l) => l.includes('100ms'))).toContain('77.0');
-    expect(lines.find((l) => l.includes(' off '))?.trimEnd().split(/ +/)).toContain('-');
+    expect(
+      lines
+        .find((l) => l.includes(' off '))
+        ?.trimEnd()
+        .split(/ +/),
+    ).toContain('-');
   });
 
   it('does not reorder its input', () => {
@@ -194,22 +328,38 @@ describe('sweepRowProblem', () => {
     ['a lease row with a refresh interval', { refreshMs: 500 }, 'lease row has refreshMs null'],
     ['a rate row without a refresh interval', { strategy: 'rate', leaseSize: null, strandedTokens: null }, 'rate row needs refreshMs > 0'],
     ['a rate row with a lease size', { strategy: 'rate', refreshMs: 500, strandedTokens: null }, 'rate row has leaseSize null'],
-    ['a rate row without a TTL', { strategy: 'rate', leaseSize: null, refreshMs: 500, ttlMs: null, strandedTokens: null }, 'rate row needs ttlMs > 0'],
-    ['a rate row with stranded tokens', { strategy: 'rate', leaseSize: null, refreshMs: 500 }, 'strandedTokens must be null for a rate row'],
+    [
+      'a rate row without a TTL',
+      { strategy: 'rate', leaseSize: null, refreshMs: 500, ttlMs: null, strandedTokens: null },
+      'rate row needs ttlMs > 0',
+    ],
+    [
+      'a rate row with stranded tokens',
+      { strategy: 'rate', leaseSize: null, refreshMs: 500 },
+      'strandedTokens must be null for a rate row',
+    ],
     ['a lease row without stranded tokens', { strandedTokens: null }, 'strandedTokens must be a finite number ≥ 0'],
     ['a jainOverShare above 1', { jainOverShare: 1.01 }, 'jainOverShare must be in (0, 1]'],
     ['a Jain index of 0', { jain: 0 }, 'jain must be in (0, 1]'],
     ['a denial rate above 1', { denialRate: 1.5 }, 'denialRate must be in [0, 1]'],
     ['a lease row without a report interval', { reportMs: null }, 'lease row needs reportMs ≥ 0'],
     ['a lease row with a negative report interval', { reportMs: -1 }, 'lease row needs reportMs ≥ 0'],
-    ['a rate row with a report interval', { strategy: 'rate', leaseSize: null, refreshMs: 500, strandedTokens: null, reportMs: 100 }, 'rate row has reportMs null'],
+    [
+      'a rate row with a report interval',
+      { strategy: 'rate', leaseSize: null, refreshMs: 500, strandedTokens: null, reportMs: 100 },
+      'rate row has reportMs null',
+    ],
     ['a baseline with a report interval', { strategy: 'local', leaseSize: null, ttlMs: null, reportMs: 0 }, 'local row has reportMs null'],
   ];
   it.each(cases)('reports %s', (_name, overrides, message) => {
     expect(sweepRowProblem(sampleRow(overrides))).toContain(message);
   });
 
-  it.each([[0, 0, 1], [5, 10, 0.5], [12, 10, 1.2]])('utilizationOf(%d, %d) = %d', (admitted, ideal, expected) => {
+  it.each([
+    [0, 0, 1],
+    [5, 10, 0.5],
+    [12, 10, 1.2],
+  ])('utilizationOf(%d, %d) = %d', (admitted, ideal, expected) => {
     expect(utilizationOf(admitted, ideal)).toBe(expected);
   });
 });

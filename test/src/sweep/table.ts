@@ -30,26 +30,91 @@ const NONE = '-';
 
 /** TABLE_COLUMNS — the columns of the sweep table, in order. */
 export const TABLE_COLUMNS: readonly TableColumn[] = [
-  { header: 'strategy', title: 'lease = tokenlease, chunk leases; rate = tokenlease, rate leases; central = a round-trip per request; local = r/N per agent', align: 'left', cell: (r) => r.strategy },
-  { header: 'lease', title: 'maxLeaseTokens, tokens (chunk leases)', align: 'right', cell: (r) => (r.leaseSize === null ? NONE : formatCount(r.leaseSize)) },
-  { header: 'refresh', title: "the agents' refresh interval (rate leases)", align: 'right', cell: (r) => (r.refreshMs === null ? NONE : formatDurationMs(r.refreshMs)) },
+  {
+    header: 'strategy',
+    title: 'lease = tokenlease, chunk leases; rate = tokenlease, rate leases; central = a round-trip per request; local = r/N per agent',
+    align: 'left',
+    cell: (r) => r.strategy,
+  },
+  {
+    header: 'lease',
+    title: 'maxLeaseTokens, tokens (chunk leases)',
+    align: 'right',
+    cell: (r) => (r.leaseSize === null ? NONE : formatCount(r.leaseSize)),
+  },
+  {
+    header: 'refresh',
+    title: "the agents' refresh interval (rate leases)",
+    align: 'right',
+    cell: (r) => (r.refreshMs === null ? NONE : formatDurationMs(r.refreshMs)),
+  },
   { header: 'TTL', title: 'lease TTL', align: 'right', cell: (r) => (r.ttlMs === null ? NONE : formatDurationMs(r.ttlMs)) },
   { header: 'allowance', title: 'extra burst tokens beyond B (0 = strict)', align: 'right', cell: (r) => formatCount(r.allowance) },
-  { header: 'reports', title: "the agents' usage-report interval (keeper reportMs; chunk leases; off = none)", align: 'right', cell: (r) => (r.reportMs === null ? NONE : r.reportMs === 0 ? 'off' : formatDurationMs(r.reportMs)) },
+  {
+    header: 'reports',
+    title: "the agents' usage-report interval (keeper reportMs; chunk leases; off = none)",
+    align: 'right',
+    cell: (r) => (r.reportMs === null ? NONE : r.reportMs === 0 ? 'off' : formatDurationMs(r.reportMs)),
+  },
   { header: 'admitted', title: 'tokens admitted by the fleet', align: 'right', cell: (r) => formatCount(r.admitted) },
-  { header: 'ideal', title: 'tokens one ideal shared bucket admits for the same arrivals', align: 'right', cell: (r) => formatCount(r.idealAdmitted) },
+  {
+    header: 'ideal',
+    title: 'tokens one ideal shared bucket admits for the same arrivals',
+    align: 'right',
+    cell: (r) => formatCount(r.idealAdmitted),
+  },
   { header: 'util %', title: 'admitted as a percentage of ideal', align: 'right', cell: (r) => formatPercent(r.utilization) },
-  { header: 'over', title: 'worst excess over B + r·T in any window, tokens (0 = envelope held)', align: 'right', cell: (r) => formatCount(r.overAdmitted) },
-  { header: 'RT/1k', title: 'coordinator round-trips (request attempts) per 1,000 admitted requests', align: 'right', cell: (r) => formatFixed(r.roundTripsPer1k, 1) },
-  { header: 'rep/1k', title: 'one-way usage reports per 1,000 admitted requests (chunk leases with reports on); not in RT/1k', align: 'right', cell: (r) => (r.reportMs === null || r.reportMs === 0 ? NONE : formatFixed(r.reportsPer1k, 1)) },
-  { header: 'msg/1k', title: 'coordinator messages per 1,000 admitted requests: RT/1k + rep/1k, a report counted as a round-trip; the cost the recommendation minimizes', align: 'right', cell: (r) => formatFixed(messagesPer1k(r), 1) },
-  { header: 'stranded', title: 'tokens leased and then lost at expiry or never used (not measured for rate leases)', align: 'right', cell: (r) => (r.strandedTokens === null ? NONE : formatCount(r.strandedTokens)) },
-  { header: 'Jain', title: "Jain's fairness index over agents with equal demand, (0, 1]", align: 'right', cell: (r) => formatFixed(r.jain, 3) },
-  { header: 'Jain>share', title: "Jain's index over the agents whose demand exceeds their max-min fair share (they should get equal amounts), (0, 1]", align: 'right', cell: (r) => formatFixed(r.jainOverShare, 3) },
+  {
+    header: 'over',
+    title: 'worst excess over B + r·T in any window, tokens (0 = envelope held)',
+    align: 'right',
+    cell: (r) => formatCount(r.overAdmitted),
+  },
+  {
+    header: 'RT/1k',
+    title: 'coordinator round-trips (request attempts) per 1,000 admitted requests',
+    align: 'right',
+    cell: (r) => formatFixed(r.roundTripsPer1k, 1),
+  },
+  {
+    header: 'rep/1k',
+    title: 'one-way usage reports per 1,000 admitted requests (chunk leases with reports on); not in RT/1k',
+    align: 'right',
+    cell: (r) => (r.reportMs === null || r.reportMs === 0 ? NONE : formatFixed(r.reportsPer1k, 1)),
+  },
+  {
+    header: 'msg/1k',
+    title:
+      'coordinator messages per 1,000 admitted requests: RT/1k + rep/1k, a report counted as a round-trip; the cost the recommendation minimizes',
+    align: 'right',
+    cell: (r) => formatFixed(messagesPer1k(r), 1),
+  },
+  {
+    header: 'stranded',
+    title: 'tokens leased and then lost at expiry or never used (not measured for rate leases)',
+    align: 'right',
+    cell: (r) => (r.strandedTokens === null ? NONE : formatCount(r.strandedTokens)),
+  },
+  {
+    header: 'Jain',
+    title: "Jain's fairness index over agents with equal demand, (0, 1]",
+    align: 'right',
+    cell: (r) => formatFixed(r.jain, 3),
+  },
+  {
+    header: 'Jain>share',
+    title: "Jain's index over the agents whose demand exceeds their max-min fair share (they should get equal amounts), (0, 1]",
+    align: 'right',
+    cell: (r) => formatFixed(r.jainOverShare, 3),
+  },
   { header: 'p99 wait ms', title: 'p99 wait of take() calls, ms', align: 'right', cell: (r) => formatFixed(r.p99WaitMs, 1) },
-  { header: 'denied %', title: 'denied requests as a percentage of offered requests', align: 'right', cell: (r) => formatPercent(r.denialRate) },
+  {
+    header: 'denied %',
+    title: 'denied requests as a percentage of offered requests',
+    align: 'right',
+    cell: (r) => formatPercent(r.denialRate),
+  },
 ];
-
 
 const compareNullable = (a: number | null, b: number | null): number => (a ?? 0) - (b ?? 0);
 
@@ -95,7 +160,16 @@ export function renderTable(rows: readonly SweepRow[], options: TableOptions = {
     });
     return (withMarks ? `${mark} ` : '') + padded.join('  ');
   };
-  const lines = [line(TABLE_COLUMNS.map((c) => c.header), ' '), line(widths.map((w) => '-'.repeat(w)), ' ')];
+  const lines = [
+    line(
+      TABLE_COLUMNS.map((c) => c.header),
+      ' ',
+    ),
+    line(
+      widths.map((w) => '-'.repeat(w)),
+      ' ',
+    ),
+  ];
   sorted.forEach((row, i) => lines.push(line(body[i] ?? [], markOf(row))));
   if (sorted.length === 0) lines.push('(no rows)');
   if (marked !== null && sorted.includes(marked)) lines.push('* recommended');

@@ -45,11 +45,32 @@ export const DEFAULT_LOAD = 1.5;
 
 const HOUR_MS = 3_600_000;
 const LOAD: ParamSpec = {
-  key: 'load', field: 'load', kind: 'number', min: 0, minExclusive: true, max: 1000, fallback: DEFAULT_LOAD,
+  key: 'load',
+  field: 'load',
+  kind: 'number',
+  min: 0,
+  minExclusive: true,
+  max: 1000,
+  fallback: DEFAULT_LOAD,
   doc: 'offered demand, multiple of the refill rate',
 };
-const param = (key: string, field: string, kind: ParamSpec['kind'], range: [number, number], fallback: number, doc: string, minExclusive = false): ParamSpec => ({
-  key, field, kind, min: range[0], max: range[1], minExclusive, fallback, doc,
+const param = (
+  key: string,
+  field: string,
+  kind: ParamSpec['kind'],
+  range: [number, number],
+  fallback: number,
+  doc: string,
+  minExclusive = false,
+): ParamSpec => ({
+  key,
+  field,
+  kind,
+  min: range[0],
+  max: range[1],
+  minExclusive,
+  fallback,
+  doc,
 });
 
 const SPECS: readonly WorkloadSpec[] = [
@@ -117,7 +138,10 @@ const FLAG = '--workload';
 function specOf(name: string): WorkloadSpec {
   const spec = SPECS.find((s) => s.name === name);
   if (spec === undefined) {
-    throw new SweepArgsError(FLAG, `unknown workload ${JSON.stringify(name)}; use one of ${WORKLOAD_NAMES.join(' | ')}, optionally with :k=v,k=v (see --help)`);
+    throw new SweepArgsError(
+      FLAG,
+      `unknown workload ${JSON.stringify(name)}; use one of ${WORKLOAD_NAMES.join(' | ')}, optionally with :k=v,k=v (see --help)`,
+    );
   }
   return spec;
 }
@@ -141,7 +165,11 @@ function readParam(workload: WorkloadName, p: ParamSpec, text: string): number {
   }
   const inRange = value !== null && Number.isFinite(value) && (p.minExclusive ? value > p.min : value >= p.min) && value <= p.max;
   if (value === null || !inRange) {
-    const forms = { duration: 'whole ms like 500, or a duration like 500ms or 2s,', integer: 'a whole number', number: 'a decimal number like 1.5' };
+    const forms = {
+      duration: 'whole ms like 500, or a duration like 500ms or 2s,',
+      integer: 'a whole number',
+      number: 'a decimal number like 1.5',
+    };
     const form = forms[p.kind];
     throw new SweepArgsError(FLAG, `${workload} parameter ${p.key}=${JSON.stringify(text)} must be ${form} in ${rangeText(p)} (${p.doc})`);
   }
@@ -165,7 +193,10 @@ export function parseWorkload(text: string): Workload {
       const p = spec.params.find((candidate) => candidate.key === key);
       if (eq < 0 || p === undefined) {
         const keys = spec.params.map((candidate) => `${candidate.key}=`).join(', ');
-        throw new SweepArgsError(FLAG, `${JSON.stringify(pair)} is not a ${spec.name} parameter; use ${spec.name}:k=v,k=v with k one of ${keys}`);
+        throw new SweepArgsError(
+          FLAG,
+          `${JSON.stringify(pair)} is not a ${spec.name} parameter; use ${spec.name}:k=v,k=v with k one of ${keys}`,
+        );
       }
       if (given.has(p.field)) throw new SweepArgsError(FLAG, `${spec.name} parameter ${key} is given twice; give it once`);
       given.set(p.field, readParam(spec.name, p, pair.slice(eq + 1)));
