@@ -19,8 +19,9 @@ import {
 } from '@tokenlease/shared';
 import type { Admission } from '@tokenlease/shared/testing';
 import type { AgentProcessConfig } from './agent-process.js';
+import type { HostileConfig } from './hostile-client.js';
 import { hasEvent, waitForEvent } from './log-events.js';
-import { agentProcessScript, coordinatorCliScript } from './paths.js';
+import { agentProcessScript, coordinatorCliScript, hostileClientScript } from './paths.js';
 import { spawnNode, type Child } from './processes.js';
 
 /** scratchDir — a fresh temporary folder for configs and logs. */
@@ -89,6 +90,20 @@ export async function startAgentProcess(config: AgentProcessConfig): Promise<Chi
   const child = spawnNode(`agent:${config.name}`, agentProcessScript(), [JSON.stringify(config)]);
   await waitForEvent(child, { type: 'ready' }, STARTUP_TIMEOUT_MS);
   return child;
+}
+
+/** startHostileClient — a hostile client in a child process (hostile-client.ts); resolves once it is connected. */
+export async function startHostileClient(config: HostileConfig): Promise<Child> {
+  const child = spawnNode(`hostile:${config.attack.kind}`, hostileClientScript(), [JSON.stringify(config)]);
+  await waitForEvent(child, { type: 'ready' }, STARTUP_TIMEOUT_MS);
+  return child;
+}
+
+/** hostileOutcome — what a finished hostile client sent and the replies it got, by code or kind. */
+export function hostileOutcome(child: Child): { sent: number; replies: Record<string, number> } {
+  const done = [...child.lines].reverse().find((line) => line.startsWith('{"type":"done"'));
+  if (done === undefined) throw new Error(`${child.name} did not finish: ${child.stderr().slice(-2000)}`);
+  return JSON.parse(done) as { sent: number; replies: Record<string, number> };
 }
 
 /** LoggedAdmission — an admission and the lease it spent from. */

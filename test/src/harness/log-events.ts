@@ -29,6 +29,9 @@ export const COORDINATOR_EVENTS = [
   'nats-connection',
   'store-unavailable',
   'heartbeat-failed',
+  'state-invalid',
+  'owner-record-cleared',
+  'members-cleared',
 ] as const;
 export type CoordinatorEvent = (typeof COORDINATOR_EVENTS)[number];
 

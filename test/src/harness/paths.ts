@@ -21,6 +21,11 @@ export function agentProcessScript(): string {
   return built(join(TEST_PACKAGE_ROOT, 'dist', 'harness', 'agent-process.js'));
 }
 
+/** hostileClientScript — the hostile client entry point (hostile-client.ts). */
+export function hostileClientScript(): string {
+  return built(join(TEST_PACKAGE_ROOT, 'dist', 'harness', 'hostile-client.js'));
+}
+
 /** coordinatorCliScript — the `tokenlease-coordinator` entry point. */
 export function coordinatorCliScript(): string {
   const require = createRequire(import.meta.url);

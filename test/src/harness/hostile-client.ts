@@ -1,0 +1,254 @@
+/**
+ * A hostile (or merely buggy) client in a child process. It speaks the
+ * protocol over a plain bus, not as an Agent, and runs one attack until
+ * SIGTERM or `durationMs`:
+ *
+ *   node hostile-client.js '<json HostileConfig>'
+ *
+ * stdout, one JSON object a line: {"type":"ready"} once connected, then
+ * {"type":"done","sent":n,"replies":{<code or kind>: count}} at the end.
+ *
+ * Attacks:
+ * - `return-as`, `report-as`, `acquire-as`: messages in the victim's name
+ *   about its live lease (its id read from `status`), under a secret of the
+ *   attacker's; `acquire-as` with a sequence near 2^53.
+ * - `hoard`: `identities` agents, each holding a lease of `tokens` and
+ *   renewing it every 50 ms without spending anything.
+ * - `prototype-classes`: acquires whose agent class is an Object.prototype name.
+ * - `template-reports`: one-way reports for `count` new names under a template prefix.
+ * - `hold-flood`: `count` acquires with distinct ids that wait (holdMs) at once.
+ * - `rogue-responder`: answers every request on the service subject with a
+ *   grant of 2^52 tokens for 24 h, as no honest coordinator would.
+ */
+import { randomBytes } from 'node:crypto';
+import {
+  connectBus,
+  COORDINATOR_QUEUE_GROUP,
+  decodeReply,
+  encodeMessage,
+  serviceSubject,
+  subjectFor,
+  type Bus,
+  type LeaseGrant,
+  type Op,
+  type Reply,
+  type Request,
+} from '@tokenlease/shared';
+
+export type HostileAttack =
+  | { readonly kind: 'return-as' | 'report-as' | 'acquire-as'; readonly victim: string }
+  | { readonly kind: 'hoard'; readonly identities: number; readonly tokens: number }
+  | { readonly kind: 'prototype-classes' }
+  | { readonly kind: 'template-reports'; readonly templatePrefix: string; readonly count: number }
+  | { readonly kind: 'hold-flood'; readonly count: number; readonly holdMs: number }
+  | { readonly kind: 'rogue-responder' };
+
+export interface HostileConfig {
+  readonly natsUrl: string;
+  readonly subjectPrefix: string;
+  readonly pool: string;
+  readonly durationMs: number;
+  readonly attack: HostileAttack;
+}
+
+const PROTOTYPE_NAMES = ['constructor', '__proto__', 'toString', 'hasOwnProperty', 'valueOf', '__defineGetter__', 'isPrototypeOf'];
+const RENEW_EVERY_MS = 50;
+const SEQ_NEAR_MAX = Number.MAX_SAFE_INTEGER - 1000;
+
+const secret = (): string => randomBytes(16).toString('base64url');
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+class Attacker {
+  readonly replies = new Map<string, number>();
+  sent = 0;
+  private readonly mySecret = secret();
+
+  constructor(
+    readonly bus: Bus,
+    readonly config: HostileConfig,
+  ) {}
+
+  subject(op: Op, pool = this.config.pool): string {
+    return subjectFor(this.config.subjectPrefix, op, pool);
+  }
+
+  /** ask — one request; counts its reply by code (or kind), or the failure. */
+  async ask(op: Op, message: Request, pool = this.config.pool, timeoutMs = 2000): Promise<Reply | null> {
+    this.sent += 1;
+    try {
+      const decoded = decodeReply(await this.bus.request(this.subject(op, pool), encodeMessage(message), timeoutMs));
+      const key = !decoded.ok ? 'undecodable' : decoded.value.kind === 'error' ? decoded.value.code : decoded.value.kind;
+      this.replies.set(key, (this.replies.get(key) ?? 0) + 1);
+      return decoded.ok ? decoded.value : null;
+    } catch (error) {
+      const key = error instanceof Error && 'code' in error ? String((error as { code: unknown }).code) : 'failed';
+      this.replies.set(key, (this.replies.get(key) ?? 0) + 1);
+      return null;
+    }
+  }
+
+  /** victimLease — the victim's lease id as `status` shows it, or null. */
+  async victimLease(victim: string): Promise<string | null> {
+    const reply = await this.ask('status', { v: 2, op: 'status', pool: this.config.pool, agentId: victim });
+    return reply?.kind === 'status' ? (reply.agentLease?.leaseId ?? null) : null;
+  }
+
+  acquire(agentId: string, seq: number, fields: Partial<Extract<Request, { op: 'acquire' }>> = {}): Extract<Request, { op: 'acquire' }> {
+    return {
+      v: 2,
+      op: 'acquire',
+      agentId,
+      pool: this.config.pool,
+      leaseSecret: this.mySecret,
+      seq,
+      leaseId: null,
+      tokensLeft: 0,
+      tokensWanted: 20,
+      demandPerSecond: 1000,
+      holdMs: 0,
+      ...fields,
+    };
+  }
+
+  async impersonate(kind: 'return-as' | 'report-as' | 'acquire-as', victim: string, until: () => boolean): Promise<void> {
+    let seq = 1;
+    while (!until()) {
+      const leaseId = (await this.victimLease(victim)) ?? 'unknown';
+      seq += 1;
+      const base = { v: 2 as const, agentId: victim, pool: this.config.pool, leaseSecret: this.mySecret, leaseId };
+      if (kind === 'return-as') await this.ask('return', { ...base, op: 'return', seq, tokensLeft: 20 });
+      else if (kind === 'report-as') {
+        this.sent += 1;
+        this.bus.publish(this.subject('report'), encodeMessage({ ...base, op: 'report', seq, tokensLeft: 0 }));
+      } else await this.ask('acquire', this.acquire(victim, SEQ_NEAR_MAX + (seq % 1000), { leaseId, tokensLeft: 0, tokensWanted: 0 }));
+      await sleep(5);
+    }
+  }
+
+  async hoard(identities: number, tokens: number, until: () => boolean): Promise<void> {
+    const ids = Array.from({ length: identities }, (_, i) => `hoarder-${i}-${process.pid}`);
+    const held = new Map<string, { leaseId: string | null; tokens: number; seq: number }>(
+      ids.map((id) => [id, { leaseId: null, tokens: 0, seq: 0 }]),
+    );
+    while (!until()) {
+      await Promise.all(
+        ids.map(async (id) => {
+          const h = held.get(id) as { leaseId: string | null; tokens: number; seq: number };
+          h.seq += 1;
+          const want = Math.max(0, tokens - h.tokens);
+          const reply = await this.ask(
+            'acquire',
+            this.acquire(id, h.seq, { leaseId: h.leaseId, tokensLeft: h.tokens, tokensWanted: want }),
+          );
+          if (reply?.kind !== 'grant') return;
+          // Never spends: it keeps what it was told it holds.
+          h.tokens = reply.leaseId === h.leaseId ? h.tokens + reply.tokensGranted : reply.tokensGranted;
+          h.leaseId = reply.leaseId;
+        }),
+      );
+      await sleep(RENEW_EVERY_MS);
+    }
+  }
+}
+
+function rogueGrant(seq: number): LeaseGrant {
+  return {
+    v: 2,
+    kind: 'grant',
+    seq,
+    leaseId: 'rogue-1',
+    tokensGranted: 2 ** 52,
+    tokensHeld: 2 ** 52,
+    ttlMs: 86_400_000,
+    epoch: 1,
+    maxLeaseTokens: 2 ** 52,
+    capacityTokens: 2 ** 52,
+    refillTokens: 2 ** 52,
+    refillPeriodMs: 1,
+    retryAfterMs: 0,
+  };
+}
+
+async function run(a: Attacker, until: () => boolean): Promise<void> {
+  const { attack, pool } = a.config;
+  switch (attack.kind) {
+    case 'return-as':
+    case 'report-as':
+    case 'acquire-as':
+      return a.impersonate(attack.kind, attack.victim, until);
+    case 'hoard':
+      return a.hoard(attack.identities, attack.tokens, until);
+    case 'prototype-classes':
+      for (let round = 0; !until(); round += 1) {
+        await Promise.all(
+          PROTOTYPE_NAMES.map((agentClass, i) => a.ask('acquire', a.acquire(`${agentClass}-${round}-${i}`, 1, { agentClass, holdMs: 50 }))),
+        );
+      }
+      return;
+    case 'template-reports':
+      for (let i = 0; i < attack.count && !until(); i += 1) {
+        const name = `${attack.templatePrefix}${i}`;
+        const message = {
+          v: 2,
+          op: 'report',
+          agentId: `r${i}`,
+          pool: name,
+          leaseSecret: secret(),
+          seq: 1,
+          leaseId: 'x',
+          tokensLeft: 0,
+        } as const;
+        a.sent += 1;
+        a.bus.publish(a.subject('report', name), encodeMessage(message));
+        if (i % 1000 === 999) await a.bus.flush();
+      }
+      await a.bus.flush();
+      return;
+    case 'hold-flood': {
+      const pending: Promise<unknown>[] = [];
+      for (let i = 0; i < attack.count && !until(); i += 1) {
+        pending.push(
+          a.ask('acquire', a.acquire(`flood-${i}-${process.pid}`, 1, { holdMs: attack.holdMs, tokensWanted: 1_000_000 }), pool, 120_000),
+        );
+      }
+      await a.bus.flush();
+      while (!until()) await sleep(20);
+      return;
+    }
+    case 'rogue-responder': {
+      const sub = a.bus.serve(serviceSubject(a.config.subjectPrefix), COORDINATOR_QUEUE_GROUP, (_subject, payload, port) => {
+        const seq = (JSON.parse(new TextDecoder().decode(payload)) as { seq?: number }).seq ?? 0;
+        a.sent += 1;
+        port.respond(encodeMessage(rogueGrant(seq)));
+      });
+      await a.bus.flush();
+      while (!until()) await sleep(20);
+      await sub.stop();
+      return;
+    }
+  }
+}
+
+async function main(): Promise<void> {
+  const config = JSON.parse(process.argv[2] ?? '{}') as HostileConfig;
+  const bus = await connectBus(config.natsUrl, { name: `tokenlease-hostile ${config.attack.kind}` });
+  let stopping = false;
+  process.once('SIGTERM', () => {
+    stopping = true;
+  });
+  const endAtMs = Date.now() + config.durationMs;
+  const until = (): boolean => stopping || Date.now() >= endAtMs;
+  const attacker = new Attacker(bus, config);
+  process.stdout.write(`${JSON.stringify({ type: 'ready' })}\n`);
+  await run(attacker, until);
+  process.stdout.write(`${JSON.stringify({ type: 'done', sent: attacker.sent, replies: Object.fromEntries(attacker.replies) })}\n`);
+  await bus.close();
+}
+
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    process.stderr.write(`hostile-client: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.exit(1);
+  },
+);
