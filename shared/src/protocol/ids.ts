@@ -1,5 +1,5 @@
 /**
- * Identifiers of protocol v1 and of the configuration: agent ids, lease ids,
+ * Identifiers of the protocol and of the configuration: agent ids, lease ids,
  * agent classes, coordinator member names. One form for all of them: 1 to
  * ID_LENGTH_MAX printable ASCII characters without spaces (0x21–0x7e), so
  * an id is one word in a log line, a Redis hash field or a command line.
