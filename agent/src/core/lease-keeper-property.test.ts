@@ -375,7 +375,8 @@ function settle(model: Model): void {
 }
 
 describe('LeaseKeeper property', () => {
-  it('never spends past the expiry or the tokens of the lease, whatever the interleaving', () => {
+  // Several seconds of CPU: the runner's timeout is not a speed target.
+  it('never spends past the expiry or the tokens of the lease, whatever the interleaving', { timeout: 60_000 }, () => {
     const seed = propertySeed('src/core/lease-keeper-property.test.ts');
     const randoms = fc.array(fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }), { minLength: 1, maxLength: 8 });
     fc.assert(

@@ -2,7 +2,8 @@
  * LeaseKeeper under protocol v2: a grant no honest coordinator would send
  * changes nothing and its reason is told once; a `stale-sequence` refusal
  * sends the next request at once, above the floor it names; a `forbidden`
- * refusal backs off at least its `retryAfterMs`; every message about a
+ * refusal moves the keeper to a fresh agent id after the shortest back-off,
+ * rather than waiting out the lease that holds its id; every message about a
  * lease carries the keeper's secret, and a secret that is not one is refused.
  */
 import type { ErrorCode, LeaseGrant, LeaseRequest, Reply } from '@tokenlease/shared';
@@ -146,31 +147,26 @@ describe('LeaseKeeper stale-sequence refusals', () => {
 });
 
 describe('LeaseKeeper forbidden refusals', () => {
-  const cases: readonly [number, number][] = [
-    // retryAfterMs, wait µs: at least retryAfterMs, at least the back-off (7.5 ms)
-    [800, 800_000],
-    [2_000, 2_000_000],
-    [5, 7_500],
-  ];
-  it.each(cases)('forbidden with retryAfterMs %i: no ask for %i µs', (retryAfterMs, waitUs) => {
+  // Whatever the refusal's retryAfterMs (the time the other lease has left), the keeper asks again after its back-off (7.5 ms).
+  it.each([800, 2_000, 5])('forbidden with retryAfterMs %i: a fresh agent id, asked after the back-off', (retryAfterMs) => {
     const keeper = keeperWith();
     const first = acquireIn(keeper.tick(0));
+    expect(first.agentId).toBe('agent-1');
     expect(keeper.slot.takeAt(1, 500)).toBe(false);
     expect(keeper.onReply(first.seq, errorReply(first.seq, 'forbidden', retryAfterMs), 1_000)).toEqual([]);
     expect(keeper.stats).toMatchObject({ failures: 1, lastErrorCode: 'forbidden' });
-    expect(keeper.nextDeadlineUs()).toBe(1_000 + waitUs);
-    expect(keeper.slot.takeAt(1, 1_000 + waitUs - 1)).toBe(false); // a wake-up does not hurry it
-    expect(keeper.tick(1_000 + waitUs - 1)).toEqual([]);
-    expect(acquireIn(keeper.tick(1_000 + waitUs)).seq).toBe(first.seq + 1);
+    expect(keeper.nextDeadlineUs()).toBe(8_500);
+    expect(keeper.tick(8_499)).toEqual([]);
+    expect(acquireIn(keeper.tick(8_500))).toMatchObject({ seq: first.seq + 1, agentId: 'agent-1~1', leaseId: null, tokensLeft: 0 });
+    expect(keeper.agentId).toBe('agent-1~1');
   });
 
-  it('to a renewal: the lease held is not renewed for retryAfterMs, and still spends', () => {
+  it('to a renewal: the lease held still spends until its own expiry, and the next ask is a new lease under a fresh id', () => {
     const { keeper, renew } = renewing();
     expect(keeper.onReply(renew.seq, errorReply(renew.seq, 'forbidden', 800), 21_000)).toEqual([]);
-    expect(keeper.nextDeadlineUs()).toBe(821_000);
-    expect(keeper.tick(820_999)).toEqual([]);
-    expect(keeper.slot.takeAt(70, 820_999)).toBe(true);
-    expect(acquireIn(keeper.tick(821_000))).toMatchObject({ leaseId: 'L1', tokensLeft: 0 });
+    expect(keeper.slot.takeAt(70, 21_000)).toBe(true);
+    const next = acquireIn(keeper.tick(28_500));
+    expect(next).toMatchObject({ agentId: 'agent-1~1', leaseId: null, tokensLeft: 0 });
   });
 });
 

@@ -25,10 +25,13 @@
  *   sends and accrues again from the reply's arrival (rate-renewal.ts).
  * - Usage reports (`reportMs`) tell a chunk lease's balance between
  *   renewals, only while nothing is in flight (usage-report.ts).
- * - Every message about a lease carries the agent's secret; a lease the
- *   coordinator binds to another secret answers `forbidden`, which backs
- *   off until that lease lapses. A `stale-sequence` refusal names the floor
- *   to ask above, and the next request goes at once above it.
+ * - Every message about a lease carries the agent's secret. A `forbidden`
+ *   refusal means a lease under another secret holds this agent id (a
+ *   client that took the id while this keeper held no lease, or a previous
+ *   incarnation that used the same id): the keeper moves to a fresh id,
+ *   `<agentId>~<n>`, and asks again after the shortest back-off, instead of
+ *   waiting for that lease to lapse. A `stale-sequence` refusal names the
+ *   floor to ask above, and the next request goes at once above it.
  * - A grant no honest coordinator would send is refused as an error and
  *   changes nothing (grant-check.ts).
  */
@@ -80,6 +83,8 @@ export class LeaseKeeper {
   private rejection: string | null = null;
   /** The sequence floor a stale-sequence refusal named: the next request goes above it. */
   private seqFloor = 0;
+  /** How many times a `forbidden` refusal moved this keeper to a fresh agent id. */
+  private idMoves = 0;
 
   /**
    * LeaseKeeper — `agentId`'s keeper for `pool`. `nextSeq(floor)` returns the
@@ -88,7 +93,7 @@ export class LeaseKeeper {
    * ('invalid-argument') for a secret that is not one.
    */
   constructor(
-    readonly agentId: string,
+    private readonly baseAgentId: string,
     pool: string,
     private readonly nextSeq: (floor?: number) => number,
     private readonly options: KeeperOptions,
@@ -101,7 +106,16 @@ export class LeaseKeeper {
     this.cycle = new RequestCycle(this.slot, options, this.stats, random);
     this.demand = new DemandWatch(this.slot, options);
     this.rate = new RateRenewal(this.slot, options);
-    this.reports = new UsageReports({ agentId, pool, secret, nextSeq: () => this.takeSeq() }, options.reportMs, this.stats);
+    const keeper = this;
+    const source = {
+      pool,
+      secret,
+      nextSeq: () => this.takeSeq(),
+      get agentId(): string {
+        return keeper.agentId;
+      },
+    };
+    this.reports = new UsageReports(source, options.reportMs, this.stats);
     const burstTokens = options.fallbackBurstTokens || Math.max(1, options.fallbackPerSecond);
     this.slot.configureFallback(options.fallbackPerSecond, burstTokens, 0);
     this.ttlUs = options.assumedTtlMs * US_PER_MS;
@@ -109,6 +123,11 @@ export class LeaseKeeper {
 
   get pool(): string {
     return this.slot.pool;
+  }
+
+  /** agentId — the id this keeper asks under: the agent's, or `<agentId>~<n>` after `forbidden` moved it n times. */
+  get agentId(): string {
+    return this.idMoves === 0 ? this.baseAgentId : `${this.baseAgentId}~${this.idMoves}`;
   }
 
   /** leaseId — the lease this keeper holds or last held, or null. */
@@ -177,6 +196,11 @@ export class LeaseKeeper {
       this.seqFloor = Math.max(this.seqFloor, reply.seqFloor);
       this.cycle.refused(nowUs, reply.code, reply.message, 0);
       this.cycle.deferUntil(nowUs);
+    } else if (reply.kind === 'error' && reply.code === 'forbidden' && op === 'acquire') {
+      // Another secret holds this id: a fresh id, not a wait for that lease to lapse.
+      this.idMoves += 1;
+      this.heldLeaseId = null;
+      this.cycle.refused(nowUs, reply.code, reply.message, 0);
     } else if (reply.kind === 'error') this.cycle.refused(nowUs, reply.code, reply.message, reply.retryAfterMs * US_PER_MS);
     else this.cycle.refused(nowUs, 'bad-reply', `unexpected ${reply.kind} reply to ${op}`, 0);
     return this.tick(nowUs);

@@ -77,7 +77,10 @@ class Attacker {
     this.sent += 1;
     try {
       const decoded = decodeReply(await this.bus.request(this.subject(op, pool), encodeMessage(message), timeoutMs));
-      const key = !decoded.ok ? 'undecodable' : decoded.value.kind === 'error' ? decoded.value.code : decoded.value.kind;
+      const reply = decoded.ok ? decoded.value : null;
+      // A receipt that moved tokens is told apart: the one outcome an impersonated return must never have.
+      const moved = reply?.kind === 'receipt' && reply.tokensReturned > 0;
+      const key = reply === null ? 'undecodable' : reply.kind === 'error' ? reply.code : moved ? 'receipt-with-tokens' : reply.kind;
       this.replies.set(key, (this.replies.get(key) ?? 0) + 1);
       return decoded.ok ? decoded.value : null;
     } catch (error) {

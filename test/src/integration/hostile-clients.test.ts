@@ -111,9 +111,11 @@ describe('hostile clients over real NATS', () => {
         `hostile-clients ${kind}: victim admitted ${admitted}; attacker sent ${outcome.sent}, replies ${JSON.stringify(outcome.replies)}`,
       );
       expect(outcome.sent).toBeGreaterThan(50);
-      // Nothing the attacker sent moved a token or granted it one.
-      expect(outcome.replies['grant'] ?? 0).toBe(0);
       if (kind !== 'report-as') expect(outcome.replies['forbidden'] ?? 0).toBeGreaterThan(0);
+      // A return never gave back the victim's tokens. (An acquire may open a lease of the attacker's own when it
+      // catches the id free between two of the victim's leases: the victim then moves to a fresh id, and the
+      // attacker's lease counts against the pool like any agent's.)
+      expect(outcome.replies['receipt-with-tokens'] ?? 0).toBe(0);
       expect(admitted).toBeGreaterThan(fairFloor);
     },
   );
@@ -152,17 +154,17 @@ describe('hostile clients over real NATS', () => {
   it('50,000 requests held on one pool leave another pool answering at once', async () => {
     runs += 1;
     const prefix = `tlhostile${seed}x${runs}`;
-    const busy = { capacity: 10, refill: '1/s', leaseTtlMs: 20_000, maxLeaseTokens: 10, maxHoldMs: 10_000, maxWaiting: 100_000 };
+    const busy = { capacity: 10, refill: '1/s', leaseTtlMs: 60_000, maxLeaseTokens: 10, maxHoldMs: 30_000, maxWaiting: 100_000 };
     const coordinator = await startCoordinator(nats.url, writeConfig(scratchDir(), { subjectPrefix: prefix, pools: { api: POOL, busy } }));
     const flood = await startHostileClient({
       natsUrl: nats.url,
       subjectPrefix: prefix,
       pool: 'busy',
-      durationMs: 15_000,
-      attack: { kind: 'hold-flood', count: 50_000, holdMs: 10_000 },
+      durationMs: 60_000,
+      attack: { kind: 'hold-flood', count: 50_000, holdMs: 30_000 },
     });
     let waiting = 0;
-    for (let i = 0; i < 100 && waiting < 50_000; i += 1) {
+    for (let i = 0; i < 600 && waiting < 50_000; i += 1) {
       waiting = (await probe.status('busy', prefix)).waiting;
       if (waiting < 50_000) await new Promise((resolve) => setTimeout(resolve, 50));
     }
