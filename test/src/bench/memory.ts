@@ -4,10 +4,10 @@
  * forgotten (idle eviction), both measured on the real core.
  */
 import { CoordinatorCore, parseCoordinatorConfig } from '@tokenlease/coordinator';
-import { encodeMessage, subjectFor, type LeaseRequest } from '@tokenlease/shared';
+import { encodeMessage, subjectFor } from '@tokenlease/shared';
+import { acquireRequest } from '@tokenlease/shared/testing';
 
 const S = 1_000_000;
-const BENCH_SECRET = 'bench-secret-of-128-bits';
 
 function heapAfterGc(): number {
   const gc = (globalThis as { gc?: () => void }).gc;
@@ -18,19 +18,7 @@ function heapAfterGc(): number {
 }
 
 function acquire(core: CoordinatorCore<number>, pool: string, agentId: string, nowUs: number): void {
-  const req: LeaseRequest = {
-    v: 2,
-    op: 'acquire',
-    agentId,
-    pool,
-    leaseSecret: BENCH_SECRET,
-    seq: 1,
-    leaseId: null,
-    tokensLeft: 0,
-    tokensWanted: 5,
-    demandPerSecond: 1,
-    holdMs: 0,
-  };
+  const req = acquireRequest({ agentId, pool });
   core.receive(subjectFor('tokenlease', 'acquire', pool), encodeMessage(req), 0, nowUs);
 }
 

@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeMessage, MESSAGE_BYTES_MAX, type Reply } from '@tokenlease/shared';
+import { acquireRequest } from '@tokenlease/shared/testing';
 import { scratchDir, startCoordinator, StatusProbe, writeConfig } from '../harness/fleet.js';
 import { logEvents } from '../harness/log-events.js';
 import { provideNats, type NatsHandle } from '../harness/nats.js';
@@ -12,7 +13,6 @@ import { stopAll, type Child } from '../harness/processes.js';
 import { seedFromEnv } from '../harness/random.js';
 
 const text = (s: string): Uint8Array => new TextEncoder().encode(s);
-const SECRET = 'bad-input-test-secret-128';
 
 describe('bad input over real NATS', () => {
   let nats: NatsHandle;
@@ -47,23 +47,7 @@ describe('bad input over real NATS', () => {
     await nats.stop();
   });
 
-  const acquire = (fields: Record<string, unknown>): Uint8Array =>
-    text(
-      JSON.stringify({
-        v: 2,
-        op: 'acquire',
-        agentId: 'a',
-        pool: 'api',
-        leaseSecret: SECRET,
-        seq: 1,
-        leaseId: null,
-        tokensLeft: 0,
-        tokensWanted: 5,
-        demandPerSecond: 1,
-        holdMs: 0,
-        ...fields,
-      }),
-    );
+  const acquire = (fields: Record<string, unknown>): Uint8Array => text(JSON.stringify({ ...acquireRequest(), ...fields }));
 
   const cases: Array<[string, string, Uint8Array, string]> = [
     ['not JSON', 'acquire.api', text('{nope'), 'bad-request'],
@@ -102,22 +86,7 @@ describe('bad input over real NATS', () => {
       const request = (pool: string, agentId: string, fields: Record<string, unknown>): Promise<unknown> =>
         probe.raw(
           `${prefix}.v2.acquire.${pool}.anon`,
-          text(
-            JSON.stringify({
-              v: 2,
-              op: 'acquire',
-              agentId,
-              pool,
-              leaseSecret: SECRET,
-              seq: 1,
-              leaseId: null,
-              tokensLeft: 0,
-              tokensWanted: 10,
-              demandPerSecond: 50,
-              holdMs: 50,
-              ...fields,
-            }),
-          ),
+          text(JSON.stringify({ ...acquireRequest({ agentId, pool, tokensWanted: 10, demandPerSecond: 50, holdMs: 50 }), ...fields })),
         );
       const id = `${agentClass}-${Date.now()}`;
       // On the chunk pool an honest request waits ahead and tokens come back while the hostile one waits.
@@ -145,22 +114,7 @@ describe('bad input over real NATS', () => {
   );
 
   it('keeps serving valid requests afterwards, and logged the refusals by pool and code', async () => {
-    const reply = await probe.raw(
-      `${prefix}.v2.acquire.api.anon`,
-      encodeMessage({
-        v: 2,
-        op: 'acquire',
-        agentId: 'good',
-        pool: 'api',
-        leaseSecret: SECRET,
-        seq: 1,
-        leaseId: null,
-        tokensLeft: 0,
-        tokensWanted: 5,
-        demandPerSecond: 1,
-        holdMs: 0,
-      }),
-    );
+    const reply = await probe.raw(`${prefix}.v2.acquire.api.anon`, encodeMessage(acquireRequest({ agentId: 'good' })));
     expect(reply.ok && reply.value.kind).toBe('grant');
     expect(coordinator.proc.exitCode).toBeNull();
     const codes = new Set(refusalLines().map((r) => r.code));

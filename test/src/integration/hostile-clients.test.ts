@@ -11,7 +11,7 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeRate } from '@tokenlease/shared';
-import { checkEnvelope } from '@tokenlease/shared/testing';
+import { acquireRequest, checkEnvelope } from '@tokenlease/shared/testing';
 import {
   hostileOutcome,
   readAdmissionLog,
@@ -172,19 +172,7 @@ describe('hostile clients over real NATS', () => {
     const latenciesMs: number[] = [];
     const codes = new Set<string>();
     for (let seq = 1; seq <= 200; seq += 1) {
-      const message = {
-        v: 2,
-        op: 'acquire',
-        agentId: 'honest',
-        pool: 'api',
-        leaseSecret: 'honest-client-secret-0001',
-        seq,
-        leaseId: null,
-        tokensLeft: 0,
-        tokensWanted: 1,
-        demandPerSecond: 1,
-        holdMs: 0,
-      };
+      const message = acquireRequest({ agentId: 'honest', seq, tokensWanted: 1 });
       const startedMs = performance.now();
       const reply = await probe.raw(`${prefix}.v2.acquire.api.anon`, new TextEncoder().encode(JSON.stringify(message)));
       latenciesMs.push(performance.now() - startedMs);

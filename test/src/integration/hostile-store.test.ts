@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CATCH_ALL_UNIT, preferredOwner } from '@tokenlease/coordinator';
 import { makeRate } from '@tokenlease/shared';
-import { checkEnvelope } from '@tokenlease/shared/testing';
+import { acquireRequest, checkEnvelope } from '@tokenlease/shared/testing';
 import { readAdmissionLog, scratchDir, startAgentProcess, startCoordinator, StatusProbe, writeConfig } from '../harness/fleet.js';
 import { logEvents, waitForEvent } from '../harness/log-events.js';
 import { provideNats, type NatsHandle } from '../harness/nats.js';
@@ -110,19 +110,7 @@ describe('hostile state in Redis', () => {
     await redisCommand(redis.url, 'ZADD', `${prefix}:members`, String(Date.now() + 60_000), ghost);
     const c = await coordinator(prefix, real);
     await waitForEvent(c, { event: 'pool-owned', pool: CATCH_ALL_UNIT }, 10_000);
-    const message = {
-      v: 2,
-      op: 'acquire',
-      agentId: 'a',
-      pool: 'api',
-      leaseSecret: 'honest-client-secret-0001',
-      seq: 1,
-      leaseId: null,
-      tokensLeft: 0,
-      tokensWanted: 1,
-      demandPerSecond: 1,
-      holdMs: 0,
-    };
+    const message = acquireRequest({ tokensWanted: 1 });
     const startedMs = performance.now();
     const reply = await probe.raw(`${prefix}.v2.acquire.api.anon`, new TextEncoder().encode(JSON.stringify(message)));
     const tookMs = performance.now() - startedMs;
