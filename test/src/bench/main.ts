@@ -10,13 +10,15 @@
  * 3. A rate lease's fast path: admissions from a slot whose balance
  *    accrues on every call (tryTakeAt, with a time that moves).
  * 4. The durable mode's write before reply (durable.ts).
- * Prints readable lines, then one JSON line of the figures.
+ * Prints readable lines, then one JSON line of the figures; with --json
+ * (args.ts) only the JSON line goes to stdout, the readable lines to stderr.
  */
 import { Agent, LeaseSlot, type Limiter } from '@tokenlease/agent';
 import { scratchDir, startCoordinator, writeConfig } from '../harness/fleet.js';
 import { provideNats } from '../harness/nats.js';
 import { spawnProcess, stopAll } from '../harness/processes.js';
 import { fileURLToPath } from 'node:url';
+import { BENCH_USAGE, BenchArgsError, parseBenchArgs, type BenchArgs } from './args.js';
 import { durableFigures } from './durable.js';
 import { bytesPerCall, timeCalls } from './measure.js';
 import { memoryFigures } from './memory.js';
@@ -118,8 +120,29 @@ async function allocationProbe(natsUrl: string, prefix: string): Promise<void> {
   process.stdout.write(`${JSON.stringify({ ...bytes, ...memoryFigures() })}\n`);
 }
 
+/** parse — the validated command line, or null after printing the usage (--help); exits 2 with one line for a bad flag. */
+function parse(): BenchArgs | null {
+  try {
+    const args = parseBenchArgs(process.argv.slice(2));
+    if (!args.help) return args;
+    console.log(BENCH_USAGE);
+    return null;
+  } catch (error) {
+    if (!(error instanceof BenchArgsError)) throw error;
+    console.error(`bench: ${error.message}`);
+    process.exit(2);
+  }
+}
+
 async function main(): Promise<void> {
+  // The allocation probe is this file run again as a child (below), not a flag for people.
   if (process.argv[2] === '--allocation-probe') return allocationProbe(process.argv[3] as string, process.argv[4] as string);
+  const args = parse();
+  if (args === null) return;
+  const say = (line: string): void => {
+    if (args.json) console.error(line);
+    else console.log(line);
+  };
   const nats = await provideNats();
   const prefix = `tlbench${process.pid}`;
   try {
@@ -158,29 +181,29 @@ async function main(): Promise<void> {
     >;
     const durable = await durableFigures();
 
-    console.log(
+    say(
       `tryTake admit: median ${admitTiming.nsMedian} ns, p99 ${admitTiming.nsP99} ns per call (${admitTiming.calls} calls in batches of 1000); ${bytes.admit} heap bytes per call`,
     );
-    console.log(
+    say(
       `  of which the clock read: performance.now() alone allocates ${bytes.clock} bytes per call (V8 boxes its result); tryTakeAt with a time the caller read: ${bytes.admitAt} bytes per call`,
     );
-    console.log(
+    say(
       `tryTakeAll over 2 pools: median ${allTiming.nsMedian} ns, p99 ${allTiming.nsP99} ns per call; ${bytes.admitAll} heap bytes per call`,
     );
-    console.log(`tryTake deny:  median ${denyTiming.nsMedian} ns, p99 ${denyTiming.nsP99} ns per call; ${bytes.deny} heap bytes per call`);
-    console.log(
+    say(`tryTake deny:  median ${denyTiming.nsMedian} ns, p99 ${denyTiming.nsP99} ns per call; ${bytes.deny} heap bytes per call`);
+    say(
       `rate lease tryTakeAt (accrues every call): median ${rateTiming.nsMedian} ns, p99 ${rateTiming.nsP99} ns per call; ${bytes.rateAt} heap bytes per call`,
     );
-    console.log(
+    say(
       `durable write before reply (Redis ${durable.redis}): median ${durable.writeUsMedian} µs, p99 ${durable.writeUsP99} µs per write; ${durable.writesPerSecond16Pools} writes/s with 16 pools writing at once`,
     );
-    console.log(
+    say(
       `one agent end to end: ${e2e.admitsPerSecond} admissions/s over ${E2E_MS} ms with ${LEASE_TOKENS}-token leases (${e2e.roundTrips} round-trips, ${e2e.admitted} admitted)`,
     );
-    console.log(
+    say(
       `coordinator memory: ${bytes.bytesPerLease} heap bytes per live lease; ${bytes.bytesPerEvictedPool} per template pool after idle eviction (${bytes.poolsLeft} of 20,000 left)`,
     );
-    console.log(`NATS: ${nats.source} ${nats.url}; node ${process.version}`);
+    say(`NATS: ${nats.source} ${nats.url}; node ${process.version}`);
     console.log(
       JSON.stringify({
         tryTakeNsMedian: admitTiming.nsMedian,

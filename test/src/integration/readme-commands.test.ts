@@ -14,8 +14,10 @@
  * `npm test` builds every package before this suite runs (turbo's test task
  * depends on build), so the test runs what each script runs after its
  * build step: it checks that the root package.json script is exactly
- * `turbo run build … && node <file>`, then runs `node <file> <args>` from
- * the repository root. It does not start turbo inside turbo.
+ * `turbo run build … && node <file>` (turbo's output may be sent to stderr
+ * with `>&2`, so that a script's stdout is its own), then runs
+ * `node <file> <args>` from the repository root. It does not start turbo
+ * inside turbo.
  */
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -94,9 +96,9 @@ function readmeCommands(markdown: string): string[] {
 function scriptFile(name: string): string {
   const scripts = (JSON.parse(readFileSync(resolve(REPO_ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
   const script = Object.hasOwn(scripts, name) ? scripts[name] : undefined;
-  const match = /^turbo run build(?: [^&]*)? && node (\S+)$/.exec(script ?? '');
+  const match = /^turbo run build(?: [^&]*?)?(?: >&2)? && node (\S+)$/.exec(script ?? '');
   if (match?.[1] === undefined)
-    throw new Error(`the root script ${JSON.stringify(name)} is not "turbo run build … && node <file>": ${JSON.stringify(script)}`);
+    throw new Error(`the root script ${JSON.stringify(name)} is not "turbo run build … [>&2] && node <file>": ${JSON.stringify(script)}`);
   return match[1];
 }
 
