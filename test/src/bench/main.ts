@@ -12,6 +12,9 @@
  * 4. The durable mode's write before reply (durable.ts).
  * 5. The coordinator core's acquires per second with 1k, 10k and 100k live
  *    leases on a rate pool and on a chunk pool (lease-scaling.ts).
+ * 6. Acquire latency on one pool of a coordinator process while another
+ *    pool holds 50,000 waiting requests (crowded-pool.ts); its coordinator
+ *    starts first, so its one-minute quiet period passes during the rest.
  * Prints readable lines, then one JSON line of the figures; with --json
  * (args.ts) only the JSON line goes to stdout, the readable lines to stderr.
  */
@@ -21,6 +24,7 @@ import { provideNats } from '../harness/nats.js';
 import { spawnProcess, stop, stopAll } from '../harness/processes.js';
 import { fileURLToPath } from 'node:url';
 import { BENCH_USAGE, BenchArgsError, parseBenchArgs, type BenchArgs } from './args.js';
+import { crowdFigures, startCrowd } from './crowded-pool.js';
 import { durableFigures } from './durable.js';
 import { bytesPerCall, timeCalls } from './measure.js';
 import { leaseScaling } from './lease-scaling.js';
@@ -188,10 +192,12 @@ async function main(): Promise<void> {
   if (args === null) return;
   const nats = await provideNats();
   try {
+    const crowd = await startCrowd(nats.url);
     const fastPath = await fastPathFigures(nats.url);
     const durable = await durableFigures();
     const scaling = [...leaseScaling('rate', SCALING_MS), ...leaseScaling('chunk', SCALING_MS)];
-    const figures = { fastPath, durable, scaling, nats: `${nats.source} ${nats.url}` };
+    const crowded = await crowdFigures(crowd);
+    const figures = { fastPath, durable, scaling, crowded, nats: `${nats.source} ${nats.url}` };
     const say = args.json ? console.error : console.log;
     for (const line of readableLines(figures)) say(line);
     console.log(JSON.stringify(figuresJson(figures)));

@@ -3,6 +3,7 @@
  * lines, and one flat JSON object of the figures (each name carries its
  * unit), the same on every run so that a script can compare runs.
  */
+import { HOSTILE_REQUESTS, ROUND_TRIPS, type CrowdFigures, type LatencyFigures } from './crowded-pool.js';
 import type { DurableFigures } from './durable.js';
 import { LEASE_COUNTS, type LeaseCount, type LeaseModeName, type ScalingFigure } from './lease-scaling.js';
 import type { Timing } from './measure.js';
@@ -28,6 +29,7 @@ export interface BenchFigures {
   readonly fastPath: FastPathFigures;
   readonly durable: DurableFigures;
   readonly scaling: readonly ScalingFigure[];
+  readonly crowded: CrowdFigures;
   /** Where NATS came from, and its URL. */
   readonly nats: string;
 }
@@ -48,6 +50,18 @@ function scalingLine(figures: BenchFigures, mode: LeaseModeName): string {
   return `coordinator core, ${mode} pool, acquires/s by live leases (renewals by random agents, core time only): ${cells.join(', ')}`;
 }
 
+function ms(l: LatencyFigures): string {
+  return `${l.p50Ms} / ${l.p99Ms} / ${l.maxMs}`;
+}
+
+function crowdLines(c: CrowdFigures): string[] {
+  const n = HOSTILE_REQUESTS.toLocaleString('en-US');
+  return [
+    `quiet pool acquire round-trip over NATS, ms, p50 / p99 / max of ${ROUND_TRIPS} sequential renewals: baseline ${ms(c.baseline)}; with ${n} requests waiting on another pool ${ms(c.crowded)}`,
+    `  while the ${n} were being taken in (${c.floodMs} ms until all waited; the client sent them in ${c.hostileSendMs} ms): ${ms(c.duringFlood)} over ${c.duringFlood.count} renewals; waiting after: ${c.waitingAfter}; hostile requests answered early: ${c.hostileAnswered}`,
+  ];
+}
+
 /** readableLines — the figures in words, one subject a line. */
 export function readableLines(figures: BenchFigures): string[] {
   const { admit, all, deny, rate, e2e, bytes } = figures.fastPath;
@@ -63,6 +77,7 @@ export function readableLines(figures: BenchFigures): string[] {
     `coordinator memory: ${bytes.bytesPerLease} heap bytes per live lease; ${bytes.bytesPerEvictedPool} per template pool after idle eviction (${bytes.poolsLeft} of 20,000 left)`,
     scalingLine(figures, 'rate'),
     scalingLine(figures, 'chunk'),
+    ...crowdLines(figures.crowded),
     `NATS: ${figures.nats}; node ${process.version}`,
   ];
 }
@@ -70,7 +85,7 @@ export function readableLines(figures: BenchFigures): string[] {
 /** figuresJson — every figure under a name that carries its unit. */
 export function figuresJson(figures: BenchFigures): Record<string, number> {
   const { admit, all, deny, rate, e2e, bytes, leaseTokens } = figures.fastPath;
-  const { durable } = figures;
+  const { durable, crowded: c } = figures;
   const scaling: Record<string, number> = {};
   for (const mode of ['rate', 'chunk'] as const)
     for (const n of LEASE_COUNTS) scaling[`${mode}AcquiresPerSecond${COUNT_NAMES[n]}`] = scalingOf(figures, mode, n).acquiresPerSecond;
@@ -96,5 +111,19 @@ export function figuresJson(figures: BenchFigures): Record<string, number> {
     coordinatorBytesPerEvictedPool: bytes.bytesPerEvictedPool,
     leaseTokens,
     ...scaling,
+    quietAcquireMsP50Baseline: c.baseline.p50Ms,
+    quietAcquireMsP99Baseline: c.baseline.p99Ms,
+    quietAcquireMsMaxBaseline: c.baseline.maxMs,
+    quietAcquireMsP50Busy50k: c.crowded.p50Ms,
+    quietAcquireMsP99Busy50k: c.crowded.p99Ms,
+    quietAcquireMsMaxBusy50k: c.crowded.maxMs,
+    quietAcquireMsP50DuringFlood: c.duringFlood.p50Ms,
+    quietAcquireMsP99DuringFlood: c.duringFlood.p99Ms,
+    quietAcquireMsMaxDuringFlood: c.duringFlood.maxMs,
+    quietAcquiresDuringFlood: c.duringFlood.count,
+    busyFloodMs: c.floodMs,
+    hostileSendMs: c.hostileSendMs,
+    busyWaitingAfter: c.waitingAfter,
+    hostileAnsweredEarly: c.hostileAnswered,
   };
 }
