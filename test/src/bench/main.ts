@@ -22,6 +22,7 @@ import { Agent, LeaseSlot, type Limiter } from '@tokenlease/agent';
 import { scratchDir, startCoordinator, writeConfig } from '../harness/fleet.js';
 import { provideNats } from '../harness/nats.js';
 import { spawnProcess, stop, stopAll } from '../harness/processes.js';
+import { availableParallelism, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { BENCH_USAGE, BenchArgsError, parseBenchArgs, type BenchArgs } from './args.js';
 import { crowdFigures, startCrowd } from './crowded-pool.js';
@@ -190,6 +191,7 @@ async function main(): Promise<void> {
   if (process.argv[2] === '--allocation-probe') return allocationProbe(process.argv[3] as string, process.argv[4] as string);
   const args = parse();
   if (args === null) return;
+  const loadAverageStart = loadavg()[0] ?? Number.NaN;
   const nats = await provideNats();
   try {
     const crowd = await startCrowd(nats.url);
@@ -197,7 +199,8 @@ async function main(): Promise<void> {
     const durable = await durableFigures();
     const scaling = [...leaseScaling('rate', SCALING_MS), ...leaseScaling('chunk', SCALING_MS)];
     const crowded = await crowdFigures(crowd);
-    const figures = { fastPath, durable, scaling, crowded, nats: `${nats.source} ${nats.url}` };
+    const machine = { cpus: availableParallelism(), loadAverageStart, loadAverageEnd: loadavg()[0] ?? Number.NaN };
+    const figures = { fastPath, durable, scaling, crowded, machine, nats: `${nats.source} ${nats.url}` };
     const say = args.json ? console.error : console.log;
     for (const line of readableLines(figures)) say(line);
     console.log(JSON.stringify(figuresJson(figures)));

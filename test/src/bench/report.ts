@@ -30,6 +30,8 @@ export interface BenchFigures {
   readonly durable: DurableFigures;
   readonly scaling: readonly ScalingFigure[];
   readonly crowded: CrowdFigures;
+  /** The machine: its CPUs and its 1-minute load average when the bench started and ended (other work on it moves every figure). */
+  readonly machine: { readonly cpus: number; readonly loadAverageStart: number; readonly loadAverageEnd: number };
   /** Where NATS came from, and its URL. */
   readonly nats: string;
 }
@@ -78,14 +80,14 @@ export function readableLines(figures: BenchFigures): string[] {
     scalingLine(figures, 'rate'),
     scalingLine(figures, 'chunk'),
     ...crowdLines(figures.crowded),
-    `NATS: ${figures.nats}; node ${process.version}`,
+    `NATS: ${figures.nats}; node ${process.version}; ${figures.machine.cpus} CPUs, load average (1 min) ${figures.machine.loadAverageStart.toFixed(2)} at start, ${figures.machine.loadAverageEnd.toFixed(2)} at end`,
   ];
 }
 
 /** figuresJson — every figure under a name that carries its unit. */
 export function figuresJson(figures: BenchFigures): Record<string, number> {
   const { admit, all, deny, rate, e2e, bytes, leaseTokens } = figures.fastPath;
-  const { durable, crowded: c } = figures;
+  const { durable, crowded: c, machine } = figures;
   const scaling: Record<string, number> = {};
   for (const mode of ['rate', 'chunk'] as const)
     for (const n of LEASE_COUNTS) scaling[`${mode}AcquiresPerSecond${COUNT_NAMES[n]}`] = scalingOf(figures, mode, n).acquiresPerSecond;
@@ -125,5 +127,12 @@ export function figuresJson(figures: BenchFigures): Record<string, number> {
     hostileSendMs: c.hostileSendMs,
     busyWaitingAfter: c.waitingAfter,
     hostileAnsweredEarly: c.hostileAnswered,
+    cpus: machine.cpus,
+    loadAverage1mStart: round2(machine.loadAverageStart),
+    loadAverage1mEnd: round2(machine.loadAverageEnd),
   };
+}
+
+function round2(x: number): number {
+  return Math.round(x * 100) / 100;
 }
