@@ -26,7 +26,7 @@ import { spawnNode, stop, type Child } from '../harness/processes.js';
 export const HOSTILE_REQUESTS = 50_000;
 /** ROUND_TRIPS — renewals timed on `quiet`, before and with the waiting requests. */
 export const ROUND_TRIPS = 2000;
-const WARMUP_ROUND_TRIPS = 200;
+const WARMUP_ROUND_TRIPS = 1000;
 /** How long each hostile request is held, ms: longer than the measurement takes after the flood. */
 const HOLD_MS = 30_000;
 const BUSY_TTL_MS = 2 * HOLD_MS;

@@ -77,7 +77,7 @@ class ScalingRun {
       leaseTtlMs: TTL_MS,
       maxLeaseTokens: 1000,
       minGrantTokens: 1,
-      maxLeases: n,
+      maxLeases: 2 * n,
       leaseMode: mode,
     };
     const config = parseCoordinatorConfig('bench', { subjectPrefix: PREFIX, pools: { [POOL]: pool } });
