@@ -34,7 +34,7 @@ import { figuresJson, readableLines, type FastPathFigures, type ProbeFigures } f
 
 const LEASE_TOKENS = 10_000;
 const E2E_MS = 3000;
-/** Core time each lease count is measured for, per lease mode, ms. */
+/** CPU time each lease count is measured for, per lease mode, ms. */
 const SCALING_MS = 1000;
 
 async function waitForBalance(limiter: Limiter, tokens: number, timeoutMs: number): Promise<void> {

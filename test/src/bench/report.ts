@@ -49,7 +49,7 @@ function scalingLine(figures: BenchFigures, mode: LeaseModeName): string {
     const s = scalingOf(figures, mode, n);
     return `${COUNT_NAMES[n]} leases ${s.acquiresPerSecond.toLocaleString('en-US')}/s`;
   });
-  return `coordinator core, ${mode} pool, acquires/s by live leases (renewals by random agents, core time only): ${cells.join(', ')}`;
+  return `coordinator core, ${mode} pool, acquires per CPU second by live leases (renewals by random agents, the core's calls only): ${cells.join(', ')}`;
 }
 
 function ms(l: LatencyFigures): string {
