@@ -10,19 +10,32 @@
  * 3. A rate lease's fast path: admissions from a slot whose balance
  *    accrues on every call (tryTakeAt, with a time that moves).
  * 4. The durable mode's write before reply (durable.ts).
- * Prints readable lines, then one JSON line of the figures.
+ * 5. The coordinator core's acquires per second with 1k, 10k and 100k live
+ *    leases on a rate pool and on a chunk pool (lease-scaling.ts).
+ * 6. Acquire latency on one pool of a coordinator process while another
+ *    pool holds 50,000 waiting requests (crowded-pool.ts); its coordinator
+ *    starts first, so its one-minute quiet period passes during the rest.
+ * Prints readable lines, then one JSON line of the figures; with --json
+ * (args.ts) only the JSON line goes to stdout, the readable lines to stderr.
  */
 import { Agent, LeaseSlot, type Limiter } from '@tokenlease/agent';
 import { scratchDir, startCoordinator, writeConfig } from '../harness/fleet.js';
 import { provideNats } from '../harness/nats.js';
-import { spawnProcess, stopAll } from '../harness/processes.js';
+import { spawnProcess, stop, stopAll } from '../harness/processes.js';
+import { availableParallelism, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
+import { BENCH_USAGE, BenchArgsError, parseBenchArgs, type BenchArgs } from './args.js';
+import { crowdFigures, startCrowd } from './crowded-pool.js';
 import { durableFigures } from './durable.js';
 import { bytesPerCall, timeCalls } from './measure.js';
+import { leaseScaling } from './lease-scaling.js';
 import { memoryFigures } from './memory.js';
+import { figuresJson, readableLines, type FastPathFigures, type ProbeFigures } from './report.js';
 
 const LEASE_TOKENS = 10_000;
 const E2E_MS = 3000;
+/** CPU time each lease count is measured for, per lease mode, ms. */
+const SCALING_MS = 1000;
 
 async function waitForBalance(limiter: Limiter, tokens: number, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -118,93 +131,79 @@ async function allocationProbe(natsUrl: string, prefix: string): Promise<void> {
   process.stdout.write(`${JSON.stringify({ ...bytes, ...memoryFigures() })}\n`);
 }
 
-async function main(): Promise<void> {
-  if (process.argv[2] === '--allocation-probe') return allocationProbe(process.argv[3] as string, process.argv[4] as string);
-  const nats = await provideNats();
-  const prefix = `tlbench${process.pid}`;
+/** parse — the validated command line, or null after printing the usage (--help); exits 2 with one line for a bad flag. */
+function parse(): BenchArgs | null {
   try {
-    const configPath = writeConfig(scratchDir(), {
-      subjectPrefix: prefix,
-      pools: {
-        hot: { capacity: 1_000_000_000, refill: '1000000000/s', leaseTtlMs: 2000, maxLeaseTokens: 500_000_000, minGrantTokens: 1 },
-        hot2: { capacity: 1_000_000_000, refill: '1000000000/s', leaseTtlMs: 2000, maxLeaseTokens: 500_000_000, minGrantTokens: 1 },
-        e2e: { capacity: 1_000_000, refill: '100000000/s', leaseTtlMs: 2000, maxLeaseTokens: LEASE_TOKENS },
-      },
-    });
-    await startCoordinator(nats.url, configPath);
-    const { agent, hot, hot2 } = await hotLimiter(nats.url, prefix);
-    const l = loops(agent, hot, hot2);
-    const admitTiming = timeCalls(l.admit, 5000, 1000);
-    const allTiming = timeCalls(l.admitAll, 2000, 1000);
-    const denyTiming = timeCalls(l.deny, 2000, 1000);
-    const rateTiming = timeCalls(l.rateAt, 5000, 1000);
-    const e2e = await endToEnd(agent);
-    await agent.close();
+    const args = parseBenchArgs(process.argv.slice(2));
+    if (!args.help) return args;
+    console.log(BENCH_USAGE);
+    return null;
+  } catch (error) {
+    if (!(error instanceof BenchArgsError)) throw error;
+    console.error(`bench: ${error.message}`);
+    process.exit(2);
+  }
+}
 
-    const probe = spawnProcess('allocation-probe', process.execPath, [
-      '--expose-gc',
-      '--min-semi-space-size=64',
-      '--max-semi-space-size=128',
-      fileURLToPath(import.meta.url),
-      '--allocation-probe',
-      nats.url,
-      prefix,
-    ]);
-    const { code } = await probe.exited;
-    if (code !== 0) throw new Error(`allocation probe failed: ${probe.stderr()}`);
-    const bytes = JSON.parse(probe.lines[probe.lines.length - 1] ?? '{}') as Record<
-      'admit' | 'admitAt' | 'admitAll' | 'clock' | 'deny' | 'rateAt' | 'bytesPerLease' | 'bytesPerEvictedPool' | 'poolsLeft',
-      number
-    >;
+/**
+ * fastPathFigures — the fast-path loops and one agent end to end, against a
+ * coordinator process of their own (stopped when done), and the allocation
+ * probe's figures.
+ */
+async function fastPathFigures(natsUrl: string): Promise<FastPathFigures> {
+  const prefix = `tlbench${process.pid}`;
+  const configPath = writeConfig(scratchDir(), {
+    subjectPrefix: prefix,
+    pools: {
+      hot: { capacity: 1_000_000_000, refill: '1000000000/s', leaseTtlMs: 2000, maxLeaseTokens: 500_000_000, minGrantTokens: 1 },
+      hot2: { capacity: 1_000_000_000, refill: '1000000000/s', leaseTtlMs: 2000, maxLeaseTokens: 500_000_000, minGrantTokens: 1 },
+      e2e: { capacity: 1_000_000, refill: '100000000/s', leaseTtlMs: 2000, maxLeaseTokens: LEASE_TOKENS },
+    },
+  });
+  const coordinator = await startCoordinator(natsUrl, configPath);
+  const { agent, hot, hot2 } = await hotLimiter(natsUrl, prefix);
+  const l = loops(agent, hot, hot2);
+  const admit = timeCalls(l.admit, 5000, 1000);
+  const all = timeCalls(l.admitAll, 2000, 1000);
+  const deny = timeCalls(l.deny, 2000, 1000);
+  const rate = timeCalls(l.rateAt, 5000, 1000);
+  const e2e = await endToEnd(agent);
+  await agent.close();
+
+  const probe = spawnProcess('allocation-probe', process.execPath, [
+    '--expose-gc',
+    '--min-semi-space-size=64',
+    '--max-semi-space-size=128',
+    fileURLToPath(import.meta.url),
+    '--allocation-probe',
+    natsUrl,
+    prefix,
+  ]);
+  const { code } = await probe.exited;
+  if (code !== 0) throw new Error(`allocation probe failed: ${probe.stderr()}`);
+  const bytes = JSON.parse(probe.lines[probe.lines.length - 1] ?? '{}') as ProbeFigures;
+  await stop(coordinator);
+  return { admit, all, deny, rate, e2e, e2eMs: E2E_MS, leaseTokens: LEASE_TOKENS, bytes };
+}
+
+async function main(): Promise<void> {
+  // The allocation probe is this file run again as a child (above), not a flag for people.
+  if (process.argv[2] === '--allocation-probe') return allocationProbe(process.argv[3] as string, process.argv[4] as string);
+  const args = parse();
+  if (args === null) return;
+  const loadAverageStart = loadavg()[0] ?? Number.NaN;
+  const nats = await provideNats();
+  try {
+    const crowd = await startCrowd(nats.url);
+    const fastPath = await fastPathFigures(nats.url);
     const durable = await durableFigures();
-
-    console.log(
-      `tryTake admit: median ${admitTiming.nsMedian} ns, p99 ${admitTiming.nsP99} ns per call (${admitTiming.calls} calls in batches of 1000); ${bytes.admit} heap bytes per call`,
-    );
-    console.log(
-      `  of which the clock read: performance.now() alone allocates ${bytes.clock} bytes per call (V8 boxes its result); tryTakeAt with a time the caller read: ${bytes.admitAt} bytes per call`,
-    );
-    console.log(
-      `tryTakeAll over 2 pools: median ${allTiming.nsMedian} ns, p99 ${allTiming.nsP99} ns per call; ${bytes.admitAll} heap bytes per call`,
-    );
-    console.log(`tryTake deny:  median ${denyTiming.nsMedian} ns, p99 ${denyTiming.nsP99} ns per call; ${bytes.deny} heap bytes per call`);
-    console.log(
-      `rate lease tryTakeAt (accrues every call): median ${rateTiming.nsMedian} ns, p99 ${rateTiming.nsP99} ns per call; ${bytes.rateAt} heap bytes per call`,
-    );
-    console.log(
-      `durable write before reply (Redis ${durable.redis}): median ${durable.writeUsMedian} µs, p99 ${durable.writeUsP99} µs per write; ${durable.writesPerSecond16Pools} writes/s with 16 pools writing at once`,
-    );
-    console.log(
-      `one agent end to end: ${e2e.admitsPerSecond} admissions/s over ${E2E_MS} ms with ${LEASE_TOKENS}-token leases (${e2e.roundTrips} round-trips, ${e2e.admitted} admitted)`,
-    );
-    console.log(
-      `coordinator memory: ${bytes.bytesPerLease} heap bytes per live lease; ${bytes.bytesPerEvictedPool} per template pool after idle eviction (${bytes.poolsLeft} of 20,000 left)`,
-    );
-    console.log(`NATS: ${nats.source} ${nats.url}; node ${process.version}`);
-    console.log(
-      JSON.stringify({
-        tryTakeNsMedian: admitTiming.nsMedian,
-        tryTakeNsP99: admitTiming.nsP99,
-        tryTakeBytesPerCall: bytes.admit,
-        tryTakeAtBytesPerCall: bytes.admitAt,
-        clockReadBytesPerCall: bytes.clock,
-        tryTakeAllNsMedian: allTiming.nsMedian,
-        tryTakeAllBytesPerCall: bytes.admitAll,
-        tryTakeDenyNsMedian: denyTiming.nsMedian,
-        tryTakeDenyNsP99: denyTiming.nsP99,
-        tryTakeDenyBytesPerCall: bytes.deny,
-        rateTakeAtNsMedian: rateTiming.nsMedian,
-        rateTakeAtBytesPerCall: bytes.rateAt,
-        durableWriteUsMedian: durable.writeUsMedian,
-        durableWriteUsP99: durable.writeUsP99,
-        durableWritesPerSecond16Pools: durable.writesPerSecond16Pools,
-        agentAdmitsPerSecond: e2e.admitsPerSecond,
-        agentRoundTrips: e2e.roundTrips,
-        coordinatorBytesPerLease: bytes.bytesPerLease,
-        coordinatorBytesPerEvictedPool: bytes.bytesPerEvictedPool,
-        leaseTokens: LEASE_TOKENS,
-      }),
-    );
+    const scaling = [...leaseScaling('rate', SCALING_MS), ...leaseScaling('chunk', SCALING_MS)];
+    const crowded = await crowdFigures(crowd);
+    const machine = { cpus: availableParallelism(), loadAverageStart, loadAverageEnd: loadavg()[0] ?? Number.NaN };
+    const figures = { fastPath, durable, scaling, crowded, machine, nats: `${nats.source} ${nats.url}` };
+    const say = args.json ? console.error : console.log;
+    for (const line of readableLines(figures)) say(line);
+    console.log(JSON.stringify(figuresJson(figures)));
   } finally {
     await stopAll();
     await nats.stop();

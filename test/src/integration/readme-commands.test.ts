@@ -14,8 +14,10 @@
  * `npm test` builds every package before this suite runs (turbo's test task
  * depends on build), so the test runs what each script runs after its
  * build step: it checks that the root package.json script is exactly
- * `turbo run build … && node <file>`, then runs `node <file> <args>` from
- * the repository root. It does not start turbo inside turbo.
+ * `turbo run build … && node <file>` (turbo's output may be sent to stderr
+ * with `>&2`, so that a script's stdout is its own), then runs
+ * `node <file> <args>` from the repository root. It does not start turbo
+ * inside turbo.
  */
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -57,7 +59,14 @@ const PLANS: ReadonlyMap<string, Plan> = new Map<string, Plan>([
     'npm run chaos -- --short --only kill-agents,pause-agent',
     { how: 'as written', boundMs: 120 * S, why: 'two short scenarios: about 20 s' },
   ],
-  ['npm run bench', { how: 'as written', boundMs: 120 * S, why: 'about 10 s' }],
+  [
+    'npm run bench',
+    {
+      how: 'as written',
+      boundMs: 240 * S,
+      why: 'about 80 s: the crowded-pool figures wait out the one-minute quiet period of their coordinator (the 60 s TTL that holding requests for 30 s needs); the rest is measured meanwhile',
+    },
+  ],
   ['npm run lint', { how: 'npm test', boundMs: 0, why: 'the root test script runs the same turbo lint task' }],
   ['npm run format', { how: 'npm test', boundMs: 0, why: 'it rewrites the tree; the root test script runs its check, format:check' }],
 ]);
@@ -94,9 +103,9 @@ function readmeCommands(markdown: string): string[] {
 function scriptFile(name: string): string {
   const scripts = (JSON.parse(readFileSync(resolve(REPO_ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
   const script = Object.hasOwn(scripts, name) ? scripts[name] : undefined;
-  const match = /^turbo run build(?: [^&]*)? && node (\S+)$/.exec(script ?? '');
+  const match = /^turbo run build(?: [^&]*?)?(?: >&2)? && node (\S+)$/.exec(script ?? '');
   if (match?.[1] === undefined)
-    throw new Error(`the root script ${JSON.stringify(name)} is not "turbo run build … && node <file>": ${JSON.stringify(script)}`);
+    throw new Error(`the root script ${JSON.stringify(name)} is not "turbo run build … [>&2] && node <file>": ${JSON.stringify(script)}`);
   return match[1];
 }
 

@@ -1,0 +1,28 @@
+/**
+ * The bench's command line: --json and --help, and one clear line for
+ * anything else.
+ */
+import { describe, expect, it } from 'vitest';
+import { thrown } from '@tokenlease/shared/testing';
+import { BenchArgsError, parseBenchArgs, type BenchArgs } from './args.js';
+
+describe('parseBenchArgs', () => {
+  it.each<[string[], BenchArgs]>([
+    [[], { json: false, help: false }],
+    [['--json'], { json: true, help: false }],
+    [['-h'], { json: false, help: true }],
+    [['--help', '--json'], { json: true, help: true }],
+  ])('%j', (argv, expected) => {
+    expect(parseBenchArgs(argv)).toEqual(expected);
+  });
+
+  it.each<[string[], string]>([
+    [['--fast'], "Unknown option '--fast'"],
+    [['json'], 'see --help'],
+    [['--json=yes'], 'see --help'],
+  ])('refuses %j on one line', (argv, fragment) => {
+    const error = thrown(BenchArgsError, () => parseBenchArgs(argv));
+    expect(error.message).toContain(fragment);
+    expect(error.message).not.toContain('\n');
+  });
+});

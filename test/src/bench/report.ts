@@ -1,0 +1,138 @@
+/**
+ * What `npm run bench` prints, from the figures main.ts gathered: readable
+ * lines, and one flat JSON object of the figures (each name carries its
+ * unit), the same on every run so that a script can compare runs.
+ */
+import { HOSTILE_REQUESTS, ROUND_TRIPS, type CrowdFigures, type LatencyFigures } from './crowded-pool.js';
+import type { DurableFigures } from './durable.js';
+import { LEASE_COUNTS, type LeaseCount, type LeaseModeName, type ScalingFigure } from './lease-scaling.js';
+import type { Timing } from './measure.js';
+
+/** ProbeFigures — what the allocation probe (a child under --expose-gc) measured: heap bytes per call, and the coordinator's memory. */
+export type ProbeFigures = Readonly<
+  Record<'admit' | 'admitAt' | 'admitAll' | 'clock' | 'deny' | 'rateAt' | 'bytesPerLease' | 'bytesPerEvictedPool' | 'poolsLeft', number>
+>;
+
+/** FastPathFigures — the agent's fast path and one agent end to end. */
+export interface FastPathFigures {
+  readonly admit: Timing;
+  readonly all: Timing;
+  readonly deny: Timing;
+  readonly rate: Timing;
+  readonly e2e: { readonly admitsPerSecond: number; readonly roundTrips: number; readonly admitted: number };
+  readonly e2eMs: number;
+  readonly leaseTokens: number;
+  readonly bytes: ProbeFigures;
+}
+
+export interface BenchFigures {
+  readonly fastPath: FastPathFigures;
+  readonly durable: DurableFigures;
+  readonly scaling: readonly ScalingFigure[];
+  readonly crowded: CrowdFigures;
+  /** The machine: its CPUs and its 1-minute load average when the bench started and ended (other work on it moves every figure). */
+  readonly machine: { readonly cpus: number; readonly loadAverageStart: number; readonly loadAverageEnd: number };
+  /** Where NATS came from, and its URL. */
+  readonly nats: string;
+}
+
+const COUNT_NAMES: Readonly<Record<LeaseCount, string>> = { 1000: '1k', 10000: '10k', 100000: '100k' };
+
+function scalingOf(figures: BenchFigures, mode: LeaseModeName, leases: LeaseCount): ScalingFigure {
+  const figure = figures.scaling.find((s) => s.mode === mode && s.leases === leases);
+  if (figure === undefined) throw new Error(`no ${mode} figure at ${leases} leases`);
+  return figure;
+}
+
+function scalingLine(figures: BenchFigures, mode: LeaseModeName): string {
+  const cells = LEASE_COUNTS.map((n) => {
+    const s = scalingOf(figures, mode, n);
+    return `${COUNT_NAMES[n]} leases ${s.acquiresPerSecond.toLocaleString('en-US')}/s`;
+  });
+  return `coordinator core, ${mode} pool, acquires per CPU second by live leases (renewals by random agents, the core's calls only): ${cells.join(', ')}`;
+}
+
+function ms(l: LatencyFigures): string {
+  return `${l.p50Ms} / ${l.p99Ms} / ${l.maxMs}`;
+}
+
+function crowdLines(c: CrowdFigures): string[] {
+  const n = HOSTILE_REQUESTS.toLocaleString('en-US');
+  return [
+    `quiet pool acquire round-trip over NATS, ms, p50 / p99 / max of ${ROUND_TRIPS} sequential renewals: baseline ${ms(c.baseline)}; with ${n} requests waiting on another pool ${ms(c.crowded)}`,
+    `  while the ${n} were being taken in (${c.floodMs} ms until all waited; the client sent them in ${c.hostileSendMs} ms): ${ms(c.duringFlood)} over ${c.duringFlood.count} renewals; waiting after: ${c.waitingAfter}; hostile requests answered early: ${c.hostileAnswered}`,
+  ];
+}
+
+/** readableLines — the figures in words, one subject a line. */
+export function readableLines(figures: BenchFigures): string[] {
+  const { admit, all, deny, rate, e2e, bytes } = figures.fastPath;
+  const { durable } = figures;
+  return [
+    `tryTake admit: median ${admit.nsMedian} ns, p99 ${admit.nsP99} ns per call (${admit.calls} calls in batches of 1000); ${bytes.admit} heap bytes per call`,
+    `  of which the clock read: performance.now() alone allocates ${bytes.clock} bytes per call (V8 boxes its result); tryTakeAt with a time the caller read: ${bytes.admitAt} bytes per call`,
+    `tryTakeAll over 2 pools: median ${all.nsMedian} ns, p99 ${all.nsP99} ns per call; ${bytes.admitAll} heap bytes per call`,
+    `tryTake deny:  median ${deny.nsMedian} ns, p99 ${deny.nsP99} ns per call; ${bytes.deny} heap bytes per call`,
+    `rate lease tryTakeAt (accrues every call): median ${rate.nsMedian} ns, p99 ${rate.nsP99} ns per call; ${bytes.rateAt} heap bytes per call`,
+    `durable write before reply (Redis ${durable.redis}): median ${durable.writeUsMedian} µs, p99 ${durable.writeUsP99} µs per write; ${durable.writesPerSecond16Pools} writes/s with 16 pools writing at once`,
+    `one agent end to end: ${e2e.admitsPerSecond} admissions/s over ${figures.fastPath.e2eMs} ms with ${figures.fastPath.leaseTokens}-token leases (${e2e.roundTrips} round-trips, ${e2e.admitted} admitted)`,
+    `coordinator memory: ${bytes.bytesPerLease} heap bytes per live lease; ${bytes.bytesPerEvictedPool} per template pool after idle eviction (${bytes.poolsLeft} of 20,000 left)`,
+    scalingLine(figures, 'rate'),
+    scalingLine(figures, 'chunk'),
+    ...crowdLines(figures.crowded),
+    `NATS: ${figures.nats}; node ${process.version}; ${figures.machine.cpus} CPUs, load average (1 min) ${figures.machine.loadAverageStart.toFixed(2)} at start, ${figures.machine.loadAverageEnd.toFixed(2)} at end`,
+  ];
+}
+
+/** figuresJson — every figure under a name that carries its unit. */
+export function figuresJson(figures: BenchFigures): Record<string, number> {
+  const { admit, all, deny, rate, e2e, bytes, leaseTokens } = figures.fastPath;
+  const { durable, crowded: c, machine } = figures;
+  const scaling: Record<string, number> = {};
+  for (const mode of ['rate', 'chunk'] as const)
+    for (const n of LEASE_COUNTS) scaling[`${mode}AcquiresPerSecond${COUNT_NAMES[n]}`] = scalingOf(figures, mode, n).acquiresPerSecond;
+  return {
+    tryTakeNsMedian: admit.nsMedian,
+    tryTakeNsP99: admit.nsP99,
+    tryTakeBytesPerCall: bytes.admit,
+    tryTakeAtBytesPerCall: bytes.admitAt,
+    clockReadBytesPerCall: bytes.clock,
+    tryTakeAllNsMedian: all.nsMedian,
+    tryTakeAllBytesPerCall: bytes.admitAll,
+    tryTakeDenyNsMedian: deny.nsMedian,
+    tryTakeDenyNsP99: deny.nsP99,
+    tryTakeDenyBytesPerCall: bytes.deny,
+    rateTakeAtNsMedian: rate.nsMedian,
+    rateTakeAtBytesPerCall: bytes.rateAt,
+    durableWriteUsMedian: durable.writeUsMedian,
+    durableWriteUsP99: durable.writeUsP99,
+    durableWritesPerSecond16Pools: durable.writesPerSecond16Pools,
+    agentAdmitsPerSecond: e2e.admitsPerSecond,
+    agentRoundTrips: e2e.roundTrips,
+    coordinatorBytesPerLease: bytes.bytesPerLease,
+    coordinatorBytesPerEvictedPool: bytes.bytesPerEvictedPool,
+    leaseTokens,
+    ...scaling,
+    quietAcquireMsP50Baseline: c.baseline.p50Ms,
+    quietAcquireMsP99Baseline: c.baseline.p99Ms,
+    quietAcquireMsMaxBaseline: c.baseline.maxMs,
+    quietAcquireMsP50Busy50k: c.crowded.p50Ms,
+    quietAcquireMsP99Busy50k: c.crowded.p99Ms,
+    quietAcquireMsMaxBusy50k: c.crowded.maxMs,
+    quietAcquireMsP50DuringFlood: c.duringFlood.p50Ms,
+    quietAcquireMsP99DuringFlood: c.duringFlood.p99Ms,
+    quietAcquireMsMaxDuringFlood: c.duringFlood.maxMs,
+    quietAcquiresDuringFlood: c.duringFlood.count,
+    busyFloodMs: c.floodMs,
+    hostileSendMs: c.hostileSendMs,
+    busyWaitingAfter: c.waitingAfter,
+    hostileAnsweredEarly: c.hostileAnswered,
+    cpus: machine.cpus,
+    loadAverage1mStart: round2(machine.loadAverageStart),
+    loadAverage1mEnd: round2(machine.loadAverageEnd),
+  };
+}
+
+function round2(x: number): number {
+  return Math.round(x * 100) / 100;
+}
