@@ -168,12 +168,12 @@ function serverOf(status: Status): string {
   return redactUrlList(typeof status.data === 'object' ? JSON.stringify(status.data) : String(status.data));
 }
 
-/** An Error status in words: its code, and for a permissions violation what was refused. */
+/** An Error status in words: its code, or for a permissions violation what the server refused. */
 function errorOf(status: Status): string {
   const code = typeof status.data === 'object' ? JSON.stringify(status.data) : String(status.data);
   const context = status.permissionContext;
   if (context === undefined) return code;
-  return `${code}: ${context.operation} on ${JSON.stringify(context.subject)} refused by the server's permissions`;
+  return `permissions violation: ${context.operation} to ${JSON.stringify(context.subject)} refused by the server`;
 }
 
 /** busFromConnection — a Bus over a connection the caller made with nats.js; closing the Bus closes it. */

@@ -66,7 +66,7 @@ describe('classifyNatsFailure', () => {
       failure('TIMEOUT'),
       withCa,
       'bus-connect-timeout',
-      /timeout: no completed login within 5000 ms; .*client certificate/,
+      /timeout: no completed login within 5000 ms \(a server that requires a client certificate .*NATS_CERT or --nats-cert/,
     ],
     ['a refused connection', failure('CONNECTION_REFUSED'), withUser, 'bus-unreachable', /connection refused/],
     ['an unknown host', failure('ENOTFOUND'), plain, 'bus-unreachable', /host not found/],

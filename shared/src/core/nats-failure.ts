@@ -92,7 +92,7 @@ export function classifyNatsFailure(error: unknown, options: NatsConnectOptions)
     return { code: 'bus-tls-failed', reason: `TLS handshake failure (${code}: ${said})` };
   if (code === 'TIMEOUT' || code === 'CONNECTION_TIMEOUT') {
     const hint = noCert
-      ? `; a server that requires a client certificate and gets none ends the handshake this way (${setting('certFile', 'keyFile')})`
+      ? ` (a server that requires a client certificate and gets none ends this way: ${setting('certFile', 'keyFile')})`
       : '';
     return { code: 'bus-connect-timeout', reason: `timeout: no completed login within ${options.connectTimeoutMs} ms${hint}` };
   }
