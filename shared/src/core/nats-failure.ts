@@ -93,7 +93,7 @@ export function classifyNatsFailure(error: unknown, options: NatsConnectOptions)
   if (code === 'TIMEOUT' || code === 'CONNECTION_TIMEOUT') {
     const hint = noCert
       ? ` (a server that requires a client certificate and gets none ends this way: ${setting('certFile', 'keyFile')})`
-      : '';
+      : ' (a server that refuses the client certificate ends this way)';
     return { code: 'bus-connect-timeout', reason: `timeout: no completed login within ${options.connectTimeoutMs} ms${hint}` };
   }
   if (code === 'CONNECTION_REFUSED' || code === 'ECONNREFUSED') return { code: 'bus-unreachable', reason: 'connection refused' };
