@@ -159,15 +159,19 @@ function readTlsFile(field: RedisField, path: string): Buffer {
   }
 }
 
-/** Why the first connection failed, in words that hold no secret (a refused AUTH names no password). */
+/** Why the first connection failed, on one line, in words that hold no secret (a refused AUTH names no password). */
 function connectReason(error: unknown, lastError: unknown): string {
-  const text = (e: unknown): string => (e instanceof Error ? e.message : String(e));
+  const text = (e: unknown): string => (e instanceof Error ? e.message : String(e)).trim().replace(/\s*\n\s*/g, ' ');
   const said = lastError === null ? text(error) : text(lastError);
   const code = (lastError as { code?: unknown } | null)?.code;
-  if (/WRONGPASS|NOAUTH|invalid password|invalid username-password/i.test(said)) return `authentication failed (${said.trim()})`;
-  if (/NOPERM/.test(said)) return `permission refused to this user (${said.trim()})`;
-  if (typeof code === 'string' && /^(ERR_SSL|ERR_TLS|UNABLE_TO|CERT_|DEPTH_ZERO|SELF_SIGNED|ERR_OSSL)/.test(code))
-    return `TLS failure (${code}: ${said})`;
+  if (/WRONGPASS|NOAUTH|invalid password|invalid username-password/i.test(said)) return `authentication failed (${said})`;
+  if (/NOPERM/.test(said)) return `permission refused to this user (${said})`;
+  if (typeof code !== 'string') return said;
+  if (/ALERT_(CERTIFICATE_REQUIRED|BAD_CERTIFICATE|UNKNOWN_CA|CERTIFICATE_UNKNOWN|HANDSHAKE_FAILURE)/.test(code))
+    return `TLS handshake failure: the server refused our certificate or its absence (${code}; --redis-cert and --redis-key, or REDIS_CERT and REDIS_KEY)`;
+  if (/^(UNABLE_TO|CERT_|DEPTH_ZERO|SELF_SIGNED|ERR_TLS_CERT)/.test(code))
+    return `certificate problem: the server's certificate is not trusted (${code}; --redis-ca or REDIS_CA names the CA that signed it)`;
+  if (/^(ERR_SSL|ERR_TLS|ERR_OSSL)/.test(code)) return `TLS handshake failure (${code})`;
   return said;
 }
 

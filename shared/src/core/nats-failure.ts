@@ -49,8 +49,9 @@ function codeOf(error: unknown): string {
   return typeof code === 'string' ? code : '';
 }
 
+/** The error's message on one line (OpenSSL's span several). */
 function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+  return (error instanceof Error ? error.message : String(error)).trim().replace(/\s*\n\s*/g, ' ');
 }
 
 /** classifyNatsFailure — the code and reason of `error`, thrown by a first connection made with `options`. */
