@@ -29,6 +29,7 @@ export const COORDINATOR_EVENTS = [
   'nats-connection',
   'store-unavailable',
   'heartbeat-failed',
+  'durability-warning',
 ] as const;
 export type CoordinatorEvent = (typeof COORDINATOR_EVENTS)[number];
 

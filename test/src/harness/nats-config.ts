@@ -4,9 +4,11 @@
  * command line's `-a` and `-p` win over the file's `listen`. Only the
  * local binary: a configuration names files on this machine.
  */
+import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { findNatsServerBinary } from './nats.js';
+import { securedNatsConfig } from './paths.js';
 import { freePort, waitListening } from './ports.js';
 import { spawnProcess, stop, type Child } from './processes.js';
 
@@ -42,4 +44,26 @@ export async function startConfiguredNats(
     throw new Error(`nats-server on ${file} did not start: ${child.stderr().slice(-2000)}`, { cause: error });
   }
   return { url: `nats://127.0.0.1:${port}`, port, child, stop: () => stop(child) };
+}
+
+/** SHIPPED_USERS — the users of deploy/nats/secured.conf; its subject prefix is `tokenlease`. */
+export const SHIPPED_USERS = ['coordinator', 'operator', 'checkout', 'search'] as const;
+export type ShippedUser = (typeof SHIPPED_USERS)[number];
+
+export interface ShippedNats extends ConfiguredNats {
+  /** The password of `user`, as a client gives it. */
+  password(user: ShippedUser): string;
+}
+
+/**
+ * startShippedNats — nats-server on deploy/nats/secured.conf as shipped,
+ * each user's password random and handed over in its environment variable,
+ * quoted (the server reads it as a configuration value). The passwords
+ * hold '#', ':' and a space, which unquoted would be cut short or refused.
+ */
+export async function startShippedNats(dir: string): Promise<ShippedNats> {
+  const passwords = new Map<ShippedUser, string>(SHIPPED_USERS.map((user) => [user, `${randomBytes(9).toString('hex')}#p:w d`]));
+  const env = Object.fromEntries(SHIPPED_USERS.map((user) => [`TOKENLEASE_${user.toUpperCase()}_PASSWORD`, `"${passwords.get(user)}"`]));
+  const server = await startConfiguredNats(dir, 'secured', { file: securedNatsConfig() }, env);
+  return { ...server, password: (user) => passwords.get(user) as string };
 }

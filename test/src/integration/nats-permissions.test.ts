@@ -9,7 +9,6 @@
  * send a request. Every refusal is the server's (a permissions violation),
  * and the message it was meant to stop never arrives.
  */
-import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Agent, type AgentEvent } from '@tokenlease/agent';
 import {
@@ -23,23 +22,17 @@ import {
   type Bus,
 } from '@tokenlease/shared';
 import { scratchDir, startCoordinator, StatusProbe, writeConfig } from '../harness/fleet.js';
-import { startConfiguredNats, type ConfiguredNats } from '../harness/nats-config.js';
-import { securedNatsConfig } from '../harness/paths.js';
+import { startShippedNats, type ShippedNats, type ShippedUser as User } from '../harness/nats-config.js';
 import { stopAll } from '../harness/processes.js';
 
-/** The shipped file's subject prefix and users. */
+/** The shipped file's subject prefix. */
 const PREFIX = 'tokenlease';
-const USERS = ['coordinator', 'operator', 'checkout', 'search'] as const;
-type User = (typeof USERS)[number];
 const POOL = 'api';
 
-/** Passwords with the characters a configuration value must have quoted ('#' would start a comment, ':' a map). */
-const passwords = new Map<User, string>(USERS.map((user) => [user, `${randomBytes(9).toString('hex')}#p:w d`]));
-const password = (user: User): string => passwords.get(user) as string;
-
 /** A bus logged in as `user`, reading replies under `_INBOX_<user>` (what the file lets it read), and the errors it is told. */
-async function connectAs(url: string, user: User, inboxPrefix = `_INBOX_${user}`): Promise<{ bus: Bus; errors: string[] }> {
-  const options = resolveNatsOptions([{ settings: { url, user, password: password(user), inboxPrefix }, names: NATS_ENV }]);
+async function connectAs(nats: ShippedNats, user: User, inboxPrefix = `_INBOX_${user}`): Promise<{ bus: Bus; errors: string[] }> {
+  const settings = { url: nats.url, user, password: nats.password(user), inboxPrefix };
+  const options = resolveNatsOptions([{ settings, names: NATS_ENV }]);
   const bus = await connectNats(options, { name: `permissions-test ${user}` });
   const errors: string[] = [];
   bus.onEvent((event) => {
@@ -78,21 +71,19 @@ function acquire(agentId: string): Uint8Array {
 }
 
 describe('the shipped NATS permission model (deploy/nats/secured.conf)', () => {
-  let nats: ConfiguredNats;
+  let nats: ShippedNats;
   const dir = scratchDir();
   const opened: Bus[] = [];
   const agents: Agent[] = [];
 
   beforeAll(async () => {
-    // The server reads each variable as a configuration value: quoted, as the file's comment says.
-    const env = Object.fromEntries(USERS.map((user) => [`TOKENLEASE_${user.toUpperCase()}_PASSWORD`, `"${password(user)}"`]));
-    nats = await startConfiguredNats(dir, 'secured', { file: securedNatsConfig() }, env);
+    nats = await startShippedNats(dir);
     const configPath = writeConfig(dir, {
       subjectPrefix: PREFIX,
       bindIdentity: true,
       pools: { [POOL]: { capacity: 100, refill: '100/s', leaseTtlMs: 1000, maxLeaseTokens: 10 } },
     });
-    await startCoordinator(nats.url, configPath, { env: { NATS_USER: 'coordinator', NATS_PASSWORD: password('coordinator') } });
+    await startCoordinator(nats.url, configPath, { env: { NATS_USER: 'coordinator', NATS_PASSWORD: nats.password('coordinator') } });
   }, 30_000);
 
   afterAll(async () => {
@@ -103,13 +94,19 @@ describe('the shipped NATS permission model (deploy/nats/secured.conf)', () => {
   });
 
   async function as(user: User, inboxPrefix?: string): Promise<{ bus: Bus; errors: string[] }> {
-    const conn = await connectAs(nats.url, user, inboxPrefix);
+    const conn = await connectAs(nats, user, inboxPrefix);
     opened.push(conn.bus);
     return conn;
   }
 
   async function agentAs(user: User, options: { agentId?: string; onEvent?: (event: AgentEvent) => void } = {}): Promise<Agent> {
-    const agent = await Agent.connect({ natsUrl: nats.url, identity: user, nats: { user, password: password(user) }, env: {}, ...options });
+    const agent = await Agent.connect({
+      natsUrl: nats.url,
+      identity: user,
+      nats: { user, password: nats.password(user) },
+      env: {},
+      ...options,
+    });
     agents.push(agent);
     return agent;
   }
@@ -168,7 +165,7 @@ describe('the shipped NATS permission model (deploy/nats/secured.conf)', () => {
   it('lets the operator read status, and nothing else', async () => {
     const probe = await StatusProbe.connect(nats.url, {
       identity: 'operator',
-      nats: { user: 'operator', password: password('operator'), inboxPrefix: '_INBOX_operator' },
+      nats: { user: 'operator', password: nats.password('operator'), inboxPrefix: '_INBOX_operator' },
     });
     try {
       const status = await probe.status(POOL, PREFIX);
