@@ -208,7 +208,11 @@ export async function connectRedisStore(target: string | RedisConnectOptions, op
           },
         }),
   };
-  const redis = new Redis(connection.url, redisOptions);
+  // ioredis lets the URL's login win over the options': drop from the URL what is given apart.
+  const url = new URL(connection.url);
+  if (connection.user !== null) url.username = '';
+  if (connection.password !== null) url.password = '';
+  const redis = new Redis(url.toString(), redisOptions);
   // Connection errors surface as failed commands; the client keeps reconnecting. The last one says why a first connect failed.
   let lastError: unknown = null;
   redis.on('error', (error: unknown) => {

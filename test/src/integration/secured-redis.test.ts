@@ -123,8 +123,11 @@ describe('the durable coordinator on a secured Redis', () => {
     expect(printed(child)).not.toContain(PASSWORD);
   });
 
-  it('serves as an ACL user whose password comes from the environment; logs no secret when Redis starts refusing it', async () => {
-    const child = await coordinator(`redis://127.0.0.1:${redis.port}`, ['--redis-user', ACL_USER], { REDIS_PASSWORD: ACL_PASSWORD });
+  it('serves as an ACL user whose password comes from the environment, over the URL one; logs no secret when Redis starts refusing it', async () => {
+    // The login given apart wins over the one inside the URL.
+    const child = await coordinator(`redis://nobody:not-it@127.0.0.1:${redis.port}`, ['--redis-user', ACL_USER], {
+      REDIS_PASSWORD: ACL_PASSWORD,
+    });
     expect(await granted()).toBe(true);
     // Change the user's password and drop its connections: every reconnect now fails its AUTH.
     const cli = findExecutable('redis-cli');
