@@ -2,7 +2,17 @@
  * AgentError — the one error class of `@tokenlease/agent`.
  * Callers match on `code`; `pool` names the pool concerned.
  */
-export type AgentErrorCode = 'invalid-argument' | 'closed' | 'never-fits' | 'unknown-pool' | 'unreachable';
+export type AgentErrorCode =
+  | 'invalid-argument'
+  | 'closed'
+  | 'never-fits'
+  | 'unknown-pool'
+  /** NATS could not be reached, or did not answer within the connect timeout. */
+  | 'unreachable'
+  /** NATS refused the login (authorization violation). */
+  | 'auth-failed'
+  /** The TLS handshake failed, or a certificate was refused. */
+  | 'tls-failed';
 
 export class AgentError extends Error {
   override readonly name = 'AgentError';

@@ -1,4 +1,7 @@
 export { Agent, type AgentOptions, type AgentEvent } from './adapters/agent.js';
+export { defaultInboxPrefix, type AgentNatsOptions } from './adapters/agent-bus.js';
+/** busFromConnection — a Bus over an existing nats.js connection (Agent.connect's `connection` option does this itself). */
+export { busFromConnection, redactUrl, type NatsConnection } from '@tokenlease/shared';
 export { Limiter, type LimiterStats } from './adapters/limiter.js';
 export { AgentError, type AgentErrorCode } from './errors.js';
 export { LeaseKeeper, type SendAction, type KeeperStats } from './core/lease-keeper.js';

@@ -2,6 +2,9 @@ export { TokenleaseError, assertInvariant, type SharedErrorCode, type ErrorDetai
 export * from './core/rate.js';
 export * from './core/token-scale.js';
 export * from './core/bucket.js';
+export * from './core/redact.js';
+export * from './core/nats-options.js';
+export * from './core/nats-flags.js';
 export * from './protocol/subjects.js';
 export * from './protocol/messages.js';
 export * from './protocol/limits.js';

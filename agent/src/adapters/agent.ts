@@ -1,12 +1,12 @@
 /**
- * Agent: the library a service embeds. It owns one NATS connection (or a
- * given Bus), one lease keeper per pool, and runs their timers and requests.
+ * Agent: the library a service embeds. It owns one NATS connection (or uses
+ * a given nats.js connection or Bus: agent-bus.ts), one lease keeper per
+ * pool, and runs their timers and requests.
  * All decisions are the keepers'; this file moves bytes and schedules ticks.
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import {
-  connectBus,
   decodeReply,
   encodeMessage,
   subjectFor,
@@ -18,6 +18,7 @@ import {
   TokenleaseError,
   type Bus,
   type BusEvent,
+  type NatsConnection,
 } from '@tokenlease/shared';
 import { LeaseKeeper, type SendAction } from '../core/lease-keeper.js';
 import { keeperOptions, type KeeperOptions } from '../core/keeper-options.js';
@@ -25,6 +26,7 @@ import { takeAllAt, type SlotCharge } from '../core/take-all.js';
 import { US_PER_MS } from '../core/units.js';
 import { AgentError } from '../errors.js';
 import { Limiter, type LimiterHost } from './limiter.js';
+import { openAgentBus, type AgentNatsOptions } from './agent-bus.js';
 
 /** Longest gap between two ticks of a keeper, ms: demand is sampled at least this often. */
 const TICK_MS_MAX = 100;
@@ -44,10 +46,33 @@ export type AgentEvent =
   | BusEvent;
 
 export interface AgentOptions {
-  /** NATS URL(s), comma-separated; default `$NATS_URL` or nats://127.0.0.1:4222. Ignored when `bus` is given. */
+  /**
+   * NATS URL(s), comma-separated, credentials allowed inside
+   * (`nats://user:password@host`, `nats://token@host`); default `$NATS_URL`
+   * or nats://127.0.0.1:4222. Ignored when `bus` or `connection` is given.
+   */
   readonly natsUrl?: string;
+  /**
+   * Login and TLS (user and password, token, NKey seed file, creds file;
+   * CA, client certificate and key files) and the connect timeout; each
+   * overrides its environment variable (NATS_USER, NATS_PASSWORD,
+   * NATS_TOKEN, NATS_NKEY, NATS_CREDS, NATS_CA, NATS_CERT, NATS_KEY,
+   * NATS_CONNECT_TIMEOUT_MS), and a login given here replaces the
+   * environment's whole.
+   */
+  readonly nats?: AgentNatsOptions;
+  /**
+   * Subject prefix of the agent's reply inboxes; default `$NATS_INBOX_PREFIX`,
+   * else `_INBOX_<identity>` when an identity is given (what the shipped
+   * permissions let its user read), else `_INBOX`.
+   */
+  readonly inboxPrefix?: string;
+  /** An existing nats.js connection to use instead of connecting; the agent then does not close it. */
+  readonly connection?: NatsConnection;
   /** An existing bus to use instead of connecting; the agent then does not close it. */
   readonly bus?: Bus;
+  /** Where NATS_* settings are read from (default `process.env`; `{}` reads none). */
+  readonly env?: Readonly<Record<string, string | undefined>>;
   /**
    * Unique per agent instance; default `<host>-<pid>-<random>`, prefixed
    * with `<identity>.` when an identity is given (so a coordinator that
@@ -129,7 +154,12 @@ export class Agent implements LimiterHost {
 
   private readonly emit: (event: AgentEvent) => void;
 
-  /** connect — an agent on a new NATS connection (or `options.bus`). Rejects with AgentError('unreachable'). */
+  /**
+   * connect — an agent on a new NATS connection (or `options.connection`,
+   * or `options.bus`). Rejects with AgentError `invalid-argument` (bad
+   * settings), `auth-failed`, `tls-failed` or `unreachable`, within the
+   * connect timeout, with a message that names the servers and no secret.
+   */
   static async connect(options: AgentOptions = {}): Promise<Agent> {
     const identity = options.identity ?? ANONYMOUS_IDENTITY;
     try {
@@ -138,15 +168,8 @@ export class Agent implements LimiterHost {
       throw new AgentError('invalid-argument', error instanceof Error ? error.message : String(error), { cause: error });
     }
     const agentId = options.agentId ?? (identity === ANONYMOUS_IDENTITY ? defaultAgentId() : `${identity}.${defaultAgentId()}`);
-    if (options.bus !== undefined) return new Agent(options.bus, false, agentId, options);
-    const url = options.natsUrl ?? process.env['NATS_URL'] ?? 'nats://127.0.0.1:4222';
-    try {
-      const bus = await connectBus(url, { name: `tokenlease-agent ${agentId}` });
-      return new Agent(bus, true, agentId, options);
-    } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
-      throw new AgentError('unreachable', message, { cause: error });
-    }
+    const { bus, owned } = await openAgentBus(options, identity, agentId);
+    return new Agent(bus, owned, agentId, options);
   }
 
   get closed(): boolean {

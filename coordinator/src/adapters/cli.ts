@@ -2,59 +2,74 @@
 /**
  * tokenlease-coordinator — serves the pools of a configuration file over NATS.
  *
- *   tokenlease-coordinator --config pools.yaml [--nats nats://127.0.0.1:4222] [--log-level info]
- *                          [--redis redis://127.0.0.1:6379 | --memory] [--ownership-ttl-ms 3000]
- *                          [--member <name>] [--redis-prefix tokenlease]
+ *   tokenlease-coordinator --config pools.yaml [--log-level info]
+ *                          [--nats nats://127.0.0.1:4222] [NATS login and TLS flags: see USAGE]
+ *                          [--redis redis://127.0.0.1:6379 | --memory] [Redis login and TLS flags]
+ *                          [--ownership-ttl-ms 3000] [--member <name>] [--redis-prefix tokenlease]
  *
  * State lives in memory unless a Redis URL is given (`--redis`, or the
  * `REDIS_URL` environment variable unless `--memory` is given): then pools
  * are shared with the other coordinators on that Redis, each owned by one.
+ * Every NATS and Redis flag has an environment variable twin (NATS_USER,
+ * REDIS_CA, …); the flag wins. Secrets are never printed: URLs are shown
+ * redacted and the logger redacts credential fields.
  *
  * Exits 2 on a usage or configuration error (one line saying why, followed
  * by the usage for a usage error), 1 with one line when NATS or Redis cannot
- * be reached, 0 after a clean SIGTERM/SIGINT shutdown.
+ * be reached or refuses the login or the TLS handshake (within the connect
+ * timeout), 0 after a clean SIGTERM/SIGINT shutdown.
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
-import { connectBus, TokenleaseError } from '@tokenlease/shared';
-import { pino } from 'pino';
+import {
+  connectNats,
+  natsEnvLayer,
+  natsFlagLayer,
+  resolveNatsOptions,
+  NATS_ENV_USAGE,
+  NATS_FLAG_OPTIONS,
+  NATS_FLAGS_USAGE,
+  TokenleaseError,
+  type Bus,
+} from '@tokenlease/shared';
+import type { Logger } from 'pino';
 import { CoordinatorError } from '../errors.js';
+import { REDIS_ENV, resolveRedisOptions } from '../core/redis-options.js';
 import { loadConfigFile } from './config-file.js';
-import { connectRedisStore, parseRedisUrl, type StateStore } from './redis-store.js';
+import { createLogger, LOG_LEVELS } from './logger.js';
+import { connectRedisStore, type StateStore } from './redis-store.js';
 import { DEFAULT_OWNERSHIP_TTL_MS, startDurableService } from './durable-service.js';
 import { startCoordinatorService } from './service.js';
 
 const USAGE =
-  'usage: tokenlease-coordinator --config <pools.yaml|pools.json> [--nats <url>] [--log-level <level>]\n' +
-  '         [--redis <redis://host:port> | --memory] [--ownership-ttl-ms <ms>] [--member <name>] [--redis-prefix <prefix>]';
+  'usage: tokenlease-coordinator --config <pools.yaml|pools.json> [--log-level <level>]\n' +
+  `         ${NATS_FLAGS_USAGE}\n` +
+  '         [--redis <redis[s]://[user:password@]host:port> | --memory] [--redis-user <name>] [--redis-password <pw>]\n' +
+  '         [--redis-ca <file>] [--redis-cert <file> --redis-key <file>]\n' +
+  '         [--ownership-ttl-ms <ms>] [--member <name>] [--redis-prefix <prefix>]\n' +
+  `       ${NATS_ENV_USAGE}; ${Object.values(REDIS_ENV).join(', ')}`;
 
-interface Flags {
-  config?: string | undefined;
-  nats?: string | undefined;
-  'log-level'?: string | undefined;
-  redis?: string | undefined;
-  memory?: boolean | undefined;
-  'ownership-ttl-ms'?: string | undefined;
-  member?: string | undefined;
-  'redis-prefix'?: string | undefined;
-  help?: boolean | undefined;
-}
+type Flags = Record<string, string | boolean | undefined>;
 
 function fail(status: number, message: string): never {
   process.stderr.write(`tokenlease-coordinator: ${message}\n`);
   process.exit(status);
 }
 
-async function main(): Promise<void> {
-  let values: Flags;
+function parse(): Flags {
   try {
-    ({ values } = parseArgs({
+    return parseArgs({
       options: {
         config: { type: 'string', short: 'c' },
-        nats: { type: 'string' },
         'log-level': { type: 'string' },
+        ...NATS_FLAG_OPTIONS,
         redis: { type: 'string' },
+        'redis-user': { type: 'string' },
+        'redis-password': { type: 'string' },
+        'redis-ca': { type: 'string' },
+        'redis-cert': { type: 'string' },
+        'redis-key': { type: 'string' },
         memory: { type: 'boolean' },
         'ownership-ttl-ms': { type: 'string' },
         member: { type: 'string' },
@@ -62,54 +77,75 @@ async function main(): Promise<void> {
         help: { type: 'boolean', short: 'h' },
       },
       strict: true,
-    }));
+    }).values;
   } catch (error) {
     fail(2, `${error instanceof Error ? error.message : String(error)}\n${USAGE}`);
   }
-  if (values.help === true) {
+}
+
+/** openStore — the Redis store the flags and environment name (none with --memory); fails the process with one line. */
+async function openStore(values: Flags, keyPrefix: string, logger: Logger): Promise<StateStore | null> {
+  if (values['memory'] === true && values['redis'] !== undefined) fail(2, `--memory and --redis exclude each other\n${USAGE}`);
+  if (values['memory'] === true) return null;
+  let store: StateStore;
+  try {
+    const redis = resolveRedisOptions(values, process.env);
+    if (redis === null) return null;
+    store = await connectRedisStore(redis, { keyPrefix });
+    const warning = await store.durabilityWarning();
+    if (warning !== null) logger.warn({ event: 'durability-warning', redis: redis.shown }, warning);
+  } catch (error) {
+    if (error instanceof CoordinatorError) fail(error.code === 'config-invalid' ? 2 : 1, error.message);
+    throw error;
+  }
+  return store;
+}
+
+/** openBus — the NATS connection the flags and environment name; fails the process with one line. */
+async function openBus(values: Flags): Promise<Bus> {
+  try {
+    const options = resolveNatsOptions([natsFlagLayer(values), natsEnvLayer(process.env)]);
+    return await connectNats(options, { name: `tokenlease-coordinator ${process.pid}` });
+  } catch (error) {
+    if (error instanceof TokenleaseError) fail(error.code === 'invalid-nats-options' ? 2 : 1, error.message);
+    throw error;
+  }
+}
+
+async function main(): Promise<void> {
+  const values = parse();
+  if (values['help'] === true) {
     process.stdout.write(`${USAGE}\n`);
     return;
   }
-  if (values.config === undefined) fail(2, `--config is required\n${USAGE}`);
+  const configPath = values['config'];
+  if (typeof configPath !== 'string') fail(2, `--config is required\n${USAGE}`);
   const level = values['log-level'] ?? process.env['LOG_LEVEL'] ?? 'info';
-  if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(level))
-    fail(2, `unknown log level ${JSON.stringify(level)}`);
-  const logger = pino({ name: 'tokenlease-coordinator', level });
+  if (typeof level !== 'string' || !LOG_LEVELS.includes(level)) fail(2, `unknown log level ${JSON.stringify(level)}`);
+  const logger = createLogger(level);
 
   let config;
   try {
-    config = await loadConfigFile(values.config);
+    config = await loadConfigFile(configPath);
   } catch (error) {
     if (error instanceof CoordinatorError) fail(2, error.message);
     throw error;
   }
-  if (values.memory === true && values.redis !== undefined) fail(2, `--memory and --redis exclude each other\n${USAGE}`);
-  const redisUrl = values.memory === true ? undefined : (values.redis ?? process.env['REDIS_URL']);
-  const ownershipTtlMs = Number(values['ownership-ttl-ms'] ?? DEFAULT_OWNERSHIP_TTL_MS);
+  const ttlFlag = values['ownership-ttl-ms'];
+  const ownershipTtlMs = Number(ttlFlag ?? DEFAULT_OWNERSHIP_TTL_MS);
   if (!Number.isSafeInteger(ownershipTtlMs) || ownershipTtlMs < 30 || ownershipTtlMs > 600_000) {
-    fail(2, `--ownership-ttl-ms must be an integer in [30, 600000], got ${JSON.stringify(values['ownership-ttl-ms'])}`);
+    fail(2, `--ownership-ttl-ms must be an integer in [30, 600000], got ${JSON.stringify(ttlFlag)}`);
   }
-  const member = values.member ?? `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
+  const memberFlag = values['member'];
+  const member = typeof memberFlag === 'string' ? memberFlag : `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
   if (!/^[\x21-\x7e]{1,128}$/.test(member)) fail(2, `--member must be 1 to 128 printable ASCII characters without spaces`);
-  let store: StateStore | null = null;
-  if (redisUrl !== undefined) {
-    try {
-      parseRedisUrl(redisUrl);
-      store = await connectRedisStore(redisUrl, { keyPrefix: values['redis-prefix'] ?? config.subjectPrefix });
-    } catch (error) {
-      if (error instanceof CoordinatorError) fail(error.code === 'config-invalid' ? 2 : 1, error.message);
-      throw error;
-    }
-    const warning = await store.durabilityWarning();
-    if (warning !== null) logger.warn({ event: 'durability-warning', redis: redisUrl }, warning);
-  }
-  const url = values.nats ?? process.env['NATS_URL'] ?? 'nats://127.0.0.1:4222';
-  let bus;
+  const redisPrefix = values['redis-prefix'];
+  const store = await openStore(values, typeof redisPrefix === 'string' ? redisPrefix : config.subjectPrefix, logger);
+  let bus: Bus;
   try {
-    bus = await connectBus(url, { name: `tokenlease-coordinator ${process.pid}` });
+    bus = await openBus(values);
   } catch (error) {
     await store?.close();
-    if (error instanceof TokenleaseError) fail(1, error.message);
     throw error;
   }
   bus.onEvent((event) => logger.warn({ event: 'nats-connection', connection: event }, 'nats connection event'));

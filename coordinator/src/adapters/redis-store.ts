@@ -19,8 +19,11 @@
  * both. Redis must keep its data across a restart (`appendonly yes` and
  * `appendfsync always`): a pool Redis has no record of starts full.
  */
-import { Redis } from 'ioredis';
+import { readFileSync } from 'node:fs';
+import { Redis, type RedisOptions } from 'ioredis';
+import { redactUrl } from '@tokenlease/shared';
 import { CoordinatorError } from '../errors.js';
+import { checkRedisUrl, REDIS_ENV, REDIS_FLAGS, type RedisConnectOptions, type RedisField } from '../core/redis-options.js';
 import { decodePersistedLease, encodePersistedLease, parseLevelTokens, type PoolChanges, type StoredPool } from '../core/pool-state.js';
 
 const CLAIM = `
@@ -122,19 +125,9 @@ export interface RedisStoreOptions {
   readonly connectTimeoutMs?: number;
 }
 
-/** parseRedisUrl — `url` if it is a redis:// or rediss:// URL; throws CoordinatorError('config-invalid') otherwise. */
+/** parseRedisUrl — `url` if it is a redis:// or rediss:// URL; throws CoordinatorError('config-invalid') otherwise, showing the URL redacted. */
 export function parseRedisUrl(url: string): URL {
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    throw new CoordinatorError('config-invalid', `Redis URL ${JSON.stringify(url)} is not a URL (expected redis://host:port)`);
-  }
-  if (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:') {
-    throw new CoordinatorError('config-invalid', `Redis URL ${JSON.stringify(url)} must start with redis:// or rediss://`);
-  }
-  if (parsed.hostname === '') throw new CoordinatorError('config-invalid', `Redis URL ${JSON.stringify(url)} names no host`);
-  return parsed;
+  return checkRedisUrl(url);
 }
 
 function unavailable(error: unknown): CoordinatorError {
@@ -146,28 +139,92 @@ function unavailable(error: unknown): CoordinatorError {
   return new CoordinatorError('store-unavailable', `Redis did not answer: ${text}`, { cause: error });
 }
 
-/** connectRedisStore — a store on the Redis at `url`; rejects with one-line CoordinatorErrors for a bad URL or an unreachable server. */
-export async function connectRedisStore(url: string, options: RedisStoreOptions = {}): Promise<StateStore> {
-  parseRedisUrl(url);
+/** The options of a Redis URL given alone: its own login, TLS (trusting the system's CAs) for rediss://. */
+function urlOnly(url: string): RedisConnectOptions {
+  const tls = checkRedisUrl(url).protocol === 'rediss:' ? { caFile: null, certFile: null, keyFile: null } : null;
+  return { url, shown: redactUrl(url), user: null, password: null, tls };
+}
+
+/** The bytes of a TLS file; CoordinatorError('config-invalid') naming its setting when unreadable. */
+function readTlsFile(field: RedisField, path: string): Buffer {
+  try {
+    return readFileSync(path);
+  } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    const name = `--${REDIS_FLAGS[field]} or ${REDIS_ENV[field]}`;
+    throw new CoordinatorError('config-invalid', `cannot read ${path} (${name}): ${String(code ?? error)}`, {
+      field: REDIS_ENV[field],
+      cause: error,
+    });
+  }
+}
+
+/** Why the first connection failed, on one line, in words that hold no secret (a refused AUTH names no password). */
+function connectReason(error: unknown, lastError: unknown): string {
+  const text = (e: unknown): string => (e instanceof Error ? e.message : String(e)).trim().replace(/\s*\n\s*/g, ' ');
+  const said = lastError === null ? text(error) : text(lastError);
+  const code = (lastError as { code?: unknown } | null)?.code;
+  if (/WRONGPASS|NOAUTH|invalid password|invalid username-password/i.test(said)) return `authentication failed (${said})`;
+  if (/NOPERM/.test(said)) return `permission refused to this user (${said})`;
+  if (typeof code !== 'string') return said;
+  if (/ALERT_(CERTIFICATE_REQUIRED|BAD_CERTIFICATE|UNKNOWN_CA|CERTIFICATE_UNKNOWN|HANDSHAKE_FAILURE)/.test(code))
+    return `TLS handshake failure: the server refused our certificate or its absence (${code}; --redis-cert and --redis-key, or REDIS_CERT and REDIS_KEY)`;
+  if (/^(UNABLE_TO|CERT_|DEPTH_ZERO|SELF_SIGNED|ERR_TLS_CERT)/.test(code))
+    return `certificate problem: the server's certificate is not trusted (${code}; --redis-ca or REDIS_CA names the CA that signed it)`;
+  if (/^(ERR_SSL|ERR_TLS|ERR_OSSL)/.test(code)) return `TLS handshake failure (${code})`;
+  return said;
+}
+
+/**
+ * connectRedisStore — a store on the Redis that `target` names (a URL, or
+ * resolved options with a login and TLS files apart); rejects with
+ * one-line CoordinatorErrors holding no secret: `config-invalid` for a bad
+ * URL or an unreadable TLS file, `store-unavailable` for a server that
+ * cannot be reached or refuses the login.
+ */
+export async function connectRedisStore(target: string | RedisConnectOptions, options: RedisStoreOptions = {}): Promise<StateStore> {
+  const connection = typeof target === 'string' ? urlOnly(target) : target;
+  checkRedisUrl(connection.url);
   const prefix = options.keyPrefix ?? 'tokenlease';
   if (/[{}\s]/.test(prefix) || prefix.length === 0)
     throw new CoordinatorError('config-invalid', `Redis key prefix ${JSON.stringify(prefix)} may not be empty or hold braces or spaces`);
-  const redis = new Redis(url, {
+  const tls = connection.tls;
+  const redisOptions: RedisOptions = {
     lazyConnect: true,
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
     commandTimeout: options.commandTimeoutMs ?? 1000,
     connectTimeout: options.connectTimeoutMs ?? 3000,
     retryStrategy: () => 250,
+    ...(connection.user === null ? {} : { username: connection.user }),
+    ...(connection.password === null ? {} : { password: connection.password }),
+    ...(tls === null
+      ? {}
+      : {
+          tls: {
+            ...(tls.caFile === null ? {} : { ca: readTlsFile('caFile', tls.caFile) }),
+            ...(tls.certFile === null ? {} : { cert: readTlsFile('certFile', tls.certFile) }),
+            ...(tls.keyFile === null ? {} : { key: readTlsFile('keyFile', tls.keyFile) }),
+          },
+        }),
+  };
+  // ioredis lets the URL's login win over the options': drop from the URL what is given apart.
+  const url = new URL(connection.url);
+  if (connection.user !== null) url.username = '';
+  if (connection.password !== null) url.password = '';
+  const redis = new Redis(url.toString(), redisOptions);
+  // Connection errors surface as failed commands; the client keeps reconnecting. The last one says why a first connect failed.
+  let lastError: unknown = null;
+  redis.on('error', (error: unknown) => {
+    lastError = error;
   });
-  // Connection errors surface as failed commands; the client keeps reconnecting.
-  redis.on('error', () => {});
   try {
     await redis.connect();
   } catch (error) {
     redis.disconnect();
-    const text = error instanceof Error ? error.message : String(error);
-    throw new CoordinatorError('store-unavailable', `cannot reach Redis at ${url}: ${text}`, { cause: error });
+    throw new CoordinatorError('store-unavailable', `cannot connect to Redis at ${connection.shown}: ${connectReason(error, lastError)}`, {
+      cause: error,
+    });
   }
   return new RedisStore(redis, prefix);
 }

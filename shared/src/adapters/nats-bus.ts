@@ -5,9 +5,38 @@
  * Moving to another NATS client (or another bus) means rewriting this file.
  * Connections reconnect forever with a short wait, so a restarted server is
  * picked up again without the caller doing anything.
+ *
+ * Logins and TLS are nats.js's own (its authenticators and TLS options);
+ * this file only reads the seed and creds files they take. Servers reach
+ * nats.js without credentials (resolveNatsOptions strips them), and every
+ * server name this file reports is redacted again, for connections it did
+ * not make (busFromConnection).
  */
-import { connect, Events, ErrorCode, type Msg, type NatsConnection, type NatsError, type Subscription } from 'nats';
+import { readFileSync } from 'node:fs';
+import {
+  connect,
+  credsAuthenticator,
+  Events,
+  ErrorCode,
+  nkeyAuthenticator,
+  tokenAuthenticator,
+  usernamePasswordAuthenticator,
+  type Authenticator,
+  type ConnectionOptions,
+  type Msg,
+  type NatsConnection,
+  type NatsError,
+  type Status,
+  type Subscription,
+  type TlsOptions,
+} from 'nats';
 import { TokenleaseError, type SharedErrorCode } from '../errors.js';
+import { classifyNatsFailure, natsFailureMessage } from '../core/nats-failure.js';
+import { NATS_ENV, resolveNatsOptions, type NatsConnectOptions, type NatsField } from '../core/nats-options.js';
+import { redactUrlList } from '../core/redact.js';
+
+/** NatsConnection — a connection made with nats.js's `connect`, to hand to busFromConnection. */
+export type { NatsConnection };
 
 /** ReplyPort — answers one request; returns false when the request carried no reply subject. */
 export interface ReplyPort {
@@ -27,8 +56,13 @@ export interface Bus {
   request(subject: string, payload: Uint8Array, timeoutMs: number): Promise<Uint8Array>;
   /** publish — one message that wants no reply; false when it could not be handed to the connection (closed or draining). */
   publish(subject: string, payload: Uint8Array): boolean;
-  /** serve — delivers each message on `subject` (wildcards allowed) to one member of `queue`. */
-  serve(subject: string, queue: string, handler: BusHandler): { stop(): Promise<void> };
+  /**
+   * serve — delivers each message on `subject` (wildcards allowed) to one
+   * member of `queue`, or, with a null queue, every message to this
+   * subscriber. A subscription the server refuses (permissions) is reported
+   * as an `error` event and delivers nothing.
+   */
+  serve(subject: string, queue: string | null, handler: BusHandler): { stop(): Promise<void> };
   onEvent(listener: (event: BusEvent) => void): void;
   /** flush — resolves once the server has processed everything sent so far (so a new subscription is in place); rejects when it cannot be reached. */
   flush(): Promise<void>;
@@ -82,9 +116,9 @@ class NatsBus implements Bus {
     }
   }
 
-  serve(subject: string, queue: string, handler: BusHandler): { stop(): Promise<void> } {
+  serve(subject: string, queue: string | null, handler: BusHandler): { stop(): Promise<void> } {
     const sub: Subscription = this.nc.subscribe(subject, {
-      queue,
+      ...(queue === null ? {} : { queue }),
       callback: (error, msg: Msg) => {
         if (error) {
           this.emit({ type: 'error', message: error.message });
@@ -122,37 +156,133 @@ class NatsBus implements Bus {
 
   private async watchStatus(): Promise<void> {
     for await (const status of this.nc.status()) {
-      // Disconnect and Reconnect carry the server, Error its code; only Update (not read) carries an object.
-      const server = typeof status.data === 'object' ? JSON.stringify(status.data) : String(status.data);
-      if (status.type === Events.Disconnect) this.emit({ type: 'disconnect', server });
-      else if (status.type === Events.Reconnect) this.emit({ type: 'reconnect', server });
-      else if (status.type === Events.Error) this.emit({ type: 'error', message: server });
+      if (status.type === Events.Disconnect) this.emit({ type: 'disconnect', server: serverOf(status) });
+      else if (status.type === Events.Reconnect) this.emit({ type: 'reconnect', server: serverOf(status) });
+      else if (status.type === Events.Error) this.emit({ type: 'error', message: errorOf(status) });
     }
   }
 }
 
+/** The server a Disconnect or Reconnect names, redacted (only Update, not read, carries an object). */
+function serverOf(status: Status): string {
+  return redactUrlList(typeof status.data === 'object' ? JSON.stringify(status.data) : String(status.data));
+}
+
+/** An Error status in words: its code, or for a permissions violation what the server refused. */
+function errorOf(status: Status): string {
+  const code = typeof status.data === 'object' ? JSON.stringify(status.data) : String(status.data);
+  const context = status.permissionContext;
+  if (context === undefined) return code;
+  return `permissions violation: ${context.operation} to ${JSON.stringify(context.subject)} refused by the server`;
+}
+
+/** busFromConnection — a Bus over a connection the caller made with nats.js; closing the Bus closes it. */
+export function busFromConnection(nc: NatsConnection): Bus {
+  return new NatsBus(nc);
+}
+
+/** The name of a setting for a message: where it came from, else its environment variable. */
+function nameOf(options: NatsConnectOptions, field: NatsField): string {
+  return options.sources[field] ?? NATS_ENV[field];
+}
+
+/** readSetting — the bytes of the file a setting names; `invalid-nats-options` naming the setting when unreadable. */
+function readSetting(options: NatsConnectOptions, field: NatsField, path: string): Uint8Array {
+  try {
+    return readFileSync(path);
+  } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    throw new TokenleaseError('invalid-nats-options', `cannot read ${path} (${nameOf(options, field)}): ${String(code ?? error)}`, {
+      field: nameOf(options, field),
+      cause: error,
+    });
+  }
+}
+
+function authenticatorOf(options: NatsConnectOptions): Authenticator | undefined {
+  const auth = options.auth;
+  if (auth.kind === 'user-password') return usernamePasswordAuthenticator(auth.user, auth.password);
+  if (auth.kind === 'token') return tokenAuthenticator(auth.token);
+  if (auth.kind === 'nkey') {
+    const text = new TextDecoder().decode(readSetting(options, 'nkeyFile', auth.seedFile));
+    const seed = text.split(/\s+/).find((word) => /^SU[A-Z2-7]{50,}$/.test(word));
+    if (seed === undefined) {
+      const name = nameOf(options, 'nkeyFile');
+      throw new TokenleaseError('invalid-nats-options', `${auth.seedFile} (${name}) holds no user NKey seed (a word starting with SU)`, {
+        field: name,
+      });
+    }
+    return nkeyAuthenticator(new TextEncoder().encode(seed));
+  }
+  if (auth.kind === 'creds') {
+    const creds = readSetting(options, 'credsFile', auth.credsFile);
+    const text = new TextDecoder().decode(creds);
+    if (!text.includes('BEGIN NATS USER JWT') || !text.includes('BEGIN USER NKEY SEED')) {
+      const name = nameOf(options, 'credsFile');
+      throw new TokenleaseError('invalid-nats-options', `${auth.credsFile} (${name}) is no creds file (a user JWT and its NKey seed)`, {
+        field: name,
+      });
+    }
+    return credsAuthenticator(creds);
+  }
+  return undefined;
+}
+
+/** The TLS options for nats.js; each file is checked readable first, so a typo is one line naming the setting. */
+function tlsOf(options: NatsConnectOptions): TlsOptions | undefined {
+  const tls = options.tls;
+  if (tls === null) return undefined;
+  const files: Array<['caFile' | 'certFile' | 'keyFile', string | null]> = [
+    ['caFile', tls.caFile],
+    ['certFile', tls.certFile],
+    ['keyFile', tls.keyFile],
+  ];
+  const out: TlsOptions = {};
+  for (const [field, path] of files) {
+    if (path === null) continue;
+    readSetting(options, field, path); // nats.js reads it again; this only turns a typo into one line naming the setting
+    out[field] = path;
+  }
+  return out;
+}
+
 /**
- * connectBus — connects to the NATS servers at `url` (comma-separated for
- * several). Rejects with `bus-unreachable` naming the URL when no server
- * answers the first attempt.
+ * connectNats — a Bus on a new connection made with `options` (see
+ * resolveNatsOptions). Rejects within the connect timeout (per server
+ * tried) with one-line TokenleaseErrors holding no secret:
+ * `invalid-nats-options` for a seed, creds or TLS file that cannot be
+ * used, `bus-auth-failed`, `bus-tls-failed`, `bus-connect-timeout` or
+ * `bus-unreachable` (see nats-failure.ts).
+ */
+export async function connectNats(options: NatsConnectOptions, busOptions: BusOptions): Promise<Bus> {
+  const authenticator = authenticatorOf(options);
+  const tls = tlsOf(options);
+  const connectOptions: ConnectionOptions = {
+    servers: [...options.servers],
+    name: busOptions.name,
+    maxReconnectAttempts: -1,
+    reconnectTimeWait: busOptions.reconnectWaitMs ?? 250,
+    reconnectJitter: 50,
+    pingInterval: 10_000,
+    timeout: options.connectTimeoutMs,
+    ...(authenticator === undefined ? {} : { authenticator }),
+    ...(tls === undefined ? {} : { tls }),
+    ...(options.inboxPrefix === null ? {} : { inboxPrefix: options.inboxPrefix }),
+  };
+  try {
+    return new NatsBus(await connect(connectOptions));
+  } catch (error) {
+    const failure = classifyNatsFailure(error, options);
+    throw new TokenleaseError(failure.code, natsFailureMessage(options, failure), { cause: error });
+  }
+}
+
+/**
+ * connectBus — a Bus on the NATS servers at `url` (comma-separated for
+ * several; credentials inside it are used and never shown), with no other
+ * setting read from anywhere. Rejects as connectNats does.
  */
 export async function connectBus(url: string, options: BusOptions): Promise<Bus> {
-  const servers = url
-    .split(',')
-    .map((s) => s.trim())
-    .filter((s) => s.length > 0);
-  try {
-    const nc = await connect({
-      servers,
-      name: options.name,
-      maxReconnectAttempts: -1,
-      reconnectTimeWait: options.reconnectWaitMs ?? 250,
-      reconnectJitter: 50,
-      pingInterval: 10_000,
-    });
-    return new NatsBus(nc);
-  } catch (error) {
-    const text = error instanceof Error ? error.message : String(error);
-    throw new TokenleaseError('bus-unreachable', `cannot reach NATS at ${url}: ${text}`, { cause: error });
-  }
+  const names = { ...NATS_ENV, url: 'the NATS URL' };
+  return connectNats(resolveNatsOptions([{ settings: { url }, names }]), options);
 }

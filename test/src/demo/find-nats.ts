@@ -1,9 +1,10 @@
 /**
- * The demo's NATS: `--nats` or `$NATS_URL` if given (it must answer);
+ * The demo's NATS: `$NATS_URL` if given (main.ts puts `--nats` there; it must answer);
  * otherwise nats://127.0.0.1:4222 if something listens there; otherwise a
  * private nats-server on a free port if the binary is installed (stopped at
  * exit); otherwise an error that says how to get one.
  */
+import { redactUrlList } from '@tokenlease/shared';
 import { findNatsServerBinary, startPrivateNats, type NatsHandle } from '../harness/nats.js';
 import { isListening } from '../harness/ports.js';
 
@@ -15,12 +16,14 @@ function hostPort(url: string): { host: string; port: number } {
   return { host: parsed.hostname, port: parsed.port === '' ? 4222 : Number(parsed.port) };
 }
 
-export async function findNats(given: string | undefined): Promise<NatsHandle> {
-  const explicit = given ?? process.env['NATS_URL'];
+/** findNats — the server the demo uses: the URL keeps any credentials inside it, for the processes it starts. */
+export async function findNats(): Promise<NatsHandle> {
+  const given = process.env['NATS_URL'];
+  const explicit = given === '' ? undefined : given;
   const url = explicit ?? DEFAULT_URL;
   const { host, port } = hostPort(url);
   if (await isListening(host, port, 1000)) return { url, source: 'env', stop: async () => {} };
-  if (explicit !== undefined) throw new Error(`nothing answers at ${url} (from ${given !== undefined ? '--nats' : 'NATS_URL'})`);
+  if (explicit !== undefined) throw new Error(`nothing answers at ${redactUrlList(url)} (from --nats or NATS_URL)`);
   if (findNatsServerBinary() !== null) {
     console.log(`nothing listens at ${DEFAULT_URL}: starting a private nats-server for this demo`);
     return startPrivateNats();

@@ -5,17 +5,23 @@
  * B + r·T envelope, leases and round-trips. Ctrl-C (or --duration) stops it,
  * then every window of the logged admissions is checked against the envelope.
  *
- *   npm start [-- --duration <seconds>] [-- --nats <url>]
+ *   npm start [-- --duration <seconds>] [-- --nats <url>] [-- <any NATS flag of the coordinator CLI>]
+ *
+ * NATS logins and TLS come from the environment (NATS_URL, NATS_USER,
+ * NATS_PASSWORD, NATS_TOKEN, NATS_NKEY, NATS_CREDS, NATS_CA, NATS_CERT,
+ * NATS_KEY, …) or the same flags as the coordinator CLI's; the coordinator,
+ * the agents and the status probe all use them. URLs are printed redacted.
  */
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { makeRate } from '@tokenlease/shared';
+import { makeRate, redactUrlList, NATS_FLAG_OPTIONS, TokenleaseError } from '@tokenlease/shared';
 import { checkEnvelope } from '@tokenlease/shared/testing';
 import { readAdmissionLog, scratchDir, startAgentProcess, startCoordinator, StatusProbe, writeConfig } from '../harness/fleet.js';
 import { stop, stopAll, type Child } from '../harness/processes.js';
 import { seededRandom } from '../harness/random.js';
 import type { Traffic } from '../harness/traffic.js';
 import { findNats } from './find-nats.js';
+import { natsFlagsIntoEnv } from './nats-env.js';
 import { renderTable, type AgentRow } from './render.js';
 
 const POOL = { name: 'api', capacity: 100, refillPerSecond: 200, leaseTtlMs: 2000, maxLeaseTokens: 20 };
@@ -34,12 +40,18 @@ const AGENTS: ReadonlyArray<{ name: string; traffic: Traffic; about: string }> =
 ];
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { duration: { type: 'string' }, nats: { type: 'string' }, seed: { type: 'string' } } });
+  const { values } = parseArgs({ options: { duration: { type: 'string' }, seed: { type: 'string' }, ...NATS_FLAG_OPTIONS } });
   const durationS = values.duration === undefined ? Infinity : Number(values.duration);
   if (!(durationS > 0)) throw new Error(`--duration must be a positive number of seconds, got ${values.duration}`);
   const seed = values.seed === undefined ? Date.now() % 2 ** 31 : Number(values.seed);
-  const nats = await findNats(values.nats);
-  console.log(`NATS: ${nats.url} (${nats.source})`);
+  try {
+    natsFlagsIntoEnv(values, process.env);
+  } catch (error) {
+    if (error instanceof TokenleaseError) throw new Error(error.message, { cause: error });
+    throw error;
+  }
+  const nats = await findNats();
+  console.log(`NATS: ${redactUrlList(nats.url)} (${nats.source})`);
 
   const dir = scratchDir();
   const prefix = `tokenlease-demo-${process.pid}`;

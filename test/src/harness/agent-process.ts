@@ -1,7 +1,10 @@
 /**
  * A child process running one agent that offers traffic to one pool.
  *
- *   node agent-process.js '<json AgentProcessConfig>'
+ *   NATS_URL=nats://… node agent-process.js '<json AgentProcessConfig without natsUrl>'
+ *
+ * It connects as Agent.connect does by default: NATS_URL and the other
+ * NATS_* variables of its environment (logins, TLS, inbox prefix).
  *
  * stdout, one JSON object a line: {"type":"ready"}, then {"type":"stats",...}
  * every `statsEveryMs`, {"type":"event",...} for each NATS disconnect,
@@ -18,7 +21,10 @@ import { seededRandom } from './random.js';
 import type { Traffic } from './traffic.js';
 
 export interface AgentProcessConfig {
+  /** Handed to the child as NATS_URL (startAgentProcess), with the other NATS_* settings of its environment. */
   readonly natsUrl: string;
+  /** The identity token it sends under; its agent id is then `<identity>.<name>-<pid>`. */
+  readonly identity?: string;
   readonly subjectPrefix?: string;
   readonly pool: string;
   readonly name: string;
@@ -36,11 +42,11 @@ function print(obj: object): void {
 }
 
 async function main(): Promise<void> {
-  const config = JSON.parse(process.argv[2] ?? '{}') as AgentProcessConfig;
+  const config = JSON.parse(process.argv[2] ?? '{}') as Omit<AgentProcessConfig, 'natsUrl'>;
   const agent = await Agent.connect({
-    natsUrl: config.natsUrl,
     clock: hostMonoNowUs,
-    agentId: `${config.name}-${process.pid}`,
+    agentId: `${config.identity === undefined ? '' : `${config.identity}.`}${config.name}-${process.pid}`,
+    ...(config.identity === undefined ? {} : { identity: config.identity }),
     onEvent: (event) => print({ type: 'event', name: config.name, event: event.type, ...('code' in event ? { code: event.code } : {}) }),
     ...(config.subjectPrefix === undefined ? {} : { subjectPrefix: config.subjectPrefix }),
     ...(config.keeper === undefined ? {} : { keeper: config.keeper }),

@@ -7,12 +7,17 @@ import { mkdtempSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
-  connectBus,
+  connectNats,
   decodeReply,
   encodeMessage,
+  natsEnvLayer,
+  resolveNatsOptions,
   subjectFor,
+  ANONYMOUS_IDENTITY,
   DEFAULT_SUBJECT_PREFIX,
+  NATS_ENV,
   type Bus,
+  type NatsSettings,
   type PoolStatus,
   type Decoded,
   type Reply,
@@ -56,16 +61,23 @@ export interface CoordinatorOptions {
   readonly logLevel?: string;
   /** The child's name in messages (default `coordinator`, or `coordinator:<member>`). */
   readonly name?: string;
+  /** More flags (NATS logins and TLS, say). */
+  readonly args?: readonly string[];
+  /** More environment variables for the child (NATS_USER, …). */
+  readonly env?: NodeJS.ProcessEnv;
 }
 
 /**
  * startCoordinator — the CLI in a child process (logs captured); resolves
  * once it serves ('serving' in memory mode, 'durable-started' in durable
  * mode). An exit without its 'stopped' or 'durable-stopped' line is
- * reported on stderr, unless a SIGKILL (a test's fault) ended it.
+ * reported on stderr, unless a SIGKILL (a test's fault) ended it. The NATS
+ * URL goes in the child's environment (NATS_URL), not on its command line,
+ * where any credentials inside it would show in the process list; the rest
+ * of the parent's NATS_* settings pass through.
  */
 export async function startCoordinator(natsUrl: string, configPath: string, options: CoordinatorOptions = {}): Promise<Child> {
-  const args = ['--config', configPath, '--nats', natsUrl, '--log-level', options.logLevel ?? 'info'];
+  const args = ['--config', configPath, '--log-level', options.logLevel ?? 'info', ...(options.args ?? [])];
   const durable = options.redisUrl !== undefined;
   if (options.redisUrl === undefined) args.push('--memory');
   else {
@@ -75,7 +87,7 @@ export async function startCoordinator(natsUrl: string, configPath: string, opti
     if (options.redisPrefix !== undefined) args.push('--redis-prefix', options.redisPrefix);
   }
   const name = options.name ?? (options.member === undefined ? 'coordinator' : `coordinator:${options.member}`);
-  const child = spawnNode(name, coordinatorCliScript(), args);
+  const child = spawnNode(name, coordinatorCliScript(), args, { [NATS_ENV.url]: natsUrl, ...options.env });
   await waitForEvent(child, { event: durable ? 'durable-started' : 'serving' }, STARTUP_TIMEOUT_MS);
   void child.exited.then(({ code, signal }) => {
     const stopped = hasEvent(child, { event: durable ? 'durable-stopped' : 'stopped' });
@@ -85,9 +97,14 @@ export async function startCoordinator(natsUrl: string, configPath: string, opti
   return child;
 }
 
-/** startAgentProcess — an agent in a child process; resolves once it is connected (its 'ready' line names its agentId). */
-export async function startAgentProcess(config: AgentProcessConfig): Promise<Child> {
-  const child = spawnNode(`agent:${config.name}`, agentProcessScript(), [JSON.stringify(config)]);
+/**
+ * startAgentProcess — an agent in a child process; resolves once it is
+ * connected (its 'ready' line names its agentId). Its NATS URL goes in its
+ * environment, as for the coordinator, with `env` added.
+ */
+export async function startAgentProcess(config: AgentProcessConfig, env: NodeJS.ProcessEnv = {}): Promise<Child> {
+  const { natsUrl, ...rest } = config;
+  const child = spawnNode(`agent:${config.name}`, agentProcessScript(), [JSON.stringify(rest)], { [NATS_ENV.url]: natsUrl, ...env });
   await waitForEvent(child, { type: 'ready' }, STARTUP_TIMEOUT_MS);
   return child;
 }
@@ -123,18 +140,31 @@ export function readAdmissionLog(path: string): LoggedAdmission[] {
   return admissions;
 }
 
-/** StatusProbe — asks the coordinator for a pool's status over NATS. */
-export class StatusProbe {
-  private constructor(private readonly bus: Bus) {}
+/** ProbeOptions — how a StatusProbe logs in (over the NATS_* environment) and the identity it asks under. */
+export interface ProbeOptions {
+  readonly nats?: NatsSettings;
+  /** The identity token of its status subjects (an operator's); default ANONYMOUS_IDENTITY. */
+  readonly identity?: string;
+}
 
-  static async connect(natsUrl: string): Promise<StatusProbe> {
-    return new StatusProbe(await connectBus(natsUrl, { name: 'tokenlease-test-probe' }));
+/** StatusProbe — asks the coordinator for a pool's status over NATS: what an operator's tool does. */
+export class StatusProbe {
+  private constructor(
+    private readonly bus: Bus,
+    private readonly identity: string,
+  ) {}
+
+  /** connect — a probe on `natsUrl`, logged in by `options.nats` or else the NATS_* environment. */
+  static async connect(natsUrl: string, options: ProbeOptions = {}): Promise<StatusProbe> {
+    const given = { settings: { ...options.nats, url: natsUrl }, names: NATS_ENV };
+    const resolved = resolveNatsOptions([given, natsEnvLayer(process.env)]);
+    return new StatusProbe(await connectNats(resolved, { name: 'tokenlease-test-probe' }), options.identity ?? ANONYMOUS_IDENTITY);
   }
 
   async status(pool: string, prefix: string = DEFAULT_SUBJECT_PREFIX, agentId?: string): Promise<PoolStatus> {
     const query =
       agentId === undefined ? { v: 2 as const, op: 'status' as const, pool } : { v: 2 as const, op: 'status' as const, pool, agentId };
-    const bytes = await this.bus.request(subjectFor(prefix, 'status', pool), encodeMessage(query), 2000);
+    const bytes = await this.bus.request(subjectFor(prefix, 'status', pool, this.identity), encodeMessage(query), 2000);
     const decoded = decodeReply(bytes);
     if (!decoded.ok || decoded.value.kind !== 'status') throw new Error(`unexpected status reply: ${new TextDecoder().decode(bytes)}`);
     return decoded.value;

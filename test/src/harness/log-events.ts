@@ -32,6 +32,7 @@ export const COORDINATOR_EVENTS = [
   'state-invalid',
   'owner-record-cleared',
   'members-cleared',
+  'durability-warning',
 ] as const;
 export type CoordinatorEvent = (typeof COORDINATOR_EVENTS)[number];
 

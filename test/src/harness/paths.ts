@@ -32,3 +32,10 @@ export function coordinatorCliScript(): string {
   const entry = require.resolve('@tokenlease/coordinator');
   return built(join(dirname(entry), 'adapters', 'cli.js'));
 }
+
+/** securedNatsConfig — the shipped permission model, deploy/nats/secured.conf. */
+export function securedNatsConfig(): string {
+  const path = resolve(TEST_PACKAGE_ROOT, '..', 'deploy', 'nats', 'secured.conf');
+  if (!existsSync(path)) throw new Error(`${path} is missing: it ships with the repository`);
+  return path;
+}

@@ -62,7 +62,7 @@ describe('tokenlease-coordinator CLI', () => {
     const port = await freePort();
     const { code, stderr } = await run(['--config', path, '--nats', `nats://127.0.0.1:${port}`]);
     expect(code).toBe(1);
-    expect(stderr).toMatch(/cannot reach NATS at nats:\/\/127\.0\.0\.1/);
+    expect(stderr).toMatch(/cannot connect to NATS at nats:\/\/127\.0\.0\.1:\d+ \(no credentials\): connection refused$/);
     expect(stderr).not.toMatch(/\n\s+at /);
   });
 

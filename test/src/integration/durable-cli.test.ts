@@ -71,7 +71,7 @@ describe('tokenlease-coordinator CLI in durable mode', () => {
     const { code, stderr } = await run(['--config', configPath, '--redis', `redis://127.0.0.1:${port}`, '--nats', nats.url]);
     expect(code).toBe(1);
     expectOneLine(stderr);
-    expect(stderr).toContain(`cannot reach Redis at redis://127.0.0.1:${port}`);
+    expect(stderr).toContain(`cannot connect to Redis at redis://127.0.0.1:${port}: `);
   });
 
   it('refuses --memory with --redis, a bad ownership TTL, member or key prefix, status 2', async () => {

@@ -1,0 +1,105 @@
+/**
+ * The agent's connection: a Bus it was given, a nats.js connection it was
+ * given, or one it opens from its options and the environment (the same
+ * settings, read the same way, as the coordinator CLI: see
+ * resolveNatsOptions in @tokenlease/shared). Only a connection it opened
+ * is its to close.
+ */
+import {
+  busFromConnection,
+  connectNats,
+  natsEnvLayer,
+  resolveNatsOptions,
+  TokenleaseError,
+  ANONYMOUS_IDENTITY,
+  type Bus,
+  type NatsConnection,
+  type NatsField,
+  type NatsLayer,
+} from '@tokenlease/shared';
+import { AgentError, type AgentErrorCode } from '../errors.js';
+
+/** AgentNatsOptions — how to log in and which TLS files to use; each overrides its environment variable (NATS_USER, …). */
+export interface AgentNatsOptions {
+  readonly user?: string;
+  readonly password?: string;
+  readonly token?: string;
+  /** Path of a file holding the user's NKey seed (`SU…`). */
+  readonly nkeyFile?: string;
+  /** Path of a creds file (user JWT and NKey seed). */
+  readonly credsFile?: string;
+  /** Path of the CA bundle (PEM) that signed the server's certificate. */
+  readonly caFile?: string;
+  /** Path of the client certificate (PEM), for mutual TLS; needs `keyFile`. */
+  readonly certFile?: string;
+  readonly keyFile?: string;
+  /** Longest wait for a server to accept the connection and the login, ms (default 5000). */
+  readonly connectTimeoutMs?: number;
+}
+
+/** The part of AgentOptions that says how to reach NATS. */
+export interface AgentConnectionOptions {
+  readonly natsUrl?: string;
+  readonly nats?: AgentNatsOptions;
+  readonly inboxPrefix?: string;
+  readonly connection?: NatsConnection;
+  readonly bus?: Bus;
+  readonly env?: Readonly<Record<string, string | undefined>>;
+}
+
+/** How each option is named in an error message. */
+const OPTION_NAMES: Readonly<Record<NatsField, string>> = {
+  url: 'natsUrl',
+  user: 'nats.user',
+  password: 'nats.password',
+  token: 'nats.token',
+  nkeyFile: 'nats.nkeyFile',
+  credsFile: 'nats.credsFile',
+  caFile: 'nats.caFile',
+  certFile: 'nats.certFile',
+  keyFile: 'nats.keyFile',
+  inboxPrefix: 'inboxPrefix',
+  connectTimeoutMs: 'nats.connectTimeoutMs',
+};
+
+/** What a failed connection's code becomes for the agent's callers. */
+const CODES: ReadonlyMap<string, AgentErrorCode> = new Map<string, AgentErrorCode>([
+  ['invalid-nats-options', 'invalid-argument'],
+  ['bus-auth-failed', 'auth-failed'],
+  ['bus-tls-failed', 'tls-failed'],
+]);
+
+/** defaultInboxPrefix — `_INBOX_<identity>` for an agent with an identity (the inbox its NATS user may read), else the client's own. */
+export function defaultInboxPrefix(identity: string): string | undefined {
+  return identity === ANONYMOUS_IDENTITY ? undefined : `_INBOX_${identity}`;
+}
+
+/**
+ * openAgentBus — the bus for an agent of `identity` named `agentId`, and
+ * whether the agent owns it. Rejects with AgentError: `invalid-argument`
+ * for bad settings, `auth-failed`, `tls-failed` or `unreachable`; the
+ * message names the servers without credentials.
+ */
+export async function openAgentBus(
+  options: AgentConnectionOptions,
+  identity: string,
+  agentId: string,
+): Promise<{ readonly bus: Bus; readonly owned: boolean }> {
+  if (options.bus !== undefined) return { bus: options.bus, owned: false };
+  if (options.connection !== undefined) return { bus: busFromConnection(options.connection), owned: false };
+  const given: NatsLayer = {
+    settings: { ...options.nats, url: options.natsUrl, inboxPrefix: options.inboxPrefix },
+    names: OPTION_NAMES,
+  };
+  const inboxPrefix = defaultInboxPrefix(identity);
+  try {
+    const resolved = resolveNatsOptions(
+      [given, natsEnvLayer(options.env ?? process.env)],
+      inboxPrefix === undefined ? {} : { inboxPrefix },
+    );
+    return { bus: await connectNats(resolved, { name: `tokenlease-agent ${agentId}` }), owned: true };
+  } catch (error) {
+    if (!(error instanceof TokenleaseError)) throw error;
+    throw new AgentError(CODES.get(error.code) ?? 'unreachable', error.message, { cause: error });
+  }
+}

@@ -1,0 +1,69 @@
+/**
+ * A private nats-server run on a configuration file (logins, TLS,
+ * permissions), on a free 127.0.0.1 port whatever the file says: the
+ * command line's `-a` and `-p` win over the file's `listen`. Only the
+ * local binary: a configuration names files on this machine.
+ */
+import { randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { findNatsServerBinary } from './nats.js';
+import { securedNatsConfig } from './paths.js';
+import { freePort, waitListening } from './ports.js';
+import { spawnProcess, stop, type Child } from './processes.js';
+
+export interface ConfiguredNats {
+  /** `nats://127.0.0.1:<port>`, no credentials. */
+  readonly url: string;
+  readonly port: number;
+  readonly child: Child;
+  stop(): Promise<void>;
+}
+
+/**
+ * startConfiguredNats — nats-server on the configuration `text` (written to
+ * `<dir>/<name>.conf`) or on the file `configFile`, with `env` added to its
+ * environment (a configuration's `$VARIABLE`s are read from it).
+ */
+export async function startConfiguredNats(
+  dir: string,
+  name: string,
+  config: { readonly text: string } | { readonly file: string },
+  env: NodeJS.ProcessEnv = {},
+): Promise<ConfiguredNats> {
+  const binary = findNatsServerBinary();
+  if (binary === null) throw new Error('secured NATS tests need the nats-server binary (Debian: apt-get install nats-server)');
+  const file = 'file' in config ? config.file : join(dir, `${name}.conf`);
+  if ('text' in config) writeFileSync(file, config.text);
+  const port = await freePort();
+  const child = spawnProcess(`nats-server:${name}:${port}`, binary, ['-c', file, '-a', '127.0.0.1', '-p', String(port)], env);
+  try {
+    await waitListening('127.0.0.1', port, 10_000);
+  } catch (error) {
+    await stop(child);
+    throw new Error(`nats-server on ${file} did not start: ${child.stderr().slice(-2000)}`, { cause: error });
+  }
+  return { url: `nats://127.0.0.1:${port}`, port, child, stop: () => stop(child) };
+}
+
+/** SHIPPED_USERS — the users of deploy/nats/secured.conf; its subject prefix is `tokenlease`. */
+export const SHIPPED_USERS = ['coordinator', 'operator', 'checkout', 'search'] as const;
+export type ShippedUser = (typeof SHIPPED_USERS)[number];
+
+export interface ShippedNats extends ConfiguredNats {
+  /** The password of `user`, as a client gives it. */
+  password(user: ShippedUser): string;
+}
+
+/**
+ * startShippedNats — nats-server on deploy/nats/secured.conf as shipped,
+ * each user's password random and handed over in its environment variable,
+ * quoted (the server reads it as a configuration value). The passwords
+ * hold '#', ':' and a space, which unquoted would be cut short or refused.
+ */
+export async function startShippedNats(dir: string): Promise<ShippedNats> {
+  const passwords = new Map<ShippedUser, string>(SHIPPED_USERS.map((user) => [user, `${randomBytes(9).toString('hex')}#p:w d`]));
+  const env = Object.fromEntries(SHIPPED_USERS.map((user) => [`TOKENLEASE_${user.toUpperCase()}_PASSWORD`, `"${passwords.get(user)}"`]));
+  const server = await startConfiguredNats(dir, 'secured', { file: securedNatsConfig() }, env);
+  return { ...server, password: (user) => passwords.get(user) as string };
+}
