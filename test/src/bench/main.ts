@@ -20,6 +20,7 @@ import { fileURLToPath } from 'node:url';
 import { durableFigures } from './durable.js';
 import { bytesPerCall, timeCalls } from './measure.js';
 import { memoryFigures } from './memory.js';
+import { benchOutput } from './output.js';
 
 const LEASE_TOKENS = 10_000;
 const E2E_MS = 3000;
@@ -120,6 +121,7 @@ async function allocationProbe(natsUrl: string, prefix: string): Promise<void> {
 
 async function main(): Promise<void> {
   if (process.argv[2] === '--allocation-probe') return allocationProbe(process.argv[3] as string, process.argv[4] as string);
+  const out = benchOutput(process.argv.slice(2));
   const nats = await provideNats();
   const prefix = `tlbench${process.pid}`;
   try {
@@ -181,7 +183,7 @@ async function main(): Promise<void> {
       `coordinator memory: ${bytes.bytesPerLease} heap bytes per live lease; ${bytes.bytesPerEvictedPool} per template pool after idle eviction (${bytes.poolsLeft} of 20,000 left)`,
     );
     console.log(`NATS: ${nats.source} ${nats.url}; node ${process.version}`);
-    console.log(
+    out.emit(
       JSON.stringify({
         tryTakeNsMedian: admitTiming.nsMedian,
         tryTakeNsP99: admitTiming.nsP99,

@@ -94,7 +94,7 @@ function readmeCommands(markdown: string): string[] {
 function scriptFile(name: string): string {
   const scripts = (JSON.parse(readFileSync(resolve(REPO_ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
   const script = Object.hasOwn(scripts, name) ? scripts[name] : undefined;
-  const match = /^turbo run build(?: [^&]*)? && node (\S+)$/.exec(script ?? '');
+  const match = /^turbo run build(?: [^&>]*)?(?: >&2)? && node (\S+)$/.exec(script ?? '');
   if (match?.[1] === undefined)
     throw new Error(`the root script ${JSON.stringify(name)} is not "turbo run build … && node <file>": ${JSON.stringify(script)}`);
   return match[1];
