@@ -1,7 +1,7 @@
 export { Agent, type AgentOptions, type AgentEvent } from './adapters/agent.js';
 export { Limiter, type LimiterStats } from './adapters/limiter.js';
 export { AgentError, type AgentErrorCode } from './errors.js';
-export { LeaseKeeper, type SendAction, type KeeperStats } from './core/lease-keeper.js';
+export { LeaseKeeper, type SendAction, type KeeperStats, type PoolLimits } from './core/lease-keeper.js';
 export { LeaseSlot, type DenialReason } from './core/lease-slot.js';
 export { keeperOptions, DEFAULT_KEEPER_OPTIONS, type KeeperOptions } from './core/keeper-options.js';
 export { DemandMeter } from './core/demand-meter.js';

@@ -145,6 +145,12 @@ export class Limiter {
     return this.keeper.limits;
   }
 
+  /** availableTokens — what this limiter may admit now from its lease (0 without a live one). */
+  get availableTokens(): number {
+    const s = this.keeper.slot;
+    return s.hasLease && this.now() < s.expiresAtUs ? s.balanceTokens : 0;
+  }
+
   /** heard — whether the pool has answered this limiter yet (a grant, or `unknown-pool`). */
   get heard(): boolean {
     return this.keeper.heard;

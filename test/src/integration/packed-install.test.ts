@@ -3,7 +3,8 @@
  * three tarballs (each built by its `prepack`), `npm install <tarballs>`
  * puts them into a fresh project with no workspace links (third-party
  * dependencies from the registry, or npm's cache), and that project imports
- * the agent, runs the coordinator's `bin` and admits through it over NATS.
+ * the agent and its HTTP middleware (without Express or Fastify: they are
+ * optional peers), runs the coordinator's `bin` and admits through it over NATS.
  */
 import { execFile } from 'node:child_process';
 import { mkdirSync, readdirSync, writeFileSync, existsSync, realpathSync } from 'node:fs';
@@ -24,13 +25,17 @@ const S = 1000;
 /** The user's program: connect, admit a few requests through pool `api`, print one JSON line. */
 const APP = `
 import { Agent, AgentError } from '@tokenlease/agent';
+import { createHttpLimit } from '@tokenlease/agent/http';
+import { fastifyRateLimit } from '@tokenlease/agent/fastify';
 const [natsUrl, subjectPrefix] = process.argv.slice(2);
 const agent = await Agent.connect({ natsUrl, subjectPrefix });
 const api = agent.limiter('api');
 let admitted = 0;
 for (let i = 0; i < 5; i += 1) if (await api.take(1, { timeoutMs: 5000 })) admitted += 1;
+const limits = api.limits;
 await agent.close();
-console.log(JSON.stringify({ admitted, errorClass: typeof AgentError }));
+const middleware = typeof createHttpLimit === 'function' && typeof fastifyRateLimit === 'function';
+console.log(JSON.stringify({ admitted, limits, middleware, errorClass: typeof AgentError }));
 `;
 
 describe('the packed tarballs', () => {
@@ -93,6 +98,11 @@ describe('the packed tarballs', () => {
     const { code } = await user.exited;
     expect(code, user.stderr()).toBe(0);
     const result = JSON.parse(user.lines.at(-1) ?? '{}') as { admitted: number; errorClass: string };
-    expect(result).toEqual({ admitted: 5, errorClass: 'function' });
+    expect(result).toEqual({
+      admitted: 5,
+      limits: { capacityTokens: 20, maxLeaseTokens: 2, refillTokens: 20, refillPeriodMs: 1000 },
+      middleware: true,
+      errorClass: 'function',
+    });
   });
 });
