@@ -139,6 +139,8 @@ export class Agent implements LimiterHost {
     if (this.dropped.get(pool)?.deref() === undefined) this.dropped.delete(pool);
   });
   private sweeper: NodeJS.Timeout | null = null;
+  /** While closing: the limiters whose returns are not settled yet. */
+  private unsettled = new Set<Entry>();
 
   private constructor(
     private readonly bus: Bus,
@@ -307,6 +309,13 @@ export class Agent implements LimiterHost {
     this.run(entry, keeper.release(this.clock()));
   }
 
+  /** timerCount — how many keeper timers are armed now (an idle limiter holds none; the sweep's one timer aside). */
+  get timerCount(): number {
+    let count = 0;
+    for (const entry of this.entries.values()) if (entry.timer !== null) count += 1;
+    return count;
+  }
+
   /** limiterCount — how many limiters the agent runs now (dropped ones not counted). */
   get limiterCount(): number {
     return this.entries.size;
@@ -345,10 +354,13 @@ export class Agent implements LimiterHost {
     const settled = new Promise<void>((resolve) => {
       this.onSettled = resolve;
     });
+    // Counted, not rescanned on every reply: an agent may run tens of thousands of limiters.
+    this.unsettled = new Set(this.entries.values());
     for (const entry of this.entries.values()) {
       entry.limiter.cancelWaiters();
       this.run(entry, entry.keeper.close(this.clock()));
     }
+    if (this.unsettled.size === 0) this.onSettled();
     let timer: NodeJS.Timeout | undefined;
     const timedOut = new Promise<void>((resolve) => {
       timer = setTimeout(resolve, options.timeoutMs ?? CLOSE_TIMEOUT_MS_DEFAULT);
@@ -377,7 +389,7 @@ export class Agent implements LimiterHost {
       keeper.slot.lowSignalled = false;
       if (entry.dropWhenQuiet && this.droppable(entry)) this.drop(entry);
     }
-    if (this.isClosed && [...this.entries.values()].every((e) => e.keeper.settled)) this.onSettled();
+    if (this.isClosed && keeper.settled && this.unsettled.delete(entry) && this.unsettled.size === 0) this.onSettled();
   }
 
   private send(entry: Entry, action: SendAction): void {

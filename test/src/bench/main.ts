@@ -21,6 +21,7 @@ import { durableFigures } from './durable.js';
 import { bytesPerCall, timeCalls } from './measure.js';
 import { memoryFigures } from './memory.js';
 import { benchOutput } from './output.js';
+import { adoptionFigures } from './adoption.js';
 
 const LEASE_TOKENS = 10_000;
 const E2E_MS = 3000;
@@ -159,6 +160,7 @@ async function main(): Promise<void> {
       number
     >;
     const durable = await durableFigures();
+    const adoption = await adoptionFigures(nats.url);
 
     console.log(
       `tryTake admit: median ${admitTiming.nsMedian} ns, p99 ${admitTiming.nsP99} ns per call (${admitTiming.calls} calls in batches of 1000); ${bytes.admit} heap bytes per call`,
@@ -205,6 +207,7 @@ async function main(): Promise<void> {
         coordinatorBytesPerLease: bytes.bytesPerLease,
         coordinatorBytesPerEvictedPool: bytes.bytesPerEvictedPool,
         leaseTokens: LEASE_TOKENS,
+        ...adoption,
       }),
     );
   } finally {
