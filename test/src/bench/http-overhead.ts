@@ -92,7 +92,10 @@ export async function httpOverheadFigures(natsUrl: string): Promise<HttpOverhead
     const limit = createHttpLimit({ agent, pools: [{ name: 'http' }], graceMs: 5000 });
     const limiter = agent.limiter('http');
     while (limiter.availableTokens < 10_000_000) await limiter.take(1, { timeoutMs: 5000 });
-    const bare = async (_req: IncomingMessage, res: ServerResponse): Promise<void> => void res.end('ok');
+    const bare = (_req: IncomingMessage, res: ServerResponse): Promise<void> => {
+      res.end('ok');
+      return Promise.resolve();
+    };
     const limited = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
       if (await limit(req, res)) res.end('ok');
     };
