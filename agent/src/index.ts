@@ -4,7 +4,7 @@ export { defaultInboxPrefix, type AgentNatsOptions } from './adapters/agent-bus.
 export { busFromConnection, redactUrl, type NatsConnection } from '@tokenlease/shared';
 export { Limiter, type LimiterStats } from './adapters/limiter.js';
 export { AgentError, type AgentErrorCode } from './errors.js';
-export { LeaseKeeper, type SendAction, type KeeperStats } from './core/lease-keeper.js';
+export { LeaseKeeper, type SendAction, type KeeperStats, type PoolLimits } from './core/lease-keeper.js';
 export { LeaseSlot, type DenialReason } from './core/lease-slot.js';
 export { keeperOptions, DEFAULT_KEEPER_OPTIONS, type KeeperOptions } from './core/keeper-options.js';
 export { DemandMeter } from './core/demand-meter.js';

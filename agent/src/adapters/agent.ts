@@ -3,6 +3,13 @@
  * a given nats.js connection or Bus: agent-bus.ts), one lease keeper per
  * pool, and runs their timers and requests.
  * All decisions are the keepers'; this file moves bytes and schedules ticks.
+ *
+ * Many limiters (one per tenant or key) cost little while idle: a keeper
+ * with no lease, nothing in flight and nothing waiting holds no timer (the
+ * next admission or denial wakes it), and one idle for `limiterIdleMs` is
+ * dropped from the agent (one sweep timer per agent finds them). A dropped
+ * limiter is made again on use: through its old handle, or the same handle
+ * from `agent.limiter(pool)` while anything still holds it.
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
@@ -23,13 +30,18 @@ import {
 import { LeaseKeeper, type SendAction } from '../core/lease-keeper.js';
 import { keeperOptions, type KeeperOptions } from '../core/keeper-options.js';
 import { takeAllAt, type SlotCharge } from '../core/take-all.js';
+import { TAKE_TIMEOUT_MS_DEFAULT } from '../core/take-queue.js';
 import { US_PER_MS } from '../core/units.js';
 import { AgentError } from '../errors.js';
 import { Limiter, type LimiterHost } from './limiter.js';
 import { openAgentBus, type AgentNatsOptions } from './agent-bus.js';
 
-/** Longest gap between two ticks of a keeper, ms: demand is sampled at least this often. */
+/** Longest gap between two ticks of a keeper that holds a lease or waits for one, ms: demand is sampled at least this often. */
 const TICK_MS_MAX = 100;
+/** Default for `limiterIdleMs`, and the bounds of the sweep's period, ms. */
+const LIMITER_IDLE_MS_DEFAULT = 60_000;
+const SWEEP_MS_MIN = 10;
+const SWEEP_MS_MAX = 30_000;
 /** How long `close` waits for its returns to be acknowledged when not told, ms. */
 const CLOSE_TIMEOUT_MS_DEFAULT = 2000;
 /** A default agent id keeps this much of the host name, and this many random bytes (in hex) after the pid. */
@@ -43,6 +55,8 @@ export type AgentEvent =
   | { readonly type: 'error-reply'; readonly pool: string; readonly code: string; readonly message: string }
   /** A grant no honest coordinator would send was refused (see grant-check.ts): a rogue responder, or a bug. */
   | { readonly type: 'implausible-grant'; readonly pool: string; readonly message: string }
+  /** The coordinator knows no pool of this name (a misspelt name, a missing template): once, until a grant arrives. */
+  | { readonly type: 'unknown-pool'; readonly pool: string; readonly message: string }
   | BusEvent;
 
 export interface AgentOptions {
@@ -94,6 +108,12 @@ export interface AgentOptions {
    * are exchanged with the coordinator.
    */
   readonly clock?: () => number;
+  /**
+   * A limiter idle this long (no admission, denial or waiting take; its
+   * lease already returned after `keeper.idleReturnMs`) is dropped from
+   * the agent, ms; default 60000. It is made again on use.
+   */
+  readonly limiterIdleMs?: number;
 }
 
 interface Entry {
@@ -104,6 +124,8 @@ interface Entry {
   readonly reportSubject: string;
   timer: NodeJS.Timeout | null;
   wakePending: boolean;
+  /** Limiter.close asked: drop it from the agent once its return is settled. */
+  dropWhenQuiet: boolean;
   readonly wake: () => void;
 }
 
@@ -135,6 +157,15 @@ export class Agent implements LimiterHost {
   /** 128 random bits that bind this agent's leases; sent only to coordinators, never logged. */
   private readonly secret = randomBytes(LEASE_SECRET_BYTES).toString('base64url');
   readonly clock: () => number;
+  private readonly limiterIdleMs: number;
+  /** Limiters dropped for idleness that something may still hold: revived on use. */
+  private readonly dropped = new Map<string, WeakRef<Entry>>();
+  private readonly forgotten = new FinalizationRegistry<string>((pool) => {
+    if (this.dropped.get(pool)?.deref() === undefined) this.dropped.delete(pool);
+  });
+  private sweeper: NodeJS.Timeout | null = null;
+  /** While closing: the limiters whose returns are not settled yet. */
+  private unsettled = new Set<Entry>();
 
   private constructor(
     private readonly bus: Bus,
@@ -147,6 +178,11 @@ export class Agent implements LimiterHost {
     this.prefix = options.subjectPrefix ?? DEFAULT_SUBJECT_PREFIX;
     this.identity = options.identity ?? ANONYMOUS_IDENTITY;
     assertSubjectPrefix(this.prefix);
+    const idleMs = options.limiterIdleMs ?? LIMITER_IDLE_MS_DEFAULT;
+    if (!Number.isSafeInteger(idleMs) || idleMs < 1) {
+      throw new AgentError('invalid-argument', `option limiterIdleMs must be a positive integer, got ${JSON.stringify(idleMs)}`);
+    }
+    this.limiterIdleMs = idleMs;
     const onEvent = options.onEvent;
     this.emit = onEvent ?? (() => {});
     bus.onEvent((event) => this.emit(event));
@@ -183,7 +219,7 @@ export class Agent implements LimiterHost {
    * when the limiter is created. Throws AgentError('invalid-argument').
    */
   limiter(pool: string, fallback?: Pick<Partial<KeeperOptions>, 'fallbackPerSecond' | 'fallbackBurstTokens'>): Limiter {
-    const existing = this.entries.get(pool);
+    const existing = this.entries.get(pool) ?? this.revive(pool);
     if (existing !== undefined) return existing.limiter;
     if (this.isClosed) throw new AgentError('closed', 'the agent is closed', { pool });
     try {
@@ -203,6 +239,7 @@ export class Agent implements LimiterHost {
       reportSubject: subjectFor(this.prefix, 'report', pool, this.identity),
       timer: null,
       wakePending: false,
+      dropWhenQuiet: false,
       wake: () => {
         entry.wakePending = false;
         this.run(entry, entry.keeper.tick(this.clock()));
@@ -210,8 +247,101 @@ export class Agent implements LimiterHost {
     };
     keeper.slot.onLow = () => this.wake(keeper);
     this.entries.set(pool, entry);
+    this.forgotten.register(entry, pool);
+    this.startSweeper();
     this.run(entry, keeper.tick(this.clock()));
     return entry.limiter;
+  }
+
+  /**
+   * takeAll — `tryTakeAll` that may wait up to `timeoutMs` (default 1000):
+   * while a part is denied it waits, in that pool's line, until its cost
+   * fits (Limiter.fits), then tries every part again at once, so nothing
+   * is spent unless all of it is. Resolves true when admitted, false on
+   * timeout; rejects (never throws) as `take` does, and for a charge list
+   * `tryTakeAll` refuses.
+   */
+  async takeAll(
+    charges: ReadonlyArray<{ readonly limiter: Limiter; readonly cost: number }>,
+    options: { readonly timeoutMs?: number } = {},
+  ): Promise<boolean> {
+    const timeoutMs = options.timeoutMs ?? TAKE_TIMEOUT_MS_DEFAULT;
+    if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 0) {
+      throw new AgentError('invalid-argument', `timeoutMs must be a non-negative integer, got ${timeoutMs}`);
+    }
+    const deadlineUs = this.clock() + timeoutMs * US_PER_MS;
+    for (;;) {
+      const denied = takeAllAt(charges, this.clock());
+      if (denied === -1) return true;
+      const part = charges[denied] as { readonly limiter: Limiter; readonly cost: number };
+      const leftMs = Math.floor((deadlineUs - this.clock()) / US_PER_MS);
+      if (leftMs <= 0 || !(await part.limiter.fits(part.cost, { timeoutMs: leftMs }))) return false;
+    }
+  }
+
+  /** revive — the dropped limiter of `pool`, back in the agent, if anything still holds it; else undefined. */
+  private revive(pool: string): Entry | undefined {
+    const entry = this.dropped.get(pool)?.deref();
+    this.dropped.delete(pool);
+    if (entry === undefined || this.isClosed) return undefined;
+    this.entries.set(pool, entry);
+    this.startSweeper();
+    return entry;
+  }
+
+  /** startSweeper — one timer per agent that drops limiters idle for `limiterIdleMs`. */
+  private startSweeper(): void {
+    if (this.sweeper !== null) return;
+    const periodMs = Math.max(SWEEP_MS_MIN, Math.min(SWEEP_MS_MAX, Math.floor(this.limiterIdleMs / 2)));
+    this.sweeper = setInterval(() => this.sweep(), periodMs);
+    this.sweeper.unref();
+  }
+
+  /** sweep — drops every limiter that is quiet and has been idle for `limiterIdleMs`. */
+  private sweep(): void {
+    const nowUs = this.clock();
+    const idleUs = this.limiterIdleMs * US_PER_MS;
+    for (const entry of this.entries.values()) {
+      if (nowUs - entry.keeper.lastActiveUs >= idleUs && this.droppable(entry)) this.drop(entry);
+    }
+    if (this.entries.size === 0 && this.sweeper !== null) {
+      clearInterval(this.sweeper);
+      this.sweeper = null;
+    }
+  }
+
+  private droppable(entry: Entry): boolean {
+    return entry.keeper.quiet && !entry.limiter.waiting && !this.isClosed;
+  }
+
+  private drop(entry: Entry): void {
+    const pool = entry.keeper.pool;
+    if (this.entries.get(pool) !== entry) return;
+    this.entries.delete(pool);
+    if (entry.timer !== null) clearTimeout(entry.timer);
+    entry.timer = null;
+    entry.dropWhenQuiet = false;
+    this.dropped.set(pool, new WeakRef(entry));
+  }
+
+  /** release — Limiter.close: return the lease now, drop the limiter once nothing is in flight. */
+  release(keeper: LeaseKeeper): void {
+    const entry = this.entries.get(keeper.pool);
+    if (entry?.keeper !== keeper || this.isClosed) return;
+    entry.dropWhenQuiet = true;
+    this.run(entry, keeper.release(this.clock()));
+  }
+
+  /** timerCount — how many keeper timers are armed now (an idle limiter holds none; the sweep's one timer aside). */
+  get timerCount(): number {
+    let count = 0;
+    for (const entry of this.entries.values()) if (entry.timer !== null) count += 1;
+    return count;
+  }
+
+  /** limiterCount — how many limiters the agent runs now (dropped ones not counted). */
+  get limiterCount(): number {
+    return this.entries.size;
   }
 
   /**
@@ -228,10 +358,11 @@ export class Agent implements LimiterHost {
     return this.lastDeniedIndex === -1;
   }
 
-  /** wake — runs the keeper's tick soon (once, however often it is called before then). */
+  /** wake — runs the keeper's tick soon (once, however often it is called before then); a dropped limiter is revived. */
   wake(keeper: LeaseKeeper): void {
-    const entry = this.entries.get(keeper.pool);
-    if (entry === undefined || entry.wakePending) return;
+    let entry = this.entries.get(keeper.pool);
+    if (entry === undefined && this.dropped.get(keeper.pool)?.deref()?.keeper === keeper) entry = this.revive(keeper.pool);
+    if (entry?.keeper !== keeper || entry.wakePending) return;
     entry.wakePending = true;
     setImmediate(entry.wake);
   }
@@ -246,16 +377,21 @@ export class Agent implements LimiterHost {
     const settled = new Promise<void>((resolve) => {
       this.onSettled = resolve;
     });
+    // Counted, not rescanned on every reply: an agent may run tens of thousands of limiters.
+    this.unsettled = new Set(this.entries.values());
     for (const entry of this.entries.values()) {
       entry.limiter.cancelWaiters();
       this.run(entry, entry.keeper.close(this.clock()));
     }
+    if (this.unsettled.size === 0) this.onSettled();
     let timer: NodeJS.Timeout | undefined;
     const timedOut = new Promise<void>((resolve) => {
       timer = setTimeout(resolve, options.timeoutMs ?? CLOSE_TIMEOUT_MS_DEFAULT);
     });
     await Promise.race([settled, timedOut]);
     clearTimeout(timer);
+    if (this.sweeper !== null) clearInterval(this.sweeper);
+    this.sweeper = null;
     // Whatever is still unanswered now is left to expire: stop acting on it.
     this.stopped = true;
     for (const entry of this.entries.values()) if (entry.timer !== null) clearTimeout(entry.timer);
@@ -265,9 +401,18 @@ export class Agent implements LimiterHost {
   private run(entry: Entry, actions: readonly SendAction[]): void {
     if (this.stopped) return;
     for (const action of actions) this.send(entry, action);
+    const keeper = entry.keeper;
+    if (keeper.takeUnknownPoolNews()) {
+      this.emit({ type: 'unknown-pool', pool: keeper.pool, message: `the coordinator knows no pool named ${keeper.pool}: check the name` });
+    }
     entry.limiter.serveWaiters();
     this.schedule(entry);
-    if (this.isClosed && [...this.entries.values()].every((e) => e.keeper.settled)) this.onSettled();
+    if (keeper.quiet) {
+      // Nothing will tick it now: the next denial must wake it.
+      keeper.slot.lowSignalled = false;
+      if (entry.dropWhenQuiet && this.droppable(entry)) this.drop(entry);
+    }
+    if (this.isClosed && keeper.settled && this.unsettled.delete(entry) && this.unsettled.size === 0) this.onSettled();
   }
 
   private send(entry: Entry, action: SendAction): void {
@@ -307,6 +452,8 @@ export class Agent implements LimiterHost {
     entry.timer = null;
     if (this.isClosed && entry.keeper.settled) return;
     const now = this.clock();
+    // An idle keeper holds no timer: the next admission or denial wakes it.
+    if (entry.keeper.quiet && entry.keeper.nextDeadlineUs() === Infinity) return;
     const delayMs = Math.min(TICK_MS_MAX, Math.max(1, Math.ceil((entry.keeper.nextDeadlineUs() - now) / US_PER_MS)));
     entry.timer = setTimeout(entry.wake, delayMs);
     entry.timer.unref();

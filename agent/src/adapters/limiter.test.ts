@@ -96,4 +96,26 @@ describe('Limiter.take', () => {
     await expect(taken).rejects.toBeInstanceOf(AgentError);
     await expect(taken).rejects.toMatchObject({ code });
   });
+
+  it.each([0, 1.5, -1, Number.NaN])('rejects a bad cost %s, never throws, whether or not a take waits', async (cost) => {
+    for (const behind of [false, true]) {
+      const { limiter } = limiterWith(0);
+      if (behind) void limiter.take(1, { timeoutMs: 1000 });
+      let taken: Promise<boolean> | null = null;
+      expect(() => (taken = limiter.take(cost))).not.toThrow();
+      await expect(taken).rejects.toMatchObject({ code: 'invalid-argument' });
+      limiter.cancelWaiters();
+    }
+  });
+
+  it('waits for the first grant before deciding never-fits', async () => {
+    const { limiter, keeper } = limiterWith(0);
+    keeper.slot.costMaxTokens = Infinity;
+    const taken = limiter.take(80, { timeoutMs: 1000 });
+    expect(keeper.waitingTokens).toBe(80);
+    keeper.slot.costMaxTokens = 50;
+    limiter.serveWaiters();
+    await expect(taken).rejects.toMatchObject({ code: 'never-fits', pool: 'pool-a' });
+    expect(keeper.waitingTokens).toBe(0);
+  });
 });

@@ -7,22 +7,39 @@
  * lease's expiry denies instead of spending. `take` waits (bounded) for tokens:
  * the pool's TakeQueue decides, this file keeps its promises and one timer
  * for the queue's next deadline.
+ *
+ * A limiter that has not heard from its pool yet (no grant, no refusal)
+ * does not know the pool's limits: `take()` then waits for them before it
+ * decides whether a cost can ever fit, and `ready()` waits for that word.
  */
 import type { DenialReason, LeaseSlot } from '../core/lease-slot.js';
-import type { LeaseKeeper } from '../core/lease-keeper.js';
+import type { LeaseKeeper, PoolLimits } from '../core/lease-keeper.js';
 import { TAKE_TIMEOUT_MS_DEFAULT, TakeQueue } from '../core/take-queue.js';
 import { US_PER_MS } from '../core/units.js';
+import type { AgentError } from '../errors.js';
 
-/** Settles one waiting `take()` promise. */
-type Settle = (admitted: boolean) => void;
+/** Settles one waiting `take()` promise: admitted or not, or rejected with why. */
+interface Settle {
+  readonly done: (admitted: boolean) => void;
+  readonly fail: (error: AgentError) => void;
+}
 
 function ignore(): void {}
+const UNSET: Settle = { done: ignore, fail: ignore };
+
+/** One `ready()` call waiting for the pool's first word. */
+interface ReadyWaiter {
+  readonly done: (heard: boolean) => void;
+  readonly timer: NodeJS.Timeout;
+}
 
 /** LimiterHost — what a limiter needs from its agent. */
 export interface LimiterHost {
   /** The agent's monotonic clock, µs. */
   readonly clock: () => number;
   wake(keeper: LeaseKeeper): void;
+  /** release — return `keeper`'s lease now and let the agent drop the limiter once it is quiet (see Limiter.close). */
+  release?(keeper: LeaseKeeper): void;
 }
 
 export interface LimiterStats {
@@ -47,6 +64,8 @@ export interface LimiterStats {
   readonly fallbackCount: number;
   /** Whether the fallback bucket serves costs the lease cannot cover right now. */
   readonly fallbackActive: boolean;
+  /** Whether the coordinator's last word was that the pool does not exist. */
+  readonly unknownPool: boolean;
 }
 
 export class Limiter {
@@ -54,6 +73,7 @@ export class Limiter {
   /** The timer set for the take queue's next deadline, and that deadline (µs; Infinity: none set). */
   private alarm: NodeJS.Timeout | null = null;
   private alarmAtUs = Infinity;
+  private readyWaiters: ReadyWaiter[] = [];
 
   private readonly now: () => number;
   /** The fast-path state of this pool, shared with its lease keeper. */
@@ -100,31 +120,109 @@ export class Limiter {
   }
 
   /**
-   * retryAfterMs — estimated wait before a retry of the last denied cost can
-   * succeed; null for `never-fits`, where no wait helps.
+   * retryAfterMs — the expected wait, ms (rounded up, at least 1), until
+   * the last denied cost can be admitted: about one round-trip while the
+   * pool has tokens to give, else the coordinator's hint and the pool's
+   * refill for what is missing (LeaseKeeper.retryAfterUs). Null for
+   * `never-fits` and `unknown-pool`, where no wait helps.
    */
   get retryAfterMs(): number | null {
-    if (this.keeper.slot.lastDenial === 'never-fits') return null;
-    const nowUs = this.now();
-    const deadlineUs = this.keeper.nextDeadlineUs();
-    const untilActionUs = Number.isFinite(deadlineUs) ? Math.max(0, deadlineUs - nowUs) : 0;
-    return Math.ceil((untilActionUs + this.keeper.rttUs) / US_PER_MS);
+    const denial = this.keeper.slot.lastDenial;
+    if (denial === 'never-fits' || denial === 'unknown-pool') return null;
+    return this.retryAfterMsFor(Math.max(1, this.keeper.slot.wantedCostTokens));
+  }
+
+  /** retryAfterMsFor — the expected wait, ms (at least 1), until `cost` tokens can be admitted. */
+  retryAfterMsFor(cost: number): number {
+    return Math.max(1, Math.ceil(this.keeper.retryAfterUs(cost, this.now()) / US_PER_MS));
+  }
+
+  /**
+   * limits — the pool's capacity, largest lease and refill (its quota and
+   * window), as its last grant told them; null until the first grant.
+   */
+  get limits(): PoolLimits | null {
+    return this.keeper.limits;
+  }
+
+  /** availableTokens — what this limiter may admit now from its lease (0 without a live one). */
+  get availableTokens(): number {
+    const s = this.keeper.slot;
+    return s.hasLease && this.now() < s.expiresAtUs ? s.balanceTokens : 0;
+  }
+
+  /** heard — whether the pool has answered this limiter yet (a grant, or `unknown-pool`). */
+  get heard(): boolean {
+    return this.keeper.heard;
+  }
+
+  /** unavailable — whether the last attempt found no coordinator able to grant (unreachable, no owner, store down). */
+  get unavailable(): boolean {
+    return this.keeper.unavailable;
+  }
+
+  /**
+   * ready — resolves true once the pool has answered (a grant or
+   * `unknown-pool`), false after `timeoutMs` (default 1000) without a word.
+   * Never rejects.
+   */
+  ready(timeoutMs = TAKE_TIMEOUT_MS_DEFAULT): Promise<boolean> {
+    if (this.keeper.heard) return Promise.resolve(true);
+    return new Promise<boolean>((resolve) => {
+      const waiter: ReadyWaiter = {
+        done: resolve,
+        timer: setTimeout(() => {
+          this.readyWaiters = this.readyWaiters.filter((w) => w !== waiter);
+          resolve(false);
+        }, timeoutMs),
+      };
+      this.readyWaiters.push(waiter);
+      this.host.wake(this.keeper);
+    });
+  }
+
+  /**
+   * close — returns this limiter's lease now, ends its waiting `take()`
+   * calls with false, and lets the agent drop it once nothing is in
+   * flight. The handle stays usable: a later call asks for a lease again,
+   * as it does for a limiter the agent dropped for idleness.
+   */
+  close(): void {
+    this.cancelWaiters(false);
+    this.host.release?.(this.keeper);
   }
 
   /**
    * take — admits `cost` tokens, waiting up to `timeoutMs` (default 1000)
    * for the lease keeper to bring them, behind any takes already waiting.
-   * Resolves true when admitted, false on timeout or close. Rejects with
-   * AgentError `never-fits` for a cost no lease can hold, `closed` after the
-   * agent closed, `invalid-argument` for a bad timeout or cost (the rules
-   * are TakeQueue's, core/take-queue.ts).
+   * Resolves true when admitted, false on timeout or close. Always a
+   * promise, never a throw: rejects with AgentError `invalid-argument` for
+   * a bad cost or timeout, `never-fits` for a cost no lease of the pool
+   * can hold (decided once the pool's limits are known: a take on a
+   * limiter that has not heard from its pool waits for them),
+   * `unknown-pool` when the coordinator knows no such pool, `closed` after
+   * the agent closed (the rules are TakeQueue's, core/take-queue.ts).
    */
   take(cost = 1, options: { readonly timeoutMs?: number } = {}): Promise<boolean> {
-    let settle: Settle = ignore;
-    const waiting = new Promise<boolean>((resolve) => {
-      settle = resolve;
+    return this.enqueue(cost, options.timeoutMs ?? TAKE_TIMEOUT_MS_DEFAULT, true);
+  }
+
+  /**
+   * fits — like `take`, but spends nothing: resolves true once `cost`
+   * could be admitted now, in turn behind the takes already waiting
+   * (Agent.takeAll waits so on the part it was denied, then spends every
+   * part at once). The tokens may be gone by the next call.
+   */
+  fits(cost = 1, options: { readonly timeoutMs?: number } = {}): Promise<boolean> {
+    return this.enqueue(cost, options.timeoutMs ?? TAKE_TIMEOUT_MS_DEFAULT, false);
+  }
+
+  private enqueue(cost: number, timeoutMs: number, spend: boolean): Promise<boolean> {
+    let settle: Settle = UNSET;
+    const waiting = new Promise<boolean>((resolve, reject) => {
+      settle = { done: resolve, fail: reject };
     });
-    const arrival = this.takes.arrive(cost, options.timeoutMs ?? TAKE_TIMEOUT_MS_DEFAULT, settle, this.now());
+    const arrival = this.takes.arrive(cost, timeoutMs, settle, this.now(), spend);
     if (arrival.kind === 'refused') return Promise.reject(arrival.error);
     if (arrival.kind === 'admitted') return Promise.resolve(true);
     this.arm();
@@ -155,23 +253,41 @@ export class Limiter {
       fallbackTokens: s.fallbackTokens,
       fallbackCount: s.fallbackCount,
       fallbackActive: s.fallbackActive,
+      unknownPool: s.unknownPool,
     };
   }
 
-  /** serveWaiters — polls the take queue now: settles the `take` calls it admitted or timed out. */
+  /** serveWaiters — polls the take queue now: settles the `take` calls it admitted, timed out or refused; answers `ready()` calls once heard. */
   serveWaiters(): void {
+    if (this.readyWaiters.length > 0 && this.keeper.heard) {
+      const waiters = this.readyWaiters;
+      this.readyWaiters = [];
+      for (const waiter of waiters) {
+        clearTimeout(waiter.timer);
+        waiter.done(true);
+      }
+    }
     if (this.takes.length === 0) return;
-    const { admitted, timedOut } = this.takes.poll(this.now());
-    for (const settle of admitted) settle(true);
-    for (const settle of timedOut) settle(false);
+    const { admitted, timedOut, refused } = this.takes.poll(this.now());
+    for (const settle of admitted) settle.done(true);
+    for (const settle of timedOut) settle.done(false);
+    for (const { ticket, error } of refused) ticket.fail(error);
     this.arm();
   }
 
-  /** cancelWaiters — resolves every waiting `take` with false and refuses later ones (on close). */
-  cancelWaiters(): void {
-    const settles = this.takes.close();
+  /** waiting — whether a `take`, `fits` or `ready` call waits on this limiter. */
+  get waiting(): boolean {
+    return this.takes.length > 0 || this.readyWaiters.length > 0;
+  }
+
+  /**
+   * cancelWaiters — resolves every waiting `take` with false; with `final`
+   * (the agent closes; the default) later ones are refused too.
+   */
+  cancelWaiters(final = true): void {
+    const settles = final ? this.takes.close() : this.takes.drain();
     this.arm();
-    for (const settle of settles) settle(false);
+    for (const settle of settles) settle.done(false);
   }
 
   /** arm — keeps one timer set for the take queue's next deadline. */

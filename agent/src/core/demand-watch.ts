@@ -43,7 +43,7 @@ export class DemandWatch {
   private readonly meter = new DemandMeter();
   /** Admitted plus denied tokens at the last tick. */
   private lastDemandTokens = 0;
-  private lastActiveUs = 0;
+  private activeAtUs = 0;
   private everAsked = false;
   private deniedTokensAtLastAsk = 0;
 
@@ -66,28 +66,38 @@ export class DemandWatch {
   observe(waitingTokens: number, nowUs: number): void {
     const demandTokens = this.slot.admittedTokens + this.slot.deniedTokens;
     this.meter.sample(demandTokens, nowUs);
-    if (demandTokens !== this.lastDemandTokens || waitingTokens > 0) this.lastActiveUs = nowUs;
+    if (demandTokens !== this.lastDemandTokens || waitingTokens > 0) this.activeAtUs = nowUs;
     this.lastDemandTokens = demandTokens;
+  }
+
+  /** lastActiveUs — the last tick that saw activity, µs. */
+  get lastActiveUs(): number {
+    return this.activeAtUs;
+  }
+
+  /** forget — at `nowUs`, treat the pool as idle since long enough that nothing renews or brings back a lease. */
+  forget(nowUs: number): void {
+    this.activeAtUs = nowUs - this.options.idleReturnMs * US_PER_MS;
   }
 
   /** leaseStarted — a new lease arrived at `nowUs`: its idle time counts from now at the earliest. */
   leaseStarted(nowUs: number): void {
-    this.lastActiveUs = Math.max(this.lastActiveUs, nowUs);
+    this.activeAtUs = Math.max(this.activeAtUs, nowUs);
   }
 
   /** idle — whether at `nowUs` the lease has gone `idleReturnMs` without activity. */
   idle(nowUs: number): boolean {
-    return nowUs - this.lastActiveUs >= this.options.idleReturnMs * US_PER_MS;
+    return nowUs - this.activeAtUs >= this.options.idleReturnMs * US_PER_MS;
   }
 
   /** inUse — whether at `nowUs` the lease was active recently enough to renew. */
   inUse(nowUs: number): boolean {
-    return nowUs - this.lastActiveUs < this.options.idleReturnMs * US_PER_MS * IN_USE_IDLE_FRACTION_MAX;
+    return nowUs - this.activeAtUs < this.options.idleReturnMs * US_PER_MS * IN_USE_IDLE_FRACTION_MAX;
   }
 
   /** idleAtUs — when the lease goes idle unless there is activity before. */
   idleAtUs(): number {
-    return this.lastActiveUs + this.options.idleReturnMs * US_PER_MS;
+    return this.activeAtUs + this.options.idleReturnMs * US_PER_MS;
   }
 
   /** needsTokens — whether to ask at `nowUs`, with `waitingTokens` waiting (see the rules). */

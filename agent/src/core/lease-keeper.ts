@@ -34,6 +34,18 @@
  *   floor to ask above, and the next request goes at once above it.
  * - A grant no honest coordinator would send is refused as an error and
  *   changes nothing (grant-check.ts).
+ * - The pool's limits (capacity, largest lease, refill) are those of the
+ *   last grant; null before the first. An `unknown-pool` refusal marks the
+ *   slot (its denials say so) until a grant arrives, and is news once per
+ *   run of such refusals (`takeUnknownPoolNews`).
+ * - `retryAfterUs(cost)` is the expected wait until `cost` can be admitted:
+ *   one round-trip when the pool was not short at its last word (a grant
+ *   is on its way or will be asked for at once); else the coordinator's
+ *   hint, and at least the time the pool's refill takes to bring what is
+ *   missing; never before the next request may leave (a back-off). A rate
+ *   lease's own accrual counts as the pool's refill.
+ * - `release` returns the lease now and forgets the demand that would
+ *   bring it back (a limiter closed or dropped); later use asks again.
  */
 import type { LeaseGrant, LeaseRequest, LeaseReturn, Reply } from '@tokenlease/shared';
 import { AgentError } from '../errors.js';
@@ -49,6 +61,17 @@ import { US_PER_MS } from './units.js';
 import { UsageReports } from './usage-report.js';
 
 export type { KeeperStats, SendAction } from './keeper-types.js';
+
+/** PoolLimits — a pool's limits as its last grant told them: the quota and window a limiter can show. */
+export interface PoolLimits {
+  /** B: the most the pool holds, tokens. */
+  readonly capacityTokens: number;
+  /** The most one lease holds, tokens. */
+  readonly maxLeaseTokens: number;
+  /** The refill: `refillTokens` every `refillPeriodMs`. */
+  readonly refillTokens: number;
+  readonly refillPeriodMs: number;
+}
 
 const NONE: readonly SendAction[] = [];
 
@@ -85,6 +108,14 @@ export class LeaseKeeper {
   private seqFloor = 0;
   /** How many times a `forbidden` refusal moved this keeper to a fresh agent id. */
   private idMoves = 0;
+  /** The pool's limits from the last grant; null before any. */
+  private poolLimits: PoolLimits | null = null;
+  /** Until when the coordinator expects the pool to be short (its last hint), µs; 0: not short. */
+  private shortUntilUs = 0;
+  /** An unknown-pool refusal not yet reported. */
+  private unknownPoolNews = false;
+  /** A release asked for while a request was in flight: sent when it settles. */
+  private releasePending = false;
 
   /**
    * LeaseKeeper — `agentId`'s keeper for `pool`. `nextSeq(floor)` returns the
@@ -145,6 +176,65 @@ export class LeaseKeeper {
     return this.demand.perSecond;
   }
 
+  /** limits — the pool's limits from its last grant; null before the first. */
+  get limits(): PoolLimits | null {
+    return this.poolLimits;
+  }
+
+  /** heard — whether the pool has answered: a grant, or `unknown-pool`. */
+  get heard(): boolean {
+    return this.poolLimits !== null || this.slot.unknownPool;
+  }
+
+  /** unavailable — whether the last attempt found no coordinator able to grant (no reply, unavailable, not-owner, internal). */
+  get unavailable(): boolean {
+    return this.cycle.unavailable;
+  }
+
+  /** quiet — no lease, nothing in flight or due, no take waiting, not closing: nothing will happen without an event. */
+  get quiet(): boolean {
+    return !this.slot.hasLease && this.cycle.inFlight === null && this.waitingTokens === 0 && !this.closing && !this.releasePending;
+  }
+
+  /** lastActiveUs — the last tick that saw an admission, a denial or a waiting take, µs. */
+  get lastActiveUs(): number {
+    return this.demand.lastActiveUs;
+  }
+
+  /** takeUnknownPoolNews — true once after the coordinator began saying the pool does not exist. */
+  takeUnknownPoolNews(): boolean {
+    const news = this.unknownPoolNews;
+    this.unknownPoolNews = false;
+    return news;
+  }
+
+  /** retryAfterUs — the expected wait at `nowUs` until `costTokens` can be admitted, µs (see the rules). */
+  retryAfterUs(costTokens: number, nowUs: number): number {
+    const s = this.slot;
+    const rttUs = this.rttUs;
+    const missingTokens = costTokens - (s.hasLease && nowUs < s.expiresAtUs ? s.balanceTokens : 0);
+    if (missingTokens <= 0) return rttUs;
+    let waitUs = rttUs;
+    const flight = this.cycle.inFlight;
+    const nextSendUs = flight === null ? this.cycle.notBeforeUs : (flight.retryAtUs ?? 0);
+    if (nextSendUs > nowUs) waitUs = Math.max(waitUs, nextSendUs - nowUs + rttUs);
+    if (s.hasLease && s.rateTokens > 0) return Math.max(waitUs, Math.ceil((missingTokens * s.ratePeriodUs) / s.rateTokens));
+    const limits = this.poolLimits;
+    if (this.shortUntilUs > nowUs && limits !== null) {
+      const refillUs = Math.ceil((missingTokens * limits.refillPeriodMs * US_PER_MS) / limits.refillTokens);
+      waitUs = Math.max(waitUs, this.shortUntilUs - nowUs + rttUs, refillUs);
+    }
+    return waitUs;
+  }
+
+  /** release — returns the lease at `nowUs` (or once the request in flight settles) and forgets the demand that would renew it. */
+  release(nowUs: number): readonly SendAction[] {
+    this.demand.forget(nowUs);
+    this.slot.wantedCostTokens = 0;
+    this.releasePending = true;
+    return this.tick(nowUs);
+  }
+
   /** rttUs — the smallest recent round-trip, µs (before any sample: 2 ms). */
   get rttUs(): number {
     return this.roundTrip.rttUs;
@@ -161,6 +251,10 @@ export class LeaseKeeper {
     }
     if (this.cycle.inFlight !== null) return this.cycle.retryDue(nowUs);
     if (this.closing) return s.balanceTokens > 0 ? this.sendReturn(nowUs) : NONE;
+    if (this.releasePending) {
+      this.releasePending = false;
+      if (s.hasLease) return this.sendReturn(nowUs);
+    }
     if (nowUs < this.cycle.notBeforeUs) return NONE;
     if (s.hasLease && this.demand.idle(nowUs)) return this.sendReturn(nowUs);
     const wantTokens = this.demand.tokensWanted(this.waitingTokens);
@@ -201,8 +295,17 @@ export class LeaseKeeper {
       this.idMoves += 1;
       this.heldLeaseId = null;
       this.cycle.refused(nowUs, reply.code, reply.message, 0);
-    } else if (reply.kind === 'error') this.cycle.refused(nowUs, reply.code, reply.message, reply.retryAfterMs * US_PER_MS);
-    else this.cycle.refused(nowUs, 'bad-reply', `unexpected ${reply.kind} reply to ${op}`, 0);
+    } else if (reply.kind === 'error') {
+      if (reply.code === 'unknown-pool') {
+        this.unknownPoolNews ||= !this.slot.unknownPool;
+        this.slot.unknownPool = true;
+        // Ask again only when the name is used again, not on a timer.
+        this.slot.wantedCostTokens = 0;
+        this.demand.forget(nowUs);
+      }
+      if (reply.retryAfterMs > 0) this.shortUntilUs = nowUs + reply.retryAfterMs * US_PER_MS;
+      this.cycle.refused(nowUs, reply.code, reply.message, reply.retryAfterMs * US_PER_MS);
+    } else this.cycle.refused(nowUs, 'bad-reply', `unexpected ${reply.kind} reply to ${op}`, 0);
     return this.tick(nowUs);
   }
 
@@ -304,6 +407,14 @@ export class LeaseKeeper {
   private applyGrant(reply: LeaseGrant, flight: InFlight, nowUs: number): void {
     const s = this.slot;
     this.capacityTokens = reply.capacityTokens;
+    this.poolLimits = {
+      capacityTokens: reply.capacityTokens,
+      maxLeaseTokens: reply.maxLeaseTokens,
+      refillTokens: reply.refillTokens,
+      refillPeriodMs: reply.refillPeriodMs,
+    };
+    s.unknownPool = false;
+    this.shortUntilUs = reply.retryAfterMs > 0 ? nowUs + reply.retryAfterMs * US_PER_MS : 0;
     const sameLease = reply.leaseId === this.heldLeaseId && s.hasLease;
     if (!sameLease) this.stats.leasesStarted += 1;
     s.balanceTokens = (sameLease ? s.balanceTokens : 0) + reply.tokensGranted;

@@ -24,10 +24,12 @@
  *   `burstTokens` instead, counted apart. That bucket is this agent's own:
  *   the fleet's global bound does not cover what it admits. Its level is an
  *   integer count of millionths of a token, refilled per whole µs.
+ * - While the coordinator says the pool does not exist (`unknownPool`) a
+ *   denial says `unknown-pool`, not `no-lease`: a misspelt name is loud.
  */
 import { AgentError } from '../errors.js';
 
-export type DenialReason = 'no-lease' | 'exhausted' | 'never-fits' | 'expired';
+export type DenialReason = 'no-lease' | 'exhausted' | 'never-fits' | 'expired' | 'unknown-pool';
 
 function ignore(): void {}
 
@@ -70,6 +72,8 @@ export class LeaseSlot {
   lowSignalled = false;
   onLow: () => void = ignore;
   lastDenial: DenialReason = 'no-lease';
+  /** Set while the coordinator's last word on this pool was `unknown-pool`. */
+  unknownPool = false;
 
   constructor(readonly pool: string) {
     this.n[COST_MAX] = Infinity;
@@ -282,7 +286,13 @@ export class LeaseSlot {
       this.lastDenial = 'never-fits';
       return false;
     }
-    this.lastDenial = !this.hasLease ? 'no-lease' : nowUs >= (n[EXPIRES_AT] as number) ? 'expired' : 'exhausted';
+    this.lastDenial = this.unknownPool
+      ? 'unknown-pool'
+      : !this.hasLease
+        ? 'no-lease'
+        : nowUs >= (n[EXPIRES_AT] as number)
+          ? 'expired'
+          : 'exhausted';
     if (cost > (n[WANTED_COST] as number)) n[WANTED_COST] = cost;
     if (!this.lowSignalled) this.signalLow();
     return false;

@@ -43,6 +43,8 @@ export class RequestCycle {
   private flight: InFlight | null = null;
   private quietUntilUs = 0;
   private failuresInRow = 0;
+  /** Whether the last attempt found no coordinator able to grant (with or without a fallback configured). */
+  unavailable = false;
 
   constructor(
     private readonly slot: LeaseSlot,
@@ -94,6 +96,7 @@ export class RequestCycle {
     const delayUs = this.backoffUs();
     this.recordError(code, message);
     this.slot.fallbackActive = true;
+    this.unavailable = true;
     const staleAfterUs = ttlUs * (1 - this.options.driftMargin) * RETRY_LEASE_FRACTION_MAX;
     const abandon = (closing && flight.message.op === 'acquire') || nowUs - flight.firstSentAtUs >= staleAfterUs;
     if (abandon) {
@@ -110,13 +113,17 @@ export class RequestCycle {
   refused(nowUs: number, code: string, message: string, atLeastUs: number): void {
     this.quietUntilUs = nowUs + Math.max(this.backoffUs(), atLeastUs);
     this.recordError(code, message);
-    if (CANNOT_GRANT_CODES.has(code)) this.slot.fallbackActive = true;
+    if (CANNOT_GRANT_CODES.has(code)) {
+      this.slot.fallbackActive = true;
+      this.unavailable = true;
+    } else this.unavailable = false;
   }
 
   /** granted — a grant arrived: the run of failures and the fallback end. */
   granted(): void {
     this.failuresInRow = 0;
     this.slot.fallbackActive = false;
+    this.unavailable = false;
   }
 
   /** deferUntil — no new request before `atUs` (the coordinator expects tokens no sooner). */

@@ -150,7 +150,7 @@ describe('TakeQueue', () => {
         host.slot.balanceTokens += step.add;
       } else if ('poll' in step) {
         const decisions = queue.poll(step.at);
-        expect({ index, decisions }).toEqual({ index, decisions: { admitted: step.poll, timedOut: step.timedOut ?? [] } });
+        expect({ index, decisions }).toEqual({ index, decisions: { admitted: step.poll, timedOut: step.timedOut ?? [], refused: [] } });
       } else {
         expect(queue.close()).toEqual(step.close);
       }
@@ -165,7 +165,7 @@ describe('TakeQueue', () => {
     const { deniedTokens, deniedCount, wantedCostTokens, lastDenial } = host.slot;
     expect([deniedTokens, deniedCount, wantedCostTokens, lastDenial]).toEqual([4, 1, 4, 'exhausted']);
     expect(queue.arrive(2, 100, 'b', 0)).toEqual({ kind: 'waiting' }); // behind a waiter: not tried, so no denial
-    expect(queue.poll(50_000)).toEqual({ admitted: [], timedOut: [] });
+    expect(queue.poll(50_000)).toEqual({ admitted: [], timedOut: [], refused: [] });
     expect([host.slot.deniedTokens, host.slot.deniedCount]).toEqual([4, 1]);
     expect(host.waitingTokens).toBe(6);
   });
@@ -176,8 +176,8 @@ describe('TakeQueue', () => {
     host.slot.startRate(10, 1_000_000, 10, 0);
     const queue = new TakeQueue<string>(host);
     expect(queue.arrive(2, 1000, 'a', 0)).toEqual({ kind: 'waiting' });
-    expect(queue.poll(199_999)).toEqual({ admitted: [], timedOut: [] });
-    expect(queue.poll(200_000)).toEqual({ admitted: ['a'], timedOut: [] });
+    expect(queue.poll(199_999)).toEqual({ admitted: [], timedOut: [], refused: [] });
+    expect(queue.poll(200_000)).toEqual({ admitted: ['a'], timedOut: [], refused: [] });
     expect(host.slot.balanceTokens).toBe(0);
   });
 
@@ -186,17 +186,20 @@ describe('TakeQueue', () => {
     host.slot.configureFallback(10, 5, 0);
     const queue = new TakeQueue<string>(host);
     expect(queue.arrive(3, 1000, 'a', 0)).toEqual({ kind: 'waiting' });
-    expect(queue.poll(1_000)).toEqual({ admitted: [], timedOut: [] });
+    expect(queue.poll(1_000)).toEqual({ admitted: [], timedOut: [], refused: [] });
     host.slot.fallbackActive = true;
-    expect(queue.poll(2_000)).toEqual({ admitted: ['a'], timedOut: [] });
+    expect(queue.poll(2_000)).toEqual({ admitted: ['a'], timedOut: [], refused: [] });
     expect(host.slot.fallbackTokens).toBe(3);
   });
 
   const refusals: readonly [string, number, number, boolean, string, string | undefined][] = [
     // name, cost, timeoutMs, takes already waiting, code, pool on the error
-    ['a negative timeout', 1, -1, false, 'invalid-argument', undefined],
-    ['a fractional timeout', 1, 1.5, false, 'invalid-argument', undefined],
-    ['a timeout that is not a number', 1, Number.NaN, false, 'invalid-argument', undefined],
+    ['a negative timeout', 1, -1, false, 'invalid-argument', 'pool-a'],
+    ['a fractional timeout', 1, 1.5, false, 'invalid-argument', 'pool-a'],
+    ['a timeout that is not a number', 1, Number.NaN, false, 'invalid-argument', 'pool-a'],
+    ['a zero cost while nothing waits', 0, 100, false, 'invalid-argument', 'pool-a'],
+    ['a fractional cost while nothing waits', 1.5, 100, false, 'invalid-argument', 'pool-a'],
+    ['a negative cost while nothing waits', -1, 100, false, 'invalid-argument', 'pool-a'],
     ['a cost above the largest lease', 51, 100, false, 'never-fits', 'pool-a'],
     ['a cost above the largest lease, behind waiters', 51, 100, true, 'never-fits', 'pool-a'],
     ['a fractional cost behind waiters', 1.5, 100, true, 'invalid-argument', 'pool-a'],
@@ -225,10 +228,37 @@ describe('TakeQueue', () => {
     expect(host.slot.balanceTokens).toBe(10);
   });
 
-  it.each([0, 1.5, -1])('throws for a bad cost %s while nothing waits, as tryTake does', (cost) => {
-    const queue = new TakeQueue<string>(hostWith(EMPTY));
-    expect(() => queue.arrive(cost, 100, 'a', 0)).toThrow(AgentError);
-    expect(queue.length).toBe(0);
+  it("waits for the pool's limits before deciding never-fits, then refuses the hopeless waiters only", () => {
+    const host = hostWith({ ...EMPTY, costMaxTokens: Infinity });
+    const queue = new TakeQueue<string>(host);
+    expect(queue.arrive(80, 1000, 'big', 0)).toEqual({ kind: 'waiting' });
+    expect(queue.arrive(3, 1000, 'small', 0)).toEqual({ kind: 'waiting' });
+    host.slot.costMaxTokens = 50; // the first grant told the pool's limits
+    const decisions = queue.poll(1_000);
+    expect(decisions.refused.map((r) => [r.ticket, r.error.code])).toEqual([['big', 'never-fits']]);
+    expect([queue.length, host.waitingTokens]).toEqual([1, 3]);
+  });
+
+  it('refuses every waiter, and every later take, while the pool is unknown', () => {
+    const host = hostWith({ ...EMPTY, costMaxTokens: Infinity });
+    const queue = new TakeQueue<string>(host);
+    expect(queue.arrive(1, 1000, 'a', 0)).toEqual({ kind: 'waiting' });
+    host.slot.unknownPool = true;
+    const decisions = queue.poll(1_000);
+    expect(decisions.refused.map((r) => [r.ticket, r.error.code])).toEqual([['a', 'unknown-pool']]);
+    const later = queue.arrive(1, 1000, 'b', 2_000);
+    expect(later.kind === 'refused' && later.error.code).toBe('unknown-pool');
+    expect([queue.length, host.waitingTokens]).toEqual([0, 0]);
+  });
+
+  it('admits a probe (spend false) when its cost fits, spending nothing', () => {
+    const host = hostWith({ ...EMPTY, balanceTokens: 2 });
+    const queue = new TakeQueue<string>(host);
+    expect(queue.arrive(2, 100, 'probe', 0, false)).toEqual({ kind: 'admitted' });
+    expect(queue.arrive(3, 100, 'probe-2', 0, false)).toEqual({ kind: 'waiting' });
+    host.slot.balanceTokens = 3;
+    expect(queue.poll(1_000)).toEqual({ admitted: ['probe-2'], timedOut: [], refused: [] });
+    expect([host.slot.balanceTokens, host.waitingTokens]).toEqual([3, 0]);
   });
 
   const deadlines: readonly [string, readonly [number, number][], number][] = [

@@ -9,13 +9,17 @@
  *   is: admitted when the slot holds its cost, else its denial is recorded
  *   on the slot (the keeper learns of the demand) and it waits. One that
  *   arrives while takes wait never overtakes them: it waits behind them.
- * - Refused (a return value, nothing waits and nothing changes), in this
- *   order: `closed` once the queue is closed; `invalid-argument` for a
- *   timeout that is not a whole number of ms ≥ 0; `never-fits` for a cost
+ * - Refused (a return value, never a throw: nothing waits and nothing
+ *   changes), in this order: `closed` once the queue is closed;
+ *   `invalid-argument` for a timeout that is not a whole number of ms ≥ 0
+ *   or a cost that is not a positive integer; `never-fits` for a cost
  *   above the largest lease of the pool (`costMaxTokens`, once known), as
- *   no wait helps; `invalid-argument` for a cost that is not a positive
- *   integer. A bad cost that arrives while nothing waits meets the slot's
- *   rule first, which throws AgentError('invalid-argument').
+ *   no wait helps; `unknown-pool` while the coordinator says the pool does
+ *   not exist.
+ * - A take that arrives before the pool's limits are known waits for them
+ *   before deciding: when a grant makes them known, every waiter whose
+ *   cost no lease can hold is refused `never-fits` at the next poll, and
+ *   when the coordinator answers `unknown-pool`, every waiter is refused so.
  * - Waiters are admitted in arrival order while the slot can spend the
  *   head's whole cost (FIFO: a head that does not fit blocks those behind
  *   it, so a large cost is not starved by small ones). Asking the slot
@@ -45,21 +49,24 @@ export interface TakeQueueHost {
 export type TakeArrival =
   { readonly kind: 'admitted' } | { readonly kind: 'waiting' } | { readonly kind: 'refused'; readonly error: AgentError };
 
-/** TakeDecisions — the tickets of the waiters a poll admitted and of those that timed out, each in arrival order. */
+/** TakeDecisions — the tickets of the waiters a poll admitted, of those that timed out and of those refused (with why), each in arrival order. */
 export interface TakeDecisions<T> {
   readonly admitted: readonly T[];
   readonly timedOut: readonly T[];
+  readonly refused: ReadonlyArray<{ readonly ticket: T; readonly error: AgentError }>;
 }
 
 interface Waiter<T> {
   readonly cost: number;
+  /** False for a probe: admitted when its cost fits, without spending it (see `arrive`). */
+  readonly spend: boolean;
   readonly deadlineUs: number;
   readonly ticket: T;
 }
 
 const ADMITTED: TakeArrival = { kind: 'admitted' };
 const WAITING: TakeArrival = { kind: 'waiting' };
-const NOTHING: TakeDecisions<never> = { admitted: [], timedOut: [] };
+const NOTHING: TakeDecisions<never> = { admitted: [], timedOut: [], refused: [] };
 
 export class TakeQueue<T> {
   private waiters: Waiter<T>[] = [];
@@ -75,24 +82,25 @@ export class TakeQueue<T> {
 
   /**
    * arrive — a take of `cost` tokens at `nowUs` that may wait `timeoutMs`;
-   * `ticket` comes back from `poll` or `close` if it waits. Throws only
-   * for a bad cost while nothing waits (see the rules).
+   * `ticket` comes back from `poll` or `close` if it waits. Never throws:
+   * a refusal is a return value (see the rules). `spend` false makes it a
+   * probe: it waits in line like a take and is admitted when its cost
+   * fits, but spends nothing (an all-or-nothing take over several pools
+   * waits so, then spends every part at once).
    */
-  arrive(cost: number, timeoutMs: number, ticket: T, nowUs: number): TakeArrival {
-    const pool = this.host.slot.pool;
+  arrive(cost: number, timeoutMs: number, ticket: T, nowUs: number, spend = true): TakeArrival {
+    const slot = this.host.slot;
+    const pool = slot.pool;
     if (this.closed) return refused('closed', 'the agent is closed', pool);
     if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 0) {
-      return { kind: 'refused', error: new AgentError('invalid-argument', `timeoutMs must be a non-negative integer, got ${timeoutMs}`) };
+      return refused('invalid-argument', `timeoutMs must be a non-negative integer, got ${timeoutMs}`, pool);
     }
-    const slot = this.host.slot;
-    if (this.waiters.length === 0 && slot.takeAt(cost, nowUs)) return ADMITTED;
-    if (cost > slot.costMaxTokens) {
-      return refused('never-fits', `cost ${cost} exceeds the largest lease of pool ${pool} (${slot.costMaxTokens})`, pool);
-    }
-    if (!(cost >= 1 && Number.isSafeInteger(cost))) {
+    if (!(cost >= 1 && Number.isSafeInteger(cost)))
       return refused('invalid-argument', `cost must be a positive integer, got ${cost}`, pool);
-    }
-    this.waiters.push({ cost, deadlineUs: nowUs + timeoutMs * US_PER_MS, ticket });
+    const problem = refusal(slot, cost);
+    if (problem !== null) return { kind: 'refused', error: problem };
+    if (this.waiters.length === 0 && (spend ? slot.takeAt(cost, nowUs) : slot.canTakeAt(cost, nowUs))) return ADMITTED;
+    this.waiters.push({ cost, spend, deadlineUs: nowUs + timeoutMs * US_PER_MS, ticket });
     this.host.waitingTokens += cost;
     return WAITING;
   }
@@ -103,10 +111,11 @@ export class TakeQueue<T> {
     const slot = this.host.slot;
     const admitted: T[] = [];
     const timedOut: T[] = [];
+    const refusedNow = this.refuseHopeless();
     let head = 0;
     for (; head < this.waiters.length; head += 1) {
       const waiter = this.waiters[head] as Waiter<T>;
-      if (slot.canTakeAt(waiter.cost, nowUs) && slot.takeAt(waiter.cost, nowUs)) admitted.push(waiter.ticket);
+      if (slot.canTakeAt(waiter.cost, nowUs) && (!waiter.spend || slot.takeAt(waiter.cost, nowUs))) admitted.push(waiter.ticket);
       else if (nowUs >= waiter.deadlineUs) timedOut.push(waiter.ticket);
       else break;
       this.host.waitingTokens -= waiter.cost;
@@ -122,7 +131,27 @@ export class TakeQueue<T> {
       }
     }
     this.waiters = still;
-    return admitted.length === 0 && timedOut.length === 0 ? NOTHING : { admitted, timedOut };
+    return admitted.length === 0 && timedOut.length === 0 && refusedNow.length === 0
+      ? NOTHING
+      : { admitted, timedOut, refused: refusedNow };
+  }
+
+  /** refuseHopeless — takes out the waiters no wait can admit now that the pool's limits (or its absence) are known. */
+  private refuseHopeless(): Array<{ readonly ticket: T; readonly error: AgentError }> {
+    const slot = this.host.slot;
+    const out: Array<{ readonly ticket: T; readonly error: AgentError }> = [];
+    if (!slot.unknownPool && !this.waiters.some((w) => w.cost > slot.costMaxTokens)) return out;
+    const kept: Waiter<T>[] = [];
+    for (const waiter of this.waiters) {
+      const error = refusal(slot, waiter.cost);
+      if (error === null) kept.push(waiter);
+      else {
+        out.push({ ticket: waiter.ticket, error });
+        this.host.waitingTokens -= waiter.cost;
+      }
+    }
+    this.waiters = kept;
+    return out;
   }
 
   /** nextDeadlineUs — the earliest deadline of a waiter, when `poll` must run at the latest; Infinity when none waits. */
@@ -135,6 +164,11 @@ export class TakeQueue<T> {
   /** close — refuses every later take and hands back the tickets of all waiters, unadmitted, in arrival order. */
   close(): readonly T[] {
     this.closed = true;
+    return this.drain();
+  }
+
+  /** drain — hands back the tickets of all waiters, unadmitted, in arrival order; later takes are welcome. */
+  drain(): readonly T[] {
     const tickets = this.waiters.map((waiter) => waiter.ticket);
     for (const waiter of this.waiters) this.host.waitingTokens -= waiter.cost;
     this.waiters = [];
@@ -142,6 +176,16 @@ export class TakeQueue<T> {
   }
 }
 
-function refused(code: 'closed' | 'never-fits' | 'invalid-argument', message: string, pool: string): TakeArrival {
+function refused(code: 'closed' | 'invalid-argument', message: string, pool: string): TakeArrival {
   return { kind: 'refused', error: new AgentError(code, message, { pool }) };
+}
+
+/** refusal — why a take of a valid `cost` can never be admitted from `slot` as far as is known now, or null. */
+function refusal(slot: LeaseSlot, cost: number): AgentError | null {
+  const pool = slot.pool;
+  if (cost > slot.costMaxTokens) {
+    return new AgentError('never-fits', `cost ${cost} exceeds the largest lease of pool ${pool} (${slot.costMaxTokens})`, { pool });
+  }
+  if (slot.unknownPool) return new AgentError('unknown-pool', `the coordinator knows no pool named ${pool}`, { pool });
+  return null;
 }

@@ -1,7 +1,7 @@
 /**
  * Credit: a pool's level and the ceiling on level + Σ lease bounds.
  *
- * Rules (DESIGN.md's credit argument):
+ * Rules (the credit argument of docs/design.md):
  * - The level is kept in exact units (token-scale.ts) and never exceeds B;
  *   level + Σ bounds never exceeds B + A (A: the pool's allowance).
  * - Refill adds at most r·Δt, clipped to that room. With rate leases the

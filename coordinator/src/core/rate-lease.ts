@@ -1,7 +1,6 @@
 /**
  * Rate (trickle) leases: the arithmetic of a lease that is a small bucket
- * `(ρ, cap)` carved from its pool (DESIGN.md, "Rate leases remove the
- * B-bound on coordination").
+ * `(ρ, cap)` carved from its pool (docs/design.md, "Rate leases").
  *
  * Rules:
  * - A rate lease's bound (what counts against capacity) is its cap; the

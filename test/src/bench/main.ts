@@ -30,6 +30,7 @@ import { durableFigures } from './durable.js';
 import { bytesPerCall, timeCalls } from './measure.js';
 import { leaseScaling } from './lease-scaling.js';
 import { memoryFigures } from './memory.js';
+import { adoptionFigures } from './adoption.js';
 import { figuresJson, readableLines, type FastPathFigures, type ProbeFigures } from './report.js';
 
 const LEASE_TOKENS = 10_000;
@@ -198,12 +199,18 @@ async function main(): Promise<void> {
     const fastPath = await fastPathFigures(nats.url);
     const durable = await durableFigures();
     const scaling = [...leaseScaling('rate', SCALING_MS), ...leaseScaling('chunk', SCALING_MS)];
+    const say = args.json ? console.error : console.log;
+    // The service's view (per-key limiters, the HTTP middleware) prints its own lines: to stderr under --json.
+    const log = console.log;
+    if (args.json) console.log = console.error;
+    const adoption = await adoptionFigures(nats.url).finally(() => {
+      console.log = log;
+    });
     const crowded = await crowdFigures(crowd);
     const machine = { cpus: availableParallelism(), loadAverageStart, loadAverageEnd: loadavg()[0] ?? Number.NaN };
     const figures = { fastPath, durable, scaling, crowded, machine, nats: `${nats.source} ${nats.url}` };
-    const say = args.json ? console.error : console.log;
     for (const line of readableLines(figures)) say(line);
-    console.log(JSON.stringify(figuresJson(figures)));
+    process.stdout.write(`${JSON.stringify({ ...figuresJson(figures), ...adoption })}\n`);
   } finally {
     await stopAll();
     await nats.stop();

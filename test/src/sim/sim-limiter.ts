@@ -54,12 +54,12 @@ export class SimLimiter {
   poll(agent: SimAgent): void {
     if (agent.takes.length === 0) return;
     const nowUs = this.host.now();
-    const { admitted, timedOut } = agent.takes.poll(agent.localUs(nowUs));
+    const { admitted, timedOut, refused } = agent.takes.poll(agent.localUs(nowUs));
     for (const take of admitted) {
       this.m.takeWaitsMs.push((nowUs - take.arrivedUs) / 1000);
       this.host.admitted(agent, take.cost);
     }
-    this.endWaits(timedOut.length);
+    this.endWaits(timedOut.length + refused.length);
     this.arm(agent);
   }
 

@@ -1,0 +1,177 @@
+/**
+ * HttpLimit: the middleware's engine, shared by the node:http/Express and
+ * the Fastify adapters. It turns a request (as a RequestView) into the
+ * limiters to charge and charges them through the Agent: all or nothing,
+ * waiting when allowed. Statuses, bodies and fields are HttpPolicy's
+ * (core/http-policy.ts).
+ *
+ * Waiting: a request waits up to `waitMs` (shaping) for its tokens; and
+ * whatever `waitMs`, up to `graceMs` when its tokens are expected within
+ * that long (a new limiter's first grant, a top-up from a pool that has
+ * tokens), so a fresh agent or a burst on a full pool is not refused for
+ * want of a round-trip.
+ */
+import type { Agent } from './agent.js';
+import type { Limiter } from './limiter.js';
+import { AgentError } from '../errors.js';
+import {
+  denial,
+  encodeKey,
+  invalidKey,
+  missingKey,
+  rateLimitField,
+  rateLimitPolicyField,
+  type LimitView,
+  type Refusal,
+} from '../core/http-policy.js';
+
+/** RequestView — what the middleware reads of a request. */
+export interface RequestView {
+  /** header — the first value of header `name` (lower case), or undefined. */
+  header(name: string): string | undefined;
+  /** The client's address as the framework reports it (Express's and Fastify's `ip` honour their proxy settings). */
+  readonly ip: string | undefined;
+  /** The route pattern when the framework knows it (e.g. `/users/:id`), else the path without the query. */
+  readonly route: string;
+}
+
+/** KeySource — where a rule's key comes from: a header, the client address, the route, or a function (undefined: no key). */
+export type KeySource =
+  { readonly header: string } | { readonly ip: true } | { readonly route: true } | ((request: RequestView) => string | undefined);
+
+/** PoolRule — one pool charged for every request. */
+export interface PoolRule {
+  /** The policy name in the fields; the pool itself when there is no `key`, else the prefix of `<name>:<key>` pools. */
+  readonly name: string;
+  /** Per-key pools: each key its own pool `<name>:<key>` (e.g. a coordinator template `tenant:*`). */
+  readonly key?: KeySource;
+  /** Tokens per request (a positive integer, or a function of the request); default 1. */
+  readonly cost?: number | ((request: RequestView) => number);
+  /** The status for a request without the key: 400 (default) or 401. Never a shared pool instead. */
+  readonly missingKeyStatus?: 400 | 401;
+}
+
+/** HttpLimitOptions — the middleware's options. */
+export interface HttpLimitOptions {
+  readonly agent: Agent;
+  /** Pools charged together, all or nothing (e.g. a global pool and a tenant pool). At least one. */
+  readonly pools: readonly PoolRule[];
+  /** Shaping: how long a request may wait for its tokens, ms; default 0 (no wait beyond `graceMs`). */
+  readonly waitMs?: number;
+  /** How long a request waits for tokens expected within that long (see above), ms; default 100. 0: never. */
+  readonly graceMs?: number;
+  /** When no coordinator can grant: `fail-closed` (default, 503) or `allow` (let requests through uncharged). */
+  readonly unavailable?: 'fail-closed' | 'allow';
+}
+
+/** Verdict — admitted (with the fields to set) or refused (with the refusal, and the fields). */
+export type Verdict =
+  | { readonly admitted: true; readonly headers: ReadonlyArray<readonly [string, string]> }
+  | { readonly admitted: false; readonly headers: ReadonlyArray<readonly [string, string]>; readonly refusal: Refusal };
+
+interface Charge {
+  readonly limiter: Limiter;
+  readonly cost: number;
+  readonly policy: string;
+}
+
+const GRACE_MS_DEFAULT = 100;
+
+function keyOf(source: KeySource, request: RequestView): string | undefined {
+  if (typeof source === 'function') return source(request);
+  if ('header' in source) return request.header(source.header.toLowerCase());
+  if ('ip' in source) return request.ip;
+  return request.route;
+}
+
+function what(source: KeySource): string {
+  if (typeof source === 'function') return 'key';
+  if ('header' in source) return `${source.header} header`;
+  return 'ip' in source ? 'client address' : 'route';
+}
+
+function checkMs(name: string, value: number): number {
+  if (!Number.isSafeInteger(value) || value < 0)
+    throw new AgentError('invalid-argument', `option ${name} must be a whole number of ms >= 0, got ${value}`);
+  return value;
+}
+
+export class HttpLimit {
+  private readonly waitMs: number;
+  private readonly graceMs: number;
+  private readonly failOpen: boolean;
+
+  /** HttpLimit — throws AgentError('invalid-argument') for bad options. */
+  constructor(private readonly options: HttpLimitOptions) {
+    if (options.pools.length === 0) throw new AgentError('invalid-argument', 'option pools names no pool');
+    this.waitMs = checkMs('waitMs', options.waitMs ?? 0);
+    this.graceMs = checkMs('graceMs', options.graceMs ?? GRACE_MS_DEFAULT);
+    this.failOpen = options.unavailable === 'allow';
+  }
+
+  /** check — charges the request's pools; never rejects (a limiter error becomes a refusal). */
+  async check(request: RequestView): Promise<Verdict> {
+    const charges: Charge[] = [];
+    for (const rule of this.options.pools) {
+      let pool = rule.name;
+      if (rule.key !== undefined) {
+        const key = keyOf(rule.key, request);
+        if (key === undefined || key === '')
+          return { admitted: false, headers: [], refusal: missingKey(rule.name, rule.missingKeyStatus ?? 400, what(rule.key)) };
+        const named = encodeKey(rule.name, key);
+        if (named === null) return { admitted: false, headers: [], refusal: invalidKey(rule.name, what(rule.key)) };
+        pool = named;
+      }
+      const cost = typeof rule.cost === 'function' ? rule.cost(request) : (rule.cost ?? 1);
+      charges.push({ limiter: this.options.agent.limiter(pool), cost, policy: rule.name });
+    }
+    const agent = this.options.agent;
+    let denied = agent.tryTakeAll(charges) ? -1 : agent.lastDeniedIndex;
+    if (denied !== -1) denied = await this.waitFor(charges, denied);
+    if (denied === -1) return { admitted: true, headers: fields(charges) };
+    const charge = charges[denied] as Charge;
+    const limiter = charge.limiter;
+    const reason = limiter.lastDenial;
+    const unavailable = limiter.unavailable && reason !== 'unknown-pool' && reason !== 'never-fits';
+    if (unavailable && this.failOpen) return { admitted: true, headers: fields(charges) };
+    const retryMs = reason === 'never-fits' || reason === 'unknown-pool' ? null : limiter.retryAfterMsFor(charge.cost);
+    return { admitted: false, headers: fields(charges), refusal: denial(charge.policy, limiter.pool, reason, retryMs, unavailable) };
+  }
+
+  /** waitFor — after a denial by part `denied`: waits when allowed (see above); -1 once admitted, else the index denied last. */
+  private async waitFor(charges: readonly Charge[], denied: number): Promise<number> {
+    const agent = this.options.agent;
+    const charge = charges[denied] as Charge;
+    const reason = charge.limiter.lastDenial;
+    if (reason === 'never-fits' || reason === 'unknown-pool') return denied;
+    const expectedMs = charge.limiter.retryAfterMsFor(charge.cost);
+    const graceMs = !charge.limiter.heard || expectedMs <= this.graceMs ? this.graceMs : 0;
+    const budgetMs = Math.max(this.waitMs, graceMs);
+    if (budgetMs === 0) return denied;
+    try {
+      const only = charges.length === 1;
+      if (only ? await charge.limiter.take(charge.cost, { timeoutMs: budgetMs }) : await agent.takeAll(charges, { timeoutMs: budgetMs }))
+        return -1;
+    } catch (error) {
+      // never-fits or unknown-pool, learnt while waiting: the try below records it on the slot.
+      if (!(error instanceof AgentError)) throw error;
+    }
+    return agent.tryTakeAll(charges) ? -1 : agent.lastDeniedIndex;
+  }
+}
+
+/** fields — the `RateLimit-Policy` and `RateLimit` headers for `charges`, as they stand now. */
+function fields(charges: readonly Charge[]): Array<readonly [string, string]> {
+  const views: LimitView[] = charges.map((c) => ({
+    policy: c.policy,
+    limits: c.limiter.limits,
+    remainingTokens: c.limiter.availableTokens,
+    moreAfterMs: c.limiter.retryAfterMsFor(c.limiter.availableTokens + 1),
+  }));
+  const out: Array<readonly [string, string]> = [];
+  const policy = rateLimitPolicyField(views);
+  const limit = rateLimitField(views);
+  if (policy !== null) out.push(['RateLimit-Policy', policy]);
+  if (limit !== null) out.push(['RateLimit', limit]);
+  return out;
+}

@@ -1,0 +1,73 @@
+/**
+ * The rate limit as node:http and Express/Connect middleware
+ * (`@tokenlease/agent/http`). It moves bytes only: HttpLimit charges the
+ * pools, HttpPolicy decides statuses and fields.
+ *
+ * `createHttpLimit(options)` returns a function that is both:
+ * - Express/Connect middleware, `(req, res, next)`: calls `next()` when
+ *   admitted, answers the refusal itself otherwise;
+ * - a node:http helper, `await limit(req, res)`: resolves true when
+ *   admitted (the handler goes on), false after it answered the refusal.
+ * Every response it touches gets `RateLimit-Policy` and `RateLimit`.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { HttpLimit, type HttpLimitOptions, type RequestView, type Verdict } from './http-limit.js';
+
+export type { HttpLimitOptions, KeySource, PoolRule, RequestView, Verdict } from './http-limit.js';
+export type { Problem, ProblemType } from '../core/http-policy.js';
+
+/** What Express adds to a request, when it is there: the client address after `trust proxy`, and the matched route. */
+interface ExpressExtras {
+  readonly ip?: string;
+  readonly baseUrl?: string;
+  readonly route?: { readonly path?: unknown };
+}
+
+/** HttpLimitMiddleware — Express/Connect middleware, and `await limit(req, res)` for node:http. */
+export type HttpLimitMiddleware = (req: IncomingMessage, res: ServerResponse, next?: (error?: unknown) => void) => Promise<boolean>;
+
+function viewOf(req: IncomingMessage & ExpressExtras): RequestView {
+  const path = (req.url ?? '/').split('?')[0] ?? '/';
+  const routePath = typeof req.route?.path === 'string' ? `${req.baseUrl ?? ''}${req.route.path}` : path;
+  return {
+    header: (name) => {
+      const value = req.headers[name];
+      return Array.isArray(value) ? value[0] : value;
+    },
+    ip: req.ip ?? req.socket.remoteAddress,
+    route: routePath,
+  };
+}
+
+/** answer — writes `verdict`'s fields, and its refusal when refused. */
+function answer(res: ServerResponse, verdict: Verdict): void {
+  if (res.headersSent) return;
+  for (const [name, value] of verdict.headers) res.setHeader(name, value);
+  if (verdict.admitted) return;
+  const { status, problem, retryAfterSeconds } = verdict.refusal;
+  if (retryAfterSeconds !== null) res.setHeader('Retry-After', String(retryAfterSeconds));
+  res.statusCode = status;
+  res.setHeader('Content-Type', 'application/problem+json');
+  res.end(JSON.stringify(problem));
+}
+
+/**
+ * createHttpLimit — the middleware for `options` (see HttpLimitOptions).
+ * Throws AgentError('invalid-argument') for bad options.
+ */
+export function createHttpLimit(options: HttpLimitOptions): HttpLimitMiddleware {
+  const limit = new HttpLimit(options);
+  return async (req, res, next) => {
+    let verdict: Verdict;
+    try {
+      verdict = await limit.check(viewOf(req));
+    } catch (error) {
+      if (next === undefined) throw error;
+      next(error);
+      return false;
+    }
+    answer(res, verdict);
+    if (verdict.admitted) next?.();
+    return verdict.admitted;
+  };
+}

@@ -1,0 +1,13 @@
+/** @tokenlease/agent/http — the rate limit as node:http and Express/Connect middleware (adapters/http.ts). */
+export {
+  createHttpLimit,
+  type HttpLimitMiddleware,
+  type HttpLimitOptions,
+  type KeySource,
+  type PoolRule,
+  type RequestView,
+  type Verdict,
+  type Problem,
+  type ProblemType,
+} from './adapters/http.js';
+export { HttpLimit } from './adapters/http-limit.js';
