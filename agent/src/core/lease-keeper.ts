@@ -137,15 +137,7 @@ export class LeaseKeeper {
     this.cycle = new RequestCycle(this.slot, options, this.stats, random);
     this.demand = new DemandWatch(this.slot, options);
     this.rate = new RateRenewal(this.slot, options);
-    const keeper = this;
-    const source = {
-      pool,
-      secret,
-      nextSeq: () => this.takeSeq(),
-      get agentId(): string {
-        return keeper.agentId;
-      },
-    };
+    const source = { pool, secret, nextSeq: () => this.takeSeq(), agentId: () => this.agentId };
     this.reports = new UsageReports(source, options.reportMs, this.stats);
     const burstTokens = options.fallbackBurstTokens || Math.max(1, options.fallbackPerSecond);
     this.slot.configureFallback(options.fallbackPerSecond, burstTokens, 0);

@@ -20,7 +20,8 @@ const NONE: readonly SendAction[] = [];
 
 /** ReportSource — who reports: the agent, its pool and its sequence numbers. */
 export interface ReportSource {
-  readonly agentId: string;
+  /** The id the keeper asks under now (it moves after a `forbidden` refusal). */
+  readonly agentId: () => string;
   readonly pool: string;
   readonly secret: string;
   readonly nextSeq: () => number;
@@ -58,7 +59,8 @@ export class UsageReports {
     if (balanceTokens >= this.reportedTokens) return NONE;
     this.reportedTokens = balanceTokens;
     this.stats.reports += 1;
-    const { agentId, pool, secret } = this.source;
+    const { pool, secret } = this.source;
+    const agentId = this.source.agentId();
     const message: LeaseReport = {
       v: 2,
       op: 'report',
