@@ -737,6 +737,7 @@ class FailoverRun {
       if (a === undefined) throw new Error(`delivery to ${to}`);
       const o = a.outstanding;
       if (reply.kind === 'receipt') continue;
+      if (reply.kind === 'pools' || reply.kind === 'reload') throw new Error(`${to} got an operator reply`);
       if (reply.seq === null) throw new Error(`${to} got ${JSON.stringify(reply)}`);
       // A reply the agent no longer waits for: to a request it superseded (told so, or answered in the same
       // batch just before the newer one was handled, whose report voided that grant), or to the second copy of a

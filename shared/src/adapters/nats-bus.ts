@@ -6,7 +6,7 @@
  * Connections reconnect forever with a short wait, so a restarted server is
  * picked up again without the caller doing anything.
  */
-import { connect, Events, ErrorCode, type Msg, type NatsConnection, type NatsError, type Subscription } from 'nats';
+import { connect, Events, ErrorCode, RequestStrategy, type Msg, type NatsConnection, type NatsError, type Subscription } from 'nats';
 import { TokenleaseError, type SharedErrorCode } from '../errors.js';
 
 /** ReplyPort — answers one request; returns false when the request carried no reply subject. */
@@ -25,6 +25,13 @@ export type BusEvent =
 export interface Bus {
   /** request — one request; rejects with TokenleaseError `bus-timeout`, `bus-no-responders`, `bus-closed` or `bus-failure`. */
   request(subject: string, payload: Uint8Array, timeoutMs: number): Promise<Uint8Array>;
+  /**
+   * gather — one request answered by any number of responders: the replies
+   * that arrive within `windowMs` (at most `repliesMax`). Rejects like
+   * `request` when none can arrive (`bus-no-responders`, `bus-closed`, …);
+   * resolves with no replies when responders exist but none answered in time.
+   */
+  gather(subject: string, payload: Uint8Array, windowMs: number, repliesMax: number): Promise<Uint8Array[]>;
   /** publish — one message that wants no reply; false when it could not be handed to the connection (closed or draining). */
   publish(subject: string, payload: Uint8Array): boolean;
   /** serve — delivers each message on `subject` (wildcards allowed) to one member of `queue`. */
@@ -71,6 +78,24 @@ class NatsBus implements Bus {
     } catch (error) {
       throw busError(error, subject);
     }
+  }
+
+  async gather(subject: string, payload: Uint8Array, windowMs: number, repliesMax: number): Promise<Uint8Array[]> {
+    const replies: Uint8Array[] = [];
+    try {
+      const messages = await this.nc.requestMany(subject, payload, {
+        maxWait: windowMs,
+        strategy: RequestStrategy.Timer,
+        noMux: true,
+      });
+      for await (const msg of messages) {
+        replies.push(msg.data);
+        if (replies.length >= repliesMax) break;
+      }
+    } catch (error) {
+      if (replies.length === 0) throw busError(error, subject);
+    }
+    return replies;
   }
 
   publish(subject: string, payload: Uint8Array): boolean {

@@ -1,3 +1,4 @@
 export { checkEnvelope, EnvelopeWatch, worstWindowRatio, type Admission, type EnvelopeReport, type EnvelopeWindow } from './envelope.js';
 export { propertySeed, seedFromEnv } from './seed.js';
 export { thrown } from './thrown.js';
+export { checkAcrossChange, fasterRate, type ChangeReport, type Regime } from './envelope-change.js';
