@@ -1,5 +1,6 @@
 export { Agent, type AgentOptions, type AgentEvent } from './adapters/agent.js';
 export { Limiter, type LimiterStats } from './adapters/limiter.js';
+export { AgentMetrics, AGENT_POOL_LABELS_MAX, type AgentMetricsOptions } from './adapters/agent-metrics.js';
 export { AgentError, type AgentErrorCode } from './errors.js';
 export { LeaseKeeper, type SendAction, type KeeperStats } from './core/lease-keeper.js';
 export { LeaseSlot, type DenialReason } from './core/lease-slot.js';
