@@ -4,11 +4,15 @@
  *
  *   tokenlease-coordinator --config pools.yaml [--nats nats://127.0.0.1:4222] [--log-level info]
  *                          [--redis redis://127.0.0.1:6379 | --memory] [--ownership-ttl-ms 3000]
- *                          [--member <name>] [--redis-prefix tokenlease]
+ *                          [--member <name>] [--redis-prefix tokenlease] [--http 127.0.0.1:9464]
  *
  * State lives in memory unless a Redis URL is given (`--redis`, or the
  * `REDIS_URL` environment variable unless `--memory` is given): then pools
  * are shared with the other coordinators on that Redis, each owned by one.
+ *
+ * `--http host:port` serves /metrics, /healthz, /readyz and a status page
+ * (operations.ts); SIGHUP re-reads the configuration file and applies it
+ * to the live pools.
  *
  * Exits 2 on a usage or configuration error (one line saying why, followed
  * by the usage for a usage error), 1 with one line when NATS or Redis cannot
@@ -23,11 +27,13 @@ import { CoordinatorError } from '../errors.js';
 import { loadConfigFile } from './config-file.js';
 import { connectRedisStore, parseRedisUrl, type StateStore } from './redis-store.js';
 import { DEFAULT_OWNERSHIP_TTL_MS, startDurableService } from './durable-service.js';
+import { startOperations } from './operations.js';
 import { startCoordinatorService } from './service.js';
 
 const USAGE =
   'usage: tokenlease-coordinator --config <pools.yaml|pools.json> [--nats <url>] [--log-level <level>]\n' +
-  '         [--redis <redis://host:port> | --memory] [--ownership-ttl-ms <ms>] [--member <name>] [--redis-prefix <prefix>]';
+  '         [--redis <redis://host:port> | --memory] [--ownership-ttl-ms <ms>] [--member <name>] [--redis-prefix <prefix>]\n' +
+  '         [--http <host:port>]';
 
 interface Flags {
   config?: string | undefined;
@@ -38,6 +44,7 @@ interface Flags {
   'ownership-ttl-ms'?: string | undefined;
   member?: string | undefined;
   'redis-prefix'?: string | undefined;
+  http?: string | undefined;
   help?: boolean | undefined;
 }
 
@@ -59,6 +66,7 @@ async function main(): Promise<void> {
         'ownership-ttl-ms': { type: 'string' },
         member: { type: 'string' },
         'redis-prefix': { type: 'string' },
+        http: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
       strict: true,
@@ -138,6 +146,22 @@ async function main(): Promise<void> {
     store === null
       ? startCoordinatorService({ config, bus, logger })
       : startDurableService({ config, bus, logger, store, member, ownershipTtlMs });
+
+  // ── Operations (issue #13): metrics, the --http endpoint, reloads on SIGHUP and operator requests. ──
+  // Everything operational stays in this block and in operations.ts; the lines above serve agents.
+  const durable = 'storeUp' in service ? service : null;
+  await startOperations({
+    served: service,
+    ownership: durable,
+    bus,
+    logger,
+    configPath: values.config,
+    http: values.http,
+    name: durable?.member ?? `${hostname()}-${process.pid}`,
+  }).catch((error: unknown) => {
+    if (error instanceof CoordinatorError) fail(error.code === 'config-invalid' ? 2 : 1, error.message);
+    throw error;
+  });
 }
 
 main().catch((error: unknown) => {

@@ -91,7 +91,7 @@ export class CoordinatorCore<R> {
     startUs: number,
     private readonly durable = false,
     /** How this coordinator names itself to operators (`pools` replies). */
-    readonly name = 'coordinator',
+    public name = 'coordinator',
   ) {
     assertTimeUs(startUs, 'startUs');
     this.configNow = config;

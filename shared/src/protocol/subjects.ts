@@ -40,6 +40,12 @@ export function isOperatorOp(op: Op): op is 'pools' | 'reload' {
   return op === 'pools' || op === 'reload';
 }
 
+/** isOperatorSubject — whether `subject` is a v2 subject under `prefix` of an operator op. */
+export function isOperatorSubject(prefix: string, subject: string): boolean {
+  const op = parseSubject(prefix, subject)?.op;
+  return op !== undefined && isOperatorOp(op);
+}
+
 /** poolNameProblem — why `name` is not a valid pool name, or null when it is. */
 export function poolNameProblem(name: unknown): string | null {
   if (typeof name !== 'string') return 'must be a string';
