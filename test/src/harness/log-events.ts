@@ -32,6 +32,9 @@ export const COORDINATOR_EVENTS = [
   'state-invalid',
   'owner-record-cleared',
   'members-cleared',
+  'http-listening',
+  'reloaded',
+  'reload-refused',
 ] as const;
 export type CoordinatorEvent = (typeof COORDINATOR_EVENTS)[number];
 
