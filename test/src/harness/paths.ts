@@ -32,3 +32,10 @@ export function coordinatorCliScript(): string {
   const entry = require.resolve('@tokenlease/coordinator');
   return built(join(dirname(entry), 'adapters', 'cli.js'));
 }
+
+/** operatorCliScript — the `tokenlease` operator CLI entry point. */
+export function operatorCliScript(): string {
+  const require = createRequire(import.meta.url);
+  const entry = require.resolve('@tokenlease/coordinator');
+  return built(join(dirname(entry), 'adapters', 'operator-cli.js'));
+}
