@@ -34,6 +34,14 @@ function drawChart(series) {
     label.textContent = String(Math.round(f * top));
     chart.append(label);
   }
+  for (const [x, text, anchor] of [
+    [30, '−5 min', 'start'],
+    [width, 'now', 'end'],
+  ]) {
+    const label = svg('text', { x, y: height - 2, 'text-anchor': anchor });
+    label.textContent = text;
+    chart.append(label);
+  }
   const n = series.length;
   const line = (field, className) => {
     const points = series.map((s, i) => {

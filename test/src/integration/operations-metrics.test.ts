@@ -243,6 +243,14 @@ describe('metrics and health endpoints of real processes', () => {
       const owned = await scrape(`http://127.0.0.1:${port}/metrics`);
       expect(valueOf(owned, 'tokenlease_pool_owned', { pool: POOL })).toBe(1);
       expect(valueOf(owned, 'tokenlease_store_up')).toBe(1);
+      // The status page's data says who owns what.
+      const page = (await (await fetch(`http://127.0.0.1:${port}/api/status`)).json()) as {
+        mode: string;
+        ownership: { member: string; storeUp: boolean; owned: { unit: string; epoch: number }[] };
+      };
+      expect(page.mode).toBe('durable');
+      expect(page.ownership).toMatchObject({ member: 'ready-1', storeUp: true });
+      expect(page.ownership.owned.map((o) => o.unit).sort()).toEqual(['*', POOL]);
       await redis.kill();
       const unreadyMs = await waitForStatus(readyz, 503, 10_000);
       await redis.start();
