@@ -33,8 +33,10 @@ export interface AgentProcessConfig {
   readonly statsEveryMs?: number;
   /** Lease keeper options (e.g. refreshMs, reportMs). */
   readonly keeper?: Partial<KeeperOptions>;
-  /** Serve the agent's metrics on this port of 127.0.0.1 (0: one the system picks). */
+  /** Serve the agent's metrics on this port (0: one the system picks)… */
   readonly metricsPort?: number;
+  /** …of this address (default 127.0.0.1; the compose stack's agents serve 0.0.0.0). */
+  readonly metricsHost?: string;
 }
 
 function print(obj: object): void {
@@ -52,7 +54,8 @@ async function main(): Promise<void> {
     ...(config.keeper === undefined ? {} : { keeper: config.keeper }),
   });
   const limiter = agent.limiter(config.pool);
-  const metricsUrl = config.metricsPort === undefined ? null : await serveMetrics(config.metricsPort, limiter);
+  const metricsUrl =
+    config.metricsPort === undefined ? null : await serveMetrics(config.metricsHost ?? '127.0.0.1', config.metricsPort, limiter);
   const fd = config.logPath === undefined ? null : openSync(config.logPath, 'a');
   let pending = '';
   const flush = (): void => {
@@ -86,8 +89,8 @@ async function main(): Promise<void> {
   process.exit(0);
 }
 
-/** serveMetrics — the agent's metrics on http://127.0.0.1:<port>/metrics; resolves with that URL. */
-async function serveMetrics(port: number, limiter: ReturnType<Agent['limiter']>): Promise<string> {
+/** serveMetrics — the agent's metrics on http://<host>:<port>/metrics; resolves with that URL. */
+async function serveMetrics(host: string, port: number, limiter: ReturnType<Agent['limiter']>): Promise<string> {
   const registry = new Registry();
   new AgentMetrics(registry).track(limiter);
   const server = createServer((req, res) => {
@@ -96,10 +99,10 @@ async function serveMetrics(port: number, limiter: ReturnType<Agent['limiter']>)
       res.end(req.url === '/metrics' ? body : '');
     });
   });
-  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(port, host, resolve));
   server.unref();
   const address = server.address();
-  return `http://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : port}/metrics`;
+  return `http://${host}:${typeof address === 'object' && address !== null ? address.port : port}/metrics`;
 }
 
 main().catch((error: unknown) => {
