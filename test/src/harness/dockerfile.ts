@@ -24,7 +24,7 @@ function execForm(text: string): string[] | null {
   if (!text.startsWith('[')) return null;
   const value: unknown = JSON.parse(text);
   if (!Array.isArray(value) || !value.every((v) => typeof v === 'string')) throw new Error(`not an exec form: ${text}`);
-  return value as string[];
+  return value;
 }
 
 /** parseDockerfile — the stages of a Dockerfile's text; throws on an instruction before the first FROM. */
