@@ -3,6 +3,7 @@ export { defaultInboxPrefix, type AgentNatsOptions } from './adapters/agent-bus.
 /** busFromConnection — a Bus over an existing nats.js connection (Agent.connect's `connection` option does this itself). */
 export { busFromConnection, redactUrl, type NatsConnection } from '@tokenlease/shared';
 export { Limiter, type LimiterStats } from './adapters/limiter.js';
+export { AgentMetrics, AGENT_POOL_LABELS_MAX, type AgentMetricsOptions } from './adapters/agent-metrics.js';
 export { AgentError, type AgentErrorCode } from './errors.js';
 export { LeaseKeeper, type SendAction, type KeeperStats, type PoolLimits } from './core/lease-keeper.js';
 export { LeaseSlot, type DenialReason } from './core/lease-slot.js';

@@ -6,6 +6,8 @@ export type CoordinatorErrorCode =
   | 'config-invalid'
   | 'config-unreadable'
   | 'startup-failed'
+  /** The HTTP endpoint (`--http`) could not listen. */
+  | 'listen-failed'
   | 'invalid-argument'
   /** The state store holds a record that is not tokenlease state. */
   | 'state-invalid'

@@ -10,5 +10,6 @@ export * from './protocol/messages.js';
 export * from './protocol/limits.js';
 export * from './protocol/ids.js';
 export * from './protocol/codec.js';
+export * from './protocol/operator.js';
 export * from './adapters/nats-bus.js';
 export * from './adapters/host-clock.js';

@@ -240,6 +240,7 @@ export class LeaseKeeper {
     if (s.hasLease && nowUs >= s.expiresAtUs) {
       s.hasLease = false;
       s.balanceTokens = 0;
+      s.noteExpiry();
     }
     if (this.cycle.inFlight !== null) return this.cycle.retryDue(nowUs);
     if (this.closing) return s.balanceTokens > 0 ? this.sendReturn(nowUs) : NONE;
@@ -267,6 +268,7 @@ export class LeaseKeeper {
   onReply(seq: number, reply: Reply, nowUs: number): readonly SendAction[] {
     const flight = this.cycle.settle(seq);
     if (flight === null) return NONE;
+    this.slot.noteRoundTrip(nowUs - flight.firstSentAtUs);
     const op = flight.message.op;
     if (reply.kind === 'grant' && flight.message.op === 'acquire') {
       const sameLease = reply.leaseId === this.heldLeaseId && this.slot.hasLease;

@@ -26,6 +26,10 @@
  *   integer count of millionths of a token, refilled per whole µs.
  * - While the coordinator says the pool does not exist (`unknownPool`) a
  *   denial says `unknown-pool`, not `no-lease`: a misspelt name is loud.
+ * - For operators it also counts denied tokens by reason (on the denial
+ *   path only), lease expiries and round-trips (noted by the keeper), and
+ *   keeps up to ROUND_TRIP_SAMPLES_MAX round-trip samples until a metrics
+ *   collector takes them.
  */
 import { AgentError } from '../errors.js';
 
@@ -58,7 +62,24 @@ const RATE_PERIOD_US = 18;
 const RATE_CARRY = 19;
 const RATE_AT = 20;
 const RATE_CAP = 21;
-const FIELDS = RATE_CAP + 1;
+const DENIED_NO_LEASE = 22;
+const DENIED_EXHAUSTED = 23;
+const DENIED_NEVER_FITS = 24;
+const DENIED_EXPIRED = 25;
+const LEASE_EXPIRIES = 26;
+const ROUND_TRIPS = 27;
+const DENIED_UNKNOWN_POOL = 28;
+const FIELDS = DENIED_UNKNOWN_POOL + 1;
+/** The denied-tokens field of each reason. */
+const DENIED_BY_REASON: Readonly<Record<DenialReason, number>> = {
+  'no-lease': DENIED_NO_LEASE,
+  exhausted: DENIED_EXHAUSTED,
+  'never-fits': DENIED_NEVER_FITS,
+  expired: DENIED_EXPIRED,
+  'unknown-pool': DENIED_UNKNOWN_POOL,
+};
+/** ROUND_TRIP_SAMPLES_MAX — round-trip samples kept until taken; later ones are counted, not kept. */
+export const ROUND_TRIP_SAMPLES_MAX = 1024;
 /** Fallback level units per token: one token·second in token·µs. */
 const UNITS_PER_TOKEN = 1_000_000;
 /** The largest fallback rate accepted, tokens per second. */
@@ -74,6 +95,7 @@ export class LeaseSlot {
   lastDenial: DenialReason = 'no-lease';
   /** Set while the coordinator's last word on this pool was `unknown-pool`. */
   unknownPool = false;
+  private roundTripSamplesUs: number[] = [];
 
   constructor(readonly pool: string) {
     this.n[COST_MAX] = Infinity;
@@ -128,6 +150,37 @@ export class LeaseSlot {
   get lastAdmitUs(): number {
     return this.n[LAST_ADMIT] as number;
   }
+  /** deniedTokensFor — tokens denied for `reason` so far. */
+  deniedTokensFor(reason: DenialReason): number {
+    return this.n[DENIED_BY_REASON[reason]] as number;
+  }
+  /** Leases that expired in hand (the keeper noticed the expiry before a renewal or return). */
+  get leaseExpiries(): number {
+    return this.n[LEASE_EXPIRIES] as number;
+  }
+  /** Requests answered by the coordinator (acquires and returns). */
+  get roundTrips(): number {
+    return this.n[ROUND_TRIPS] as number;
+  }
+
+  /** noteExpiry — the keeper found the lease expired in hand. */
+  noteExpiry(): void {
+    this.n[LEASE_EXPIRIES] = (this.n[LEASE_EXPIRIES] as number) + 1;
+  }
+
+  /** noteRoundTrip — a request was answered `us` µs after it was first sent. */
+  noteRoundTrip(us: number): void {
+    this.n[ROUND_TRIPS] = (this.n[ROUND_TRIPS] as number) + 1;
+    if (this.roundTripSamplesUs.length < ROUND_TRIP_SAMPLES_MAX) this.roundTripSamplesUs.push(Math.max(0, us));
+  }
+
+  /** takeRoundTripSamples — the round-trip samples (µs) since the last take, at most ROUND_TRIP_SAMPLES_MAX. */
+  takeRoundTripSamples(): number[] {
+    const samples = this.roundTripSamplesUs;
+    this.roundTripSamplesUs = [];
+    return samples;
+  }
+
   /** Tokens and admissions taken from the local fallback bucket. */
   get fallbackTokens(): number {
     return this.n[FALLBACK_TOKENS] as number;
@@ -284,6 +337,7 @@ export class LeaseSlot {
     n[DENIED_COUNT] = (n[DENIED_COUNT] as number) + 1;
     if (cost > (n[COST_MAX] as number)) {
       this.lastDenial = 'never-fits';
+      n[DENIED_NEVER_FITS] = (n[DENIED_NEVER_FITS] as number) + cost;
       return false;
     }
     this.lastDenial = this.unknownPool
@@ -293,6 +347,8 @@ export class LeaseSlot {
         : nowUs >= (n[EXPIRES_AT] as number)
           ? 'expired'
           : 'exhausted';
+    const field = DENIED_BY_REASON[this.lastDenial];
+    n[field] = (n[field] as number) + cost;
     if (cost > (n[WANTED_COST] as number)) n[WANTED_COST] = cost;
     if (!this.lowSignalled) this.signalLow();
     return false;

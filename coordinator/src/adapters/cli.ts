@@ -6,6 +6,7 @@
  *                          [--nats nats://127.0.0.1:4222] [NATS login and TLS flags: see USAGE]
  *                          [--redis redis://127.0.0.1:6379 | --memory] [Redis login and TLS flags]
  *                          [--ownership-ttl-ms 3000] [--member <name>] [--redis-prefix tokenlease]
+ *                          [--http 127.0.0.1:9464]
  *
  * State lives in memory unless a Redis URL is given (`--redis`, or the
  * `REDIS_URL` environment variable unless `--memory` is given): then pools
@@ -13,6 +14,10 @@
  * Every NATS and Redis flag has an environment variable twin (NATS_USER,
  * REDIS_CA, …); the flag wins. Secrets are never printed: URLs are shown
  * redacted and the logger redacts credential fields.
+ *
+ * `--http host:port` serves /metrics, /healthz, /readyz and a status page
+ * (operations.ts); SIGHUP re-reads the configuration file and applies it
+ * to the live pools.
  *
  * Exits 2 on a usage or configuration error (one line saying why, followed
  * by the usage for a usage error), 1 with one line when NATS or Redis cannot
@@ -40,6 +45,7 @@ import { loadConfigFile } from './config-file.js';
 import { createLogger, LOG_LEVELS } from './logger.js';
 import { connectRedisStore, type StateStore } from './redis-store.js';
 import { DEFAULT_OWNERSHIP_TTL_MS, startDurableService } from './durable-service.js';
+import { startOperations } from './operations.js';
 import { startCoordinatorService } from './service.js';
 
 const USAGE =
@@ -47,7 +53,7 @@ const USAGE =
   `         ${NATS_FLAGS_USAGE}\n` +
   '         [--redis <redis[s]://[user:password@]host:port> | --memory] [--redis-user <name>] [--redis-password <pw>]\n' +
   '         [--redis-ca <file>] [--redis-cert <file> --redis-key <file>]\n' +
-  '         [--ownership-ttl-ms <ms>] [--member <name>] [--redis-prefix <prefix>]\n' +
+  '         [--ownership-ttl-ms <ms>] [--member <name>] [--redis-prefix <prefix>] [--http <host:port>]\n' +
   `       ${NATS_ENV_USAGE}; ${Object.values(REDIS_ENV).join(', ')}`;
 
 type Flags = Record<string, string | boolean | undefined>;
@@ -74,6 +80,7 @@ function parse(): Flags {
         'ownership-ttl-ms': { type: 'string' },
         member: { type: 'string' },
         'redis-prefix': { type: 'string' },
+        http: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
       strict: true,
@@ -174,6 +181,22 @@ async function main(): Promise<void> {
     store === null
       ? startCoordinatorService({ config, bus, logger })
       : startDurableService({ config, bus, logger, store, member, ownershipTtlMs });
+
+  // Operations: metrics, the --http endpoint, reloads on SIGHUP and operator requests (operations.ts).
+  const durable = 'storeUp' in service ? service : null;
+  const http = values['http'];
+  await startOperations({
+    served: service,
+    ownership: durable,
+    bus,
+    logger,
+    configPath,
+    http: typeof http === 'string' ? http : undefined,
+    name: durable?.member ?? `${hostname()}-${process.pid}`,
+  }).catch((error: unknown) => {
+    if (error instanceof CoordinatorError) fail(error.code === 'config-invalid' ? 2 : 1, error.message);
+    throw error;
+  });
 }
 
 main().catch((error: unknown) => {

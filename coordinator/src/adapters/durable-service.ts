@@ -20,6 +20,7 @@ import {
   CATCH_ALL_QUEUE_GROUP,
   COORDINATOR_QUEUE_GROUP,
   hostMonoNowUs,
+  isOperatorSubject,
   legacySubject,
   parseSubject,
   poolSubject,
@@ -32,10 +33,14 @@ import type { CoordinatorConfig } from '../core/config.js';
 import { CoordinatorCore, notOwner } from '../core/coordinator-core.js';
 import { CATCH_ALL_UNIT, ownershipUnits, planOwnership, routeCatchAll } from '../core/ownership.js';
 import type { Delivery } from '../core/pool.js';
+import type { ReconfigureSummary } from '../core/pool-registry.js';
 import type { PoolChanges } from '../core/pool-state.js';
 import { WriteLane, type ChangeSource, type LaneStep, type WriteOutcome } from '../core/write-lane.js';
+import type { OwnershipView, ServiceObserver } from './metrics.js';
+import { Lanes, type Lane } from './durable-lanes.js';
 import type { StateStore } from './redis-store.js';
-import { INTERNAL_ERROR, ReplyLog } from './reply-log.js';
+import { INTERNAL_ERROR, REFUSAL_LOG_INTERVAL_MS, ReplyLog } from './reply-log.js';
+import type { Served } from './service.js';
 import { TickTimer } from './tick-timer.js';
 
 export const DEFAULT_OWNERSHIP_TTL_MS = 3000;
@@ -52,10 +57,11 @@ export interface DurableServiceOptions {
   /** How long an ownership record lives without renewal, ms. */
   readonly ownershipTtlMs?: number;
   readonly nowUs?: () => number;
+  /** Told every reply sent, every request's handling time and every write (the metrics). */
+  readonly observer?: ServiceObserver;
 }
 
-export interface DurableService {
-  readonly core: CoordinatorCore<ReplyPort>;
+export interface DurableService extends Served, OwnershipView {
   readonly member: string;
   /** owned — units and template pools owned now, with their epochs. */
   owned(): ReadonlyMap<string, number>;
@@ -68,16 +74,6 @@ interface Held {
   sub: { stop(): Promise<void> } | null;
 }
 
-interface Lane {
-  /** The pool's store tasks (claim, hand-over, forget), one after another. */
-  tail: Promise<void>;
-  writer: WriteLane<ReplyPort>;
-  /** The write loop while a write is in flight. */
-  running: Promise<void> | null;
-  /** Requests that wait for this template pool's claim; null when no claim is under way. */
-  awaitingClaim: Array<() => void> | null;
-}
-
 type Message = [subject: string, payload: Uint8Array, port: ReplyPort];
 
 export function startDurableService(options: DurableServiceOptions): DurableService {
@@ -85,11 +81,20 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
   const nowUs = options.nowUs ?? hostMonoNowUs;
   const ttlMs = options.ownershipTtlMs ?? DEFAULT_OWNERSHIP_TTL_MS;
   const prefix = config.subjectPrefix;
-  const core = new CoordinatorCore<ReplyPort>(config, 0, nowUs(), true);
-  const replies = new ReplyLog(logger, prefix, () => nowUs() / 1000);
-  const units = ownershipUnits(config.pools.map((p) => p.name));
+  let observer = options.observer ?? null;
+  const core = new CoordinatorCore<ReplyPort>(config, 0, nowUs(), true, member);
+  const replies = new ReplyLog(logger, prefix, () => nowUs() / 1000, REFUSAL_LOG_INTERVAL_MS, observer);
+  let units = ownershipUnits(config.pools.map((p) => p.name));
+  /** What the last heartbeat found: whether Redis answered, and the live members. */
+  let lastBeat: { ok: boolean; members: readonly string[] } = { ok: false, members: [] };
   const owned = new Map<string, Held>();
-  const lanes = new Map<string, Lane>();
+  const lanes = new Lanes(
+    (pool) => owned.has(pool),
+    (pool, error) => logger.error({ event: 'store-task-failed', err: error, pool }, 'store task failed'),
+  );
+  const lane = (pool: string): Lane => lanes.lane(pool);
+  const enqueue = (pool: string, task: () => Promise<void>): Promise<void> => lanes.enqueue(pool, task);
+  const settled = (pool: string): Promise<void> => lanes.settled(pool);
   /** Configured pools the catch-all asked the store about: whether they had an owner, and when it asked. */
   const ownerSeen = new Map<string, { owned: boolean; atUs: number }>();
   let stopped = false;
@@ -111,28 +116,6 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
     const faults = core.takeFaults();
     replies.faults(faults);
     for (const { pool } of faults) void enqueue(pool, () => stepDown(pool, 'the pool failed; it is taken over again from the store'));
-  }
-
-  function lane(pool: string): Lane {
-    let l = lanes.get(pool);
-    if (l === undefined) {
-      l = { tail: Promise.resolve(), writer: new WriteLane<ReplyPort>(), running: null, awaitingClaim: null };
-      lanes.set(pool, l);
-    }
-    return l;
-  }
-
-  /** enqueue — runs `task` after every earlier task of `pool`, so its store operations stay in order. */
-  function enqueue(pool: string, task: () => Promise<void>): Promise<void> {
-    const l = lane(pool);
-    const run = l.tail
-      .then(task)
-      .catch((error: unknown) => logger.error({ event: 'store-task-failed', err: error, pool }, 'store task failed'));
-    l.tail = run;
-    void run.then(() => {
-      if (l.tail === run && l.running === null && !owned.has(pool)) lanes.delete(pool);
-    });
-    return run;
   }
 
   function changeSource(pool: string): ChangeSource {
@@ -160,25 +143,23 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
   async function write(pool: string, l: Lane, writer: WriteLane<ReplyPort>, changes: PoolChanges): Promise<void> {
     let outcome: WriteOutcome = 'fenced';
     const held = owned.get(pool);
+    const startUs = nowUs();
     try {
       if (held !== undefined) outcome = (await store.write(pool, member, held.epoch, changes)) ? 'written' : 'fenced';
     } catch (error) {
       logger.warn({ event: 'store-unavailable', pool, err: error }, 'state store unavailable: nothing is granted until a write succeeds');
       outcome = 'unavailable';
     }
+    if (held !== undefined) observer?.wrote((nowUs() - startUs) / 1e6, outcome);
     if (l.writer === writer) l.running = null;
     perform(pool, l, writer, writer.landed(outcome, changeSource(pool), owned.has(pool)));
   }
 
-  /** settled — resolves once no write of `pool` is in flight. */
-  async function settled(pool: string): Promise<void> {
-    const l = lanes.get(pool);
-    while (l?.running) await l.running;
-  }
-
   function handle(pool: string, [subject, payload, port]: Message): void {
+    const startUs = nowUs();
     try {
-      submit(pool, core.receive(subject, payload, port, nowUs()));
+      submit(pool, core.receive(subject, payload, port, startUs));
+      observer?.handled(parseSubject(prefix, subject)?.op ?? '(bad subject)', (nowUs() - startUs) / 1e6);
     } catch (error) {
       logger.error({ event: 'request-failed', err: error, subject }, 'internal error while handling a request');
       port.respond(INTERNAL_ERROR);
@@ -189,6 +170,7 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
 
   function onPoolMessage(pool: string) {
     return (...message: Message): void => {
+      if (isOperatorSubject(prefix, message[0])) return;
       if (core.pool(pool) === undefined)
         replies.send([notOwner(message[2], null, `pool ${JSON.stringify(pool)} is changing owner; ask again`)], nowUs(), { pool });
       else handle(pool, message);
@@ -196,6 +178,7 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
   }
 
   function onCatchAll(...message: Message): void {
+    if (isOperatorSubject(prefix, message[0])) return;
     const parts = parseSubject(prefix, message[0]);
     const pool = parts?.pool ?? null;
     const kind = pool === null ? null : core.kindOf(pool);
@@ -343,6 +326,7 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
     const held = owned.get(pool);
     owned.delete(pool);
     if (held === undefined) return;
+    await held.sub?.stop(); // a configured pool removed from the configuration had its own subscription
     try {
       await store.forget(pool, member, held.epoch);
     } catch (error) {
@@ -362,9 +346,11 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
     try {
       const beat = await store.heartbeat(member, ttlMs);
       members = beat.members;
+      lastBeat = { ok: true, members };
       if (beat.droppedImpossible > 0)
         logger.error({ event: 'members-cleared', count: beat.droppedImpossible }, 'members with impossible heartbeats were removed');
     } catch (error) {
+      lastBeat = { ok: false, members: lastBeat.members };
       logger.warn({ event: 'heartbeat-failed', err: error }, 'heartbeat failed: the state store does not answer');
     }
     await Promise.all(
@@ -410,9 +396,35 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
   runBeat();
   logger.info({ event: 'durable-started', member, ownershipTtlMs: ttlMs, units }, 'durable coordinator started');
 
+  /**
+   * reconfigure — the core serves `next`; the units follow its pools. A pool
+   * whose kind changed (configured ↔ template's) is handed over, to be owned
+   * anew as its kind says; a pool added is claimed at the next heartbeat,
+   * which starts now; a pool removed stays owned until its leases lapse
+   * (the core evicts it, then its records are deleted).
+   */
+  function reconfigure(next: CoordinatorConfig): { summary: ReconfigureSummary; atUs: number } {
+    const atUs = nowUs();
+    const summary = core.reconfigure(next, atUs, submit);
+    units = ownershipUnits(next.pools.map((p) => p.name));
+    for (const pool of summary.rekinded) if (owned.has(pool)) void enqueue(pool, () => handOver(pool));
+    timer.schedule(core.nextDeadlineUs());
+    runBeat();
+    return { summary, atUs };
+  }
+
   return {
     core,
     member,
+    replies,
+    reconfigure,
+    serving: () => lastBeat.ok && !stopped,
+    observe(next: ServiceObserver): void {
+      observer = next;
+      replies.observer = next;
+    },
+    storeUp: () => lastBeat.ok,
+    members: () => lastBeat.members,
     owned: () => new Map([...owned].map(([unit, held]) => [unit, held.epoch])),
     async stop(): Promise<void> {
       if (stopped) return;

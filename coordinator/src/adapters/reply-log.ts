@@ -13,6 +13,7 @@ import { encodeMessage, parseSubject, type ReplyPort } from '@tokenlease/shared'
 import type { Logger } from 'pino';
 import type { PoolFault } from '../core/coordinator-core.js';
 import type { Delivery } from '../core/pool.js';
+import type { ServiceObserver } from './metrics.js';
 
 /** REFUSAL_LOG_INTERVAL_MS — at most one refusal line per pool and code in this time. */
 export const REFUSAL_LOG_INTERVAL_MS = 10_000;
@@ -34,16 +35,20 @@ export class ReplyLog {
     private readonly subjectPrefix: string,
     private readonly nowMs: () => number,
     private readonly intervalMs = REFUSAL_LOG_INTERVAL_MS,
+    /** Told of every reply sent (the metrics); settable once the service runs. */
+    public observer: ServiceObserver | null = null,
   ) {}
 
   /** send — encodes and sends each delivery; `where` is the pool, or the request subject it is read from. */
   send(deliveries: readonly Delivery<ReplyPort>[], tUs: number, where?: { pool?: string; subject?: string }): void {
-    for (const { to, reply } of deliveries) {
+    for (const { to, reply, repeat } of deliveries) {
+      if (this.observer !== null) this.observer.replied(this.poolNameOf(where), reply, repeat === true);
       if (reply.kind === 'error')
         this.refused(this.poolOf(where), reply.code, { fault: reply.fault, seq: reply.seq, reason: reply.message });
       else if (reply.kind === 'grant' && this.logger.isLevelEnabled('debug')) {
         const { leaseId, seq, tokensGranted, tokensHeld, ttlMs, epoch } = reply;
-        this.logger.debug({ event: 'grant', leaseId, seq, tokensGranted, tokensHeld, ttlMs, epoch, tUs }, 'grant');
+        const pool = this.poolNameOf(where);
+        this.logger.debug({ event: 'grant', pool, leaseId, seq, tokensGranted, tokensHeld, ttlMs, epoch, tUs }, 'grant');
       }
       to.respond(encodeMessage(reply));
     }
@@ -80,6 +85,11 @@ export class ReplyLog {
     }
     this.logger.warn({ event: 'request-refused', pool, code, ...detail, refusedBefore: count?.suppressed ?? 0 }, 'request refused');
     this.refusals.set(key, { pool, code, windowStartMs: now, suppressed: 0 });
+  }
+
+  private poolNameOf(where: { pool?: string; subject?: string } | undefined): string | null {
+    if (where?.pool !== undefined) return where.pool;
+    return where?.subject === undefined ? null : (parseSubject(this.subjectPrefix, where.subject)?.pool ?? null);
   }
 
   private poolOf(where: { pool?: string; subject?: string } | undefined): string {

@@ -1,14 +1,19 @@
 /**
- * The coordinator's NATS service: subscribes to every v1 subject under the
+ * The coordinator's NATS service: subscribes to every v2 subject under the
  * prefix in a queue group, hands each message to the core, sends the
  * replies the core returns, and calls `tick` when the core's next deadline
- * comes. Logs every refusal (who sent what, and why) with pino.
+ * comes. Logs every refusal (who sent what, and why) with pino, and tells
+ * an observer (the metrics) what it sent and how long handling took.
+ * Operator ops (`pools`, `reload`) are left to operations.ts, which every
+ * coordinator subscribes for on its own.
  */
 import { randomInt } from 'node:crypto';
 import {
   COORDINATOR_QUEUE_GROUP,
   formatRate,
+  isOperatorSubject,
   legacySubject,
+  parseSubject,
   serviceSubject,
   type Bus,
   hostMonoNowUs,
@@ -17,11 +22,25 @@ import {
 import type { Logger } from 'pino';
 import { CoordinatorCore } from '../core/coordinator-core.js';
 import type { CoordinatorConfig } from '../core/config.js';
-import { INTERNAL_ERROR, ReplyLog } from './reply-log.js';
+import type { ReconfigureSummary } from '../core/pool-registry.js';
+import type { ServiceObserver } from './metrics.js';
+import { INTERNAL_ERROR, REFUSAL_LOG_INTERVAL_MS, ReplyLog } from './reply-log.js';
 import { TickTimer } from './tick-timer.js';
 
-export interface CoordinatorService {
+/** Served — what every coordinator service offers operations.ts, in memory or durable mode. */
+export interface Served {
   readonly core: CoordinatorCore<ReplyPort>;
+  /** replies — where replies leave (and are logged and counted). */
+  readonly replies: ReplyLog;
+  /** reconfigure — serves `config` from now on (the caller checked `core.reconfigureProblem`); `atUs`: the instant it applied. */
+  reconfigure(config: CoordinatorConfig): { readonly summary: ReconfigureSummary; readonly atUs: number };
+  /** serving — whether it takes requests now (memory mode: until stopped; durable mode: its heartbeats reach Redis). */
+  serving(): boolean;
+  /** observe — tells `observer` (the metrics) of every reply, handling time and write from now on. */
+  observe(observer: ServiceObserver): void;
+}
+
+export interface CoordinatorService extends Served {
   readonly epoch: number;
   /** stop — stops taking requests, answers held ones with what there is, and drains the subscription. */
   stop(): Promise<void>;
@@ -34,19 +53,26 @@ export interface ServiceOptions {
   readonly nowUs?: () => number;
   /** Names this incarnation; default a random 31-bit number. */
   readonly epoch?: number;
+  /** How this coordinator names itself to operators. */
+  readonly name?: string;
+  /** Told every reply sent and every request's handling time (the metrics). */
+  readonly observer?: ServiceObserver;
 }
 
 export function startCoordinatorService(options: ServiceOptions): CoordinatorService {
   const { config, bus, logger } = options;
   const nowUs = options.nowUs ?? hostMonoNowUs;
   const epoch = options.epoch ?? randomInt(1, 2 ** 31);
-  const core = new CoordinatorCore<ReplyPort>(config, epoch, nowUs());
-  const replies = new ReplyLog(logger, config.subjectPrefix, () => nowUs() / 1000);
+  let observer = options.observer ?? null;
+  const core = new CoordinatorCore<ReplyPort>(config, epoch, nowUs(), false, options.name);
+  const prefix = config.subjectPrefix;
+  const replies = new ReplyLog(logger, prefix, () => nowUs() / 1000, REFUSAL_LOG_INTERVAL_MS, observer);
   let stopped = false;
+  const sendByPool = (pool: string, out: Parameters<ReplyLog['send']>[0]): void => replies.send(out, nowUs(), { pool });
   const timer = new TickTimer(
     nowUs,
     () => {
-      replies.send(core.tick(nowUs()), nowUs());
+      core.tickEach(nowUs(), sendByPool);
       replies.faults(core.takeFaults());
       replies.flush();
       return core.nextDeadlineUs();
@@ -59,8 +85,12 @@ export function startCoordinatorService(options: ServiceOptions): CoordinatorSer
     replies.send(core.receive(subject, payload, port, nowUs()), nowUs(), { subject });
   });
   const subscription = bus.serve(serviceSubject(config.subjectPrefix), COORDINATOR_QUEUE_GROUP, (subject, payload, port) => {
+    if (isOperatorSubject(prefix, subject)) return;
+    const op = parseSubject(prefix, subject)?.op;
+    const startUs = nowUs();
     try {
-      replies.send(core.receive(subject, payload, port, nowUs()), nowUs(), { subject });
+      replies.send(core.receive(subject, payload, port, startUs), nowUs(), { subject });
+      observer?.handled(op ?? '(bad subject)', (nowUs() - startUs) / 1e6);
     } catch (error) {
       // A broken invariant: refuse loudly, keep serving the other pools.
       logger.error({ event: 'request-failed', err: error, subject }, 'internal error while handling a request');
@@ -97,12 +127,24 @@ export function startCoordinatorService(options: ServiceOptions): CoordinatorSer
   return {
     core,
     epoch,
+    replies,
+    reconfigure(next: CoordinatorConfig): { summary: ReconfigureSummary; atUs: number } {
+      const atUs = nowUs();
+      const summary = core.reconfigure(next, atUs, sendByPool);
+      timer.schedule(core.nextDeadlineUs());
+      return { summary, atUs };
+    },
+    serving: () => !stopped,
+    observe(next: ServiceObserver): void {
+      observer = next;
+      replies.observer = next;
+    },
     async stop(): Promise<void> {
       if (stopped) return;
       stopped = true;
       timer.stop();
       await Promise.all([subscription.stop(), legacy.stop()]);
-      replies.send(core.flush(nowUs()), nowUs());
+      core.flushEach(nowUs(), sendByPool);
       replies.flush();
       logger.info({ event: 'stopped', epoch }, 'coordinator stopped');
     },

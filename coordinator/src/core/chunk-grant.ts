@@ -27,6 +27,8 @@ import { grantReply, retryAfterMs, weightOf, US_PER_MS, type PoolParts } from '.
 export interface Delivery<R> {
   readonly to: R;
   readonly reply: Reply;
+  /** True when `reply` is the original answer repeated to a retry (counted once by metrics). */
+  readonly repeat?: boolean;
 }
 
 /** acquireChunk — renews `record` as `req` reports it, then grants, holds, or renews only. */
@@ -51,7 +53,7 @@ export function acquireChunk<R>(p: PoolParts<R>, req: LeaseRequest, record: Leas
     // It may not wait and others are waiting first: renew only, and say when to ask again.
     grant(p, record, wantTokens, to, nowUs, out, 0);
   } else {
-    p.waiters.push({ record, wantTokens, thresholdTokens, to, deadlineUs: nowUs + holdUs });
+    p.waiters.push({ record, wantTokens, thresholdTokens, to, deadlineUs: nowUs + holdUs, heldAtUs: nowUs });
   }
 }
 
@@ -59,12 +61,16 @@ export function acquireChunk<R>(p: PoolParts<R>, req: LeaseRequest, record: Leas
 export function serveWaiters<R>(p: PoolParts<R>, nowUs: number, out: Delivery<R>[]): void {
   for (let head = p.waiters.head(); head !== undefined && p.credit.has(head.thresholdTokens); head = p.waiters.head()) {
     p.waiters.remove(head.record.agentId);
+    p.tally.held(nowUs - head.heldAtUs);
     // With others still waiting, a turn is its threshold; a lone waiter
     // (or one at the back) takes what it wants of what there is.
     const tokensMax = p.waiters.size > 0 ? Math.max(head.thresholdTokens, fairRest(p, head.thresholdTokens)) : Infinity;
     grant(p, head.record, head.wantTokens, head.to, nowUs, out, tokensMax);
   }
-  for (const w of p.waiters.takeDue(nowUs)) grant(p, w.record, w.wantTokens, w.to, nowUs, out);
+  for (const w of p.waiters.takeDue(nowUs)) {
+    p.tally.held(nowUs - w.heldAtUs);
+    grant(p, w.record, w.wantTokens, w.to, nowUs, out);
+  }
 }
 
 /** grant — moves up to `wantTokens` (at most `tokensMax`) from the level into `record` and replies. */

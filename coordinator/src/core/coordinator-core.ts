@@ -26,6 +26,11 @@
  * - Durable mode: the core holds only the pools it was given (`adopt`),
  *   each with the epoch of its ownership, and forgets those it lost
  *   (`release`); which pools those are is the adapter's to learn.
+ * - A new configuration (`reconfigure`) applies to live pools without a
+ *   restart (pool-reconfigure.ts states the promise across it); one that
+ *   would move the subjects (another prefix) is refused whole.
+ * - Operators: `pools` lists the pools held (a page at a time, read
+ *   without changing them); `reload` is the adapter's (it reads the file).
  */
 import {
   assertTimeUs,
@@ -38,9 +43,11 @@ import {
   type Request,
 } from '@tokenlease/shared';
 import type { CoordinatorConfig } from './config.js';
+import { listPools } from './pool-list.js';
 import type { Delivery, Pool } from './pool.js';
-import { PoolRegistry, type PoolKind } from './pool-registry.js';
+import { PoolRegistry, type PoolKind, type ReconfigureSummary } from './pool-registry.js';
 import type { StoredPool } from './pool-state.js';
+import type { PoolTallyCounts } from './pool-tally.js';
 
 /** PoolFault — a pool whose handling threw, and what it threw. */
 export interface PoolFault {
@@ -51,8 +58,20 @@ export interface PoolFault {
 /** How long a request refused for a pool fault should wait before asking again, ms. */
 export const FAULT_RETRY_AFTER_MS = 1000;
 
+/** HeldPool — a pool held now, how it is served, and the pool itself (for inspection only). */
+export interface HeldPool<R> {
+  readonly name: string;
+  readonly kind: 'configured' | 'template' | 'removed';
+  /** The template it was made from (`"tenant:*"`), or null. */
+  readonly template: string | null;
+  readonly pool: Pool<R>;
+}
+
 export class CoordinatorCore<R> {
   private readonly pools: PoolRegistry<R>;
+  private configNow: CoordinatorConfig;
+  /** Tallies of pools dropped (evicted, released, restarted) since the last `takeTallies`, so no count is lost. */
+  private droppedTallies: { pool: string; counts: PoolTallyCounts }[] = [];
   private faults: PoolFault[] = [];
   /** Pools whose deadline could not be computed: the next tick contains them. */
   private readonly suspects = new Set<Pool<R>>();
@@ -67,13 +86,83 @@ export class CoordinatorCore<R> {
    * and serve only those adopted.
    */
   constructor(
-    readonly config: CoordinatorConfig,
+    config: CoordinatorConfig,
     readonly epoch: number,
     startUs: number,
     private readonly durable = false,
+    /** How this coordinator names itself to operators (`pools` replies). */
+    public name = 'coordinator',
   ) {
     assertTimeUs(startUs, 'startUs');
+    this.configNow = config;
     this.pools = new PoolRegistry<R>(config, epoch, startUs, durable);
+  }
+
+  /** config — the configuration served now (replaced by `reconfigure`). */
+  get config(): CoordinatorConfig {
+    return this.configNow;
+  }
+
+  /**
+   * reconfigureProblem — why `config` cannot replace the one served without
+   * a restart, or null when it can: the subject prefix (and with it every
+   * subject and subscription) must stay.
+   */
+  reconfigureProblem(config: CoordinatorConfig): string | null {
+    if (config.subjectPrefix !== this.configNow.subjectPrefix) {
+      return `subjectPrefix changes from ${JSON.stringify(this.configNow.subjectPrefix)} to ${JSON.stringify(config.subjectPrefix)}: that needs a restart`;
+    }
+    return null;
+  }
+
+  /**
+   * reconfigure — serves `config` from `nowUs` on: pools changed, added and
+   * removed as PoolRegistry.reconfigure says; replies of requests held
+   * under the old configuration go to `visit` by pool. Throws
+   * CoordinatorError-free: call `reconfigureProblem` first (a problem here
+   * is an assertion).
+   */
+  reconfigure(config: CoordinatorConfig, nowUs: number, visit: (pool: string, out: Delivery<R>[]) => void): ReconfigureSummary {
+    assertTimeUs(nowUs);
+    const problem = this.reconfigureProblem(config);
+    if (problem !== null) throw new Error(problem);
+    this.touched = null;
+    this.suspects.clear();
+    this.configNow = config;
+    return this.pools.reconfigure(config, nowUs, visit);
+  }
+
+  /** held — every pool held now (configured, template's and removed ones still lapsing), for inspection. */
+  *held(): IterableIterator<HeldPool<R>> {
+    for (const pool of this.pools.all()) {
+      const name = pool.config.name;
+      const template = this.pools.templateKeyOf(name);
+      const kind = this.pools.isRetiring(name) ? 'removed' : this.pools.kindOf(name) === 'fixed' ? 'configured' : 'template';
+      yield { name, kind, template: kind === 'template' ? template : null, pool };
+    }
+  }
+
+  /** templateKeyOf — the template a name is (or would be) made from, as configured (`"tenant:*"`), or null. */
+  templateKeyOf(name: string): string | null {
+    return this.pools.templateKeyOf(name);
+  }
+
+  /** takeTallies — each pool's tally since the last call (pool-tally.ts), dropped pools' included; pools with nothing to tell are skipped. */
+  takeTallies(visit: (pool: string, counts: PoolTallyCounts) => void): void {
+    const dropped = this.droppedTallies;
+    this.droppedTallies = [];
+    for (const { pool, counts } of dropped) visit(pool, counts);
+    for (const pool of this.pools.all()) {
+      const counts = pool.takeTally();
+      if (hasCounts(counts)) visit(pool.config.name, counts);
+    }
+  }
+
+  /** keepTally — saves the tally of a pool about to be dropped. */
+  private keepTally(pool: Pool<R> | undefined): void {
+    if (pool === undefined) return;
+    const counts = pool.takeTally();
+    if (hasCounts(counts)) this.droppedTallies.push({ pool: pool.config.name, counts });
   }
 
   /** kindOf — whether `pool` names a configured pool, a template's pool, or neither. */
@@ -97,6 +186,7 @@ export class CoordinatorCore<R> {
   /** release — forgets the pool `name` (another coordinator owns it now); its held requests are told `not-owner`. */
   release(name: string): Delivery<R>[] {
     const pool = this.pools.release(name);
+    this.keepTally(pool);
     if (this.touched === pool) this.touched = null;
     const message = `pool ${JSON.stringify(name)} is changing owner; ask again`;
     return (pool?.releaseWaiters() ?? []).map(({ seq, to }) => notOwner(to, seq, message));
@@ -142,6 +232,14 @@ export class CoordinatorCore<R> {
       );
       return out;
     }
+    if (req.op === 'pools') {
+      out.push({ to: replyTo, reply: listPools(this, req, nowUs) });
+      return out;
+    }
+    if (req.op === 'reload') {
+      out.push(refusal(replyTo, 'bad-request', null, 'a reload is answered by every coordinator on its operator subscription, not here'));
+      return out;
+    }
     if (this.config.bindIdentity && req.op !== 'status' && !agentOfIdentity(req.agentId, parts.identity)) {
       const message = `agent ${JSON.stringify(req.agentId)} is not of identity ${JSON.stringify(parts.identity)}: its id must be the identity or start with "${parts.identity}."`;
       out.push(refusal(replyTo, 'forbidden', seq, message));
@@ -155,6 +253,11 @@ export class CoordinatorCore<R> {
           ? 'is not configured and matches no template'
           : 'is not configured, and no template pool of that name is in use';
       out.push(refusal(replyTo, 'unknown-pool', seq, `pool ${JSON.stringify(req.pool)} ${why}`));
+      return out;
+    }
+    if (pool === 'removed') {
+      const message = `pool ${JSON.stringify(req.pool)} was removed from the configuration; its leases lapse`;
+      out.push(refusal(replyTo, 'unknown-pool', seq, message));
       return out;
     }
     if (pool === 'too-many') {
@@ -199,7 +302,7 @@ export class CoordinatorCore<R> {
     const name = pool.config.name;
     const dropped = out.splice(mark);
     const held = pool.releaseWaiters();
-    this.pools.restart(name, nowUs);
+    this.keepTally(this.pools.restart(name, nowUs));
     this.suspects.delete(pool);
     if (this.touched === pool) this.touched = null;
     this.faults.push({ pool: name, error });
@@ -228,7 +331,7 @@ export class CoordinatorCore<R> {
       }
       if (out.length > 0) visit(pool.config.name, out);
     }
-    const evicted = this.pools.evictIdle(nowUs);
+    const evicted = this.pools.evictIdle(nowUs, (pool) => this.keepTally(pool));
     // Only a durable adapter collects them (to delete their records); memory mode just forgets.
     if (this.durable) this.evicted.push(...evicted);
   }
@@ -306,6 +409,9 @@ export class CoordinatorCore<R> {
       case 'status':
         out.push({ to: replyTo, reply: pool.status(nowUs, out, req.agentId) });
         return;
+      case 'pools':
+      case 'reload':
+        throw new Error(`operator op ${req.op} reached a pool`);
     }
   }
 }
@@ -324,6 +430,10 @@ function internalError<R>(to: R, seq: number | null, pool: string): Delivery<R> 
 /** agentOfIdentity — whether `agentId` belongs to `identity`: the identity itself, or `<identity>.` followed by anything. */
 export function agentOfIdentity(agentId: string, identity: string): boolean {
   return agentId === identity || (agentId.length > identity.length + 1 && agentId.startsWith(`${identity}.`));
+}
+
+function hasCounts(c: PoolTallyCounts): boolean {
+  return c.leasesExpired + c.holdsUs.length + c.holdsDropped + c.leasesOpened + c.leasesReturned > 0;
 }
 
 function refusal<R>(to: R, code: ErrorCode, seq: number | null, message: string): Delivery<R> {

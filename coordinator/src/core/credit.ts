@@ -52,9 +52,18 @@ export class Credit {
     this.levelUnits -= tokens * this.scale.unitsPerToken;
   }
 
-  /** give — moves `tokens` back into the level, which keeps at most B. */
-  give(tokens: number): void {
-    this.levelUnits = Math.min(this.scale.capacityUnits, this.levelUnits + tokens * this.scale.unitsPerToken);
+  /**
+   * give — moves `tokens` of a lease that just ended back into the level,
+   * which keeps at most B, and at most what B + A leaves beside the
+   * `leasedTokens` still counted: after a takeover or a reconfiguration
+   * that left credit above B + A, a return drops the excess instead of
+   * handing it to other leases (otherwise it never matters: the lease's
+   * bound, now gone, made room for at least what it returns).
+   */
+  give(tokens: number, leasedTokens: number): void {
+    const roomUnits = this.ceilingUnits - leasedTokens * this.scale.unitsPerToken;
+    const wantUnits = Math.min(this.scale.capacityUnits, this.levelUnits + tokens * this.scale.unitsPerToken, roomUnits);
+    this.levelUnits = Math.max(this.levelUnits, wantUnits);
   }
 
   /** restore — a taken-over level: `levelTokens` clipped so credit fits B + A beside `leasedTokens` (none: full). */

@@ -11,6 +11,7 @@ const waiter = (agentId: string, deadlineUs: number, thresholdTokens = 1): Waite
   thresholdTokens,
   to: agentId,
   deadlineUs,
+  heldAtUs: 0,
 });
 const ids = (ws: readonly Waiter<string>[]): string[] => ws.map((w) => w.record.agentId);
 

@@ -21,6 +21,8 @@ export interface Waiter<R> {
   readonly thresholdTokens: number;
   to: R;
   readonly deadlineUs: number;
+  /** When it was held, µs (for the hold time a pool tallies). */
+  readonly heldAtUs: number;
 }
 
 interface Entry<R> {

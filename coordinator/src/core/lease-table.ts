@@ -39,6 +39,12 @@ export interface LeaseRecord {
   /** The agent's last reported demand, tokens per second, and its class's weight. */
   demandPerSecond: number;
   weight: number;
+  /** The agent's class as its last acquire named it, or null (shown to operators; weights use `weight`). */
+  agentClass: string | null;
+  /** Whether the lease is a rate lease (its bound is a cap it accrues to), whatever the pool's mode is now. */
+  isRate: boolean;
+  /** The table's generation when the lease was opened: older ones were granted under a configuration since replaced. */
+  readonly generation: number;
 }
 
 export class LeaseTable {
@@ -48,6 +54,14 @@ export class LeaseTable {
   private weightSum = 0;
   private issued = 0;
   private readonly expiries = new MinHeap<LeaseRecord>();
+  /** Parts of leases ended by `retire`, by agent: counted until their expiry. */
+  private readonly retired = new Map<string, LeaseRecord>();
+  /** generation — bumped by each reconfiguration of the pool; new leases carry it. */
+  generation = 0;
+  /** expiredLeases — leases ended by their expiry so far. */
+  expiredLeases = 0;
+  /** expiredTokens — tokens the expired leases' bounds still held (lost to the pool). */
+  expiredTokens = 0;
 
   constructor(private readonly idPrefix: string) {}
 
@@ -91,6 +105,9 @@ export class LeaseTable {
       accrualFromUs: expiresAtUs,
       demandPerSecond: 0,
       weight: 1,
+      agentClass: null,
+      isRate: false,
+      generation: this.generation,
     };
     this.byAgent.set(agentId, record);
     this.weightSum += record.weight;
@@ -114,6 +131,9 @@ export class LeaseTable {
       accrualFromUs: 0,
       demandPerSecond: 0,
       weight: 1,
+      agentClass: null,
+      isRate: false,
+      generation: this.generation,
     };
     this.byAgent.set(agentId, record);
     this.weightSum += record.weight;
@@ -166,16 +186,66 @@ export class LeaseTable {
     return bound;
   }
 
-  /** reclaimExpired — ends every lease whose expiry is at or before `nowUs`; returns their agent ids. */
+  /**
+   * retire — ends `record` for its agent (who may open a new lease at once)
+   * but keeps `keepTokens` of it counted until its expiry: what the agent
+   * may still spend of it before it learns of the new lease. A part already
+   * retired for the agent is merged in (the larger expiry, the sum).
+   */
+  retire(record: LeaseRecord, keepTokens: number): void {
+    assertInvariant(this.byAgent.get(record.agentId) === record, `lease ${record.leaseId} is not live`);
+    assertInvariant(keepTokens >= 0 && keepTokens <= record.boundTokens, `retired part ${keepTokens} of ${record.leaseId}`);
+    this.remove(record);
+    if (keepTokens === 0) return;
+    const earlier = this.retired.get(record.agentId);
+    const part: LeaseRecord = { ...record, boundTokens: 0, ratePerPeriod: 0, lastReply: null };
+    if (earlier !== undefined) {
+      part.expiresAtUs = Math.max(part.expiresAtUs, earlier.expiresAtUs);
+      keepTokens += earlier.boundTokens;
+      this.boundSum -= earlier.boundTokens;
+    }
+    part.boundTokens = keepTokens;
+    this.boundSum += keepTokens;
+    this.retired.set(record.agentId, part);
+    this.expiries.push(part.expiresAtUs, part);
+  }
+
+  /** retiredOf — the retired part counted for `agentId`, if any. */
+  retiredOf(agentId: string): LeaseRecord | undefined {
+    return this.retired.get(agentId);
+  }
+
+  /** retiredCount — retired parts still counted. */
+  get retiredCount(): number {
+    return this.retired.size;
+  }
+
+  /** clearRetired — drops `agentId`'s retired part: it has since told us what it holds, so nothing of it is left. */
+  clearRetired(agentId: string): void {
+    const part = this.retired.get(agentId);
+    if (part === undefined) return;
+    this.retired.delete(agentId);
+    this.boundSum -= part.boundTokens;
+    this.compactExpiries();
+  }
+
+  /** reclaimExpired — ends every lease (and retired part) whose expiry is at or before `nowUs`; returns their agent ids. */
   reclaimExpired(nowUs: number): string[] {
     const ended: string[] = [];
     for (;;) {
       const top = this.expiries.peek();
       if (top === undefined || top.key > nowUs) break;
       this.expiries.pop();
-      if (!this.isCurrent(top.key, top.value)) continue;
-      this.remove(top.value);
-      ended.push(top.value.agentId);
+      const record = top.value;
+      if (this.retired.get(record.agentId) === record && record.expiresAtUs === top.key) {
+        this.clearRetired(record.agentId);
+        ended.push(record.agentId);
+        continue;
+      }
+      if (!this.isCurrent(top.key, record)) continue;
+      this.expiredLeases += 1;
+      this.expiredTokens += this.remove(record);
+      ended.push(record.agentId);
     }
     return ended;
   }
@@ -190,16 +260,18 @@ export class LeaseTable {
     }
   }
 
-  /** isCurrent — whether a heap entry still stands for a live lease's expiry. */
+  /** isCurrent — whether a heap entry still stands for a live lease's (or retired part's) expiry. */
   private isCurrent(expiresAtUs: number, record: LeaseRecord): boolean {
-    return record.expiresAtUs === expiresAtUs && this.byAgent.get(record.agentId) === record;
+    if (record.expiresAtUs !== expiresAtUs) return false;
+    return this.byAgent.get(record.agentId) === record || this.retired.get(record.agentId) === record;
   }
 
   /** compactExpiries — rebuilds the heap once stale entries outnumber live ones (amortized O(1)). */
   private compactExpiries(): void {
-    if (this.expiries.size <= 2 * this.byAgent.size + 16) return;
+    if (this.expiries.size <= 2 * (this.byAgent.size + this.retired.size) + 16) return;
     this.expiries.clear();
     for (const record of this.byAgent.values()) this.expiries.push(record.expiresAtUs, record);
+    for (const record of this.retired.values()) this.expiries.push(record.expiresAtUs, record);
   }
 }
 

@@ -9,6 +9,7 @@ import { Credit } from './credit.js';
 import { HoldQueue } from './hold-queue.js';
 import { LeaseTable, type LeaseRecord } from './lease-table.js';
 import type { ChangeLog } from './pool-state.js';
+import { PoolTally } from './pool-tally.js';
 import { WaterLevel } from './water-level.js';
 
 export interface PoolParts<R> {
@@ -28,6 +29,8 @@ export interface PoolParts<R> {
   readonly waterLevel: WaterLevel;
   /** Agents whose lease changed since the last write; null when nothing is written anywhere. */
   changed: ChangeLog | null;
+  /** What only the pool knows happened, for the adapter's metrics. */
+  readonly tally: PoolTally;
 }
 
 /** US_PER_MS — microseconds in a millisecond. */
@@ -56,6 +59,7 @@ export function makePoolParts<R>(
     periodUs: config.refill.periodMs * US_PER_MS,
     waterLevel: new WaterLevel(),
     changed: null,
+    tally: new PoolTally(),
   };
 }
 

@@ -22,10 +22,29 @@
  * - Durable mode (a store holds the state and pools have owners): no pool
  *   exists until this coordinator takes it over (`adopt`) with what the
  *   store holds, and a pool it no longer owns is dropped (`release`).
+ * - A new configuration (`reconfigure`): a pool whose fields changed is
+ *   reconfigured in place (pool-reconfigure.ts); a pool added is made as a
+ *   template's pool is, with the coordinator's start (durable mode: it
+ *   waits to be adopted); a pool removed (no longer configured and matching
+ *   no template) retires: it grants nothing more, serves returns, reports
+ *   and status queries while its leases lapse, and is forgotten once it has
+ *   no lease and a full level, exactly as an idle template pool. Configured
+ *   again before that, it is reconfigured and serves on.
  */
-import type { CoordinatorConfig, TemplateConfig } from './config.js';
+import type { CoordinatorConfig, PoolConfig, TemplateConfig } from './config.js';
+import type { Delivery } from './chunk-grant.js';
 import { Pool } from './pool.js';
+import { samePoolConfig } from './pool-reconfigure.js';
 import type { StoredPool } from './pool-state.js';
+
+/** ReconfigureSummary — what a new configuration changed, by pool name (template pools included). */
+export interface ReconfigureSummary {
+  readonly added: string[];
+  readonly removed: string[];
+  readonly changed: string[];
+  /** Pools whose kind changed (configured ↔ template's): durable mode hands them over to be owned anew. */
+  readonly rekinded: string[];
+}
 
 /** PoolKind — how a name is served: a configured pool, a template's pool, or nothing. */
 export type PoolKind = 'fixed' | 'template' | null;
@@ -38,18 +57,36 @@ interface Made<R> {
 export class PoolRegistry<R> {
   private readonly fixed = new Map<string, Pool<R>>();
   private readonly made = new Map<string, Made<R>>();
-  private readonly counts = new Map<TemplateConfig, number>();
+  /** Pools removed from the configuration whose leases are lapsing. */
+  private readonly retiring = new Map<string, Pool<R>>();
+  private counts = new Map<TemplateConfig, number>();
   private restarts = 0;
-  private readonly templates: readonly TemplateConfig[];
+  private templates: readonly TemplateConfig[];
 
   constructor(
-    private readonly config: CoordinatorConfig,
+    private config: CoordinatorConfig,
     private readonly epoch: number,
     private readonly startUs: number,
     private readonly durable = false,
   ) {
-    if (!durable) for (const pool of config.pools) this.fixed.set(pool.name, new Pool<R>(pool, epoch, startUs, config.quietPeriodMs));
-    this.templates = [...config.templates].sort((a, b) => b.prefix.length - a.prefix.length);
+    if (!durable) for (const pool of config.pools) this.fixed.set(pool.name, this.fresh(pool));
+    this.templates = sortTemplates(config.templates);
+  }
+
+  /** fresh — a pool of `config` as if made at the coordinator's start (empty and quiet then, refilling since). */
+  private fresh(config: PoolConfig): Pool<R> {
+    return new Pool<R>(config, this.epoch, this.startUs, this.config.quietPeriodMs);
+  }
+
+  /** templateKeyOf — the template `name` is (or would be) made from, as configured (`"tenant:*"`), or null. */
+  templateKeyOf(name: string): string | null {
+    const template = this.templateOf(name);
+    return template === undefined ? null : template.pool.name;
+  }
+
+  /** isRetiring — whether `name` is a pool removed from the configuration whose leases still lapse. */
+  isRetiring(name: string): boolean {
+    return this.retiring.has(name);
   }
 
   /** kindOf — whether `name` is a configured pool, a template's pool, or neither. */
@@ -85,6 +122,11 @@ export class PoolRegistry<R> {
 
   /** release — drops the pool `name` (it changed owner); returns it, or undefined when not held. */
   release(name: string): Pool<R> | undefined {
+    const retiring = this.retiring.get(name);
+    if (retiring !== undefined) {
+      this.retiring.delete(name);
+      return retiring;
+    }
     const fixed = this.fixed.get(name);
     if (fixed !== undefined) {
       this.fixed.delete(name);
@@ -106,13 +148,15 @@ export class PoolRegistry<R> {
     if (this.durable) return this.release(name);
     const fixed = this.fixed.get(name);
     const made = this.made.get(name);
-    const old = fixed ?? made?.pool;
+    const retiring = this.retiring.get(name);
+    const old = fixed ?? made?.pool ?? retiring;
     if (old === undefined) return undefined;
     this.restarts += 1;
     const pool = new Pool<R>(old.config, this.epoch, nowUs, this.config.quietPeriodMs, this.restarts);
     pool.touch(nowUs);
     if (fixed !== undefined) this.fixed.set(name, pool);
     else if (made !== undefined) this.made.set(name, { pool, template: made.template });
+    else this.retiring.set(name, pool);
     return old;
   }
 
@@ -125,8 +169,13 @@ export class PoolRegistry<R> {
     return this.fixed.size + this.made.size;
   }
 
-  /** get — the pool named `name` (made from a template if need be), 'too-many', or undefined when no pool or template matches. */
-  get(name: string, nowUs: number): Pool<R> | 'too-many' | undefined {
+  /**
+   * get — the pool named `name` (made from a template if need be),
+   * 'too-many', 'removed' (retiring: it grants nothing more), or undefined
+   * when no pool or template matches.
+   */
+  get(name: string, nowUs: number): Pool<R> | 'too-many' | 'removed' | undefined {
+    if (this.retiring.has(name)) return 'removed';
     const pool = this.fixed.get(name) ?? this.made.get(name)?.pool;
     if (pool !== undefined || this.durable) return pool;
     const template = this.templateOf(name);
@@ -142,18 +191,29 @@ export class PoolRegistry<R> {
 
   /** existing — the pool named `name` if it is held now; never makes one. */
   existing(name: string): Pool<R> | undefined {
-    return this.fixed.get(name) ?? this.made.get(name)?.pool;
+    return this.fixed.get(name) ?? this.made.get(name)?.pool ?? this.retiring.get(name);
   }
 
   all(): IterableIterator<Pool<R>> {
-    return [...this.fixed.values(), ...[...this.made.values()].map((m) => m.pool)].values();
+    return [...this.fixed.values(), ...[...this.made.values()].map((m) => m.pool), ...this.retiring.values()].values();
   }
 
-  /** evictIdle — forgets every template pool idle and full for its template's idleEvictMs; returns their names. */
-  evictIdle(nowUs: number): string[] {
+  /**
+   * evictIdle — forgets every template pool idle and full for its
+   * template's idleEvictMs, and every retiring pool without a lease and
+   * full; returns their names.
+   */
+  evictIdle(nowUs: number, onEvict: (pool: Pool<R>) => void = () => undefined): string[] {
     const evicted: string[] = [];
+    for (const [name, pool] of this.retiring) {
+      if (pool.idleFullAtUs() > nowUs) continue;
+      this.retiring.delete(name);
+      onEvict(pool);
+      evicted.push(name);
+    }
     for (const [name, { pool, template }] of this.made) {
       if (this.evictableAtUs(pool, template) > nowUs) continue;
+      onEvict(pool);
       this.made.delete(name);
       this.counts.set(template, (this.counts.get(template) ?? 1) - 1);
       evicted.push(name);
@@ -164,4 +224,54 @@ export class PoolRegistry<R> {
   private evictableAtUs(pool: Pool<R>, template: TemplateConfig): number {
     return Math.max(pool.idleFullAtUs(), pool.lastActivityUs + template.idleEvictMs * 1000);
   }
+
+  /**
+   * reconfigure — serves `config` from `nowUs` on (see the module rules);
+   * replies of held requests answered under the old configuration go to
+   * `visit` by pool. The subject prefix must not change (the caller checks).
+   */
+  reconfigure(config: CoordinatorConfig, nowUs: number, visit: (pool: string, out: Delivery<R>[]) => void): ReconfigureSummary {
+    const summary: ReconfigureSummary = { added: [], removed: [], changed: [], rekinded: [] };
+    const before = { fixed: new Map(this.fixed), made: new Map(this.made), retiring: new Map(this.retiring) };
+    this.config = config;
+    this.templates = sortTemplates(config.templates);
+    this.fixed.clear();
+    this.made.clear();
+    this.retiring.clear();
+    this.counts = new Map();
+    const apply = (pool: Pool<R>, next: PoolConfig): void => {
+      if (samePoolConfig(pool.config, next)) return;
+      const out: Delivery<R>[] = [];
+      pool.reconfigure(next, nowUs, out);
+      summary.changed.push(next.name);
+      if (out.length > 0) visit(next.name, out);
+    };
+    for (const next of config.pools) {
+      const held = before.fixed.get(next.name) ?? before.made.get(next.name)?.pool ?? before.retiring.get(next.name);
+      if (before.made.has(next.name)) summary.rekinded.push(next.name);
+      if (held !== undefined) apply(held, next);
+      else summary.added.push(next.name);
+      const pool = held ?? (this.durable ? undefined : this.fresh(next));
+      if (pool !== undefined) this.fixed.set(next.name, pool);
+    }
+    const leftovers = [...before.fixed, ...[...before.made].map(([name, m]) => [name, m.pool] as const), ...before.retiring];
+    for (const [name, pool] of leftovers) {
+      if (this.fixed.has(name)) continue;
+      const template = this.templateOf(name);
+      if (template === undefined) {
+        if (!before.retiring.has(name)) summary.removed.push(name);
+        this.retiring.set(name, pool);
+        continue;
+      }
+      if (before.fixed.has(name) || before.retiring.has(name)) summary.rekinded.push(name);
+      apply(pool, { ...template.pool, name });
+      this.made.set(name, { pool, template });
+      this.counts.set(template, (this.counts.get(template) ?? 0) + 1);
+    }
+    return summary;
+  }
+}
+
+function sortTemplates(templates: readonly TemplateConfig[]): TemplateConfig[] {
+  return [...templates].sort((a, b) => b.prefix.length - a.prefix.length);
 }

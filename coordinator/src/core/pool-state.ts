@@ -137,18 +137,25 @@ export class ChangeLog {
     this.agents.add(agentId);
   }
 
-  /** take — the changes as of now (a lease gone is a remove), or null when none; clears the log. */
+  /**
+   * take — the changes as of now (a lease gone is a remove), or null when
+   * none; clears the log. A part of a lease retired by a reconfiguration
+   * (lease-table.ts) is written in its agent's bound, so a new owner counts
+   * it too (for a full TTL: more than it needs, never less).
+   */
   take(leases: LeaseTable, levelTokens: number): PoolChanges | null {
     if (this.agents.size === 0) return null;
     const upserts: PersistedLease[] = [];
     const removes: string[] = [];
     for (const agentId of this.agents) {
-      const record = leases.get(agentId);
+      const retired = leases.retiredOf(agentId);
+      const record = leases.get(agentId) ?? retired;
       if (record === undefined) {
         removes.push(agentId);
         continue;
       }
-      const { secret, leaseId, boundTokens, lastSeq, lastReply, ratePerPeriod } = record;
+      const { secret, leaseId, lastSeq, lastReply, ratePerPeriod } = record;
+      const boundTokens = record === retired ? retired.boundTokens : record.boundTokens + (retired?.boundTokens ?? 0);
       const kept = { agentId, secret, leaseId, boundTokens, lastSeq, lastReply };
       upserts.push(ratePerPeriod === 0 ? kept : { ...kept, ratePerPeriod });
     }

@@ -191,15 +191,16 @@ describe('takeOver', () => {
       const pool = overLarge();
       expect(credit(status(pool, T0))).toEqual({ level: 0, leased: 120, leases: 2 });
       expect(status(pool, T0 + 500 * MS).levelTokens).toBe(0);
-      // A return moves tokens from a lease to the level: credit stays at 120, so still no refill.
+      // A return moves tokens from a lease to the level only up to B + A beside the leases left: the excess
+      // (20) is dropped, so credit is back at 100 and cannot pass it again when a stays.
       expect(giveBack(pool, T0 + 500 * MS, { agentId: 'b', seq: 2, leaseId: '3-b', tokensLeft: 60 })).toMatchObject([
         { reply: { tokensReturned: 60 } },
       ]);
-      expect(credit(status(pool, T0 + 600 * MS))).toEqual({ level: 60, leased: 60, leases: 1 });
-      // A report shrinks a's bound to 10: credit 70, under B.
+      expect(credit(status(pool, T0 + 600 * MS))).toEqual({ level: 40, leased: 60, leases: 1 });
+      // A report shrinks a's bound to 10: credit 50, under B, so the level refills (1 token/ms) up to 90 beside it.
       const g = grantOf(acquire(pool, T0 + 600 * MS, { agentId: 'a', seq: 2, leaseId: '3-a', tokensLeft: 10, tokensWanted: 0 }));
       expect(g).toMatchObject({ tokensGranted: 0, tokensHeld: 10 });
-      expect(credit(status(pool, T0 + 610 * MS))).toEqual({ level: 70, leased: 10, leases: 1 });
+      expect(credit(status(pool, T0 + 610 * MS))).toEqual({ level: 50, leased: 10, leases: 1 });
       expect(credit(status(pool, T0 + 700 * MS))).toEqual({ level: 90, leased: 10, leases: 1 });
       // a's renewal lasts until T0 + 1.6 s; refill is computed before that reclaim, so the level fills only after it.
       expect(credit(status(pool, T0 + 2 * S))).toEqual({ level: 90, leased: 0, leases: 0 });
@@ -238,7 +239,7 @@ describe('takeOver', () => {
       const pool = takeOver(stateOf(50, [kept('a', 20, { lastSeq: 7, lastReply: reply })]));
       tick(pool, T0 + 5 * MS);
       const snapshot = internals(pool);
-      expect(acquire(pool, T0 + 5 * MS, { agentId: 'a', seq: 7 }, 'retry')).toStrictEqual([{ to: 'retry', reply }]);
+      expect(acquire(pool, T0 + 5 * MS, { agentId: 'a', seq: 7 }, 'retry')).toStrictEqual([{ to: 'retry', reply, repeat: true }]);
       expect(internals(pool)).toBe(snapshot);
       expect(pool.takeChanges()).toBeNull();
     });
@@ -265,7 +266,9 @@ describe('takeOver', () => {
         { leaseId: '3-a', tokensLeft: 10 },
         { leaseId: null, tokensLeft: 0, tokensWanted: 1 },
       ]) {
-        expect(acquire(pool, T0 + 5 * MS, { agentId: 'a', seq: 4, ...body }, 'retry')).toStrictEqual([{ to: 'retry', reply: expected }]);
+        expect(acquire(pool, T0 + 5 * MS, { agentId: 'a', seq: 4, ...body }, 'retry')).toStrictEqual([
+          { to: 'retry', reply: expected, repeat: true },
+        ]);
       }
       expect(credit(status(pool, T0 + 5 * MS))).toEqual({ level: 55, leased: 10, leases: 1 });
       expect(pool.takeChanges()).toBeNull();
@@ -737,6 +740,7 @@ class FailoverRun {
       if (a === undefined) throw new Error(`delivery to ${to}`);
       const o = a.outstanding;
       if (reply.kind === 'receipt') continue;
+      if (reply.kind === 'pools' || reply.kind === 'reload') throw new Error(`${to} got an operator reply`);
       if (reply.seq === null) throw new Error(`${to} got ${JSON.stringify(reply)}`);
       // A reply the agent no longer waits for: to a request it superseded (told so, or answered in the same
       // batch just before the newer one was handled, whose report voided that grant), or to the second copy of a

@@ -34,6 +34,7 @@ export function adoptKept<R>(p: PoolParts<R>, takeoverUs: number, state: Persist
     const record = p.leases.adopt(kept.agentId, kept.secret, kept.leaseId, kept.boundTokens, kept.lastSeq, takeoverUs + p.ttlUs);
     record.heldTokens = kept.boundTokens;
     record.accrualFromUs = takeoverUs;
+    record.isRate = p.config.leaseMode === 'rate';
     p.leases.setRate(record, kept.ratePerPeriod ?? 0);
     record.lastReply = kept.lastReply ?? grantReply(p, record, 0, 1);
   }

@@ -230,6 +230,9 @@ describe('LeaseTable (the pool’s lease records)', () => {
       accrualFromUs: 2 * S,
       demandPerSecond: 0,
       weight: 1,
+      agentClass: null,
+      isRate: false,
+      generation: 0,
     });
     expect(b.leaseId).toBe('3-2');
     expect(table.get('a')).toBe(a);

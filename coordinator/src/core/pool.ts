@@ -22,7 +22,9 @@
  *   `receipt time + TTL`; the agent counts from when it sent, so it always
  *   stops spending first.
  * - Chunk grants and holding: chunk-grant.ts. Rate leases: rate-grant.ts.
- *   Takeover from a durable store: pool-takeover.ts.
+ *   Takeover from a durable store: pool-takeover.ts. A new configuration
+ *   while it serves: pool-reconfigure.ts (a lease of the old one is never
+ *   renewed under its id: its agent gets a new lease).
  */
 import { assertInvariant, type LeaseReport, type LeaseRequest, type LeaseReturn, type PoolStatus, type Reply } from '@tokenlease/shared';
 import type { PoolConfig } from './config.js';
@@ -31,15 +33,29 @@ import type { Waiter } from './hold-queue.js';
 import { LeaseTable, staleSequenceReply, type LeaseRecord } from './lease-table.js';
 import { admissionRefusal, forbidden, makePoolParts, type PoolParts } from './pool-parts.js';
 import { isDamaged, type PoolChanges, type StoredPool } from './pool-state.js';
+import { reconfigureParts } from './pool-reconfigure.js';
+import type { PoolTallyCounts } from './pool-tally.js';
 import { adoptKept, quarantine, stateProblem } from './pool-takeover.js';
 import { acquireRate } from './rate-grant.js';
 import { heldAt } from './rate-lease.js';
 
 export type { Delivery } from './chunk-grant.js';
 
+/** PoolSnapshot — what a pool holds as of its last step, read without changing anything (for metrics and status pages). */
+export interface PoolSnapshot {
+  readonly config: PoolConfig;
+  readonly levelTokens: number;
+  /** Σ bounds of live leases and of retired parts still counted. */
+  readonly leasedTokens: number;
+  readonly leases: number;
+  readonly waiting: number;
+  readonly quietUntilUs: number;
+  readonly epoch: number;
+}
+
 export class Pool<R> {
-  /** The pool's state, shared with the files that keep its rules. */
-  readonly parts: PoolParts<R>;
+  /** The pool's state, shared with the files that keep its rules; replaced whole by `reconfigure`. */
+  private partsNow: PoolParts<R>;
   /** Last time a request reached this pool, µs. */
   lastActivityUs = 0;
 
@@ -49,7 +65,11 @@ export class Pool<R> {
    * restarted after a fault from its predecessor's (0 at first).
    */
   constructor(config: PoolConfig, epoch: number, startUs: number, quietPeriodMs: number, restarts = 0) {
-    this.parts = makePoolParts<R>(config, epoch, startUs, quietPeriodMs, restarts);
+    this.partsNow = makePoolParts<R>(config, epoch, startUs, quietPeriodMs, restarts);
+  }
+
+  get parts(): PoolParts<R> {
+    return this.partsNow;
   }
 
   /** Why the stored state of a pool taken over was not adopted (null: it was, or there was none). */
@@ -119,7 +139,7 @@ export class Pool<R> {
    * request and a full level (Infinity while a lease or request is open).
    */
   idleFullAtUs(): number {
-    if (this.parts.leases.size > 0 || this.parts.waiters.size > 0) return Infinity;
+    if (this.parts.leases.size > 0 || this.parts.leases.retiredCount > 0 || this.parts.waiters.size > 0) return Infinity;
     return this.parts.credit.fullAtUs();
   }
 
@@ -144,8 +164,20 @@ export class Pool<R> {
       return;
     }
     this.dropWaiter(req.agentId, req.seq, out);
-    const record = existing ?? p.leases.open(req.agentId, req.leaseSecret, req.seq, nowUs + p.ttlUs);
-    if (p.config.leaseMode === 'rate') acquireRate(p, req, record, to, nowUs, out);
+    let record = existing;
+    if (record !== undefined && record.generation < p.leases.generation) {
+      // Granted under a configuration since replaced: never renewed under its id (an agent refuses a grant that
+      // changes its lease's capacity). What the agent may still spend of it counts until its old expiry.
+      p.leases.retire(record, req.leaseId === record.leaseId ? Math.min(this.spendable(record, nowUs), req.tokensLeft) : 0);
+      record = undefined;
+    } else if (record !== undefined && req.leaseId === record.leaseId) p.leases.clearRetired(req.agentId);
+    if (record === undefined) {
+      record = p.leases.open(req.agentId, req.leaseSecret, req.seq, nowUs + p.ttlUs);
+      record.isRate = p.config.leaseMode === 'rate';
+      this.opened += 1;
+    }
+    record.agentClass = req.agentClass ?? null;
+    if (record.isRate) acquireRate(p, req, record, to, nowUs, out);
     else acquireChunk(p, req, record, to, nowUs, out);
     p.credit.check(p.leases.boundTokensSum);
   }
@@ -163,12 +195,13 @@ export class Pool<R> {
     let tokensReturned = 0;
     if (record !== undefined && record.leaseId === req.leaseId && req.seq > record.lastSeq) {
       this.dropWaiter(req.agentId, req.seq, out);
-      const unspentTokens = p.config.leaseMode === 'rate' ? heldAt(record, nowUs, p.periodUs) : record.boundTokens;
-      tokensReturned = Math.min(req.tokensLeft, unspentTokens);
+      tokensReturned = Math.min(req.tokensLeft, this.spendable(record, nowUs));
       p.leases.remove(record);
+      p.leases.clearRetired(req.agentId);
       p.changed?.add(req.agentId);
-      // With an allowance the level may not take all of it back: it never holds more than B.
-      p.credit.give(tokensReturned);
+      // With an allowance the level may not take all of it back: it never holds more than B, nor credit more than B + A.
+      p.credit.give(tokensReturned, p.leases.boundTokensSum);
+      this.returned += 1;
     }
     out.push({ to, reply: { v: 2, kind: 'receipt', seq: req.seq, tokensReturned } });
     p.credit.check(p.leases.boundTokensSum);
@@ -187,8 +220,14 @@ export class Pool<R> {
     const p = this.parts;
     const record = p.leases.get(req.agentId);
     if (record === undefined || record.secret !== req.leaseSecret || record.leaseId !== req.leaseId) return;
-    if (req.seq <= record.lastSeq || p.config.leaseMode === 'rate') return;
-    if (req.tokensLeft >= record.boundTokens || p.waiters.get(req.agentId) !== undefined) return;
+    if (req.seq <= record.lastSeq || record.isRate) return;
+    if (p.waiters.get(req.agentId) !== undefined) return;
+    // Sent after the agent learnt of this lease: nothing of a lease it held before is left to spend.
+    if (p.leases.retiredOf(req.agentId) !== undefined) {
+      p.leases.clearRetired(req.agentId);
+      p.changed?.add(req.agentId);
+    }
+    if (req.tokensLeft >= record.boundTokens) return;
     p.leases.setBound(record, req.tokensLeft);
     p.changed?.add(req.agentId);
   }
@@ -196,7 +235,9 @@ export class Pool<R> {
   /** tick — refills, reclaims expired leases and answers the waiters that can be answered. */
   tick(nowUs: number, out: Delivery<R>[]): void {
     const p = this.parts;
-    p.credit.refill(nowUs, p.leases.boundTokensSum, p.leases.ratePerPeriodSum, p.config.refill.tokens, p.config.leaseMode === 'rate');
+    // Rate leases kept from a previous mode still take their rate out of the refill.
+    const rateMode = p.config.leaseMode === 'rate' || p.leases.ratePerPeriodSum > 0;
+    p.credit.refill(nowUs, p.leases.boundTokensSum, p.leases.ratePerPeriodSum, p.config.refill.tokens, rateMode);
     // Held requests are answered before reclaiming: a held lease is live
     // until its reply, whenever the adapter gets round to calling.
     serveWaiters(p, nowUs, out);
@@ -207,7 +248,10 @@ export class Pool<R> {
   /** flush — answers every held request now with what there is (shutdown). */
   flush(nowUs: number, out: Delivery<R>[]): void {
     this.tick(nowUs, out);
-    for (const w of this.parts.waiters.takeAll()) grant(this.parts, w.record, w.wantTokens, w.to, nowUs, out);
+    for (const w of this.parts.waiters.takeAll()) {
+      this.parts.tally.held(nowUs - w.heldAtUs);
+      grant(this.parts, w.record, w.wantTokens, w.to, nowUs, out);
+    }
   }
 
   /** status — the pool's credit at `nowUs`, and `agentId`'s lease when one is named. */
@@ -234,6 +278,63 @@ export class Pool<R> {
     };
   }
 
+  /**
+   * reconfigure — from `nowUs` on the pool serves `config` (pool-reconfigure.ts):
+   * held requests are answered first under the old one (to `out`), the
+   * level is kept (clipped to the new limits), and every live lease is of
+   * the old generation: its next acquire opens a new lease.
+   */
+  reconfigure(config: PoolConfig, nowUs: number, out: Delivery<R>[]): void {
+    this.flush(nowUs, out);
+    this.partsNow = reconfigureParts(this.partsNow, config, nowUs);
+  }
+
+  /** snapshot — the pool as of its last step; changes nothing (no refill, no expiry). */
+  snapshot(): PoolSnapshot {
+    const p = this.parts;
+    return {
+      config: p.config,
+      levelTokens: p.credit.levelTokens,
+      leasedTokens: p.leases.boundTokensSum,
+      leases: p.leases.size,
+      waiting: p.waiters.size,
+      quietUntilUs: p.quietUntilUs,
+      epoch: p.epoch,
+    };
+  }
+
+  /**
+   * takeTally — what only the pool knows, counted since the last call:
+   * leases opened, returned and expired, tokens lost at expiry, and how
+   * long each held request was held (µs). Grants and refusals are counted
+   * by the adapter from the replies it sends.
+   */
+  takeTally(): PoolTallyCounts {
+    const p = this.parts;
+    const counts = p.tally.take(p.leases);
+    return { ...counts, leasesOpened: this.takeOpened(), leasesReturned: this.takeReturned() };
+  }
+
+  private opened = 0;
+  private returned = 0;
+
+  private takeOpened(): number {
+    const n = this.opened;
+    this.opened = 0;
+    return n;
+  }
+
+  private takeReturned(): number {
+    const n = this.returned;
+    this.returned = 0;
+    return n;
+  }
+
+  /** spendable — the most `record`'s agent may still spend of it: its bound, or what a rate lease has accrued. */
+  private spendable(record: LeaseRecord, nowUs: number): number {
+    return record.isRate ? heldAt(record, nowUs, this.parts.periodUs) : record.boundTokens;
+  }
+
   /** nextDeadlineUs — when `tick` next has work: a hold ends, a waiter's grant accrues or a lease expires. */
   nextDeadlineUs(): number {
     const p = this.parts;
@@ -245,7 +346,7 @@ export class Pool<R> {
 
   private repeat(record: LeaseRecord, to: R, out: Delivery<R>[]): void {
     if (record.lastReply !== null) {
-      out.push({ to, reply: record.lastReply });
+      out.push({ to, reply: record.lastReply, repeat: true });
       return;
     }
     // Still held: answer the retry's reply target instead of the first one.

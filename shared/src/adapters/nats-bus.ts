@@ -18,6 +18,7 @@ import {
   credsAuthenticator,
   Events,
   ErrorCode,
+  RequestStrategy,
   nkeyAuthenticator,
   tokenAuthenticator,
   usernamePasswordAuthenticator,
@@ -54,6 +55,13 @@ export type BusEvent =
 export interface Bus {
   /** request — one request; rejects with TokenleaseError `bus-timeout`, `bus-no-responders`, `bus-closed` or `bus-failure`. */
   request(subject: string, payload: Uint8Array, timeoutMs: number): Promise<Uint8Array>;
+  /**
+   * gather — one request answered by any number of responders: the replies
+   * that arrive within `windowMs` (at most `repliesMax`). Rejects like
+   * `request` when none can arrive (`bus-no-responders`, `bus-closed`, …);
+   * resolves with no replies when responders exist but none answered in time.
+   */
+  gather(subject: string, payload: Uint8Array, windowMs: number, repliesMax: number): Promise<Uint8Array[]>;
   /** publish — one message that wants no reply; false when it could not be handed to the connection (closed or draining). */
   publish(subject: string, payload: Uint8Array): boolean;
   /**
@@ -105,6 +113,24 @@ class NatsBus implements Bus {
     } catch (error) {
       throw busError(error, subject);
     }
+  }
+
+  async gather(subject: string, payload: Uint8Array, windowMs: number, repliesMax: number): Promise<Uint8Array[]> {
+    const replies: Uint8Array[] = [];
+    try {
+      const messages = await this.nc.requestMany(subject, payload, {
+        maxWait: windowMs,
+        strategy: RequestStrategy.Timer,
+        noMux: true,
+      });
+      for await (const msg of messages) {
+        replies.push(msg.data);
+        if (replies.length >= repliesMax) break;
+      }
+    } catch (error) {
+      if (replies.length === 0) throw busError(error, subject);
+    }
+    return replies;
   }
 
   publish(subject: string, payload: Uint8Array): boolean {

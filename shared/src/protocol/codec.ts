@@ -19,6 +19,7 @@ import {
   WIRE_TOKENS_MAX,
 } from './limits.js';
 import type { AgentLease, ErrorCode, LeaseRate, Reply, Request } from './messages.js';
+import { OPERATOR_REPLY_BYTES_MAX, readOperatorReply, readOperatorRequest } from './operator.js';
 import { PROTOCOL_VERSION, poolNameProblem } from './subjects.js';
 
 export interface DecodeFailure {
@@ -39,9 +40,9 @@ export function encodeMessage(message: Request | Reply): Uint8Array {
   return encoder.encode(JSON.stringify(message));
 }
 
-function parseObject(bytes: Uint8Array): Decoded<Fields> {
-  if (bytes.byteLength > MESSAGE_BYTES_MAX) {
-    return fail('bad-request', `message is ${bytes.byteLength} bytes; the limit is ${MESSAGE_BYTES_MAX}`, null);
+function parseObject(bytes: Uint8Array, bytesMax: number): Decoded<Fields> {
+  if (bytes.byteLength > bytesMax) {
+    return fail('bad-request', `message is ${bytes.byteLength} bytes; the limit is ${bytesMax}`, null);
   }
   let parsed: unknown;
   try {
@@ -81,7 +82,8 @@ function secretField(obj: Fields): string {
 }
 
 function readRequest(obj: Fields): Request {
-  const op = oneOf(obj, 'op', ['acquire', 'return', 'report', 'status'] as const);
+  const op = oneOf(obj, 'op', ['acquire', 'return', 'report', 'status', 'pools', 'reload'] as const);
+  if (op === 'pools' || op === 'reload') return readOperatorRequest(obj, op);
   const pool = poolField(obj);
   if (op === 'status') return obj['agentId'] === undefined ? { v: 2, op, pool } : { v: 2, op, pool, agentId: idField(obj, 'agentId') };
   const agentId = idField(obj, 'agentId');
@@ -139,7 +141,7 @@ function readLeaseRate(value: unknown): LeaseRate {
 }
 
 function readReply(obj: Fields): Reply {
-  const kind = oneOf(obj, 'kind', ['grant', 'receipt', 'status', 'error'] as const);
+  const kind = oneOf(obj, 'kind', ['grant', 'receipt', 'status', 'error', 'pools', 'reload'] as const);
   const tokens = (field: string): number => intField(obj, field, 0, WIRE_TOKENS_MAX);
   const retryAfterMs = (): number => intField(obj, 'retryAfterMs', 0, DURATION_MS_MAX);
   switch (kind) {
@@ -188,11 +190,14 @@ function readReply(obj: Fields): Reply {
         retryAfterMs: retryAfterMs(),
         ...(obj['seqFloor'] === undefined ? {} : { seqFloor: intField(obj, 'seqFloor', 0, SEQ_MAX) }),
       };
+    case 'pools':
+    case 'reload':
+      return readOperatorReply(obj, kind);
   }
 }
 
-function decodeWith<T>(bytes: Uint8Array, read: (obj: Fields) => T): Decoded<T> {
-  const parsed = parseObject(bytes);
+function decodeWith<T>(bytes: Uint8Array, read: (obj: Fields) => T, bytesMax = MESSAGE_BYTES_MAX): Decoded<T> {
+  const parsed = parseObject(bytes, bytesMax);
   if (!parsed.ok) return parsed;
   const obj = parsed.value;
   const seq = typeof obj['seq'] === 'number' && Number.isSafeInteger(obj['seq']) && obj['seq'] >= 0 ? obj['seq'] : null;
@@ -219,4 +224,9 @@ export function decodeRequest(bytes: Uint8Array): Decoded<Request> {
 /** decodeReply — a validated reply, or why it is unreadable. Never throws on input. */
 export function decodeReply(bytes: Uint8Array): Decoded<Reply> {
   return decodeWith(bytes, readReply);
+}
+
+/** decodeOperatorReply — `decodeReply` for operators' tools, which read replies up to OPERATOR_REPLY_BYTES_MAX (a page of pools). */
+export function decodeOperatorReply(bytes: Uint8Array): Decoded<Reply> {
+  return decodeWith(bytes, readReply, OPERATOR_REPLY_BYTES_MAX);
 }

@@ -13,6 +13,7 @@
  * token in the subject; the pool's refill in every grant; `forbidden`
  * refusals; `seqFloor` on `stale-sequence`.
  */
+import type { PoolList, PoolsQuery, ReloadCommand, ReloadOutcome } from './operator.js';
 import type { Op } from './subjects.js';
 
 /** LeaseRequest — acquire a lease, or renew and top up the one held, reporting what is left of it. */
@@ -88,7 +89,7 @@ export interface AgentLease {
   readonly expiresInMs: number;
 }
 
-export type Request = LeaseRequest | LeaseReturn | LeaseReport | StatusQuery;
+export type Request = LeaseRequest | LeaseReturn | LeaseReport | StatusQuery | PoolsQuery | ReloadCommand;
 
 /**
  * LeaseRate — what makes a lease a rate (trickle) lease: the agent's
@@ -170,6 +171,6 @@ export interface ErrorReply {
   readonly seqFloor?: number;
 }
 
-export type Reply = LeaseGrant | ReturnReceipt | PoolStatus | ErrorReply;
+export type Reply = LeaseGrant | ReturnReceipt | PoolStatus | ErrorReply | PoolList | ReloadOutcome;
 
 export type RequestOf<O extends Op> = Extract<Request, { op: O }>;

@@ -21,8 +21,30 @@ export const POOL_NAME_LENGTH_MAX = 128;
 export const DEFAULT_SUBJECT_PREFIX = 'tokenlease';
 export const COORDINATOR_QUEUE_GROUP = 'tokenlease-coordinators';
 
-export type Op = 'acquire' | 'return' | 'report' | 'status';
-const OPS: ReadonlySet<string> = new Set<Op>(['acquire', 'return', 'report', 'status']);
+/** Op — a request's operation; `pools` and `reload` are operators' (operator.ts), on the pool token `_`. */
+export type Op = 'acquire' | 'return' | 'report' | 'status' | 'pools' | 'reload';
+const OPS: ReadonlySet<string> = new Set<Op>(['acquire', 'return', 'report', 'status', 'pools', 'reload']);
+
+/** operatorSubject — the subject of the operator op `op` under `identity` (its pool token is `_`). */
+export function operatorSubject(prefix: string, op: 'pools' | 'reload', identity: string = ANONYMOUS_IDENTITY): string {
+  return subjectFor(prefix, op, '_', identity);
+}
+
+/** operatorServiceSubject — what every coordinator subscribes to, each on its own, for the operator op `op`. */
+export function operatorServiceSubject(prefix: string, op: 'pools' | 'reload'): string {
+  return `${prefix}.v${PROTOCOL_VERSION}.${op}._.*`;
+}
+
+/** isOperatorOp — whether `op` is an operator op (answered by every coordinator on its own subscription, not by the pool's owner). */
+export function isOperatorOp(op: Op): op is 'pools' | 'reload' {
+  return op === 'pools' || op === 'reload';
+}
+
+/** isOperatorSubject — whether `subject` is a v2 subject under `prefix` of an operator op. */
+export function isOperatorSubject(prefix: string, subject: string): boolean {
+  const op = parseSubject(prefix, subject)?.op;
+  return op !== undefined && isOperatorOp(op);
+}
 
 /** poolNameProblem — why `name` is not a valid pool name, or null when it is. */
 export function poolNameProblem(name: unknown): string | null {

@@ -2,3 +2,4 @@ export { checkEnvelope, EnvelopeWatch, worstWindowRatio, type Admission, type En
 export { propertySeed, seedFromEnv } from './seed.js';
 export { thrown } from './thrown.js';
 export { acquireRequest, TEST_LEASE_SECRET } from './requests.js';
+export { checkAcrossChange, fasterRate, type ChangeReport, type Regime } from './envelope-change.js';

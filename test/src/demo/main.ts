@@ -4,8 +4,11 @@
  * each agent admitted and was denied, the fleet's total against the
  * B + r·T envelope, leases and round-trips. Ctrl-C (or --duration) stops it,
  * then every window of the logged admissions is checked against the envelope.
+ * The coordinator serves its status page, metrics and health checks on
+ * http://127.0.0.1:9464 (another free port when that one is taken, or
+ * --http host:port); the demo prints the address.
  *
- *   npm start [-- --duration <seconds>] [-- --nats <url>] [-- <any NATS flag of the coordinator CLI>]
+ *   npm start [-- --duration <seconds>] [-- --nats <url>] [-- --http <host:port>] [-- <any NATS flag of the coordinator CLI>]
  *
  * NATS logins and TLS come from the environment (NATS_URL, NATS_USER,
  * NATS_PASSWORD, NATS_TOKEN, NATS_NKEY, NATS_CREDS, NATS_CA, NATS_CERT,
@@ -17,6 +20,7 @@ import { parseArgs } from 'node:util';
 import { makeRate, redactUrlList, NATS_FLAG_OPTIONS, TokenleaseError } from '@tokenlease/shared';
 import { checkEnvelope } from '@tokenlease/shared/testing';
 import { readAdmissionLog, scratchDir, startAgentProcess, startCoordinator, StatusProbe, writeConfig } from '../harness/fleet.js';
+import { freePort, isListening } from '../harness/ports.js';
 import { stop, stopAll, type Child } from '../harness/processes.js';
 import { seededRandom } from '../harness/random.js';
 import type { Traffic } from '../harness/traffic.js';
@@ -24,6 +28,8 @@ import { findNats } from './find-nats.js';
 import { natsFlagsIntoEnv } from './nats-env.js';
 import { renderTable, type AgentRow } from './render.js';
 
+/** DEMO_HTTP_PORT — where the demo coordinator serves its status page when the port is free. */
+const DEMO_HTTP_PORT = 9464;
 const POOL = { name: 'api', capacity: 100, refillPerSecond: 200, leaseTtlMs: 2000, maxLeaseTokens: 20 };
 const AGENTS: ReadonlyArray<{ name: string; traffic: Traffic; about: string }> = [
   { name: 'checkout', traffic: { kind: 'steady', perSecond: 120 }, about: 'steady 120 req/s' },
@@ -40,7 +46,9 @@ const AGENTS: ReadonlyArray<{ name: string; traffic: Traffic; about: string }> =
 ];
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { duration: { type: 'string' }, seed: { type: 'string' }, ...NATS_FLAG_OPTIONS } });
+  const { values } = parseArgs({
+    options: { duration: { type: 'string' }, seed: { type: 'string' }, http: { type: 'string' }, ...NATS_FLAG_OPTIONS },
+  });
   const durationS = values.duration === undefined ? Infinity : Number(values.duration);
   if (!(durationS > 0)) throw new Error(`--duration must be a positive number of seconds, got ${values.duration}`);
   const seed = values.seed === undefined ? Date.now() % 2 ** 31 : Number(values.seed);
@@ -66,7 +74,9 @@ async function main(): Promise<void> {
       },
     },
   });
-  const coordinator = await startCoordinator(nats.url, configPath);
+  const http = values.http ?? `127.0.0.1:${(await isListening('127.0.0.1', DEMO_HTTP_PORT)) ? await freePort() : DEMO_HTTP_PORT}`;
+  const coordinator = await startCoordinator(nats.url, configPath, { http });
+  console.log(`status page: http://${http}/  (metrics: /metrics, health: /healthz, /readyz)`);
   const startedMs = performance.now();
   const random = seededRandom(seed);
   const rows = new Map<string, AgentRow>();

@@ -11,11 +11,15 @@
  * reconnect or failed request, then {"type":"done",...}. With `logPath`,
  * each admission is appended as "<host monotonic µs> <cost> <lease id>\n"
  * (flushed every 20 ms). SIGTERM ends the traffic, returns the lease and
- * exits 0.
+ * exits 0. With `metricsPort`, the agent's metrics (AgentMetrics, in a
+ * registry of this process, as a service would) are served on
+ * http://127.0.0.1:<port>/metrics, and the 'ready' line says so.
  */
 import { closeSync, openSync, writeSync } from 'node:fs';
-import { Agent, type KeeperOptions } from '@tokenlease/agent';
+import { createServer } from 'node:http';
+import { Agent, AgentMetrics, type KeeperOptions } from '@tokenlease/agent';
 import { hostMonoNowUs } from '@tokenlease/shared';
+import { Registry } from 'prom-client';
 import { driveTraffic } from './drive.js';
 import { seededRandom } from './random.js';
 import type { Traffic } from './traffic.js';
@@ -35,6 +39,10 @@ export interface AgentProcessConfig {
   readonly statsEveryMs?: number;
   /** Lease keeper options (e.g. refreshMs, reportMs). */
   readonly keeper?: Partial<KeeperOptions>;
+  /** Serve the agent's metrics on this port (0: one the system picks)… */
+  readonly metricsPort?: number;
+  /** …of this address (default 127.0.0.1; the compose stack's agents serve 0.0.0.0). */
+  readonly metricsHost?: string;
 }
 
 function print(obj: object): void {
@@ -52,6 +60,8 @@ async function main(): Promise<void> {
     ...(config.keeper === undefined ? {} : { keeper: config.keeper }),
   });
   const limiter = agent.limiter(config.pool);
+  const metricsUrl =
+    config.metricsPort === undefined ? null : await serveMetrics(config.metricsHost ?? '127.0.0.1', config.metricsPort, limiter);
   const fd = config.logPath === undefined ? null : openSync(config.logPath, 'a');
   let pending = '';
   const flush = (): void => {
@@ -64,7 +74,7 @@ async function main(): Promise<void> {
   process.once('SIGTERM', () => {
     stopping = true;
   });
-  print({ type: 'ready', name: config.name, pid: process.pid, agentId: agent.agentId });
+  print({ type: 'ready', name: config.name, pid: process.pid, agentId: agent.agentId, metricsUrl });
   const result = await driveTraffic({
     limiter,
     traffic: config.traffic,
@@ -83,6 +93,22 @@ async function main(): Promise<void> {
   await agent.close();
   print({ type: 'done', name: config.name, ...result, ...limiter.stats() });
   process.exit(0);
+}
+
+/** serveMetrics — the agent's metrics on http://<host>:<port>/metrics; resolves with that URL. */
+async function serveMetrics(host: string, port: number, limiter: ReturnType<Agent['limiter']>): Promise<string> {
+  const registry = new Registry();
+  new AgentMetrics(registry).track(limiter);
+  const server = createServer((req, res) => {
+    void registry.metrics().then((body) => {
+      res.writeHead(req.url === '/metrics' ? 200 : 404, { 'Content-Type': registry.contentType });
+      res.end(req.url === '/metrics' ? body : '');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(port, host, resolve));
+  server.unref();
+  const address = server.address();
+  return `http://${host}:${typeof address === 'object' && address !== null ? address.port : port}/metrics`;
 }
 
 main().catch((error: unknown) => {

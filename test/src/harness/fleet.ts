@@ -65,6 +65,8 @@ export interface CoordinatorOptions {
   readonly args?: readonly string[];
   /** More environment variables for the child (NATS_USER, …). */
   readonly env?: NodeJS.ProcessEnv;
+  /** Serve HTTP (`--http`) on this `host:port`; startCoordinator then also waits for its 'http-listening' line. */
+  readonly http?: string;
 }
 
 /**
@@ -86,9 +88,11 @@ export async function startCoordinator(natsUrl: string, configPath: string, opti
     if (options.ownershipTtlMs !== undefined) args.push('--ownership-ttl-ms', String(options.ownershipTtlMs));
     if (options.redisPrefix !== undefined) args.push('--redis-prefix', options.redisPrefix);
   }
+  if (options.http !== undefined) args.push('--http', options.http);
   const name = options.name ?? (options.member === undefined ? 'coordinator' : `coordinator:${options.member}`);
   const child = spawnNode(name, coordinatorCliScript(), args, { [NATS_ENV.url]: natsUrl, ...options.env });
   await waitForEvent(child, { event: durable ? 'durable-started' : 'serving' }, STARTUP_TIMEOUT_MS);
+  if (options.http !== undefined) await waitForEvent(child, { event: 'http-listening' }, STARTUP_TIMEOUT_MS);
   void child.exited.then(({ code, signal }) => {
     const stopped = hasEvent(child, { event: durable ? 'durable-stopped' : 'stopped' });
     if (!stopped && signal !== 'SIGKILL')

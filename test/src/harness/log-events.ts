@@ -33,6 +33,9 @@ export const COORDINATOR_EVENTS = [
   'owner-record-cleared',
   'members-cleared',
   'durability-warning',
+  'http-listening',
+  'reloaded',
+  'reload-refused',
 ] as const;
 export type CoordinatorEvent = (typeof COORDINATOR_EVENTS)[number];
 

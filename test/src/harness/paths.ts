@@ -39,3 +39,10 @@ export function securedNatsConfig(): string {
   if (!existsSync(path)) throw new Error(`${path} is missing: it ships with the repository`);
   return path;
 }
+
+/** operatorCliScript — the `tokenlease` operator CLI entry point. */
+export function operatorCliScript(): string {
+  const require = createRequire(import.meta.url);
+  const entry = require.resolve('@tokenlease/coordinator');
+  return built(join(dirname(entry), 'adapters', 'operator-cli.js'));
+}

@@ -1,0 +1,283 @@
+#!/usr/bin/env node
+/**
+ * tokenlease — the operator's command line.
+ *
+ *   tokenlease status [POOL] [--agent ID]   a pool's credit (and one agent's lease); without POOL every pool held
+ *   tokenlease pools                        every pool every coordinator holds (durable mode: each its own)
+ *   tokenlease watch POOL                   a refreshing view of one pool (--interval-ms, --count)
+ *   tokenlease reload                       every coordinator re-reads its configuration file
+ *
+ * Options: --json (machine-readable: one JSON document, or one line per
+ * refresh for watch), --nats <url> (or NATS_URL), --prefix <subject prefix>
+ * (default tokenlease), --identity <token> (default anon), --timeout-ms
+ * (a single answer, default 2000), --window-ms (how long answers of every
+ * coordinator are gathered, default 500).
+ *
+ * Exit status: 0 done; 1 NATS unreachable or no coordinator answered;
+ * 2 usage; 3 the coordinator refused the request (e.g. an unknown pool);
+ * 4 a coordinator refused the reload (its file did not validate).
+ */
+import { parseArgs } from 'node:util';
+import {
+  ANONYMOUS_IDENTITY,
+  DEFAULT_SUBJECT_PREFIX,
+  decodeOperatorReply,
+  encodeMessage,
+  operatorSubject,
+  poolNameProblem,
+  subjectFor,
+  TokenleaseError,
+  type Bus,
+  type PoolList,
+  type PoolStatus,
+  type ReloadOutcome,
+  type Reply,
+  type Request,
+} from '@tokenlease/shared';
+import { formatPools, formatReload, formatStatus, formatWatch, mergePages, type HeldBy } from '../core/operator-view.js';
+import { CONNECTION_OPTIONS, CONNECTION_USAGE, connectWith, natsUrlOf, shownUrl } from './connection.js';
+
+const USAGE = `usage: tokenlease status [POOL] [--agent ID] | pools | watch POOL | reload
+         [--json] ${CONNECTION_USAGE} [--prefix <subject prefix>] [--identity <token>]
+         [--timeout-ms <ms>] [--window-ms <ms>] [--interval-ms <ms>] [--count <n>]`;
+
+/** Exit statuses. */
+const EXIT = { ok: 0, unreachable: 1, usage: 2, refused: 3, reloadRefused: 4 } as const;
+const PAGE_LIMIT = 1000;
+const WATCH_HISTORY = 60;
+
+class Failure extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+interface Options {
+  readonly json: boolean;
+  readonly prefix: string;
+  readonly identity: string;
+  readonly timeoutMs: number;
+  readonly windowMs: number;
+  readonly intervalMs: number;
+  readonly count: number;
+  readonly agent: string | undefined;
+}
+
+function positiveInt(name: string, text: string | undefined, fallback: number, max: number): number {
+  if (text === undefined) return fallback;
+  const n = Number(text);
+  if (!Number.isSafeInteger(n) || n < 1 || n > max)
+    throw new Failure(EXIT.usage, `--${name} must be an integer in [1, ${max}], got ${JSON.stringify(text)}`);
+  return n;
+}
+
+function parse(argv: readonly string[]): { command: string; args: string[]; options: Options; nats: string | undefined } {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: [...argv],
+      allowPositionals: true,
+      strict: true,
+      options: {
+        ...CONNECTION_OPTIONS,
+        json: { type: 'boolean' },
+        prefix: { type: 'string' },
+        identity: { type: 'string' },
+        agent: { type: 'string' },
+        'timeout-ms': { type: 'string' },
+        'window-ms': { type: 'string' },
+        'interval-ms': { type: 'string' },
+        count: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (error) {
+    throw new Failure(EXIT.usage, error instanceof Error ? error.message : String(error));
+  }
+  const { values, positionals } = parsed;
+  if (values.help === true) throw new Failure(EXIT.ok, '');
+  const [command, ...args] = positionals;
+  if (command === undefined) throw new Failure(EXIT.usage, 'a command is required');
+  const arity: Readonly<Record<string, readonly [number, number]>> = { status: [0, 1], pools: [0, 0], watch: [1, 1], reload: [0, 0] };
+  const [least, most] = Object.hasOwn(arity, command) ? (arity[command] as readonly [number, number]) : [-1, -1];
+  if (least < 0) throw new Failure(EXIT.usage, `unknown command ${JSON.stringify(command)}`);
+  if (args.length < least || args.length > most)
+    throw new Failure(EXIT.usage, `${command} takes ${least === most ? least : `at most ${most}`} POOL`);
+  if (values.agent !== undefined && (command !== 'status' || args.length === 0)) throw new Failure(EXIT.usage, '--agent needs status POOL');
+  const options: Options = {
+    json: values.json === true,
+    prefix: values.prefix ?? DEFAULT_SUBJECT_PREFIX,
+    identity: values.identity ?? ANONYMOUS_IDENTITY,
+    timeoutMs: positiveInt('timeout-ms', values['timeout-ms'], 2000, 600_000),
+    windowMs: positiveInt('window-ms', values['window-ms'], 500, 600_000),
+    intervalMs: positiveInt('interval-ms', values['interval-ms'], 1000, 3_600_000),
+    count: positiveInt('count', values.count, Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER),
+    agent: values.agent,
+  };
+  for (const [what, name] of [
+    ['--identity', options.identity],
+    ...args.map((a) => ['POOL', a] as const),
+    ...(options.agent === undefined ? [] : [['--agent', options.agent] as const]),
+  ] as const) {
+    const problem = poolNameProblem(name);
+    if (problem !== null) throw new Failure(EXIT.usage, `${what} ${JSON.stringify(name)} ${problem}`);
+  }
+  return { command, args, options, nats: values.nats };
+}
+
+/** decoded — a reply's bytes, validated; a reply that does not decode is the coordinator's fault, not the operator's. */
+function decoded(bytes: Uint8Array): Reply {
+  const d = decodeOperatorReply(bytes);
+  if (!d.ok) throw new Failure(EXIT.unreachable, `unreadable reply: ${d.message}`);
+  if (d.value.kind === 'error') throw new Failure(EXIT.refused, `refused (${d.value.code}): ${d.value.message}`);
+  return d.value;
+}
+
+/** ask — one request, one reply; no responder or no reply in time is status 1. */
+async function ask(bus: Bus, subject: string, request: Request, timeoutMs: number): Promise<Reply> {
+  try {
+    return decoded(await bus.request(subject, encodeMessage(request), timeoutMs));
+  } catch (error) {
+    if (error instanceof TokenleaseError) throw new Failure(EXIT.unreachable, `no coordinator answered on ${subject}: ${error.code}`);
+    throw error;
+  }
+}
+
+/** gather — one request, every coordinator's reply within the window; none at all is status 1. */
+async function gather(bus: Bus, subject: string, request: Request, o: Options): Promise<Reply[]> {
+  let replies: Uint8Array[];
+  try {
+    replies = await bus.gather(subject, encodeMessage(request), o.windowMs, 10_000);
+  } catch (error) {
+    if (error instanceof TokenleaseError) throw new Failure(EXIT.unreachable, `no coordinator answered on ${subject}: ${error.code}`);
+    throw error;
+  }
+  if (replies.length === 0) throw new Failure(EXIT.unreachable, `no coordinator answered on ${subject} within ${o.windowMs} ms`);
+  return replies.map(decoded);
+}
+
+async function status(bus: Bus, pool: string, o: Options): Promise<PoolStatus> {
+  const request: Request = o.agent === undefined ? { v: 2, op: 'status', pool } : { v: 2, op: 'status', pool, agentId: o.agent };
+  const reply = await ask(bus, subjectFor(o.prefix, 'status', pool, o.identity), request, o.timeoutMs);
+  if (reply.kind !== 'status') throw new Failure(EXIT.unreachable, `unexpected ${reply.kind} reply`);
+  return reply;
+}
+
+async function allPools(bus: Bus, o: Options): Promise<HeldBy[]> {
+  const pools: HeldBy[] = [];
+  let after: string | undefined;
+  for (;;) {
+    const query: Request = { v: 2, op: 'pools', pool: '_', limit: PAGE_LIMIT, ...(after === undefined ? {} : { after }) };
+    const pages = (await gather(bus, operatorSubject(o.prefix, 'pools', o.identity), query, o)).filter(
+      (r): r is PoolList => r.kind === 'pools',
+    );
+    const merged = mergePages(pages);
+    pools.push(...merged.pools);
+    if (merged.next === undefined) return pools;
+    after = merged.next;
+  }
+}
+
+function print(text: string): void {
+  process.stdout.write(`${text}\n`);
+}
+
+function publicStatus(s: PoolStatus): Omit<PoolStatus, 'v' | 'kind'> {
+  const { v: _v, kind: _kind, ...rest } = s;
+  return rest;
+}
+
+async function watch(bus: Bus, pool: string, o: Options): Promise<void> {
+  const levels: number[] = [];
+  for (let i = 0; i < o.count; i += 1) {
+    const s = await status(bus, pool, o);
+    levels.push(s.levelTokens);
+    if (levels.length > WATCH_HISTORY) levels.shift();
+    if (o.json) print(JSON.stringify({ at: new Date().toISOString(), ...publicStatus(s) }));
+    else process.stdout.write(`\x1b[H\x1b[2J${formatWatch(s, levels, new Date().toLocaleTimeString())}\n`);
+    if (i + 1 < o.count) await new Promise((resolve) => setTimeout(resolve, o.intervalMs));
+  }
+}
+
+async function run(command: string, args: readonly string[], o: Options, bus: Bus): Promise<number> {
+  switch (command) {
+    case 'status': {
+      const pool = args[0];
+      if (pool === undefined) {
+        const pools = await allPools(bus, o);
+        print(o.json ? JSON.stringify({ pools }) : formatPools(pools));
+        return EXIT.ok;
+      }
+      const s = await status(bus, pool, o);
+      print(o.json ? JSON.stringify(publicStatus(s)) : formatStatus(s));
+      return EXIT.ok;
+    }
+    case 'pools': {
+      const pools = await allPools(bus, o);
+      const coordinators = [...new Set(pools.map((p) => p.coordinator))].sort();
+      print(o.json ? JSON.stringify({ coordinators, pools }) : formatPools(pools));
+      return EXIT.ok;
+    }
+    case 'watch': {
+      await watch(bus, args[0] as string, o);
+      return EXIT.ok;
+    }
+    case 'reload': {
+      const request: Request = { v: 2, op: 'reload', pool: '_' };
+      const outcomes = (await gather(bus, operatorSubject(o.prefix, 'reload', o.identity), request, o)).filter(
+        (r): r is ReloadOutcome => r.kind === 'reload',
+      );
+      print(o.json ? JSON.stringify({ coordinators: outcomes.map(({ v: _v, kind: _kind, ...rest }) => rest) }) : formatReload(outcomes));
+      return outcomes.some((r) => r.outcome === 'refused') ? EXIT.reloadRefused : EXIT.ok;
+    }
+    default:
+      throw new Failure(EXIT.usage, `unknown command ${JSON.stringify(command)}`);
+  }
+}
+
+async function main(): Promise<number> {
+  let parsed;
+  try {
+    parsed = parse(process.argv.slice(2));
+  } catch (error) {
+    if (error instanceof Failure && error.status === EXIT.ok) {
+      print(USAGE);
+      return EXIT.ok;
+    }
+    if (error instanceof Failure) {
+      process.stderr.write(`tokenlease: ${error.message}\n${USAGE}\n`);
+      return error.status;
+    }
+    throw error;
+  }
+  const { command, args, options, nats } = parsed;
+  let bus: Bus;
+  try {
+    bus = await connectWith({ nats }, `tokenlease ${command} ${process.pid}`);
+  } catch (error) {
+    const reason = error instanceof TokenleaseError && error.cause instanceof Error ? error.cause.message : String(error);
+    process.stderr.write(`tokenlease: cannot reach NATS at ${shownUrl(natsUrlOf({ nats }))}: ${reason}\n`);
+    return EXIT.unreachable;
+  }
+  process.once('SIGINT', () => void bus.close().then(() => process.exit(EXIT.ok)));
+  try {
+    return await run(command, args, options, bus);
+  } catch (error) {
+    if (!(error instanceof Failure)) throw error;
+    process.stderr.write(`tokenlease: ${error.message}\n${error.status === EXIT.usage ? `${USAGE}\n` : ''}`);
+    return error.status;
+  } finally {
+    await bus.close();
+  }
+}
+
+main().then(
+  (status) => process.exit(status),
+  (error: unknown) => {
+    process.stderr.write(`tokenlease: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.exit(1);
+  },
+);

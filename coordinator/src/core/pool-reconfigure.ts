@@ -1,0 +1,109 @@
+/**
+ * Reconfiguration: a pool takes a new configuration (capacity, allowance,
+ * refill, TTL, lease size, hold, weights, mode, caps) while it serves,
+ * without a restart and without a quiet period.
+ *
+ * The promise across a change at instant t₀, from configuration 1
+ * (B₁, A₁, r₁, TTL₁) to configuration 2 (B₂, A₂, r₂): over a window of
+ * length T the fleet admits at most
+ * - B₁ + A₁ + r₁·T if the window ends by t₀ (nothing changed for it);
+ * - B₂ + A₂ + r₂·T if it starts at or after t₀ + TTL₁;
+ * - max(B₁ + A₁, B₂ + A₂) + max(r₁, r₂)·T if it spans the change.
+ *
+ * Why it holds (credit = level + Σ bounds, as in credit.ts):
+ * - Refill up to t₀ runs at r₁ (the pool is ticked first), after it at r₂.
+ * - Held requests are answered at t₀ under configuration 1.
+ * - The level is kept, clipped so that credit fits B₂ + A₂ beside the
+ *   live leases (credit ≤ max(B₁ + A₁, B₂ + A₂) at t₀, and while it is
+ *   above B₂ + A₂ nothing refills and a return drops the excess).
+ * - Every live lease becomes of an older generation. It keeps its bound
+ *   and its expiry (never extended), and is never renewed under its id:
+ *   the next acquire of its agent retires it (what the agent may still
+ *   spend of it stays counted until its old expiry, at most t₀ + TTL₁)
+ *   and opens a new lease under configuration 2. So by t₀ + TTL₁ every
+ *   token of configuration 1 is gone, and whatever configuration 2 leased
+ *   came out of a level it kept within B₂ + A₂.
+ * - A rate lease keeps accruing at its rate (the agent does not know yet),
+ *   converted to the new refill period rounding up, so the level refills
+ *   only at what it leaves of r₂ (never below zero).
+ *
+ * The price: at its next acquire after a change, an agent drops what it
+ * still held of its old lease (the new lease starts from the grant), and
+ * the coordinator counts that balance until the old lease would have
+ * expired. Under-admission, at most one lease per agent, once per change.
+ * Agents refuse a grant that changes the capacity of a lease mid-lease
+ * (agent/src/core/grant-check.ts); a new lease id is what makes a new
+ * capacity acceptable to them.
+ */
+import { tokenScale } from '@tokenlease/shared';
+import type { PoolConfig } from './config.js';
+import { Credit } from './credit.js';
+import { HoldQueue } from './hold-queue.js';
+import { US_PER_MS, type PoolParts } from './pool-parts.js';
+import { heldAt } from './rate-lease.js';
+import { WaterLevel } from './water-level.js';
+
+/**
+ * reconfigureParts — the state of pool `old` (ticked to `nowUs`, no
+ * request held) under `config` from `nowUs` on. The lease table is kept
+ * (so lease ids stay unique) with its generation bumped.
+ */
+export function reconfigureParts<R>(old: PoolParts<R>, config: PoolConfig, nowUs: number): PoolParts<R> {
+  const scale = tokenScale(config.capacity, config.refill);
+  const periodUs = config.refill.periodMs * US_PER_MS;
+  const leases = old.leases;
+  leases.generation += 1;
+  for (const record of leases.all()) {
+    if (record.ratePerPeriod === 0) continue;
+    record.heldTokens = heldAt(record, nowUs, old.periodUs);
+    record.accrualFromUs = nowUs;
+    leases.setRate(record, convertRate(record.ratePerPeriod, old.periodUs, periodUs));
+  }
+  // Still quiet after a start: stays quiet until the same instant, and refills from then.
+  const credit = new Credit(scale, config.name, config.allowance, Math.max(nowUs, old.quietUntilUs));
+  credit.restore(Math.min(old.credit.levelTokens, config.capacity), leases.boundTokensSum);
+  credit.check(leases.boundTokensSum);
+  return {
+    config,
+    epoch: old.epoch,
+    scale,
+    leases,
+    credit,
+    waiters: new HoldQueue<R>(),
+    quietUntilUs: old.quietUntilUs,
+    ttlUs: config.leaseTtlMs * US_PER_MS,
+    periodUs,
+    waterLevel: new WaterLevel(),
+    changed: old.changed,
+    tally: old.tally,
+  };
+}
+
+/** convertRate — ρ tokens per `fromPeriodUs` as tokens per `toPeriodUs`, rounded up (never less than it accrues). */
+export function convertRate(ratePerPeriod: number, fromPeriodUs: number, toPeriodUs: number): number {
+  const product = BigInt(ratePerPeriod) * BigInt(toPeriodUs);
+  const divisor = BigInt(fromPeriodUs);
+  const ceil = (product + divisor - 1n) / divisor;
+  return ceil > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(ceil);
+}
+
+/** samePoolConfig — whether two configurations of a pool are the same in every field (weights compared entry by entry). */
+export function samePoolConfig(a: PoolConfig, b: PoolConfig): boolean {
+  const scalars: readonly (keyof PoolConfig)[] = [
+    'name',
+    'capacity',
+    'leaseTtlMs',
+    'maxLeaseTokens',
+    'minGrantTokens',
+    'maxHoldMs',
+    'allowance',
+    'leaseMode',
+    'maxLeases',
+    'maxWaiting',
+  ];
+  if (scalars.some((key) => a[key] !== b[key])) return false;
+  if (a.refill.tokens !== b.refill.tokens || a.refill.periodMs !== b.refill.periodMs) return false;
+  if (a.classWeights.size !== b.classWeights.size) return false;
+  for (const [cls, weight] of a.classWeights) if (b.classWeights.get(cls) !== weight) return false;
+  return true;
+}

@@ -1,0 +1,56 @@
+/**
+ * PoolTally: what only a pool knows happened, counted for operators as
+ * plain numbers the adapter reads and resets (metrics live in adapters;
+ * a core never imports a metrics library).
+ *
+ * Rules:
+ * - Counts only grow between two `take`s; `take` hands them over once,
+ *   so an adapter that adds each take to its counters counts every event
+ *   exactly once.
+ * - Hold times are kept as samples, at most HOLD_SAMPLES_MAX between two
+ *   takes; the rest are counted in `holdsDropped`, never kept (bounded
+ *   memory whatever the scrape interval).
+ */
+import type { LeaseTable } from './lease-table.js';
+
+/** HOLD_SAMPLES_MAX — hold time samples kept between two takes. */
+export const HOLD_SAMPLES_MAX = 4096;
+
+/** PoolTallyCounts — counts since the last take. */
+export interface PoolTallyCounts {
+  /** Leases that ended by expiry, and the tokens their bounds still held (lost to the pool). */
+  readonly leasesExpired: number;
+  readonly tokensExpired: number;
+  /** How long each answered held request was held, µs. */
+  readonly holdsUs: readonly number[];
+  /** Held requests answered beyond HOLD_SAMPLES_MAX (not sampled). */
+  readonly holdsDropped: number;
+  readonly leasesOpened: number;
+  readonly leasesReturned: number;
+}
+
+export class PoolTally {
+  private holdsUs: number[] = [];
+  private holdsDropped = 0;
+
+  /** held — a held request was answered after `heldUs` µs. */
+  held(heldUs: number): void {
+    if (this.holdsUs.length < HOLD_SAMPLES_MAX) this.holdsUs.push(Math.max(0, heldUs));
+    else this.holdsDropped += 1;
+  }
+
+  /** take — the counts since the last take (expiries read from, and reset in, `leases`), then zero. */
+  take(leases: LeaseTable): Omit<PoolTallyCounts, 'leasesOpened' | 'leasesReturned'> {
+    const counts = {
+      leasesExpired: leases.expiredLeases,
+      tokensExpired: leases.expiredTokens,
+      holdsUs: this.holdsUs,
+      holdsDropped: this.holdsDropped,
+    };
+    leases.expiredLeases = 0;
+    leases.expiredTokens = 0;
+    this.holdsUs = [];
+    this.holdsDropped = 0;
+    return counts;
+  }
+}

@@ -1,0 +1,100 @@
+/**
+ * StatusView: what the coordinator's status page shows, as plain data read
+ * from the pools' last step (nothing ticks, nothing changes).
+ *
+ * Rules:
+ * - Never a lease secret: each lease is shown by its agent, class, lease
+ *   id, bound and time left, fields picked one by one.
+ * - Bounded whatever the fleet: at most LEASES_SHOWN_MAX leases per pool
+ *   (the largest bounds first) and POOLS_SHOWN_MAX pools (configured ones
+ *   first, then template pools by leased tokens), with the counts of those
+ *   left out. Names are data: the page escapes them (it sets text, never
+ *   markup).
+ */
+import type { HeldPool } from './coordinator-core.js';
+import type { LeaseRecord } from './lease-table.js';
+
+/** LEASES_SHOWN_MAX — leases listed per pool. */
+export const LEASES_SHOWN_MAX = 50;
+/** POOLS_SHOWN_MAX — pools listed. */
+export const POOLS_SHOWN_MAX = 200;
+
+export interface LeaseView {
+  readonly agentId: string;
+  readonly agentClass: string | null;
+  readonly leaseId: string;
+  readonly boundTokens: number;
+  readonly expiresInMs: number;
+  readonly rate: boolean;
+}
+
+export interface PoolView {
+  readonly name: string;
+  readonly kind: 'configured' | 'template' | 'removed';
+  readonly template: string | null;
+  readonly capacityTokens: number;
+  readonly allowanceTokens: number;
+  readonly refillPerSecond: number;
+  readonly leaseTtlMs: number;
+  readonly leaseMode: 'chunk' | 'rate';
+  readonly levelTokens: number;
+  readonly leasedTokens: number;
+  readonly waiting: number;
+  readonly leaseCount: number;
+  readonly quietMs: number;
+  readonly epoch: number;
+  readonly leases: readonly LeaseView[];
+}
+
+export interface StatusView {
+  readonly pools: readonly PoolView[];
+  /** Pools held but not listed (beyond POOLS_SHOWN_MAX). */
+  readonly poolsNotShown: number;
+}
+
+/** statusView — the pools of `held` as of their last step, seen at `nowUs`. */
+export function statusView<R>(held: Iterable<HeldPool<R>>, nowUs: number): StatusView {
+  const all = [...held];
+  const rank = (h: HeldPool<R>): number => (h.kind === 'template' ? 1 : 0);
+  all.sort((a, b) => rank(a) - rank(b) || leasedOf(b) - leasedOf(a) || (a.name < b.name ? -1 : 1));
+  const shown = all.slice(0, POOLS_SHOWN_MAX);
+  return { pools: shown.map((h) => poolView(h, nowUs)), poolsNotShown: all.length - shown.length };
+}
+
+function leasedOf<R>(h: HeldPool<R>): number {
+  return h.kind === 'template' ? h.pool.snapshot().leasedTokens : 0;
+}
+
+function poolView<R>(h: HeldPool<R>, nowUs: number): PoolView {
+  const s = h.pool.snapshot();
+  const c = s.config;
+  const records = [...h.pool.leases.all()].sort((a, b) => b.boundTokens - a.boundTokens).slice(0, LEASES_SHOWN_MAX);
+  return {
+    name: h.name,
+    kind: h.kind,
+    template: h.template,
+    capacityTokens: c.capacity,
+    allowanceTokens: c.allowance,
+    refillPerSecond: (c.refill.tokens * 1000) / c.refill.periodMs,
+    leaseTtlMs: c.leaseTtlMs,
+    leaseMode: c.leaseMode,
+    levelTokens: s.levelTokens,
+    leasedTokens: s.leasedTokens,
+    waiting: s.waiting,
+    leaseCount: s.leases,
+    quietMs: Math.ceil(Math.max(0, s.quietUntilUs - nowUs) / 1000),
+    epoch: s.epoch,
+    leases: records.map((r) => leaseView(r, nowUs)),
+  };
+}
+
+function leaseView(r: LeaseRecord, nowUs: number): LeaseView {
+  return {
+    agentId: r.agentId,
+    agentClass: r.agentClass,
+    leaseId: r.leaseId,
+    boundTokens: r.boundTokens,
+    expiresInMs: Math.max(0, Math.ceil((r.expiresAtUs - nowUs) / 1000)),
+    rate: r.isRate,
+  };
+}
