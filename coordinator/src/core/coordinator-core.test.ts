@@ -296,6 +296,15 @@ describe('bad input gets one typed error reply (fault: peer) and changes nothing
     ['subject with a wildcard pool', 'tokenlease.v2.acquire.*.anon', (good) => bytes(good), 'bad-request', null],
     ['empty subject', '', (good) => bytes(good), 'bad-request', null],
     ['oversized payload', acquireSubject, (good) => bytes({ ...good, padding: 'x'.repeat(5000) }), 'bad-request', null],
+    // Refusals quote what they refuse; quoted, these are longer than a reply's message may be, and must be cut.
+    [
+      'subject of control characters, six times longer escaped',
+      `tokenlease.v2.acquire.p.${'\u0001'.repeat(300)}`,
+      (good) => bytes(good),
+      'bad-request',
+      null,
+    ],
+    ['a version of 3000 characters', acquireSubject, (good) => bytes({ ...good, v: 'x'.repeat(3000) }), 'unsupported-version', 2],
   ];
 
   /**

@@ -11,7 +11,9 @@
  * - Bad input (unparseable, oversized, out of range, subject and payload
  *   disagreeing, unknown pool) gets a typed error reply with `fault: 'peer'`
  *   and changes nothing; a request of another protocol version, on its
- *   subject or in its payload, gets `unsupported-version`.
+ *   subject or in its payload, gets `unsupported-version`. A refusal
+ *   quotes what it refuses, cut to MESSAGE_TEXT_LENGTH_MAX characters, so
+ *   that every reply decodes whatever the input.
  * - With `bindIdentity`, an agent id must belong to the identity token of
  *   the subject (the identity, or `<identity>.` and more): NATS permissions
  *   pin that token to each user, so one credential cannot act as another's
@@ -35,6 +37,7 @@
 import {
   assertTimeUs,
   decodeRequest,
+  MESSAGE_TEXT_LENGTH_MAX,
   parseSubject,
   PROTOCOL_VERSION,
   subjectVersion,
@@ -436,7 +439,20 @@ function hasCounts(c: PoolTallyCounts): boolean {
   return c.leasesExpired + c.holdsUs.length + c.holdsDropped + c.leasesOpened + c.leasesReturned > 0;
 }
 
+/**
+ * refusal — a peer's request refused with `code`. Its message quotes what
+ * the peer sent (a subject, a version, an agent id), and escaping can make
+ * that quote several times longer than the input, so the message is cut to
+ * MESSAGE_TEXT_LENGTH_MAX characters: a longer one would not decode.
+ */
 function refusal<R>(to: R, code: ErrorCode, seq: number | null, message: string): Delivery<R> {
-  const reply: Reply = { v: 2, kind: 'error', seq, code, fault: 'peer', message, retryAfterMs: 0 };
+  const reply: Reply = { v: 2, kind: 'error', seq, code, fault: 'peer', message: clipped(message), retryAfterMs: 0 };
   return { to, reply };
+}
+
+/** clipped — `message`, or its first MESSAGE_TEXT_LENGTH_MAX − 1 characters and '…' (never half a surrogate pair). */
+function clipped(message: string): string {
+  if (message.length <= MESSAGE_TEXT_LENGTH_MAX) return message;
+  const cut = message.slice(0, MESSAGE_TEXT_LENGTH_MAX - 1);
+  return `${/[\ud800-\udbff]$/.test(cut) ? cut.slice(0, -1) : cut}…`;
 }

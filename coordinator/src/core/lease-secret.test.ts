@@ -7,7 +7,7 @@
  * Pool "p" is the standard pool of pool.fixtures.ts, full from FULL_AT.
  */
 import { describe, expect, it } from 'vitest';
-import { encodeMessage, subjectFor, type LeaseReport, type LeaseReturn, type Reply } from '@tokenlease/shared';
+import { decodeReply, encodeMessage, subjectFor, type LeaseReport, type LeaseReturn, type Reply } from '@tokenlease/shared';
 import { parseCoordinatorConfig } from './config.js';
 import { CoordinatorCore, agentOfIdentity } from './coordinator-core.js';
 import type { Delivery } from './pool.js';
@@ -111,6 +111,15 @@ describe('identity binding and versions', () => {
     expect(send(core(true), 'bob.1', 'alice')).toMatchObject({ kind: 'error', code: 'forbidden', fault: 'peer' });
     expect(send(core(true), 'alice.1', 'alice')?.kind).toBe('grant');
     expect(send(core(false), 'bob.1', 'alice')?.kind).toBe('grant');
+  });
+
+  it('cuts a refusal that quotes a long agent id and identity to the length a reply may have', () => {
+    // 128 quotes and 128 backslashes, each escaped to two characters, quoted three times: over 700 characters uncut.
+    const reply = send(core(true), '"'.repeat(128), '\\'.repeat(128));
+    expect(reply).toMatchObject({ kind: 'error', code: 'forbidden', fault: 'peer' });
+    if (reply === undefined) throw new Error('no reply');
+    expect(decodeReply(encodeMessage(reply))).toEqual({ ok: true, value: reply });
+    expect(reply.kind === 'error' && reply.message.endsWith('…')).toBe(true);
   });
 
   it('answers a v1 subject unsupported-version', () => {
