@@ -1,39 +1,32 @@
 /**
- * How the command-line tools connect to NATS: the flags they share and the
- * one connect path behind them. The operator CLI (`tokenlease`) takes its
- * connection from here; options added for the coordinator (credentials,
- * TLS) belong here too, so both tools accept the same ones.
- *
- * URLs are printed without their credentials.
+ * How the operator CLI connects to NATS: the coordinator CLI's own flags
+ * and environment variables (NATS_URL, NATS_USER, NATS_PASSWORD,
+ * NATS_TOKEN, NATS_NKEY, NATS_CREDS, NATS_CA, NATS_CERT, NATS_KEY, …),
+ * resolved in the one place shared/src/core/nats-options.ts keeps, so both
+ * tools accept the same logins and TLS settings. Failures are one line with
+ * the URL redacted.
  */
-import { connectBus, type Bus } from '@tokenlease/shared';
+import {
+  connectNats,
+  natsEnvLayer,
+  natsFlagLayer,
+  resolveNatsOptions,
+  NATS_FLAG_OPTIONS,
+  NATS_FLAGS_USAGE,
+  type Bus,
+} from '@tokenlease/shared';
 
 /** CONNECTION_OPTIONS — the parseArgs options of a NATS connection. */
-export const CONNECTION_OPTIONS = {
-  nats: { type: 'string' },
-} as const;
+export const CONNECTION_OPTIONS = NATS_FLAG_OPTIONS;
 
 /** CONNECTION_USAGE — how those options read in a usage line. */
-export const CONNECTION_USAGE = '[--nats <url>]';
+export const CONNECTION_USAGE = NATS_FLAGS_USAGE;
 
-export interface ConnectionFlags {
-  readonly nats?: string | undefined;
-}
-
-/** natsUrlOf — `--nats`, else `$NATS_URL`, else nats://127.0.0.1:4222. */
-export function natsUrlOf(flags: ConnectionFlags): string {
-  return flags.nats ?? process.env['NATS_URL'] ?? 'nats://127.0.0.1:4222';
-}
-
-/** shownUrl — `url` without user and password, for messages. */
-export function shownUrl(url: string): string {
-  return url
-    .split(',')
-    .map((one) => one.replace(/\/\/[^@/]*@/, '//'))
-    .join(',');
-}
-
-/** connectWith — a bus on the connection `flags` name; rejects with TokenleaseError('bus-unreachable'). */
-export function connectWith(flags: ConnectionFlags, clientName: string): Promise<Bus> {
-  return connectBus(natsUrlOf(flags), { name: clientName });
+/**
+ * connectWith — a bus on the connection the parsed flags and the
+ * environment name; rejects with a TokenleaseError ('invalid-nats-options'
+ * for bad settings, another code when NATS cannot be reached or refuses).
+ */
+export function connectWith(flags: Readonly<Record<string, unknown>>, clientName: string): Promise<Bus> {
+  return connectNats(resolveNatsOptions([natsFlagLayer(flags), natsEnvLayer(process.env)]), { name: clientName });
 }

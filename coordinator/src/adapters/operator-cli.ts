@@ -35,7 +35,7 @@ import {
   type Request,
 } from '@tokenlease/shared';
 import { formatPools, formatReload, formatStatus, formatWatch, mergePages, type HeldBy } from '../core/operator-view.js';
-import { CONNECTION_OPTIONS, CONNECTION_USAGE, connectWith, natsUrlOf, shownUrl } from './connection.js';
+import { CONNECTION_OPTIONS, CONNECTION_USAGE, connectWith } from './connection.js';
 
 const USAGE = `usage: tokenlease status [POOL] [--agent ID] | pools | watch POOL | reload
          [--json] ${CONNECTION_USAGE} [--prefix <subject prefix>] [--identity <token>]
@@ -74,7 +74,7 @@ function positiveInt(name: string, text: string | undefined, fallback: number, m
   return n;
 }
 
-function parse(argv: readonly string[]): { command: string; args: string[]; options: Options; nats: string | undefined } {
+function parse(argv: readonly string[]): { command: string; args: string[]; options: Options; flags: Readonly<Record<string, unknown>> } {
   let parsed;
   try {
     parsed = parseArgs({
@@ -125,7 +125,7 @@ function parse(argv: readonly string[]): { command: string; args: string[]; opti
     const problem = poolNameProblem(name);
     if (problem !== null) throw new Failure(EXIT.usage, `${what} ${JSON.stringify(name)} ${problem}`);
   }
-  return { command, args, options, nats: values.nats };
+  return { command, args, options, flags: values };
 }
 
 /** decoded — a reply's bytes, validated; a reply that does not decode is the coordinator's fault, not the operator's. */
@@ -253,13 +253,14 @@ async function main(): Promise<number> {
     }
     throw error;
   }
-  const { command, args, options, nats } = parsed;
+  const { command, args, options, flags } = parsed;
   let bus: Bus;
   try {
-    bus = await connectWith({ nats }, `tokenlease ${command} ${process.pid}`);
+    bus = await connectWith(flags, `tokenlease ${command} ${process.pid}`);
   } catch (error) {
-    const reason = error instanceof TokenleaseError && error.cause instanceof Error ? error.cause.message : String(error);
-    process.stderr.write(`tokenlease: cannot reach NATS at ${shownUrl(natsUrlOf({ nats }))}: ${reason}\n`);
+    // The message names the server without its credentials, and no secret.
+    process.stderr.write(`tokenlease: ${error instanceof Error ? error.message : String(error)}\n`);
+    if (error instanceof TokenleaseError && error.code === 'invalid-nats-options') return EXIT.usage;
     return EXIT.unreachable;
   }
   process.once('SIGINT', () => void bus.close().then(() => process.exit(EXIT.ok)));
