@@ -9,6 +9,15 @@ export { TICK_MS_MAX } from './adapters/tick-timer.js';
 export { startCoordinatorService, type CoordinatorService, type ServiceOptions } from './adapters/service.js';
 export { connectRedisStore, parseRedisUrl, type StateStore, type Claim, type RedisStoreOptions } from './adapters/redis-store.js';
 export {
+  resolveRedisOptions,
+  checkRedisUrl,
+  REDIS_ENV,
+  REDIS_FLAGS,
+  type RedisConnectOptions,
+  type RedisTls,
+} from './core/redis-options.js';
+export { createLogger, REDACT_PATHS, LOG_LEVELS } from './adapters/logger.js';
+export {
   startDurableService,
   DEFAULT_OWNERSHIP_TTL_MS,
   type DurableService,

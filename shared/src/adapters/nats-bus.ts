@@ -273,14 +273,16 @@ function tlsOf(options: NatsConnectOptions): TlsOptions | undefined {
 }
 
 /**
- * connectNats — a Bus on a new connection made with `options` (see
- * resolveNatsOptions). Rejects within the connect timeout (per server
+ * openNatsConnection — a nats.js connection made with `options` (see
+ * resolveNatsOptions): for a caller that wants the connection itself, to
+ * share it with its own code and hand it to `Agent.connect({ connection })`
+ * or busFromConnection. Rejects within the connect timeout (per server
  * tried) with one-line TokenleaseErrors holding no secret:
  * `invalid-nats-options` for a seed, creds or TLS file that cannot be
  * used, `bus-auth-failed`, `bus-tls-failed`, `bus-connect-timeout` or
  * `bus-unreachable` (see nats-failure.ts).
  */
-export async function connectNats(options: NatsConnectOptions, busOptions: BusOptions): Promise<Bus> {
+export async function openNatsConnection(options: NatsConnectOptions, busOptions: BusOptions): Promise<NatsConnection> {
   const authenticator = authenticatorOf(options);
   const tls = tlsOf(options);
   const connectOptions: ConnectionOptions = {
@@ -296,11 +298,16 @@ export async function connectNats(options: NatsConnectOptions, busOptions: BusOp
     ...(options.inboxPrefix === null ? {} : { inboxPrefix: options.inboxPrefix }),
   };
   try {
-    return new NatsBus(await connect(connectOptions));
+    return await connect(connectOptions);
   } catch (error) {
     const failure = classifyNatsFailure(error, options);
     throw new TokenleaseError(failure.code, natsFailureMessage(options, failure), { cause: error });
   }
+}
+
+/** connectNats — a Bus on a new connection made with `options`; rejects as openNatsConnection does. */
+export async function connectNats(options: NatsConnectOptions, busOptions: BusOptions): Promise<Bus> {
+  return new NatsBus(await openNatsConnection(options, busOptions));
 }
 
 /**

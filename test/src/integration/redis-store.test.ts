@@ -240,7 +240,7 @@ describe('the Redis state store', () => {
     const error = await rejection(connectRedisStore(`redis://127.0.0.1:${port}`, { connectTimeoutMs: 1000 }));
     expect(performance.now() - startedMs).toBeLessThan(3000);
     expect(error.code).toBe('store-unavailable');
-    expect(error.message).toContain(`cannot reach Redis at redis://127.0.0.1:${port}`);
+    expect(error.message).toContain(`cannot connect to Redis at redis://127.0.0.1:${port}`);
     expect(error.message.split('\n')).toHaveLength(1);
   });
 

@@ -13,8 +13,9 @@ import { readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Agent, AgentError, type AgentErrorCode, type AgentOptions } from '@tokenlease/agent';
-import { NATS_ENV } from '@tokenlease/shared';
+import { openNatsConnection, resolveNatsOptions, NATS_ENV } from '@tokenlease/shared';
 import { scratchDir, startCoordinator, writeConfig } from '../harness/fleet.js';
+import { freePort } from '../harness/ports.js';
 import { startConfiguredNats, type ConfiguredNats } from '../harness/nats-config.js';
 import { makeJwtTrust, makeNkeyUser, strangerCreds } from '../harness/nats-logins.js';
 import { coordinatorCliScript } from '../harness/paths.js';
@@ -291,5 +292,36 @@ describe('secured NATS: every login and TLS mechanism', () => {
     expect(error).toBeInstanceOf(AgentError);
     expect((error as AgentError).code).toBe('tls-failed');
     expect((error as AgentError).message).toMatch(/TLS handshake failure: TLS was asked for .* but the server does not offer it$/);
+  });
+
+  it("shows an unreachable server's URL without the password inside it (the issue's example)", async () => {
+    const port = await freePort();
+    const configPath = writeConfig(dir, { pools: { [POOL]: { capacity: 10, refill: '10/s' } } });
+    const { code, stderr, stdout } = await runCli('unreachable', ['--config', configPath, '--memory'], {
+      NATS_URL: `nats://alice:s3cret@127.0.0.1:${port}`,
+    });
+    expect(code, stderr).toBe(1);
+    expect(stderr).toBe(
+      `tokenlease-coordinator: cannot connect to NATS at nats://127.0.0.1:${port} (user "alice" with a password): connection refused`,
+    );
+    expect(`${stderr}${stdout}`).not.toContain('s3cret');
+  });
+
+  it('runs an agent on a nats.js connection its caller made, and leaves that connection open at close', async () => {
+    const { mechanism, url } = get('user and password');
+    const prefix = 'tlsecconn';
+    const configPath = writeConfig(dir, { subjectPrefix: prefix, pools: { [POOL]: { capacity: 50, refill: '50/s', leaseTtlMs: 1000 } } });
+    const coordinator = await startCoordinator(url, configPath, { args: mechanism.good.args, env: { ...NO_NATS_ENV, NATS_URL: url } });
+    const login = mechanism.good.agent(url).natsUrl ?? url;
+    const nc = await openNatsConnection(resolveNatsOptions([{ settings: { url: login }, names: NATS_ENV }]), { name: 'caller' });
+    try {
+      const agent = await Agent.connect({ connection: nc, subjectPrefix: prefix });
+      await expect(agent.limiter(POOL).take(1, { timeoutMs: 5000 })).resolves.toBe(true);
+      await agent.close({ timeoutMs: 500 });
+      expect(nc.isClosed()).toBe(false);
+    } finally {
+      await nc.close();
+      await stop(coordinator);
+    }
   });
 });
