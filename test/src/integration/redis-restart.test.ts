@@ -1,6 +1,7 @@
 /**
  * The durable coordinator's Redis dies (SIGKILL) under load and comes back
- * 1.5 s later on the same port with the same append-only file. While it is
+ * later (1.5 s, or more than one heartbeat interval) on the same port with
+ * the same append-only file. While it is
  * gone, the coordinator grants nothing (it cannot write before replying):
  * it logs that the store is unavailable and answers `unavailable`, and the
  * agents spend only what their leases still hold. Once Redis is back,
@@ -25,9 +26,10 @@ import { startPrivateRedis, type PrivateRedis } from '../harness/redis.js';
 
 const CAPACITY = 100;
 const REFILL = makeRate(200, 1000);
-const RUN_MS = 9000;
+const RUN_MS = 12_000;
 const KILL_AT_MS = 2500;
-const DOWN_MS = 1500;
+/** The outage: 1.5 s, and at least one heartbeat interval (a third of the ownership TTL) and a half, so a heartbeat fails in it. */
+const downMsOf = (ownershipTtlMs: number): number => Math.max(1500, Math.ceil(ownershipTtlMs / 3) + 500);
 /** Admissions must be back this long after Redis is. */
 const RESUMED_AFTER_MS = 3000;
 const MAX_LEASE_TOKENS = 10;
@@ -100,7 +102,7 @@ describe('a durable coordinator whose Redis restarts', () => {
     const linesBeforeKill = coordinator.lines.length;
     const killedAtUs = hostMonoNowUs();
     await redis.kill();
-    await new Promise((resolve) => setTimeout(resolve, DOWN_MS));
+    await new Promise((resolve) => setTimeout(resolve, downMsOf(ownershipTtlMs)));
     const linesWhileDown = coordinator.lines.slice(linesBeforeKill);
     await redis.start();
     const restartedAtUs = hostMonoNowUs();
@@ -151,7 +153,7 @@ describe('a durable coordinator whose Redis restarts', () => {
     expect({ code: run.exit.code, stderr: run.stderr }).toEqual({ code: 0, stderr: '' });
   }
 
-  it('keeps its ownership through a 1.5 s outage when the ownership TTL outlives it', async () => {
+  it('keeps its ownership through an outage (3.5 s) that its ownership TTL (9 s) outlives', async () => {
     const run = await restartUnderLoad(9000);
     expectRidesItOut(run);
     const owned = logEvents(run.lines, { event: 'pool-owned', pool: 'api' });
