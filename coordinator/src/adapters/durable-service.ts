@@ -202,15 +202,14 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
   /**
    * answerIfUnowned — a configured pool's request reaches the catch-all too:
    * when the store says nobody owns the pool (the gap before its claim), it
-   * is answered `not-owner` at once instead of timing out. What the store
-   * said is kept for OWNER_SEEN_US per pool (configured pools only).
+   * is answered `not-owner` at once instead of timing out. That the pool has
+   * an owner is kept for OWNER_SEEN_US (configured pools only); that it has
+   * none is asked again each time.
    */
   function answerIfUnowned(pool: string, message: Message): void {
+    // Only "it has an owner" is remembered: a remembered "none" could answer not-owner beside an owner just claimed.
     const seen = ownerSeen.get(pool);
-    if (seen !== undefined && nowUs() - seen.atUs < OWNER_SEEN_US) {
-      if (!seen.owned) refuseUnowned(pool, message);
-      return;
-    }
+    if (seen !== undefined && seen.owned && nowUs() - seen.atUs < OWNER_SEEN_US) return;
     store.ownerOf(pool).then(
       (owner) => {
         ownerSeen.set(pool, { owned: owner !== null, atUs: nowUs() });
