@@ -32,6 +32,7 @@ import {
 } from '@tokenlease/shared';
 import type { Logger } from 'pino';
 import type { CoordinatorConfig } from '../core/config.js';
+import { configDiff } from '../core/pool-reconfigure.js';
 import { statusView } from '../core/status-view.js';
 import { CoordinatorError } from '../errors.js';
 import { loadConfigFile } from './config-file.js';
@@ -97,15 +98,18 @@ export async function startOperations(options: OperationsOptions): Promise<Opera
     }
     const problem = core.reconfigureProblem(config);
     if (problem !== null) return refused(trigger, `${configPath}: ${problem}`);
-    const before = core.config;
+    const diff = configDiff(core.config, config);
     const { summary, atUs } = served.reconfigure(config);
-    const { added, removed, changed } = summary;
-    const any = added.length + removed.length + changed.length > 0 || before.bindIdentity !== config.bindIdentity;
+    const any = diff.added.length + diff.removed.length + diff.changed.length > 0 || diff.otherChanged;
     const outcome = any ? 'applied' : 'unchanged';
     metrics.reloaded(outcome);
-    logger.info({ event: 'reloaded', trigger, outcome, added, removed, changed, tUs: Math.round(atUs) }, 'configuration reloaded');
+    const { added, removed, changed } = diff;
+    logger.info(
+      { event: 'reloaded', trigger, outcome, added, removed, changed, held: summary, tUs: Math.round(atUs) },
+      'configuration reloaded',
+    );
     const message = any ? `applied ${configPath}` : `${configPath} changes nothing`;
-    return outcomeOf(outcome, message, summary);
+    return outcomeOf(outcome, message, diff);
   }
   function refused(trigger: string, reason: string): ReloadOutcome {
     metrics.reloaded('refused');

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { decodeReply, encodeMessage, subjectFor, type LeaseReturn } from '@tokenlease/shared';
 import { parseCoordinatorConfig, type PoolConfig } from './config.js';
 import { CoordinatorCore } from './coordinator-core.js';
-import { convertRate, samePoolConfig } from './pool-reconfigure.js';
+import { configDiff, convertRate, samePoolConfig } from './pool-reconfigure.js';
 import type { Delivery, Pool } from './pool.js';
 import {
   acquire,
@@ -193,6 +193,19 @@ describe('a coordinator given a new configuration', () => {
     // Forgotten once its level is full again (5 ms at 1 token/ms): a pool made later starts full, as it was.
     core.tick(3 * S + 10 * MS);
     expect(core.pool('b')).toBeUndefined();
+  });
+
+  it('tells what a file changes, whichever pools a coordinator holds (durable mode: made when adopted, not by a reload)', () => {
+    const before = doc({ a: STANDARD_POOL_FIELDS, b: STANDARD_POOL_FIELDS }, { 't:*': STANDARD_POOL_FIELDS });
+    const after = doc({ a: { ...STANDARD_POOL_FIELDS, capacity: 50 }, c: STANDARD_POOL_FIELDS }, { 't:*': STANDARD_POOL_FIELDS });
+    expect(configDiff(before, after)).toEqual({ added: ['c'], removed: ['b'], changed: ['a'], otherChanged: false });
+    expect(configDiff(before, before)).toEqual({ added: [], removed: [], changed: [], otherChanged: false });
+    expect(
+      configDiff(before, doc({ a: STANDARD_POOL_FIELDS, b: STANDARD_POOL_FIELDS }, { 't:*': { ...STANDARD_POOL_FIELDS, capacity: 99 } }))
+        .otherChanged,
+    ).toBe(true);
+    const durable = new CoordinatorCore<string>(before, 0, 0, true);
+    expect(durable.reconfigure(after, 1, () => undefined)).toEqual({ added: [], removed: [], changed: [], rekinded: [] });
   });
 
   it('refuses a new subject prefix whole', () => {

@@ -36,7 +36,7 @@
  * capacity acceptable to them.
  */
 import { tokenScale } from '@tokenlease/shared';
-import type { PoolConfig } from './config.js';
+import type { CoordinatorConfig, PoolConfig } from './config.js';
 import { Credit } from './credit.js';
 import { HoldQueue } from './hold-queue.js';
 import { US_PER_MS, type PoolParts } from './pool-parts.js';
@@ -106,4 +106,36 @@ export function samePoolConfig(a: PoolConfig, b: PoolConfig): boolean {
   if (a.classWeights.size !== b.classWeights.size) return false;
   for (const [cls, weight] of a.classWeights) if (b.classWeights.get(cls) !== weight) return false;
   return true;
+}
+
+/** ConfigDiff — how one configuration differs from another: configured pools added, removed and changed, and anything else. */
+export interface ConfigDiff {
+  readonly added: string[];
+  readonly removed: string[];
+  readonly changed: string[];
+  /** Templates, bindIdentity or the quiet period differ. */
+  readonly otherChanged: boolean;
+}
+
+/** configDiff — what `next` changes of `previous` (whichever pools a coordinator holds). */
+export function configDiff(previous: CoordinatorConfig, next: CoordinatorConfig): ConfigDiff {
+  const before = new Map(previous.pools.map((p) => [p.name, p]));
+  const after = new Map(next.pools.map((p) => [p.name, p]));
+  const templateKey = (t: CoordinatorConfig['templates'][number]): string => `${t.prefix}|${t.idleEvictMs}|${t.maxPools}`;
+  const templates = (c: CoordinatorConfig): Map<string, CoordinatorConfig['templates'][number]> =>
+    new Map(c.templates.map((t) => [templateKey(t), t]));
+  const a = templates(previous);
+  const b = templates(next);
+  const templatesDiffer =
+    a.size !== b.size ||
+    [...a].some(([key, t]) => {
+      const other = b.get(key);
+      return other === undefined || !samePoolConfig(t.pool, other.pool);
+    });
+  return {
+    added: [...after.keys()].filter((name) => !before.has(name)),
+    removed: [...before.keys()].filter((name) => !after.has(name)),
+    changed: [...after].filter(([name, p]) => before.has(name) && !samePoolConfig(before.get(name) as PoolConfig, p)).map(([name]) => name),
+    otherChanged: templatesDiffer || previous.bindIdentity !== next.bindIdentity || previous.quietPeriodMs !== next.quietPeriodMs,
+  };
 }

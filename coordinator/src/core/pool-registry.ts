@@ -37,7 +37,7 @@ import { Pool } from './pool.js';
 import { samePoolConfig } from './pool-reconfigure.js';
 import type { StoredPool } from './pool-state.js';
 
-/** ReconfigureSummary — what a new configuration changed, by pool name (template pools included). */
+/** ReconfigureSummary — what a new configuration changed among the pools held, by name (template pools included). */
 export interface ReconfigureSummary {
   readonly added: string[];
   readonly removed: string[];
@@ -250,7 +250,7 @@ export class PoolRegistry<R> {
       const held = before.fixed.get(next.name) ?? before.made.get(next.name)?.pool ?? before.retiring.get(next.name);
       if (before.made.has(next.name)) summary.rekinded.push(next.name);
       if (held !== undefined) apply(held, next);
-      else summary.added.push(next.name);
+      else if (!this.durable) summary.added.push(next.name); // durable mode: made when adopted, not now
       const pool = held ?? (this.durable ? undefined : this.fresh(next));
       if (pool !== undefined) this.fixed.set(next.name, pool);
     }

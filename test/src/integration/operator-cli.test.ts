@@ -147,6 +147,20 @@ describe('the operator CLI against live coordinators', () => {
     }
     expect(listed.pools.map((p) => p.pool)).toEqual(['a', 'b', 'c', 'd', 'e', 'f']);
     expect(listed.coordinators).toEqual(['cli-one', 'cli-two']);
+    // One reload reaches both; each applies the file, and pool a serves its new capacity wherever it is owned.
+    writeFileSync(configPath, JSON.stringify({ subjectPrefix: prefix, pools: { ...pools, a: { ...POOL_FIELDS, capacity: 70 } } }));
+    const reload = await tokenlease(['reload', '--json', '--nats', nats.url, '--prefix', prefix]);
+    expect(reload.code, reload.stderr).toBe(0);
+    const outcomes = (JSON.parse(reload.stdout) as { coordinators: { coordinator: string; outcome: string; changed: string[] }[] })
+      .coordinators;
+    expect(outcomes.map((o) => [o.coordinator, o.outcome, o.changed]).sort()).toEqual([
+      ['cli-one', 'applied', ['a']],
+      ['cli-two', 'applied', ['a']],
+    ]);
+    const a = JSON.parse((await tokenlease(['status', 'a', '--json', '--nats', nats.url, '--prefix', prefix])).stdout) as {
+      capacityTokens: number;
+    };
+    expect(a.capacityTokens).toBe(70);
     await Promise.all([stop(one), stop(two)]);
   });
 
