@@ -340,14 +340,19 @@ export class LeaseSlot {
       n[DENIED_NEVER_FITS] = (n[DENIED_NEVER_FITS] as number) + cost;
       return false;
     }
-    this.lastDenial = this.unknownPool
-      ? 'unknown-pool'
-      : !this.hasLease
-        ? 'no-lease'
-        : nowUs >= (n[EXPIRES_AT] as number)
-          ? 'expired'
-          : 'exhausted';
-    const field = DENIED_BY_REASON[this.lastDenial];
+    // The reason and its counter together, with no lookup on the denial path.
+    let field = DENIED_EXHAUSTED;
+    this.lastDenial = 'exhausted';
+    if (this.unknownPool) {
+      this.lastDenial = 'unknown-pool';
+      field = DENIED_UNKNOWN_POOL;
+    } else if (!this.hasLease) {
+      this.lastDenial = 'no-lease';
+      field = DENIED_NO_LEASE;
+    } else if (nowUs >= (n[EXPIRES_AT] as number)) {
+      this.lastDenial = 'expired';
+      field = DENIED_EXPIRED;
+    }
     n[field] = (n[field] as number) + cost;
     if (cost > (n[WANTED_COST] as number)) n[WANTED_COST] = cost;
     if (!this.lowSignalled) this.signalLow();
