@@ -1,7 +1,8 @@
 export { Agent, type AgentOptions, type AgentEvent } from './adapters/agent.js';
 export { defaultInboxPrefix, type AgentNatsOptions } from './adapters/agent-bus.js';
+export { redactUrl } from '@tokenlease/shared';
 /** busFromConnection — a Bus over an existing nats.js connection (Agent.connect's `connection` option does this itself). */
-export { busFromConnection, redactUrl, type NatsConnection } from '@tokenlease/shared';
+export { busFromConnection, type NatsConnection } from '@tokenlease/shared/nats';
 export { Limiter, type LimiterStats } from './adapters/limiter.js';
 export { AgentMetrics, AGENT_POOL_LABELS_MAX, type AgentMetricsOptions } from './adapters/agent-metrics.js';
 export { AgentError, type AgentErrorCode } from './errors.js';

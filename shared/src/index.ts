@@ -1,15 +1,85 @@
+/**
+ * @tokenlease/shared — the protocol, its limits and codec, and the exact
+ * integer token arithmetic both sides compute with. Nothing here opens a
+ * connection: reaching NATS is `@tokenlease/shared/nats`, and the fixtures
+ * tests share are `@tokenlease/shared/testing`.
+ */
 export { TokenleaseError, assertInvariant, type SharedErrorCode, type ErrorDetails } from './errors.js';
-export * from './core/rate.js';
-export * from './core/token-scale.js';
-export * from './core/bucket.js';
-export * from './core/redact.js';
-export * from './core/nats-options.js';
-export * from './core/nats-flags.js';
-export * from './protocol/subjects.js';
-export * from './protocol/messages.js';
-export * from './protocol/limits.js';
-export * from './protocol/ids.js';
-export * from './protocol/codec.js';
-export * from './protocol/operator.js';
-export * from './adapters/nats-bus.js';
-export * from './adapters/host-clock.js';
+
+// Token arithmetic: rates, the exact bucket, integer units over whole microseconds.
+export { RATE_PERIOD_MS_MAX, RATE_TOKENS_MAX, formatRate, makeRate, parseRate, tokensPerSecond, type Rate } from './core/rate.js';
+export { TIME_US_MAX, UNITS_MAX, assertTimeUs, refillUnits, tokenScale, waitUs, wholeTokens, type TokenScale } from './core/token-scale.js';
+export { ExactBucket, type TakeResult } from './core/bucket.js';
+export { REDACTED, redactUrl, redactUrlList } from './core/redact.js';
+
+// The protocol: subjects, messages, the bounds every field is checked against, the codec.
+export {
+  ANONYMOUS_IDENTITY,
+  CATCH_ALL_QUEUE_GROUP,
+  COORDINATOR_QUEUE_GROUP,
+  DEFAULT_SUBJECT_PREFIX,
+  POOL_NAME_LENGTH_MAX,
+  PROTOCOL_VERSION,
+  assertIdentity,
+  assertPoolName,
+  assertSubjectPrefix,
+  isOperatorOp,
+  isOperatorSubject,
+  legacySubject,
+  operatorServiceSubject,
+  operatorSubject,
+  parseSubject,
+  poolNameProblem,
+  poolSubject,
+  serviceSubject,
+  subjectFor,
+  subjectVersion,
+  type Op,
+  type SubjectParts,
+} from './protocol/subjects.js';
+export type {
+  AgentLease,
+  ErrorCode,
+  ErrorReply,
+  LeaseGrant,
+  LeaseRate,
+  LeaseReport,
+  LeaseRequest,
+  LeaseReturn,
+  PoolStatus,
+  Reply,
+  Request,
+  RequestOf,
+  ReturnReceipt,
+  StatusQuery,
+} from './protocol/messages.js';
+export {
+  DEMAND_PER_SECOND_MAX,
+  DURATION_MS_MAX,
+  HOLD_MS_MAX,
+  ID_LENGTH_MAX,
+  LEASE_SECRET_LENGTH_MAX,
+  LEASE_SECRET_LENGTH_MIN,
+  MESSAGE_BYTES_MAX,
+  MESSAGE_TEXT_LENGTH_MAX,
+  SEQ_MAX,
+  WIRE_TOKENS_MAX,
+} from './protocol/limits.js';
+export { ID_FORM, isProtocolId } from './protocol/ids.js';
+export { decodeOperatorReply, decodeReply, decodeRequest, encodeMessage, type DecodeFailure, type Decoded } from './protocol/codec.js';
+export {
+  NAMES_LIST_MAX,
+  OPERATOR_POOL_TOKEN,
+  OPERATOR_REPLY_BYTES_MAX,
+  POOLS_PAGE_MAX,
+  readOperatorReply,
+  readOperatorRequest,
+  type PoolList,
+  type PoolSummary,
+  type PoolsQuery,
+  type ReloadCommand,
+  type ReloadOutcome,
+} from './protocol/operator.js';
+
+// The process's monotonic clock, in whole microseconds: what adapters hand their cores.
+export { hostMonoNowUs } from './adapters/host-clock.js';

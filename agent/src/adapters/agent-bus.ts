@@ -5,18 +5,17 @@
  * resolveNatsOptions in @tokenlease/shared). Only a connection it opened
  * is its to close.
  */
+import { TokenleaseError, ANONYMOUS_IDENTITY } from '@tokenlease/shared';
 import {
   busFromConnection,
   connectNats,
   natsEnvLayer,
   resolveNatsOptions,
-  TokenleaseError,
-  ANONYMOUS_IDENTITY,
   type Bus,
   type NatsConnection,
   type NatsField,
   type NatsLayer,
-} from '@tokenlease/shared';
+} from '@tokenlease/shared/nats';
 import { AgentError, type AgentErrorCode } from '../errors.js';
 
 /** AgentNatsOptions — how to log in and which TLS files to use; each overrides its environment variable (NATS_USER, …). */

@@ -23,10 +23,8 @@ import {
   ANONYMOUS_IDENTITY,
   DEFAULT_SUBJECT_PREFIX,
   TokenleaseError,
-  type Bus,
-  type BusEvent,
-  type NatsConnection,
 } from '@tokenlease/shared';
+import { type Bus, type BusEvent, type NatsConnection } from '@tokenlease/shared/nats';
 import { LeaseKeeper, type SendAction } from '../core/lease-keeper.js';
 import { keeperOptions, type KeeperOptions } from '../core/keeper-options.js';
 import { takeAllAt, type SlotCharge } from '../core/take-all.js';

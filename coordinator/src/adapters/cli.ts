@@ -27,6 +27,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
+import { TokenleaseError } from '@tokenlease/shared';
 import {
   connectNats,
   natsEnvLayer,
@@ -35,9 +36,8 @@ import {
   NATS_ENV_USAGE,
   NATS_FLAG_OPTIONS,
   NATS_FLAGS_USAGE,
-  TokenleaseError,
   type Bus,
-} from '@tokenlease/shared';
+} from '@tokenlease/shared/nats';
 import type { Logger } from 'pino';
 import { CoordinatorError } from '../errors.js';
 import { REDIS_ENV, resolveRedisOptions } from '../core/redis-options.js';

@@ -14,7 +14,7 @@ import {
   NATS_FLAG_OPTIONS,
   NATS_FLAGS_USAGE,
   type Bus,
-} from '@tokenlease/shared';
+} from '@tokenlease/shared/nats';
 
 /** CONNECTION_OPTIONS — the parseArgs options of a NATS connection. */
 export const CONNECTION_OPTIONS = NATS_FLAG_OPTIONS;

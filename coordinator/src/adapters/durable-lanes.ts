@@ -4,7 +4,7 @@
  * (core/write-lane.ts) with the write in flight. A lane is dropped once
  * its tasks are done, no write runs and the pool is not owned.
  */
-import type { ReplyPort } from '@tokenlease/shared';
+import type { ReplyPort } from '@tokenlease/shared/nats';
 import { WriteLane } from '../core/write-lane.js';
 
 export interface Lane {

@@ -25,9 +25,8 @@ import {
   parseSubject,
   poolSubject,
   serviceSubject,
-  type Bus,
-  type ReplyPort,
 } from '@tokenlease/shared';
+import { type Bus, type ReplyPort } from '@tokenlease/shared/nats';
 import type { Logger } from 'pino';
 import type { CoordinatorConfig } from '../core/config.js';
 import { CoordinatorCore, notOwner } from '../core/coordinator-core.js';

@@ -27,9 +27,9 @@ import {
   NAMES_LIST_MAX,
   MESSAGE_TEXT_LENGTH_MAX,
   operatorServiceSubject,
-  type Bus,
   type ReloadOutcome,
 } from '@tokenlease/shared';
+import { type Bus } from '@tokenlease/shared/nats';
 import type { Logger } from 'pino';
 import type { CoordinatorConfig } from '../core/config.js';
 import { configDiff } from '../core/pool-reconfigure.js';

@@ -27,13 +27,13 @@ import {
   poolNameProblem,
   subjectFor,
   TokenleaseError,
-  type Bus,
   type PoolList,
   type PoolStatus,
   type ReloadOutcome,
   type Reply,
   type Request,
 } from '@tokenlease/shared';
+import { type Bus } from '@tokenlease/shared/nats';
 import { formatPools, formatReload, formatStatus, formatWatch, mergePages, type HeldBy } from '../core/operator-view.js';
 import { CONNECTION_OPTIONS, CONNECTION_USAGE, connectWith } from './connection.js';
 

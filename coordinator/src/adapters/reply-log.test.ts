@@ -1,7 +1,8 @@
 /** ReplyLog: refusals logged once per pool and code per interval, with the count held back. */
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import type { Reply, ReplyPort } from '@tokenlease/shared';
+import type { Reply } from '@tokenlease/shared';
+import type { ReplyPort } from '@tokenlease/shared/nats';
 import type { Delivery } from '../core/pool.js';
 import { REFUSAL_KEYS_MAX, ReplyLog } from './reply-log.js';
 

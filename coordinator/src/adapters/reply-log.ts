@@ -9,7 +9,8 @@
  * At most REFUSAL_KEYS_MAX pool-and-code pairs are told apart; refusals of
  * further pools are counted under pool "*".
  */
-import { encodeMessage, parseSubject, type ReplyPort } from '@tokenlease/shared';
+import { encodeMessage, parseSubject } from '@tokenlease/shared';
+import { type ReplyPort } from '@tokenlease/shared/nats';
 import type { Logger } from 'pino';
 import type { PoolFault } from '../core/coordinator-core.js';
 import type { Delivery } from '../core/pool.js';

@@ -15,10 +15,9 @@ import {
   legacySubject,
   parseSubject,
   serviceSubject,
-  type Bus,
   hostMonoNowUs,
-  type ReplyPort,
 } from '@tokenlease/shared';
+import { type Bus, type ReplyPort } from '@tokenlease/shared/nats';
 import type { Logger } from 'pino';
 import { CoordinatorCore } from '../core/coordinator-core.js';
 import type { CoordinatorConfig } from '../core/config.js';

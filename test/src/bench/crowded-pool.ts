@@ -18,7 +18,8 @@
  * (`crowdFigures`) waits out whatever of that the other benches did not.
  */
 import { fileURLToPath } from 'node:url';
-import { connectBus, decodeReply, encodeMessage, subjectFor, type Bus, type LeaseRequest } from '@tokenlease/shared';
+import { decodeReply, encodeMessage, subjectFor, type LeaseRequest } from '@tokenlease/shared';
+import { connectBus, type Bus } from '@tokenlease/shared/nats';
 import { scratchDir, startCoordinator, StatusProbe, writeConfig } from '../harness/fleet.js';
 import { spawnNode, stop, type Child } from '../harness/processes.js';
 

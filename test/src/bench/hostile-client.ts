@@ -9,7 +9,8 @@
  * "count","ms"}` once NATS has them all, and on SIGTERM `{"type":"done",
  * "answered"}`: how many were answered (so were not held) by then.
  */
-import { connectBus, encodeMessage, subjectFor, type LeaseRequest } from '@tokenlease/shared';
+import { encodeMessage, subjectFor, type LeaseRequest } from '@tokenlease/shared';
+import { connectBus } from '@tokenlease/shared/nats';
 
 /** Longer than any bench runs: a request is never given up while the bench measures. */
 const REQUEST_TIMEOUT_MS = 120_000;

@@ -17,7 +17,8 @@
  */
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { makeRate, redactUrlList, NATS_FLAG_OPTIONS, TokenleaseError } from '@tokenlease/shared';
+import { makeRate, redactUrlList, TokenleaseError } from '@tokenlease/shared';
+import { NATS_FLAG_OPTIONS } from '@tokenlease/shared/nats';
 import { checkEnvelope } from '@tokenlease/shared/testing';
 import { readAdmissionLog, scratchDir, startAgentProcess, startCoordinator, StatusProbe, writeConfig } from '../harness/fleet.js';
 import { freePort, isListening } from '../harness/ports.js';

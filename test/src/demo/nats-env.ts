@@ -6,7 +6,7 @@
  * the environment's whole. The settings are validated here first, so a
  * bad one is one line before anything starts.
  */
-import { natsEnvLayer, natsFlagLayer, resolveNatsOptions, NATS_ENV, type NatsField } from '@tokenlease/shared';
+import { natsEnvLayer, natsFlagLayer, resolveNatsOptions, NATS_ENV, type NatsField } from '@tokenlease/shared/nats';
 
 const LOGIN_FIELDS: readonly NatsField[] = ['user', 'password', 'token', 'nkeyFile', 'credsFile'];
 

@@ -7,21 +7,16 @@ import { mkdtempSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
-  connectNats,
   decodeReply,
   encodeMessage,
-  natsEnvLayer,
-  resolveNatsOptions,
   subjectFor,
   ANONYMOUS_IDENTITY,
   DEFAULT_SUBJECT_PREFIX,
-  NATS_ENV,
-  type Bus,
-  type NatsSettings,
   type PoolStatus,
   type Decoded,
   type Reply,
 } from '@tokenlease/shared';
+import { connectNats, natsEnvLayer, resolveNatsOptions, NATS_ENV, type Bus, type NatsSettings } from '@tokenlease/shared/nats';
 import type { Admission } from '@tokenlease/shared/testing';
 import type { AgentProcessConfig } from './agent-process.js';
 import type { HostileConfig } from './hostile-client.js';

@@ -22,18 +22,17 @@
  */
 import { randomBytes } from 'node:crypto';
 import {
-  connectBus,
   COORDINATOR_QUEUE_GROUP,
   decodeReply,
   encodeMessage,
   serviceSubject,
   subjectFor,
-  type Bus,
   type LeaseGrant,
   type Op,
   type Reply,
   type Request,
 } from '@tokenlease/shared';
+import { connectBus, type Bus } from '@tokenlease/shared/nats';
 
 export type HostileAttack =
   | { readonly kind: 'return-as' | 'report-as' | 'acquire-as'; readonly victim: string }

@@ -8,7 +8,7 @@
  * skipped.
  */
 import type { AgentEvent } from '@tokenlease/agent';
-import type { BusEvent } from '@tokenlease/shared';
+import type { BusEvent } from '@tokenlease/shared/nats';
 import type { Child } from './processes.js';
 
 /** COORDINATOR_EVENTS — the `event` names of the coordinator's log lines the tools rely on. */

@@ -11,16 +11,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Agent, type AgentEvent } from '@tokenlease/agent';
-import {
-  connectNats,
-  encodeMessage,
-  resolveNatsOptions,
-  subjectFor,
-  COORDINATOR_QUEUE_GROUP,
-  CATCH_ALL_QUEUE_GROUP,
-  NATS_ENV,
-  type Bus,
-} from '@tokenlease/shared';
+import { encodeMessage, subjectFor, COORDINATOR_QUEUE_GROUP, CATCH_ALL_QUEUE_GROUP } from '@tokenlease/shared';
+import { connectNats, resolveNatsOptions, NATS_ENV, type Bus } from '@tokenlease/shared/nats';
 import { scratchDir, startCoordinator, StatusProbe, writeConfig } from '../harness/fleet.js';
 import { startShippedNats, type ShippedNats, type ShippedUser as User } from '../harness/nats-config.js';
 import { stopAll } from '../harness/processes.js';

@@ -9,7 +9,7 @@
 import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { NATS_ENV } from '@tokenlease/shared';
+import { NATS_ENV } from '@tokenlease/shared/nats';
 import { ChaosFleet } from '../chaos/chaos-fleet.js';
 import { CHAOS_POOL } from '../chaos/scenarios.js';
 import { scratchDir } from '../harness/fleet.js';

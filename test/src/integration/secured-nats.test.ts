@@ -13,7 +13,7 @@ import { readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Agent, AgentError, type AgentErrorCode, type AgentOptions } from '@tokenlease/agent';
-import { openNatsConnection, resolveNatsOptions, NATS_ENV } from '@tokenlease/shared';
+import { openNatsConnection, resolveNatsOptions, NATS_ENV } from '@tokenlease/shared/nats';
 import { scratchDir, startCoordinator, writeConfig } from '../harness/fleet.js';
 import { freePort } from '../harness/ports.js';
 import { startConfiguredNats, type ConfiguredNats } from '../harness/nats-config.js';

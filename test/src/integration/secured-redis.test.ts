@@ -11,7 +11,7 @@
 import { execFileSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Agent } from '@tokenlease/agent';
-import { NATS_ENV } from '@tokenlease/shared';
+import { NATS_ENV } from '@tokenlease/shared/nats';
 import { findExecutable } from '../harness/binaries.js';
 import { scratchDir, startCoordinator, writeConfig } from '../harness/fleet.js';
 import { waitForEvent } from '../harness/log-events.js';

@@ -1,0 +1,34 @@
+/**
+ * @tokenlease/shared/nats — reaching NATS: one resolver for the connection
+ * settings (flags, NATS_* environment, options), and the bus every process
+ * speaks through. The only entry point that loads the `nats` client.
+ */
+export {
+  DEFAULT_NATS_URL,
+  NATS_CONNECT_TIMEOUT_MS_DEFAULT,
+  NATS_CONNECT_TIMEOUT_MS_MAX,
+  NATS_CONNECT_TIMEOUT_MS_MIN,
+  NATS_ENV,
+  describeNatsLogin,
+  natsEnvLayer,
+  resolveNatsOptions,
+  type NatsAuth,
+  type NatsConnectOptions,
+  type NatsField,
+  type NatsLayer,
+  type NatsSettings,
+  type NatsTls,
+} from './core/nats-options.js';
+export { NATS_ENV_USAGE, NATS_FLAGS, NATS_FLAGS_USAGE, NATS_FLAG_OPTIONS, natsFlagLayer } from './core/nats-flags.js';
+export {
+  busFromConnection,
+  connectBus,
+  connectNats,
+  openNatsConnection,
+  type Bus,
+  type BusEvent,
+  type BusHandler,
+  type BusOptions,
+  type NatsConnection,
+  type ReplyPort,
+} from './adapters/nats-bus.js';
