@@ -1,5 +1,5 @@
 // ESLint for every workspace package: typescript-eslint's type-checked
-// recommended rules over `*/src/**/*.ts`, tests included, and the
+// recommended rules over each package's `src/**/*.ts`, tests included, and the
 // architecture rules of the house style (tools/eslint-plugin-tokenlease).
 // Layout is Prettier's alone: eslint-config-prettier, last, turns off every
 // rule that could disagree with it.
@@ -12,17 +12,30 @@ import tseslint from 'typescript-eslint';
 import tokenlease from './tools/eslint-plugin-tokenlease/index.mjs';
 
 const root = fileURLToPath(new URL('.', import.meta.url));
-const sources = ['*/src/**/*.ts'];
-const tests = ['*/src/**/*.test.ts', '*/src/**/*.fixtures.ts'];
+const sources = ['*/src/**/*.ts', 'test/*/src/**/*.ts'];
+const tests = ['*/src/**/*.test.ts', '*/src/**/*.fixtures.ts', 'test/*/src/**/*.test.ts', 'test/*/src/**/*.fixtures.ts'];
 const cores = ['*/src/core/**/*.ts', 'shared/src/protocol/**/*.ts'];
 
-/** The workspace packages each package must not import: agent -> shared <- coordinator; test uses all. */
-const forbiddenImports = {
-  shared: ['agent', 'coordinator', 'test'],
-  agent: ['coordinator', 'test'],
-  coordinator: ['agent', 'test'],
-  test: [],
-};
+/**
+ * The workspace packages, by folder, and the packages each must not import.
+ * The product points one way (agent -> shared <- coordinator) and never on a
+ * tool; the simulator never starts a process (no harness), the sweep runs on
+ * the simulator, the chaos suite on the harness; the integration suite uses all.
+ */
+const TOOLS = ['harness', 'sim', 'sweep', 'chaos', 'bench', 'demo', 'test'];
+const except = (...names) => TOOLS.filter((t) => !names.includes(t));
+const packages = [
+  { dir: 'shared', name: 'shared', forbidden: ['agent', 'coordinator', ...TOOLS] },
+  { dir: 'agent', name: 'agent', forbidden: ['coordinator', ...TOOLS] },
+  { dir: 'coordinator', name: 'coordinator', forbidden: ['agent', ...TOOLS] },
+  { dir: 'test/harness', name: 'harness', forbidden: except('harness') },
+  { dir: 'test/sim', name: 'sim', forbidden: except('sim') },
+  { dir: 'test/sweep', name: 'sweep', forbidden: except('sweep', 'sim') },
+  { dir: 'test/chaos', name: 'chaos', forbidden: except('chaos', 'harness') },
+  { dir: 'test/bench', name: 'bench', forbidden: except('bench', 'harness') },
+  { dir: 'test/demo', name: 'demo', forbidden: except('demo', 'harness') },
+  { dir: 'test/suite', name: 'test', forbidden: [] },
+];
 
 export default defineConfig(
   globalIgnores(['**/dist/', '**/node_modules/', 'coverage/', 'reports/']),
@@ -61,12 +74,12 @@ export default defineConfig(
       ],
     },
   },
-  Object.entries(forbiddenImports).map(([name, forbidden]) => ({
-    files: [`${name}/src/**/*.ts`],
+  packages.map(({ dir, name, forbidden }) => ({
+    files: [`${dir}/src/**/*.ts`],
     rules: {
       'tokenlease/package-boundaries': [
         'error',
-        { name: `@tokenlease/${name}`, dir: join(root, name), forbidden: forbidden.map((other) => `@tokenlease/${other}`) },
+        { name: `@tokenlease/${name}`, dir: join(root, dir), forbidden: forbidden.map((other) => `@tokenlease/${other}`) },
       ],
     },
   })),

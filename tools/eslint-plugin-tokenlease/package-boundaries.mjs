@@ -28,7 +28,8 @@ export default {
       },
     ],
     messages: {
-      forbidden: '{{self}} must not depend on {{other}}: dependencies point agent -> shared <- coordinator, and only test uses all three.',
+      forbidden:
+        '{{self}} must not depend on {{other}}: dependencies point agent -> shared <- coordinator, tools on the product, never back.',
       self: '{{self}} imports itself by its public name; use a relative path.',
       outside: "'{{specifier}}' leaves the folder of {{self}}; import another package by its public name.",
     },

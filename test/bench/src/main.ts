@@ -1,0 +1,226 @@
+/**
+ * npm run bench — the agent's fast path and one agent end to end.
+ *
+ * 1. tryTake: ns per call (median and p99 over batches of 1000) on a live
+ *    lease with a large balance, for admissions and for denials; heap bytes
+ *    allocated per call.
+ * 2. End to end: one agent admitting as fast as it can from a pool whose
+ *    refill is not the limit, with leases of `maxLeaseTokens` tokens; the
+ *    lease keeper tops up over real NATS from a coordinator process.
+ * 3. A rate lease's fast path: admissions from a slot whose balance
+ *    accrues on every call (tryTakeAt, with a time that moves).
+ * 4. The durable mode's write before reply (durable.ts).
+ * 5. The coordinator core's acquires per second with 1k, 10k and 100k live
+ *    leases on a rate pool and on a chunk pool (lease-scaling.ts).
+ * 6. Acquire latency on one pool of a coordinator process while another
+ *    pool holds 50,000 waiting requests (crowded-pool.ts); its coordinator
+ *    starts first, so its one-minute quiet period passes during the rest.
+ * Prints readable lines, then one JSON line of the figures; with --json
+ * (args.ts) only the JSON line goes to stdout, the readable lines to stderr.
+ */
+import { Agent, LeaseSlot, type Limiter } from '@tokenlease/agent';
+import { scratchDir, startCoordinator, writeConfig } from '@tokenlease/harness/fleet';
+import { provideNats } from '@tokenlease/harness/nats';
+import { spawnProcess, stop, stopAll } from '@tokenlease/harness/processes';
+import { availableParallelism, loadavg } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { BENCH_USAGE, BenchArgsError, parseBenchArgs, type BenchArgs } from './args.js';
+import { crowdFigures, startCrowd } from './crowded-pool.js';
+import { durableFigures } from './durable.js';
+import { bytesPerCall, timeCalls } from './measure.js';
+import { leaseScaling } from './lease-scaling.js';
+import { memoryFigures } from './memory.js';
+import { adoptionFigures } from './adoption.js';
+import { figuresJson, readableLines, type FastPathFigures, type ProbeFigures } from './report.js';
+
+const LEASE_TOKENS = 10_000;
+const E2E_MS = 3000;
+/** CPU time each lease count is measured for, per lease mode, ms. */
+const SCALING_MS = 1000;
+
+async function waitForBalance(limiter: Limiter, tokens: number, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (limiter.stats().balanceTokens < tokens) {
+    if (Date.now() > deadline) throw new Error(`no lease of ${tokens} tokens within ${timeoutMs} ms: ${JSON.stringify(limiter.stats())}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+async function endToEnd(agent: Agent): Promise<{ admitsPerSecond: number; roundTrips: number; admitted: number }> {
+  const limiter = agent.limiter('e2e');
+  await waitForBalance(limiter, 1, 5000);
+  const startMs = performance.now();
+  let admitted = 0;
+  while (performance.now() - startMs < E2E_MS) {
+    for (let i = 0; i < 5000; i += 1) if (limiter.tryTake()) admitted += 1;
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  const seconds = (performance.now() - startMs) / 1000;
+  return { admitsPerSecond: Math.round(admitted / seconds), roundTrips: limiter.stats().attempts, admitted };
+}
+
+/** The fast-path loops measured, over a limiter with a large live lease. */
+function loops(
+  agent: Agent,
+  hot: Limiter,
+  hot2: Limiter,
+): Record<'admit' | 'admitAt' | 'admitAll' | 'clock' | 'deny' | 'rateAt', (n: number) => void> {
+  // Written by every loop so that the work it measures has a result; never read.
+  // eslint-disable-next-line @typescript-eslint/no-unused-vars -- a write-only benchmark sink
+  let sink = 0;
+  // A rate lease of 1e9 tokens/s with a cap it never reaches: every call accrues.
+  const rate = new LeaseSlot('rate');
+  Object.assign(rate, { balanceTokens: 0, expiresAtUs: Number.MAX_SAFE_INTEGER, hasLease: true });
+  rate.startRate(1_000_000_000, 1_000_000, 2 ** 40, 0);
+  let rateUs = 0;
+  const empty = agent.limiter('e2e-denials-only');
+  const both = [
+    { limiter: hot, cost: 1 },
+    { limiter: hot2, cost: 1 },
+  ];
+  const clockBaseUs = Math.floor(performance.now() * 1000);
+  return {
+    admit: (n) => {
+      for (let i = 0; i < n; i += 1) if (hot.tryTake()) sink += 1;
+    },
+    // The same admissions at a time the caller read: what the admission
+    // logic itself allocates, without the clock read.
+    admitAt: (n) => {
+      for (let i = 0; i < n; i += 1) if (hot.tryTakeAt(1, clockBaseUs + (i & 1023))) sink += 1;
+    },
+    admitAll: (n) => {
+      for (let i = 0; i < n; i += 1) if (agent.tryTakeAll(both)) sink += 1;
+    },
+    clock: (n) => {
+      for (let i = 0; i < n; i += 1) if (performance.now() > 0) sink += 1;
+    },
+    deny: (n) => {
+      for (let i = 0; i < n; i += 1) if (!empty.tryTake(2 ** 40)) sink += 1;
+    },
+    rateAt: (n) => {
+      for (let i = 0; i < n; i += 1) if (rate.takeAt(1, (rateUs += 1))) sink += 1;
+    },
+  };
+}
+
+async function hotLimiter(natsUrl: string, prefix: string): Promise<{ agent: Agent; hot: Limiter; hot2: Limiter }> {
+  const agent = await Agent.connect({ natsUrl, subjectPrefix: prefix, keeper: { initialTokens: 400_000_000 } });
+  const hot = agent.limiter('hot');
+  const hot2 = agent.limiter('hot2');
+  await waitForBalance(hot, 100_000_000, 10_000);
+  await waitForBalance(hot2, 100_000_000, 10_000);
+  return { agent, hot, hot2 };
+}
+
+/**
+ * allocationProbe — run in a child under --expose-gc and a large young
+ * generation (which keeps collections out of a measurement but slows the
+ * allocation of the clock's boxed result, so timings are taken elsewhere).
+ */
+async function allocationProbe(natsUrl: string, prefix: string): Promise<void> {
+  const { agent, hot, hot2 } = await hotLimiter(natsUrl, prefix);
+  const l = loops(agent, hot, hot2);
+  const bytes = {
+    admit: await bytesPerCall(l.admit, 2_000_000),
+    admitAll: await bytesPerCall(l.admitAll, 1_000_000),
+    admitAt: await bytesPerCall(l.admitAt, 2_000_000),
+    clock: await bytesPerCall(l.clock, 2_000_000),
+    deny: await bytesPerCall(l.deny, 1_000_000),
+    rateAt: await bytesPerCall(l.rateAt, 2_000_000),
+  };
+  await agent.close();
+  process.stdout.write(`${JSON.stringify({ ...bytes, ...memoryFigures() })}\n`);
+}
+
+/** parse — the validated command line, or null after printing the usage (--help); exits 2 with one line for a bad flag. */
+function parse(): BenchArgs | null {
+  try {
+    const args = parseBenchArgs(process.argv.slice(2));
+    if (!args.help) return args;
+    console.log(BENCH_USAGE);
+    return null;
+  } catch (error) {
+    if (!(error instanceof BenchArgsError)) throw error;
+    console.error(`bench: ${error.message}`);
+    process.exit(2);
+  }
+}
+
+/**
+ * fastPathFigures — the fast-path loops and one agent end to end, against a
+ * coordinator process of their own (stopped when done), and the allocation
+ * probe's figures.
+ */
+async function fastPathFigures(natsUrl: string): Promise<FastPathFigures> {
+  const prefix = `tlbench${process.pid}`;
+  const configPath = writeConfig(scratchDir(), {
+    subjectPrefix: prefix,
+    pools: {
+      hot: { capacity: 1_000_000_000, refill: '1000000000/s', leaseTtlMs: 2000, maxLeaseTokens: 500_000_000, minGrantTokens: 1 },
+      hot2: { capacity: 1_000_000_000, refill: '1000000000/s', leaseTtlMs: 2000, maxLeaseTokens: 500_000_000, minGrantTokens: 1 },
+      e2e: { capacity: 1_000_000, refill: '100000000/s', leaseTtlMs: 2000, maxLeaseTokens: LEASE_TOKENS },
+    },
+  });
+  const coordinator = await startCoordinator(natsUrl, configPath);
+  const { agent, hot, hot2 } = await hotLimiter(natsUrl, prefix);
+  const l = loops(agent, hot, hot2);
+  const admit = timeCalls(l.admit, 5000, 1000);
+  const all = timeCalls(l.admitAll, 2000, 1000);
+  const deny = timeCalls(l.deny, 2000, 1000);
+  const rate = timeCalls(l.rateAt, 5000, 1000);
+  const e2e = await endToEnd(agent);
+  await agent.close();
+
+  const probe = spawnProcess('allocation-probe', process.execPath, [
+    '--expose-gc',
+    '--min-semi-space-size=64',
+    '--max-semi-space-size=128',
+    fileURLToPath(import.meta.url),
+    '--allocation-probe',
+    natsUrl,
+    prefix,
+  ]);
+  const { code } = await probe.exited;
+  if (code !== 0) throw new Error(`allocation probe failed: ${probe.stderr()}`);
+  const bytes = JSON.parse(probe.lines[probe.lines.length - 1] ?? '{}') as ProbeFigures;
+  await stop(coordinator);
+  return { admit, all, deny, rate, e2e, e2eMs: E2E_MS, leaseTokens: LEASE_TOKENS, bytes };
+}
+
+async function main(): Promise<void> {
+  // The allocation probe is this file run again as a child (above), not a flag for people.
+  if (process.argv[2] === '--allocation-probe') return allocationProbe(process.argv[3] as string, process.argv[4] as string);
+  const args = parse();
+  if (args === null) return;
+  const loadAverageStart = loadavg()[0] ?? Number.NaN;
+  const nats = await provideNats();
+  try {
+    const crowd = await startCrowd(nats.url);
+    const fastPath = await fastPathFigures(nats.url);
+    const durable = await durableFigures();
+    const scaling = [...leaseScaling('rate', SCALING_MS), ...leaseScaling('chunk', SCALING_MS)];
+    const say = args.json ? console.error : console.log;
+    // The service's view (per-key limiters, the HTTP middleware) prints its own lines: to stderr under --json.
+    const log = console.log;
+    if (args.json) console.log = console.error;
+    const adoption = await adoptionFigures(nats.url).finally(() => {
+      console.log = log;
+    });
+    const crowded = await crowdFigures(crowd);
+    const machine = { cpus: availableParallelism(), loadAverageStart, loadAverageEnd: loadavg()[0] ?? Number.NaN };
+    const figures = { fastPath, durable, scaling, crowded, machine, nats: `${nats.source} ${nats.url}` };
+    for (const line of readableLines(figures)) say(line);
+    process.stdout.write(`${JSON.stringify({ ...figuresJson(figures), ...adoption })}\n`);
+  } finally {
+    await stopAll();
+    await nats.stop();
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    console.error(`bench: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+    process.exit(1);
+  },
+);

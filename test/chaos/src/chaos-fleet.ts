@@ -1,0 +1,183 @@
+/**
+ * ChaosFleet: real processes for chaos scenarios. A coordinator process
+ * (debug logs, so every grant is logged with the host monotonic clock), agent
+ * processes logging each admission with the lease it spent from, a status
+ * probe, and the faults: SIGKILL and SIGSTOP/SIGCONT of processes this fleet
+ * started, each verified (exit signal, /proc state). It never signals a
+ * process it did not start. Given a Redis URL its coordinators run in
+ * durable mode (members c0, c1, …), and the owner of the pool can be found
+ * from their logs. Processes are started and read by the test harness
+ * (fleet.ts, coordinator-log.ts, log-events.ts), as the integration suites
+ * do.
+ */
+import { join } from 'node:path';
+import type { PoolStatus } from '@tokenlease/shared';
+import { currentOwner, freshGrants, type GrantLine } from '@tokenlease/harness/coordinator-log';
+import {
+  readAdmissionLog,
+  startAgentProcess,
+  startCoordinator,
+  StatusProbe,
+  writeConfig,
+  type LoggedAdmission,
+} from '@tokenlease/harness/fleet';
+import { logEvents } from '@tokenlease/harness/log-events';
+import { procState } from '@tokenlease/harness/proc-state';
+import { stop, type Child } from '@tokenlease/harness/processes';
+import type { Traffic } from '@tokenlease/harness/traffic';
+
+export interface ChaosPool {
+  readonly capacity: number;
+  readonly refillPerSecond: number;
+  readonly leaseTtlMs: number;
+  readonly maxLeaseTokens: number;
+}
+
+export interface AgentHandle {
+  readonly name: string;
+  readonly child: Child;
+  readonly agentId: string;
+  readonly logPath: string;
+}
+
+/** Grant — a fresh grant as the coordinator logged it. */
+export type Grant = Pick<GrantLine, 'leaseId' | 'tUs' | 'ttlMs'>;
+
+const POOL = 'api';
+/** Ownership TTL of durable coordinators: a standby takes over within about this long. */
+export const OWNERSHIP_TTL_MS = 1000;
+/** How long after SIGSTOP or SIGCONT the kernel is asked for the process's state, ms. */
+const SIGNAL_SETTLE_MS = 50;
+
+export class ChaosFleet {
+  readonly coordinators: Child[] = [];
+  readonly agents: AgentHandle[] = [];
+  private agentCount = 0;
+
+  private constructor(
+    readonly natsUrl: string,
+    readonly pool: ChaosPool,
+    readonly dir: string,
+    readonly prefix: string,
+    private readonly configPath: string,
+    readonly probe: StatusProbe,
+    readonly redisUrl: string | null,
+  ) {}
+
+  static async start(natsUrl: string, pool: ChaosPool, dir: string, prefix: string, redisUrl: string | null = null): Promise<ChaosFleet> {
+    const configPath = writeConfig(dir, {
+      subjectPrefix: prefix,
+      pools: {
+        [POOL]: {
+          capacity: pool.capacity,
+          refill: `${pool.refillPerSecond}/s`,
+          leaseTtlMs: pool.leaseTtlMs,
+          maxLeaseTokens: pool.maxLeaseTokens,
+        },
+      },
+    });
+    const fleet = new ChaosFleet(natsUrl, pool, dir, prefix, configPath, await StatusProbe.connect(natsUrl), redisUrl);
+    await fleet.startCoordinator();
+    return fleet;
+  }
+
+  /** startCoordinator — a coordinator process; resolves once it serves (durable: once it has started). */
+  async startCoordinator(): Promise<Child> {
+    const n = this.coordinators.length;
+    const durable = this.redisUrl === null ? {} : { redisUrl: this.redisUrl, member: `c${n}`, ownershipTtlMs: OWNERSHIP_TTL_MS };
+    const child = await startCoordinator(this.natsUrl, this.configPath, { ...durable, logLevel: 'debug', name: `coordinator-${n}` });
+    this.coordinators.push(child);
+    return child;
+  }
+
+  /** owner — (durable mode) the live coordinator whose last word on the pool was 'pool-owned', if any. */
+  owner(): Child | undefined {
+    return currentOwner(this.coordinators, POOL)?.child;
+  }
+
+  /** firstGrantAfterUs — the host time of the first grant any coordinator logged at or after `tUs`, or null. */
+  firstGrantAfterUs(tUs: number): number | null {
+    const times = this.grants()
+      .map((g) => g.tUs)
+      .filter((t) => t >= tUs);
+    return times.length === 0 ? null : Math.min(...times);
+  }
+
+  /** killOwner — (durable mode) SIGKILLs the pool's owner; true when verified dead by its exit signal. */
+  async killOwner(): Promise<boolean> {
+    const child = this.owner();
+    if (child === undefined) return false;
+    child.proc.kill('SIGKILL');
+    return (await child.exited).signal === 'SIGKILL';
+  }
+
+  /** killCoordinator — SIGKILLs the running coordinator; true when verified dead by its exit signal. */
+  async killCoordinator(): Promise<boolean> {
+    const child = this.coordinators[this.coordinators.length - 1];
+    if (child === undefined) return false;
+    child.proc.kill('SIGKILL');
+    return (await child.exited).signal === 'SIGKILL';
+  }
+
+  /** addAgent — an agent process offering `traffic` for `durationMs`. */
+  async addAgent(name: string, traffic: Traffic, durationMs: number, seed: number): Promise<AgentHandle> {
+    this.agentCount += 1;
+    const logPath = join(this.dir, `${name}-${this.agentCount}.log`);
+    const child = await startAgentProcess({
+      natsUrl: this.natsUrl,
+      subjectPrefix: this.prefix,
+      pool: POOL,
+      name,
+      seed,
+      durationMs,
+      traffic,
+      logPath,
+    });
+    const agentId = logEvents(child.lines, { type: 'ready' })[0]?.fields['agentId'];
+    const handle = { name, child, agentId: typeof agentId === 'string' ? agentId : '', logPath };
+    this.agents.push(handle);
+    return handle;
+  }
+
+  /** killAgent — SIGKILL; true when verified dead by its exit signal. */
+  async killAgent(agent: AgentHandle): Promise<boolean> {
+    agent.child.proc.kill('SIGKILL');
+    return (await agent.child.exited).signal === 'SIGKILL';
+  }
+
+  /** pauseAgent — SIGSTOP for `forMs`, then SIGCONT; true when /proc showed it stopped, then running again. */
+  async pauseAgent(agent: AgentHandle, forMs: number, during: () => Promise<void> = async () => {}): Promise<boolean> {
+    agent.child.proc.kill('SIGSTOP');
+    await new Promise((resolve) => setTimeout(resolve, SIGNAL_SETTLE_MS));
+    const stopped = procState(agent.child.pid) === 'T';
+    await Promise.all([during(), new Promise((resolve) => setTimeout(resolve, Math.max(0, forMs - SIGNAL_SETTLE_MS)))]);
+    agent.child.proc.kill('SIGCONT');
+    await new Promise((resolve) => setTimeout(resolve, SIGNAL_SETTLE_MS));
+    const state = procState(agent.child.pid);
+    return stopped && state !== null && state !== 'T';
+  }
+
+  /** stopAgent — SIGTERM: the agent returns its lease and exits; true when it exited with 0. */
+  async stopAgent(agent: AgentHandle): Promise<boolean> {
+    await stop(agent.child);
+    return agent.child.proc.exitCode === 0;
+  }
+
+  status(agentId?: string): Promise<PoolStatus> {
+    return this.probe.status(POOL, this.prefix, agentId);
+  }
+
+  /** admissions — every admission logged by every agent process, in time order. */
+  admissions(): Array<LoggedAdmission & { readonly agent: string }> {
+    return this.agents.flatMap((a) => readAdmissionLog(a.logPath).map((x) => ({ ...x, agent: a.agentId }))).sort((x, y) => x.tUs - y.tUs);
+  }
+
+  /** grants — the fresh grants every coordinator logged (a retry's repeated reply counts once, at first). */
+  grants(): Grant[] {
+    return freshGrants(this.coordinators);
+  }
+
+  async close(): Promise<void> {
+    await this.probe.close();
+  }
+}

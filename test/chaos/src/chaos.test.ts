@@ -1,0 +1,43 @@
+/**
+ * Short versions of chaos scenarios on real processes (the full suite is
+ * `npm run chaos`): agents killed with SIGKILL mid-lease, an agent paused
+ * with SIGSTOP past its lease's expiry, a NATS restart, and the owning
+ * coordinator killed in Redis mode with a standby. Each fails if its fault
+ * was not really injected.
+ */
+import { describe, expect, it } from 'vitest';
+import { seedFromEnv } from '@tokenlease/shared/testing';
+import { failoverCoordinator, killAgents, pauseAgent, restartNats, type ScenarioRow } from './scenarios.js';
+import { rowProblems } from './verdict.js';
+
+const seed = seedFromEnv();
+
+function verdict(row: ScenarioRow): void {
+  console.log(`chaos ${row.scenario} (SEED=${seed}): ${JSON.stringify(row)}`);
+  expect(rowProblems(row)).toEqual([]);
+  expect(row.admitted).toBeGreaterThan(0);
+}
+
+describe('chaos, short', () => {
+  it('SIGKILL of agents mid-lease: stranded leases reclaimed within one TTL, envelope kept', async () => {
+    const row = await killAgents({ short: true, seed });
+    verdict(row);
+    expect(row.reclaimMs).not.toBeNull();
+  }, 120_000);
+
+  it('SIGSTOP past expiry, then SIGCONT: the expired lease is not spent', async () => {
+    const row = await pauseAgent({ short: true, seed });
+    verdict(row);
+    expect(row.reclaimMs).not.toBeNull();
+  }, 120_000);
+
+  it('NATS restart: everyone reconnects and the full rate comes back', async () => {
+    verdict(await restartNats({ short: true, seed }));
+  }, 120_000);
+
+  it('owner SIGKILLed in Redis mode: the standby takes over, envelope kept', async () => {
+    const row = await failoverCoordinator({ short: true, seed });
+    verdict(row);
+    expect(row.recoveryMs).not.toBeNull();
+  }, 120_000);
+});

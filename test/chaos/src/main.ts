@@ -1,0 +1,80 @@
+/**
+ * npm run chaos -- [--json] [--short] [--seed N] [--only name,name] [--help]
+ *
+ * Runs every chaos scenario (or those --only names, as the rows name them)
+ * against real processes and prints one row per scenario (or JSON). Exits 1
+ * if any fault was not verified or any check failed, 2 with one line for a
+ * bad flag (args.ts).
+ */
+import { seedFromEnv } from '@tokenlease/shared/testing';
+import { CHAOS_USAGE, ChaosArgsError, parseChaosArgs, type ChaosArgs } from './args.js';
+import { SCENARIOS, type ScenarioRow } from './scenarios.js';
+import { rowProblems } from './verdict.js';
+
+const COLUMNS: Array<[string, (r: ScenarioRow) => string]> = [
+  ['scenario', (r) => r.scenario],
+  ['fault verified', (r) => (r.faultVerified ? 'yes' : 'NO')],
+  ['admitted', (r) => String(r.admitted)],
+  ['envelope violations', (r) => String(r.envelopeViolations)],
+  ['worst window', (r) => r.worstWindowRatio.toFixed(3)],
+  ['expiry violations', (r) => String(r.expiryViolations)],
+  ['reclaim ms', (r) => (r.reclaimMs === null ? '-' : String(r.reclaimMs))],
+  ['takeover ms', (r) => (r.takeoverMs === null ? '-' : String(r.takeoverMs))],
+  ['recovery ms', (r) => (r.recoveryMs === null ? '-' : String(r.recoveryMs))],
+];
+
+function table(rows: readonly ScenarioRow[]): string {
+  const widths = COLUMNS.map(([h, f]) => Math.max(h.length, ...rows.map((r) => f(r).length)));
+  const line = (cells: string[]): string =>
+    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i] as number) : c.padStart(widths[i] as number))).join('  ');
+  return [
+    line(COLUMNS.map(([h]) => h)),
+    line(widths.map((w) => '-'.repeat(w))),
+    ...rows.map((r) => line(COLUMNS.map(([, f]) => f(r)))),
+  ].join('\n');
+}
+
+/** parse — the validated command line, or null after printing the usage (--help); exits 2 with one line for a bad flag. */
+function parse(): ChaosArgs | null {
+  try {
+    const args = parseChaosArgs(process.argv.slice(2));
+    if (!args.help) return args;
+    console.log(CHAOS_USAGE);
+    return null;
+  } catch (error) {
+    if (!(error instanceof ChaosArgsError)) throw error;
+    console.error(`chaos: ${error.message}`);
+    process.exit(2);
+  }
+}
+
+async function main(): Promise<number> {
+  const args = parse();
+  if (args === null) return 0;
+  const seed = args.seed ?? seedFromEnv();
+  process.stderr.write(`chaos: SEED=${seed}${args.short ? ' (short)' : ''}\n`);
+  const rows: ScenarioRow[] = [];
+  for (const name of args.only) {
+    process.stderr.write(`  ${name}…\n`);
+    rows.push(await SCENARIOS[name]({ short: args.short, seed }));
+  }
+  const problems = rows.flatMap(rowProblems);
+  if (args.json) console.log(JSON.stringify(rows));
+  else {
+    console.log(table(rows));
+    for (const r of rows) console.log(`${r.scenario}: ${r.note}`);
+  }
+  for (const p of problems) console.error(`FAILED: ${p}`);
+  console.error(
+    `${rows.length - new Set(problems.map((p) => p.split(':')[0])).size} passed, ${new Set(problems.map((p) => p.split(':')[0])).size} failed`,
+  );
+  return problems.length === 0 ? 0 : 1;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    console.error(`chaos: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+    process.exit(2);
+  },
+);

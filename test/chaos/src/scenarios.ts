@@ -1,0 +1,331 @@
+/**
+ * The chaos scenarios. Each starts its own NATS (a private server or a
+ * three-node cluster), coordinator and agent processes, injects its fault,
+ * verifies the fault really happened, and reports one row: the envelope
+ * over every window of the merged admission logs, spending only within a
+ * lease's life, the time to reclaim stranded capacity and to recover the
+ * full admission rate. `short` runs a brief version for `npm test`.
+ */
+import { makeRate } from '@tokenlease/shared';
+import { checkEnvelope, worstWindowRatio, seededRandom, type Random } from '@tokenlease/shared/testing';
+import { scratchDir } from '@tokenlease/harness/fleet';
+import { hasEvent } from '@tokenlease/harness/log-events';
+import { startPrivateNats, type PrivateNats } from '@tokenlease/harness/nats';
+import { startPrivateRedis } from '@tokenlease/harness/redis';
+import { startNatsCluster } from '@tokenlease/harness/nats-cluster';
+import { isRunning } from '@tokenlease/harness/proc-state';
+import { stopAll, type Child } from '@tokenlease/harness/processes';
+import type { ScenarioName } from './args.js';
+import { ChaosFleet, OWNERSHIP_TTL_MS, type AgentHandle, type ChaosPool } from './chaos-fleet.js';
+import { expiryViolations, recoveryMs } from './checks.js';
+
+export interface ScenarioRow {
+  readonly scenario: ScenarioName;
+  readonly faultVerified: boolean;
+  readonly admitted: number;
+  readonly envelopeViolations: number;
+  readonly worstWindowRatio: number;
+  readonly expiryViolations: number;
+  readonly reclaimMs: number | null;
+  /** From the owner's kill to the first grant by its successor (durable failover only). */
+  readonly takeoverMs: number | null;
+  readonly recoveryMs: number | null;
+  readonly note: string;
+}
+
+export interface ScenarioOptions {
+  readonly short: boolean;
+  readonly seed: number;
+}
+
+export const CHAOS_POOL: ChaosPool = { capacity: 100, refillPerSecond: 200, leaseTtlMs: 1000, maxLeaseTokens: 20 };
+const STEADY = { kind: 'steady', perSecond: 150 } as const;
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+/** Whether an agent process printed that its NATS connection came back. */
+const agentReconnected = (child: Child): boolean => hasEvent(child, { type: 'event', event: 'reconnect' });
+/** Whether a coordinator logged that its NATS connection came back. */
+const coordinatorReconnected = (child: Child): boolean => hasEvent(child, { event: 'nats-connection', connection: { type: 'reconnect' } });
+const nowUs = (): number => Number(process.hrtime.bigint() / 1000n);
+
+interface Outcome {
+  readonly faultVerified: boolean;
+  readonly reclaimMs?: number | null;
+  readonly takeoverMs?: number | null;
+  readonly recoveryFromUs?: readonly number[];
+  readonly note: string;
+}
+
+async function untilNoLease(fleet: ChaosFleet, agentId: string, sinceMs: number, timeoutMs: number): Promise<number | null> {
+  const deadline = performance.now() + timeoutMs;
+  while (performance.now() < deadline) {
+    if ((await fleet.status(agentId)).agentLease === null) return performance.now() - sinceMs;
+    await sleep(10);
+  }
+  return null;
+}
+
+async function untilLease(fleet: ChaosFleet, agentId: string, timeoutMs: number): Promise<boolean> {
+  const deadline = performance.now() + timeoutMs;
+  while (performance.now() < deadline) {
+    const lease = (await fleet.status(agentId)).agentLease;
+    if (lease !== null && lease !== undefined && lease.tokensHeld > 0) return true;
+    await sleep(10);
+  }
+  return false;
+}
+
+/** withPrivateNats — runs `body` against a private NATS server, stopped afterwards whatever happens. */
+async function withPrivateNats<T>(body: (nats: PrivateNats) => Promise<T>): Promise<T> {
+  const nats = await startPrivateNats();
+  try {
+    return await body(nats);
+  } finally {
+    await nats.stop();
+  }
+}
+
+/** runScenario — a fleet on `natsUrl`, `agents` steady agents running `runMs`, and `fault` injected meanwhile. */
+async function runScenario(
+  name: ScenarioName,
+  natsUrl: string,
+  options: ScenarioOptions,
+  agents: number,
+  runMs: number,
+  fault: (fleet: ChaosFleet, random: Random, runMs: number) => Promise<Outcome>,
+  redisUrl: string | null = null,
+): Promise<ScenarioRow> {
+  const random = seededRandom(options.seed);
+  const fleet = await ChaosFleet.start(natsUrl, CHAOS_POOL, scratchDir(), `tlchaos${options.seed}${name.replace(/[^a-z]/g, '')}`, redisUrl);
+  try {
+    for (let i = 0; i < agents; i += 1) await fleet.addAgent(`agent${i}`, STEADY, runMs, random.int(0, 2 ** 31));
+    await untilLease(fleet, fleet.agents[0]?.agentId ?? '', 5000);
+    const outcome = await fault(fleet, random, runMs);
+    await Promise.all(fleet.agents.map((a) => a.child.exited));
+    const admissions = fleet.admissions();
+    const rate = makeRate(CHAOS_POOL.refillPerSecond, 1000);
+    const envelope = checkEnvelope(admissions, CHAOS_POOL.capacity, rate);
+    const expiry = expiryViolations(admissions, fleet.grants());
+    const recoveries = (outcome.recoveryFromUs ?? []).map((fromUs) => recoveryMs(admissions, fromUs, CHAOS_POOL.refillPerSecond));
+    return {
+      scenario: name,
+      faultVerified: outcome.faultVerified,
+      admitted: envelope.admittedTokens,
+      envelopeViolations: envelope.violations,
+      worstWindowRatio: Math.round(worstWindowRatio(admissions, CHAOS_POOL.capacity, rate) * 1000) / 1000,
+      expiryViolations: expiry.length,
+      reclaimMs: outcome.reclaimMs === undefined || outcome.reclaimMs === null ? null : Math.round(outcome.reclaimMs),
+      takeoverMs: outcome.takeoverMs ?? null,
+      recoveryMs: recoveries.length === 0 || recoveries.some((r) => r === null) ? null : Math.round(Math.max(...(recoveries as number[]))),
+      note: outcome.note + (expiry.length > 0 ? `; first expiry violation: ${expiry[0]}` : ''),
+    };
+  } finally {
+    await fleet.close();
+    await stopAll();
+  }
+}
+
+/** 1. SIGKILL random agents mid-lease, repeatedly, while the others keep load on. */
+export async function killAgents(options: ScenarioOptions): Promise<ScenarioRow> {
+  return withPrivateNats(async (nats) => {
+    const kills = options.short ? 2 : 5;
+    const runMs = 2500 + kills * 2500;
+    return await runScenario('kill-agents', nats.url, options, 4, runMs, async (fleet, random) => {
+      let verified = true;
+      let reclaim = 0;
+      const from: number[] = [];
+      for (let k = 0; k < kills; k += 1) {
+        await sleep(1500);
+        const live = fleet.agents.filter((a) => isRunning(a.child));
+        const victim = live[random.int(0, live.length - 1)] as AgentHandle;
+        verified &&= await untilLease(fleet, victim.agentId, 2000);
+        const killedAt = performance.now();
+        from.push(nowUs());
+        verified &&= await fleet.killAgent(victim);
+        const ms = await untilNoLease(fleet, victim.agentId, killedAt, CHAOS_POOL.leaseTtlMs + 3000);
+        verified &&= ms !== null;
+        reclaim = Math.max(reclaim, ms ?? Infinity);
+        await fleet.addAgent(`replacement${k}`, STEADY, runMs - (k + 1) * 2500, random.int(0, 2 ** 31));
+      }
+      return { faultVerified: verified, reclaimMs: reclaim, recoveryFromUs: from, note: `${kills} agents killed mid-lease` };
+    });
+  });
+}
+
+/** 2. SIGSTOP an agent past its lease's expiry, then SIGCONT: it must not spend the expired lease. */
+export async function pauseAgent(options: ScenarioOptions): Promise<ScenarioRow> {
+  return withPrivateNats(async (nats) => {
+    const runMs = options.short ? 6000 : 10_000;
+    return await runScenario('pause-agent', nats.url, options, 3, runMs, async (fleet) => {
+      await sleep(1500);
+      const victim = fleet.agents[0] as AgentHandle;
+      const hadLease = await untilLease(fleet, victim.agentId, 2000);
+      const pausedAt = performance.now();
+      let reclaim: number | null = null;
+      const pauseMs = CHAOS_POOL.leaseTtlMs * 2 + 500;
+      const stopped = await fleet.pauseAgent(victim, pauseMs, async () => {
+        reclaim = await untilNoLease(fleet, victim.agentId, pausedAt, pauseMs - 100);
+      });
+      const resumedUs = nowUs();
+      return {
+        faultVerified: hadLease && stopped && reclaim !== null,
+        reclaimMs: reclaim,
+        recoveryFromUs: [resumedUs],
+        note: `paused ${pauseMs} ms with a live lease (TTL ${CHAOS_POOL.leaseTtlMs} ms)`,
+      };
+    });
+  });
+}
+
+/** 3. Restart the NATS server: everyone reconnects; leases in hand keep working until expiry. */
+export async function restartNats(options: ScenarioOptions): Promise<ScenarioRow> {
+  return withPrivateNats(async (nats) => {
+    const runMs = options.short ? 6000 : 10_000;
+    return await runScenario('restart-nats', nats.url, options, 3, runMs, async (fleet) => {
+      await sleep(2000);
+      await nats.kill();
+      const killedUs = nowUs();
+      await sleep(1000);
+      await nats.start();
+      const restartedUs = nowUs();
+      await sleep(2000);
+      const reconnected = fleet.agents.every((a) => agentReconnected(a.child));
+      const coordinatorBack = fleet.coordinators.some(coordinatorReconnected);
+      const spentDuring = fleet.admissions().filter((a) => a.tUs > killedUs && a.tUs < restartedUs).length;
+      return {
+        faultVerified: reconnected && coordinatorBack,
+        reclaimMs: null,
+        recoveryFromUs: [restartedUs],
+        note: `NATS down 1 s; ${spentDuring} admissions from leases in hand while it was down`,
+      };
+    });
+  });
+}
+
+/** 3b. Lose one node of a three-node NATS cluster: clients fail over to the others. */
+export async function loseNatsNode(options: ScenarioOptions): Promise<ScenarioRow> {
+  const cluster = await startNatsCluster(3);
+  try {
+    await sleep(1500); // routes form and the cluster's addresses reach clients
+    const runMs = options.short ? 6000 : 10_000;
+    return await runScenario('lose-nats-node', cluster.url, options, 3, runMs, async (fleet) => {
+      await sleep(2000);
+      const lostUs = nowUs();
+      const dead = await cluster.kill(0);
+      await sleep(2500);
+      const reconnected = fleet.agents.every((a) => agentReconnected(a.child));
+      return {
+        faultVerified: dead && reconnected,
+        reclaimMs: null,
+        recoveryFromUs: [lostUs],
+        note: 'node 0 of 3 killed; every client was connected to it',
+      };
+    });
+  } finally {
+    await cluster.stop();
+  }
+}
+
+/** 4. Kill the coordinator (memory mode): a new one starts empty and grants nothing for one TTL. */
+export async function killCoordinator(options: ScenarioOptions): Promise<ScenarioRow> {
+  return withPrivateNats(async (nats) => {
+    const runMs = options.short ? 7000 : 10_000;
+    return await runScenario('kill-coordinator', nats.url, options, 3, runMs, async (fleet) => {
+      await sleep(2000);
+      const killedUs = nowUs();
+      const dead = await fleet.killCoordinator();
+      await sleep(500);
+      await fleet.startCoordinator();
+      return {
+        faultVerified: dead,
+        reclaimMs: null,
+        recoveryFromUs: [killedUs],
+        note: 'memory mode: restarted after 0.5 s; quiet for one TTL, then refills from empty',
+      };
+    });
+  });
+}
+
+/**
+ * 4b. Kill the owning coordinator (durable mode on a private Redis): a
+ * standby takes the pool over once the ownership record lapses, with the
+ * kept leases live and no credit minted for the gap.
+ */
+export async function failoverCoordinator(options: ScenarioOptions): Promise<ScenarioRow> {
+  return withPrivateNats(async (nats) => {
+    const redis = await startPrivateRedis();
+    try {
+      const runMs = options.short ? 7000 : 10_000;
+      return await runScenario(
+        'failover-coordinator',
+        nats.url,
+        options,
+        3,
+        runMs,
+        async (fleet) => {
+          await fleet.startCoordinator(); // the standby
+          await sleep(2000);
+          const killedUs = nowUs();
+          const dead = await fleet.killOwner();
+          await sleep(OWNERSHIP_TTL_MS + CHAOS_POOL.leaseTtlMs + 500);
+          const takenOver = fleet.owner() !== undefined;
+          const firstUs = fleet.firstGrantAfterUs(killedUs);
+          const takeoverMs = firstUs === null ? null : Math.round((firstUs - killedUs) / 1000);
+          return {
+            faultVerified: dead && takenOver,
+            reclaimMs: null,
+            takeoverMs,
+            recoveryFromUs: [killedUs],
+            note: `Redis mode, ownership TTL ${OWNERSHIP_TTL_MS} ms: owner SIGKILLed; first grant by the standby ${takeoverMs ?? 'never'} ms after the kill`,
+          };
+        },
+        redis.url,
+      );
+    } finally {
+      await redis.stop();
+    }
+  });
+}
+
+/** 5. Agents join and leave at a high rate while two stay. */
+export async function churnAgents(options: ScenarioOptions): Promise<ScenarioRow> {
+  return withPrivateNats(async (nats) => {
+    const runMs = options.short ? 6000 : 12_000;
+    return await runScenario('churn-agents', nats.url, options, 2, runMs, async (fleet, random) => {
+      const started = performance.now();
+      let joins = 0;
+      let leaves = 0;
+      let cleanLeaves = true;
+      const visitors: AgentHandle[] = [];
+      while (performance.now() - started < runMs - 2500) {
+        if (visitors.length < 3 || random.next() < 0.5) {
+          visitors.push(await fleet.addAgent(`visitor${joins}`, { kind: 'steady', perSecond: 100 }, runMs, random.int(0, 2 ** 31)));
+          joins += 1;
+        } else {
+          const leaving = visitors.splice(random.int(0, visitors.length - 1), 1)[0] as AgentHandle;
+          cleanLeaves &&= await fleet.stopAgent(leaving);
+          leaves += 1;
+        }
+        await sleep(150);
+      }
+      for (const v of visitors) cleanLeaves &&= await fleet.stopAgent(v);
+      leaves += visitors.length;
+      return {
+        faultVerified: joins >= 5 && leaves >= 5 && cleanLeaves,
+        reclaimMs: null,
+        note: `${joins} joins, ${leaves} leaves (each returned its lease and exited 0)`,
+      };
+    });
+  });
+}
+
+/** SCENARIOS — each scenario by the name its row prints. */
+export const SCENARIOS: Readonly<Record<ScenarioName, (options: ScenarioOptions) => Promise<ScenarioRow>>> = {
+  'kill-agents': killAgents,
+  'pause-agent': pauseAgent,
+  'restart-nats': restartNats,
+  'lose-nats-node': loseNatsNode,
+  'kill-coordinator': killCoordinator,
+  'failover-coordinator': failoverCoordinator,
+  'churn-agents': churnAgents,
+};

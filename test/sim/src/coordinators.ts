@@ -1,0 +1,138 @@
+/**
+ * Coordinators: the coordinator processes of one run, and in durable mode
+ * the store they share.
+ *
+ * - Memory mode: one process at a time. A restart kills it; `downUs` later
+ *   a new one starts with the next epoch, an empty pool and a quiet period.
+ * - Durable mode: the first owner claims the pool from the (empty) store.
+ *   A failover crashes the owner, or deposes it: its ownership lapses, every
+ *   write it makes from then on is refused, and it runs on for `deposedUs`
+ *   before it steps down. `downUs` after the fault a standby claims the
+ *   pool, with the next epoch and whatever the store holds.
+ * - A request reaches one serving process, chosen at random (a NATS queue
+ *   group), or none: then the agent hears "no responders" at once.
+ */
+import { CoordinatorCore, type CoordinatorConfig, type PersistedPool, type Pool } from '@tokenlease/coordinator';
+import type { Random } from '@tokenlease/shared/testing';
+import { SimCoordinator, type CoordinatorHost, type Lane } from './sim-coordinator.js';
+import type { Fault, SimConfig } from './sim-config.js';
+import { POOL, type Event, type ReplyTo } from './sim-events.js';
+import { SimStore } from './sim-store.js';
+
+/** ClusterHost — a CoordinatorHost that also hears of every takeover from the store. */
+export interface ClusterHost extends CoordinatorHost {
+  /** adopted — `pool` was taken over at `takeoverUs` with `state` from the store. */
+  adopted(pool: Pool<ReplyTo>, takeoverUs: number, state: PersistedPool | null): void;
+}
+
+type CoordinatorFault = Extract<Fault, { kind: 'restart-coordinator' | 'failover-coordinator' }>;
+
+export class Coordinators {
+  private readonly store: SimStore | null;
+  /** Every process that may still act: serving, or with a write in flight. */
+  private readonly processes = new Map<number, SimCoordinator>();
+  private nextId = 0;
+  private memoryEpoch = 0;
+  private claims = 0;
+
+  constructor(
+    private readonly config: CoordinatorConfig,
+    private readonly sim: SimConfig,
+    private readonly host: ClusterHost,
+    private readonly random: Random,
+  ) {
+    this.store = sim.durable === undefined ? null : new SimStore();
+    if (this.store === null && sim.faults.some((f) => f.kind === 'failover-coordinator'))
+      throw new Error('a failover-coordinator fault needs durable mode');
+  }
+
+  /** takeovers — claims of the pool after the first. */
+  get takeovers(): number {
+    return Math.max(0, this.claims - 1);
+  }
+
+  get storeWrites(): number {
+    return this.store?.writes ?? 0;
+  }
+
+  get fencedWrites(): number {
+    return this.store?.fencedWrites ?? 0;
+  }
+
+  /** start — a new process: (memory) with a quiet period, or (durable) owning the pool as the store has it. */
+  start(nowUs: number): void {
+    const id = (this.nextId += 1);
+    const owner = this.serving().find((p) => !p.deposed);
+    if (this.store === null) {
+      // A second restart while one is under way: the newest start wins.
+      owner?.crash(false);
+      this.memoryEpoch += 1;
+      this.add(new SimCoordinator(id, new CoordinatorCore<ReplyTo>(this.config, this.memoryEpoch, nowUs), this.host, null), nowUs);
+      return;
+    }
+    // Someone owns the pool already (failovers overlapped): this claim fails.
+    if (owner !== undefined) return;
+    const { epoch, state } = this.store.claim();
+    const core = new CoordinatorCore<ReplyTo>(this.config, epoch, nowUs, true);
+    const kept = this.sim.broken === 'forget-kept-leases' && state !== null ? { levelTokens: state.levelTokens, leases: [] } : state;
+    if (core.adopt(POOL, epoch, nowUs, kept) !== 'adopted') throw new Error(`could not adopt ${POOL}`);
+    this.claims += 1;
+    this.host.adopted(core.pool(POOL) as Pool<ReplyTo>, nowUs, kept);
+    this.add(new SimCoordinator(id, core, this.host, this.lane(epoch)), nowUs);
+  }
+
+  private lane(epoch: number): Lane {
+    const spec = this.sim.durable as NonNullable<SimConfig['durable']>;
+    return {
+      store: this.store as SimStore,
+      epoch,
+      writeUs: () => this.random.int(spec.writeUsMin, spec.writeUsMax),
+      replyBeforeWrite: this.sim.broken === 'reply-before-write',
+    };
+  }
+
+  private add(process: SimCoordinator, nowUs: number): void {
+    this.processes.set(process.id, process);
+    process.scheduleTick(nowUs);
+  }
+
+  /** down — a coordinator fault at `nowUs`: the owner crashes or is deposed; a successor starts `downUs` later. */
+  down(fault: CoordinatorFault, nowUs: number): void {
+    const deposedUs = fault.kind === 'failover-coordinator' ? fault.deposedUs : undefined;
+    for (const process of this.serving()) {
+      if (deposedUs === undefined) process.crash(this.random.next() < 0.5);
+      else {
+        process.deposed = true;
+        this.host.push(nowUs + deposedUs, { k: 'step-down', id: process.id });
+      }
+    }
+    if (deposedUs !== undefined) this.store?.lapse(nowUs);
+    this.host.push(nowUs + fault.downUs, { k: 'coordinator-up' });
+  }
+
+  /** route — the process a request reaching the pool's subject now goes to, or null when none serves. */
+  route(): SimCoordinator | null {
+    const serving = this.serving();
+    if (serving.length <= 1) return serving[0] ?? null;
+    return serving[this.random.int(0, serving.length - 1)] ?? null;
+  }
+
+  /** ownerPool — the pool as its owner (a serving process not deposed) holds it, if any. */
+  ownerPool(): Pool<ReplyTo> | undefined {
+    return this.serving()
+      .find((p) => !p.deposed)
+      ?.core.pool(POOL);
+  }
+
+  handle(e: Extract<Event, { k: 'coordinator-tick' | 'write-landed' | 'step-down' }>, nowUs: number): void {
+    const process = this.processes.get(e.id);
+    if (process === undefined) return;
+    if (e.k === 'coordinator-tick') process.tick(e.gen, nowUs);
+    else if (e.k === 'write-landed') process.landed(nowUs);
+    else process.stepDown(nowUs);
+  }
+
+  private serving(): SimCoordinator[] {
+    return [...this.processes.values()].filter((p) => p.serving);
+  }
+}

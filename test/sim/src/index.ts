@@ -1,0 +1,12 @@
+/**
+ * @tokenlease/sim — the deterministic simulator as a library: the real
+ * coordinator and agent cores over a simulated network, store and clock,
+ * with faults, checking the envelope after every admission. The sweep runs
+ * its fleets here; `tokenlease-sim` (main.ts) runs random scenarios.
+ */
+export { runSimulation, simWorkload } from './simulation.js';
+export { describeScenario, randomScenario, SCENARIO_DURATION_US_DEFAULT } from './scenario.js';
+export { convergenceProblem, faultsEndUs, recoveredRate } from './converge.js';
+export type { SimConfig, SimResult } from './sim-config.js';
+export { Network, type NetworkSpec } from './network.js';
+export { TAKE_TIMEOUT_MS_DEFAULT, type Arrival, type Workload, type WorkloadName, type WorkloadSpec } from './workload.js';

@@ -1,0 +1,171 @@
+/**
+ * randomScenario — an adversarial simulation config drawn from one seed:
+ * fleet size, pool, lease size and TTL, workload, a lossy, duplicating,
+ * reordering network, partitions, agent crashes and pauses past expiry,
+ * coordinator restarts and clock drift within the agents' margin.
+ * Faults happen in the first half of the run so the second half shows
+ * whether the fleet converges.
+ *
+ * A share `DURABLE_SHARE` of scenarios run the durable (store) mode: the
+ * same scenario as the memory one of its seed, drawn from the same stream,
+ * with its restarts turned into failovers and one or two more failovers,
+ * half of them of an owner that is deposed and runs on rather than one
+ * that crashes; those extra draws come from a second stream of the seed.
+ *
+ * A share `RATE_SHARE` of scenarios (independently of the store) run rate
+ * (trickle) leases: the same scenario again, with the pool in rate mode, a
+ * refresh interval for the keepers and, for half of them, leases capped
+ * only by B (the natural rate-mode setting); those draws come from a third
+ * stream, so every scenario that is not in rate mode is the one its seed
+ * always drew.
+ */
+import { makeRate } from '@tokenlease/shared';
+import { seededRandom, type Random } from '@tokenlease/shared/testing';
+import type { Partition } from './network.js';
+import type { DurableSpec, Fault, SimConfig } from './sim-config.js';
+import type { WorkloadName, WorkloadSpec } from './workload.js';
+
+const WORKLOADS: readonly WorkloadName[] = ['steady', 'bursty', 'diurnal', 'zipf', 'churn', 'weighted'];
+const TTLS_MS = [200, 500, 1000, 2000] as const;
+export const DURABLE_SHARE = 0.4;
+export const RATE_SHARE = 0.3;
+const REFRESHES_MS = [50, 100, 250, 500, 1000, 2000] as const;
+/** SCENARIO_DURATION_US_DEFAULT — simulated traffic per scenario unless said otherwise, µs (20 s). */
+export const SCENARIO_DURATION_US_DEFAULT = 20_000_000;
+/** Faults and partitions start this long into a run at the earliest, µs: leases are out by then. */
+const FAULTS_FROM_US = 1_000_000;
+/**
+ * SCENARIO_DRIFT_MAX — the largest clock drift a scenario draws, a fraction:
+ * below the keeper's driftMargin (0.05), which makes an agent stop before
+ * the coordinator reclaims. RATE_SCENARIO_DRIFT_MAX — the same for rate
+ * leases, below the keeper's rateDriftMargin (0.01), which stretches a
+ * rate's period.
+ */
+export const SCENARIO_DRIFT_MAX = 0.04;
+export const RATE_SCENARIO_DRIFT_MAX = 0.009;
+/**
+ * Salts xor-ed into a scenario's seed for the draws of its rate-mode and
+ * durable-mode variants: streams apart from the scenario's own, so a
+ * scenario in neither mode is the one its seed always drew.
+ */
+const RATE_MODE_SEED_SALT = 0x7a7e1ea5;
+const DURABLE_MODE_SEED_SALT = 0xd0ab1e;
+
+export function randomScenario(seed: number, durationUs = SCENARIO_DURATION_US_DEFAULT): SimConfig {
+  const r = seededRandom(seed);
+  const pick = <T>(xs: readonly T[]): T => xs[r.int(0, xs.length - 1)] as T;
+  const agents = r.int(2, 8);
+  const capacity = r.int(20, 400);
+  const refillPerSecond = r.int(50, 400);
+  const leaseTtlMs = pick(TTLS_MS);
+  // Mostly leases that fit B across the fleet; sometimes oversized ones.
+  const maxLeaseTokens = r.next() < 0.8 ? Math.max(1, Math.floor(capacity / agents / r.int(1, 3))) : r.int(1, capacity);
+  const ttlUs = leaseTtlMs * 1000;
+  const faultWindowUs = durationUs / 2;
+  const at = (): number => r.int(FAULTS_FROM_US, Math.max(FAULTS_FROM_US + 1, faultWindowUs - 1));
+  const faults: Fault[] = [];
+  for (let i = r.int(0, 3); i > 0; i -= 1) {
+    const kind = pick(['crash-agent', 'pause-agent', 'restart-coordinator'] as const);
+    if (kind === 'crash-agent') faults.push({ kind, agent: r.int(0, agents - 1), atUs: at(), downUs: r.int(200_000, 3_000_000) });
+    else if (kind === 'pause-agent') faults.push({ kind, agent: r.int(0, agents - 1), atUs: at(), forUs: r.int(ttlUs, 4 * ttlUs) });
+    else faults.push({ kind, atUs: at(), downUs: r.int(0, 1_000_000) });
+  }
+  const partitions: Partition[] = [];
+  for (let i = r.int(0, 2); i > 0; i -= 1) {
+    const fromUs = at();
+    const members = Array.from({ length: agents }, (_, k) => k).filter(() => r.next() < 0.4);
+    partitions.push({ agents: members.length > 0 ? members : [0], fromUs, toUs: fromUs + r.int(ttlUs / 2, 3 * ttlUs) });
+  }
+  const base: SimConfig = {
+    seed,
+    agents,
+    durationUs,
+    pool: {
+      capacity,
+      refill: makeRate(refillPerSecond, 1000),
+      leaseTtlMs,
+      maxLeaseTokens,
+      allowance: r.next() < 0.7 ? 0 : r.int(1, capacity),
+    },
+    workload: randomWorkload(pick(WORKLOADS), 0.5 + r.next() * 2.5, r),
+    network: {
+      latencyUs: r.int(200, 5000),
+      lossRate: r.next() < 0.5 ? 0 : r.next() * 0.05,
+      duplicateRate: r.next() < 0.5 ? 0 : r.next() * 0.05,
+    },
+    partitions,
+    faults,
+    driftMax: SCENARIO_DRIFT_MAX,
+  };
+  return withDurableMode(withRateMode(base), faultWindowUs);
+}
+
+/** withRateMode — `base` with rate leases, for a share of seeds: a refresh interval from 50 ms to 2 s, sometimes longer than the TTL; clock drift under 1%. */
+function withRateMode(base: SimConfig): SimConfig {
+  const d = seededRandom(base.seed ^ RATE_MODE_SEED_SALT);
+  if (d.next() >= RATE_SHARE) return base;
+  const refreshMs = REFRESHES_MS[d.int(0, REFRESHES_MS.length - 1)] as number;
+  const maxLeaseTokens = d.next() < 0.5 ? base.pool.capacity : base.pool.maxLeaseTokens;
+  // A rate lease's accrual is stretched by the keeper's rateDriftMargin (1%): clocks stay within it.
+  return {
+    ...base,
+    pool: { ...base.pool, leaseMode: 'rate', maxLeaseTokens },
+    keeper: { ...base.keeper, refreshMs },
+    driftMax: Math.min(base.driftMax, RATE_SCENARIO_DRIFT_MAX),
+  };
+}
+
+/** withDurableMode — `base` in durable mode, for a share of seeds: restarts become failovers, and one or two more are added. */
+function withDurableMode(base: SimConfig, faultWindowUs: number): SimConfig {
+  const d = seededRandom(base.seed ^ DURABLE_MODE_SEED_SALT);
+  if (d.next() >= DURABLE_SHARE) return base;
+  const failover = (atUs: number): Fault => {
+    const downUs = d.int(50_000, 3_000_000);
+    return { kind: 'failover-coordinator', atUs, downUs, ...(d.next() < 0.5 ? { deposedUs: d.int(0, 2 * downUs) } : {}) };
+  };
+  const faults = base.faults.map((f) => (f.kind === 'restart-coordinator' ? failover(f.atUs) : f));
+  for (let i = d.int(1, 2); i > 0; i -= 1) faults.push(failover(d.int(FAULTS_FROM_US, Math.max(FAULTS_FROM_US + 1, faultWindowUs - 1))));
+  const durable: DurableSpec = { writeUsMin: 100, writeUsMax: d.int(300, 3000) };
+  return { ...base, faults, durable };
+}
+
+function randomWorkload(name: WorkloadName, load: number, r: Random): WorkloadSpec {
+  switch (name) {
+    case 'steady':
+      return { name, load };
+    case 'bursty':
+      return { name, load, onMs: r.int(100, 1000), offMs: r.int(0, 3000) };
+    case 'diurnal':
+      return { name, load, periodMs: r.int(2000, 20_000), amplitude: r.next() };
+    case 'zipf':
+      return { name, load, exponent: 0.5 + r.next() * 1.5 };
+    case 'churn':
+      return { name, load, upMs: r.int(500, 10_000), downMs: r.int(100, 5000), crashFraction: r.next() / 2 };
+    case 'weighted':
+      return { name, load, heavyFraction: r.next() / 3, heavyRatio: r.int(2, 20) };
+  }
+}
+
+/** describeScenario — one line naming what a scenario does. */
+export function describeScenario(c: SimConfig): string {
+  const p = c.pool;
+  const faults: string[] = [...c.faults.map(faultName), ...c.partitions.map(() => 'partition')];
+  const store =
+    c.durable === undefined
+      ? ''
+      : `durable (writes ${(c.durable.writeUsMin / 1000).toFixed(1)}–${(c.durable.writeUsMax / 1000).toFixed(1)} ms), `;
+  const mode = p.leaseMode === 'rate' ? `rate (refresh ${c.keeper?.refreshMs ?? 'default'} ms), ` : '';
+  return (
+    `${store}${mode}${c.agents} agents, B=${p.capacity}${p.allowance ? `+A=${p.allowance}` : ''}, r=${p.refill.tokens}/${p.refill.periodMs}ms, lease ${p.maxLeaseTokens}, TTL ${p.leaseTtlMs} ms, ` +
+    `${c.workload.name}×${c.workload.load.toFixed(2)}, latency ${(c.network.latencyUs / 1000).toFixed(1)} ms, ` +
+    `loss ${(c.network.lossRate * 100).toFixed(1)}%, dup ${(c.network.duplicateRate * 100).toFixed(1)}%` +
+    (faults.length > 0 ? `, faults: ${faults.join(' ')}` : '')
+  );
+}
+
+function faultName(f: Fault): string {
+  if (f.kind !== 'failover-coordinator') return f.kind;
+  return f.deposedUs === undefined
+    ? `failover(down ${(f.downUs / 1000).toFixed(0)} ms)`
+    : `failover(deposed ${(f.deposedUs / 1000).toFixed(0)} ms, down ${(f.downUs / 1000).toFixed(0)} ms)`;
+}

@@ -1,0 +1,428 @@
+/**
+ * The simulator runs the real coordinator and agent cores through random
+ * adversarial scenarios (loss, duplication, reordering, partitions, crashes,
+ * pauses past expiry, coordinator restarts, drift; a share of them with the
+ * durable store and coordinator failovers, a share with rate leases) and checks after every
+ * admission the envelope, that the agent spends only while the coordinator
+ * still counts its lease, that no balance is negative, and that crashed
+ * agents' leases are reclaimed in time, and that once the faults have
+ * settled a saturated fleet admits what it does without them. Then it proves
+ * those checks can fail, and that a run is a function of its seed.
+ */
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_KEEPER_OPTIONS } from '@tokenlease/agent';
+import { makeRate } from '@tokenlease/shared';
+import { seedFromEnv } from '@tokenlease/shared/testing';
+import { convergenceProblem, recoveredRate } from './converge.js';
+import { describeScenario, randomScenario, RATE_SCENARIO_DRIFT_MAX, SCENARIO_DRIFT_MAX } from './scenario.js';
+import { SLICE_US } from './sim-metrics.js';
+import type { Broken, SimConfig } from './sim-config.js';
+import { runSimulation } from './simulation.js';
+
+const SCENARIOS = Number(process.env['SIM_SCENARIOS'] ?? '150');
+
+describe('the simulator', () => {
+  it("draws clock drift within the keepers' margins, so an honest fleet can keep every check", () => {
+    expect(SCENARIO_DRIFT_MAX).toBeLessThan(DEFAULT_KEEPER_OPTIONS.driftMargin);
+    expect(RATE_SCENARIO_DRIFT_MAX).toBeLessThan(DEFAULT_KEEPER_OPTIONS.rateDriftMargin);
+  });
+
+  it(`keeps every check over ${SCENARIOS} random scenarios`, () => {
+    const seed = seedFromEnv();
+    console.log(`sim: ${SCENARIOS} scenarios from SEED=${seed} (replay one: npm run sim -- --scenarios 1 --seed <seed>)`);
+    let simulatedSeconds = 0;
+    let durable = 0;
+    let rate = 0;
+    let takeovers = 0;
+    const failures: string[] = [];
+    for (let i = 0; i < SCENARIOS; i += 1) {
+      const config = randomScenario((seed + i) >>> 0);
+      const result = runSimulation(config);
+      simulatedSeconds += result.simulatedSeconds;
+      if (config.durable !== undefined) durable += 1;
+      if (config.pool.leaseMode === 'rate') rate += 1;
+      takeovers += result.takeovers;
+      const converged = convergenceProblem(config, result);
+      const problems = converged === null ? [...result.violations] : [...result.violations, converged];
+      if (problems.length > 0) {
+        failures.push(
+          `seed ${config.seed} (${describeScenario(config)}):\n  ${problems.slice(0, 5).join('\n  ')}\n  replay: npm run sim -- --scenarios 1 --seed ${config.seed}`,
+        );
+      }
+    }
+    console.log(
+      `sim: ${simulatedSeconds.toFixed(0)} simulated seconds; ${durable} durable scenarios with ${takeovers} takeovers; ${rate} with rate leases`,
+    );
+    expect(failures, failures.join('\n')).toEqual([]);
+    expect(simulatedSeconds).toBeGreaterThan(SCENARIOS * 20);
+    if (SCENARIOS >= 50) expect(takeovers).toBeGreaterThan(0);
+    if (SCENARIOS >= 50) expect(rate).toBeGreaterThan(0);
+  });
+
+  it.each([424242, 424243])('is a function of its seed (seed %i)', (seed) => {
+    const config = randomScenario(seed);
+    expect(runSimulation(config)).toEqual(runSimulation(config));
+  });
+
+  it('draws durable scenarios with failovers for a share of seeds, and says so', () => {
+    const configs = Array.from({ length: 100 }, (_, i) => randomScenario(9000 + i));
+    const durable = configs.filter((c) => c.durable !== undefined);
+    expect(durable.length).toBeGreaterThan(20);
+    expect(durable.length).toBeLessThan(60);
+    expect(
+      durable.every(
+        (c) => c.faults.some((f) => f.kind === 'failover-coordinator') && !c.faults.some((f) => f.kind === 'restart-coordinator'),
+      ),
+    ).toBe(true);
+    expect(durable.some((c) => c.faults.some((f) => f.kind === 'failover-coordinator' && f.deposedUs !== undefined))).toBe(true);
+    expect(configs.every((c) => c.durable !== undefined || !c.faults.some((f) => f.kind === 'failover-coordinator'))).toBe(true);
+    expect(durable.every((c) => describeScenario(c).startsWith('durable'))).toBe(true);
+  });
+
+  it('draws rate-lease scenarios for a share of seeds, with a refresh interval, and says so', () => {
+    const configs = Array.from({ length: 200 }, (_, i) => randomScenario(9000 + i));
+    const rate = configs.filter((c) => c.pool.leaseMode === 'rate');
+    expect(rate.length).toBeGreaterThan(40);
+    expect(rate.length).toBeLessThan(80);
+    expect(rate.every((c) => (c.keeper?.refreshMs ?? 0) > 0)).toBe(true);
+    expect(rate.some((c) => c.durable !== undefined) && rate.some((c) => c.durable === undefined)).toBe(true);
+    expect(rate.every((c) => / rate \(refresh \d+ ms\), /.test(` ${describeScenario(c)}`))).toBe(true);
+    expect(
+      configs.filter((c) => c.pool.leaseMode !== 'rate').every((c) => c.keeper === undefined && !describeScenario(c).includes('rate')),
+    ).toBe(true);
+  });
+
+  // An agent that keeps spending its lease after it expired (pauses make it
+  // spend a stale balance at resume, while the coordinator has re-granted).
+  const pausingPair = (seed: number, broken: boolean): SimConfig => ({
+    seed,
+    agents: 2,
+    durationUs: 30_000_000,
+    pool: { capacity: 100, refill: makeRate(100, 1000), leaseTtlMs: 200, maxLeaseTokens: 100 },
+    workload: { name: 'bursty', load: 2, onMs: 300, offMs: 2700 },
+    network: { latencyUs: 1000, lossRate: 0, duplicateRate: 0 },
+    partitions: [],
+    faults: [3, 9, 15, 21].map((s) => ({ kind: 'pause-agent' as const, agent: 0, atUs: s * 1_000_000, forUs: 2_000_000 })),
+    driftMax: 0.01,
+    ...(broken ? { broken: 'spend-past-expiry' as const } : {}),
+  });
+
+  it.each([1, 2, 3])('catches an agent that spends past its expiry (seed %i): envelope and expiry checks fail', (seed) => {
+    const honest = runSimulation(pausingPair(seed, false));
+    expect(honest.violations).toEqual([]);
+    expect(honest.worstExcessTokens).toBeLessThanOrEqual(0);
+    const broken = runSimulation(pausingPair(seed, true));
+    expect(broken.worstExcessTokens).toBeGreaterThan(1);
+    expect(broken.violations.some((v) => v.includes('envelope exceeded'))).toBe(true);
+    expect(broken.violations.some((v) => v.includes("after the coordinator's expiry"))).toBe(true);
+    expect(broken.violations.some((v) => v.includes('after its agent-side expiry'))).toBe(true);
+  });
+
+  it('reclaims a crashed agent’s lease in time, and a saturated fleet returns to the refill rate', () => {
+    const config: SimConfig = {
+      seed: 7,
+      agents: 4,
+      durationUs: 20_000_000,
+      pool: { capacity: 200, refill: makeRate(400, 1000), leaseTtlMs: 500, maxLeaseTokens: 25 },
+      workload: { name: 'steady', load: 2 },
+      network: { latencyUs: 1000, lossRate: 0.01, duplicateRate: 0.01 },
+      partitions: [{ agents: [1], fromUs: 4_000_000, toUs: 5_000_000 }],
+      faults: [
+        { kind: 'crash-agent', agent: 0, atUs: 2_000_000, downUs: 1_000_000 },
+        { kind: 'pause-agent', agent: 2, atUs: 6_000_000, forUs: 1_500_000 },
+        { kind: 'restart-coordinator', atUs: 8_000_000, downUs: 200_000 },
+      ],
+      driftMax: 0.04,
+    };
+    const result = runSimulation(config);
+    expect(result.violations).toEqual([]);
+    const recovered = recoveredRate(config, result);
+    console.log(`sim: admission rate after the faults settled: ${((recovered ?? 0) * 100).toFixed(1)}% of r`);
+    expect(recovered).not.toBeNull();
+    expect(recovered as number).toBeGreaterThan(0.9);
+  });
+
+  it('flags a crashed agent’s lease still held after the reclaim deadline (the audit can fail)', () => {
+    const config: SimConfig = {
+      seed: 11,
+      agents: 2,
+      durationUs: 6_000_000,
+      pool: { capacity: 100, refill: makeRate(100, 1000), leaseTtlMs: 200, maxLeaseTokens: 50 },
+      workload: { name: 'steady', load: 2 },
+      network: { latencyUs: 1000, lossRate: 0, duplicateRate: 0 },
+      partitions: [],
+      faults: [{ kind: 'crash-agent', agent: 0, atUs: 1_000_000, downUs: 10_000_000 }],
+      driftMax: 0,
+    };
+    expect(runSimulation(config).violations).toEqual([]);
+    // Demand the lease back sooner than one TTL: no coordinator can, so the audit must say so.
+    const impatient = runSimulation({ ...config, reclaimDeadlineUs: 1 });
+    expect(impatient.violations.some((v) => v.includes('not reclaimed'))).toBe(true);
+  });
+});
+
+describe('the durable mode', () => {
+  // Four agents whose demand comes in bursts (all of B and more within
+  // 50 ms, once a second) with leases that outlive a second, a slow store
+  // (20–80 ms a write), and eight failovers in which the old owner is
+  // deposed and runs on for 100 ms, its writes refused, while a standby
+  // takes over 50 ms after the fault. `plan` places the failovers mid-pause
+  // (agents hold full leases they will spend at the next burst) or just
+  // after a burst starts (grants in flight).
+  const burstyFailovers = (seed: number, plan: 'mid-pause' | 'burst', broken?: Broken): SimConfig => ({
+    seed,
+    agents: 4,
+    durationUs: 30_000_000,
+    pool: { capacity: 100, refill: makeRate(400, 1000), leaseTtlMs: 2000, maxLeaseTokens: 25 },
+    workload: { name: 'bursty', load: 1, onMs: 50, offMs: 950 },
+    network: { latencyUs: 1000, lossRate: 0, duplicateRate: 0 },
+    partitions: [],
+    faults: [2, 5, 8, 11, 14, 17, 20, 23].map((s, i) => ({
+      kind: 'failover-coordinator' as const,
+      atUs: s * 1_000_000 + (plan === 'mid-pause' ? 500_000 : 5_000 + 30_000 * i),
+      downUs: 50_000,
+      deposedUs: 100_000,
+    })),
+    driftMax: 0.01,
+    durable: { writeUsMin: 20_000, writeUsMax: 80_000 },
+    ...(broken === undefined ? {} : { broken }),
+  });
+
+  it.each([1, 2, 3])('keeps every check across failovers of deposed owners (seed %i)', (seed) => {
+    let fencedWrites = 0;
+    for (const plan of ['mid-pause', 'burst'] as const) {
+      const result = runSimulation(burstyFailovers(seed, plan));
+      expect(result.violations).toEqual([]);
+      expect(result.takeovers).toBe(8);
+      fencedWrites += result.fencedWrites;
+    }
+    // The deposed owners did try to write, and were refused.
+    expect(fencedWrites).toBeGreaterThan(0);
+  });
+
+  it.each([
+    ['reply-before-write', 'burst'],
+    ['forget-kept-leases', 'mid-pause'],
+  ] as const)('catches a store that is broken so: %s (failovers %s): the envelope fails for some seeds', (broken, plan) => {
+    const excess = [1, 2, 3, 4].map((seed) => runSimulation(burstyFailovers(seed, plan, broken)));
+    console.log(`sim: ${broken}: worst excess ${excess.map((r) => r.worstExcessTokens.toFixed(1)).join(', ')} tokens`);
+    expect(excess.some((r) => r.worstExcessTokens > 1 && r.violations.some((v) => v.includes('envelope exceeded')))).toBe(true);
+  });
+
+  it('returns to the refill rate after failovers, as the same fleet without them does', () => {
+    const config: SimConfig = {
+      seed: 13,
+      agents: 4,
+      durationUs: 20_000_000,
+      pool: { capacity: 200, refill: makeRate(400, 1000), leaseTtlMs: 500, maxLeaseTokens: 25 },
+      workload: { name: 'steady', load: 2 },
+      network: { latencyUs: 1000, lossRate: 0.01, duplicateRate: 0.01 },
+      partitions: [],
+      faults: [
+        { kind: 'failover-coordinator', atUs: 2_000_000, downUs: 1_000_000 },
+        { kind: 'crash-agent', agent: 0, atUs: 4_000_000, downUs: 500_000 },
+        { kind: 'failover-coordinator', atUs: 6_000_000, downUs: 300_000, deposedUs: 600_000 },
+      ],
+      driftMax: 0.04,
+      durable: { writeUsMin: 100, writeUsMax: 2000 },
+    };
+    const result = runSimulation(config);
+    expect(result.violations).toEqual([]);
+    expect(result.takeovers).toBe(2);
+    expect(convergenceProblem(config, result)).toBeNull();
+    const recovered = recoveredRate(config, result);
+    console.log(`sim: durable: admission rate after the failovers settled: ${((recovered ?? 0) * 100).toFixed(1)}% of r`);
+    expect(recovered as number).toBeGreaterThan(0.9);
+  });
+
+  it('refuses a failover in memory mode', () => {
+    const { durable: _durable, ...memory } = randomScenario(7);
+    expect(() => runSimulation({ ...memory, faults: [{ kind: 'failover-coordinator', atUs: 1_000_000, downUs: 1000 }] })).toThrow(
+      /durable mode/,
+    );
+  });
+});
+
+describe('class weights', () => {
+  it.each([2, 3, 5])('give an agent of weight %i that many times the share of each weight-1 agent, within 2%%', (weight) => {
+    const result = runSimulation({
+      seed: 3,
+      agents: 4,
+      durationUs: 60_000_000,
+      pool: {
+        capacity: 100,
+        refill: makeRate(400, 1000),
+        leaseTtlMs: 1000,
+        maxLeaseTokens: 50,
+        minGrantTokens: 3,
+        classWeights: { premium: weight },
+      },
+      workload: { name: 'steady', load: 3 },
+      network: { latencyUs: 1000, lossRate: 0, duplicateRate: 0 },
+      partitions: [],
+      faults: [],
+      driftMax: 0,
+      agentClasses: ['premium', null, null, null],
+    });
+    expect(result.violations).toEqual([]);
+    const [premium, ...basic] = result.perAgentAdmitted as [number, ...number[]];
+    const ratio = premium / (basic.reduce((a, b) => a + b, 0) / basic.length);
+    console.log(`sim: weight ${weight}: share ratio ${ratio.toFixed(3)}`);
+    expect(Math.abs(ratio / weight - 1)).toBeLessThan(0.02);
+  });
+});
+
+describe('a demand shift', () => {
+  it('moves the share of agents gone idle to the busy ones within one refresh interval', () => {
+    const refillPerSecond = 400;
+    const result = runSimulation({
+      seed: 5,
+      agents: 8,
+      durationUs: 20_000_000,
+      pool: { capacity: 100, refill: makeRate(refillPerSecond, 1000), leaseTtlMs: 1000, maxLeaseTokens: 12 },
+      // 3× the refill rate in all; from 10 s on, half the agents offer nothing (the rest still 1.5×).
+      workload: { name: 'steady', load: 3, idleFromMs: 10_000, idleShare: 0.5, takeShare: 0 },
+      network: { latencyUs: 1000, lossRate: 0, duplicateRate: 0 },
+      partitions: [],
+      faults: [],
+      driftMax: 0,
+    });
+    expect(result.violations).toEqual([]);
+    // Slices are 100 ms; the refresh interval (keeper.refreshMs) is 1 s.
+    const second = (from: number): number => result.admittedPerSlice.slice(from, from + 10).reduce((a, b) => a + b, 0);
+    const before = second(80);
+    const after = second(110); // the second after one refresh interval past the shift
+    console.log(`sim: demand shift: ${before} tokens/s before, ${after} tokens/s one refresh interval after`);
+    expect(before).toBeGreaterThan(0.95 * refillPerSecond);
+    expect(after).toBeGreaterThan(0.95 * refillPerSecond);
+  });
+});
+
+describe('rate leases', () => {
+  // Four agents in bursts (a tenth of each second, at 4× B a second) with
+  // rate leases renewed every 100 ms across a slow network (100 ms one
+  // way): an agent that accrues its new rate from when it sent the renewal,
+  // or keeps accruing its old rate while the renewal is in flight, holds
+  // more than the coordinator counts, and the fleet overshoots B + r·T.
+  const burstyRates = (seed: number, broken?: Broken): SimConfig => ({
+    seed,
+    agents: 4,
+    durationUs: 10_000_000,
+    pool: { capacity: 50, refill: makeRate(400, 1000), leaseTtlMs: 1000, maxLeaseTokens: 50, leaseMode: 'rate' },
+    workload: { name: 'bursty', load: 1, onMs: 100, offMs: 900, takeShare: 0 },
+    network: { latencyUs: 100_000, lossRate: 0, duplicateRate: 0 },
+    partitions: [],
+    faults: [],
+    driftMax: 0.01,
+    keeper: { refreshMs: 100 },
+    ...(broken === undefined ? {} : { broken }),
+  });
+
+  it('keeps every check with slow renewals in bursts (honest agents)', () => {
+    for (const seed of [1, 2, 3, 4]) expect(runSimulation(burstyRates(seed)).violations).toEqual([]);
+  });
+
+  it.each(['accrue-from-send', 'accrue-in-flight'] as const)(
+    'catches an agent broken so: %s: the envelope fails for some seeds',
+    (broken) => {
+      const runs = [1, 2, 3, 4].map((seed) => runSimulation(burstyRates(seed, broken)));
+      console.log(`sim: ${broken}: worst excess ${runs.map((r) => r.worstExcessTokens.toFixed(1)).join(', ')} tokens`);
+      expect(runs.some((r) => r.worstExcessTokens > 1 && r.violations.some((v) => v.includes('envelope exceeded')))).toBe(true);
+    },
+  );
+
+  it('lets a closing agent rest while its rate lease runs out, rather than tick in a loop', () => {
+    // Seed 1021: rate leases renewed every 50 ms; agents close at the end of
+    // the run with nothing left to return. Before LeaseKeeper.nextDeadlineUs
+    // ignored the renewal instants of a closing keeper, this run took 10.8
+    // million agent ticks (one per µs until each lease expired).
+    const result = runSimulation(randomScenario(1021));
+    expect(result.violations).toEqual([]);
+    expect(result.events).toBeLessThan(100_000);
+  });
+
+  // Weighted max-min fair rates (the coordinator's water-filling) at
+  // saturation, measured over the whole run as for chunk leases.
+  const weighted = new Map(
+    [2, 3, 5].map((weight) => [
+      weight,
+      runSimulation({
+        seed: 3,
+        agents: 4,
+        durationUs: 60_000_000,
+        pool: {
+          capacity: 100,
+          refill: makeRate(400, 1000),
+          leaseTtlMs: 2000,
+          maxLeaseTokens: 100,
+          classWeights: { premium: weight },
+          leaseMode: 'rate',
+        },
+        workload: { name: 'steady', load: 3 },
+        network: { latencyUs: 1000, lossRate: 0, duplicateRate: 0 },
+        partitions: [],
+        faults: [],
+        driftMax: 0,
+        keeper: { refreshMs: 250 },
+        agentClasses: ['premium', null, null, null],
+      }),
+    ]),
+  );
+  const ratioOf = (weight: number): number => {
+    const [premium, ...basic] = weighted.get(weight)?.perAgentAdmitted as [number, ...number[]];
+    return premium / (basic.reduce((a, b) => a + b, 0) / basic.length);
+  };
+
+  it.each([2, 3, 5])('keep every check and favour an agent of weight %i over the weight-1 agents', (weight) => {
+    expect(weighted.get(weight)?.violations).toEqual([]);
+    console.log(`sim: rate leases, weight ${weight}: share ratio ${ratioOf(weight).toFixed(3)}`);
+    expect(ratioOf(weight)).toBeGreaterThan((1 + weight) / 2);
+  });
+
+  // The level's top-ups are shared by weight too, and a lease whose demand
+  // doubled asks again early, so the shares follow the weights.
+  it.each([2, 3, 5])('give an agent of weight %i that many times the share of each weight-1 agent, within 2%%', (weight) => {
+    expect(Math.abs(ratioOf(weight) / weight - 1)).toBeLessThan(0.02);
+  });
+
+  // Half of eight agents go idle at 10 s; the rest still offer 1.5× r.
+  const refreshMs = 500;
+  const shift = runSimulation({
+    seed: 5,
+    agents: 8,
+    durationUs: 20_000_000,
+    pool: { capacity: 100, refill: makeRate(400, 1000), leaseTtlMs: 1000, maxLeaseTokens: 100, leaseMode: 'rate' },
+    workload: { name: 'steady', load: 3, idleFromMs: 10_000, idleShare: 0.5, takeShare: 0 },
+    network: { latencyUs: 1000, lossRate: 0, duplicateRate: 0 },
+    partitions: [],
+    faults: [],
+    driftMax: 0,
+    keeper: { refreshMs },
+  });
+  const sliceOf = (ms: number): number => Math.round((ms * 1000) / SLICE_US);
+  /** Tokens admitted in the second from `fromMs` of traffic. */
+  const secondFrom = (fromMs: number): number =>
+    shift.admittedPerSlice.slice(sliceOf(fromMs), sliceOf(fromMs + 1000)).reduce((a, b) => a + b, 0);
+  const before = secondFrom(8000);
+  const slackMs = 200;
+
+  it('moves the share of agents gone idle to the busy ones once the idle ones return their leases', () => {
+    expect(shift.violations).toEqual([]);
+    // The keepers return a lease after idleReturnMs (3 s) without an admission.
+    const after = secondFrom(10_000 + 3000 + refreshMs + slackMs);
+    console.log(
+      `sim: rate leases, demand shift: ${before} tokens/s before, ${secondFrom(10_000 + refreshMs + slackMs)} one refresh interval after, ${after} once the idle leases are returned`,
+    );
+    expect(after).toBeGreaterThan(0.95 * before);
+  });
+
+  // Known gap (see the README): an idle agent keeps renewing its share while
+  // its demand estimate (a 1 s moving average) decays, until it returns the
+  // lease; the busy agents get it 2.5-3 s after the shift, whatever the
+  // refresh interval. Reporting the demand of the last refresh interval
+  // instead frees it at once but starves bursty agents (a burst starts with
+  // an empty bucket). Records the goal; flips when rate leases meet it.
+  it.fails('moves the share of agents gone idle to the busy ones within one refresh interval (not yet)', () => {
+    expect(secondFrom(10_000 + refreshMs + slackMs)).toBeGreaterThan(0.95 * before);
+  });
+});

@@ -1,0 +1,380 @@
+/**
+ * The simulator: the real CoordinatorCore and real LeaseKeepers on one
+ * virtual clock, connected by a modelled network, driven by a workload and
+ * a fault plan, all from one seed. Same seed, same run, event for event.
+ * The coordinator keeps its pool in memory, or (durable mode) in a modelled
+ * store that it writes before it replies, and fails over to a standby
+ * (coordinators.ts).
+ *
+ * After every admission it checks the envelope B + A + r·T over every
+ * window (exact; A is the pool's allowance, 0 unless set),
+ * that the agent spends only while the coordinator still counts its lease
+ * (grant time + TTL, on the coordinator's side; after a takeover, each kept
+ * lease is counted, and checked to be, live for a full TTL from it), and
+ * that no balance is negative. It reports what the sweep and the tests need.
+ * The pool may lease chunks or rates (SimPool.leaseMode); the checks are the
+ * same: a rate lease's expiry follows the same rules as a chunk lease's.
+ * Requests reach the agent as through the real Limiter: `tryTake` asks the
+ * slot; `take` goes to the agent's real TakeQueue, polled after every action
+ * of its keeper and at the queue's next deadline, on the agent's clock.
+ */
+import type { CoordinatorConfig, Delivery, PersistedPool, Pool } from '@tokenlease/coordinator';
+import { encodeMessage, subjectFor, type Reply } from '@tokenlease/shared';
+import { seededRandom, type Random } from '@tokenlease/shared/testing';
+import { EnvelopeWatch } from './checks.js';
+import { Coordinators, type ClusterHost } from './coordinators.js';
+import { EventQueue } from './event-queue.js';
+import { Network } from './network.js';
+import { coordinatorConfigOf, type SimConfig, type SimResult } from './sim-config.js';
+import { SimAgent } from './sim-agent.js';
+import { makeWorkload, type Arrival, type Workload } from './workload.js';
+import { SimLimiter } from './sim-limiter.js';
+import { SimMetrics } from './sim-metrics.js';
+import {
+  AGENT_TICK_US_MAX,
+  AUDIT_EVERY_US,
+  CLOSE_PHASE_US,
+  COORDINATOR_TICK_US_MAX,
+  POOL,
+  PREFIX,
+  type Event,
+  type ReplyTo,
+} from './sim-events.js';
+import type { SendAction } from '@tokenlease/agent';
+
+/** simWorkload — the arrivals a run of `config` sees (the same for every run with its seed and workload). */
+export function simWorkload(config: SimConfig): Workload {
+  const refillPerSecond = (config.pool.refill.tokens * 1000) / config.pool.refill.periodMs;
+  return makeWorkload(config.workload, config.agents, refillPerSecond, config.durationUs, seededRandom(config.seed ^ 0x5eed));
+}
+
+export function runSimulation(config: SimConfig): SimResult {
+  return new Simulation(config).run();
+}
+
+class Simulation {
+  private readonly queue = new EventQueue<Event>();
+  private readonly random: Random;
+  private readonly network: Network;
+  private readonly workload: Workload;
+  private readonly coordinatorConfig: CoordinatorConfig;
+  private readonly envelope: EnvelopeWatch;
+  private readonly warmupUs: number;
+  private readonly endUs: number;
+  private now = 0;
+  private readonly coordinators: Coordinators;
+  private readonly agents = new Map<string, SimAgent>();
+  private readonly slots: Array<SimAgent | null>;
+  private readonly restarts: number[];
+  private readonly legalUntilUs = new Map<string, number>();
+  private readonly countedReplies = new Set<string>();
+  private stopped = false;
+  private events = 0;
+  private readonly m: SimMetrics;
+  private readonly limiter: SimLimiter;
+  /** Crashed agents, when they died and by when their lease must be gone, for the reclaim audit. */
+  private readonly deaths = new Map<string, { diedUs: number; deadlineUs: number }>();
+  private readonly reclaimDeadlineUs: number;
+
+  constructor(private readonly config: SimConfig) {
+    this.random = seededRandom(config.seed);
+    const p = config.pool;
+    this.coordinatorConfig = coordinatorConfigOf(p, POOL);
+    const fillUs = Math.ceil((p.capacity * p.refill.periodMs * 1000) / p.refill.tokens);
+    this.warmupUs = this.coordinatorConfig.quietPeriodMs * 1000 + fillUs + 200_000;
+    this.endUs = this.warmupUs + config.durationUs;
+    this.workload = simWorkload(config);
+    this.network = new Network(
+      config.network,
+      config.partitions.map((x) => ({ ...x, fromUs: x.fromUs + this.warmupUs, toUs: x.toUs + this.warmupUs })),
+      this.random,
+    );
+    this.envelope = new EnvelopeWatch(p.capacity + (p.allowance ?? 0), p.refill);
+    this.slots = Array.from({ length: config.agents }, () => null);
+    this.restarts = Array.from({ length: config.agents }, () => 0);
+    this.m = new SimMetrics(config.agents);
+    const limiterHost = { now: () => this.now, push: (atUs: number, event: Event) => this.queue.push(atUs, event) };
+    this.limiter = new SimLimiter({ ...limiterHost, admitted: (agent, cost) => this.admitted(agent, cost) }, this.m);
+    // A dead agent's lease must be gone one TTL after its last grant, plus
+    // the longest hold, the coordinator's tick slack and a reply's flight.
+    const holdMsMax = this.coordinatorConfig.pools[0]!.maxHoldMs;
+    const flightUs = 4 * config.network.latencyUs + 10_000;
+    this.reclaimDeadlineUs = config.reclaimDeadlineUs ?? (p.leaseTtlMs + holdMsMax) * 1000 + COORDINATOR_TICK_US_MAX + flightUs;
+    this.coordinators = new Coordinators(this.coordinatorConfig, config, this.coordinatorHost(), seededRandom(config.seed ^ 0x570e));
+  }
+
+  private coordinatorHost(): ClusterHost {
+    return {
+      push: (atUs, event) => this.queue.push(atUs, event),
+      send: (deliveries, producedUs, epoch) => this.deliver(deliveries, producedUs, epoch),
+      failed: (message) => {
+        this.violation(message);
+        this.stopped = true;
+      },
+      adopted: (pool, takeoverUs, state) => this.adopted(pool, takeoverUs, state),
+    };
+  }
+
+  run(): SimResult {
+    this.coordinators.start(this.now);
+    for (const span of this.workload.presence) {
+      const { agent: slot, incarnation } = span;
+      this.queue.push(span.fromUs === 0 ? 0 : this.warmupUs + span.fromUs, { k: 'agent-start', slot, incarnation });
+      if (span.toUs < this.config.durationUs) {
+        this.queue.push(this.warmupUs + span.toUs, { k: 'agent-stop', slot, incarnation, crash: span.crashes });
+      }
+    }
+    for (const arrival of this.workload.arrivals) this.queue.push(this.warmupUs + arrival.tUs, { k: 'arrival', arrival });
+    this.config.faults.forEach((fault, index) => this.queue.push(this.warmupUs + fault.atUs, { k: 'fault', index }));
+    this.queue.push(AUDIT_EVERY_US, { k: 'audit' });
+    this.drain(this.endUs);
+    for (const agent of this.agents.values()) {
+      if (agent.alive && !agent.paused(this.now)) this.act(agent, agent.keeper.close(agent.localUs(this.now)));
+    }
+    this.drain(this.endUs + CLOSE_PHASE_US);
+    return this.result();
+  }
+
+  private drain(untilUs: number): void {
+    while (!this.stopped && this.queue.peekTimeUs() <= untilUs) {
+      const next = this.queue.pop();
+      if (next === undefined) break;
+      this.now = next.timeUs;
+      this.events += 1;
+      this.handle(next.event);
+    }
+    this.now = Math.max(this.now, untilUs);
+  }
+
+  private handle(e: Event): void {
+    switch (e.k) {
+      case 'agent-start':
+        return this.startAgent(e.slot, e.incarnation);
+      case 'agent-stop':
+        return this.stopAgent(e.slot, e.incarnation, e.crash);
+      case 'agent-tick':
+        return this.withAgent(e.id, (a) => (e.gen === a.tickGeneration ? this.act(a, a.keeper.tick(a.localUs(this.now))) : undefined));
+      case 'arrival':
+        return this.arrive(e.arrival);
+      case 'to-coordinator':
+        return this.toCoordinator(e.to, e.subject, e.bytes);
+      case 'to-agent':
+        return this.withAgent(e.to.id, (a) => this.reply(a, e.to, e.reply));
+      case 'attempt-failed':
+        return this.withAgent(e.to.id, (a) => this.failed(a, e.to, e.code));
+      case 'coordinator-tick':
+      case 'write-landed':
+      case 'step-down':
+        return this.coordinators.handle(e, this.now);
+      case 'coordinator-up':
+        return this.coordinators.start(this.now);
+      case 'fault':
+        return this.fault(e.index);
+      case 'resume':
+        return this.resume(e.id);
+      case 'take-deadline':
+        return this.withAgent(e.id, (a) => this.limiter.deadline(a));
+      case 'audit':
+        return this.audit();
+    }
+  }
+
+  /** withAgent — runs `f` for a live agent now, or later if it is paused; drops it for a dead one. */
+  private withAgent(id: string, f: (agent: SimAgent) => void): void {
+    const agent = this.agents.get(id);
+    if (agent === undefined || !agent.alive) return;
+    if (agent.paused(this.now)) agent.deferred.push(() => f(agent));
+    else f(agent);
+  }
+
+  /** audit — every lease of a crashed agent is reclaimed by its deadline. */
+  private audit(): void {
+    const pool = this.coordinators.ownerPool();
+    for (const [id, { diedUs, deadlineUs }] of this.deaths) {
+      if (this.now < deadlineUs) continue;
+      if (pool?.leases.get(id) !== undefined) this.violation(`lease of ${id} (crashed at ${diedUs} µs) not reclaimed by ${deadlineUs} µs`);
+      this.deaths.delete(id);
+    }
+    if (this.now < this.endUs) this.queue.push(this.now + AUDIT_EVERY_US, { k: 'audit' });
+  }
+
+  /**
+   * adopted — a takeover from the store: each kept lease is the new owner's
+   * for a full TTL from `takeoverUs` (so the agent may spend it until then,
+   * and a dead agent's lease goes a reclaim deadline after the takeover).
+   */
+  private adopted(pool: Pool<ReplyTo>, takeoverUs: number, state: PersistedPool | null): void {
+    const untilUs = takeoverUs + this.config.pool.leaseTtlMs * 1000;
+    for (const kept of state?.leases ?? []) {
+      const expiresAtUs = pool.leases.get(kept.agentId)?.expiresAtUs;
+      if (expiresAtUs !== untilUs) {
+        const expiry = `expires at ${expiresAtUs ?? 'never'} µs after a takeover at ${takeoverUs} µs, not ${untilUs}`;
+        this.violation(`kept lease ${kept.leaseId} of ${kept.agentId} ${expiry}`);
+      }
+      const legalKey = `${kept.agentId}/${kept.leaseId}`;
+      this.legalUntilUs.set(legalKey, Math.max(this.legalUntilUs.get(legalKey) ?? 0, untilUs));
+      const death = this.deaths.get(kept.agentId);
+      if (death !== undefined) death.deadlineUs = Math.max(death.deadlineUs, takeoverUs + this.reclaimDeadlineUs);
+    }
+  }
+
+  private toCoordinator(to: ReplyTo, subject: string, bytes: Uint8Array): void {
+    const coordinator = this.coordinators.route();
+    if (coordinator === null) {
+      // No coordinator subscribed: NATS answers "no responders" at once.
+      const code = 'bus-no-responders';
+      for (const at of this.network.arrivals(to.slot, this.now)) this.queue.push(at, { k: 'attempt-failed', to, code });
+      return;
+    }
+    coordinator.receive(to, subject, bytes, this.now);
+  }
+
+  /**
+   * deliver — puts replies that a process of `epoch` made at `producedUs` on
+   * the network. A grant first sent to its request extends the lease (for
+   * the expiry check) to `producedUs` + TTL; a repeat of it does not, nor
+   * does a kept grant of an earlier epoch repeated after a takeover.
+   */
+  private deliver(deliveries: readonly Delivery<ReplyTo>[], producedUs: number, epoch: number): void {
+    for (const { to, reply } of deliveries) {
+      const key = `${to.id}:${to.seq}`;
+      const first = !this.countedReplies.has(key);
+      if (reply.kind === 'grant') {
+        const legalKey = `${to.id}/${reply.leaseId}`;
+        const untilUs = producedUs + reply.ttlMs * 1000;
+        if (first && reply.epoch === epoch) this.legalUntilUs.set(legalKey, Math.max(this.legalUntilUs.get(legalKey) ?? 0, untilUs));
+        if (first) this.m.grantedTokens += reply.tokensGranted;
+      } else if (reply.kind === 'receipt' && first) {
+        this.m.returnedTokens += reply.tokensReturned;
+      }
+      if (reply.kind === 'grant' || reply.kind === 'receipt') this.countedReplies.add(key);
+      for (const at of this.network.arrivals(to.slot, this.now)) this.queue.push(at, { k: 'to-agent', to, reply });
+    }
+  }
+
+  private startAgent(slot: number, incarnation: number): void {
+    if (this.slots[slot] !== null) return;
+    const id = `a${slot}.${incarnation}`;
+    const drift = (this.random.next() * 2 - 1) * this.config.driftMax;
+    const agentClass = this.config.agentClasses?.[slot] ?? null;
+    const agent = new SimAgent(slot, id, this.now, drift, { ...this.config.keeper, agentClass }, this.random, this.config.broken);
+    agent.keeper.slot.onLow = () => this.queue.push(this.now, { k: 'agent-tick', id, gen: agent.tickGeneration });
+    this.agents.set(id, agent);
+    this.slots[slot] = agent;
+    this.act(agent, agent.keeper.tick(agent.localUs(this.now)));
+  }
+
+  /** stopAgent — the agent leaves: it closes (returning its lease) or crashes (stranding it). */
+  private stopAgent(slot: number, incarnation: number, crash: boolean): void {
+    const agent = this.slots[slot];
+    if (agent === null || agent === undefined || agent.id !== `a${slot}.${incarnation}`) return;
+    this.slots[slot] = null;
+    this.limiter.close(agent);
+    if (crash) this.kill(agent);
+    else this.withAgent(agent.id, (a) => this.act(a, a.keeper.close(a.localUs(this.now))));
+  }
+
+  private kill(agent: SimAgent): void {
+    agent.alive = false;
+    this.deaths.set(agent.id, { diedUs: this.now, deadlineUs: this.now + this.reclaimDeadlineUs });
+    if (this.slots[agent.slot] === agent) this.slots[agent.slot] = null;
+  }
+
+  private act(agent: SimAgent, actions: readonly SendAction[]): void {
+    for (const action of actions) {
+      const attempt = agent.attemptOf(action, this.now);
+      const to: ReplyTo = { id: agent.id, slot: agent.slot, seq: action.seq, attempt };
+      // A published usage report is a one-way message, not a round-trip.
+      if (action.type === 'publish') this.m.reports += 1;
+      else this.m.roundTrips += 1;
+      const subject = subjectFor(PREFIX, action.message.op, POOL);
+      const bytes = encodeMessage(action.message);
+      for (const at of this.network.arrivals(agent.slot, this.now)) this.queue.push(at, { k: 'to-coordinator', to, subject, bytes });
+      this.queue.push(this.now + action.timeoutMs * 1000, { k: 'attempt-failed', to, code: 'bus-timeout' });
+    }
+    agent.afterActions(actions, agent.localUs(this.now));
+    this.limiter.poll(agent);
+    if (agent.keeper.slot.balanceTokens < 0) this.violation(`${agent.id}: negative balance ${agent.keeper.slot.balanceTokens}`);
+    agent.tickGeneration += 1;
+    const deadlineUs = agent.trueUs(agent.keeper.nextDeadlineUs());
+    const at = Math.min(this.now + AGENT_TICK_US_MAX, Math.max(this.now + 1, deadlineUs));
+    this.queue.push(at, { k: 'agent-tick', id: agent.id, gen: agent.tickGeneration });
+  }
+
+  private reply(agent: SimAgent, to: ReplyTo, reply: Reply): void {
+    agent.settledAttempts.add(`${to.seq}:${to.attempt}`);
+    agent.beforeReply(agent.localUs(this.now));
+    const actions = agent.keeper.onReply(to.seq, reply, agent.localUs(this.now));
+    if (reply.kind === 'grant') agent.noteGrant(to.seq, reply.ttlMs);
+    this.act(agent, actions);
+  }
+
+  private failed(agent: SimAgent, to: ReplyTo, code: string): void {
+    const key = `${to.seq}:${to.attempt}`;
+    if (agent.settledAttempts.has(key)) return;
+    agent.settledAttempts.add(key);
+    this.act(agent, agent.keeper.onFailure(to.seq, code, code, agent.localUs(this.now)));
+  }
+
+  private arrive(a: Arrival): void {
+    this.m.offered(a.agent, a.cost, this.now - this.warmupUs);
+    const agent = this.slots[a.agent];
+    if (agent === null || agent === undefined) {
+      this.m.deniedCount += 1;
+      return;
+    }
+    this.withAgent(agent.id, (live) => this.limiter.offer(live, a));
+  }
+
+  private admitted(agent: SimAgent, cost: number): void {
+    this.m.admitted(agent.slot, cost, this.now - this.warmupUs);
+    const excess = this.envelope.admit(this.now, cost);
+    if (excess > 0) {
+      this.violation(`envelope exceeded by ${excess.toFixed(3)} tokens in window ${JSON.stringify(this.envelope.worstWindow)}`);
+    }
+    const localUs = agent.localUs(this.now);
+    if (localUs >= agent.expectedExpiryLocalUs) {
+      this.violation(`${agent.id} spent ${cost} at local ${localUs} µs, after its agent-side expiry ${agent.expectedExpiryLocalUs}`);
+    }
+    const leaseId = agent.keeper.leaseId;
+    const legalUs = this.legalUntilUs.get(`${agent.id}/${leaseId ?? ''}`);
+    if (legalUs === undefined || this.now >= legalUs) {
+      const expiry = legalUs ?? 'unknown';
+      this.violation(`${agent.id} spent ${cost} from lease ${leaseId} at ${this.now} µs, after the coordinator's expiry ${expiry}`);
+    }
+  }
+
+  private fault(index: number): void {
+    const fault = this.config.faults[index];
+    if (fault === undefined) return;
+    if (fault.kind === 'restart-coordinator' || fault.kind === 'failover-coordinator') return this.coordinators.down(fault, this.now);
+    const agent = this.slots[fault.agent];
+    if (agent === null || agent === undefined) return;
+    if (fault.kind === 'pause-agent') {
+      agent.pausedUntilUs = Math.max(agent.pausedUntilUs, this.now + fault.forUs);
+      this.queue.push(agent.pausedUntilUs, { k: 'resume', id: agent.id });
+      return;
+    }
+    this.kill(agent);
+    this.restarts[fault.agent] = (this.restarts[fault.agent] ?? 0) + 1;
+    const incarnation = 1000 * (this.restarts[fault.agent] ?? 0);
+    this.queue.push(this.now + fault.downUs, { k: 'agent-start', slot: fault.agent, incarnation });
+  }
+
+  private resume(id: string): void {
+    const agent = this.agents.get(id);
+    if (agent === undefined || !agent.alive || agent.paused(this.now)) return;
+    for (const f of agent.deferred.splice(0)) f();
+    this.act(agent, agent.keeper.tick(agent.localUs(this.now)));
+  }
+
+  private violation(message: string): void {
+    this.m.violation(`t=${this.now} µs: ${message}`);
+  }
+
+  private result(): SimResult {
+    const c = this.coordinators;
+    const store = { takeovers: c.takeovers, storeWrites: c.storeWrites, fencedWrites: c.fencedWrites };
+    return this.m.result(this.config.seed, this.envelope.worstExcessTokens, this.now / 1e6, this.events, store);
+  }
+}

@@ -1,0 +1,78 @@
+/**
+ * The coordinator CLI: one clear line and a distinct exit status for each
+ * way it can fail to start, and a clean exit on SIGTERM.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { scratchDir, startCoordinator, writeConfig } from '@tokenlease/harness/fleet';
+import { hasEvent } from '@tokenlease/harness/log-events';
+import { provideNats, type NatsHandle } from '@tokenlease/harness/nats';
+import { coordinatorCliScript } from '@tokenlease/harness/paths';
+import { freePort } from '@tokenlease/harness/ports';
+import { spawnNode, stopAll } from '@tokenlease/harness/processes';
+
+async function run(args: string[]): Promise<{ code: number | null; stderr: string }> {
+  const child = spawnNode('cli', coordinatorCliScript(), args);
+  const { code } = await child.exited;
+  return { code, stderr: child.stderr().trim() };
+}
+
+describe('tokenlease-coordinator CLI', () => {
+  let nats: NatsHandle;
+  const dir = scratchDir();
+  beforeAll(async () => {
+    nats = await provideNats();
+  });
+  afterAll(async () => {
+    await stopAll();
+    await nats.stop();
+  });
+
+  it('refuses a missing --config with usage, status 2', async () => {
+    const { code, stderr } = await run([]);
+    expect(code).toBe(2);
+    expect(stderr).toMatch(/--config is required/);
+  });
+
+  it('names the file, pool and field of a bad configuration, on one line, status 2', async () => {
+    const path = writeConfig(dir, { pools: { api: { capacity: 10, refill: 'fast' } } });
+    const { code, stderr } = await run(['--config', path]);
+    expect(code).toBe(2);
+    expect(stderr.split('\n')).toHaveLength(1);
+    expect(stderr).toContain(path);
+    expect(stderr).toContain('pool "api"');
+    expect(stderr).toContain('field "refill"');
+  });
+
+  it('reports an unreadable file and invalid YAML on one line', async () => {
+    const missing = await run(['--config', join(dir, 'nope.yaml')]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/cannot read the configuration file \(ENOENT\)/);
+    const yamlPath = join(dir, 'broken.yaml');
+    writeFileSync(yamlPath, 'pools: [unclosed\n');
+    const broken = await run(['--config', yamlPath]);
+    expect(broken.code).toBe(2);
+    expect(broken.stderr.split('\n')).toHaveLength(1);
+    expect(broken.stderr).toMatch(/not valid YAML/);
+  });
+
+  it('says it cannot reach NATS, status 1, without a stack trace', async () => {
+    const path = writeConfig(dir, { pools: { api: { capacity: 10, refill: '10/s' } } });
+    const port = await freePort();
+    const { code, stderr } = await run(['--config', path, '--nats', `nats://127.0.0.1:${port}`]);
+    expect(code).toBe(1);
+    expect(stderr).toMatch(/cannot connect to NATS at nats:\/\/127\.0\.0\.1:\d+ \(no credentials\): connection refused$/);
+    expect(stderr).not.toMatch(/\n\s+at /);
+  });
+
+  it('reads YAML and shuts down cleanly on SIGTERM', async () => {
+    const yamlPath = join(dir, 'pools.yaml');
+    writeFileSync(yamlPath, 'subjectPrefix: tlcli\npools:\n  api:\n    capacity: 10\n    refill: 10/s\n');
+    const coordinator = await startCoordinator(nats.url, yamlPath);
+    coordinator.proc.kill('SIGTERM');
+    const { code, signal } = await coordinator.exited;
+    expect({ code, signal, stderr: coordinator.stderr() }).toEqual({ code: 0, signal: null, stderr: '' });
+    expect(hasEvent(coordinator, { event: 'stopped' })).toBe(true);
+  });
+});

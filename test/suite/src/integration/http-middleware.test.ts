@@ -1,0 +1,252 @@
+/**
+ * The HTTP middleware over real NATS and real HTTP: Express, Fastify and
+ * node:http servers on 127.0.0.1 limited by a coordinator process, asked
+ * with fetch. Checked: statuses, `Retry-After`, the `RateLimit-Policy` and
+ * `RateLimit` fields (syntax and values), problem bodies, a global and a
+ * tenant pool charged together or not at all, requests without a key,
+ * unknown pools, a coordinator that cannot grant (fail closed or let
+ * through), a fresh agent on a full pool admitting its first requests, a
+ * burst on a full pool admitting the pool's capacity rather than one
+ * lease, and the envelope over every admission.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Agent, type AgentEvent } from '@tokenlease/agent';
+import { createHttpLimit, type HttpLimitOptions } from '@tokenlease/agent/http';
+import { fastifyRateLimit } from '@tokenlease/agent/fastify';
+import { checkEnvelope, type Admission } from '@tokenlease/shared/testing';
+import express from 'express';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { scratchDir, startCoordinator, StatusProbe, writeConfig } from '@tokenlease/harness/fleet';
+import { provideNats, type NatsHandle } from '@tokenlease/harness/nats';
+import { stopAll } from '@tokenlease/harness/processes';
+
+const PREFIX = `tlhttp${process.pid}`;
+const S = 1000;
+/** The pools: each test its own, all full 1 s after the quiet period (refill = capacity per second, or faster). */
+const POOLS = {
+  api: { capacity: 20, refill: '20/s', leaseTtlMs: 1000, maxLeaseTokens: 5 },
+  global: { capacity: 100, refill: '100/s', leaseTtlMs: 1000 },
+  fresh: { capacity: 50, refill: '50/s', leaseTtlMs: 1000, maxLeaseTokens: 10 },
+  burst: { capacity: 50, refill: '10/s', leaseTtlMs: 1000, maxLeaseTokens: 10 },
+  plain: { capacity: 10, refill: '10/s', leaseTtlMs: 1000 },
+};
+const TEMPLATES = { 'tenant:*': { capacity: 5, refill: '5/s', leaseTtlMs: 1000 } };
+
+const LIMIT_ITEM = /^"([^"\\]+)";r=(\d+);t=(\d+)$/;
+
+interface Reply {
+  readonly status: number;
+  readonly headers: Headers;
+  readonly body: string;
+}
+
+async function get(base: string, path = '/', headers: Record<string, string> = {}): Promise<Reply> {
+  const res = await fetch(`${base}${path}`, { headers });
+  return { status: res.status, headers: res.headers, body: await res.text() };
+}
+
+/** items — a structured-field list's members (this test's values hold no commas inside strings). */
+function items(field: string | null): string[] {
+  return field === null ? [] : field.split(',').map((m) => m.trim());
+}
+
+function listen(server: Server): Promise<string> {
+  return new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)),
+  );
+}
+
+/** An Express app limited by `options`, logging each admission on the agent's clock. */
+async function expressApp(
+  agent: Agent,
+  options: Omit<HttpLimitOptions, 'agent'>,
+  log: Admission[],
+): Promise<{ base: string; server: Server }> {
+  const app = express();
+  app.use(createHttpLimit({ agent, ...options }));
+  app.get('/', (_req, res) => {
+    log.push({ tUs: Math.floor(agent.clock()), cost: 1 });
+    res.send('ok');
+  });
+  const server = createServer(app);
+  return { base: await listen(server), server };
+}
+
+async function waitFull(probe: StatusProbe, pool: string, capacity: number): Promise<void> {
+  const deadline = Date.now() + 20 * S;
+  for (;;) {
+    const status = await probe.status(pool, PREFIX);
+    if (status.levelTokens >= capacity && status.quietMs === 0) return;
+    if (Date.now() > deadline) throw new Error(`pool ${pool} not full: ${JSON.stringify(status)}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe('HTTP middleware', () => {
+  let nats: NatsHandle;
+  let probe: StatusProbe;
+  const agents: Agent[] = [];
+  const servers: Server[] = [];
+  const fastifies: FastifyInstance[] = [];
+
+  async function newAgent(options: { subjectPrefix?: string; onEvent?: (e: AgentEvent) => void } = {}): Promise<Agent> {
+    const agent = await Agent.connect({ natsUrl: nats.url, subjectPrefix: PREFIX, ...options });
+    agents.push(agent);
+    return agent;
+  }
+
+  beforeAll(async () => {
+    nats = await provideNats();
+    await startCoordinator(nats.url, writeConfig(scratchDir(), { subjectPrefix: PREFIX, pools: POOLS, templates: TEMPLATES }));
+    probe = await StatusProbe.connect(nats.url);
+    for (const [pool, config] of Object.entries(POOLS)) await waitFull(probe, pool, config.capacity);
+  }, 60 * S);
+
+  afterAll(async () => {
+    for (const f of fastifies) await f.close();
+    for (const s of servers) s.close();
+    for (const a of agents) await a.close({ timeoutMs: 500 });
+    await probe?.close();
+    await stopAll();
+    await nats?.stop();
+  });
+
+  it('Express: fields on every response, then 429 with Retry-After and a problem body, within the envelope', async () => {
+    const agent = await newAgent();
+    const log: Admission[] = [];
+    const { base, server } = await expressApp(agent, { pools: [{ name: 'api' }] }, log);
+    servers.push(server);
+    // At once: more than the pool holds plus what it refills while they wait their grace.
+    const replies = await Promise.all(Array.from({ length: 60 }, () => get(base)));
+    const ok = replies.filter((r) => r.status === 200);
+    const denied = replies.filter((r) => r.status === 429);
+    expect(ok.length + denied.length).toBe(60);
+    expect(ok.length).toBeGreaterThanOrEqual(20);
+    expect(denied.length).toBeGreaterThan(0);
+    for (const r of replies) {
+      expect(items(r.headers.get('ratelimit-policy'))).toEqual(['"api";q=20;w=1']);
+      const [limit] = items(r.headers.get('ratelimit'));
+      const match = LIMIT_ITEM.exec(limit ?? '');
+      expect(match?.[1], `RateLimit: ${limit}`).toBe('api');
+      expect(Number(match?.[2])).toBeLessThanOrEqual(5); // at most one lease in hand
+    }
+    for (const r of denied) {
+      const retryAfter = r.headers.get('retry-after') ?? '';
+      expect(retryAfter).toMatch(/^[1-9]\d*$/);
+      expect(r.headers.get('content-type')).toBe('application/problem+json');
+      const problem = JSON.parse(r.body) as Record<string, unknown>;
+      expect(problem).toMatchObject({
+        type: 'urn:tokenlease:problem:rate-limited',
+        status: 429,
+        pool: 'api',
+        retryAfterSeconds: Number(retryAfter),
+      });
+      expect(Number(LIMIT_ITEM.exec(r.headers.get('ratelimit') ?? '')?.[2])).toBe(0);
+    }
+    const report = checkEnvelope(log, 20, { tokens: 20, periodMs: 1000 });
+    expect(report.ok, JSON.stringify(report.worstWindow)).toBe(true);
+    expect(report.admittedTokens).toBe(ok.length);
+  });
+
+  it('Fastify: a global and a tenant pool charged together or not at all; no key, no shared pool', async () => {
+    const agent = await newAgent();
+    const app = Fastify();
+    fastifies.push(app);
+    await app.register(fastifyRateLimit, {
+      agent,
+      pools: [{ name: 'global' }, { name: 'tenant', key: { header: 'x-tenant' }, missingKeyStatus: 401 }],
+    });
+    const log: Admission[] = [];
+    app.get('/', () => {
+      log.push({ tUs: Math.floor(agent.clock()), cost: 1 });
+      return 'ok';
+    });
+    const base = await app.listen({ port: 0, host: '127.0.0.1' });
+    const replies = await Promise.all(Array.from({ length: 15 }, () => get(base, '/', { 'x-tenant': 'acme' })));
+    const admitted = replies.filter((r) => r.status === 200).length;
+    expect(admitted).toBeGreaterThanOrEqual(5);
+    expect(admitted).toBeLessThan(15);
+    const policy = items(replies[0]?.headers.get('ratelimit-policy') ?? null);
+    expect(policy).toEqual(['"global";q=100;w=1', '"tenant";q=5;w=1']);
+    for (const r of replies.filter((x) => x.status === 429)) {
+      expect(JSON.parse(r.body)).toMatchObject({ type: 'urn:tokenlease:problem:rate-limited', pool: 'tenant' });
+      expect(items(r.headers.get('ratelimit')).map((m) => LIMIT_ITEM.exec(m)?.[1])).toEqual(['global', 'tenant']);
+    }
+    // All or nothing: the global pool paid for the admitted requests only.
+    expect(agent.limiter('global').stats().admittedTokens).toBe(admitted);
+    expect(agent.limiter('tenant:acme').stats().admittedTokens).toBe(admitted);
+    expect(checkEnvelope(log, 5, { tokens: 5, periodMs: 1000 }).ok).toBe(true);
+
+    const before = agent.limiter('global').stats().admittedTokens;
+    const noKey = await get(base);
+    expect(noKey.status).toBe(401);
+    expect(noKey.headers.get('content-type')).toBe('application/problem+json');
+    expect(JSON.parse(noKey.body)).toMatchObject({ type: 'urn:tokenlease:problem:missing-key', status: 401, pool: 'tenant' });
+    expect(agent.limiter('global').stats().admittedTokens).toBe(before);
+  });
+
+  it('node:http: a fresh agent on a full pool admits its first requests; an unknown pool is a loud 500', async () => {
+    const events: AgentEvent[] = [];
+    const agent = await newAgent({ onEvent: (e) => events.push(e) });
+    const fresh = createHttpLimit({ agent, pools: [{ name: 'fresh' }] });
+    const nosuch = createHttpLimit({ agent, pools: [{ name: 'nosuchpool' }] });
+    const server = createServer((req, res) => {
+      const limit = req.url === '/nosuch' ? nosuch : fresh;
+      void limit(req, res).then((admitted) => {
+        if (admitted) res.end('ok');
+      });
+    });
+    servers.push(server);
+    const base = await listen(server);
+    const statuses: number[] = [];
+    for (let i = 0; i < 10; i += 1) statuses.push((await get(base)).status);
+    expect(statuses).toEqual(Array.from({ length: 10 }, () => 200));
+
+    const unknown = await get(base, '/nosuch');
+    expect(unknown.status).toBe(500);
+    expect(JSON.parse(unknown.body)).toMatchObject({ type: 'urn:tokenlease:problem:unknown-pool', pool: 'nosuchpool' });
+    expect((await get(base, '/nosuch')).status).toBe(500);
+    expect(events.filter((e) => e.type === 'unknown-pool')).toEqual([
+      expect.objectContaining({ type: 'unknown-pool', pool: 'nosuchpool' }),
+    ]);
+    expect(agent.limiter('nosuchpool').lastDenial).toBe('unknown-pool');
+    await expect(agent.limiter('nosuchpool').take(1, { timeoutMs: 100 })).rejects.toMatchObject({ code: 'unknown-pool' });
+  });
+
+  it("a burst on a full pool admits the pool's capacity, not one lease, when it may wait a round-trip", async () => {
+    const agent = await newAgent();
+    const log: Admission[] = [];
+    const { base, server } = await expressApp(agent, { pools: [{ name: 'burst' }] }, log);
+    servers.push(server);
+    const replies = await Promise.all(Array.from({ length: 300 }, () => get(base)));
+    const admitted = replies.filter((r) => r.status === 200).length;
+    expect(replies.filter((r) => r.status !== 200 && r.status !== 429)).toEqual([]);
+    console.log(`burst: ${admitted} of 300 concurrent requests admitted on a full pool of 50 (leases of at most 10)`);
+    expect(admitted).toBeGreaterThanOrEqual(50);
+    expect(admitted).toBeLessThan(300);
+    expect(checkEnvelope(log, 50, { tokens: 10, periodMs: 1000 }).ok).toBe(true);
+  });
+
+  it('when no coordinator can grant: 503 with Retry-After failing closed, or through when told to', async () => {
+    const agent = await newAgent({ subjectPrefix: `${PREFIX}nobody` });
+    const closed = createHttpLimit({ agent, pools: [{ name: 'plain' }], graceMs: 50 });
+    const open = createHttpLimit({ agent, pools: [{ name: 'plain' }], graceMs: 50, unavailable: 'allow' });
+    const server = createServer((req, res) => {
+      void (req.url === '/open' ? open : closed)(req, res).then((admitted) => {
+        if (admitted) res.end('ok');
+      });
+    });
+    servers.push(server);
+    const base = await listen(server);
+    await agent.limiter('plain').ready(300);
+    const deadline = Date.now() + 5 * S;
+    while (!agent.limiter('plain').unavailable && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    const shut = await get(base, '/closed');
+    expect(shut.status).toBe(503);
+    expect(shut.headers.get('retry-after')).toMatch(/^[1-9]\d*$/);
+    expect(JSON.parse(shut.body)).toMatchObject({ type: 'urn:tokenlease:problem:unavailable', status: 503 });
+    expect((await get(base, '/open')).status).toBe(200);
+  });
+});

@@ -1,0 +1,191 @@
+/**
+ * The shipped permission model (deploy/nats/secured.conf), loaded as it is
+ * by a private nats-server with the passwords in its environment: agents
+ * admit normally; an agent credential cannot read request subjects, join
+ * the coordinators' queue groups, read another agent's inbox or send under
+ * another identity; with bindIdentity it cannot use another identity's
+ * agent ids; the operator reads status and nothing else; and even the
+ * coordinator credential cannot read requests outside its queue groups nor
+ * send a request. Every refusal is the server's (a permissions violation),
+ * and the message it was meant to stop never arrives.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Agent, type AgentEvent } from '@tokenlease/agent';
+import { encodeMessage, subjectFor, COORDINATOR_QUEUE_GROUP, CATCH_ALL_QUEUE_GROUP } from '@tokenlease/shared';
+import { connectNats, resolveNatsOptions, NATS_ENV, type Bus } from '@tokenlease/shared/nats';
+import { scratchDir, startCoordinator, StatusProbe, writeConfig } from '@tokenlease/harness/fleet';
+import { startShippedNats, type ShippedNats, type ShippedUser as User } from '@tokenlease/harness/nats-config';
+import { stopAll } from '@tokenlease/harness/processes';
+
+/** The shipped file's subject prefix. */
+const PREFIX = 'tokenlease';
+const POOL = 'api';
+
+/** A bus logged in as `user`, reading replies under `_INBOX_<user>` (what the file lets it read), and the errors it is told. */
+async function connectAs(nats: ShippedNats, user: User, inboxPrefix = `_INBOX_${user}`): Promise<{ bus: Bus; errors: string[] }> {
+  const settings = { url: nats.url, user, password: nats.password(user), inboxPrefix };
+  const options = resolveNatsOptions([{ settings, names: NATS_ENV }]);
+  const bus = await connectNats(options, { name: `permissions-test ${user}` });
+  const errors: string[] = [];
+  bus.onEvent((event) => {
+    if (event.type === 'error') errors.push(event.message);
+  });
+  return { bus, errors };
+}
+
+/** refused — runs `act`, lets the server answer, and says whether it reported a permissions violation matching `subject`. */
+async function refused(conn: { bus: Bus; errors: string[] }, subject: string, act: () => unknown): Promise<boolean> {
+  const before = conn.errors.length;
+  act();
+  await conn.bus.flush().catch(() => {});
+  const deadline = Date.now() + 2000;
+  while (Date.now() < deadline) {
+    if (conn.errors.slice(before).some((e) => /permissions violation/i.test(e) && e.includes(`"${subject}"`))) return true;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  return false;
+}
+
+function acquire(agentId: string): Uint8Array {
+  return encodeMessage({
+    v: 2,
+    op: 'acquire',
+    agentId,
+    pool: POOL,
+    leaseSecret: 'x'.repeat(22),
+    seq: 1,
+    leaseId: null,
+    tokensLeft: 0,
+    tokensWanted: 1,
+    demandPerSecond: 1,
+    holdMs: 0,
+  });
+}
+
+describe('the shipped NATS permission model (deploy/nats/secured.conf)', () => {
+  let nats: ShippedNats;
+  const dir = scratchDir();
+  const opened: Bus[] = [];
+  const agents: Agent[] = [];
+
+  beforeAll(async () => {
+    nats = await startShippedNats(dir);
+    const configPath = writeConfig(dir, {
+      subjectPrefix: PREFIX,
+      bindIdentity: true,
+      pools: { [POOL]: { capacity: 100, refill: '100/s', leaseTtlMs: 1000, maxLeaseTokens: 10 } },
+    });
+    await startCoordinator(nats.url, configPath, { env: { NATS_USER: 'coordinator', NATS_PASSWORD: nats.password('coordinator') } });
+  }, 30_000);
+
+  afterAll(async () => {
+    await Promise.all(agents.map((agent) => agent.close({ timeoutMs: 500 })));
+    await Promise.all(opened.map((bus) => bus.close()));
+    await stopAll();
+    await nats.stop();
+  });
+
+  async function as(user: User, inboxPrefix?: string): Promise<{ bus: Bus; errors: string[] }> {
+    const conn = await connectAs(nats, user, inboxPrefix);
+    opened.push(conn.bus);
+    return conn;
+  }
+
+  async function agentAs(user: User, options: { agentId?: string; onEvent?: (event: AgentEvent) => void } = {}): Promise<Agent> {
+    const agent = await Agent.connect({
+      natsUrl: nats.url,
+      identity: user,
+      nats: { user, password: nats.password(user) },
+      env: {},
+      ...options,
+    });
+    agents.push(agent);
+    return agent;
+  }
+
+  it('admits agents that send under their own identity', async () => {
+    const checkout = await agentAs('checkout');
+    const search = await agentAs('search');
+    expect(checkout.agentId.startsWith('checkout.')).toBe(true);
+    await expect(checkout.limiter(POOL).take(1, { timeoutMs: 5000 })).resolves.toBe(true);
+    await expect(search.limiter(POOL).take(1, { timeoutMs: 5000 })).resolves.toBe(true);
+  });
+
+  it('refuses an agent the request subjects, the queue groups and every inbox but its own', async () => {
+    const checkout = await as('checkout');
+    const seen: string[] = [];
+    const record = (subject: string): void => {
+      seen.push(subject);
+    };
+    for (const [subject, queue] of [
+      [`${PREFIX}.v2.>`, COORDINATOR_QUEUE_GROUP],
+      [`${PREFIX}.v2.>`, CATCH_ALL_QUEUE_GROUP],
+      [`${PREFIX}.v2.*.*.*`, null],
+      [`${PREFIX}.>`, null],
+      ['>', null],
+      ['_INBOX.>', null],
+      ['_INBOX_search.>', null],
+    ] as const) {
+      expect(await refused(checkout, subject, () => checkout.bus.serve(subject, queue, record)), `${subject} ${queue}`).toBe(true);
+    }
+    // Its own inbox is allowed: no violation for it.
+    expect(await refused(checkout, '_INBOX_checkout.probe', () => checkout.bus.serve('_INBOX_checkout.probe', null, record))).toBe(false);
+    // Requests keep flowing to the coordinator, and none reached the refused subscriptions.
+    const search = await agentAs('search');
+    await expect(search.limiter(POOL).take(1, { timeoutMs: 5000 })).resolves.toBe(true);
+    expect(seen).toEqual([]);
+  });
+
+  it("refuses an agent another identity's subjects and another agent's inbox prefix", async () => {
+    const checkout = await as('checkout');
+    const subject = subjectFor(PREFIX, 'acquire', POOL, 'search');
+    expect(await refused(checkout, subject, () => checkout.bus.request(subject, acquire('search.x'), 500).catch(() => {}))).toBe(true);
+    // Reading replies under search's inbox prefix: the reply subscription itself is refused.
+    const posing = await as('checkout', '_INBOX_search');
+    const own = subjectFor(PREFIX, 'acquire', POOL, 'checkout');
+    await expect(posing.bus.request(own, acquire('checkout.x'), 1000)).rejects.toThrow();
+    expect(posing.errors.some((e) => /permissions violation/i.test(e) && e.includes('_INBOX_search.'))).toBe(true);
+  });
+
+  it("refuses, with bindIdentity, an agent id of another identity sent under one's own", async () => {
+    const events: AgentEvent[] = [];
+    const search = await agentAs('search', { agentId: 'checkout.impostor', onEvent: (event) => events.push(event) });
+    await expect(search.limiter(POOL).take(1, { timeoutMs: 1500 })).resolves.toBe(false);
+    expect(events.some((e) => e.type === 'error-reply' && e.code === 'forbidden')).toBe(true);
+  });
+
+  it('lets the operator read status, and nothing else', async () => {
+    const probe = await StatusProbe.connect(nats.url, {
+      identity: 'operator',
+      nats: { user: 'operator', password: nats.password('operator'), inboxPrefix: '_INBOX_operator' },
+    });
+    try {
+      const status = await probe.status(POOL, PREFIX);
+      expect(status.kind).toBe('status');
+    } finally {
+      await probe.close();
+    }
+    const operator = await as('operator');
+    const acquireSubject = subjectFor(PREFIX, 'acquire', POOL, 'operator');
+    expect(await refused(operator, acquireSubject, () => operator.bus.publish(acquireSubject, acquire('operator')))).toBe(true);
+    const othersStatus = subjectFor(PREFIX, 'status', POOL, 'checkout');
+    expect(await refused(operator, othersStatus, () => operator.bus.publish(othersStatus, new Uint8Array()))).toBe(true);
+    expect(await refused(operator, `${PREFIX}.v2.>`, () => operator.bus.serve(`${PREFIX}.v2.>`, COORDINATOR_QUEUE_GROUP, () => {}))).toBe(
+      true,
+    );
+    expect(await refused(operator, '_INBOX_checkout.>', () => operator.bus.serve('_INBOX_checkout.>', null, () => {}))).toBe(true);
+  });
+
+  it('keeps even the coordinator credential to its queue groups and to replies', async () => {
+    const coordinator = await as('coordinator');
+    expect(await refused(coordinator, `${PREFIX}.v2.>`, () => coordinator.bus.serve(`${PREFIX}.v2.>`, null, () => {}))).toBe(true);
+    expect(await refused(coordinator, `${PREFIX}.v2.>`, () => coordinator.bus.serve(`${PREFIX}.v2.>`, 'eavesdroppers', () => {}))).toBe(
+      true,
+    );
+    const subject = subjectFor(PREFIX, 'acquire', POOL, 'checkout');
+    expect(await refused(coordinator, subject, () => coordinator.bus.publish(subject, acquire('checkout.x')))).toBe(true);
+    expect(await refused(coordinator, '_INBOX_checkout.x', () => coordinator.bus.publish('_INBOX_checkout.x', new Uint8Array()))).toBe(
+      true,
+    );
+  });
+});

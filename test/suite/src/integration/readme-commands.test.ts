@@ -1,0 +1,172 @@
+/**
+ * Every `npm run …` command README.md shows in a code block works: a
+ * command on the front door that fails is a broken promise.
+ *
+ * Each command has a plan below, and a command without one fails the test,
+ * so a new or changed command in the README gets a decision:
+ * - as written, when it finishes within its bound on the 2-core
+ *   development machine (the bound is several times what it takes there);
+ * - with `--help` appended, when it runs for minutes: the runner parses
+ *   every flag strictly (an unknown or repeated flag exits 2) before it
+ *   prints its usage and exits 0; the sweep's values are also parsed in
+ *   process, since its --help skips their validation.
+ *
+ * `npm test` builds every package before this suite runs (turbo's test task
+ * depends on build), so the test runs what each script runs after its
+ * build step: it checks that the root package.json script is exactly
+ * `turbo run build … && <bin>` (turbo's output may be sent to stderr with
+ * `>&2`, so that a script's stdout is its own; <bin> is a tool package's
+ * command, linked into node_modules/.bin by npm), then runs that bin with
+ * node from the repository root. It does not start turbo inside turbo.
+ */
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { spawnNode, stop } from '@tokenlease/harness/processes';
+import { REPO_ROOT } from '@tokenlease/harness/paths';
+import { parseSweepArgs } from '@tokenlease/sweep';
+
+const S = 1000;
+
+interface Plan {
+  /** 'npm test': the root test script runs it (lint) or its check (format:check), so every CI run exercises it. */
+  readonly how: 'as written' | '--help' | 'npm test';
+  /** Longest it may take, ms. */
+  readonly boundMs: number;
+  /** Why this way: what it costs as written. */
+  readonly why: string;
+  /** A further check of the arguments, in process. */
+  readonly parse?: (args: readonly string[]) => void;
+}
+
+const PLANS: ReadonlyMap<string, Plan> = new Map<string, Plan>([
+  [
+    'npm run sweep -- --agents 20 --capacity 500 --refill 1000/s --workload zipf:s=1,load=1.5 --lease-sizes 1,5,10,25,50,100,250 --ttls 1s,2s,5s --lease-modes chunk,rate --refreshes 250ms,500ms,1s,2s --seed 2026 --html report.html',
+    {
+      how: '--help',
+      boundMs: 30 * S,
+      why: '51 settings and 2 baselines, 60 simulated seconds each: about 6 minutes',
+      parse: (args) => parseSweepArgs(args),
+    },
+  ],
+  [
+    'npm run sim -- --scenarios 1000 --seed 1',
+    { how: 'as written', boundMs: 240 * S, why: 'about 30 s of CPU, 40-50 s on a busy machine' },
+  ],
+  ['npm run chaos', { how: '--help', boundMs: 30 * S, why: 'seven full-length scenarios: about 100 s' }],
+  [
+    'npm run chaos -- --short --only kill-agents,pause-agent',
+    { how: 'as written', boundMs: 120 * S, why: 'two short scenarios: about 20 s' },
+  ],
+  [
+    'npm run bench',
+    {
+      how: 'as written',
+      boundMs: 240 * S,
+      why: 'about 80 s: the crowded-pool figures wait out the one-minute quiet period of their coordinator (the 60 s TTL that holding requests for 30 s needs); the rest is measured meanwhile',
+    },
+  ],
+  ['npm run lint', { how: 'npm test', boundMs: 0, why: 'the root test script runs the same turbo lint task' }],
+  ['npm run format', { how: 'npm test', boundMs: 0, why: 'it rewrites the tree; the root test script runs its check, format:check' }],
+]);
+
+/** rootScripts — the root package.json's scripts. */
+function rootScripts(): Record<string, string> {
+  return (JSON.parse(readFileSync(resolve(REPO_ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
+}
+
+/** readmeCommands — the `npm run` lines of README.md's fenced code blocks, continuations joined and comments dropped. */
+function readmeCommands(markdown: string): string[] {
+  const commands: string[] = [];
+  let inBlock = false;
+  let pending = '';
+  for (const raw of markdown.split('\n')) {
+    if (raw.trimStart().startsWith('```')) {
+      inBlock = !inBlock;
+      pending = '';
+      continue;
+    }
+    if (!inBlock) continue;
+    const line = pending + raw.replace(/\s+#.*$/, '').trim();
+    if (line.endsWith('\\')) {
+      pending = `${line.slice(0, -1).trim()} `;
+      continue;
+    }
+    pending = '';
+    if (line.startsWith('npm run ')) commands.push(line.replace(/\s+/g, ' '));
+  }
+  return commands;
+}
+
+/** scriptFile — the bin `npm run <name>` runs after building, from the root package.json, as npm linked it. */
+function scriptFile(name: string): string {
+  const scripts = rootScripts();
+  const script = Object.hasOwn(scripts, name) ? scripts[name] : undefined;
+  const match = /^turbo run build(?: [^&]*?)?(?: >&2)? && (tokenlease-[a-z]+)$/.exec(script ?? '');
+  if (match?.[1] === undefined)
+    throw new Error(
+      `the root script ${JSON.stringify(name)} is not "turbo run build … [>&2] && tokenlease-<tool>": ${JSON.stringify(script)}`,
+    );
+  return resolve(REPO_ROOT, 'node_modules', '.bin', match[1]);
+}
+
+/** split — `npm run <name> [-- args]` into the script name and its arguments (the README's commands quote nothing). */
+function split(command: string): { readonly name: string; readonly args: string[] } {
+  if (/['"`$]/.test(command)) throw new Error(`quoting in ${JSON.stringify(command)}: teach this test to split it`);
+  const [, , name = '', ...rest] = command.split(' ');
+  if (rest.length > 0 && rest[0] !== '--') throw new Error(`${JSON.stringify(command)}: arguments go after --`);
+  return { name, args: rest.slice(1) };
+}
+
+async function run(
+  file: string,
+  args: readonly string[],
+  boundMs: number,
+): Promise<{ code: number | null; stdout: string; stderr: string; ms: number }> {
+  const started = performance.now();
+  const child = spawnNode(`readme:${file}`, resolve(REPO_ROOT, file), args);
+  const timer = setTimeout(() => void stop(child, 1000), boundMs);
+  const { code } = await child.exited;
+  clearTimeout(timer);
+  return { code, stdout: child.lines.join('\n'), stderr: child.stderr(), ms: performance.now() - started };
+}
+
+describe('the README commands', () => {
+  const commands = readmeCommands(readFileSync(resolve(REPO_ROOT, 'README.md'), 'utf8'));
+
+  it('are found, and each has a plan', () => {
+    expect(commands.length).toBeGreaterThan(0);
+    expect(
+      commands.filter((c) => !PLANS.has(c)),
+      'README commands without a plan in readme-commands.test.ts',
+    ).toEqual([]);
+    expect(
+      [...PLANS.keys()].filter((c) => !commands.includes(c)),
+      'plans for commands the README no longer shows',
+    ).toEqual([]);
+  });
+
+  for (const [command, plan] of PLANS) {
+    if (plan.how === 'npm test') {
+      it(`${command} (run by npm test: ${plan.why})`, () => {
+        const { name } = split(command);
+        const test = rootScripts()['test'] ?? '';
+        const step = name === 'format' ? 'npm run format:check' : `turbo run build ${name}`;
+        expect(test, `the root test script runs ${name}`).toContain(name === 'format' ? step : name);
+        expect(rootScripts()[name], `the root script ${name}`).toBeDefined();
+      });
+      continue;
+    }
+    it(`${command} (${plan.how}: ${plan.why})`, { timeout: plan.boundMs + 10 * S }, async () => {
+      const { name, args } = split(command);
+      const file = scriptFile(name);
+      plan.parse?.(args);
+      const result = await run(file, plan.how === '--help' ? [...args, '--help'] : args, plan.boundMs);
+      console.log(`readme: ${command}: exit ${result.code} in ${(result.ms / S).toFixed(1)} s (${plan.how})`);
+      expect({ code: result.code, stderr: result.code === 0 ? '' : result.stderr.slice(-2000) }).toEqual({ code: 0, stderr: '' });
+      expect(result.ms).toBeLessThan(plan.boundMs);
+      if (plan.how === '--help')
+        expect(result.stdout).toMatch(new RegExp(`^Usage: tokenlease-${name} .*\\(in the repository: npm run ${name} -- `));
+    });
+  }
+});

@@ -1,0 +1,388 @@
+/**
+ * Command line of the lease-size sweep: `npm run sweep -- [flags]`.
+ *
+ * Guarantees: `parseSweepArgs` returns a fully validated SweepArgs (every
+ * default filled in, lists sorted ascending without duplicates, the seed
+ * always set) or throws a SweepArgsError whose one-line message names the
+ * flag and the form it accepts; unknown flags, stray arguments, missing
+ * values and flags given twice are refused the same way. Nothing here reads
+ * a clock or the environment; the only randomness is the default seed, drawn
+ * by an injectable function. `sweepArgsToArgv` prints flags that parse back
+ * to the same SweepArgs, so a run can always be replayed.
+ */
+import { parseArgs } from 'node:util';
+import { MAX_TTL_MS, MIN_TTL_MS } from '@tokenlease/coordinator';
+import { formatRate, parseRate, tokenScale, type Rate } from '@tokenlease/shared';
+import { SweepArgsError } from './args-error.js';
+import { formatDurationUs, parseDurationUs } from './duration.js';
+import { LEASE_MODES, tokenleaseSettings, type LeaseMode } from './settings.js';
+import { formatWorkload, parseWorkload, workloadUsage, type Workload } from './workload.js';
+
+/**
+ * SweepArgs — one validated sweep request. Token counts are whole tokens;
+ * `ttlsMs` and `durationMs` whole milliseconds; `latencyUs` whole
+ * microseconds; `refreshesMs` whole milliseconds; `targetUtilization` a
+ * fraction in (0, 1].
+ */
+export interface SweepArgs {
+  /** Agents in the simulated fleet, ≥ 1. */
+  readonly agents: number;
+  /** B, the pool's capacity, tokens. */
+  readonly capacityTokens: number;
+  /** r, the pool's refill rate (exact ratio). */
+  readonly refill: Rate;
+  readonly workload: Workload;
+  /** maxLeaseTokens values to try, tokens, ascending, each in [1, capacityTokens]. */
+  readonly leaseSizesTokens: readonly number[];
+  /** Lease TTLs to try, ms, ascending. */
+  readonly ttlsMs: readonly number[];
+  /** Burst allowances A to try, tokens beyond B, ascending; 0 = strict. */
+  readonly allowancesTokens: readonly number[];
+  /** Lease modes to run, in LEASE_MODES order without duplicates: chunk leases try every lease size, rate leases every refresh interval. */
+  readonly leaseModes: readonly LeaseMode[];
+  /** The agents' refresh intervals (keeper refreshMs) to try with rate leases, ms, ascending. */
+  readonly refreshesMs: readonly number[];
+  /** The agents' usage-report intervals (keeper reportMs) to try with chunk leases, ms, ascending; 0 = off. */
+  readonly reportsMs: readonly number[];
+  /** Mean one-way network delay, µs. */
+  readonly latencyUs: number;
+  /** Simulated time per combination, ms. */
+  readonly durationMs: number;
+  /** Seed of every random draw of the run, in [0, 2^32 − 1]. */
+  readonly seed: number;
+  /** True when the seed came from `--seed`, false when drawn at random. */
+  readonly seedFromFlag: boolean;
+  /** Print JSON rows instead of the table. */
+  readonly json: boolean;
+  /** Where to write the HTML report, or null for none. */
+  readonly htmlPath: string | null;
+  /** Utilization a recommended setting must reach, fraction in (0, 1]. */
+  readonly targetUtilization: number;
+  /** `--help` was given: print USAGE; other flags were not validated. */
+  readonly help: boolean;
+}
+
+/** MAX_COMBINATIONS — most tokenlease settings (chunk and rate rows) one sweep runs. */
+export const MAX_COMBINATIONS = 1000;
+
+const TOKENS_MAX = 1_000_000_000;
+const AGENTS_MAX = 100_000;
+const LATENCY_US_MAX = 10_000_000;
+const DURATION_MS_MAX = 86_400_000;
+const SEED_MAX = 2 ** 32 - 1;
+
+/** SWEEP_DEFAULTS — the value of every flag that is not given, as typed on a command line. */
+export const SWEEP_DEFAULTS = {
+  agents: '20',
+  capacity: '500',
+  refill: '1000/s',
+  workload: 'zipf',
+  'lease-sizes': '5,10,25,50,100',
+  ttls: '1s,2s,5s',
+  allowances: '0',
+  'lease-modes': 'chunk,rate',
+  refreshes: '250ms,500ms,1s,2s',
+  reports: '0,100ms',
+  latency: '1ms',
+  duration: '60s',
+  'target-utilization': '0.97',
+} as const;
+
+/** USAGE — the `--help` text. */
+export const USAGE = `Usage: tokenlease-sweep [flags]   (in the repository: npm run sweep -- [flags])
+
+Simulates the fleet on one workload for every combination of lease size,
+lease TTL, allowance and usage-report interval (chunk leases) and of
+refresh interval, TTL and allowance (rate leases), next to two baselines
+(central: a round-trip per request to one exact bucket; local: independent
+buckets of r/N per agent), and recommends the setting with the fewest
+coordinator messages per 1,000 admissions that reaches the target
+utilization without ever exceeding the envelope B + A + r*T. Messages are
+round-trips (column RT/1k) plus one-way usage reports (rep/1k, counted
+apart); the cost (msg/1k) weighs a report like a round-trip.
+
+  --agents N                 agents in the fleet (default ${SWEEP_DEFAULTS.agents}; 1..${AGENTS_MAX})
+  --capacity B               pool capacity, tokens (default ${SWEEP_DEFAULTS.capacity})
+  --refill RATE              refill rate like 500/s, 2/1000ms, 60/min (default ${SWEEP_DEFAULTS.refill})
+  --workload NAME[:k=v,...]  demand shape (default ${SWEEP_DEFAULTS.workload}); see below
+  --lease-sizes N,N,...      maxLeaseTokens to try, 1..B (default ${SWEEP_DEFAULTS['lease-sizes']})
+  --ttls D,D,...             lease TTLs to try, ${formatDurationUs(MIN_TTL_MS * 1000)}..${formatDurationUs(MAX_TTL_MS * 1000)} (default ${SWEEP_DEFAULTS.ttls})
+  --allowances N,N,...       extra burst tokens A to try, 0 = strict (default ${SWEEP_DEFAULTS.allowances})
+  --lease-modes M,M          chunk and/or rate leases (default ${SWEEP_DEFAULTS['lease-modes']})
+  --refreshes D,D,...        rate leases: agents' refresh intervals to try, 1ms..${formatDurationUs(MAX_TTL_MS * 1000)}; bare
+                             numbers are ms (default ${SWEEP_DEFAULTS.refreshes}); each runs with every
+                             TTL of at least twice it, or else at a TTL of twice it
+  --reports D,D,...          chunk leases: agents' usage-report intervals to try, 0 = off,
+                             up to ${formatDurationUs(MAX_TTL_MS * 1000)}; bare numbers are ms (default ${SWEEP_DEFAULTS.reports});
+                             rate leases ignore it
+  --latency D                mean one-way network delay, 0..10s (default ${SWEEP_DEFAULTS.latency})
+  --duration D               simulated time per combination, up to 24h (default ${SWEEP_DEFAULTS.duration})
+  --seed N                   seed, 0..${SEED_MAX} (default random; always printed)
+  --target-utilization F     fraction of the ideal bucket's admissions to reach, (0, 1] (default ${SWEEP_DEFAULTS['target-utilization']})
+  --json                     print the rows as JSON instead of a table
+  --html FILE                also write a self-contained HTML report to FILE
+  -h, --help                 print this text
+
+Durations D are a number with a unit ms, s, m or h: 500ms, 1.5s, 2m.
+At most ${MAX_COMBINATIONS} settings (chunk and rate rows) per run.
+
+Workloads (load = offered demand in tokens, averaged over the run, as a
+multiple of the refill rate; parameters as k=v after a colon, e.g.
+zipf:s=1.2,load=1.5 or bursty:on=500,off=1500,load=2; defaults shown):
+${workloadUsage('  ')}
+`;
+
+const OPTIONS = {
+  agents: { type: 'string' },
+  capacity: { type: 'string' },
+  refill: { type: 'string' },
+  workload: { type: 'string' },
+  'lease-sizes': { type: 'string' },
+  ttls: { type: 'string' },
+  allowances: { type: 'string' },
+  'lease-modes': { type: 'string' },
+  refreshes: { type: 'string' },
+  reports: { type: 'string' },
+  latency: { type: 'string' },
+  duration: { type: 'string' },
+  seed: { type: 'string' },
+  json: { type: 'boolean' },
+  html: { type: 'string' },
+  'target-utilization': { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+/** A fresh seed in [0, 2^32 − 1]; the one place the sweep's arguments draw randomness. */
+const randomSeed = (): number => Math.floor(Math.random() * 2 ** 32) >>> 0;
+
+function integer(flag: string, text: string, min: number, max: number, what: string): number {
+  const value = /^\d+$/.test(text) ? Number(text) : Number.NaN;
+  if (!Number.isSafeInteger(value) || value < min || value > max) {
+    throw new SweepArgsError(flag, `${JSON.stringify(text)} is not ${what}; use a whole number in [${min}, ${max}]`);
+  }
+  return value;
+}
+
+function durationUs(flag: string, text: string, minUs: number, maxUs: number, wholeMs: boolean): number {
+  const us = parseDurationUs(text);
+  if (us === null || us < minUs || us > maxUs || (wholeMs && us % 1000 !== 0)) {
+    const grain = wholeMs ? 'whole milliseconds' : 'whole microseconds';
+    throw new SweepArgsError(
+      flag,
+      `${JSON.stringify(text)} is not a duration in [${formatDurationUs(minUs)}, ${formatDurationUs(maxUs)}] of ${grain}; use a number with ms, s, m or h, like 500ms, 2s, 1m`,
+    );
+  }
+  return us;
+}
+
+function list<T extends number>(flag: string, text: string, item: (one: string) => T): readonly T[] {
+  if (text === '' || text.split(',').some((one) => one === '')) {
+    throw new SweepArgsError(
+      flag,
+      `${JSON.stringify(text)} has an empty item; use a comma-separated list without spaces, like ${flag === '--ttls' ? '1s,2s' : '10,100'}`,
+    );
+  }
+  return [...new Set(text.split(',').map(item))].sort((a, b) => a - b);
+}
+
+/** Node's parseArgs errors, rewritten to one line naming the flag. */
+function rethrowParseError(error: unknown): never {
+  const code = (error as { code?: unknown }).code;
+  const message = error instanceof Error ? error.message : String(error);
+  // Node quotes the option as '--name', '-n' or '-n, --name'; prefer the long name.
+  const quoted = /'(-[^']*)'/.exec(message)?.[1] ?? '';
+  const flag = /--[\w-]+/.exec(quoted)?.[0] ?? /-\w/.exec(quoted)?.[0] ?? '(arguments)';
+  if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') throw new SweepArgsError(flag, 'is not a sweep flag; see --help for the accepted flags');
+  if (code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL') {
+    throw new SweepArgsError(
+      '(arguments)',
+      `unexpected argument ${/'([^']*)'/.exec(message)?.[1] ?? ''}; every value follows its flag, like --agents 20`,
+    );
+  }
+  if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') {
+    if (/does not take an argument/.test(message)) throw new SweepArgsError(flag, 'takes no value; write it alone, like --json');
+    throw new SweepArgsError(flag, `needs a value; write ${flag} VALUE, or ${flag}=VALUE for a value starting with "-" (see --help)`);
+  }
+  throw error;
+}
+
+function parseStrict(argv: readonly string[]) {
+  try {
+    return parseArgs({ args: [...argv], options: OPTIONS, strict: true, allowPositionals: false, tokens: true });
+  } catch (error) {
+    return rethrowParseError(error);
+  }
+}
+
+type Values = ReturnType<typeof parseStrict>['values'];
+
+function readValues(argv: readonly string[]): Values {
+  const parsed = parseStrict(argv);
+  const seen = new Set<string>();
+  for (const token of parsed.tokens) {
+    if (token.kind !== 'option') continue;
+    if (seen.has(token.name))
+      throw new SweepArgsError(`--${token.name}`, 'is given twice; give it once (lists take commas, like --ttls 1s,2s)');
+    seen.add(token.name);
+  }
+  return parsed.values;
+}
+
+function readRefill(text: string): Rate {
+  try {
+    return parseRate(text);
+  } catch (error) {
+    // parseRate's own message already shows the accepted form when the form is wrong.
+    const detail = error instanceof Error ? error.message : String(error);
+    const formHint = detail.includes('<tokens>/<period>') ? '' : '; use <tokens>/<period> like 500/s, 2/1000ms or 60/min';
+    throw new SweepArgsError('--refill', `${detail}${formHint}`);
+  }
+}
+
+function readLeaseModes(text: string): LeaseMode[] {
+  const names = text.split(',');
+  const unknown = names.find((name) => !(LEASE_MODES as readonly string[]).includes(name));
+  if (unknown !== undefined) {
+    throw new SweepArgsError('--lease-modes', `${JSON.stringify(unknown)} is not a lease mode; use chunk, rate or chunk,rate`);
+  }
+  return LEASE_MODES.filter((mode) => names.includes(mode));
+}
+
+function readFraction(flag: string, text: string): number {
+  const value = /^\d*\.?\d+$/.test(text) ? Number(text) : Number.NaN;
+  if (!(value > 0 && value <= 1)) {
+    throw new SweepArgsError(flag, `${JSON.stringify(text)} is not a fraction in (0, 1]; use a decimal like 0.97 (not a percentage)`);
+  }
+  return value;
+}
+
+/**
+ * parseSweepArgs — validates `argv` (the arguments after `--`, without the
+ * node and script paths) into SweepArgs. Throws SweepArgsError on any bad
+ * flag or value. `drawSeed` supplies the seed when `--seed` is absent
+ * (default: Math.random, an integer in [0, 2^32 − 1]). With `--help` the
+ * other values are not validated and the defaults are returned.
+ */
+export function parseSweepArgs(argv: readonly string[], drawSeed: () => number = randomSeed): SweepArgs {
+  const given = readValues(argv);
+  const help = given.help === true;
+  const v: Values = help ? {} : given;
+  const text = <K extends keyof typeof SWEEP_DEFAULTS>(key: K): string => v[key] ?? SWEEP_DEFAULTS[key];
+
+  const agents = integer('--agents', text('agents'), 1, AGENTS_MAX, 'a number of agents');
+  const refill = readRefill(text('refill'));
+  const capacityTokens = integer('--capacity', text('capacity'), 1, TOKENS_MAX, 'a capacity in tokens');
+  const workload = parseWorkload(text('workload'));
+  const leaseSizesTokens = list('--lease-sizes', text('lease-sizes'), (one) =>
+    integer('--lease-sizes', one, 1, capacityTokens, `a lease size in tokens no larger than the capacity ${capacityTokens}`),
+  );
+  const ttlsMs = list('--ttls', text('ttls'), (one) => durationUs('--ttls', one, MIN_TTL_MS * 1000, MAX_TTL_MS * 1000, true) / 1000);
+  const allowancesTokens = list('--allowances', text('allowances'), (one) =>
+    integer('--allowances', one, 0, TOKENS_MAX, 'an allowance in tokens'),
+  );
+  const largestAllowance = allowancesTokens[allowancesTokens.length - 1] ?? 0;
+  try {
+    tokenScale(capacityTokens + largestAllowance, refill);
+  } catch (error) {
+    const detail = error instanceof Error ? error.message : String(error);
+    throw new SweepArgsError(
+      '--capacity',
+      `${capacityTokens} plus the largest allowance ${largestAllowance} does not fit the exact arithmetic (${detail}); use a smaller capacity or allowance`,
+    );
+  }
+  const leaseModes = readLeaseModes(text('lease-modes'));
+  // Refresh and report intervals longer than any lease can live are of no use: the longest TTL bounds them too.
+  const refreshesMs = list(
+    '--refreshes',
+    text('refreshes'),
+    (one) => durationUs('--refreshes', /^\d+$/.test(one) ? `${one}ms` : one, 1000, MAX_TTL_MS * 1000, true) / 1000,
+  );
+  const reportsMs = list(
+    '--reports',
+    text('reports'),
+    (one) => durationUs('--reports', /^\d+$/.test(one) ? `${one}ms` : one, 0, MAX_TTL_MS * 1000, true) / 1000,
+  );
+  const combinations = tokenleaseSettings({
+    allowances: allowancesTokens,
+    ttlsMs,
+    leaseSizes: leaseSizesTokens,
+    leaseModes,
+    refreshesMs,
+    reportsMs,
+  }).length;
+  if (combinations > MAX_COMBINATIONS) {
+    const flag = leaseModes.includes('chunk') ? '--lease-sizes' : '--refreshes';
+    throw new SweepArgsError(
+      flag,
+      `with the other lists (--lease-sizes, --refreshes, --reports, --ttls, --allowances) gives ${combinations} settings; at most ${MAX_COMBINATIONS}, so shorten the lists`,
+    );
+  }
+  const latencyUs = durationUs('--latency', text('latency'), 0, LATENCY_US_MAX, false);
+  const durationMs = durationUs('--duration', text('duration'), 1000, DURATION_MS_MAX * 1000, true) / 1000;
+  const seedText = v.seed;
+  const seed = seedText === undefined ? drawSeed() >>> 0 : integer('--seed', seedText, 0, SEED_MAX, 'a seed');
+  const targetUtilization = readFraction('--target-utilization', text('target-utilization'));
+  const htmlPath = v.html ?? null;
+  if (htmlPath === '') throw new SweepArgsError('--html', 'needs a file name, like --html sweep.html');
+  return {
+    agents,
+    capacityTokens,
+    refill,
+    workload,
+    leaseSizesTokens,
+    ttlsMs,
+    allowancesTokens,
+    leaseModes,
+    refreshesMs,
+    reportsMs,
+    latencyUs,
+    durationMs,
+    seed,
+    seedFromFlag: seedText !== undefined,
+    json: v.json === true,
+    htmlPath,
+    targetUtilization,
+    help,
+  };
+}
+
+/**
+ * sweepArgsToArgv — flags that reproduce `args` exactly (every value spelled
+ * out, the seed included, `--help` left out): `parseSweepArgs(sweepArgsToArgv(a))`
+ * equals `a` apart from `seedFromFlag`, which becomes true.
+ */
+export function sweepArgsToArgv(args: SweepArgs): string[] {
+  const argv = [
+    '--agents',
+    String(args.agents),
+    '--capacity',
+    String(args.capacityTokens),
+    '--refill',
+    formatRate(args.refill),
+    '--workload',
+    formatWorkload(args.workload),
+    '--lease-sizes',
+    args.leaseSizesTokens.join(','),
+    '--ttls',
+    args.ttlsMs.map((ms) => formatDurationUs(ms * 1000)).join(','),
+    '--allowances',
+    args.allowancesTokens.join(','),
+    '--lease-modes',
+    args.leaseModes.join(','),
+    '--refreshes',
+    args.refreshesMs.map((ms) => formatDurationUs(ms * 1000)).join(','),
+    '--reports',
+    args.reportsMs.map((ms) => formatDurationUs(ms * 1000)).join(','),
+    '--latency',
+    formatDurationUs(args.latencyUs),
+    '--duration',
+    formatDurationUs(args.durationMs * 1000),
+    '--seed',
+    String(args.seed),
+    '--target-utilization',
+    String(args.targetUtilization),
+  ];
+  if (args.json) argv.push('--json');
+  if (args.htmlPath !== null) argv.push(`--html=${args.htmlPath}`);
+  return argv;
+}
