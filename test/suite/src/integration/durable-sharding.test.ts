@@ -14,13 +14,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Agent } from '@tokenlease/agent';
 import { connectRedisStore, preferredOwner } from '@tokenlease/coordinator';
 import { hostMonoNowUs, makeRate } from '@tokenlease/shared';
-import { checkEnvelope, type Admission, seedFromEnv, seededRandom } from '@tokenlease/shared/testing';
+import { checkEnvelope, type Admission, seededRandom } from '@tokenlease/shared/testing';
 import { driveTraffic } from '@tokenlease/harness/drive';
 import { scratchDir, startCoordinator, StatusProbe, writeConfig } from '@tokenlease/harness/fleet';
 import { parseLogLine } from '@tokenlease/harness/log-events';
 import { provideNats, type NatsHandle } from '@tokenlease/harness/nats';
 import { stop, stopAll, type Child } from '@tokenlease/harness/processes';
 import { provideRedis, type RedisHandle } from '@tokenlease/harness/redis';
+import { seededRun } from '../servers.js';
 
 const MEMBERS = ['c1', 'c2', 'c3'] as const;
 // Chosen so that every member is preferred for some pool (c1: email; c2: api,
@@ -115,9 +116,7 @@ describe('durable coordinators sharing pools', () => {
   });
 
   it('gives every pool one owner, spreads them, and hands a stopped member’s pools over', async () => {
-    const seed = seedFromEnv();
-    console.log(`durable-sharding: SEED=${seed} (replay: SEED=${seed} npx vitest run src/integration/durable-sharding.test.ts)`);
-    const random = seededRandom(seed);
+    const { seed, random } = seededRun(`durable-sharding`, import.meta.url);
     const prefix = `tlshard${seed}`;
     const preferred = new Map(UNITS.map((unit) => [unit, preferredOwner(unit, MEMBERS)]));
     const stopped = preferred.get('*') as string;

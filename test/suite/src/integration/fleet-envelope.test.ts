@@ -7,15 +7,15 @@
  * reports between renewals, and rate (trickle) leases renewed every 250 ms.
  */
 import type { KeeperOptions } from '@tokenlease/agent';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { Agent } from '@tokenlease/agent';
 import { hostMonoNowUs, makeRate } from '@tokenlease/shared';
-import { checkEnvelope, type Admission, seedFromEnv, seededRandom } from '@tokenlease/shared/testing';
+import { checkEnvelope, type Admission, seededRandom } from '@tokenlease/shared/testing';
 import { driveTraffic } from '@tokenlease/harness/drive';
 import { readAdmissionLog, scratchDir, startAgentProcess, startCoordinator, writeConfig } from '@tokenlease/harness/fleet';
-import { provideNats, type NatsHandle } from '@tokenlease/harness/nats';
-import { stopAll } from '@tokenlease/harness/processes';
+import { provideNats } from '@tokenlease/harness/nats';
+import { seededRun, serverForSuite } from '../servers.js';
 
 const CAPACITY = 200;
 const REFILL = makeRate(400, 1000);
@@ -23,14 +23,7 @@ const TTL_MS = 1000;
 const RUN_MS = 5000;
 
 describe('a fleet of agents over real NATS', () => {
-  let nats: NatsHandle;
-  beforeAll(async () => {
-    nats = await provideNats();
-  });
-  afterAll(async () => {
-    await stopAll();
-    await nats.stop();
-  });
+  const nats = serverForSuite(provideNats);
 
   const modes: readonly [string, Record<string, unknown>, Partial<KeeperOptions>][] = [
     ['chunk leases', {}, {}],
@@ -38,9 +31,7 @@ describe('a fleet of agents over real NATS', () => {
     ['rate leases', { leaseMode: 'rate' }, { refreshMs: 250 }],
   ];
   it.each(modes)('never admits more than B + r·T in any window: %s', async (mode, poolFields, keeper) => {
-    const seed = seedFromEnv();
-    console.log(`fleet-envelope (${mode}): SEED=${seed} (replay: SEED=${seed} npx vitest run src/integration/fleet-envelope.test.ts)`);
-    const random = seededRandom(seed);
+    const { seed, random } = seededRun(`fleet-envelope (${mode})`, import.meta.url);
     const dir = scratchDir();
     const prefix = `tltest${seed}${mode.replace(/[^a-z]/g, '')}`;
     const pool = 'api';
@@ -48,12 +39,12 @@ describe('a fleet of agents over real NATS', () => {
       subjectPrefix: prefix,
       pools: { [pool]: { capacity: CAPACITY, refill: '400/s', leaseTtlMs: TTL_MS, maxLeaseTokens: 20, ...poolFields } },
     });
-    await startCoordinator(nats.url, configPath);
+    await startCoordinator(nats().url, configPath);
 
     const childLogs = [join(dir, 'child-1.log'), join(dir, 'child-2.log')];
     const children = await Promise.all([
       startAgentProcess({
-        natsUrl: nats.url,
+        natsUrl: nats().url,
         subjectPrefix: prefix,
         pool,
         name: 'bursty',
@@ -64,7 +55,7 @@ describe('a fleet of agents over real NATS', () => {
         traffic: { kind: 'bursty', perSecond: 900, onMs: 300, offMs: 300, costMin: 1, costMax: 3 },
       }),
       startAgentProcess({
-        natsUrl: nats.url,
+        natsUrl: nats().url,
         subjectPrefix: prefix,
         pool,
         name: 'steady',
@@ -79,7 +70,7 @@ describe('a fleet of agents over real NATS', () => {
     const local: Admission[] = [];
     const agents = await Promise.all(
       [0, 1].map((i) =>
-        Agent.connect({ natsUrl: nats.url, subjectPrefix: prefix, clock: hostMonoNowUs, agentId: `local-${i}-${seed}`, keeper }),
+        Agent.connect({ natsUrl: nats().url, subjectPrefix: prefix, clock: hostMonoNowUs, agentId: `local-${i}-${seed}`, keeper }),
       ),
     );
     const drives = agents.map((agent, i) =>

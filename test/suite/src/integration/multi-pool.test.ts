@@ -3,28 +3,21 @@
  * is charged to a global pool and a tenant pool together. Both pools'
  * envelopes hold, and neither pool is ever charged without the other.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Agent } from '@tokenlease/agent';
 import { hostMonoNowUs, makeRate } from '@tokenlease/shared';
 import { checkEnvelope, type Admission, seedFromEnv } from '@tokenlease/shared/testing';
 import { scratchDir, startCoordinator, writeConfig } from '@tokenlease/harness/fleet';
-import { provideNats, type NatsHandle } from '@tokenlease/harness/nats';
-import { stopAll } from '@tokenlease/harness/processes';
+import { provideNats } from '@tokenlease/harness/nats';
+import { serverForSuite } from '../servers.js';
 
 describe('tryTakeAll over two pools', () => {
-  let nats: NatsHandle;
-  beforeAll(async () => {
-    nats = await provideNats();
-  });
-  afterAll(async () => {
-    await stopAll();
-    await nats.stop();
-  });
+  const nats = serverForSuite(provideNats);
 
   it('charges the global and the tenant pool together or not at all', async () => {
     const prefix = `tlmulti${seedFromEnv()}`;
     await startCoordinator(
-      nats.url,
+      nats().url,
       writeConfig(scratchDir(), {
         subjectPrefix: prefix,
         pools: {
@@ -33,7 +26,7 @@ describe('tryTakeAll over two pools', () => {
         },
       }),
     );
-    const agent = await Agent.connect({ natsUrl: nats.url, subjectPrefix: prefix, clock: hostMonoNowUs });
+    const agent = await Agent.connect({ natsUrl: nats().url, subjectPrefix: prefix, clock: hostMonoNowUs });
     const global = agent.limiter('global');
     const tenant = agent.limiter('tenant-acme');
     const charges = [

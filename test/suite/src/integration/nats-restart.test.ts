@@ -4,24 +4,17 @@
  * from the lease in hand during the outage, both sides reconnect by
  * themselves, grants resume, and the envelope holds over the whole run.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Agent, type AgentEvent } from '@tokenlease/agent';
 import { hostMonoNowUs, makeRate } from '@tokenlease/shared';
 import { checkEnvelope, type Admission, seedFromEnv, seededRandom } from '@tokenlease/shared/testing';
 import { driveTraffic } from '@tokenlease/harness/drive';
 import { scratchDir, startCoordinator, writeConfig } from '@tokenlease/harness/fleet';
-import { startPrivateNats, type PrivateNats } from '@tokenlease/harness/nats';
-import { stopAll } from '@tokenlease/harness/processes';
+import { startPrivateNats } from '@tokenlease/harness/nats';
+import { serverForSuite } from '../servers.js';
 
 describe('a NATS restart under load', () => {
-  let nats: PrivateNats;
-  beforeAll(async () => {
-    nats = await startPrivateNats();
-  });
-  afterAll(async () => {
-    await stopAll();
-    await nats.stop();
-  });
+  const nats = serverForSuite(startPrivateNats);
 
   it('keeps leases in hand working, reconnects, and resumes granting', async () => {
     const seed = seedFromEnv();
@@ -29,10 +22,10 @@ describe('a NATS restart under load', () => {
     const configPath = writeConfig(scratchDir(), {
       pools: { api: { capacity: 400, refill: '200/s', leaseTtlMs: 2000, maxLeaseTokens: 100 } },
     });
-    await startCoordinator(nats.url, configPath);
+    await startCoordinator(nats().url, configPath);
     const events: AgentEvent[] = [];
     const agent = await Agent.connect({
-      natsUrl: nats.url,
+      natsUrl: nats().url,
       clock: hostMonoNowUs,
       onEvent: (e) => events.push(e),
       keeper: { refreshMs: 1500 },
@@ -53,10 +46,10 @@ describe('a NATS restart under load', () => {
     for (const deadline = Date.now() + 4000; limiter.stats().balanceTokens < 50 && Date.now() < deadline;)
       await new Promise((resolve) => setTimeout(resolve, 5));
     expect(limiter.stats().balanceTokens).toBeGreaterThanOrEqual(50);
-    await nats.kill();
+    await nats().kill();
     const killedUs = hostMonoNowUs();
     await new Promise((resolve) => setTimeout(resolve, 1000));
-    await nats.start();
+    await nats().start();
     const restartedUs = hostMonoNowUs();
     await drive;
     await agent.close();

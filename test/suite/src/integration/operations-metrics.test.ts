@@ -10,16 +10,16 @@
  * unready when a private NATS is killed, and ready again after it is back;
  * likewise for a private Redis in durable mode.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { readAdmissionLog, scratchDir, startAgentProcess, startCoordinator, StatusProbe, writeConfig } from '@tokenlease/harness/fleet';
 import { logEvents, waitForEvent } from '@tokenlease/harness/log-events';
-import { provideNats, startPrivateNats, type NatsHandle } from '@tokenlease/harness/nats';
+import { provideNats, startPrivateNats } from '@tokenlease/harness/nats';
 import { freePort } from '@tokenlease/harness/ports';
-import { stop, stopAll, type Child } from '@tokenlease/harness/processes';
-import { seedFromEnv, seededRandom } from '@tokenlease/shared/testing';
+import { stop, type Child } from '@tokenlease/harness/processes';
 import { startPrivateRedis } from '@tokenlease/harness/redis';
 import { httpStatus, scrape, sumOf, valueOf, waitForStatus, type Sample } from '@tokenlease/harness/scrape';
 import { join } from 'node:path';
+import { seededRun, serverForSuite } from '../servers.js';
 
 const POOL = 'api';
 const CAPACITY = 100;
@@ -45,19 +45,10 @@ function checkScrape(samples: readonly Sample[]): void {
 }
 
 describe('metrics and health endpoints of real processes', () => {
-  let nats: NatsHandle;
-  beforeAll(async () => {
-    nats = await provideNats();
-  });
-  afterAll(async () => {
-    await stopAll();
-    await nats.stop();
-  });
+  const nats = serverForSuite(provideNats);
 
   it('scrapes consistent pool gauges under load, counts each grant once, and agrees with the agents and the status op', async () => {
-    const seed = seedFromEnv();
-    console.log(`operations-metrics: SEED=${seed} (replay: SEED=${seed} npx vitest run src/integration/operations-metrics.test.ts)`);
-    const random = seededRandom(seed);
+    const { seed, random } = seededRun(`operations-metrics`, import.meta.url);
     const dir = scratchDir();
     const prefix = `tlmetrics${seed}`;
     const configPath = writeConfig(dir, {
@@ -67,14 +58,14 @@ describe('metrics and health endpoints of real processes', () => {
     });
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;
-    const coordinator = await startCoordinator(nats.url, configPath, { http: `127.0.0.1:${port}`, logLevel: 'debug' });
+    const coordinator = await startCoordinator(nats().url, configPath, { http: `127.0.0.1:${port}`, logLevel: 'debug' });
     expect(await httpStatus(`${base}/healthz`)).toBe(200);
     await waitForStatus(`${base}/readyz`, 200, 5000);
 
     const logs = [join(dir, 'a.log'), join(dir, 'b.log'), join(dir, 'c.log')];
     const agents = await Promise.all([
       startAgentProcess({
-        natsUrl: nats.url,
+        natsUrl: nats().url,
         subjectPrefix: prefix,
         pool: POOL,
         name: 'bursty',
@@ -85,7 +76,7 @@ describe('metrics and health endpoints of real processes', () => {
         traffic: { kind: 'bursty', perSecond: 900, onMs: 300, offMs: 300, costMin: 1, costMax: 3 },
       }),
       startAgentProcess({
-        natsUrl: nats.url,
+        natsUrl: nats().url,
         subjectPrefix: prefix,
         pool: POOL,
         name: 'steady',
@@ -96,7 +87,7 @@ describe('metrics and health endpoints of real processes', () => {
         traffic: { kind: 'steady', perSecond: 300 },
       }),
       startAgentProcess({
-        natsUrl: nats.url,
+        natsUrl: nats().url,
         subjectPrefix: prefix,
         pool: 'tenant:acme',
         name: 'tenant',
@@ -107,7 +98,7 @@ describe('metrics and health endpoints of real processes', () => {
         traffic: { kind: 'steady', perSecond: 100 },
       }),
     ]);
-    const probe = await StatusProbe.connect(nats.url);
+    const probe = await StatusProbe.connect(nats().url);
     let scrapes = 0;
     let lastGrants = 0;
     let sawLeases = false;
@@ -178,9 +169,9 @@ describe('metrics and health endpoints of real processes', () => {
       subjectPrefix: prefix,
       pools: { [POOL]: { capacity: 50, refill: '100/s', leaseTtlMs: 1000, maxLeaseTokens: 10 } },
     });
-    await startCoordinator(nats.url, configPath);
+    await startCoordinator(nats().url, configPath);
     const agent = await startAgentProcess({
-      natsUrl: nats.url,
+      natsUrl: nats().url,
       subjectPrefix: prefix,
       pool: POOL,
       name: 'scraped',
@@ -232,7 +223,7 @@ describe('metrics and health endpoints of real processes', () => {
       const configPath = writeConfig(dir, { subjectPrefix: `tlready${process.pid}`, pools: { [POOL]: { capacity: 10, refill: '10/s' } } });
       const port = await freePort();
       const readyz = `http://127.0.0.1:${port}/readyz`;
-      const coordinator = await startCoordinator(nats.url, configPath, {
+      const coordinator = await startCoordinator(nats().url, configPath, {
         redisUrl: redis.url,
         ownershipTtlMs: 600,
         member: 'ready-1',

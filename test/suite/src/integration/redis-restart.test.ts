@@ -11,7 +11,7 @@
  * keeps its epoch), and with one that lapses during it (the owner steps
  * down, then claims the pool again with the state Redis kept).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { Agent, type AgentEvent } from '@tokenlease/agent';
 import { hostMonoNowUs, makeRate } from '@tokenlease/shared';
@@ -19,9 +19,10 @@ import { checkEnvelope, type Admission, seedFromEnv, seededRandom } from '@token
 import { driveTraffic } from '@tokenlease/harness/drive';
 import { readAdmissionLog, scratchDir, startAgentProcess, startCoordinator, writeConfig } from '@tokenlease/harness/fleet';
 import { logEvents, waitForEvent } from '@tokenlease/harness/log-events';
-import { provideNats, type NatsHandle } from '@tokenlease/harness/nats';
-import { stop, stopAll } from '@tokenlease/harness/processes';
+import { provideNats } from '@tokenlease/harness/nats';
+import { stop } from '@tokenlease/harness/processes';
 import { startPrivateRedis, type PrivateRedis } from '@tokenlease/harness/redis';
+import { serverForSuite } from '../servers.js';
 
 const CAPACITY = 100;
 const REFILL = makeRate(200, 1000);
@@ -35,14 +36,7 @@ const MAX_LEASE_TOKENS = 10;
 const AGENTS = 3;
 
 describe('a durable coordinator whose Redis restarts', () => {
-  let nats: NatsHandle;
-  beforeAll(async () => {
-    nats = await provideNats();
-  });
-  afterAll(async () => {
-    await stopAll();
-    await nats.stop();
-  });
+  const nats = serverForSuite(provideNats);
 
   async function restartUnderLoad(ownershipTtlMs: number) {
     const seed = seedFromEnv();
@@ -58,13 +52,13 @@ describe('a durable coordinator whose Redis restarts', () => {
       subjectPrefix: prefix,
       pools: { [pool]: { capacity: CAPACITY, refill: '200/s', leaseTtlMs: 1000, maxLeaseTokens: MAX_LEASE_TOKENS } },
     });
-    const coordinator = await startCoordinator(nats.url, configPath, { redisUrl: redis.url, member: 'r1', ownershipTtlMs });
+    const coordinator = await startCoordinator(nats().url, configPath, { redisUrl: redis.url, member: 'r1', ownershipTtlMs });
     await waitForEvent(coordinator, { event: 'pool-owned', pool }, 5000);
 
     // Three agents offer about 2.3 times the refill rate: two here, one in a child process.
     const childLog = join(dir, 'child.log');
     const child = await startAgentProcess({
-      natsUrl: nats.url,
+      natsUrl: nats().url,
       subjectPrefix: prefix,
       pool,
       name: 'child',
@@ -77,7 +71,7 @@ describe('a durable coordinator whose Redis restarts', () => {
     const agents = await Promise.all(
       [0, 1].map((i) =>
         Agent.connect({
-          natsUrl: nats.url,
+          natsUrl: nats().url,
           subjectPrefix: prefix,
           clock: hostMonoNowUs,
           agentId: `restart-${i}-${seed}`,

@@ -15,12 +15,13 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { makeRate, type Rate } from '@tokenlease/shared';
-import { checkAcrossChange, checkEnvelope, fasterRate, type Admission, seedFromEnv, seededRandom } from '@tokenlease/shared/testing';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { checkAcrossChange, checkEnvelope, fasterRate, type Admission } from '@tokenlease/shared/testing';
+import { describe, expect, it } from 'vitest';
 import { readAdmissionLog, scratchDir, startAgentProcess, startCoordinator, StatusProbe, writeConfig } from '@tokenlease/harness/fleet';
 import { logEvents, parseLogLine, waitForEvent } from '@tokenlease/harness/log-events';
-import { provideNats, type NatsHandle } from '@tokenlease/harness/nats';
-import { stopAll, type Child } from '@tokenlease/harness/processes';
+import { provideNats } from '@tokenlease/harness/nats';
+import { type Child } from '@tokenlease/harness/processes';
+import { seededRun, serverForSuite } from '../servers.js';
 
 const POOL = 'api';
 const TTL_MS = 1000;
@@ -55,23 +56,14 @@ async function hangUp(coordinator: Child, configPath: string, next: object, afte
 }
 
 describe('limits changed without a restart (SIGHUP)', () => {
-  let nats: NatsHandle;
-  beforeAll(async () => {
-    nats = await provideNats();
-  });
-  afterAll(async () => {
-    await stopAll();
-    await nats.stop();
-  });
+  const nats = serverForSuite(provideNats);
 
   it('keeps the promise across a shrink and a growth under load, and refuses a bad file without changing anything', async () => {
-    const seed = seedFromEnv();
-    console.log(`reload: SEED=${seed} (replay: SEED=${seed} npx vitest run src/integration/reload.test.ts)`);
-    const random = seededRandom(seed);
+    const { seed, random } = seededRun(`reload`, import.meta.url);
     const dir = scratchDir();
     const prefix = `tlreload${seed}`;
     const configPath = writeConfig(dir, doc(prefix, FIRST));
-    const coordinator = await startCoordinator(nats.url, configPath);
+    const coordinator = await startCoordinator(nats().url, configPath);
     const logs = ['a', 'b', 'c'].map((n) => join(dir, `${n}.log`));
     const traffics = [
       { kind: 'bursty', perSecond: 900, onMs: 300, offMs: 300, costMin: 1, costMax: 3 },
@@ -81,7 +73,7 @@ describe('limits changed without a restart (SIGHUP)', () => {
     const agents = await Promise.all(
       traffics.map((traffic, i) =>
         startAgentProcess({
-          natsUrl: nats.url,
+          natsUrl: nats().url,
           subjectPrefix: prefix,
           pool: POOL,
           name: `agent-${i}`,
@@ -92,7 +84,7 @@ describe('limits changed without a restart (SIGHUP)', () => {
         }),
       ),
     );
-    const probe = await StatusProbe.connect(nats.url);
+    const probe = await StatusProbe.connect(nats().url);
 
     await sleep(3000);
     const shrunkAtUs = await hangUp(coordinator, configPath, doc(prefix, SHRUNK), 0);
