@@ -15,18 +15,19 @@ import { cpSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AgentMetrics } from '@tokenlease/agent';
 import { Registry } from 'prom-client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import type { AgentProcessConfig } from '@tokenlease/harness/agent-process';
 import { scratchDir, startAgentProcess, startCoordinator, writeConfig } from '@tokenlease/harness/fleet';
 import { waitForEvent } from '@tokenlease/harness/log-events';
-import { provideNats, type NatsHandle } from '@tokenlease/harness/nats';
+import { provideNats } from '@tokenlease/harness/nats';
 import { REPO_ROOT } from '@tokenlease/harness/paths';
 import { freePort } from '@tokenlease/harness/ports';
-import { spawnProcess, stop, stopAll } from '@tokenlease/harness/processes';
-import { provideRedis, type RedisHandle } from '@tokenlease/harness/redis';
+import { spawnProcess, stop } from '@tokenlease/harness/processes';
+import { provideRedis } from '@tokenlease/harness/redis';
 import { scrape, waitForStatus } from '@tokenlease/harness/scrape';
 import { parseDockerfile, type Stage } from '@tokenlease/harness/dockerfile';
+import { serverForSuite } from '../servers.js';
 
 const read = (path: string): string => readFileSync(join(REPO_ROOT, path), 'utf8');
 const yamlOf = (path: string): Record<string, unknown> => parseYaml(read(path)) as Record<string, unknown>;
@@ -67,17 +68,8 @@ function exposedNames(text: string): Set<string> {
 }
 
 describe('the compose stack, without Docker', () => {
-  let nats: NatsHandle;
-  let redis: RedisHandle;
-  beforeAll(async () => {
-    nats = await provideNats();
-    redis = await provideRedis();
-  });
-  afterAll(async () => {
-    await stopAll();
-    await nats.stop();
-    await redis.stop();
-  });
+  const nats = serverForSuite(provideNats);
+  const redis = serverForSuite(provideRedis);
 
   it('runs NATS, Redis append-only with fsync always, two durable coordinators, the demo agents, Prometheus and Grafana', () => {
     expect(Object.keys(services).sort()).toEqual(
@@ -156,8 +148,8 @@ describe('the compose stack, without Docker', () => {
     const port = await freePort();
     const dir = scratchDir();
     const configPath = writeConfig(dir, { subjectPrefix: `tldeploy${process.pid}`, pools: { api: { capacity: 10, refill: '10/s' } } });
-    const coordinator = await startCoordinator(nats.url, configPath, {
-      redisUrl: redis.url,
+    const coordinator = await startCoordinator(nats().url, configPath, {
+      redisUrl: redis().url,
       member: 'deploy-names',
       ownershipTtlMs: 1000,
       redisPrefix: `tldeploy${process.pid}-${Date.now()}`,
@@ -222,7 +214,7 @@ describe('the compose stack, without Docker', () => {
     const child = spawnProcess(
       'docker-coordinator',
       entry[0] as string,
-      [script, ...entry.slice(2), ...args, '--nats', nats.url, '--memory'],
+      [script, ...entry.slice(2), ...args, '--nats', nats().url, '--memory'],
       env,
     );
     await waitForStatus(`http://127.0.0.1:${port}/healthz`, 200, 15_000);
@@ -255,7 +247,7 @@ describe('the compose stack, without Docker', () => {
     expect(config.metricsHost).toBe('0.0.0.0');
     const agent = await startAgentProcess({
       ...config,
-      natsUrl: nats.url,
+      natsUrl: nats().url,
       subjectPrefix: `tldeploydemo${process.pid}`,
       durationMs: 1000,
       metricsPort: port,

@@ -7,14 +7,15 @@
  * 4 a reload refused.
  */
 import { writeFileSync } from 'node:fs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { scratchDir, startAgentProcess, startCoordinator, writeConfig } from '@tokenlease/harness/fleet';
 import { waitForEvent } from '@tokenlease/harness/log-events';
-import { provideNats, type NatsHandle } from '@tokenlease/harness/nats';
+import { provideNats } from '@tokenlease/harness/nats';
 import { operatorCliScript } from '@tokenlease/harness/paths';
 import { freePort } from '@tokenlease/harness/ports';
-import { spawnNode, stop, stopAll } from '@tokenlease/harness/processes';
-import { provideRedis, type RedisHandle } from '@tokenlease/harness/redis';
+import { spawnNode, stop } from '@tokenlease/harness/processes';
+import { provideRedis } from '@tokenlease/harness/redis';
+import { serverForSuite } from '../servers.js';
 
 interface Run {
   readonly code: number | null;
@@ -31,27 +32,18 @@ async function tokenlease(args: readonly string[]): Promise<Run> {
 const POOL_FIELDS = { capacity: 100, refill: '100/s', leaseTtlMs: 1000, maxLeaseTokens: 20 };
 
 describe('the operator CLI against live coordinators', () => {
-  let nats: NatsHandle;
-  let redis: RedisHandle;
-  beforeAll(async () => {
-    nats = await provideNats();
-    redis = await provideRedis();
-  });
-  afterAll(async () => {
-    await stopAll();
-    await nats.stop();
-    await redis.stop();
-  });
+  const nats = serverForSuite(provideNats);
+  const redis = serverForSuite(provideRedis);
 
   it('shows pools, status, an agent lease and a watch, as text and JSON, and reloads', async () => {
     const prefix = `tlcli${process.pid}`;
     const dir = scratchDir();
     const doc = { subjectPrefix: prefix, pools: { api: POOL_FIELDS, spare: POOL_FIELDS }, templates: { 'tenant:*': POOL_FIELDS } };
     const configPath = writeConfig(dir, doc);
-    const coordinator = await startCoordinator(nats.url, configPath);
-    const common = ['--nats', nats.url, '--prefix', prefix];
+    const coordinator = await startCoordinator(nats().url, configPath);
+    const common = ['--nats', nats().url, '--prefix', prefix];
     const agent = await startAgentProcess({
-      natsUrl: nats.url,
+      natsUrl: nats().url,
       subjectPrefix: prefix,
       pool: 'api',
       name: 'cli-agent',
@@ -134,13 +126,13 @@ describe('the operator CLI against live coordinators', () => {
     const dir = scratchDir();
     const pools = Object.fromEntries(['a', 'b', 'c', 'd', 'e', 'f'].map((name) => [name, POOL_FIELDS]));
     const configPath = writeConfig(dir, { subjectPrefix: prefix, pools });
-    const options = { redisUrl: redis.url, ownershipTtlMs: 600, redisPrefix: `${prefix}-${Date.now()}` };
-    const one = await startCoordinator(nats.url, configPath, { ...options, member: 'cli-one' });
-    const two = await startCoordinator(nats.url, configPath, { ...options, member: 'cli-two' });
+    const options = { redisUrl: redis().url, ownershipTtlMs: 600, redisPrefix: `${prefix}-${Date.now()}` };
+    const one = await startCoordinator(nats().url, configPath, { ...options, member: 'cli-one' });
+    const two = await startCoordinator(nats().url, configPath, { ...options, member: 'cli-two' });
     // Both members seen and every pool owned by its preferred member: wait until six pools are listed once each.
     let listed: { coordinators: string[]; pools: { pool: string; coordinator: string }[] } = { coordinators: [], pools: [] };
     for (let i = 0; i < 50; i += 1) {
-      const run = await tokenlease(['pools', '--json', '--nats', nats.url, '--prefix', prefix, '--window-ms', '300']);
+      const run = await tokenlease(['pools', '--json', '--nats', nats().url, '--prefix', prefix, '--window-ms', '300']);
       if (run.code === 0) listed = JSON.parse(run.stdout) as typeof listed;
       if (listed.pools.length === 6 && listed.coordinators.length === 2) break;
       await new Promise((resolve) => setTimeout(resolve, 200));
@@ -149,7 +141,7 @@ describe('the operator CLI against live coordinators', () => {
     expect(listed.coordinators).toEqual(['cli-one', 'cli-two']);
     // One reload reaches both; each applies the file, and pool a serves its new capacity wherever it is owned.
     writeFileSync(configPath, JSON.stringify({ subjectPrefix: prefix, pools: { ...pools, a: { ...POOL_FIELDS, capacity: 70 } } }));
-    const reload = await tokenlease(['reload', '--json', '--nats', nats.url, '--prefix', prefix]);
+    const reload = await tokenlease(['reload', '--json', '--nats', nats().url, '--prefix', prefix]);
     expect(reload.code, reload.stderr).toBe(0);
     const outcomes = (JSON.parse(reload.stdout) as { coordinators: { coordinator: string; outcome: string; changed: string[] }[] })
       .coordinators;
@@ -157,7 +149,7 @@ describe('the operator CLI against live coordinators', () => {
       ['cli-one', 'applied', ['a']],
       ['cli-two', 'applied', ['a']],
     ]);
-    const a = JSON.parse((await tokenlease(['status', 'a', '--json', '--nats', nats.url, '--prefix', prefix])).stdout) as {
+    const a = JSON.parse((await tokenlease(['status', 'a', '--json', '--nats', nats().url, '--prefix', prefix])).stdout) as {
       capacityTokens: number;
     };
     expect(a.capacityTokens).toBe(70);
@@ -171,7 +163,7 @@ describe('the operator CLI against live coordinators', () => {
     expect(down.stderr).toMatch(new RegExp(`^tokenlease: cannot connect to NATS at nats://127\\.0\\.0\\.1:${port}\\b[^\\n]*refused\\n$`));
     expect(down.stderr).not.toMatch(/:pass\b|pass@/);
     expect(down.stdout).toBe('');
-    const nobody = await tokenlease(['status', 'api', '--nats', nats.url, '--prefix', `tlnobody${process.pid}`, '--timeout-ms', '300']);
+    const nobody = await tokenlease(['status', 'api', '--nats', nats().url, '--prefix', `tlnobody${process.pid}`, '--timeout-ms', '300']);
     expect(nobody.code).toBe(1);
     expect(nobody.stderr).toMatch(/no coordinator answered/);
     for (const args of [
