@@ -10,22 +10,12 @@
  */
 import { findExecutable, loadTestcontainers } from './binaries.js';
 import { freePort, waitListening } from './ports.js';
-import { spawnProcess, stop, type Child } from './processes.js';
+import { serverFromEnv, startBinaryServer, type PrivateServer, type ServerHandle } from './server-handle.js';
 
-export interface NatsHandle {
-  readonly url: string;
-  /** How this server was found: env, binary or container. */
-  readonly source: 'env' | 'binary' | 'container';
-  stop(): Promise<void>;
-}
-
-export interface PrivateNats extends NatsHandle {
-  readonly port: number;
-  /** kill — SIGKILLs the server and waits until it is gone. */
-  kill(): Promise<void>;
-  /** start — (re)starts the server on the same port. */
-  start(): Promise<void>;
-}
+/** NatsHandle — the NATS a suite uses. */
+export type NatsHandle = ServerHandle;
+/** PrivateNats — a nats-server of our own. */
+export type PrivateNats = PrivateServer;
 
 const HOW_TO_GET_NATS =
   'no NATS server available: set NATS_URL=nats://host:port, or install nats-server ' +
@@ -40,41 +30,16 @@ export function findNatsServerBinary(): string | null {
 /** startPrivateNats — a nats-server of our own on a free port (binary, else container). */
 export async function startPrivateNats(): Promise<PrivateNats> {
   const binary = findNatsServerBinary();
-  if (binary !== null) return startBinaryNats(binary, await freePort());
+  if (binary !== null) {
+    const port = await freePort();
+    return startBinaryServer({ scheme: 'nats', binary, args: ['-a', '127.0.0.1', '-p', String(port)] }, port);
+  }
   return startContainerNats();
 }
 
 /** provideNats — the server tests should use; see the module comment for the order. */
 export async function provideNats(): Promise<NatsHandle> {
-  const fromEnv = process.env['NATS_URL'];
-  if (fromEnv !== undefined && fromEnv !== '') {
-    return { url: fromEnv, source: 'env', stop: async () => {} };
-  }
-  return startPrivateNats();
-}
-
-async function startBinaryNats(binary: string, port: number): Promise<PrivateNats> {
-  let child: Child | null = null;
-  const handle: PrivateNats = {
-    url: `nats://127.0.0.1:${port}`,
-    source: 'binary',
-    port,
-    async start() {
-      if (child !== null && child.proc.exitCode === null && child.proc.signalCode === null) return;
-      child = spawnProcess(`nats-server:${port}`, binary, ['-a', '127.0.0.1', '-p', String(port)]);
-      await waitListening('127.0.0.1', port, 10_000);
-    },
-    async kill() {
-      if (child === null) return;
-      child.proc.kill('SIGKILL');
-      await child.exited;
-    },
-    async stop() {
-      if (child !== null) await stop(child);
-    },
-  };
-  await handle.start();
-  return handle;
+  return serverFromEnv('NATS_URL') ?? startPrivateNats();
 }
 
 async function startContainerNats(): Promise<PrivateNats> {

@@ -16,22 +16,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { findExecutable, loadTestcontainers } from './binaries.js';
 import { freePort, waitListening } from './ports.js';
-import { spawnProcess, stop, type Child } from './processes.js';
+import { serverFromEnv, startBinaryServer, type PrivateServer, type ServerHandle } from './server-handle.js';
 
-export interface RedisHandle {
-  readonly url: string;
-  /** How this server was found: env, binary or container. */
-  readonly source: 'env' | 'binary' | 'container';
-  stop(): Promise<void>;
-}
-
-export interface PrivateRedis extends RedisHandle {
-  readonly port: number;
-  /** kill — SIGKILLs the server and waits until it is gone (its append-only file stays). */
-  kill(): Promise<void>;
-  /** start — (re)starts the server on the same port and folder. */
-  start(): Promise<void>;
-}
+/** RedisHandle — the Redis a suite uses. */
+export type RedisHandle = ServerHandle;
+/** PrivateRedis — a redis-server of our own; a kill keeps its append-only file. */
+export type PrivateRedis = PrivateServer;
 
 const HOW_TO_GET_REDIS =
   'no Redis server available: set REDIS_URL=redis://host:port, or install redis-server ' +
@@ -44,9 +34,7 @@ export function findRedisServerBinary(): string | null {
 
 /** provideRedis — the server tests should use; see the module comment for the order. */
 export async function provideRedis(): Promise<RedisHandle> {
-  const fromEnv = process.env['REDIS_URL'];
-  if (fromEnv !== undefined && fromEnv !== '') return { url: fromEnv, source: 'env', stop: async () => {} };
-  return startPrivateRedis();
+  return serverFromEnv('REDIS_URL') ?? startPrivateRedis();
 }
 
 /** startPrivateRedis — a durable redis-server of our own on a free port (binary, else container). */
@@ -58,7 +46,6 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
 
 async function startBinaryRedis(binary: string, port: number): Promise<PrivateRedis> {
   const dir = mkdtempSync(join(tmpdir(), 'tokenlease-redis-'));
-  let child: Child | null = null;
   const args = [
     '--bind',
     '127.0.0.1',
@@ -75,27 +62,7 @@ async function startBinaryRedis(binary: string, port: number): Promise<PrivateRe
     '--protected-mode',
     'no',
   ];
-  const handle: PrivateRedis = {
-    url: `redis://127.0.0.1:${port}`,
-    source: 'binary',
-    port,
-    async start() {
-      if (child !== null && child.proc.exitCode === null && child.proc.signalCode === null) return;
-      child = spawnProcess(`redis-server:${port}`, binary, args);
-      await waitListening('127.0.0.1', port, 10_000);
-    },
-    async kill() {
-      if (child === null) return;
-      child.proc.kill('SIGKILL');
-      await child.exited;
-    },
-    async stop() {
-      if (child !== null) await stop(child);
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
-  await handle.start();
-  return handle;
+  return startBinaryServer({ scheme: 'redis', binary, args, cleanUp: () => rmSync(dir, { recursive: true, force: true }) }, port);
 }
 
 async function startContainerRedis(): Promise<PrivateRedis> {
