@@ -30,12 +30,11 @@ function openssl(args: readonly string[]): void {
   execFileSync(binary, args, { stdio: ['ignore', 'ignore', 'pipe'] });
 }
 
-function selfSignedCa(dir: string, name: string, commonName: string): { cert: string; key: string } {
-  const cert = join(dir, `${name}.pem`);
-  const key = join(dir, `${name}.key`);
+/** newKeyRequest — a fresh P-256 key at `key` and a request for `commonName` at `out` (a self-signed certificate with `-x509`). */
+function newKeyRequest(key: string, out: string, commonName: string, extra: readonly string[] = []): void {
   openssl([
     'req',
-    '-x509',
+    ...extra,
     '-newkey',
     'ec',
     '-pkeyopt',
@@ -44,12 +43,16 @@ function selfSignedCa(dir: string, name: string, commonName: string): { cert: st
     '-keyout',
     key,
     '-out',
-    cert,
-    '-days',
-    '2',
+    out,
     '-subj',
     `/CN=${commonName}`,
   ]);
+}
+
+function selfSignedCa(dir: string, name: string, commonName: string): { cert: string; key: string } {
+  const cert = join(dir, `${name}.pem`);
+  const key = join(dir, `${name}.key`);
+  newKeyRequest(key, cert, commonName, ['-x509', '-days', '2']);
   return { cert, key };
 }
 
@@ -66,20 +69,7 @@ function signed(
   const cert = join(dir, `${name}.pem`);
   const extFile = join(dir, `${name}.ext`);
   writeFileSync(extFile, ext);
-  openssl([
-    'req',
-    '-newkey',
-    'ec',
-    '-pkeyopt',
-    'ec_paramgen_curve:prime256v1',
-    '-nodes',
-    '-keyout',
-    key,
-    '-out',
-    csr,
-    '-subj',
-    `/CN=${commonName}`,
-  ]);
+  newKeyRequest(key, csr, commonName);
   openssl([
     'x509',
     '-req',
