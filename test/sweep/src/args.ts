@@ -15,41 +15,16 @@ import { MAX_TTL_MS, MIN_TTL_MS } from '@tokenlease/coordinator';
 import { formatRate, parseRate, tokenScale, type Rate } from '@tokenlease/shared';
 import { SweepArgsError } from './args-error.js';
 import { formatDurationUs, parseDurationUs } from './duration.js';
+import type { SweepInput } from './run-sweep.js';
 import { LEASE_MODES, tokenleaseSettings, type LeaseMode } from './settings.js';
-import { formatWorkload, parseWorkload, workloadUsage, type Workload } from './workload.js';
+import { formatWorkload, parseWorkload, workloadUsage } from './workload.js';
 
 /**
- * SweepArgs — one validated sweep request. Token counts are whole tokens;
- * `ttlsMs` and `durationMs` whole milliseconds; `latencyUs` whole
- * microseconds; `refreshesMs` whole milliseconds; `targetUtilization` a
- * fraction in (0, 1].
+ * SweepArgs — one validated sweep request: what the sweep runs (SweepInput,
+ * whole tokens, ms and µs) and how the command reports it;
+ * `targetUtilization` a fraction in (0, 1].
  */
-export interface SweepArgs {
-  /** Agents in the simulated fleet, ≥ 1. */
-  readonly agents: number;
-  /** B, the pool's capacity, tokens. */
-  readonly capacityTokens: number;
-  /** r, the pool's refill rate (exact ratio). */
-  readonly refill: Rate;
-  readonly workload: Workload;
-  /** maxLeaseTokens values to try, tokens, ascending, each in [1, capacityTokens]. */
-  readonly leaseSizesTokens: readonly number[];
-  /** Lease TTLs to try, ms, ascending. */
-  readonly ttlsMs: readonly number[];
-  /** Burst allowances A to try, tokens beyond B, ascending; 0 = strict. */
-  readonly allowancesTokens: readonly number[];
-  /** Lease modes to run, in LEASE_MODES order without duplicates: chunk leases try every lease size, rate leases every refresh interval. */
-  readonly leaseModes: readonly LeaseMode[];
-  /** The agents' refresh intervals (keeper refreshMs) to try with rate leases, ms, ascending. */
-  readonly refreshesMs: readonly number[];
-  /** The agents' usage-report intervals (keeper reportMs) to try with chunk leases, ms, ascending; 0 = off. */
-  readonly reportsMs: readonly number[];
-  /** Mean one-way network delay, µs. */
-  readonly latencyUs: number;
-  /** Simulated time per combination, ms. */
-  readonly durationMs: number;
-  /** Seed of every random draw of the run, in [0, 2^32 − 1]. */
-  readonly seed: number;
+export interface SweepArgs extends SweepInput {
   /** True when the seed came from `--seed`, false when drawn at random. */
   readonly seedFromFlag: boolean;
   /** Print JSON rows instead of the table. */
@@ -303,9 +278,9 @@ export function parseSweepArgs(argv: readonly string[], drawSeed: () => number =
     (one) => durationUs('--reports', /^\d+$/.test(one) ? `${one}ms` : one, 0, MAX_TTL_MS * 1000, true) / 1000,
   );
   const combinations = tokenleaseSettings({
-    allowances: allowancesTokens,
+    allowancesTokens,
     ttlsMs,
-    leaseSizes: leaseSizesTokens,
+    leaseSizesTokens,
     leaseModes,
     refreshesMs,
     reportsMs,

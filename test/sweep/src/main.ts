@@ -47,32 +47,12 @@ function main(): void {
       `latency ${args.latencyUs / 1000} ms, ${args.durationMs / 1000} s simulated per combination, seed ${args.seed}`,
   );
   say(`replay: ${replay}`);
-  const lists = {
-    leaseSizes: args.leaseSizesTokens,
-    ttlsMs: args.ttlsMs,
-    allowances: args.allowancesTokens,
-    leaseModes: args.leaseModes,
-    refreshesMs: args.refreshesMs,
-    reportsMs: args.reportsMs,
-  };
-  const total = tokenleaseSettings(lists).length + 2;
+  const total = tokenleaseSettings(args).length + 2;
   let done = 0;
-  const rows = runSweep(
-    {
-      agents: args.agents,
-      capacity: args.capacityTokens,
-      refill: args.refill,
-      workload: args.workload,
-      ...lists,
-      latencyUs: args.latencyUs,
-      durationMs: args.durationMs,
-      seed: args.seed,
-    },
-    () => {
-      done += 1;
-      process.stderr.write(`\r${done}/${total} runs`);
-    },
-  );
+  const rows = runSweep(args, () => {
+    done += 1;
+    process.stderr.write(`\r${done}/${total} runs`);
+  });
   process.stderr.write('\n');
   const recommendation = recommend(rows, args.targetUtilization);
   if (args.json) {

@@ -14,12 +14,12 @@ import { runSweep } from './run-sweep.js';
 describe('runSweep', () => {
   const rows = runSweep({
     agents: 8,
-    capacity: 200,
+    capacityTokens: 200,
     refill: makeRate(400, 1000),
     workload: { name: 'zipf', load: 1.5, exponent: 1 },
-    leaseSizes: [2, 10, 25],
+    leaseSizesTokens: [2, 10, 25],
     ttlsMs: [500, 2000],
-    allowances: [0],
+    allowancesTokens: [0],
     leaseModes: ['chunk', 'rate'],
     refreshesMs: [250, 1000],
     reportsMs: [0],
@@ -85,12 +85,12 @@ describe('runSweep', () => {
 describe('runSweep with usage reports', () => {
   const rows = runSweep({
     agents: 8,
-    capacity: 200,
+    capacityTokens: 200,
     refill: makeRate(400, 1000),
     workload: { name: 'zipf', load: 1.5, exponent: 1 },
-    leaseSizes: [50],
+    leaseSizesTokens: [50],
     ttlsMs: [2000],
-    allowances: [0],
+    allowancesTokens: [0],
     leaseModes: ['chunk', 'rate'],
     refreshesMs: [1000],
     reportsMs: [0, 100],

@@ -25,27 +25,24 @@ import { central, local, type BaselineOutcome } from './baselines.js';
 import { idealAdmitted } from './ideal.js';
 import { jain, jainOverShare, p99 } from './fairness.js';
 import type { SweepRow } from './row.js';
-import { tokenleaseSettings, type LeaseMode, type Setting } from './settings.js';
+import { tokenleaseSettings, type Setting, type SettingsInput } from './settings.js';
 
 export type { LeaseMode } from './settings.js';
 
-export interface SweepInput {
+/** SweepInput — what one sweep runs: the fleet, the pool, the workload, the settings to try (SettingsInput), the network and the seed. */
+export interface SweepInput extends SettingsInput {
+  /** Agents in the simulated fleet, ≥ 1. */
   readonly agents: number;
-  readonly capacity: number;
+  /** B, the pool's capacity, tokens. */
+  readonly capacityTokens: number;
+  /** r, the pool's refill rate (exact ratio). */
   readonly refill: Rate;
   readonly workload: WorkloadSpec;
-  readonly leaseSizes: readonly number[];
-  readonly ttlsMs: readonly number[];
-  /** Allowances A to try (0 = the strict envelope). */
-  readonly allowances: readonly number[];
-  /** Lease modes to run: 'chunk' rows try every lease size, 'rate' rows every refresh interval. */
-  readonly leaseModes: readonly LeaseMode[];
-  /** The agents' refresh intervals (keeper refreshMs) to try with rate leases, ms. */
-  readonly refreshesMs: readonly number[];
-  /** The agents' usage-report intervals (keeper reportMs) to try with chunk leases, ms; 0 = off. */
-  readonly reportsMs: readonly number[];
+  /** Mean one-way network delay, µs. */
   readonly latencyUs: number;
+  /** Simulated time per combination, ms. */
   readonly durationMs: number;
+  /** Seed of every random draw of the run, in [0, 2^32 − 1]. */
   readonly seed: number;
 }
 
@@ -103,10 +100,10 @@ function simulatedRow(input: SweepInput, setting: Setting & { readonly ttlMs: nu
     agents: input.agents,
     durationUs: input.durationMs * 1000,
     pool: {
-      capacity: input.capacity,
+      capacity: input.capacityTokens,
       refill: input.refill,
       leaseTtlMs: setting.ttlMs,
-      maxLeaseTokens: setting.leaseSize ?? input.capacity,
+      maxLeaseTokens: setting.leaseSize ?? input.capacityTokens,
       allowance: setting.allowance,
       ...(rate ? { leaseMode: 'rate' as const } : {}),
     },
@@ -137,7 +134,7 @@ function commonOf(input: SweepInput, workload: Workload): Common {
     if (a.waitMs > 0) takes += 1;
   }
   return {
-    ideal: idealAdmitted(workload.arrivals, input.capacity, input.refill),
+    ideal: idealAdmitted(workload.arrivals, input.capacityTokens, input.refill),
     offeredCount: workload.arrivals.length,
     perAgentOffered,
     takes,
@@ -155,7 +152,7 @@ function arrivalsOf(input: SweepInput): Workload {
     seed: input.seed,
     agents: input.agents,
     durationUs: input.durationMs * 1000,
-    pool: { capacity: input.capacity, refill: input.refill, leaseTtlMs: DEFAULT_TTL_MS, maxLeaseTokens: 1 },
+    pool: { capacity: input.capacityTokens, refill: input.refill, leaseTtlMs: DEFAULT_TTL_MS, maxLeaseTokens: 1 },
     workload: input.workload,
     network: { latencyUs: input.latencyUs, lossRate: 0, duplicateRate: 0 },
     partitions: [],
@@ -180,7 +177,7 @@ export function runSweep(input: SweepInput, onRow: (row: SweepRow) => void = () 
       central(
         workload,
         input.agents,
-        input.capacity,
+        input.capacityTokens,
         input.refill,
         { latencyUs: input.latencyUs, lossRate: 0, duplicateRate: 0 },
         input.seed,
@@ -188,6 +185,6 @@ export function runSweep(input: SweepInput, onRow: (row: SweepRow) => void = () 
       common,
     ),
   );
-  add(baselineRow('local', local(workload, input.agents, input.capacity, input.refill), common));
+  add(baselineRow('local', local(workload, input.agents, input.capacityTokens, input.refill), common));
   return rows;
 }

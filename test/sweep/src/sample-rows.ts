@@ -105,9 +105,9 @@ export function sampleSweepRows(allowances: readonly number[] = [0]): SweepRow[]
  */
 export function sampleRateRows(allowances: readonly number[] = [0]): SweepRow[] {
   const settings = tokenleaseSettings({
-    allowances,
+    allowancesTokens: allowances,
     ttlsMs: [1000, 2000, 5000],
-    leaseSizes: [],
+    leaseSizesTokens: [],
     leaseModes: ['rate'],
     refreshesMs: [250, 500, 1000, 2000],
     reportsMs: [0],

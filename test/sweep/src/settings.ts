@@ -29,9 +29,12 @@ export interface Setting {
 
 /** SettingsInput — the lists a sweep tries (ms and tokens). */
 export interface SettingsInput {
-  readonly allowances: readonly number[];
+  /** Burst allowances A to try, tokens beyond B, ascending; 0 = strict. */
+  readonly allowancesTokens: readonly number[];
+  /** Lease TTLs to try, ms, ascending. */
   readonly ttlsMs: readonly number[];
-  readonly leaseSizes: readonly number[];
+  /** maxLeaseTokens values to try with chunk leases, tokens, ascending. */
+  readonly leaseSizesTokens: readonly number[];
   readonly leaseModes: readonly LeaseMode[];
   readonly refreshesMs: readonly number[];
   /** Usage-report intervals for chunk settings, ms, 0 = off. */
@@ -47,10 +50,10 @@ export function rateTtlsMs(ttlsMs: readonly number[], refreshMs: number): number
 /** tokenleaseSettings — every chunk and rate setting of `input`, in row order: by allowance, then chunk (TTL, lease size, report interval), then rate (refresh, TTL). */
 export function tokenleaseSettings(input: SettingsInput): (Setting & { readonly ttlMs: number })[] {
   const settings: (Setting & { readonly ttlMs: number })[] = [];
-  for (const allowance of input.allowances) {
+  for (const allowance of input.allowancesTokens) {
     if (input.leaseModes.includes('chunk')) {
       for (const ttlMs of input.ttlsMs) {
-        for (const leaseSize of input.leaseSizes)
+        for (const leaseSize of input.leaseSizesTokens)
           for (const reportMs of input.reportsMs) settings.push({ leaseSize, refreshMs: null, ttlMs, allowance, reportMs });
       }
     }
