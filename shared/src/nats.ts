@@ -11,6 +11,8 @@ export {
   NATS_ENV,
   describeNatsLogin,
   natsEnvLayer,
+  natsOptionsLayer,
+  NATS_OPTION_NAMES,
   resolveNatsOptions,
   type NatsAuth,
   type NatsConnectOptions,

@@ -10,11 +10,10 @@ import {
   busFromConnection,
   connectNats,
   natsEnvLayer,
+  natsOptionsLayer,
   resolveNatsOptions,
   type Bus,
   type NatsConnection,
-  type NatsField,
-  type NatsLayer,
 } from '@tokenlease/shared/nats';
 import { AgentError, type AgentErrorCode } from '../errors.js';
 
@@ -38,28 +37,34 @@ export interface AgentNatsOptions {
 
 /** The part of AgentOptions that says how to reach NATS. */
 export interface AgentConnectionOptions {
+  /**
+   * NATS URL(s), comma-separated, credentials allowed inside
+   * (`nats://user:password@host`, `nats://token@host`); default `$NATS_URL`
+   * or nats://127.0.0.1:4222. Ignored when `bus` or `connection` is given.
+   */
   readonly natsUrl?: string;
+  /**
+   * Login and TLS (user and password, token, NKey seed file, creds file;
+   * CA, client certificate and key files) and the connect timeout; each
+   * overrides its environment variable (NATS_USER, NATS_PASSWORD,
+   * NATS_TOKEN, NATS_NKEY, NATS_CREDS, NATS_CA, NATS_CERT, NATS_KEY,
+   * NATS_CONNECT_TIMEOUT_MS), and a login given here replaces the
+   * environment's whole.
+   */
   readonly nats?: AgentNatsOptions;
+  /**
+   * Subject prefix of the agent's reply inboxes; default `$NATS_INBOX_PREFIX`,
+   * else `_INBOX_<identity>` when an identity is given (what the shipped
+   * permissions let its user read), else `_INBOX`.
+   */
   readonly inboxPrefix?: string;
+  /** An existing nats.js connection to use instead of connecting; the agent then does not close it. */
   readonly connection?: NatsConnection;
+  /** An existing bus to use instead of connecting; the agent then does not close it. */
   readonly bus?: Bus;
+  /** Where NATS_* settings are read from (default `process.env`; `{}` reads none). */
   readonly env?: Readonly<Record<string, string | undefined>>;
 }
-
-/** How each option is named in an error message. */
-const OPTION_NAMES: Readonly<Record<NatsField, string>> = {
-  url: 'natsUrl',
-  user: 'nats.user',
-  password: 'nats.password',
-  token: 'nats.token',
-  nkeyFile: 'nats.nkeyFile',
-  credsFile: 'nats.credsFile',
-  caFile: 'nats.caFile',
-  certFile: 'nats.certFile',
-  keyFile: 'nats.keyFile',
-  inboxPrefix: 'inboxPrefix',
-  connectTimeoutMs: 'nats.connectTimeoutMs',
-};
 
 /** What a failed connection's code becomes for the agent's callers. */
 const CODES: ReadonlyMap<string, AgentErrorCode> = new Map<string, AgentErrorCode>([
@@ -86,10 +91,7 @@ export async function openAgentBus(
 ): Promise<{ readonly bus: Bus; readonly owned: boolean }> {
   if (options.bus !== undefined) return { bus: options.bus, owned: false };
   if (options.connection !== undefined) return { bus: busFromConnection(options.connection), owned: false };
-  const given: NatsLayer = {
-    settings: { ...options.nats, url: options.natsUrl, inboxPrefix: options.inboxPrefix },
-    names: OPTION_NAMES,
-  };
+  const given = natsOptionsLayer({ ...options.nats, url: options.natsUrl, inboxPrefix: options.inboxPrefix });
   const inboxPrefix = defaultInboxPrefix(identity);
   try {
     const resolved = resolveNatsOptions(

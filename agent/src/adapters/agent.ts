@@ -24,7 +24,7 @@ import {
   DEFAULT_SUBJECT_PREFIX,
   TokenleaseError,
 } from '@tokenlease/shared';
-import { type Bus, type BusEvent, type NatsConnection } from '@tokenlease/shared/nats';
+import { type Bus, type BusEvent } from '@tokenlease/shared/nats';
 import { LeaseKeeper, type SendAction } from '../core/lease-keeper.js';
 import { keeperOptions, type KeeperOptions } from '../core/keeper-options.js';
 import { takeAllAt, type SlotCharge } from '../core/take-all.js';
@@ -32,7 +32,7 @@ import { TAKE_TIMEOUT_MS_DEFAULT } from '../core/take-queue.js';
 import { US_PER_MS } from '../core/units.js';
 import { AgentError } from '../errors.js';
 import { Limiter, type LimiterHost } from './limiter.js';
-import { openAgentBus, type AgentNatsOptions } from './agent-bus.js';
+import { openAgentBus, type AgentConnectionOptions } from './agent-bus.js';
 
 /** Longest gap between two ticks of a keeper that holds a lease or waits for one, ms: demand is sampled at least this often. */
 const TICK_MS_MAX = 100;
@@ -57,34 +57,8 @@ export type AgentEvent =
   | { readonly type: 'unknown-pool'; readonly pool: string; readonly message: string }
   | BusEvent;
 
-export interface AgentOptions {
-  /**
-   * NATS URL(s), comma-separated, credentials allowed inside
-   * (`nats://user:password@host`, `nats://token@host`); default `$NATS_URL`
-   * or nats://127.0.0.1:4222. Ignored when `bus` or `connection` is given.
-   */
-  readonly natsUrl?: string;
-  /**
-   * Login and TLS (user and password, token, NKey seed file, creds file;
-   * CA, client certificate and key files) and the connect timeout; each
-   * overrides its environment variable (NATS_USER, NATS_PASSWORD,
-   * NATS_TOKEN, NATS_NKEY, NATS_CREDS, NATS_CA, NATS_CERT, NATS_KEY,
-   * NATS_CONNECT_TIMEOUT_MS), and a login given here replaces the
-   * environment's whole.
-   */
-  readonly nats?: AgentNatsOptions;
-  /**
-   * Subject prefix of the agent's reply inboxes; default `$NATS_INBOX_PREFIX`,
-   * else `_INBOX_<identity>` when an identity is given (what the shipped
-   * permissions let its user read), else `_INBOX`.
-   */
-  readonly inboxPrefix?: string;
-  /** An existing nats.js connection to use instead of connecting; the agent then does not close it. */
-  readonly connection?: NatsConnection;
-  /** An existing bus to use instead of connecting; the agent then does not close it. */
-  readonly bus?: Bus;
-  /** Where NATS_* settings are read from (default `process.env`; `{}` reads none). */
-  readonly env?: Readonly<Record<string, string | undefined>>;
+/** AgentOptions — how to reach NATS (AgentConnectionOptions), who the agent is, and how its leases are kept. */
+export interface AgentOptions extends AgentConnectionOptions {
   /**
    * Unique per agent instance; default `<host>-<pid>-<random>`, prefixed
    * with `<identity>.` when an identity is given (so a coordinator that

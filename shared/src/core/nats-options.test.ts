@@ -7,6 +7,7 @@ import {
   describeNatsLogin,
   NATS_CONNECT_TIMEOUT_MS_DEFAULT,
   natsEnvLayer,
+  natsOptionsLayer,
   resolveNatsOptions,
   type NatsLayer,
   type NatsSettings,
@@ -15,22 +16,7 @@ import {
 const SECRET = 'Sup3r-Secret';
 const env = (vars: Record<string, string>): NatsLayer => natsEnvLayer(vars);
 const flags = (values: Record<string, string | boolean>): NatsLayer => natsFlagLayer(values);
-const options = (settings: NatsSettings): NatsLayer => ({
-  settings,
-  names: {
-    url: 'natsUrl',
-    user: 'nats.user',
-    password: 'nats.password',
-    token: 'nats.token',
-    nkeyFile: 'nats.nkeyFile',
-    credsFile: 'nats.credsFile',
-    caFile: 'nats.caFile',
-    certFile: 'nats.certFile',
-    keyFile: 'nats.keyFile',
-    inboxPrefix: 'inboxPrefix',
-    connectTimeoutMs: 'nats.connectTimeoutMs',
-  },
-});
+const options = (settings: NatsSettings): NatsLayer => natsOptionsLayer(settings);
 
 describe('resolveNatsOptions', () => {
   it('defaults to the local server, no login, no TLS, the client inbox and the default timeout', () => {

@@ -113,6 +113,26 @@ function invalid(field: string, message: string): TokenleaseError {
   return new TokenleaseError('invalid-nats-options', message, { field });
 }
 
+/** NATS_OPTION_NAMES — how an options object names each setting (the agent's): `natsUrl`, `inboxPrefix`, the rest under `nats.`. */
+export const NATS_OPTION_NAMES: Readonly<Record<NatsField, string>> = {
+  url: 'natsUrl',
+  user: 'nats.user',
+  password: 'nats.password',
+  token: 'nats.token',
+  nkeyFile: 'nats.nkeyFile',
+  credsFile: 'nats.credsFile',
+  caFile: 'nats.caFile',
+  certFile: 'nats.certFile',
+  keyFile: 'nats.keyFile',
+  inboxPrefix: 'inboxPrefix',
+  connectTimeoutMs: 'nats.connectTimeoutMs',
+};
+
+/** natsOptionsLayer — the settings an options object gives, named as NATS_OPTION_NAMES says. */
+export function natsOptionsLayer(settings: NatsSettings): NatsLayer {
+  return { settings, names: NATS_OPTION_NAMES };
+}
+
 /** natsEnvLayer — the settings in `env` (NATS_URL, NATS_USER, …); empty variables count as unset. */
 export function natsEnvLayer(env: Readonly<Record<string, string | undefined>>): NatsLayer {
   const settings: Record<string, string> = {};
