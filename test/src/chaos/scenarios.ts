@@ -8,7 +8,7 @@
  */
 import { makeRate } from '@tokenlease/shared';
 import { checkEnvelope, worstWindowRatio } from '@tokenlease/shared/testing';
-import { scratchDir } from '../harness/fleet.js';
+import { leaseAdmissions, scratchDir } from '../harness/fleet.js';
 import { hasEvent } from '../harness/log-events.js';
 import { startPrivateNats, type PrivateNats } from '../harness/nats.js';
 import { startPrivateRedis } from '../harness/redis.js';
@@ -103,7 +103,8 @@ async function runScenario(
     await untilLease(fleet, fleet.agents[0]?.agentId ?? '', 5000);
     const outcome = await fault(fleet, random, runMs);
     await Promise.all(fleet.agents.map((a) => a.child.exited));
-    const admissions = fleet.admissions();
+    // Fallback and shadow admissions are outside the envelope (none are configured here).
+    const admissions = leaseAdmissions(fleet.admissions());
     const rate = makeRate(CHAOS_POOL.refillPerSecond, 1000);
     const envelope = checkEnvelope(admissions, CHAOS_POOL.capacity, rate);
     const expiry = expiryViolations(admissions, fleet.grants());

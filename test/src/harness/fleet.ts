@@ -24,6 +24,7 @@ import {
 } from '@tokenlease/shared';
 import type { Admission } from '@tokenlease/shared/testing';
 import type { AgentProcessConfig } from './agent-process.js';
+import type { AdmissionSource } from './drive.js';
 import type { HostileConfig } from './hostile-client.js';
 import { hasEvent, waitForEvent } from './log-events.js';
 import { agentProcessScript, coordinatorCliScript, hostileClientScript } from './paths.js';
@@ -127,21 +128,48 @@ export function hostileOutcome(child: Child): { sent: number; replies: Record<st
   return JSON.parse(done) as { sent: number; replies: Record<string, number> };
 }
 
-/** LoggedAdmission — an admission and the lease it spent from. */
+/** LoggedAdmission — an admission, the lease it spent from, and what admitted it (drive.ts's AdmissionSource). */
 export interface LoggedAdmission extends Admission {
   readonly leaseId: string;
+  readonly source: AdmissionSource;
 }
 
-/** readAdmissionLog — admissions written by an agent process ("<µs> <cost> <lease id>" lines). */
+/**
+ * readAdmissionLog — admissions written by an agent process ("<µs> <cost>
+ * <lease id>[ fallback| shadow]" lines). Fallback and shadow admissions are
+ * outside the envelope: check `leaseAdmissions` of it.
+ */
 export function readAdmissionLog(path: string): LoggedAdmission[] {
   if (!existsSync(path)) return [];
   const admissions: LoggedAdmission[] = [];
   for (const line of readFileSync(path, 'utf8').split('\n')) {
     if (line === '') continue;
-    const [t, cost, leaseId] = line.split(' ');
-    admissions.push({ tUs: Number(t), cost: Number(cost), leaseId: leaseId ?? '-' });
+    const [t, cost, leaseId, source] = line.split(' ');
+    admissions.push({
+      tUs: Number(t),
+      cost: Number(cost),
+      leaseId: leaseId ?? '-',
+      source: source === 'fallback' || source === 'shadow' ? source : 'lease',
+    });
   }
   return admissions;
+}
+
+/** leaseAdmissions — the admissions spent from leases: what the envelope covers (fallback and shadow ones left out). */
+export function leaseAdmissions<A extends LoggedAdmission>(admissions: readonly A[]): A[] {
+  return admissions.filter((a) => a.source === 'lease');
+}
+
+/** readDenialLog — denials written by an agent process with `denialLogPath` ("<µs> <cost>" lines). */
+export function readDenialLog(path: string): Admission[] {
+  if (!existsSync(path)) return [];
+  return readFileSync(path, 'utf8')
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => {
+      const [t, cost] = line.split(' ');
+      return { tUs: Number(t), cost: Number(cost) };
+    });
 }
 
 /** ProbeOptions — how a StatusProbe logs in (over the NATS_* environment) and the identity it asks under. */
