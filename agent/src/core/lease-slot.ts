@@ -381,13 +381,20 @@ export class LeaseSlot {
     return n[FALLBACK_ACTIVE] === 1 && this.fallbackUnitsAt(nowUs) >= cost * UNITS_PER_TOKEN;
   }
 
-  /** deny — records a denial of `cost` (a would-be denial in shadow mode, counted apart); true when shadow mode admits it. */
+  /** deny — records a denial of `cost` (in shadow mode a would-be denial, counted apart); true when shadow mode admits it. */
   private deny(cost: number, nowUs: number): boolean {
     if (!(cost >= 1 && Number.isSafeInteger(cost))) {
       throw new AgentError('invalid-argument', `cost must be a positive integer, got ${cost}`, { pool: this.pool });
     }
     const n = this.n;
-    const shift = n[SHADOW_SHIFT] as number;
+    // The one shadow branch: an enforced denial keeps its fixed counter fields.
+    if (n[SHADOW_SHIFT] !== 0) return this.countDenial(cost, nowUs, DENIAL_FIELDS);
+    return this.countDenial(cost, nowUs, 0);
+  }
+
+  /** countDenial — the denial's reason and counters, in the block `shift` fields on (0: enforced, DENIAL_FIELDS: shadow); true when shadowed. */
+  private countDenial(cost: number, nowUs: number, shift: number): boolean {
+    const n = this.n;
     n[DENIED_TOKENS + shift] = (n[DENIED_TOKENS + shift] as number) + cost;
     n[DENIED_COUNT + shift] = (n[DENIED_COUNT + shift] as number) + 1;
     if (cost > (n[COST_MAX] as number)) {
