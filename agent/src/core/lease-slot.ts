@@ -69,8 +69,8 @@ const RATE_CAP = 19;
 const LEASE_EXPIRIES = 20;
 const ROUND_TRIPS = 21;
 // The denial counters, one block; in shadow mode a denial writes the twin
-// block DENIAL_FIELDS further on instead (SHADOW_SHIFT holds 0 or that shift),
-// so counting a would-be denial apart costs no branch.
+// block DENIAL_FIELDS further on instead (the field SHADOW_SHIFT holds 0, or
+// that shift in shadow mode), chosen by one branch on the deny path.
 const DENIED_TOKENS = 22;
 const DENIED_COUNT = 23;
 const DENIED_NO_LEASE = 24;
