@@ -1,4 +1,4 @@
-export { Agent, type AgentOptions, type AgentEvent } from './adapters/agent.js';
+export { Agent, type AgentOptions, type AgentEvent, type LimiterOptions } from './adapters/agent.js';
 export { defaultInboxPrefix, type AgentNatsOptions } from './adapters/agent-bus.js';
 export { redactUrl } from '@tokenlease/shared';
 /** busFromConnection — a Bus over an existing nats.js connection (Agent.connect's `connection` option does this itself). */

@@ -91,7 +91,9 @@ function drawPool(pool) {
   card.dataset.pool = pool.name;
   const title = el('h3', pool.name);
   const kind = pool.kind === 'template' ? `template ${pool.template}` : pool.kind;
-  title.append(el('span', ` — ${kind}, ${pool.leaseMode} leases`, 'kind'));
+  title.append(
+    el('span', ` — ${kind}, ${pool.leaseMode} leases${pool.shadow ? ', shadow mode (agents admit what they would deny)' : ''}`, 'kind'),
+  );
   card.append(title);
   card.append(bar(pool));
   const refill = Number.isInteger(pool.refillPerSecond) ? pool.refillPerSecond : pool.refillPerSecond.toFixed(3);

@@ -82,4 +82,29 @@ describe('AgentMetrics', () => {
     expect(v.get('tokenlease_agent_balance_tokens{pool=tenant:*}')).toBe(7);
     expect(v.get('tokenlease_agent_limiters{}')).toBe(2);
   });
+
+  it('counts would-be denials of shadow mode apart, by reason, and shows which limiters shadow', async () => {
+    const registry = new Registry();
+    const metrics = new AgentMetrics(registry);
+    const api = limiterOf('api', 2);
+    metrics.track(api);
+    api.forceShadow = true;
+    expect(api.tryTakeAt(2, NOW_US)).toBe(true); // from the lease
+    expect(api.tryTakeAt(3, NOW_US)).toBe(true); // would be exhausted
+    expect(api.tryTakeAt(11, NOW_US)).toBe(true); // would never fit
+    let v = await values(registry);
+    expect(v.get('tokenlease_agent_admitted_tokens_total{pool=api}')).toBe(2);
+    expect(v.get('tokenlease_agent_shadow_denied_tokens_total{pool=api,reason=exhausted}')).toBe(3);
+    expect(v.get('tokenlease_agent_shadow_denied_tokens_total{pool=api,reason=never-fits}')).toBe(11);
+    expect(v.get('tokenlease_agent_shadow_denials_total{pool=api}')).toBe(2);
+    expect(v.get('tokenlease_agent_denials_total{pool=api}') ?? 0).toBe(0);
+    expect(v.get('tokenlease_agent_denied_tokens_total{pool=api,reason=exhausted}') ?? 0).toBe(0);
+    expect(v.get('tokenlease_agent_shadow_active{pool=api}')).toBe(1);
+    api.forceShadow = false;
+    expect(api.tryTakeAt(1, NOW_US)).toBe(false);
+    v = await values(registry);
+    expect(v.get('tokenlease_agent_shadow_denied_tokens_total{pool=api,reason=exhausted}')).toBe(3);
+    expect(v.get('tokenlease_agent_denied_tokens_total{pool=api,reason=exhausted}')).toBe(1);
+    expect(v.get('tokenlease_agent_shadow_active{pool=api}')).toBe(0);
+  });
 });

@@ -29,7 +29,7 @@ import type { Limiter } from './limiter.js';
 /** POOL_LABELS_MAX — distinct `pool` label values; more count as `(other)`. */
 export const AGENT_POOL_LABELS_MAX = 200;
 
-const REASONS: readonly DenialReason[] = ['no-lease', 'exhausted', 'never-fits', 'expired'];
+const REASONS: readonly DenialReason[] = ['no-lease', 'exhausted', 'never-fits', 'expired', 'unknown-pool'];
 const ROUND_TRIP_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
 
 export interface AgentMetricsOptions {
@@ -42,6 +42,7 @@ type CountField =
   | 'admittedTokens'
   | 'admittedCount'
   | 'deniedCount'
+  | 'shadowDeniedCount'
   | 'fallbackTokens'
   | 'fallbackCount'
   | 'roundTrips'
@@ -55,6 +56,10 @@ const COUNTERS: Readonly<Record<CountField, readonly [name: string, help: string
   admittedTokens: ['tokenlease_agent_admitted_tokens_total', 'Tokens admitted from leases.'],
   admittedCount: ['tokenlease_agent_admissions_total', 'Admissions from leases.'],
   deniedCount: ['tokenlease_agent_denials_total', 'Denied calls (see tokenlease_agent_denied_tokens_total for tokens by reason).'],
+  shadowDeniedCount: [
+    'tokenlease_agent_shadow_denials_total',
+    'Calls admitted in shadow mode that enforcing would have denied (see tokenlease_agent_shadow_denied_tokens_total).',
+  ],
   fallbackTokens: ['tokenlease_agent_fallback_tokens_total', 'Tokens admitted from the local fallback bucket (outside the global bound).'],
   fallbackCount: ['tokenlease_agent_fallback_admissions_total', 'Admissions from the local fallback bucket.'],
   roundTrips: ['tokenlease_agent_round_trips_total', 'Requests the coordinator answered (acquires and returns).'],
@@ -77,6 +82,7 @@ export class AgentMetrics {
   private readonly poolLabelOf: (pool: string) => string;
   private readonly counters = new Map<CountField, Counter<'pool'>>();
   private readonly deniedTokens: Counter<'pool' | 'reason'>;
+  private readonly shadowDeniedTokens: Counter<'pool' | 'reason'>;
   private readonly roundTripSeconds: Histogram<'pool'>;
 
   /** AgentMetrics — registers the agent's metrics in `registry`; `track` the limiters to report. */
@@ -98,7 +104,13 @@ export class AgentMetrics {
     }
     this.deniedTokens = new Counter({
       name: 'tokenlease_agent_denied_tokens_total',
-      help: 'Tokens denied, by reason: no-lease, exhausted, never-fits, expired.',
+      help: 'Tokens denied, by reason: no-lease, exhausted, never-fits, expired, unknown-pool.',
+      labelNames: ['pool', 'reason'],
+      registers,
+    });
+    this.shadowDeniedTokens = new Counter({
+      name: 'tokenlease_agent_shadow_denied_tokens_total',
+      help: 'Tokens admitted in shadow mode that enforcing would have denied, by reason (outside the global bound).',
       labelNames: ['pool', 'reason'],
       registers,
     });
@@ -128,10 +140,21 @@ export class AgentMetrics {
         labelNames: ['pool'],
         registers,
       }),
+      shadow: new Gauge({
+        name: 'tokenlease_agent_shadow_active',
+        help: 'Limiters in shadow mode now (admitting what they would deny).',
+        labelNames: ['pool'],
+        registers,
+      }),
     };
   }
 
-  private readonly gauges: { readonly balance: Gauge<'pool'>; readonly demand: Gauge<'pool'>; readonly fallback: Gauge<'pool'> };
+  private readonly gauges: {
+    readonly balance: Gauge<'pool'>;
+    readonly demand: Gauge<'pool'>;
+    readonly fallback: Gauge<'pool'>;
+    readonly shadow: Gauge<'pool'>;
+  };
 
   /** track — reports `limiter` from the next scrape on (its counts so far included). */
   track(limiter: Limiter): void {
@@ -154,10 +177,11 @@ export class AgentMetrics {
 
   /** collect — adds what each limiter counted since the last scrape and sets the gauges. */
   private collect(): void {
-    const { balance, demand, fallback } = this.gauges;
+    const { balance, demand, fallback, shadow } = this.gauges;
     balance.reset();
     demand.reset();
     fallback.reset();
+    shadow.reset();
     for (const t of this.tracked) {
       const stats = t.limiter.stats();
       const slot = t.limiter.slot;
@@ -166,6 +190,7 @@ export class AgentMetrics {
         admittedTokens: stats.admittedTokens,
         admittedCount: stats.admittedCount,
         deniedCount: stats.deniedCount,
+        shadowDeniedCount: stats.shadowDeniedCount,
         fallbackTokens: stats.fallbackTokens,
         fallbackCount: stats.fallbackCount,
         roundTrips: slot.roundTrips,
@@ -185,11 +210,16 @@ export class AgentMetrics {
         const grew = value - (t.last.get(reason) ?? 0);
         if (grew > 0) this.deniedTokens.inc({ pool, reason }, grew);
         t.last.set(reason, value);
+        const wouldBe = slot.shadowDeniedTokensFor(reason);
+        const wouldBeGrew = wouldBe - (t.last.get(`shadow:${reason}`) ?? 0);
+        if (wouldBeGrew > 0) this.shadowDeniedTokens.inc({ pool, reason }, wouldBeGrew);
+        t.last.set(`shadow:${reason}`, wouldBe);
       }
       for (const us of slot.takeRoundTripSamples()) this.roundTripSeconds.observe({ pool }, us / 1e6);
       balance.inc({ pool }, stats.balanceTokens);
       demand.inc({ pool }, stats.demandPerSecond);
       fallback.inc({ pool }, stats.fallbackActive ? 1 : 0);
+      shadow.inc({ pool }, stats.shadow ? 1 : 0);
     }
   }
 }

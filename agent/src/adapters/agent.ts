@@ -88,6 +88,21 @@ export interface AgentOptions extends AgentConnectionOptions {
   readonly limiterIdleMs?: number;
 }
 
+/** LimiterOptions — per-pool settings of `agent.limiter(pool, options)`. */
+export interface LimiterOptions extends Pick<Partial<KeeperOptions>, 'fallbackPerSecond' | 'fallbackBurstTokens'> {
+  /** True: this pool is in shadow mode in this service whatever the coordinator says (see Limiter.forceShadow). */
+  readonly shadow?: boolean;
+}
+
+/** pickDefined — `{ [key]: value }` when `options` has `key` set, else `{}`. */
+function pickDefined<K extends 'fallbackPerSecond' | 'fallbackBurstTokens'>(
+  options: LimiterOptions | undefined,
+  key: K,
+): Partial<Pick<KeeperOptions, K>> {
+  const value = options?.[key];
+  return value === undefined ? {} : ({ [key]: value } as Partial<Pick<KeeperOptions, K>>);
+}
+
 interface Entry {
   readonly keeper: LeaseKeeper;
   readonly limiter: Limiter;
@@ -186,13 +201,24 @@ export class Agent implements LimiterHost {
 
   /**
    * limiter — the handle for `pool`, created (and its first lease
-   * requested) on first use. `fallback` sets this pool's local fallback
-   * (see KeeperOptions.fallbackPerSecond) over the agent's; it counts only
-   * when the limiter is created. Throws AgentError('invalid-argument').
+   * requested) on first use. `options.fallbackPerSecond` and
+   * `fallbackBurstTokens` set this pool's local fallback (see
+   * KeeperOptions.fallbackPerSecond) over the agent's; they count only
+   * when the limiter is created. `options.shadow` (a boolean), given on any
+   * call, sets `limiter.forceShadow`: true puts this pool in shadow mode in
+   * this service whatever the coordinator says. Throws
+   * AgentError('invalid-argument').
    */
-  limiter(pool: string, fallback?: Pick<Partial<KeeperOptions>, 'fallbackPerSecond' | 'fallbackBurstTokens'>): Limiter {
+  limiter(pool: string, options?: LimiterOptions): Limiter {
+    const shadow = options?.shadow;
+    if (shadow !== undefined && typeof shadow !== 'boolean') {
+      throw new AgentError('invalid-argument', `option shadow must be true or false, got ${JSON.stringify(shadow)}`, { pool });
+    }
     const existing = this.entries.get(pool) ?? this.revive(pool);
-    if (existing !== undefined) return existing.limiter;
+    if (existing !== undefined) {
+      if (shadow !== undefined) existing.limiter.forceShadow = shadow;
+      return existing.limiter;
+    }
     if (this.isClosed) throw new AgentError('closed', 'the agent is closed', { pool });
     try {
       assertPoolName(pool);
@@ -200,7 +226,8 @@ export class Agent implements LimiterHost {
       if (error instanceof TokenleaseError) throw new AgentError('invalid-argument', error.message, { pool, cause: error });
       throw error;
     }
-    const opts = fallback === undefined ? this.keeperOpts : keeperOptions({ ...this.keeperOpts, ...fallback });
+    const fallback = { ...pickDefined(options, 'fallbackPerSecond'), ...pickDefined(options, 'fallbackBurstTokens') };
+    const opts = Object.keys(fallback).length === 0 ? this.keeperOpts : keeperOptions({ ...this.keeperOpts, ...fallback });
     const nextSeq = (floor = 0): number => (this.seq = Math.max(this.seq, floor) + 1);
     const keeper = new LeaseKeeper(this.agentId, pool, nextSeq, opts, Math.random, this.secret);
     const entry: Entry = {
@@ -218,6 +245,7 @@ export class Agent implements LimiterHost {
       },
     };
     keeper.slot.onLow = () => this.wake(keeper);
+    if (shadow !== undefined) keeper.slot.shadowForced = shadow;
     this.entries.set(pool, entry);
     this.forgotten.register(entry, pool);
     this.startSweeper();

@@ -21,6 +21,8 @@ import {
   missingKey,
   rateLimitField,
   rateLimitPolicyField,
+  shadowLimitedField,
+  SHADOW_HEADER_DEFAULT,
   type LimitView,
   type Refusal,
 } from '../core/http-policy.js';
@@ -49,6 +51,8 @@ export interface PoolRule {
   readonly cost?: number | ((request: RequestView) => number);
   /** The status for a request without the key: 400 (default) or 401. Never a shared pool instead. */
   readonly missingKeyStatus?: 400 | 401;
+  /** True: this pool (every key's, with `key`) is in shadow mode in this service whatever the coordinator says. */
+  readonly shadow?: boolean;
 }
 
 /** HttpLimitOptions — the middleware's options. */
@@ -62,6 +66,13 @@ export interface HttpLimitOptions {
   readonly graceMs?: number;
   /** When no coordinator can grant: `fail-closed` (default, 503) or `allow` (let requests through uncharged). */
   readonly unavailable?: 'fail-closed' | 'allow';
+  /**
+   * A request admitted only because a pool is in shadow mode gets this
+   * response header naming the pools that would have limited it and why
+   * (`"api";reason=exhausted`): true for `TokenLease-Shadow-Limited`, or a
+   * header name. Default: none.
+   */
+  readonly shadowHeader?: boolean | string;
 }
 
 /** Verdict — admitted (with the fields to set) or refused (with the refusal, and the fields). */
@@ -76,6 +87,17 @@ interface Charge {
 }
 
 const GRACE_MS_DEFAULT = 100;
+/** An HTTP field name (RFC 9110 token). */
+const FIELD_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$/;
+
+function shadowHeaderName(option: boolean | string | undefined): string | null {
+  if (option === undefined || option === false) return null;
+  if (option === true) return SHADOW_HEADER_DEFAULT;
+  if (typeof option !== 'string' || !FIELD_NAME.test(option)) {
+    throw new AgentError('invalid-argument', `option shadowHeader must be true, false or a header name, got ${JSON.stringify(option)}`);
+  }
+  return option;
+}
 
 function keyOf(source: KeySource, request: RequestView): string | undefined {
   if (typeof source === 'function') return source(request);
@@ -100,6 +122,7 @@ export class HttpLimit {
   private readonly waitMs: number;
   private readonly graceMs: number;
   private readonly failOpen: boolean;
+  private readonly shadowHeader: string | null;
 
   /** HttpLimit — throws AgentError('invalid-argument') for bad options. */
   constructor(private readonly options: HttpLimitOptions) {
@@ -107,6 +130,11 @@ export class HttpLimit {
     this.waitMs = checkMs('waitMs', options.waitMs ?? 0);
     this.graceMs = checkMs('graceMs', options.graceMs ?? GRACE_MS_DEFAULT);
     this.failOpen = options.unavailable === 'allow';
+    this.shadowHeader = shadowHeaderName(options.shadowHeader);
+    for (const rule of options.pools) {
+      if (rule.shadow !== undefined && typeof rule.shadow !== 'boolean')
+        throw new AgentError('invalid-argument', `pool ${rule.name}: option shadow must be true or false`);
+    }
   }
 
   /** check — charges the request's pools; never rejects (a limiter error becomes a refusal). */
@@ -123,12 +151,14 @@ export class HttpLimit {
         pool = named;
       }
       const cost = typeof rule.cost === 'function' ? rule.cost(request) : (rule.cost ?? 1);
-      charges.push({ limiter: this.options.agent.limiter(pool), cost, policy: rule.name });
+      const limiter = this.options.agent.limiter(pool, rule.shadow === undefined ? undefined : { shadow: rule.shadow });
+      charges.push({ limiter, cost, policy: rule.name });
     }
     const agent = this.options.agent;
+    const shadowBefore = this.shadowHeader === null ? null : charges.map((c) => c.limiter.slot.shadowDeniedCount);
     let denied = agent.tryTakeAll(charges) ? -1 : agent.lastDeniedIndex;
     if (denied !== -1) denied = await this.waitFor(charges, denied);
-    if (denied === -1) return { admitted: true, headers: fields(charges) };
+    if (denied === -1) return { admitted: true, headers: this.withShadow(fields(charges), charges, shadowBefore) };
     const charge = charges[denied] as Charge;
     const limiter = charge.limiter;
     const reason = limiter.lastDenial;
@@ -136,6 +166,21 @@ export class HttpLimit {
     if (unavailable && this.failOpen) return { admitted: true, headers: fields(charges) };
     const retryMs = reason === 'never-fits' || reason === 'unknown-pool' ? null : limiter.retryAfterMsFor(charge.cost);
     return { admitted: false, headers: fields(charges), refusal: denial(charge.policy, limiter.pool, reason, retryMs, unavailable) };
+  }
+
+  /** withShadow — `headers` and, when the option is on, the shadow header for the parts that counted a would-be denial since `before`. */
+  private withShadow(
+    headers: Array<readonly [string, string]>,
+    charges: readonly Charge[],
+    before: readonly number[] | null,
+  ): Array<readonly [string, string]> {
+    if (this.shadowHeader === null || before === null) return headers;
+    const limited = charges
+      .filter((c, i) => c.limiter.slot.shadowDeniedCount > (before[i] ?? 0))
+      .map((c) => ({ policy: c.policy, reason: c.limiter.lastDenial }));
+    const value = shadowLimitedField(limited);
+    if (value !== null) headers.push([this.shadowHeader, value]);
+    return headers;
   }
 
   /** waitFor — after a denial by part `denied`: waits when allowed (see above); -1 once admitted, else the index denied last. */

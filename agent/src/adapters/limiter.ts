@@ -66,6 +66,11 @@ export interface LimiterStats {
   readonly fallbackActive: boolean;
   /** Whether the coordinator's last word was that the pool does not exist. */
   readonly unknownPool: boolean;
+  /** Whether a cost this limiter would deny is admitted now: shadow mode, from the latest grant or forced by the service. */
+  readonly shadow: boolean;
+  /** Tokens and calls admitted only because of shadow mode: what enforcing would have denied (outside the global bound). */
+  readonly shadowDeniedTokens: number;
+  readonly shadowDeniedCount: number;
 }
 
 export class Limiter {
@@ -96,6 +101,8 @@ export class Limiter {
    * tryTake — admits `cost` tokens (a positive integer, default 1) from the
    * local lease, or denies. Never waits. Throws AgentError('invalid-argument')
    * for a bad cost. After a denial read `lastDenial` and `retryAfterMs`.
+   * In shadow mode (`shadow`) a cost it would deny is admitted and counted
+   * apart (`stats().shadowDeniedTokens`).
    */
   tryTake(cost = 1): boolean {
     return this.slot.takeAt(cost, this.now());
@@ -109,12 +116,32 @@ export class Limiter {
     return this.keeper.slot.takeAt(cost, nowUs);
   }
 
+  /** shadow — whether a cost this limiter would deny is admitted now (the latest grant's flag, or `forceShadow`). */
+  get shadow(): boolean {
+    return this.keeper.slot.shadow;
+  }
+
+  /**
+   * forceShadow — true: this pool is in shadow mode in this service whatever
+   * the coordinator says; false (the default): the latest grant decides.
+   */
+  get forceShadow(): boolean {
+    return this.keeper.slot.shadowForced;
+  }
+  set forceShadow(shadow: boolean) {
+    this.keeper.slot.shadowForced = shadow;
+  }
+
   /** leaseId — the lease this limiter holds or last held, or null before the first grant. */
   get leaseId(): string | null {
     return this.keeper.leaseId;
   }
 
-  /** lastDenial — why the last denial happened: no-lease, exhausted, never-fits or expired. */
+  /**
+   * lastDenial — why the last denial happened: no-lease, exhausted,
+   * never-fits, expired or unknown-pool (in shadow mode: why the last
+   * would-be denial would have happened).
+   */
   get lastDenial(): DenialReason {
     return this.keeper.slot.lastDenial;
   }
@@ -202,6 +229,8 @@ export class Limiter {
    * limiter that has not heard from its pool waits for them),
    * `unknown-pool` when the coordinator knows no such pool, `closed` after
    * the agent closed (the rules are TakeQueue's, core/take-queue.ts).
+   * In shadow mode it never waits: it resolves true at once, counting a
+   * would-be denial when the lease cannot cover the cost.
    */
   take(cost = 1, options: { readonly timeoutMs?: number } = {}): Promise<boolean> {
     return this.enqueue(cost, options.timeoutMs ?? TAKE_TIMEOUT_MS_DEFAULT, true);
@@ -254,6 +283,9 @@ export class Limiter {
       fallbackCount: s.fallbackCount,
       fallbackActive: s.fallbackActive,
       unknownPool: s.unknownPool,
+      shadow: s.shadow,
+      shadowDeniedTokens: s.shadowDeniedTokens,
+      shadowDeniedCount: s.shadowDeniedCount,
     };
   }
 

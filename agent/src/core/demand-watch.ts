@@ -4,7 +4,8 @@
  *
  * Rules:
  * - Demand is admitted plus denied tokens per second (DemandMeter), sampled
- *   at every tick. A tick that sees either count move, or a `take()`
+ *   at every tick; a would-be denial of shadow mode counts as a denial, so
+ *   the keeper asks as it would when enforcing. A tick that sees either count move, or a `take()`
  *   waiting, is activity.
  * - After `idleReturnMs` without activity the lease is returned. At renewal
  *   time a lease active within `IN_USE_IDLE_FRACTION_MAX` of that is
@@ -64,7 +65,7 @@ export class DemandWatch {
 
   /** observe — samples the slot's counters at `nowUs`, with `waitingTokens` of `take()` calls waiting. */
   observe(waitingTokens: number, nowUs: number): void {
-    const demandTokens = this.slot.admittedTokens + this.slot.deniedTokens;
+    const demandTokens = this.slot.admittedTokens + this.slot.refusedTokens;
     this.meter.sample(demandTokens, nowUs);
     if (demandTokens !== this.lastDemandTokens || waitingTokens > 0) this.activeAtUs = nowUs;
     this.lastDemandTokens = demandTokens;
@@ -109,7 +110,7 @@ export class DemandWatch {
       return s.wantedCostTokens > 0 || waitingTokens > 0 || remembered;
     }
     const floorTokens = Math.max(s.lowWatermarkTokens, Math.min(this.options.initialTokens, s.costMaxTokens));
-    const starved = s.deniedTokens > this.deniedTokensAtLastAsk;
+    const starved = s.refusedTokens > this.deniedTokensAtLastAsk;
     return starved || s.balanceTokens < floorTokens || s.wantedCostTokens > s.balanceTokens || waitingTokens > s.balanceTokens;
   }
 
@@ -130,7 +131,7 @@ export class DemandWatch {
   /** asked — an acquire left: denials from now on are news. */
   asked(): void {
     this.everAsked = true;
-    this.deniedTokensAtLastAsk = this.slot.deniedTokens;
+    this.deniedTokensAtLastAsk = this.slot.refusedTokens;
   }
 
   /** lowWatermarkTokens — the low watermark for a round-trip of `rttUs` (see the rules). */

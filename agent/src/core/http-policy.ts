@@ -32,6 +32,10 @@
  *   short).
  * - A pool whose limits are not known yet (no grant) is left out of both
  *   fields; a response with no such pool carries neither.
+ * - Shadow mode: a request admitted only because a pool is in shadow mode
+ *   may carry (option `shadowHeader`) `TokenLease-Shadow-Limited:
+ *   "<name>";reason=<reason>`, one member per pool that would have limited
+ *   it, so downstream services can see it.
  */
 import type { PoolLimits } from './lease-keeper.js';
 import type { DenialReason } from './lease-slot.js';
@@ -94,6 +98,15 @@ export function quotaWindow(limits: PoolLimits): { readonly quotaTokens: number;
   const windowSeconds = Math.max(1, Math.round(limits.refillPeriodMs / MS_PER_S));
   const quotaTokens = Math.floor((limits.refillTokens * windowSeconds * MS_PER_S) / limits.refillPeriodMs);
   return { quotaTokens, windowSeconds };
+}
+
+/** SHADOW_HEADER_DEFAULT — the header naming the pools that would have limited a request admitted in shadow mode. */
+export const SHADOW_HEADER_DEFAULT = 'TokenLease-Shadow-Limited';
+
+/** shadowLimitedField — the shadow header's value for the pools (policy names) that would have limited a request and why; null for none. */
+export function shadowLimitedField(limited: ReadonlyArray<{ readonly policy: string; readonly reason: DenialReason }>): string | null {
+  if (limited.length === 0) return null;
+  return limited.map((item) => `${sfString(item.policy)};reason=${item.reason}`).join(', ');
 }
 
 /** sfString — `text` as a structured-field string (RFC 8941): quoted, `"` and `\` escaped; other characters must be printable ASCII. */

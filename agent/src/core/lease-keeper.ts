@@ -408,6 +408,8 @@ export class LeaseKeeper {
       refillPeriodMs: reply.refillPeriodMs,
     };
     s.unknownPool = false;
+    // The flag of the latest grant applies: the coordinator switches shadow mode without a restart here.
+    s.shadowGranted = reply.shadow === true;
     this.shortUntilUs = reply.retryAfterMs > 0 ? nowUs + reply.retryAfterMs * US_PER_MS : 0;
     const sameLease = reply.leaseId === this.heldLeaseId && s.hasLease;
     if (!sameLease) this.stats.leasesStarted += 1;

@@ -30,6 +30,12 @@
  *   path only), lease expiries and round-trips (noted by the keeper), and
  *   keeps up to ROUND_TRIP_SAMPLES_MAX round-trip samples until a metrics
  *   collector takes them.
+ * - Shadow mode (`shadow`: the latest grant said so, or the service forced
+ *   it): the decision is the same, lease, fallback and all, but a cost it
+ *   would deny is admitted. The would-be denial is recorded as a denial is
+ *   (`lastDenial`, the wanted cost, the keeper's signal) and counted apart
+ *   (`shadowDeniedTokens`, by reason); nothing is spent for it. The admit
+ *   path does not look at the flag.
  */
 import { AgentError } from '../errors.js';
 
@@ -44,32 +50,37 @@ const BALANCE = 0;
 const EXPIRES_AT = 1;
 const ADMITTED_TOKENS = 2;
 const ADMITTED_COUNT = 3;
-const DENIED_TOKENS = 4;
-const DENIED_COUNT = 5;
-const LAST_ADMIT = 6;
-const WANTED_COST = 7;
-const LOW_WATERMARK = 8;
-const COST_MAX = 9;
-const FALLBACK_ACTIVE = 10;
-const FALLBACK_LEVEL = 11;
-const FALLBACK_AT = 12;
-const FALLBACK_RATE = 13;
-const FALLBACK_CAP = 14;
-const FALLBACK_TOKENS = 15;
-const FALLBACK_COUNT = 16;
-const RATE_TOKENS = 17;
-const RATE_PERIOD_US = 18;
-const RATE_CARRY = 19;
-const RATE_AT = 20;
-const RATE_CAP = 21;
-const DENIED_NO_LEASE = 22;
-const DENIED_EXHAUSTED = 23;
-const DENIED_NEVER_FITS = 24;
-const DENIED_EXPIRED = 25;
-const LEASE_EXPIRIES = 26;
-const ROUND_TRIPS = 27;
+const LAST_ADMIT = 4;
+const WANTED_COST = 5;
+const LOW_WATERMARK = 6;
+const COST_MAX = 7;
+const FALLBACK_ACTIVE = 8;
+const FALLBACK_LEVEL = 9;
+const FALLBACK_AT = 10;
+const FALLBACK_RATE = 11;
+const FALLBACK_CAP = 12;
+const FALLBACK_TOKENS = 13;
+const FALLBACK_COUNT = 14;
+const RATE_TOKENS = 15;
+const RATE_PERIOD_US = 16;
+const RATE_CARRY = 17;
+const RATE_AT = 18;
+const RATE_CAP = 19;
+const LEASE_EXPIRIES = 20;
+const ROUND_TRIPS = 21;
+// The denial counters, one block; in shadow mode a denial writes the twin
+// block DENIAL_FIELDS further on instead (the field SHADOW_SHIFT holds 0, or
+// that shift in shadow mode), chosen by one branch on the deny path.
+const DENIED_TOKENS = 22;
+const DENIED_COUNT = 23;
+const DENIED_NO_LEASE = 24;
+const DENIED_EXHAUSTED = 25;
+const DENIED_NEVER_FITS = 26;
+const DENIED_EXPIRED = 27;
 const DENIED_UNKNOWN_POOL = 28;
-const FIELDS = DENIED_UNKNOWN_POOL + 1;
+const DENIAL_FIELDS = DENIED_UNKNOWN_POOL + 1 - DENIED_TOKENS;
+const SHADOW_SHIFT = DENIED_TOKENS + 2 * DENIAL_FIELDS;
+const FIELDS = SHADOW_SHIFT + 1;
 /** The denied-tokens field of each reason. */
 const DENIED_BY_REASON: Readonly<Record<DenialReason, number>> = {
   'no-lease': DENIED_NO_LEASE,
@@ -96,6 +107,8 @@ export class LeaseSlot {
   /** Set while the coordinator's last word on this pool was `unknown-pool`. */
   unknownPool = false;
   private roundTripSamplesUs: number[] = [];
+  private shadowFromGrant = false;
+  private shadowFromService = false;
 
   constructor(readonly pool: string) {
     this.n[COST_MAX] = Infinity;
@@ -146,6 +159,42 @@ export class LeaseSlot {
   }
   get deniedCount(): number {
     return this.n[DENIED_COUNT] as number;
+  }
+  /** Tokens and calls admitted only because of shadow mode: what enforcing would have denied. */
+  get shadowDeniedTokens(): number {
+    return this.n[DENIED_TOKENS + DENIAL_FIELDS] as number;
+  }
+  get shadowDeniedCount(): number {
+    return this.n[DENIED_COUNT + DENIAL_FIELDS] as number;
+  }
+  /** shadowDeniedTokensFor — tokens shadow mode admitted that enforcing would have denied for `reason`. */
+  shadowDeniedTokensFor(reason: DenialReason): number {
+    return this.n[DENIED_BY_REASON[reason] + DENIAL_FIELDS] as number;
+  }
+  /** Tokens denied or would-be denied: the demand the keeper saw refused, the same in both modes. */
+  get refusedTokens(): number {
+    return (this.n[DENIED_TOKENS] as number) + (this.n[DENIED_TOKENS + DENIAL_FIELDS] as number);
+  }
+
+  /** Whether the latest grant put the pool in shadow mode. */
+  get shadowGranted(): boolean {
+    return this.shadowFromGrant;
+  }
+  set shadowGranted(shadow: boolean) {
+    this.shadowFromGrant = shadow;
+    this.n[SHADOW_SHIFT] = shadow || this.shadowForced ? DENIAL_FIELDS : 0;
+  }
+  /** Whether this service forces shadow mode for the pool, whatever the coordinator says. */
+  get shadowForced(): boolean {
+    return this.shadowFromService;
+  }
+  set shadowForced(shadow: boolean) {
+    this.shadowFromService = shadow;
+    this.n[SHADOW_SHIFT] = shadow || this.shadowFromGrant ? DENIAL_FIELDS : 0;
+  }
+  /** Whether a cost the slot would deny is admitted now (shadow mode). */
+  get shadow(): boolean {
+    return this.n[SHADOW_SHIFT] !== 0;
   }
   get lastAdmitUs(): number {
     return this.n[LAST_ADMIT] as number;
@@ -255,7 +304,11 @@ export class LeaseSlot {
     this.n[RATE_TOKENS] = 0;
   }
 
-  /** takeAt — spends `cost` whole tokens at `nowUs` when the live lease holds them; else records a denial. */
+  /**
+   * takeAt — spends `cost` whole tokens at `nowUs` when the live lease holds
+   * them; else records a denial, and in shadow mode admits anyway (a
+   * would-be denial, counted apart).
+   */
   takeAt(cost: number, nowUs: number): boolean {
     const n = this.n;
     if (n[RATE_TOKENS] !== 0) this.accrue(nowUs);
@@ -328,17 +381,26 @@ export class LeaseSlot {
     return n[FALLBACK_ACTIVE] === 1 && this.fallbackUnitsAt(nowUs) >= cost * UNITS_PER_TOKEN;
   }
 
-  private deny(cost: number, nowUs: number): false {
+  /** deny — records a denial of `cost` (in shadow mode a would-be denial, counted apart); true when shadow mode admits it. */
+  private deny(cost: number, nowUs: number): boolean {
     if (!(cost >= 1 && Number.isSafeInteger(cost))) {
       throw new AgentError('invalid-argument', `cost must be a positive integer, got ${cost}`, { pool: this.pool });
     }
     const n = this.n;
-    n[DENIED_TOKENS] = (n[DENIED_TOKENS] as number) + cost;
-    n[DENIED_COUNT] = (n[DENIED_COUNT] as number) + 1;
+    // The one shadow branch: an enforced denial keeps its fixed counter fields.
+    if (n[SHADOW_SHIFT] !== 0) return this.countDenial(cost, nowUs, DENIAL_FIELDS);
+    return this.countDenial(cost, nowUs, 0);
+  }
+
+  /** countDenial — the denial's reason and counters, in the block `shift` fields on (0: enforced, DENIAL_FIELDS: shadow); true when shadowed. */
+  private countDenial(cost: number, nowUs: number, shift: number): boolean {
+    const n = this.n;
+    n[DENIED_TOKENS + shift] = (n[DENIED_TOKENS + shift] as number) + cost;
+    n[DENIED_COUNT + shift] = (n[DENIED_COUNT + shift] as number) + 1;
     if (cost > (n[COST_MAX] as number)) {
       this.lastDenial = 'never-fits';
-      n[DENIED_NEVER_FITS] = (n[DENIED_NEVER_FITS] as number) + cost;
-      return false;
+      n[DENIED_NEVER_FITS + shift] = (n[DENIED_NEVER_FITS + shift] as number) + cost;
+      return shift !== 0;
     }
     // The reason and its counter together, with no lookup on the denial path.
     let field = DENIED_EXHAUSTED;
@@ -353,10 +415,10 @@ export class LeaseSlot {
       this.lastDenial = 'expired';
       field = DENIED_EXPIRED;
     }
-    n[field] = (n[field] as number) + cost;
+    n[field + shift] = (n[field + shift] as number) + cost;
     if (cost > (n[WANTED_COST] as number)) n[WANTED_COST] = cost;
     if (!this.lowSignalled) this.signalLow();
-    return false;
+    return shift !== 0;
   }
 
   private signalLow(): void {

@@ -8,6 +8,12 @@
  * cost throws before anything is spent; the same pool twice is refused
  * (its parts would each fit alone and not together). Synchronous, no
  * allocation, no lookup: callers keep their charge list and reuse it.
+ *
+ * A part whose pool is in shadow mode never denies the whole: when every
+ * enforced part can be admitted, it is taken as `tryTake` takes it in
+ * shadow mode (spent if it fits, else a would-be denial counted on it and
+ * admitted); when an enforced part cannot, the denial is recorded there
+ * and the shadowed parts change as little as the others.
  */
 import { AgentError } from '../errors.js';
 import type { LeaseSlot } from './lease-slot.js';
@@ -30,9 +36,14 @@ export function takeAllAt(charges: readonly SlotCharge[], nowUs: number): number
         });
       }
     }
-    if (!charge.limiter.slot.canTakeAt(charge.cost, nowUs)) {
-      charge.limiter.slot.takeAt(charge.cost, nowUs); // records why (or throws for a bad cost); spends nothing
+    const slot = charge.limiter.slot;
+    if (slot.canTakeAt(charge.cost, nowUs)) continue;
+    if (!slot.shadow) {
+      slot.takeAt(charge.cost, nowUs); // records why (or throws for a bad cost); spends nothing
       return i;
+    }
+    if (!(charge.cost >= 1 && Number.isSafeInteger(charge.cost))) {
+      throw new AgentError('invalid-argument', `cost must be a positive integer, got ${charge.cost}`, { pool: slot.pool });
     }
   }
   for (let i = 0; i < count; i += 1) {

@@ -46,6 +46,7 @@ describe('parseCoordinatorConfig accepts a valid document and fills in defaults'
           leaseMode: 'chunk',
           maxLeases: 100_000,
           maxWaiting: 10_000,
+          shadow: false,
         },
         {
           name: 'slow',
@@ -60,9 +61,11 @@ describe('parseCoordinatorConfig accepts a valid document and fills in defaults'
           leaseMode: 'chunk',
           maxLeases: 100_000,
           maxWaiting: 10_000,
+          shadow: false,
         },
       ],
       templates: [],
+      shadow: false,
     });
     expect(DEFAULT_TTL_MS).toBe(2000);
   });
@@ -122,6 +125,7 @@ describe('parseCoordinatorConfig accepts a valid document and fills in defaults'
       leaseMode: 'chunk',
       maxLeases: 100_000,
       maxWaiting: 10_000,
+      shadow: false,
     });
   });
 

@@ -30,6 +30,10 @@
  *   stream of new agent ids can pass).
  * - `maxWaiting` [10000]: requests the pool holds at once; a request that
  *   would wait beyond that is refused `unavailable`.
+ * - `shadow` [false]: shadow mode. Grants say so and agents admit what they
+ *   would deny, counting it apart; the pool leases exactly as it would
+ *   otherwise. A top-level `shadow: true` puts every pool (templates too) in
+ *   shadow mode at once, whatever its own field says: the emergency switch.
  *
  * Templates (`templates: { "tenant:*": { ...pool fields, idleEvictMs
  * [max(60000, leaseTtlMs)], maxPools [100000] } }`) make per-tenant pools on
@@ -74,6 +78,8 @@ export interface PoolConfig {
   readonly leaseMode: LeaseMode;
   readonly maxLeases: number;
   readonly maxWaiting: number;
+  /** Whether grants put agents in shadow mode: the pool's own `shadow` or the configuration's fleet-wide one. */
+  readonly shadow: boolean;
 }
 
 export type LeaseMode = 'chunk' | 'rate';
@@ -101,6 +107,8 @@ export interface CoordinatorConfig {
   readonly quietPeriodMs: number;
   readonly pools: readonly PoolConfig[];
   readonly templates: readonly TemplateConfig[];
+  /** The fleet-wide switch: every pool in shadow mode (already folded into each pool's `shadow`). */
+  readonly shadow: boolean;
 }
 
 export const DEFAULT_IDLE_EVICT_MS = 60_000;
@@ -121,9 +129,10 @@ const POOL_KEYS = new Set([
   'leaseMode',
   'maxLeases',
   'maxWaiting',
+  'shadow',
 ]);
 export const CLASS_WEIGHT_MAX = 1000;
-const TOP_KEYS = new Set(['subjectPrefix', 'quietPeriodMs', 'pools', 'templates', 'bindIdentity']);
+const TOP_KEYS = new Set(['subjectPrefix', 'quietPeriodMs', 'pools', 'templates', 'bindIdentity', 'shadow']);
 const TEMPLATE_KEYS = new Set([...POOL_KEYS, 'idleEvictMs', 'maxPools']);
 
 type Doc = Readonly<Record<string, unknown>>;
@@ -156,6 +165,13 @@ class Where {
     return value;
   }
 
+  bool(doc: Doc, field: string, fallback: boolean): boolean {
+    const value = Object.hasOwn(doc, field) ? doc[field] : undefined;
+    if (value === undefined) return fallback;
+    if (typeof value !== 'boolean') this.fail(field, `must be true or false, got ${JSON.stringify(value)}`);
+    return value;
+  }
+
   rejectUnknown(doc: Doc, known: ReadonlySet<string>): void {
     for (const key of Object.keys(doc)) {
       if (!known.has(key)) this.fail(key, `is not a known field (known: ${[...known].join(', ')})`);
@@ -174,7 +190,7 @@ function readRate(where: Where, value: unknown): Rate {
   return where.fail('refill', value === undefined ? 'is required' : 'must be a string like "500/s" or { tokens, periodMs }');
 }
 
-function readPool(source: string, name: string, doc: unknown, template = false): PoolConfig {
+function readPool(source: string, name: string, doc: unknown, fleetShadow: boolean, template = false): PoolConfig {
   const where: Where = new Where(source, name);
   const problem = poolNameProblem(template ? name.slice(0, -1) : name);
   if (problem !== null || (template && !name.endsWith('*'))) {
@@ -210,6 +226,7 @@ function readPool(source: string, name: string, doc: unknown, template = false):
   const maxLeases = where.int(doc, 'maxLeases', 1, LEASES_MAX, DEFAULT_MAX_LEASES);
   const maxWaiting = where.int(doc, 'maxWaiting', 0, LEASES_MAX, DEFAULT_MAX_WAITING);
   const classWeights = readWeights(where, doc['classWeights']);
+  const shadow = where.bool(doc, 'shadow', false) || fleetShadow;
   return {
     name,
     capacity,
@@ -223,6 +240,7 @@ function readPool(source: string, name: string, doc: unknown, template = false):
     leaseMode,
     maxLeases,
     maxWaiting,
+    shadow,
   };
 }
 
@@ -243,8 +261,8 @@ function readWeights(where: Where, value: unknown): ReadonlyMap<string, number> 
   return weights;
 }
 
-function readTemplate(source: string, key: string, doc: unknown): TemplateConfig {
-  const pool = readPool(source, key, doc, true);
+function readTemplate(source: string, key: string, doc: unknown, fleetShadow: boolean): TemplateConfig {
+  const pool = readPool(source, key, doc, fleetShadow, true);
   const where: Where = new Where(source, key);
   const fields = doc as Doc;
   return {
@@ -267,8 +285,9 @@ export function parseCoordinatorConfig(source: string, doc: unknown): Coordinato
   if (Object.keys(poolsDoc).length + Object.keys(templatesDoc).length === 0) {
     where.fail('pools', 'must name at least one pool (or give "templates")');
   }
-  const pools = Object.entries(poolsDoc).map(([name, poolDoc]) => readPool(source, name, poolDoc));
-  const templates = Object.entries(templatesDoc).map(([key, templateDoc]) => readTemplate(source, key, templateDoc));
+  const shadow = where.bool(doc, 'shadow', false);
+  const pools = Object.entries(poolsDoc).map(([name, poolDoc]) => readPool(source, name, poolDoc, shadow));
+  const templates = Object.entries(templatesDoc).map(([key, templateDoc]) => readTemplate(source, key, templateDoc, shadow));
   const subjectPrefix = doc['subjectPrefix'] ?? DEFAULT_SUBJECT_PREFIX;
   if (typeof subjectPrefix !== 'string') where.fail('subjectPrefix', 'must be a string');
   try {
@@ -280,5 +299,5 @@ export function parseCoordinatorConfig(source: string, doc: unknown): Coordinato
   const quietPeriodMs = where.int(doc, 'quietPeriodMs', longestTtlMs, MAX_TTL_MS, longestTtlMs);
   const bindIdentity = doc['bindIdentity'] ?? false;
   if (typeof bindIdentity !== 'boolean') where.fail('bindIdentity', `must be true or false, got ${JSON.stringify(bindIdentity)}`);
-  return { subjectPrefix, bindIdentity, quietPeriodMs, pools, templates };
+  return { subjectPrefix, bindIdentity, quietPeriodMs, pools, templates, shadow };
 }

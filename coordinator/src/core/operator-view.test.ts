@@ -18,6 +18,7 @@ const summary = (pool: string): PoolSummary => ({
   waiting: 0,
   quietMs: 0,
   epoch: 1,
+  shadow: false,
 });
 const page = (coordinator: string, pools: string[], next: string | null): PoolList => ({
   v: 2,

@@ -42,7 +42,7 @@ export function formatPools(pools: readonly HeldBy[]): string {
   const header = ['POOL', 'KIND', 'COORDINATOR', 'CAPACITY', 'LEVEL', 'LEASED', 'LEASES', 'WAITING', 'REFILL'];
   const rows = pools.map((p) => [
     p.pool,
-    p.kind,
+    p.shadow ? `${p.kind} (shadow)` : p.kind,
     p.coordinator,
     String(p.capacityTokens) + (p.allowanceTokens > 0 ? `+${p.allowanceTokens}` : ''),
     String(p.levelTokens),

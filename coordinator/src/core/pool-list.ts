@@ -48,5 +48,6 @@ export function summarize<R>(held: HeldPool<R>, nowUs: number): PoolSummary {
     waiting: s.waiting,
     quietMs: Math.ceil(Math.max(0, s.quietUntilUs - nowUs) / 1000),
     epoch: s.epoch,
+    shadow: c.shadow,
   };
 }

@@ -85,6 +85,7 @@ export function grantReply<R>(
     refillTokens: p.config.refill.tokens,
     refillPeriodMs: p.config.refill.periodMs,
     retryAfterMs,
+    ...(p.config.shadow ? { shadow: true } : {}),
   };
 }
 

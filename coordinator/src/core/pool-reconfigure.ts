@@ -89,6 +89,15 @@ export function convertRate(ratePerPeriod: number, fromPeriodUs: number, toPerio
 
 /** samePoolConfig — whether two configurations of a pool are the same in every field (weights compared entry by entry). */
 export function samePoolConfig(a: PoolConfig, b: PoolConfig): boolean {
+  return a.shadow === b.shadow && sameLimits(a, b);
+}
+
+/**
+ * sameLimits — whether two configurations of a pool lease the same way:
+ * every field but `shadow`, which only tells agents what to do with a
+ * denial, so switching it needs no new leases.
+ */
+export function sameLimits(a: PoolConfig, b: PoolConfig): boolean {
   const scalars: readonly (keyof PoolConfig)[] = [
     'name',
     'capacity',
@@ -113,7 +122,7 @@ export interface ConfigDiff {
   readonly added: string[];
   readonly removed: string[];
   readonly changed: string[];
-  /** Templates, bindIdentity or the quiet period differ. */
+  /** Templates, bindIdentity, the quiet period or the fleet-wide shadow switch differ. */
   readonly otherChanged: boolean;
 }
 
@@ -136,6 +145,10 @@ export function configDiff(previous: CoordinatorConfig, next: CoordinatorConfig)
     added: [...after.keys()].filter((name) => !before.has(name)),
     removed: [...before.keys()].filter((name) => !after.has(name)),
     changed: [...after].filter(([name, p]) => before.has(name) && !samePoolConfig(before.get(name) as PoolConfig, p)).map(([name]) => name),
-    otherChanged: templatesDiffer || previous.bindIdentity !== next.bindIdentity || previous.quietPeriodMs !== next.quietPeriodMs,
+    otherChanged:
+      templatesDiffer ||
+      previous.bindIdentity !== next.bindIdentity ||
+      previous.quietPeriodMs !== next.quietPeriodMs ||
+      previous.shadow !== next.shadow,
   };
 }

@@ -34,7 +34,7 @@
 import type { CoordinatorConfig, PoolConfig, TemplateConfig } from './config.js';
 import type { Delivery } from './chunk-grant.js';
 import { Pool } from './pool.js';
-import { samePoolConfig } from './pool-reconfigure.js';
+import { sameLimits, samePoolConfig } from './pool-reconfigure.js';
 import type { StoredPool } from './pool-state.js';
 
 /** ReconfigureSummary — what a new configuration changed among the pools held, by name (template pools included). */
@@ -241,6 +241,12 @@ export class PoolRegistry<R> {
     this.counts = new Map();
     const apply = (pool: Pool<R>, next: PoolConfig): void => {
       if (samePoolConfig(pool.config, next)) return;
+      if (sameLimits(pool.config, next)) {
+        // Only shadow mode switched: the next grants say so; leases, level and held requests stay as they are.
+        pool.switchShadow(next);
+        summary.changed.push(next.name);
+        return;
+      }
       const out: Delivery<R>[] = [];
       pool.reconfigure(next, nowUs, out);
       summary.changed.push(next.name);

@@ -33,7 +33,7 @@ import type { Waiter } from './hold-queue.js';
 import { LeaseTable, staleSequenceReply, type LeaseRecord } from './lease-table.js';
 import { admissionRefusal, forbidden, makePoolParts, type PoolParts } from './pool-parts.js';
 import { isDamaged, type PoolChanges, type StoredPool } from './pool-state.js';
-import { reconfigureParts } from './pool-reconfigure.js';
+import { reconfigureParts, sameLimits } from './pool-reconfigure.js';
 import type { PoolTallyCounts } from './pool-tally.js';
 import { adoptKept, quarantine, stateProblem } from './pool-takeover.js';
 import { acquireRate } from './rate-grant.js';
@@ -276,6 +276,16 @@ export class Pool<R> {
       waiting: p.waiters.size,
       quietMs: Math.ceil(Math.max(0, p.quietUntilUs - nowUs) / 1000),
     };
+  }
+
+  /**
+   * switchShadow — from now on grants carry `config.shadow`; `config` must
+   * lease as the pool does (sameLimits): nothing else changes, no lease is
+   * renewed early or dropped.
+   */
+  switchShadow(config: PoolConfig): void {
+    assertInvariant(sameLimits(this.partsNow.config, config), `pool ${config.name}: switchShadow with other limits`);
+    this.partsNow = { ...this.partsNow, config };
   }
 
   /**

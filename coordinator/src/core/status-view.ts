@@ -37,6 +37,8 @@ export interface PoolView {
   readonly refillPerSecond: number;
   readonly leaseTtlMs: number;
   readonly leaseMode: 'chunk' | 'rate';
+  /** Whether grants put agents in shadow mode (they admit what they would deny). */
+  readonly shadow: boolean;
   readonly levelTokens: number;
   readonly leasedTokens: number;
   readonly waiting: number;
@@ -78,6 +80,7 @@ function poolView<R>(h: HeldPool<R>, nowUs: number): PoolView {
     refillPerSecond: (c.refill.tokens * 1000) / c.refill.periodMs,
     leaseTtlMs: c.leaseTtlMs,
     leaseMode: c.leaseMode,
+    shadow: c.shadow,
     levelTokens: s.levelTokens,
     leasedTokens: s.leasedTokens,
     waiting: s.waiting,

@@ -33,6 +33,7 @@ const summary: PoolSummary = {
   waiting: 1,
   quietMs: 0,
   epoch: 7,
+  shadow: true,
 };
 
 describe('operator requests', () => {
@@ -86,6 +87,12 @@ describe('operator replies', () => {
     expect(decodeOperatorReply(encodeMessage(reply))).toEqual({ ok: true, value: reply });
   });
 
+  it('reads a pool summary without shadow (an older coordinator) as not shadowed', () => {
+    const { shadow: _shadow, ...older } = summary;
+    const decoded = decodeOperatorReply(bytes({ ...list, pools: [older] }));
+    expect(decoded.ok && decoded.value.kind === 'pools' ? decoded.value.pools[0]?.shadow : null).toBe(false);
+  });
+
   it('reads a page larger than an agent reply may be, up to its own limit', () => {
     const many: PoolList = { ...list, pools: Array.from({ length: POOLS_PAGE_MAX }, (_, i) => ({ ...summary, pool: `p${i}` })) };
     const encoded = encodeMessage(many);
@@ -99,6 +106,7 @@ describe('operator replies', () => {
     ['a bad kind of pool', { ...list, pools: [{ ...summary, kind: 'other' }] }, /kind/],
     ['a pool name with a dot', { ...list, pools: [{ ...summary, pool: 'a.b' }] }, /pool/],
     ['a negative level', { ...list, pools: [{ ...summary, levelTokens: -1 }] }, /levelTokens/],
+    ['a shadow flag that is no boolean', { ...list, pools: [{ ...summary, shadow: 'yes' }] }, /shadow/],
     ['pools that are no list', { ...list, pools: {} }, /pools/],
     ['an unknown outcome', { ...outcome, outcome: 'maybe' }, /outcome/],
     ['too many names', { ...outcome, added: Array.from({ length: NAMES_LIST_MAX + 1 }, () => 'a') }, /added/],

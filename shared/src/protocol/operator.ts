@@ -18,7 +18,7 @@
  * reload re-reads a file the operator controls, but costs every agent the
  * balance it holds when a pool's configuration changed.
  */
-import { FieldProblem, intField, oneOf, textField, type Fields } from './fields.js';
+import { boolField, FieldProblem, intField, oneOf, textField, type Fields } from './fields.js';
 import { DURATION_MS_MAX, MESSAGE_TEXT_LENGTH_MAX, SEQ_MAX, WIRE_TOKENS_MAX } from './limits.js';
 import { poolNameProblem } from './subjects.js';
 
@@ -65,6 +65,8 @@ export interface PoolSummary {
   readonly waiting: number;
   readonly quietMs: number;
   readonly epoch: number;
+  /** Whether the pool's grants put agents in shadow mode (absent from coordinators before shadow mode: false). */
+  readonly shadow: boolean;
 }
 
 /** PoolList — a page of the pools one coordinator holds; `next` is the last name listed when more follow, else null. */
@@ -138,6 +140,7 @@ function readSummary(value: unknown, index: number): PoolSummary {
     waiting: tokens('waiting'),
     quietMs: intField(s, 'quietMs', 0, DURATION_MS_MAX),
     epoch: intField(s, 'epoch', 0, SEQ_MAX),
+    shadow: s['shadow'] === undefined ? false : boolField(s, 'shadow'),
   };
 }
 

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import type { LoggedAdmission } from '@tokenlease/harness/fleet';
 import { expiryViolations, recoveryMs } from './checks.js';
 
-const at = (tUs: number, leaseId = 'L1', cost = 1): LoggedAdmission => ({ tUs, cost, leaseId });
+const at = (tUs: number, leaseId = 'L1', cost = 1): LoggedAdmission => ({ tUs, cost, leaseId, source: 'lease' });
 
 describe('expiryViolations', () => {
   const grants = [

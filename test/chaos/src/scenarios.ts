@@ -8,7 +8,7 @@
  */
 import { makeRate } from '@tokenlease/shared';
 import { checkEnvelope, worstWindowRatio, seededRandom, type Random } from '@tokenlease/shared/testing';
-import { scratchDir } from '@tokenlease/harness/fleet';
+import { leaseAdmissions, scratchDir } from '@tokenlease/harness/fleet';
 import { hasEvent } from '@tokenlease/harness/log-events';
 import { startPrivateNats, type PrivateNats } from '@tokenlease/harness/nats';
 import { startPrivateRedis } from '@tokenlease/harness/redis';
@@ -102,7 +102,8 @@ async function runScenario(
     await untilLease(fleet, fleet.agents[0]?.agentId ?? '', 5000);
     const outcome = await fault(fleet, random, runMs);
     await Promise.all(fleet.agents.map((a) => a.child.exited));
-    const admissions = fleet.admissions();
+    // Fallback and shadow admissions are outside the envelope (none are configured here).
+    const admissions = leaseAdmissions(fleet.admissions());
     const rate = makeRate(CHAOS_POOL.refillPerSecond, 1000);
     const envelope = checkEnvelope(admissions, CHAOS_POOL.capacity, rate);
     const expiry = expiryViolations(admissions, fleet.grants());

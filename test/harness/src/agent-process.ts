@@ -9,8 +9,11 @@
  * stdout, one JSON object a line: {"type":"ready"}, then {"type":"stats",...}
  * every `statsEveryMs`, {"type":"event",...} for each NATS disconnect,
  * reconnect or failed request, then {"type":"done",...}. With `logPath`,
- * each admission is appended as "<host monotonic µs> <cost> <lease id>\n"
- * (flushed every 20 ms). SIGTERM ends the traffic, returns the lease and
+ * each admission is appended as "<host monotonic µs> <cost> <lease id>\n",
+ * with " fallback" or " shadow" after the lease id when the fallback bucket
+ * or shadow mode admitted it (outside the envelope); with `denialLogPath`,
+ * each denial as "<host monotonic µs> <cost>\n" (both flushed every 20 ms).
+ * With `shadow`, the limiter is forced into shadow mode (Limiter.forceShadow). SIGTERM ends the traffic, returns the lease and
  * exits 0. With `metricsPort`, the agent's metrics (AgentMetrics, in a
  * registry of this process, as a service would) are served on
  * http://127.0.0.1:<port>/metrics, and the 'ready' line says so.
@@ -36,6 +39,10 @@ export interface AgentProcessConfig {
   readonly durationMs: number;
   readonly traffic: Traffic;
   readonly logPath?: string;
+  /** Append each denial here ("<µs> <cost>" lines). */
+  readonly denialLogPath?: string;
+  /** Force shadow mode for the pool in this agent, whatever the coordinator says. */
+  readonly shadow?: boolean;
   readonly statsEveryMs?: number;
   /** Lease keeper options (e.g. refreshMs, reportMs). */
   readonly keeper?: Partial<KeeperOptions>;
@@ -59,14 +66,18 @@ async function main(): Promise<void> {
     ...(config.subjectPrefix === undefined ? {} : { subjectPrefix: config.subjectPrefix }),
     ...(config.keeper === undefined ? {} : { keeper: config.keeper }),
   });
-  const limiter = agent.limiter(config.pool);
+  const limiter = agent.limiter(config.pool, config.shadow === undefined ? undefined : { shadow: config.shadow });
   const metricsUrl =
     config.metricsPort === undefined ? null : await serveMetrics(config.metricsHost ?? '127.0.0.1', config.metricsPort, limiter);
   const fd = config.logPath === undefined ? null : openSync(config.logPath, 'a');
+  const denialFd = config.denialLogPath === undefined ? null : openSync(config.denialLogPath, 'a');
   let pending = '';
+  let pendingDenials = '';
   const flush = (): void => {
     if (fd !== null && pending !== '') writeSync(fd, pending);
+    if (denialFd !== null && pendingDenials !== '') writeSync(denialFd, pendingDenials);
     pending = '';
+    pendingDenials = '';
   };
   const flushTimer = setInterval(flush, 20);
   const statsTimer = setInterval(() => print({ type: 'stats', name: config.name, ...limiter.stats() }), config.statsEveryMs ?? 1000);
@@ -82,14 +93,22 @@ async function main(): Promise<void> {
     clock: hostMonoNowUs,
     durationMs: config.durationMs,
     stopped: () => stopping,
-    onAdmit: (tUs, cost) => {
-      pending += `${tUs} ${cost} ${limiter.leaseId ?? '-'}\n`;
+    onAdmit: (tUs, cost, source) => {
+      pending += `${tUs} ${cost} ${limiter.leaseId ?? '-'}${source === 'lease' ? '' : ` ${source}`}\n`;
     },
+    ...(denialFd === null
+      ? {}
+      : {
+          onDeny: (tUs: number, cost: number) => {
+            pendingDenials += `${tUs} ${cost}\n`;
+          },
+        }),
   });
   clearInterval(flushTimer);
   clearInterval(statsTimer);
   flush();
   if (fd !== null) closeSync(fd);
+  if (denialFd !== null) closeSync(denialFd);
   await agent.close();
   print({ type: 'done', name: config.name, ...result, ...limiter.stats() });
   process.exit(0);

@@ -19,8 +19,9 @@ import {
 import { connectNats, natsEnvLayer, resolveNatsOptions, NATS_ENV, type Bus, type NatsSettings } from '@tokenlease/shared/nats';
 import type { Admission } from '@tokenlease/shared/testing';
 import type { AgentProcessConfig } from './agent-process.js';
+import type { AdmissionSource } from './drive.js';
 import type { HostileConfig } from './hostile-client.js';
-import { hasEvent, waitForEvent } from './log-events.js';
+import { hasEvent, parseLogLine, waitForEvent, type LogFields } from './log-events.js';
 import { agentProcessScript, coordinatorCliScript, hostileClientScript } from './paths.js';
 import { spawnNode, type Child } from './processes.js';
 
@@ -34,6 +35,21 @@ export function writeConfig(dir: string, doc: object): string {
   const path = join(dir, 'pools.json');
   writeFileSync(path, JSON.stringify(doc, null, 2));
   return path;
+}
+
+/**
+ * reloadBySighup — writes `next` to `configPath`, sends the coordinator
+ * SIGHUP, and returns the fields of the first `reloaded` line applied after
+ * `afterUs` (host µs; earlier reloads' lines are printed already).
+ */
+export async function reloadBySighup(coordinator: Child, configPath: string, next: object, afterUs: number): Promise<LogFields> {
+  writeFileSync(configPath, JSON.stringify(next, null, 2));
+  coordinator.proc.kill('SIGHUP');
+  const line = await coordinator.waitForLine((text) => {
+    const fields = parseLogLine(text);
+    return fields !== null && fields['event'] === 'reloaded' && fields['outcome'] === 'applied' && Number(fields['tUs']) > afterUs;
+  }, 5000);
+  return parseLogLine(line) ?? {};
 }
 
 /** STARTUP_TIMEOUT_MS — how long a coordinator or agent process may take to say it is ready, ms. */
@@ -122,21 +138,48 @@ export function hostileOutcome(child: Child): { sent: number; replies: Record<st
   return JSON.parse(done) as { sent: number; replies: Record<string, number> };
 }
 
-/** LoggedAdmission — an admission and the lease it spent from. */
+/** LoggedAdmission — an admission, the lease it spent from, and what admitted it (drive.ts's AdmissionSource). */
 export interface LoggedAdmission extends Admission {
   readonly leaseId: string;
+  readonly source: AdmissionSource;
 }
 
-/** readAdmissionLog — admissions written by an agent process ("<µs> <cost> <lease id>" lines). */
+/**
+ * readAdmissionLog — admissions written by an agent process ("<µs> <cost>
+ * <lease id>[ fallback| shadow]" lines). Fallback and shadow admissions are
+ * outside the envelope: check `leaseAdmissions` of it.
+ */
 export function readAdmissionLog(path: string): LoggedAdmission[] {
   if (!existsSync(path)) return [];
   const admissions: LoggedAdmission[] = [];
   for (const line of readFileSync(path, 'utf8').split('\n')) {
     if (line === '') continue;
-    const [t, cost, leaseId] = line.split(' ');
-    admissions.push({ tUs: Number(t), cost: Number(cost), leaseId: leaseId ?? '-' });
+    const [t, cost, leaseId, source] = line.split(' ');
+    admissions.push({
+      tUs: Number(t),
+      cost: Number(cost),
+      leaseId: leaseId ?? '-',
+      source: source === 'fallback' || source === 'shadow' ? source : 'lease',
+    });
   }
   return admissions;
+}
+
+/** leaseAdmissions — the admissions spent from leases: what the envelope covers (fallback and shadow ones left out). */
+export function leaseAdmissions<A extends LoggedAdmission>(admissions: readonly A[]): A[] {
+  return admissions.filter((a) => a.source === 'lease');
+}
+
+/** readDenialLog — denials written by an agent process with `denialLogPath` ("<µs> <cost>" lines). */
+export function readDenialLog(path: string): Admission[] {
+  if (!existsSync(path)) return [];
+  return readFileSync(path, 'utf8')
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => {
+      const [t, cost] = line.split(' ');
+      return { tUs: Number(t), cost: Number(cost) };
+    });
 }
 
 /** ProbeOptions — how a StatusProbe logs in (over the NATS_* environment) and the identity it asks under. */

@@ -32,6 +32,7 @@ describe('parseSweepArgs defaults', () => {
       json: false,
       htmlPath: null,
       targetUtilization: 0.97,
+      whatIf: [],
       help: false,
     });
   });

@@ -18,6 +18,7 @@ import { formatDurationUs, parseDurationUs } from './duration.js';
 import type { SweepInput } from './run-sweep.js';
 import { LEASE_MODES, tokenleaseSettings, type LeaseMode } from './settings.js';
 import { formatWorkload, parseWorkload, workloadUsage } from './workload.js';
+import { formatWhatIf, parseWhatIf, type WhatIfLimit } from './what-if.js';
 
 /**
  * SweepArgs — one validated sweep request: what the sweep runs (SweepInput,
@@ -33,6 +34,8 @@ export interface SweepArgs extends SweepInput {
   readonly htmlPath: string | null;
   /** Utilization a recommended setting must reach, fraction in (0, 1]. */
   readonly targetUtilization: number;
+  /** Candidate limits to report denials for (what-if.ts); empty: none. */
+  readonly whatIf: readonly WhatIfLimit[];
   /** `--help` was given: print USAGE; other flags were not validated. */
   readonly help: boolean;
 }
@@ -94,6 +97,8 @@ apart); the cost (msg/1k) weighs a report like a round-trip.
   --duration D               simulated time per combination, up to 24h (default ${SWEEP_DEFAULTS.duration})
   --seed N                   seed, 0..${SEED_MAX} (default random; always printed)
   --target-utilization F     fraction of the ideal bucket's admissions to reach, (0, 1] (default ${SWEEP_DEFAULTS['target-utilization']})
+  --what-if B@RATE,...       also report how many requests an ideal central bucket at each
+                             candidate limit would deny on the same arrivals (and at B/r)
   --json                     print the rows as JSON instead of a table
   --html FILE                also write a self-contained HTML report to FILE
   -h, --help                 print this text
@@ -124,6 +129,7 @@ const OPTIONS = {
   json: { type: 'boolean' },
   html: { type: 'string' },
   'target-utilization': { type: 'string' },
+  'what-if': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -299,6 +305,7 @@ export function parseSweepArgs(argv: readonly string[], drawSeed: () => number =
   const targetUtilization = readFraction('--target-utilization', text('target-utilization'));
   const htmlPath = v.html ?? null;
   if (htmlPath === '') throw new SweepArgsError('--html', 'needs a file name, like --html sweep.html');
+  const whatIf = v['what-if'] === undefined ? [] : parseWhatIf(v['what-if']);
   return {
     agents,
     capacityTokens,
@@ -317,6 +324,7 @@ export function parseSweepArgs(argv: readonly string[], drawSeed: () => number =
     json: v.json === true,
     htmlPath,
     targetUtilization,
+    whatIf,
     help,
   };
 }
@@ -359,5 +367,6 @@ export function sweepArgsToArgv(args: SweepArgs): string[] {
   ];
   if (args.json) argv.push('--json');
   if (args.htmlPath !== null) argv.push(`--html=${args.htmlPath}`);
+  if (args.whatIf.length > 0) argv.push('--what-if', formatWhatIf(args.whatIf));
   return argv;
 }

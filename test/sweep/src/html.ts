@@ -22,12 +22,15 @@ import { recommendationHeadline, type Recommendation } from './recommend.js';
 import { isLeaseRow, isRateRow, STRATEGY_DESCRIPTIONS, type SweepRow } from './row.js';
 import { renderTableHtml, TABLE_COLUMNS } from './table.js';
 import { formatWorkload } from './workload.js';
+import { WHAT_IF_COLUMNS, whatIfCells, type WhatIfRow } from './what-if.js';
 
 /** HtmlReportInput — what the report shows; `generatedBy` names the tool and version (free text, escaped). */
 export interface HtmlReportInput {
   readonly rows: readonly SweepRow[];
   readonly args: SweepArgs;
   readonly recommendation: Recommendation;
+  /** What an ideal central bucket at each candidate limit denies (`--what-if`); none: no section. */
+  readonly whatIf?: readonly WhatIfRow[];
   readonly generatedBy: string;
 }
 
@@ -260,6 +263,7 @@ export function renderHtml(input: HtmlReportInput): string {
     '<h2>All runs</h2>',
     `<div class="table-wrap">${renderTableHtml(input.rows, { marked: input.recommendation.row })}</div>`,
     '</section>',
+    whatIfSection(input.whatIf ?? []),
     '<section>',
     '<h2>What the table shows</h2>',
     legendNotes(),
@@ -267,5 +271,26 @@ export function renderHtml(input: HtmlReportInput): string {
     '</body>',
     '</html>',
     '',
+  ].join('\n');
+}
+
+/** whatIfSection — the `--what-if` rows as a table, with what each column means; empty without rows. */
+function whatIfSection(rows: readonly WhatIfRow[]): string {
+  if (rows.length === 0) return '';
+  const head = `<tr>${WHAT_IF_COLUMNS.map(([name, meaning]) => `<th title="${escapeHtml(meaning)}">${escapeHtml(name)}</th>`).join('')}</tr>`;
+  const body = rows
+    .map(
+      (row) =>
+        `<tr>${whatIfCells(row)
+          .map((cell) => `<td>${escapeHtml(cell)}</td>`)
+          .join('')}</tr>`,
+    )
+    .join('\n');
+  return [
+    '<section class="what-if">',
+    '<h2>What if: denials at candidate limits</h2>',
+    '<p>An ideal central bucket at each limit (no latency, no leases) on the same arrivals, the sweep’s own limit first.</p>',
+    `<div class="table-wrap"><table>\n${head}\n${body}\n</table></div>`,
+    '</section>',
   ].join('\n');
 }

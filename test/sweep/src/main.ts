@@ -15,10 +15,11 @@ import { SweepArgsError } from './args-error.js';
 import { parseSweepArgs, sweepArgsToArgv, USAGE, type SweepArgs } from './args.js';
 import { renderHtml } from './html.js';
 import { describeRecommendation, recommend } from './recommend.js';
-import { runSweep } from './run-sweep.js';
+import { arrivalsOf, runSweep } from './run-sweep.js';
 import { tokenleaseSettings } from './settings.js';
 import { renderTable } from './table.js';
 import { formatWorkload } from './workload.js';
+import { formatWhatIf, renderWhatIf, whatIf } from './what-if.js';
 
 function parse(): SweepArgs | null {
   try {
@@ -55,21 +56,35 @@ function main(): void {
   });
   process.stderr.write('\n');
   const recommendation = recommend(rows, args.targetUtilization);
+  const whatIfRows =
+    args.whatIf.length === 0
+      ? []
+      : whatIf(arrivalsOf(args).arrivals, [{ capacityTokens: args.capacityTokens, refill: args.refill }, ...args.whatIf]);
   if (args.json) {
     console.log(
       JSON.stringify({
-        parameters: { ...args, refill: formatRate(args.refill), workload: formatWorkload(args.workload) },
+        parameters: {
+          ...args,
+          refill: formatRate(args.refill),
+          workload: formatWorkload(args.workload),
+          whatIf: formatWhatIf(args.whatIf),
+        },
         replay,
         rows,
         recommendation,
+        ...(whatIfRows.length === 0 ? {} : { whatIf: whatIfRows }),
       }),
     );
   } else {
     console.log(renderTable(rows, { marked: recommendation.row }));
     console.log(`\n${describeRecommendation(recommendation)}`);
+    if (whatIfRows.length > 0) console.log(`\n${renderWhatIf(whatIfRows)}`);
   }
   if (args.htmlPath !== null) {
-    writeFileSync(args.htmlPath, renderHtml({ rows, args, recommendation, generatedBy: `tokenlease sweep (${replay})` }));
+    writeFileSync(
+      args.htmlPath,
+      renderHtml({ rows, args, recommendation, whatIf: whatIfRows, generatedBy: `tokenlease sweep (${replay})` }),
+    );
     say(`report: ${args.htmlPath}`);
   }
 }

@@ -147,7 +147,7 @@ function commonOf(input: SweepInput, workload: Workload): Common {
  * the seed, fleet, duration, refill and workload of a config; the lease
  * fields are placeholders it never reads.
  */
-function arrivalsOf(input: SweepInput): Workload {
+export function arrivalsOf(input: SweepInput): Workload {
   return simWorkload({
     seed: input.seed,
     agents: input.agents,

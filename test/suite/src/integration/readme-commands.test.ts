@@ -50,6 +50,15 @@ const PLANS: ReadonlyMap<string, Plan> = new Map<string, Plan>([
     },
   ],
   [
+    'npm run sweep -- --workload zipf:s=1,load=1.5 --lease-sizes 50 --ttls 2s --lease-modes chunk --reports 0 --seed 2026 --what-if 250@500/s,500@1200/s,1000@1500/s',
+    {
+      how: 'as written',
+      boundMs: 60 * S,
+      why: 'one setting, 2 baselines and 4 what-if buckets, 60 simulated seconds each: a few seconds',
+      parse: (args) => parseSweepArgs(args),
+    },
+  ],
+  [
     'npm run sim -- --scenarios 1000 --seed 1',
     { how: 'as written', boundMs: 240 * S, why: 'about 30 s of CPU, 40-50 s on a busy machine' },
   ],

@@ -17,8 +17,16 @@ import { join } from 'node:path';
 import { makeRate, type Rate } from '@tokenlease/shared';
 import { checkAcrossChange, checkEnvelope, fasterRate, type Admission } from '@tokenlease/shared/testing';
 import { describe, expect, it } from 'vitest';
-import { readAdmissionLog, scratchDir, startAgentProcess, startCoordinator, StatusProbe, writeConfig } from '@tokenlease/harness/fleet';
-import { logEvents, parseLogLine, waitForEvent } from '@tokenlease/harness/log-events';
+import {
+  readAdmissionLog,
+  reloadBySighup,
+  scratchDir,
+  startAgentProcess,
+  startCoordinator,
+  StatusProbe,
+  writeConfig,
+} from '@tokenlease/harness/fleet';
+import { logEvents, waitForEvent } from '@tokenlease/harness/log-events';
 import { provideNats } from '@tokenlease/harness/nats';
 import { type Child } from '@tokenlease/harness/processes';
 import { seededRun, serverForSuite } from '../servers.js';
@@ -44,15 +52,9 @@ const doc = (prefix: string, l: Limits): object => ({
 });
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
-async function hangUp(coordinator: Child, configPath: string, next: object, after: number): Promise<number> {
-  writeFileSync(configPath, JSON.stringify(next, null, 2));
-  coordinator.proc.kill('SIGHUP');
-  // The first 'reloaded' line applied after `after` (earlier ones are printed already).
-  const line = await coordinator.waitForLine((text) => {
-    const fields = parseLogLine(text);
-    return fields !== null && fields['event'] === 'reloaded' && fields['outcome'] === 'applied' && Number(fields['tUs']) > after;
-  }, 5000);
-  return Number(parseLogLine(line)?.['tUs']);
+/** hangUp — reloads `next` by SIGHUP; the host µs at which it applied. */
+async function hangUp(coordinator: Child, configPath: string, next: object, afterUs: number): Promise<number> {
+  return Number((await reloadBySighup(coordinator, configPath, next, afterUs))['tUs']);
 }
 
 describe('limits changed without a restart (SIGHUP)', () => {

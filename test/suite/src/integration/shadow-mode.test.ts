@@ -1,0 +1,157 @@
+/**
+ * Shadow mode switched centrally under load, over real NATS: a coordinator
+ * process with two pools of the same limits, `shadowed` and its enforced
+ * `twin`, each driven by two agent processes on the same arrival schedule
+ * (same traffic, same seeds) at three times the refill. A reload (file +
+ * SIGHUP) puts `shadowed` in shadow mode, a second one takes it out.
+ *
+ * While shadowed (from one TTL after the switch, when every agent has had
+ * a grant with the flag), the shadowed fleet denies nothing, and what it
+ * would have denied matches what the twin fleet denied over the same
+ * window, within one lease per agent at each end of the window (plus any
+ * difference in what was offered). After the switch back, from one TTL on,
+ * it admits only from leases again and keeps the envelope; over the whole
+ * run its lease admissions keep it too, while its shadow admissions alone
+ * take it well past B + r·T: they are outside the envelope, and the checks
+ * leave them out.
+ */
+import { join } from 'node:path';
+import { makeRate, type Rate } from '@tokenlease/shared';
+import { checkEnvelope, type Admission } from '@tokenlease/shared/testing';
+import { describe, expect, it } from 'vitest';
+import {
+  leaseAdmissions,
+  readAdmissionLog,
+  readDenialLog,
+  reloadBySighup,
+  scratchDir,
+  startAgentProcess,
+  startCoordinator,
+  writeConfig,
+  type LoggedAdmission,
+} from '@tokenlease/harness/fleet';
+import { logEvents } from '@tokenlease/harness/log-events';
+import { provideNats } from '@tokenlease/harness/nats';
+import { type Child } from '@tokenlease/harness/processes';
+import { seededRun, serverForSuite } from '../servers.js';
+
+const CAPACITY = 40;
+const PER_SECOND = 100;
+const RATE: Rate = makeRate(PER_SECOND, 1000);
+const TTL_MS = 500;
+const LEASE_TOKENS = 10;
+const AGENTS_PER_POOL = 2;
+const OFFERED_PER_SECOND = 150; // per agent: 3 × the refill per pool
+const WARM_MS = 1200;
+const SHADOW_MS = 1600;
+const AFTER_MS = 1600;
+const RUN_MS = WARM_MS + SHADOW_MS + AFTER_MS + 600;
+
+const poolFields = (shadow: boolean): object => ({
+  capacity: CAPACITY,
+  refill: `${PER_SECOND}/s`,
+  leaseTtlMs: TTL_MS,
+  maxLeaseTokens: LEASE_TOKENS,
+  ...(shadow ? { shadow: true } : {}),
+});
+const doc = (prefix: string, shadow: boolean): object => ({
+  subjectPrefix: prefix,
+  pools: { shadowed: poolFields(shadow), twin: poolFields(false) },
+});
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+const tokens = (xs: readonly Admission[], fromUs: number, toUs: number): number =>
+  xs.filter((a) => a.tUs >= fromUs && a.tUs < toUs).reduce((sum, a) => sum + a.cost, 0);
+
+/** reload — reloads `next` by SIGHUP, checks that only the shadowed pool changed, and returns the host µs at which it applied. */
+async function reload(coordinator: Child, configPath: string, next: object, afterUs: number): Promise<number> {
+  const fields = await reloadBySighup(coordinator, configPath, next, afterUs);
+  expect(fields['changed']).toEqual(['shadowed']);
+  return Number(fields['tUs']);
+}
+
+interface Fleet {
+  readonly admissions: LoggedAdmission[];
+  readonly denials: Admission[];
+}
+
+describe('shadow mode switched by reload under load', () => {
+  const nats = serverForSuite(provideNats);
+
+  it('admits everything while shadowed, would deny what the enforced twin denies, and keeps the envelope from one TTL after the switch back', async () => {
+    const { seed, random } = seededRun('shadow-mode', import.meta.url);
+    const dir = scratchDir();
+    const prefix = `tlshadow${seed}`;
+    const configPath = writeConfig(dir, doc(prefix, false));
+    const coordinator = await startCoordinator(nats().url, configPath);
+    const seeds = Array.from({ length: AGENTS_PER_POOL }, () => random.int(0, 2 ** 31));
+    const specs = ['shadowed', 'twin'].flatMap((pool) => seeds.map((agentSeed, i) => ({ pool, name: `${pool}-${i}`, seed: agentSeed })));
+    const agents = await Promise.all(
+      specs.map((spec) =>
+        startAgentProcess({
+          natsUrl: nats().url,
+          subjectPrefix: prefix,
+          pool: spec.pool,
+          name: spec.name,
+          seed: spec.seed,
+          durationMs: RUN_MS,
+          logPath: join(dir, `${spec.name}.log`),
+          denialLogPath: join(dir, `${spec.name}.denied`),
+          traffic: { kind: 'steady', perSecond: OFFERED_PER_SECOND },
+        }),
+      ),
+    );
+
+    await sleep(WARM_MS);
+    const onAtUs = await reload(coordinator, configPath, doc(prefix, true), 0);
+    await sleep(SHADOW_MS);
+    const offAtUs = await reload(coordinator, configPath, doc(prefix, false), onAtUs);
+    const exits = await Promise.all(agents.map((a) => a.exited));
+    expect(exits.map((e) => e.code)).toEqual(specs.map(() => 0));
+    expect(agents.flatMap((a) => logEvents(a.lines, { type: 'event', event: 'implausible-grant' }))).toEqual([]);
+
+    const fleetOf = (pool: string): Fleet => {
+      const names = specs.filter((s) => s.pool === pool).map((s) => s.name);
+      const byTime = (a: Admission, b: Admission): number => a.tUs - b.tUs;
+      return {
+        admissions: names.flatMap((n) => readAdmissionLog(join(dir, `${n}.log`))).sort(byTime),
+        denials: names.flatMap((n) => readDenialLog(join(dir, `${n}.denied`))).sort(byTime),
+      };
+    };
+    const shadowed = fleetOf('shadowed');
+    const twin = fleetOf('twin');
+    const ttlUs = TTL_MS * 1000;
+    const shadowOf = (f: Fleet): Admission[] => f.admissions.filter((a) => a.source === 'shadow');
+
+    // While shadowed: nothing denied, and the would-be denials are the twin's denials.
+    const fromUs = onAtUs + ttlUs;
+    const wouldDeny = tokens(shadowOf(shadowed), fromUs, offAtUs);
+    const twinDenied = tokens(twin.denials, fromUs, offAtUs);
+    const offered = (f: Fleet): number => tokens(f.admissions, fromUs, offAtUs) + tokens(f.denials, fromUs, offAtUs);
+    const offeredGap = Math.abs(offered(shadowed) - offered(twin));
+    const toleranceTokens = 2 * AGENTS_PER_POOL * LEASE_TOKENS + offeredGap;
+    console.log(
+      `shadow-mode: shadowed ${((offAtUs - fromUs) / 1000).toFixed(0)} ms: offered ${offered(shadowed)} / ${offered(twin)} (twin), ` +
+        `would deny ${wouldDeny}, twin denied ${twinDenied}, tolerance ${toleranceTokens}`,
+    );
+    expect(tokens(shadowed.denials, fromUs, offAtUs)).toBe(0);
+    expect(wouldDeny).toBeGreaterThan(0.3 * offered(shadowed));
+    expect(Math.abs(wouldDeny - twinDenied)).toBeLessThanOrEqual(toleranceTokens);
+    // Before the switch nothing was shadow-admitted.
+    expect(tokens(shadowOf(shadowed), 0, onAtUs)).toBe(0);
+
+    // Back to enforcing from one TTL after the switch: no shadow admissions, denials again, and the envelope.
+    const backUs = offAtUs + ttlUs;
+    const enforcedAfter = leaseAdmissions(shadowed.admissions).filter((a) => a.tUs >= backUs);
+    expect(tokens(shadowOf(shadowed), backUs, Infinity)).toBe(0);
+    expect(tokens(shadowed.denials, backUs, Infinity)).toBeGreaterThan(0);
+    expect(enforcedAfter.length).toBeGreaterThan(0);
+    const after = checkEnvelope(enforcedAfter, CAPACITY, RATE);
+    expect(after.ok, JSON.stringify(after)).toBe(true);
+
+    // Over the whole run: lease admissions keep the envelope for both fleets; counted with the shadow ones they do not.
+    for (const fleet of [shadowed, twin]) expect(checkEnvelope(leaseAdmissions(fleet.admissions), CAPACITY, RATE).ok).toBe(true);
+    const withShadow = checkEnvelope(shadowed.admissions, CAPACITY, RATE);
+    console.log(`shadow-mode: with shadow admissions counted, worst excess ${withShadow.worstExcessTokens} tokens`);
+    expect(withShadow.ok).toBe(false);
+  });
+});
