@@ -90,36 +90,30 @@ export class LeaseTable {
 
   /** open — a new lease with a zero bound for `agentId`, which must hold none, bound to `secret`. */
   open(agentId: string, secret: string, seq: number, expiresAtUs: number): LeaseRecord {
-    assertInvariant(!this.byAgent.has(agentId), `agent ${agentId} already holds a lease`);
-    this.issued += 1;
-    const record: LeaseRecord = {
-      leaseId: `${this.idPrefix}${this.issued.toString(36)}`,
-      agentId,
-      secret,
-      boundTokens: 0,
-      expiresAtUs,
-      lastSeq: seq,
-      lastReply: null,
-      heldTokens: 0,
-      ratePerPeriod: 0,
-      accrualFromUs: expiresAtUs,
-      demandPerSecond: 0,
-      weight: 1,
-      agentClass: null,
-      isRate: false,
-      generation: this.generation,
-    };
-    this.byAgent.set(agentId, record);
-    this.weightSum += record.weight;
-    this.expiries.push(expiresAtUs, record);
-    return record;
+    // A new lease accrues no rate before it is granted one: its accrual starts at its expiry.
+    return this.insert(null, agentId, secret, seq, expiresAtUs, expiresAtUs);
   }
 
   /** adopt — a lease kept by a previous owner, live until `expiresAtUs`; `agentId` must hold none here. */
   adopt(agentId: string, secret: string, leaseId: string, boundTokens: number, lastSeq: number, expiresAtUs: number): LeaseRecord {
+    const record = this.insert(leaseId, agentId, secret, lastSeq, expiresAtUs, 0);
+    this.setBound(record, boundTokens);
+    return record;
+  }
+
+  /** insert — a chunk lease of zero bound and weight 1 for `agentId`, which must hold none (under a new id when `leaseId` is null), kept by agent and by expiry. */
+  private insert(
+    leaseId: string | null,
+    agentId: string,
+    secret: string,
+    lastSeq: number,
+    expiresAtUs: number,
+    accrualFromUs: number,
+  ): LeaseRecord {
     assertInvariant(!this.byAgent.has(agentId), `agent ${agentId} already holds a lease`);
+    if (leaseId === null) this.issued += 1;
     const record: LeaseRecord = {
-      leaseId,
+      leaseId: leaseId ?? `${this.idPrefix}${this.issued.toString(36)}`,
       agentId,
       secret,
       boundTokens: 0,
@@ -128,7 +122,7 @@ export class LeaseTable {
       lastReply: null,
       heldTokens: 0,
       ratePerPeriod: 0,
-      accrualFromUs: 0,
+      accrualFromUs,
       demandPerSecond: 0,
       weight: 1,
       agentClass: null,
@@ -137,7 +131,6 @@ export class LeaseTable {
     };
     this.byAgent.set(agentId, record);
     this.weightSum += record.weight;
-    this.setBound(record, boundTokens);
     this.expiries.push(expiresAtUs, record);
     return record;
   }
