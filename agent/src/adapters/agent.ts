@@ -35,7 +35,7 @@ import { Limiter, type LimiterHost } from './limiter.js';
 import { openAgentBus, type AgentConnectionOptions } from './agent-bus.js';
 
 /** Longest gap between two ticks of a keeper that holds a lease or waits for one, ms: demand is sampled at least this often. */
-const TICK_MS_MAX = 100;
+const KEEPER_TICK_MS_MAX = 100;
 /** Default for `limiterIdleMs`, and the bounds of the sweep's period, ms. */
 const LIMITER_IDLE_MS_DEFAULT = 60_000;
 const SWEEP_MS_MIN = 10;
@@ -454,7 +454,7 @@ export class Agent implements LimiterHost {
     const now = this.clock();
     // An idle keeper holds no timer: the next admission or denial wakes it.
     if (entry.keeper.quiet && entry.keeper.nextDeadlineUs() === Infinity) return;
-    const delayMs = Math.min(TICK_MS_MAX, Math.max(1, Math.ceil((entry.keeper.nextDeadlineUs() - now) / US_PER_MS)));
+    const delayMs = Math.min(KEEPER_TICK_MS_MAX, Math.max(1, Math.ceil((entry.keeper.nextDeadlineUs() - now) / US_PER_MS)));
     entry.timer = setTimeout(entry.wake, delayMs);
     entry.timer.unref();
   }
