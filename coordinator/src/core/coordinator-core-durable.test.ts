@@ -18,7 +18,7 @@ import { thrown } from '@tokenlease/shared/testing';
 import { parseCoordinatorConfig, type CoordinatorConfig } from './config.js';
 import { CoordinatorCore, notOwner } from './coordinator-core.js';
 import type { Delivery } from './pool.js';
-import { MS, S, STANDARD_POOL_FIELDS, grantOf } from './pool.fixtures.js';
+import { MS, S, STANDARD_POOL_FIELDS, acquireOf, grantOf, type AcquireFields } from './pool.fixtures.js';
 import type { PersistedPool } from './pool-state.js';
 import { SECRET } from './pool.fixtures.js';
 
@@ -40,21 +40,7 @@ function makeConfig(): CoordinatorConfig {
 const durableCore = (): CoordinatorCore<string> => new CoordinatorCore<string>(makeConfig(), CORE_EPOCH, 0, true);
 const memoryCore = (): CoordinatorCore<string> => new CoordinatorCore<string>(makeConfig(), CORE_EPOCH, 0);
 
-const acquireReq = (
-  pool: string,
-  fields: Partial<Omit<LeaseRequest, 'v' | 'op' | 'pool'>> & { readonly agentId: string; readonly seq: number },
-): LeaseRequest => ({
-  v: 2,
-  op: 'acquire',
-  leaseSecret: SECRET,
-  pool,
-  leaseId: null,
-  tokensLeft: 0,
-  tokensWanted: 20,
-  demandPerSecond: 0,
-  holdMs: 0,
-  ...fields,
-});
+const acquireReq = (pool: string, fields: AcquireFields): LeaseRequest => acquireOf({ pool, ...fields });
 
 function send(core: CoordinatorCore<string>, req: Request, to: string, nowUs: number): Delivery<string>[] {
   return core.receive(subjectFor('tokenlease', req.op, req.pool), encodeMessage(req), to, nowUs);

@@ -23,7 +23,7 @@ import {
 import { parseCoordinatorConfig, type CoordinatorConfig } from './config.js';
 import { CoordinatorCore } from './coordinator-core.js';
 import type { Delivery } from './pool.js';
-import { FULL_AT, MS, STANDARD_POOL_FIELDS, grantOf, internals } from './pool.fixtures.js';
+import { FULL_AT, MS, STANDARD_POOL_FIELDS, acquireOf, grantOf, internals, type AcquireFields } from './pool.fixtures.js';
 import { SECRET } from './pool.fixtures.js';
 
 const EPOCH = 7;
@@ -44,19 +44,8 @@ const makeCore = (): CoordinatorCore<string> => new CoordinatorCore<string>(make
 const subject = (op: Request['op'], pool: string): string => subjectFor('tokenlease', op, pool);
 const bytes = (value: unknown): Uint8Array => new TextEncoder().encode(JSON.stringify(value));
 
-function acquireReq(fields: Partial<Omit<LeaseRequest, 'v' | 'op'>> & { readonly agentId: string; readonly seq: number }): LeaseRequest {
-  return {
-    v: 2,
-    op: 'acquire',
-    leaseSecret: SECRET,
-    pool: 'p',
-    leaseId: null,
-    tokensLeft: 0,
-    tokensWanted: 20,
-    demandPerSecond: 1,
-    holdMs: 0,
-    ...fields,
-  };
+function acquireReq(fields: AcquireFields & { readonly pool?: string }): LeaseRequest {
+  return acquireOf({ demandPerSecond: 1, ...fields });
 }
 
 function send(core: CoordinatorCore<string>, req: Request, to: string, nowUs: number): Delivery<string>[] {

@@ -11,7 +11,7 @@ import { decodeReply, encodeMessage, subjectFor, type LeaseReport, type LeaseRet
 import { parseCoordinatorConfig } from './config.js';
 import { CoordinatorCore, agentOfIdentity } from './coordinator-core.js';
 import type { Delivery } from './pool.js';
-import { FULL_AT, MS, SECRET, STANDARD_POOL_FIELDS, acquire, grantOf, internals, makePool, status } from './pool.fixtures.js';
+import { FULL_AT, MS, SECRET, STANDARD_POOL_FIELDS, acquire, acquireOf, grantOf, internals, makePool, status } from './pool.fixtures.js';
 
 const THIEF = 'a-thief-who-guessed-nothing';
 
@@ -80,19 +80,7 @@ describe('identity binding and versions', () => {
       0,
     );
   const send = (c: CoordinatorCore<string>, agentId: string, identity: string): Reply | undefined => {
-    const req = {
-      v: 2,
-      op: 'acquire',
-      pool: 'p',
-      agentId,
-      leaseSecret: SECRET,
-      seq: 1,
-      leaseId: null,
-      tokensLeft: 0,
-      tokensWanted: 5,
-      demandPerSecond: 1,
-      holdMs: 0,
-    } as const;
+    const req = acquireOf({ agentId, seq: 1, tokensWanted: 5, demandPerSecond: 1 });
     return c.receive(subjectFor('tokenlease', 'acquire', 'p', identity), encodeMessage(req), 'to', FULL_AT)[0]?.reply;
   };
 

@@ -12,6 +12,7 @@
  */
 import { expect } from 'vitest';
 import type { LeaseGrant, LeaseRequest, PoolStatus } from '@tokenlease/shared';
+import { acquireRequest } from '@tokenlease/shared/testing';
 import { parseCoordinatorConfig } from './config.js';
 import type { LeaseRecord } from './lease-table.js';
 import { Pool, type Delivery } from './pool.js';
@@ -64,6 +65,11 @@ export function makePool(setup: PoolSetup = {}): Pool<string> {
 /** AcquireFields — the fields of an acquire request to pool "p" that a test sets; agentId and seq are required. */
 export type AcquireFields = Partial<Omit<LeaseRequest, 'v' | 'op' | 'pool'>> & { readonly agentId: string; readonly seq: number };
 
+/** acquireOf — an acquire to pool "p" under SECRET: no lease id, 0 tokens left, 20 wanted, demand 0, holdMs 0, unless `fields` say (a `pool` included). */
+export function acquireOf(fields: AcquireFields & { readonly pool?: string }): LeaseRequest {
+  return acquireRequest({ pool: 'p', leaseSecret: SECRET, tokensWanted: 20, demandPerSecond: 0, ...fields });
+}
+
 /**
  * acquire — sends an acquire to `pool` at `nowUs`, replying to `to`
  * ("<agentId>#<seq>" when absent), and returns the deliveries. Unset fields:
@@ -76,18 +82,7 @@ export function acquire(
   to = `${fields.agentId}#${fields.seq}`,
 ): Delivery<string>[] {
   const out: Delivery<string>[] = [];
-  const req: LeaseRequest = {
-    v: 2,
-    op: 'acquire',
-    leaseSecret: SECRET,
-    pool: 'p',
-    leaseId: null,
-    tokensLeft: 0,
-    tokensWanted: 20,
-    demandPerSecond: 0,
-    holdMs: 0,
-    ...fields,
-  };
+  const req = acquireOf(fields);
   pool.acquire(req, to, nowUs, out);
   return out;
 }
