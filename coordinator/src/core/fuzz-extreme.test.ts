@@ -79,16 +79,15 @@ import {
   Ledger,
   PREFIX,
   PROTOTYPE_NAMES,
+  RUNS,
   RATE_TEMPLATE,
   secretOf,
   subjectOf,
+  TIME_LIMIT_MS,
   type HonestAgent,
 } from './fuzz.fixtures.js';
-import { internalsOf } from './pool.fixtures.js';
+import { internalsOf, tickThroughDeadlines } from './pool.fixtures.js';
 
-const RUNS = Number(process.env['RUNS'] ?? '60');
-/** How long fast-check may run and shrink in all, ms; a passing run takes a few seconds. */
-const TIME_LIMIT_MS = 60_000;
 const US_PER_MS = 1000;
 
 const HONEST_POOLS = ['c', 'r', `${CHUNK_TEMPLATE}a`, `${CHUNK_TEMPLATE}constructor`, `${RATE_TEMPLATE}__proto__`];
@@ -323,16 +322,12 @@ class Simulation {
 
   advance(dtUs: number): void {
     const target = this.nowUs + dtUs;
-    if (this.sc.adapterTicks) {
-      for (let guard = 0; ; guard += 1) {
-        const deadline = this.core.nextDeadlineUs();
-        if (deadline > target) break;
-        ensure(guard < 10_000, () => 'nextDeadlineUs keeps reporting instants that tick does not resolve');
-        this.nowUs = Math.max(deadline, this.nowUs);
-        this.deliver(this.core.tick(this.nowUs));
+    if (this.sc.adapterTicks)
+      tickThroughDeadlines(this.core, this.nowUs, target, (_deadlineUs, atUs) => {
+        this.nowUs = atUs;
+        this.deliver(this.core.tick(atUs));
         this.check();
-      }
-    }
+      });
     this.nowUs = target;
   }
 

@@ -61,17 +61,16 @@ import {
   Ledger,
   PREFIX,
   PROTOTYPE_NAMES,
+  RUNS,
   QUIET_MS,
   RATE_TEMPLATE,
   secretOf,
   snapshot,
   subjectOf,
+  TIME_LIMIT_MS,
   type HonestAgent,
 } from './fuzz.fixtures.js';
 
-const RUNS = Number(process.env['RUNS'] ?? '60');
-/** How long fast-check may run and shrink in all, ms; a passing run takes a few seconds. */
-const TIME_LIMIT_MS = 60_000;
 const OPS = ['acquire', 'return', 'report', 'status'] as const;
 type Op = (typeof OPS)[number];
 

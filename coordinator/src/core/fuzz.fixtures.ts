@@ -24,6 +24,11 @@ import type { CoordinatorCore } from './coordinator-core.js';
 import type { Delivery } from './pool.js';
 import { internals } from './pool.fixtures.js';
 
+/** RUNS — fast-check runs per fuzzer property (`$RUNS` to change it). */
+export const RUNS = Number(process.env['RUNS'] ?? '60');
+/** TIME_LIMIT_MS — how long fast-check may run and shrink in all, ms; a passing run takes a few seconds. */
+export const TIME_LIMIT_MS = 60_000;
+
 export const PREFIX = 'tokenlease';
 /** QUIET_MS — the coordinator's quiet period (the longest TTL). */
 export const QUIET_MS = 400;

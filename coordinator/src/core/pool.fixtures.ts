@@ -157,3 +157,28 @@ export function internals<R>(pool: Pool<R> | undefined): string {
     issued: p.leases.issued,
   });
 }
+
+/** TICK_GUARD — more ticks than this between two instants means nextDeadlineUs reports deadlines that tick does not resolve. */
+const TICK_GUARD = 10_000;
+
+/**
+ * tickThroughDeadlines — what an adapter's timer does up to `targetUs`:
+ * while the core's next deadline is due by then, `tickAt(deadlineUs, atUs)`
+ * with atUs = max(deadline, the previous tick's instant, `fromUs`); the call
+ * must tick the core there. Throws when deadlines never move past a tick.
+ */
+export function tickThroughDeadlines(
+  core: { nextDeadlineUs(): number },
+  fromUs: number,
+  targetUs: number,
+  tickAt: (deadlineUs: number, atUs: number) => void,
+): void {
+  let atUs = fromUs;
+  for (let guard = 0; ; guard += 1) {
+    const deadlineUs = core.nextDeadlineUs();
+    if (deadlineUs > targetUs) return;
+    if (guard >= TICK_GUARD) throw new Error('nextDeadlineUs keeps reporting instants that tick does not resolve');
+    atUs = Math.max(deadlineUs, atUs);
+    tickAt(deadlineUs, atUs);
+  }
+}
