@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { encodeMessage, subjectFor, type Reply } from '@tokenlease/shared';
+import { acquireRequest } from '@tokenlease/shared/testing';
 import { parseCoordinatorConfig } from '../core/config.js';
 import { CoordinatorCore } from '../core/coordinator-core.js';
 import { CoordinatorMetrics } from './metrics.js';
@@ -22,20 +23,8 @@ function coreOf(): CoordinatorCore<string> {
 }
 
 function acquire(core: CoordinatorCore<string>, pool: string, agentId: string, seq: number, nowUs: number): Reply {
-  const req = {
-    v: 2,
-    op: 'acquire',
-    agentId,
-    pool,
-    leaseSecret: SECRET,
-    seq,
-    leaseId: null,
-    tokensLeft: 0,
-    tokensWanted: 5,
-    demandPerSecond: 0,
-    holdMs: 0,
-  };
-  const out = core.receive(subjectFor('tokenlease', 'acquire', pool), encodeMessage(req as never), agentId, nowUs);
+  const req = acquireRequest({ agentId, pool, leaseSecret: SECRET, seq, demandPerSecond: 0 });
+  const out = core.receive(subjectFor('tokenlease', 'acquire', pool), encodeMessage(req), agentId, nowUs);
   const reply = out[0]?.reply;
   if (reply === undefined) throw new Error('no reply');
   return reply;

@@ -51,7 +51,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { checkEnvelope, EnvelopeWatch, propertySeed, worstWindowRatio, type Admission } from '@tokenlease/shared/testing';
+import { acquireRequest, checkEnvelope, EnvelopeWatch, propertySeed, worstWindowRatio, type Admission } from '@tokenlease/shared/testing';
 import {
   DEMAND_PER_SECOND_MAX,
   HOLD_MS_MAX,
@@ -676,19 +676,7 @@ class Simulation {
     for (const pool of [...this.poolNames, ...fresh]) {
       if (this.core.kindOf(pool) === null) continue;
       const agentId = 'fresh';
-      const req: Request = {
-        v: 2,
-        op: 'acquire',
-        agentId,
-        pool,
-        leaseSecret: secretOf(`fresh ${pool}`),
-        seq: 1,
-        leaseId: null,
-        tokensLeft: 0,
-        tokensWanted: 1,
-        demandPerSecond: 1,
-        holdMs: 0,
-      };
+      const req: Request = acquireRequest({ agentId, pool, leaseSecret: secretOf(`fresh ${pool}`), tokensWanted: 1 });
       const id = this.ledger.open('acquire').id;
       const out = this.core.receive(subjectOf(req, agentId), new TextEncoder().encode(JSON.stringify(req)), id, this.nowUs);
       this.ledger.deliver(out);

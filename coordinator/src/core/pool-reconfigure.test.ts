@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { decodeReply, encodeMessage, subjectFor, type LeaseReturn } from '@tokenlease/shared';
+import { acquireRequest } from '@tokenlease/shared/testing';
 import { parseCoordinatorConfig, type PoolConfig } from './config.js';
 import { CoordinatorCore } from './coordinator-core.js';
 import { configDiff, convertRate, samePoolConfig } from './pool-reconfigure.js';
@@ -153,22 +154,7 @@ describe('a coordinator given a new configuration', () => {
     parseCoordinatorConfig('test.yaml', { quietPeriodMs: 1000, pools, templates });
   const bytes = (value: object): Uint8Array => encodeMessage(value as never);
   const ask = (core: CoordinatorCore<string>, op: 'acquire' | 'status', pool: string, nowUs: number, seq = 1): Delivery<string>[] => {
-    const req =
-      op === 'status'
-        ? { v: 2, op, pool }
-        : {
-            v: 2,
-            op,
-            pool,
-            agentId: 'a',
-            leaseSecret: SECRET,
-            seq,
-            leaseId: null,
-            tokensLeft: 0,
-            tokensWanted: 5,
-            demandPerSecond: 0,
-            holdMs: 0,
-          };
+    const req = op === 'status' ? { v: 2, op, pool } : { ...acquireRequest({ pool, leaseSecret: SECRET, seq, demandPerSecond: 0 }), op };
     return core.receive(subjectFor(PREFIX, op, pool), bytes(req), `${op}-${seq}`, nowUs);
   };
 

@@ -12,6 +12,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Agent, type AgentEvent } from '@tokenlease/agent';
 import { encodeMessage, subjectFor, COORDINATOR_QUEUE_GROUP, CATCH_ALL_QUEUE_GROUP } from '@tokenlease/shared';
+import { acquireRequest } from '@tokenlease/shared/testing';
 import { connectNats, resolveNatsOptions, NATS_ENV, type Bus } from '@tokenlease/shared/nats';
 import { scratchDir, startCoordinator, StatusProbe, writeConfig } from '@tokenlease/harness/fleet';
 import { startShippedNats, type ShippedNats, type ShippedUser as User } from '@tokenlease/harness/nats-config';
@@ -47,19 +48,7 @@ async function refused(conn: { bus: Bus; errors: string[] }, subject: string, ac
 }
 
 function acquire(agentId: string): Uint8Array {
-  return encodeMessage({
-    v: 2,
-    op: 'acquire',
-    agentId,
-    pool: POOL,
-    leaseSecret: 'x'.repeat(22),
-    seq: 1,
-    leaseId: null,
-    tokensLeft: 0,
-    tokensWanted: 1,
-    demandPerSecond: 1,
-    holdMs: 0,
-  });
+  return encodeMessage(acquireRequest({ agentId, pool: POOL, leaseSecret: 'x'.repeat(22), tokensWanted: 1 }));
 }
 
 describe('the shipped NATS permission model (deploy/nats/secured.conf)', () => {
