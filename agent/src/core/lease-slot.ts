@@ -387,13 +387,15 @@ export class LeaseSlot {
       throw new AgentError('invalid-argument', `cost must be a positive integer, got ${cost}`, { pool: this.pool });
     }
     const n = this.n;
+    // Compared here, so that no clock value (a heap number) is passed on.
+    const expired = nowUs >= (n[EXPIRES_AT] as number);
     // The one shadow branch: an enforced denial keeps its fixed counter fields.
-    if (n[SHADOW_SHIFT] !== 0) return this.countDenial(cost, nowUs, DENIAL_FIELDS);
-    return this.countDenial(cost, nowUs, 0);
+    if (n[SHADOW_SHIFT] !== 0) return this.countDenial(cost, expired, DENIAL_FIELDS);
+    return this.countDenial(cost, expired, 0);
   }
 
   /** countDenial — the denial's reason and counters, in the block `shift` fields on (0: enforced, DENIAL_FIELDS: shadow); true when shadowed. */
-  private countDenial(cost: number, nowUs: number, shift: number): boolean {
+  private countDenial(cost: number, expired: boolean, shift: number): boolean {
     const n = this.n;
     n[DENIED_TOKENS + shift] = (n[DENIED_TOKENS + shift] as number) + cost;
     n[DENIED_COUNT + shift] = (n[DENIED_COUNT + shift] as number) + 1;
@@ -411,7 +413,7 @@ export class LeaseSlot {
     } else if (!this.hasLease) {
       this.lastDenial = 'no-lease';
       field = DENIED_NO_LEASE;
-    } else if (nowUs >= (n[EXPIRES_AT] as number)) {
+    } else if (expired) {
       this.lastDenial = 'expired';
       field = DENIED_EXPIRED;
     }
