@@ -159,7 +159,7 @@ export async function capacityRows(capacity: Capacity): Promise<CapacityRow[]> {
 /** capacityTable — the rows as a Markdown table. */
 export function capacityTable(rows: readonly CapacityRow[]): string[] {
   return [
-    `| over NATS, ${CONCURRENCY} requests in flight | live agents | replies/s | / echo | p50 µs | p99 µs | errors |`,
+    `| over NATS, ${CONCURRENCY} requests in flight (at most one per agent) | live agents | replies/s | / echo | p50 µs | p99 µs | errors |`,
     '| --- | --- | --- | --- | --- | --- | --- |',
     ...rows.map(
       (r) =>
