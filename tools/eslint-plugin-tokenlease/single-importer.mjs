@@ -2,7 +2,9 @@
  * single-importer — a transport library is imported by its one adapter.
  *
  * Options: `root` (the repository's folder) and `modules`, a map from a
- * package name to the one file, relative to `root`, allowed to import it.
+ * package name to the one file, relative to `root`, allowed to import it
+ * (or a list of such files, where a second one has a reason to talk to the
+ * library directly, said where the map is configured).
  * Every other import of that package (subpaths, type-only imports, `import()`
  * and `require()` with a constant name) is reported, so the rest of the code
  * depends on the adapter's small interface rather than on the library.
@@ -19,7 +21,10 @@ export default {
         type: 'object',
         properties: {
           root: { type: 'string' },
-          modules: { type: 'object', additionalProperties: { type: 'string' } },
+          modules: {
+            type: 'object',
+            additionalProperties: { anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' }, minItems: 1 }] },
+          },
         },
         required: ['root', 'modules'],
         additionalProperties: false,
@@ -35,8 +40,9 @@ export default {
     return moduleVisitors((node, specifier) => {
       const module = specifier === null ? null : packageName(specifier);
       if (module === null || !Object.hasOwn(modules, module)) return;
-      const adapter = modules[module];
-      if (resolve(root, adapter) !== here) context.report({ node, messageId: 'elsewhere', data: { module, adapter } });
+      const allowed = [modules[module]].flat();
+      if (!allowed.some((file) => resolve(root, file) === here))
+        context.report({ node, messageId: 'elsewhere', data: { module, adapter: allowed.join(' or ') } });
     });
   },
 };

@@ -23,8 +23,9 @@
  * a figure is acquires per second of one core given to the coordinator.
  */
 import { CoordinatorCore, parseCoordinatorConfig, TICK_MS_MAX } from '@tokenlease/coordinator';
-import { encodeMessage, subjectFor, type LeaseRequest, type Reply } from '@tokenlease/shared';
+import { subjectFor, type Reply } from '@tokenlease/shared';
 import { seededRandom, type Random } from '@tokenlease/shared/testing';
+import { SimulatedAgents } from './simulated-agents.js';
 
 /** LEASE_COUNTS — the numbers of live leases measured. */
 export const LEASE_COUNTS = [1_000, 10_000, 100_000] as const;
@@ -56,20 +57,10 @@ export interface ScalingFigure {
   readonly openMs: number;
 }
 
-/** An agent's view of its lease: what its next renewal says. */
-interface AgentLease {
-  readonly agentId: string;
-  readonly secret: string;
-  readonly demandPerSecond: number;
-  seq: number;
-  leaseId: string | null;
-  tokensHeld: number;
-}
-
 class ScalingRun {
   private readonly core: CoordinatorCore<number>;
   private readonly subject = subjectFor(PREFIX, 'acquire', POOL);
-  private readonly agents: AgentLease[] = [];
+  private readonly agents: SimulatedAgents;
   private nowUs: number;
   private nextTickUs: number;
   private readonly picks: number[];
@@ -94,12 +85,7 @@ class ScalingRun {
     this.nowUs = (TTL_MS / 1000 + 1) * US_PER_S;
     this.nextTickUs = this.nowUs;
     // Demands average 2·refill/n, so the sum is about twice the refill at every n.
-    const demandMax = Math.max(2, Math.floor((4 * REFILL_PER_SECOND) / n));
-    for (let i = 0; i < n; i += 1) {
-      const agentId = `agent-${i}`;
-      const secret = `s${i.toString(36).padStart(23, '0')}`;
-      this.agents.push({ agentId, secret, demandPerSecond: random.int(1, demandMax), seq: 0, leaseId: null, tokensHeld: 0 });
-    }
+    this.agents = new SimulatedAgents(n, random, POOL, Math.max(2, Math.floor((4 * REFILL_PER_SECOND) / n)));
     this.picks = Array.from({ length: n }, (_, i) => i);
   }
 
@@ -110,7 +96,7 @@ class ScalingRun {
       const batch = this.picks.slice(i, i + BATCH_SIZE);
       this.run(batch, this.payloads(batch));
     }
-    const opened = this.agents.filter((a) => a.leaseId !== null).length;
+    const opened = this.agents.opened;
     const live = this.core.pool(POOL)?.leases.size ?? 0;
     if (opened !== this.n || live !== this.n) throw new Error(`${this.mode} pool: ${opened} leases opened, ${live} live, of ${this.n}`);
     return performance.now() - startMs;
@@ -149,26 +135,9 @@ class ScalingRun {
     return picks.slice(0, k);
   }
 
-  /** payloads — each agent's next acquire: it spent a tenth of what it held and wants a little more. */
+  /** payloads — each agent's next acquire. */
   private payloads(batch: readonly number[]): Uint8Array[] {
-    return batch.map((index) => {
-      const a = this.agents[index] as AgentLease;
-      a.seq += 1;
-      const req: LeaseRequest = {
-        v: 2,
-        op: 'acquire',
-        agentId: a.agentId,
-        pool: POOL,
-        leaseSecret: a.secret,
-        seq: a.seq,
-        leaseId: a.leaseId,
-        tokensLeft: a.tokensHeld - Math.floor(a.tokensHeld / 10),
-        tokensWanted: 100,
-        demandPerSecond: a.demandPerSecond,
-        holdMs: 0,
-      };
-      return encodeMessage(req);
-    });
+    return batch.map((index) => this.agents.request(index));
   }
 
   /** run — hands the batch's requests to the core, one at a time as the adapter does; returns the CPU time it took, ms. */
@@ -186,15 +155,8 @@ class ScalingRun {
       for (const d of out) replies[d.to] = d.reply;
     }
     const cpu = process.cpuUsage(start);
-    for (const [i, index] of batch.entries()) this.settle(this.agents[index] as AgentLease, replies[i]);
+    for (const [i, index] of batch.entries()) this.agents.settle(index, replies[i], `${this.mode} pool`);
     return (cpu.user + cpu.system) / 1000;
-  }
-
-  private settle(a: AgentLease, reply: Reply | undefined): void {
-    if (reply === undefined || reply.kind !== 'grant' || reply.seq !== a.seq)
-      throw new Error(`${this.mode} pool: ${a.agentId} seq ${a.seq} got ${JSON.stringify(reply)}`);
-    a.leaseId = reply.leaseId;
-    a.tokensHeld = reply.tokensHeld;
   }
 }
 

@@ -31,20 +31,13 @@ import { bytesPerCall, timeCalls } from './measure.js';
 import { leaseScaling } from './lease-scaling.js';
 import { memoryFigures } from './memory.js';
 import { adoptionFigures } from './adoption.js';
+import { HOT_POOL, hotLimiter, waitForBalance } from './hot-limiter.js';
 import { figuresJson, readableLines, type FastPathFigures, type ProbeFigures } from './report.js';
 
 const LEASE_TOKENS = 10_000;
 const E2E_MS = 3000;
 /** CPU time each lease count is measured for, per lease mode, ms. */
 const SCALING_MS = 1000;
-
-async function waitForBalance(limiter: Limiter, tokens: number, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (limiter.stats().balanceTokens < tokens) {
-    if (Date.now() > deadline) throw new Error(`no lease of ${tokens} tokens within ${timeoutMs} ms: ${JSON.stringify(limiter.stats())}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
 
 async function endToEnd(agent: Agent): Promise<{ admitsPerSecond: number; roundTrips: number; admitted: number }> {
   const limiter = agent.limiter('e2e');
@@ -103,15 +96,6 @@ function loops(
   };
 }
 
-async function hotLimiter(natsUrl: string, prefix: string): Promise<{ agent: Agent; hot: Limiter; hot2: Limiter }> {
-  const agent = await Agent.connect({ natsUrl, subjectPrefix: prefix, keeper: { initialTokens: 400_000_000 } });
-  const hot = agent.limiter('hot');
-  const hot2 = agent.limiter('hot2');
-  await waitForBalance(hot, 100_000_000, 10_000);
-  await waitForBalance(hot2, 100_000_000, 10_000);
-  return { agent, hot, hot2 };
-}
-
 /**
  * allocationProbe — run in a child under --expose-gc and a large young
  * generation (which keeps collections out of a measurement but slows the
@@ -156,8 +140,8 @@ async function fastPathFigures(natsUrl: string): Promise<FastPathFigures> {
   const configPath = writeConfig(scratchDir(), {
     subjectPrefix: prefix,
     pools: {
-      hot: { capacity: 1_000_000_000, refill: '1000000000/s', leaseTtlMs: 2000, maxLeaseTokens: 500_000_000, minGrantTokens: 1 },
-      hot2: { capacity: 1_000_000_000, refill: '1000000000/s', leaseTtlMs: 2000, maxLeaseTokens: 500_000_000, minGrantTokens: 1 },
+      hot: HOT_POOL,
+      hot2: HOT_POOL,
       e2e: { capacity: 1_000_000, refill: '100000000/s', leaseTtlMs: 2000, maxLeaseTokens: LEASE_TOKENS },
     },
   });

@@ -1,6 +1,7 @@
 /**
- * Measurement helpers for `npm run bench`: batched timing of a synchronous
- * call and heap growth per call with garbage collection ruled out.
+ * Measurement helpers for `npm run bench` and `npm run bench:compare`:
+ * batched timing of a synchronous or an awaited call, and heap growth per
+ * call with garbage collection ruled out.
  */
 import { PerformanceObserver } from 'node:perf_hooks';
 
@@ -23,9 +24,30 @@ export function timeCalls(body: (n: number) => void, batches: number, batchSize:
     body(batchSize);
     perCall.push(Number(process.hrtime.bigint() - start) / batchSize);
   }
+  return timing(perCall, batches * batchSize);
+}
+
+/**
+ * timeAsyncCalls — timeCalls for a call that returns a promise: `body(n)`
+ * makes n calls one after another, each awaited before the next, so a
+ * figure is the time from one decision's call to its answer, promise and
+ * microtask turns included.
+ */
+export async function timeAsyncCalls(body: (n: number) => Promise<void>, batches: number, batchSize: number): Promise<Timing> {
+  await body(batchSize * 50);
+  const perCall: number[] = [];
+  for (let b = 0; b < batches; b += 1) {
+    const start = process.hrtime.bigint();
+    await body(batchSize);
+    perCall.push(Number(process.hrtime.bigint() - start) / batchSize);
+  }
+  return timing(perCall, batches * batchSize);
+}
+
+function timing(perCall: number[], calls: number): Timing {
   perCall.sort((x, y) => x - y);
   const at = (q: number): number => perCall[Math.min(perCall.length - 1, Math.floor(q * perCall.length))] as number;
-  return { nsMedian: round(at(0.5)), nsP99: round(at(0.99)), calls: batches * batchSize };
+  return { nsMedian: round(at(0.5)), nsP99: round(at(0.99)), calls };
 }
 
 /**

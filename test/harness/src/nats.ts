@@ -63,6 +63,7 @@ async function startContainerNats(): Promise<PrivateNats> {
     async stop() {
       await handle.kill();
     },
+    pid: () => null,
   };
   await handle.start();
   return handle;

@@ -9,7 +9,9 @@
  * Tests that kill or restart Redis always use a private server
  * (`startPrivateRedis`), never the configured one. A private server runs
  * with `appendonly yes` and `appendfsync always` in its own folder, so a
- * restart keeps every acknowledged write, as the durable mode requires.
+ * restart keeps every acknowledged write, as the durable mode requires;
+ * `{ durable: false }` starts one without the append-only file, as Redis is
+ * commonly run for rate limiting (the comparison benchmark's).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -37,14 +39,21 @@ export async function provideRedis(): Promise<RedisHandle> {
   return serverFromEnv('REDIS_URL') ?? startPrivateRedis();
 }
 
-/** startPrivateRedis — a durable redis-server of our own on a free port (binary, else container). */
-export async function startPrivateRedis(): Promise<PrivateRedis> {
-  const binary = findRedisServerBinary();
-  if (binary !== null) return startBinaryRedis(binary, await freePort());
-  return startContainerRedis();
+/** PrivateRedisOptions — how a private redis-server runs. */
+export interface PrivateRedisOptions {
+  /** Append-only file with fsync on every write (default true); false: no persistence at all. */
+  readonly durable?: boolean;
 }
 
-async function startBinaryRedis(binary: string, port: number): Promise<PrivateRedis> {
+/** startPrivateRedis — a redis-server of our own on a free port (binary, else container), durable unless told otherwise. */
+export async function startPrivateRedis(options: PrivateRedisOptions = {}): Promise<PrivateRedis> {
+  const durable = options.durable ?? true;
+  const binary = findRedisServerBinary();
+  if (binary !== null) return startBinaryRedis(binary, await freePort(), durable);
+  return startContainerRedis(durable);
+}
+
+async function startBinaryRedis(binary: string, port: number, durable: boolean): Promise<PrivateRedis> {
   const dir = mkdtempSync(join(tmpdir(), 'tokenlease-redis-'));
   const args = [
     '--bind',
@@ -53,10 +62,7 @@ async function startBinaryRedis(binary: string, port: number): Promise<PrivateRe
     String(port),
     '--dir',
     dir,
-    '--appendonly',
-    'yes',
-    '--appendfsync',
-    'always',
+    ...(durable ? ['--appendonly', 'yes', '--appendfsync', 'always'] : ['--appendonly', 'no']),
     '--save',
     '',
     '--protected-mode',
@@ -65,7 +71,7 @@ async function startBinaryRedis(binary: string, port: number): Promise<PrivateRe
   return startBinaryServer({ scheme: 'redis', binary, args, cleanUp: () => rmSync(dir, { recursive: true, force: true }) }, port);
 }
 
-async function startContainerRedis(): Promise<PrivateRedis> {
+async function startContainerRedis(durable: boolean): Promise<PrivateRedis> {
   const testcontainers = await loadTestcontainers(HOW_TO_GET_REDIS);
   const port = await freePort();
   let container: Awaited<ReturnType<InstanceType<typeof testcontainers.GenericContainer>['start']>> | null = null;
@@ -78,7 +84,12 @@ async function startContainerRedis(): Promise<PrivateRedis> {
         await container.restart();
       } else {
         container = await new testcontainers.GenericContainer('redis:7-alpine')
-          .withCommand(['redis-server', '--appendonly', 'yes', '--appendfsync', 'always', '--save', ''])
+          .withCommand([
+            'redis-server',
+            ...(durable ? ['--appendonly', 'yes', '--appendfsync', 'always'] : ['--appendonly', 'no']),
+            '--save',
+            '',
+          ])
           .withExposedPorts({ container: 6379, host: port })
           .start();
       }
@@ -92,6 +103,7 @@ async function startContainerRedis(): Promise<PrivateRedis> {
       await container?.stop({ timeout: 0 });
       container = null;
     },
+    pid: () => null,
   };
   await handle.start();
   return handle;

@@ -21,6 +21,8 @@ export interface PrivateServer extends ServerHandle {
   kill(): Promise<void>;
   /** start — (re)starts the server on the same port (and folder). */
   start(): Promise<void>;
+  /** pid — the server's process id while it runs (to read its CPU time in /proc); null when stopped or in a container. */
+  pid(): number | null;
 }
 
 /** serverFromEnv — the server `$variable` names, or null when it is unset or empty. */
@@ -60,6 +62,7 @@ export async function startBinaryServer(server: BinaryServer, port: number): Pro
       if (child !== null) await stop(child);
       server.cleanUp?.();
     },
+    pid: () => (child !== null && child.proc.exitCode === null && child.proc.signalCode === null ? child.pid : null),
   };
   await handle.start();
   return handle;

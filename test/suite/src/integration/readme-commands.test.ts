@@ -20,7 +20,7 @@
  * node from the repository root. It does not start turbo inside turbo.
  */
 import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { basename, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { spawnNode, stop } from '@tokenlease/harness/processes';
 import { REPO_ROOT } from '@tokenlease/harness/paths';
@@ -37,6 +37,37 @@ interface Plan {
   readonly why: string;
   /** A further check of the arguments, in process. */
   readonly parse?: (args: readonly string[]) => void;
+  /** A check of what the command printed on stdout, after it exited 0. */
+  readonly stdout?: (stdout: string) => void;
+}
+
+/** FLEET_FIELDS — what every fleet row of `bench:compare --json` carries (issue 15). */
+const FLEET_FIELDS = [
+  'system',
+  'decisionsPerSecond',
+  'latencyP50Us',
+  'latencyP99Us',
+  'cpuSecondsPerMillionDecisions',
+  'roundTripsPer1000Admissions',
+  'admittedTokens',
+  'idealTokens',
+  'overAdmittedTokens',
+  'keptEnvelope',
+  'ratios',
+];
+
+/** compareRows — `bench:compare --json`'s stdout is only JSON objects, one a line, with a fleet row for each of its 7 systems. */
+function compareRows(stdout: string): void {
+  const rows = stdout
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+  const fleet = rows.filter((row) => row['table'] === 'fleet');
+  expect(fleet.map((row) => row['system'])).toHaveLength(7);
+  for (const row of fleet) expect(Object.keys(row)).toEqual(expect.arrayContaining(FLEET_FIELDS));
+  expect(fleet.find((row) => row['system'] === 'tokenlease-chunk')?.['keptEnvelope']).toBe(true);
+  expect(rows.filter((row) => row['table'] === 'hot-path').length).toBeGreaterThan(0);
+  expect(rows.filter((row) => row['table'] === 'capacity').length).toBeGreaterThan(0);
 }
 
 const PLANS: ReadonlyMap<string, Plan> = new Map<string, Plan>([
@@ -75,6 +106,19 @@ const PLANS: ReadonlyMap<string, Plan> = new Map<string, Plan>([
       why: 'about 80 s: the crowded-pool figures wait out the one-minute quiet period of their coordinator (the 60 s TTL that holding requests for 30 s needs); the rest is measured meanwhile',
     },
   ],
+  [
+    'npm run bench:compare',
+    { how: '--help', boundMs: 30 * S, why: '7 fleet systems for 10 s each, the hot path and the capacity: about 2.5 minutes' },
+  ],
+  [
+    'npm run -s bench:compare -- --duration 2 --json',
+    {
+      how: 'as written',
+      boundMs: 240 * S,
+      why: '2 s per fleet system, the hot path and the capacity: about a minute',
+      stdout: compareRows,
+    },
+  ],
   ['npm run lint', { how: 'npm test', boundMs: 0, why: 'the root test script runs the same turbo lint task' }],
   ['npm run format', { how: 'npm test', boundMs: 0, why: 'it rewrites the tree; the root test script runs its check, format:check' }],
 ]);
@@ -111,7 +155,7 @@ function readmeCommands(markdown: string): string[] {
 function scriptFile(name: string): string {
   const scripts = rootScripts();
   const script = Object.hasOwn(scripts, name) ? scripts[name] : undefined;
-  const match = /^turbo run build(?: [^&]*?)?(?: >&2)? && (tokenlease-[a-z]+)$/.exec(script ?? '');
+  const match = /^turbo run build(?: [^&]*?)?(?: >&2)? && (tokenlease-[a-z]+(?:-[a-z]+)*)$/.exec(script ?? '');
   if (match?.[1] === undefined)
     throw new Error(
       `the root script ${JSON.stringify(name)} is not "turbo run build … [>&2] && tokenlease-<tool>": ${JSON.stringify(script)}`,
@@ -119,10 +163,11 @@ function scriptFile(name: string): string {
   return resolve(REPO_ROOT, 'node_modules', '.bin', match[1]);
 }
 
-/** split — `npm run <name> [-- args]` into the script name and its arguments (the README's commands quote nothing). */
+/** split — `npm run [-s] <name> [-- args]` into the script name and its arguments (the README's commands quote nothing). */
 function split(command: string): { readonly name: string; readonly args: string[] } {
   if (/['"`$]/.test(command)) throw new Error(`quoting in ${JSON.stringify(command)}: teach this test to split it`);
-  const [, , name = '', ...rest] = command.split(' ');
+  // -s (npm's --silent) only keeps npm's own lines off stdout; the bin runs the same.
+  const [, , name = '', ...rest] = command.replace(/^npm run -s /, 'npm run ').split(' ');
   if (rest.length > 0 && rest[0] !== '--') throw new Error(`${JSON.stringify(command)}: arguments go after --`);
   return { name, args: rest.slice(1) };
 }
@@ -175,7 +220,8 @@ describe('the README commands', () => {
       expect({ code: result.code, stderr: result.code === 0 ? '' : result.stderr.slice(-2000) }).toEqual({ code: 0, stderr: '' });
       expect(result.ms).toBeLessThan(plan.boundMs);
       if (plan.how === '--help')
-        expect(result.stdout).toMatch(new RegExp(`^Usage: tokenlease-${name} .*\\(in the repository: npm run ${name} -- `));
+        expect(result.stdout).toMatch(new RegExp(`^Usage: ${basename(file)} .*\\(in the repository: npm run ${name} -- `));
+      plan.stdout?.(result.stdout);
     });
   }
 });

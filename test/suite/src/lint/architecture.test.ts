@@ -286,6 +286,11 @@ describe('tokenlease/single-importer', () => {
       "import { Redis } from 'ioredis';\nexport const r: unknown = await import('ioredis');\nexport { Redis };",
     ],
     [
+      'ioredis in the comparison benchmark',
+      'test/bench/src/compare/redis-deciders.ts',
+      "import { Redis } from 'ioredis';\nexport { Redis };",
+    ],
+    [
       'a comment that names them',
       'agent/src/adapters/agent.ts',
       "// import { connect } from 'nats'; import Redis from 'ioredis';\nexport {};",

@@ -1,0 +1,47 @@
+/**
+ * The comparison's command line: defaults, each flag, and one clear line
+ * for anything it refuses.
+ */
+import { describe, expect, it } from 'vitest';
+import { thrown } from '@tokenlease/shared/testing';
+import { CompareArgsError, PARTS, parseCompareArgs } from './args.js';
+import { BASELINE, SYSTEMS } from './systems.js';
+
+const ALL = SYSTEMS.map((s) => s.name);
+
+describe('parseCompareArgs', () => {
+  it('runs every system and part for 10 s by default', () => {
+    expect(parseCompareArgs([])).toEqual({ durationMs: 10_000, systems: ALL, parts: [...PARTS], json: false, help: false });
+  });
+
+  it.each<[string[], Partial<ReturnType<typeof parseCompareArgs>>]>([
+    [['--duration', '2'], { durationMs: 2000 }],
+    [['--duration', '0.5'], { durationMs: 500 }],
+    [['--duration', '600'], { durationMs: 600_000 }],
+    [['--json'], { json: true }],
+    [['-h'], { help: true }],
+    [['--only', 'redis-lua'], { systems: [BASELINE, 'redis-lua'] }],
+    [['--only', 'local-buckets,rlf-redis'], { systems: [BASELINE, 'rlf-redis', 'local-buckets'] }],
+    [['--only', BASELINE], { systems: [BASELINE] }],
+    [['--parts', 'capacity,fleet'], { parts: ['fleet', 'capacity'] }],
+  ])('%j', (argv, expected) => {
+    expect(parseCompareArgs(argv)).toMatchObject(expected);
+  });
+
+  it.each<[string[], string]>([
+    [['--fast'], "Unknown option '--fast'"],
+    [['json'], 'see --help'],
+    [['--duration', '0'], '--duration'],
+    [['--duration', '601'], '--duration'],
+    [['--duration', '-1'], '--duration'],
+    [['--duration', '1e3'], '--duration'],
+    [['--duration', 'ten'], '--duration'],
+    [['--only', 'redis'], '--only: unknown ["redis"]'],
+    [['--only', ''], '--only'],
+    [['--parts', 'fleet,all'], '--parts: unknown ["all"]'],
+  ])('refuses %j on one line', (argv, fragment) => {
+    const error = thrown(CompareArgsError, () => parseCompareArgs(argv));
+    expect(error.message).toContain(fragment);
+    expect(error.message).not.toContain('\n');
+  });
+});

@@ -1,0 +1,101 @@
+/**
+ * Command line of the comparison:
+ * `npm run bench:compare -- [--duration S] [--only A,B] [--parts P,Q] [--json] [--help]`.
+ *
+ * Guarantees: `parseCompareArgs` returns validated CompareArgs or throws a
+ * CompareArgsError whose message is one line (the runner prints it and
+ * exits 2). Pure: no clock, no environment.
+ */
+import { parseArgs } from 'node:util';
+import { BASELINE, SYSTEMS } from './systems.js';
+
+/** PARTS — the parts of the run, in the order they run. */
+export const PARTS = ['fleet', 'hot-path', 'capacity'] as const;
+export type Part = (typeof PARTS)[number];
+
+/** DURATION_S_DEFAULT, DURATION_S_MAX — traffic time per fleet system, seconds. */
+export const DURATION_S_DEFAULT = 10;
+export const DURATION_S_MAX = 600;
+
+/** CompareArgs — one validated run. */
+export interface CompareArgs {
+  /** Traffic time of each system in the fleet, ms. */
+  readonly durationMs: number;
+  /** The fleet systems to run, by name (the baseline always among them). */
+  readonly systems: readonly string[];
+  readonly parts: readonly Part[];
+  /** Only JSON lines on stdout; the table goes to stderr. */
+  readonly json: boolean;
+  readonly help: boolean;
+}
+
+/** CompareArgsError — a refused command line; `message` is one line. */
+export class CompareArgsError extends Error {
+  override readonly name = 'CompareArgsError';
+  readonly code = 'bad-argument';
+}
+
+const NAMES = SYSTEMS.map((s) => s.name);
+
+/** COMPARE_USAGE — the `--help` text. */
+export const COMPARE_USAGE = `Usage: tokenlease-bench-compare [flags]   (in the repository: npm run bench:compare -- [flags])
+
+Runs one fleet workload (4 client processes, cost-1 requests offered at 4x
+the refill) through tokenlease and the limiters users pick instead, each
+for --duration seconds on private NATS and Redis servers; then the hot path
+next to its neighbours in one process, and the coordinator's capacity.
+Prints tables and which systems kept the envelope B + r*T; exits 1 if
+tokenlease's strict chunk leases exceeded it or a measurement failed, 2 for
+a bad flag.
+
+  --duration S   traffic time per fleet system, seconds (default ${DURATION_S_DEFAULT}, at most ${DURATION_S_MAX})
+  --only A,B     fleet systems to run (${BASELINE} always runs: every ratio is to it):
+                 ${NAMES.join(', ')}
+  --parts P,Q    parts to run: ${PARTS.join(', ')} (default all)
+  --json         only JSON on stdout, one object per line: a row per fleet system
+                 ("table":"fleet"), then the hot-path and capacity rows
+  -h, --help     print this text
+`;
+
+const OPTIONS = {
+  duration: { type: 'string' },
+  only: { type: 'string' },
+  parts: { type: 'string' },
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+function list<T extends string>(flag: string, text: string, allowed: readonly T[]): T[] {
+  const items = text.split(',').map((s) => s.trim());
+  const unknown = items.filter((s) => !(allowed as readonly string[]).includes(s));
+  if (unknown.length > 0 || items.length === 0)
+    throw new CompareArgsError(`--${flag}: unknown ${JSON.stringify(unknown)}; one of ${allowed.join(', ')}`);
+  return allowed.filter((a) => items.includes(a));
+}
+
+function duration(text: string | undefined): number {
+  if (text === undefined) return DURATION_S_DEFAULT * 1000;
+  const seconds = Number(text);
+  if (!/^\d+(\.\d+)?$/.test(text) || !(seconds > 0) || seconds > DURATION_S_MAX)
+    throw new CompareArgsError(`--duration: a number of seconds in (0, ${DURATION_S_MAX}], got ${JSON.stringify(text)}`);
+  return Math.round(seconds * 1000);
+}
+
+/** parseCompareArgs — validates `argv` (the arguments after `--`); throws CompareArgsError on anything it does not accept. */
+export function parseCompareArgs(argv: readonly string[]): CompareArgs {
+  let values;
+  try {
+    ({ values } = parseArgs({ args: [...argv], options: OPTIONS, strict: true, allowPositionals: false }));
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    throw new CompareArgsError(`${message.split('\n')[0] ?? message} (see --help)`);
+  }
+  const only = values.only === undefined ? NAMES : list('only', values.only, NAMES);
+  return {
+    durationMs: duration(values.duration),
+    systems: NAMES.filter((name) => name === BASELINE || only.includes(name)),
+    parts: values.parts === undefined ? [...PARTS] : list('parts', values.parts, PARTS),
+    json: values.json === true,
+    help: values.help === true,
+  };
+}

@@ -1,0 +1,101 @@
+/**
+ * npm run bench:compare — tokenlease side by side with what users would
+ * pick instead, on the same machine in the same run, so that the ratios
+ * hold where absolute numbers do not (see args.ts for the flags):
+ *
+ * 1. fleet: one workload (systems.ts) through each system in turn, on a
+ *    private NATS and a private Redis (no fsync) started here, so that
+ *    every server's CPU time is the run's own (fleet-run.ts, report.ts);
+ * 2. hot path: the fast path next to its neighbours in one process
+ *    (hot-path.ts);
+ * 3. capacity: the coordinator's grants per second against a trivial NATS
+ *    responder's replies, and grant latency against live agents
+ *    (capacity.ts).
+ *
+ * Human output: tables and the envelope line on stdout. With --json, only
+ * JSON on stdout (one object a line: a "fleet" row per system, then the
+ * "hot-path" and "capacity" rows) and the tables on stderr. Exit 1 when a
+ * tokenlease row exceeded its own promise or a measurement failed; a
+ * competitor that over-admits is a finding, not a failure.
+ */
+import { availableParallelism, loadavg } from 'node:os';
+import { startPrivateNats } from '@tokenlease/harness/nats';
+import { stopAll } from '@tokenlease/harness/processes';
+import { startPrivateRedis } from '@tokenlease/harness/redis';
+import { COMPARE_USAGE, CompareArgsError, parseCompareArgs, type CompareArgs } from './args.js';
+import { capacityRows, capacityTable, startCapacity } from './capacity.js';
+import { runSystem, type FleetServers, type SystemRun } from './fleet-run.js';
+import { hotPathRows, hotPathTable } from './hot-path.js';
+import { envelopeLine, fleetRows, fleetTable } from './report.js';
+import { BASELINE, FLEET, SYSTEMS } from './systems.js';
+
+function parse(): CompareArgs | null {
+  try {
+    const args = parseCompareArgs(process.argv.slice(2));
+    if (!args.help) return args;
+    console.log(COMPARE_USAGE);
+    return null;
+  } catch (error) {
+    if (!(error instanceof CompareArgsError)) throw error;
+    console.error(`bench:compare: ${error.message}`);
+    process.exit(2);
+  }
+}
+
+async function fleet(args: CompareArgs, servers: FleetServers, say: (line: string) => void): Promise<object[]> {
+  const runs: SystemRun[] = [];
+  for (const [i, system] of SYSTEMS.filter((s) => args.systems.includes(s.name)).entries()) {
+    console.error(`bench:compare: ${system.name} for ${args.durationMs / 1000} s...`);
+    runs.push(await runSystem(system, servers, args.durationMs, `${process.pid}x${i}`));
+  }
+  const rows = fleetRows(runs);
+  const demands = FLEET.demandsPerSecond.join(', ');
+  say(
+    `fleet: ${FLEET.demandsPerSecond.length} client processes offering cost-1 requests at ${demands}/s; B = ${FLEET.capacityTokens}, r = ${FLEET.refillPerSecond}/s; ${args.durationMs / 1000} s each; ratios to ${BASELINE}`,
+  );
+  for (const line of fleetTable(rows)) say(line);
+  say(envelopeLine(rows));
+  const broken = rows.filter((r) => r.system.startsWith('tokenlease') && !r.keptPromise);
+  if (broken.length > 0) process.exitCode = 1;
+  for (const r of broken) console.error(`bench:compare: ${r.system} exceeded its envelope: ${r.envelopeViolations} admissions over it`);
+  return rows;
+}
+
+async function main(): Promise<void> {
+  const args = parse();
+  if (args === null) return;
+  const say = args.json ? console.error : console.log;
+  const nats = await startPrivateNats();
+  const redis = await startPrivateRedis({ durable: false });
+  try {
+    // First, so that its quiet period passes while the rest is measured.
+    const capacity = args.parts.includes('capacity') ? await startCapacity(nats.url) : null;
+    const rows: object[] = [];
+    if (args.parts.includes('fleet')) rows.push(...(await fleet(args, { nats, redis }, say)));
+    if (args.parts.includes('hot-path')) {
+      const hot = await hotPathRows(nats.url);
+      for (const line of hotPathTable(hot)) say(line);
+      rows.push(...hot);
+    }
+    if (capacity !== null) {
+      const capacityFigures = await capacityRows(capacity);
+      for (const line of capacityTable(capacityFigures)) say(line);
+      rows.push(...capacityFigures);
+    }
+    say(`machine: ${availableParallelism()} CPUs, load average (1 min) ${loadavg()[0]?.toFixed(2)} at the end; node ${process.version}`);
+    if (args.json) for (const row of rows) process.stdout.write(`${JSON.stringify(row)}\n`);
+  } finally {
+    await stopAll();
+    await redis.stop();
+    await nats.stop();
+  }
+}
+
+main().then(
+  () => process.exit(process.exitCode ?? 0),
+  async (error: unknown) => {
+    console.error(`bench:compare: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+    await stopAll();
+    process.exit(1);
+  },
+);
