@@ -19,6 +19,7 @@
  * both. Redis must keep its data across a restart (`appendonly yes` and
  * `appendfsync always`): a pool Redis has no record of starts full.
  */
+import { EventEmitter } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { Redis, type RedisOptions } from 'ioredis';
 import { redactUrl } from '@tokenlease/shared';
@@ -182,6 +183,9 @@ function connectReason(error: unknown, lastError: unknown): string {
  * URL or an unreadable TLS file, `store-unavailable` for a server that
  * cannot be reached or refuses the login.
  */
+/** ignoreSocketError — a socket's later errors: the client has already heard the first and acts on its close. */
+function ignoreSocketError(): void {}
+
 export async function connectRedisStore(target: string | RedisConnectOptions, options: RedisStoreOptions = {}): Promise<StateStore> {
   const connection = typeof target === 'string' ? urlOnly(target) : target;
   checkRedisUrl(connection.url);
@@ -215,8 +219,16 @@ export async function connectRedisStore(target: string | RedisConnectOptions, op
   const redis = new Redis(url.toString(), redisOptions);
   // Connection errors surface as failed commands; the client keeps reconnecting. The last one says why a first connect failed.
   let lastError: unknown = null;
+  const guarded = new WeakSet<object>();
   redis.on('error', (error: unknown) => {
     lastError = error;
+    // ioredis listens only once for its socket's error; a second one (a TLS alert, then the peer's reset)
+    // would go unheard and end the process. The first reaches here, before the socket can emit again.
+    const socket: unknown = redis.stream;
+    if (socket instanceof EventEmitter && !guarded.has(socket)) {
+      guarded.add(socket);
+      socket.on('error', ignoreSocketError);
+    }
   });
   try {
     await redis.connect();
