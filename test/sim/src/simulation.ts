@@ -236,11 +236,14 @@ class Simulation {
    * deliver — puts replies that a process of `epoch` made at `producedUs` on
    * the network. A grant first sent to its request extends the lease (for
    * the expiry check) to `producedUs` + TTL; a repeat of it does not, nor
-   * does a kept grant of an earlier epoch repeated after a takeover.
+   * does a kept grant of an earlier epoch repeated after a takeover. A grant
+   * is told apart by its lease too: a request retried after its lease
+   * lapsed at the coordinator is a new acquire, and may open a new lease
+   * under the same seq.
    */
   private deliver(deliveries: readonly Delivery<ReplyTo>[], producedUs: number, epoch: number): void {
     for (const { to, reply } of deliveries) {
-      const key = `${to.id}:${to.seq}`;
+      const key = reply.kind === 'grant' ? `${to.id}:${to.seq}:${reply.leaseId}` : `${to.id}:${to.seq}`;
       const first = !this.countedReplies.has(key);
       if (reply.kind === 'grant') {
         const legalKey = `${to.id}/${reply.leaseId}`;
