@@ -375,8 +375,14 @@ class RedisStore implements StateStore {
       throw unavailable(error);
     }
     const [written, waited] = replies ?? [];
-    if (written === undefined || written[0] !== null) throw unavailable(written?.[0] ?? new Error('the write was not answered'));
-    if (waited === undefined || waited[0] !== null) throw unavailable(waited?.[0] ?? new Error('WAIT was not answered'));
+    if (written === undefined || waited === undefined) throw unavailable(new Error('the write and its WAIT were not answered'));
+    const failed = written[0] ?? waited[0];
+    if (failed !== null) {
+      // The cluster client follows no redirection for a pipeline that holds a write: learn the slots again,
+      // so the retry finds the slot's new primary (after a failover) instead of being sent back forever.
+      if (this.redis instanceof Cluster && /^(MOVED|ASK|CLUSTERDOWN|TRYAGAIN)\b/.test(failed.message)) this.redis.refreshSlotsCache();
+      throw unavailable(failed);
+    }
     const confirmed = confirmWrite(written[1], waited[1], this.replicas);
     if (confirmed.outcome === 'unconfirmed')
       throw new CoordinatorError(
