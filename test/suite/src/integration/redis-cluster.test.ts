@@ -11,6 +11,11 @@
  * - The fleet: two coordinators on `--redis redis+cluster://…` share pools
  *   spread over the three primaries; agent processes draw from each; the
  *   merged admissions of every pool keep the envelope in every window.
+ * - What each setting guarantees (last: it fails a primary over): with the
+ *   replica of a pool's primary stopped (SIGSTOP, its link dropped), a write without
+ *   confirmation is acknowledged and then lost when the primary dies and
+ *   that replica is promoted; with confirmation the same write is refused
+ *   (`store-unavailable`), so no reply could have depended on it.
  */
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -22,6 +27,7 @@ import { parseLogLine } from '@tokenlease/harness/log-events';
 import { provideNats, type NatsHandle } from '@tokenlease/harness/nats';
 import { stop, type Child } from '@tokenlease/harness/processes';
 import { startRedisCluster, type RedisClusterHandle } from '@tokenlease/harness/redis-cluster';
+import { redisCommand } from '@tokenlease/harness/redis-raw';
 import { seededRun } from '../servers.js';
 
 const CAPACITY = 40;
@@ -175,5 +181,58 @@ describe('durable mode on a Redis Cluster', () => {
       coordinators.flatMap((c) => c.lines.filter((l) => /CROSSSLOT/.test(l))),
       'a script spanning slots',
     ).toEqual([]);
+  }, 90_000);
+
+  it('loses an acknowledged write in a failover without confirmation, and acknowledges none it could lose with it', async () => {
+    const prefix = 'tlcluster-loss';
+    const [primary, [pool]] = [...(await poolsOnEveryPrimary(cluster, prefix, 1))][0] as [number, [string]];
+    const [replicaPort] = await cluster.replicaOf(primary);
+    const replica = cluster.nodes.find((n) => n.port === replicaPort);
+    const victim = cluster.nodes.find((n) => n.port === primary);
+    const replicaPid = replica?.pid() ?? null;
+    if (replica === undefined || victim === undefined || replicaPid === null) throw new Error('no replica to stop');
+    const connect = (replicas: string): Promise<StateStore> =>
+      connectRedisStore(
+        resolveRedisOptions({ redis: cluster.url, 'redis-replicas': replicas, 'redis-replica-timeout-ms': '200' }, {}) ?? '',
+        {
+          keyPrefix: prefix,
+        },
+      );
+    const [confirmed, unconfirmed] = await Promise.all([connect('1'), connect('0')]);
+    try {
+      const claim = await confirmed.claim(pool, 'm1', 60_000);
+      if (!claim.taken) throw new Error(`${pool} not claimed`);
+      expect(await confirmed.write(pool, 'm1', claim.epoch, { ...NO_CHANGES, levelTokens: 11 })).toBe(true);
+
+      // The replica stops, and its link drops with nothing in flight: what the primary takes from now on, no replica has.
+      process.kill(replicaPid, 'SIGSTOP');
+      let resumed = false;
+      try {
+        await redisCommand(victim.url, 'CLIENT', 'KILL', 'TYPE', 'replica');
+        const refused = await confirmed.write(pool, 'm1', claim.epoch, { ...NO_CHANGES, levelTokens: 22 }).catch((e: unknown) => e);
+        expect((refused as { code?: string }).code).toBe('store-unavailable');
+        expect(await unconfirmed.write(pool, 'm1', claim.epoch, { ...NO_CHANGES, levelTokens: 33 })).toBe(true);
+        await victim.kill();
+        process.kill(replicaPid, 'SIGCONT');
+        resumed = true;
+      } finally {
+        if (!resumed) process.kill(replicaPid, 'SIGCONT');
+      }
+      for (let i = 0; i < 150 && (await cluster.nodeRole(replica.port)) !== 'master'; i++) await sleep(100);
+      expect(await cluster.nodeRole(replica.port), 'the stopped replica promoted').toBe('master');
+
+      // The promoted replica has the confirmed write (11), not the one acknowledged without confirmation (33).
+      let again: Awaited<ReturnType<StateStore['claim']>> | null = null;
+      for (let i = 0; i < 50 && again === null; i++) again = await unconfirmed.claim(pool, 'm1', 60_000).catch(() => null);
+      expect(again?.taken && again.state !== null && 'levelTokens' in again.state ? again.state.levelTokens : null).toBe(11);
+      if (again?.taken) await unconfirmed.forget(pool, 'm1', again.epoch);
+    } finally {
+      await Promise.all([confirmed.close(), unconfirmed.close()]);
+    }
+    // The old primary comes back as a replica of the promoted one.
+    await victim.start();
+    await cluster.waitHealthy(20_000);
+    for (let i = 0; i < 100 && (await cluster.nodeRole(victim.port)) !== 'slave'; i++) await sleep(100);
+    expect(await cluster.nodeRole(victim.port)).toBe('slave');
   }, 90_000);
 });
