@@ -16,6 +16,8 @@ export {
   type RedisConnectOptions,
   type RedisTls,
 } from './core/redis-options.js';
+export { parseClusterUrl, isClusterUrl, type RedisSeed, type ClusterUrl } from './core/redis-cluster-url.js';
+export { confirmWrite, type ConfirmedWrite } from './core/replica-confirm.js';
 export { createLogger, REDACT_PATHS, LOG_LEVELS } from './adapters/logger.js';
 export {
   startDurableService,

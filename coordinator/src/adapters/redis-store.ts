@@ -13,7 +13,17 @@
  *   <p>:{<pool>}:leases  hash  agent id -> lease JSON (leaseId, boundTokens, lastSeq, lastReply)
  *   <p>:members          zset  member -> Redis time (ms) its heartbeat expires
  *
- * The catch-all unit `*` has an owner and an epoch record only.
+ * The catch-all unit `*` has an owner and an epoch record only. The members
+ * set is the one key outside a pool's tag: only the heartbeat script
+ * touches it, alone, so in a cluster it lives on the slot of its own name
+ * and no script spans two slots.
+ *
+ * A cluster (`redis+cluster://`) is reached through ioredis's Cluster
+ * client, which sends each script to the primary owning its slot. With
+ * replica confirmation (`replicas` > 0) a pool's write is followed, in the
+ * same pipeline and so on the same connection to the same node, by
+ * `WAIT replicas timeout`; a write fewer replicas acknowledged in time is
+ * reported as the store not answering (core/replica-confirm.ts).
  * Fencing: a write or renewal names the member and the epoch of its claim;
  * the script refuses it unless the owner record (alive, not expired) names
  * both. Redis must keep its data across a restart (`appendonly yes` and
@@ -21,10 +31,17 @@
  */
 import { EventEmitter } from 'node:events';
 import { readFileSync } from 'node:fs';
-import { Redis, type RedisOptions } from 'ioredis';
-import { redactUrl } from '@tokenlease/shared';
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { CoordinatorError } from '../errors.js';
-import { checkRedisUrl, REDIS_ENV, REDIS_FLAGS, type RedisConnectOptions, type RedisField } from '../core/redis-options.js';
+import { confirmWrite } from '../core/replica-confirm.js';
+import {
+  checkRedisUrl,
+  REDIS_ENV,
+  REDIS_FLAGS,
+  resolveRedisOptions,
+  type RedisConnectOptions,
+  type RedisField,
+} from '../core/redis-options.js';
 import { decodePersistedLease, encodePersistedLease, parseLevelTokens, type PoolChanges, type StoredPool } from '../core/pool-state.js';
 
 const CLAIM = `
@@ -140,10 +157,11 @@ function unavailable(error: unknown): CoordinatorError {
   return new CoordinatorError('store-unavailable', `Redis did not answer: ${text}`, { cause: error });
 }
 
-/** The options of a Redis URL given alone: its own login, TLS (trusting the system's CAs) for rediss://. */
+/** The options of a Redis URL given alone: its own login, TLS (trusting the system's CAs) for rediss://, default replica confirmation. */
 function urlOnly(url: string): RedisConnectOptions {
-  const tls = checkRedisUrl(url).protocol === 'rediss:' ? { caFile: null, certFile: null, keyFile: null } : null;
-  return { url, shown: redactUrl(url), user: null, password: null, tls };
+  const resolved = resolveRedisOptions({ redis: url }, {});
+  if (resolved === null) throw new CoordinatorError('config-invalid', 'the Redis URL is empty');
+  return resolved;
 }
 
 /** The bytes of a TLS file; CoordinatorError('config-invalid') naming its setting when unreadable. */
@@ -188,7 +206,7 @@ function ignoreSocketError(): void {}
 
 export async function connectRedisStore(target: string | RedisConnectOptions, options: RedisStoreOptions = {}): Promise<StateStore> {
   const connection = typeof target === 'string' ? urlOnly(target) : target;
-  checkRedisUrl(connection.url);
+  if (connection.cluster === null) checkRedisUrl(connection.url);
   const prefix = options.keyPrefix ?? 'tokenlease';
   if (/[{}\s]/.test(prefix) || prefix.length === 0)
     throw new CoordinatorError('config-invalid', `Redis key prefix ${JSON.stringify(prefix)} may not be empty or hold braces or spaces`);
@@ -197,7 +215,8 @@ export async function connectRedisStore(target: string | RedisConnectOptions, op
     lazyConnect: true,
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
-    commandTimeout: options.commandTimeoutMs ?? 1000,
+    // A write's WAIT may take its whole replica timeout before Redis answers.
+    commandTimeout: (options.commandTimeoutMs ?? 1000) + (connection.replicas > 0 ? connection.replicaTimeoutMs : 0),
     connectTimeout: options.connectTimeoutMs ?? 3000,
     retryStrategy: () => 250,
     ...(connection.user === null ? {} : { username: connection.user }),
@@ -212,39 +231,70 @@ export async function connectRedisStore(target: string | RedisConnectOptions, op
           },
         }),
   };
-  // ioredis lets the URL's login win over the options': drop from the URL what is given apart.
-  const url = new URL(connection.url);
-  if (connection.user !== null) url.username = '';
-  if (connection.password !== null) url.password = '';
-  const redis = new Redis(url.toString(), redisOptions);
+  const client = connection.cluster === null ? singleClient(connection, redisOptions) : clusterClient(connection.cluster, redisOptions);
   // Connection errors surface as failed commands; the client keeps reconnecting. The last one says why a first connect failed.
   let lastError: unknown = null;
   const guarded = new WeakSet<object>();
-  redis.on('error', (error: unknown) => {
-    lastError = error;
+  const guard = (node: Redis): void => {
     // ioredis listens only once for its socket's error; a second one (a TLS alert, then the peer's reset)
     // would go unheard and end the process. The first reaches here, before the socket can emit again.
-    const socket: unknown = redis.stream;
+    const socket: unknown = node.stream;
     if (socket instanceof EventEmitter && !guarded.has(socket)) {
       guarded.add(socket);
       socket.on('error', ignoreSocketError);
     }
+  };
+  client.on('error', (error: unknown) => {
+    lastError = error;
+    if (client instanceof Redis) guard(client);
+  });
+  client.on('node error', (error: unknown, key: unknown) => {
+    lastError = error;
+    if (client instanceof Cluster) for (const node of client.nodes()) if (`${node.options.host}:${node.options.port}` === key) guard(node);
   });
   try {
-    await redis.connect();
+    await client.connect();
   } catch (error) {
-    redis.disconnect();
+    client.disconnect();
     throw new CoordinatorError('store-unavailable', `cannot connect to Redis at ${connection.shown}: ${connectReason(error, lastError)}`, {
       cause: error,
     });
   }
-  return new RedisStore(redis, prefix);
+  return new RedisStore(client, prefix, connection.replicas, connection.replicaTimeoutMs);
+}
+
+/** singleClient — one Redis, by its URL, with the login given apart winning over the URL's. */
+function singleClient(connection: RedisConnectOptions, redisOptions: RedisOptions): Redis {
+  // ioredis lets the URL's login win over the options': drop from the URL what is given apart.
+  const url = new URL(connection.url);
+  if (connection.user !== null) url.username = '';
+  if (connection.password !== null) url.password = '';
+  return new Redis(url.toString(), redisOptions);
+}
+
+/** clusterClient — a Redis Cluster from its seeds; every node is reached with `redisOptions` (login, TLS, timeouts). */
+function clusterClient(seeds: RedisConnectOptions['cluster'] & object, redisOptions: RedisOptions): Cluster {
+  const { lazyConnect, enableOfflineQueue, retryStrategy, ...nodeOptions } = redisOptions;
+  void retryStrategy; // a cluster reconnects through its own strategy, and finds the new primary of a slot by itself
+  return new Cluster(
+    seeds.map((seed) => ({ host: seed.host, port: seed.port })),
+    {
+      lazyConnect: lazyConnect ?? true,
+      enableOfflineQueue: enableOfflineQueue ?? false,
+      clusterRetryStrategy: () => 250,
+      slotsRefreshTimeout: redisOptions.connectTimeout ?? 3000,
+      redisOptions: nodeOptions,
+    },
+  );
 }
 
 class RedisStore implements StateStore {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: Redis | Cluster,
     private readonly prefix: string,
+    /** Replicas that must acknowledge a write (WAIT) before it counts as written; 0: none asked. */
+    private readonly replicas: number,
+    private readonly replicaTimeoutMs: number,
   ) {}
 
   private keys(unit: string): [owner: string, epoch: string, level: string, leases: string] {
@@ -310,7 +360,37 @@ class RedisStore implements StateStore {
     const args: (string | number)[] = [member, epoch, changes.levelTokens, changes.upserts.length];
     for (const lease of changes.upserts) args.push(lease.agentId, encodePersistedLease(lease));
     args.push(...changes.removes);
-    return (await this.run(WRITE, [owner, level, leases], args)) === 1;
+    const keys = [owner, level, leases];
+    if (this.replicas === 0) return confirmWrite(await this.run(WRITE, keys, args), null, 0).outcome === 'written';
+    // One pipeline: the cluster client sends it whole to the node owning the pool's slot, so WAIT
+    // counts the replicas that hold this write (and every earlier one of this connection).
+    let replies: [Error | null, unknown][] | null;
+    try {
+      replies = await this.redis
+        .pipeline()
+        .eval(WRITE, keys.length, ...keys, ...args)
+        .wait(this.replicas, this.replicaTimeoutMs)
+        .exec();
+    } catch (error) {
+      throw unavailable(error);
+    }
+    const [written, waited] = replies ?? [];
+    if (written === undefined || waited === undefined) throw unavailable(new Error('the write and its WAIT were not answered'));
+    const failed = written[0] ?? waited[0];
+    if (failed !== null) {
+      // The cluster client follows no redirection for a pipeline that holds a write: learn the slots again,
+      // so the retry finds the slot's new primary (after a failover) instead of being sent back forever.
+      if (this.redis instanceof Cluster && /^(MOVED|ASK|CLUSTERDOWN|TRYAGAIN)\b/.test(failed.message)) this.redis.refreshSlotsCache();
+      throw unavailable(failed);
+    }
+    const confirmed = confirmWrite(written[1], waited[1], this.replicas);
+    if (confirmed.outcome === 'unconfirmed')
+      throw new CoordinatorError(
+        'store-unavailable',
+        `pool ${JSON.stringify(unit)}: the write was acknowledged by ${confirmed.replicasAcked} of ${this.replicas} replicas within ${this.replicaTimeoutMs} ms`,
+        { pool: unit },
+      );
+    return confirmed.outcome === 'written';
   }
 
   async release(unit: string, member: string, epoch: number): Promise<boolean> {
@@ -322,18 +402,13 @@ class RedisStore implements StateStore {
   }
 
   async durabilityWarning(): Promise<string | null> {
-    let reply: string[];
-    try {
-      reply = (await this.redis.call('CONFIG', 'GET', 'append*')) as string[];
-    } catch {
-      return null; // CONFIG is often disabled on managed Redis: nothing to say.
+    if (this.redis instanceof Redis) return appendOnlyWarning(this.redis);
+    if (this.replicas === 0)
+      return 'Redis Cluster without replica confirmation (--redis-replicas 0): a primary that fails over may lose acknowledged grants, and over-admit';
+    for (const node of this.redis.nodes('master')) {
+      const warning = await appendOnlyWarning(node);
+      if (warning !== null) return `${node.options.host ?? '?'}:${node.options.port ?? '?'}: ${warning}`;
     }
-    const settings = new Map<string, string>();
-    for (let i = 0; i + 1 < reply.length; i += 2) settings.set(reply[i] as string, reply[i + 1] as string);
-    if (settings.get('appendonly') !== 'yes')
-      return 'Redis runs without appendonly: a restart loses the leases granted since its last snapshot, and may over-admit';
-    if (settings.get('appendfsync') !== 'always')
-      return `Redis runs with appendfsync ${settings.get('appendfsync') ?? '?'}: a crash of Redis may lose the last acknowledged grants, and may over-admit`;
     return null;
   }
 
@@ -344,4 +419,21 @@ class RedisStore implements StateStore {
       this.redis.disconnect();
     }
   }
+}
+
+/** appendOnlyWarning — why `node` may lose acknowledged writes on its restart, or null when it keeps them (or will not say). */
+async function appendOnlyWarning(node: Redis): Promise<string | null> {
+  let reply: string[];
+  try {
+    reply = (await node.call('CONFIG', 'GET', 'append*')) as string[];
+  } catch {
+    return null; // CONFIG is often disabled on managed Redis: nothing to say.
+  }
+  const settings = new Map<string, string>();
+  for (let i = 0; i + 1 < reply.length; i += 2) settings.set(reply[i] as string, reply[i + 1] as string);
+  if (settings.get('appendonly') !== 'yes')
+    return 'Redis runs without appendonly: a restart loses the leases granted since its last snapshot, and may over-admit';
+  if (settings.get('appendfsync') !== 'always')
+    return `Redis runs with appendfsync ${settings.get('appendfsync') ?? '?'}: a crash of Redis may lose the last acknowledged grants, and may over-admit`;
+  return null;
 }

@@ -12,14 +12,23 @@
  * - TLS files need a `rediss://` URL: a CA or client certificate given for
  *   a plain `redis://` URL is refused rather than silently unused, and a
  *   client certificate needs its key.
+ * - A cluster (`redis+cluster://h1:p1,h2:p2`, redis-cluster-url.ts) is
+ *   reached through its seeds; its URL's login is taken apart into `user`
+ *   and `password` (the flags still win), as the cluster client needs it.
+ * - Replica confirmation (`--redis-replicas N`/REDIS_REPLICAS, default 0
+ *   for one Redis and 1 for a cluster; `--redis-replica-timeout-ms`/
+ *   REDIS_REPLICA_TIMEOUT_MS, default 250): a write a reply depends on
+ *   must be acknowledged by N replicas (WAIT) within the timeout, or it
+ *   counts as not answered. Both are integers in their ranges.
  * - No message holds a secret: the URL is shown redacted (`shown`).
  * - Pure: the environment is a parameter; the Redis adapter reads the files.
  */
 import { redactUrl } from '@tokenlease/shared';
 import { CoordinatorError } from '../errors.js';
+import { isClusterUrl, parseClusterUrl, type RedisSeed } from './redis-cluster-url.js';
 
 /** RedisField — one Redis setting. */
-export type RedisField = 'url' | 'user' | 'password' | 'caFile' | 'certFile' | 'keyFile';
+export type RedisField = 'url' | 'user' | 'password' | 'caFile' | 'certFile' | 'keyFile' | 'replicas' | 'replicaTimeoutMs';
 
 /** REDIS_ENV — the environment variable of each setting. */
 export const REDIS_ENV: Readonly<Record<RedisField, string>> = {
@@ -29,6 +38,8 @@ export const REDIS_ENV: Readonly<Record<RedisField, string>> = {
   caFile: 'REDIS_CA',
   certFile: 'REDIS_CERT',
   keyFile: 'REDIS_KEY',
+  replicas: 'REDIS_REPLICAS',
+  replicaTimeoutMs: 'REDIS_REPLICA_TIMEOUT_MS',
 };
 
 /** REDIS_FLAGS — the flag of each setting, without its dashes. */
@@ -39,7 +50,16 @@ export const REDIS_FLAGS: Readonly<Record<RedisField, string>> = {
   caFile: 'redis-ca',
   certFile: 'redis-cert',
   keyFile: 'redis-key',
+  replicas: 'redis-replicas',
+  replicaTimeoutMs: 'redis-replica-timeout-ms',
 };
+
+/** REPLICAS_MAX — the most replicas a write may be made to wait for. */
+export const REPLICAS_MAX = 16;
+/** REPLICA_TIMEOUT_MS_DEFAULT — how long a write waits for its replicas by default, ms. */
+export const REPLICA_TIMEOUT_MS_DEFAULT = 250;
+/** REPLICA_TIMEOUT_MS_MAX — the longest wait for replicas, ms (WAIT's 0, forever, is not allowed). */
+export const REPLICA_TIMEOUT_MS_MAX = 10_000;
 
 /** RedisTls — the files of a TLS connection (null: not given; the system's CAs are trusted). */
 export interface RedisTls {
@@ -59,6 +79,12 @@ export interface RedisConnectOptions {
   readonly password: string | null;
   /** Null for a redis:// URL. */
   readonly tls: RedisTls | null;
+  /** The seed nodes of a Redis Cluster (a redis+cluster:// URL); null for one Redis. */
+  readonly cluster: readonly RedisSeed[] | null;
+  /** How many replicas must acknowledge a write before a reply that depends on it leaves (0: none are waited for). */
+  readonly replicas: number;
+  /** How long a write waits for those replicas, ms; then it counts as not answered. */
+  readonly replicaTimeoutMs: number;
 }
 
 function invalid(field: string, message: string): CoordinatorError {
@@ -98,7 +124,8 @@ export function resolveRedisOptions(
   };
   const url = pick('url');
   if (url === null) return null;
-  const parsed = checkRedisUrl(url.value, url.name);
+  const cluster = isClusterUrl(url.value) ? parseClusterUrl(url.value, url.name) : null;
+  const secure = cluster === null ? checkRedisUrl(url.value, url.name).protocol === 'rediss:' : cluster.tls;
   const user = pick('user');
   const password = pick('password');
   if (user !== null && password === null)
@@ -112,15 +139,31 @@ export function resolveRedisOptions(
     );
   }
   const tlsFile = ca ?? cert;
-  if (tlsFile !== null && parsed.protocol !== 'rediss:') {
-    throw invalid(tlsFile.name, `${tlsFile.name} is given but ${url.name} is not a rediss:// URL: TLS to Redis needs rediss://`);
+  if (tlsFile !== null && !secure) {
+    const scheme = cluster === null ? 'rediss://' : 'rediss+cluster://';
+    throw invalid(tlsFile.name, `${tlsFile.name} is given but ${url.name} is not a ${scheme} URL: TLS to Redis needs ${scheme}`);
   }
   for (const file of [ca, cert, key]) if (file !== null && file.value === '') throw invalid(file.name, `${file.name} is empty`);
+  const replicas = integerSetting(pick('replicas'), 0, REPLICAS_MAX, cluster === null ? 0 : 1);
+  const replicaTimeoutMs = integerSetting(pick('replicaTimeoutMs'), 1, REPLICA_TIMEOUT_MS_MAX, REPLICA_TIMEOUT_MS_DEFAULT);
+  // A cluster URL's login is handed to the client apart (a single Redis URL keeps its own: null means the URL's).
   return {
     url: url.value,
     shown: redactUrl(url.value),
-    user: user?.value ?? null,
-    password: password?.value ?? null,
-    tls: parsed.protocol === 'rediss:' ? { caFile: ca?.value ?? null, certFile: cert?.value ?? null, keyFile: key?.value ?? null } : null,
+    user: user?.value ?? cluster?.user ?? null,
+    password: password?.value ?? cluster?.password ?? null,
+    tls: secure ? { caFile: ca?.value ?? null, certFile: cert?.value ?? null, keyFile: key?.value ?? null } : null,
+    cluster: cluster === null ? null : cluster.seeds,
+    replicas,
+    replicaTimeoutMs,
   };
+}
+
+/** integerSetting — the integer `given` names, in [min, max]; `fallback` when not given. */
+function integerSetting(given: { value: string; name: string } | null, min: number, max: number, fallback: number): number {
+  if (given === null) return fallback;
+  const value = /^[0-9]{1,9}$/.test(given.value) ? Number(given.value) : NaN;
+  if (!(value >= min && value <= max))
+    throw invalid(given.name, `${given.name} must be an integer in [${min}, ${max}], got ${JSON.stringify(given.value)}`);
+  return value;
 }

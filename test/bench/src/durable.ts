@@ -4,17 +4,29 @@
  * write is the fenced script with the level and one lease, as the durable
  * service sends for a single grant. Measured one at a time (the latency a
  * request pays) and with 16 pools writing at once (what a coordinator
- * serving many pools sustains). Redis: `$REDIS_URL`, else a private one.
+ * serving many pools sustains). Redis: `$REDIS_URL`, else a private one;
+ * then a private Redis Cluster (three primaries with one replica each,
+ * append-only, fsync always), with each write confirmed by one replica
+ * (WAIT 1, the cluster's default) and without.
  */
-import { connectRedisStore, type PoolChanges } from '@tokenlease/coordinator';
+import { connectRedisStore, resolveRedisOptions, type PoolChanges, type RedisConnectOptions } from '@tokenlease/coordinator';
 import type { LeaseGrant } from '@tokenlease/shared';
 import { provideRedis } from '@tokenlease/harness/redis';
+import { startRedisCluster } from '@tokenlease/harness/redis-cluster';
 
-export interface DurableFigures {
+/** WriteFigures — one store's write before reply: latency one at a time, throughput with 16 pools at once. */
+export interface WriteFigures {
   readonly writeUsMedian: number;
   readonly writeUsP99: number;
   readonly writesPerSecond16Pools: number;
+}
+
+export interface DurableFigures extends WriteFigures {
   readonly redis: string;
+  /** On a Redis Cluster, each write confirmed by one replica (WAIT 1). */
+  readonly clusterConfirmed: WriteFigures;
+  /** On the same cluster, without replica confirmation. */
+  readonly clusterUnconfirmed: WriteFigures;
 }
 
 const WRITES = 2000;
@@ -45,8 +57,31 @@ function changesFor(i: number): PoolChanges {
 
 export async function durableFigures(): Promise<DurableFigures> {
   const redis = await provideRedis();
+  let single: WriteFigures;
+  try {
+    single = await writeFigures(redis.url);
+  } finally {
+    await redis.stop();
+  }
+  const cluster = await startRedisCluster();
+  try {
+    const on = (replicas: string): RedisConnectOptions => {
+      const options = resolveRedisOptions({ redis: cluster.url, 'redis-replicas': replicas }, {});
+      if (options === null) throw new Error('no cluster options');
+      return options;
+    };
+    const clusterConfirmed = await writeFigures(on('1'));
+    const clusterUnconfirmed = await writeFigures(on('0'));
+    return { ...single, redis: `${redis.source} ${redis.url}`, clusterConfirmed, clusterUnconfirmed };
+  } finally {
+    await cluster.stop();
+  }
+}
+
+/** writeFigures — the write path's latency and throughput on the store `target` names. */
+async function writeFigures(target: string | RedisConnectOptions): Promise<WriteFigures> {
   const prefix = `tlbench${process.pid}`;
-  const store = await connectRedisStore(redis.url, { keyPrefix: prefix });
+  const store = await connectRedisStore(target, { keyPrefix: prefix });
   try {
     const units = Array.from({ length: POOLS }, (_, i) => `pool${i}`);
     const epochs: number[] = [];
@@ -73,9 +108,8 @@ export async function durableFigures(): Promise<DurableFigures> {
     const writesPerSecond = Math.round((POOLS * (WRITES / 4)) / ((performance.now() - startMs) / 1000));
     for (const [p, unit] of units.entries()) await store.forget(unit, 'bench', epochs[p] as number);
     await store.heartbeat('bench', 0);
-    return { writeUsMedian: at(0.5), writeUsP99: at(0.99), writesPerSecond16Pools: writesPerSecond, redis: `${redis.source} ${redis.url}` };
+    return { writeUsMedian: at(0.5), writeUsP99: at(0.99), writesPerSecond16Pools: writesPerSecond };
   } finally {
     await store.close();
-    await redis.stop();
   }
 }

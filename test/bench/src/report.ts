@@ -4,7 +4,7 @@
  * unit), the same on every run so that a script can compare runs.
  */
 import { HOSTILE_REQUESTS, ROUND_TRIPS, type CrowdFigures, type LatencyFigures } from './crowded-pool.js';
-import type { DurableFigures } from './durable.js';
+import type { DurableFigures, WriteFigures } from './durable.js';
 import { LEASE_COUNTS, type LeaseCount, type LeaseModeName, type ScalingFigure } from './lease-scaling.js';
 import type { Timing } from './measure.js';
 
@@ -64,6 +64,10 @@ function crowdLines(c: CrowdFigures): string[] {
   ];
 }
 
+function writeLine(w: WriteFigures): string {
+  return `median ${w.writeUsMedian} µs, p99 ${w.writeUsP99} µs per write; ${w.writesPerSecond16Pools} writes/s with 16 pools writing at once`;
+}
+
 /** readableLines — the figures in words, one subject a line. */
 export function readableLines(figures: BenchFigures): string[] {
   const { admit, all, deny, rate, e2e, bytes } = figures.fastPath;
@@ -75,6 +79,8 @@ export function readableLines(figures: BenchFigures): string[] {
     `tryTake deny:  median ${deny.nsMedian} ns, p99 ${deny.nsP99} ns per call; ${bytes.deny} heap bytes per call`,
     `rate lease tryTakeAt (accrues every call): median ${rate.nsMedian} ns, p99 ${rate.nsP99} ns per call; ${bytes.rateAt} heap bytes per call`,
     `durable write before reply (Redis ${durable.redis}): median ${durable.writeUsMedian} µs, p99 ${durable.writeUsP99} µs per write; ${durable.writesPerSecond16Pools} writes/s with 16 pools writing at once`,
+    `  on a Redis Cluster (3 primaries, 1 replica each), each write confirmed by a replica (WAIT 1): ${writeLine(durable.clusterConfirmed)}`,
+    `  on the same cluster without replica confirmation: ${writeLine(durable.clusterUnconfirmed)}`,
     `one agent end to end: ${e2e.admitsPerSecond} admissions/s over ${figures.fastPath.e2eMs} ms with ${figures.fastPath.leaseTokens}-token leases (${e2e.roundTrips} round-trips, ${e2e.admitted} admitted)`,
     `coordinator memory: ${bytes.bytesPerLease} heap bytes per live lease; ${bytes.bytesPerEvictedPool} per template pool after idle eviction (${bytes.poolsLeft} of 20,000 left)`,
     scalingLine(figures, 'rate'),
@@ -107,6 +113,12 @@ export function figuresJson(figures: BenchFigures): Record<string, number> {
     durableWriteUsMedian: durable.writeUsMedian,
     durableWriteUsP99: durable.writeUsP99,
     durableWritesPerSecond16Pools: durable.writesPerSecond16Pools,
+    clusterConfirmedWriteUsMedian: durable.clusterConfirmed.writeUsMedian,
+    clusterConfirmedWriteUsP99: durable.clusterConfirmed.writeUsP99,
+    clusterConfirmedWritesPerSecond16Pools: durable.clusterConfirmed.writesPerSecond16Pools,
+    clusterUnconfirmedWriteUsMedian: durable.clusterUnconfirmed.writeUsMedian,
+    clusterUnconfirmedWriteUsP99: durable.clusterUnconfirmed.writeUsP99,
+    clusterUnconfirmedWritesPerSecond16Pools: durable.clusterUnconfirmed.writesPerSecond16Pools,
     agentAdmitsPerSecond: e2e.admitsPerSecond,
     agentRoundTrips: e2e.roundTrips,
     coordinatorBytesPerLease: bytes.bytesPerLease,

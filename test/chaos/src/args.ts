@@ -17,6 +17,7 @@ export const SCENARIO_NAMES = [
   'lose-nats-node',
   'kill-coordinator',
   'failover-coordinator',
+  'redis-primary-failover',
   'churn-agents',
 ] as const;
 export type ScenarioName = (typeof SCENARIO_NAMES)[number];

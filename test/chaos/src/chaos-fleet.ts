@@ -43,7 +43,8 @@ export interface AgentHandle {
 /** Grant — a fresh grant as the coordinator logged it. */
 export type Grant = Pick<GrantLine, 'leaseId' | 'tUs' | 'ttlMs'>;
 
-const POOL = 'api';
+/** POOL — the one pool of a chaos fleet. */
+export const POOL = 'api';
 /** Ownership TTL of durable coordinators: a standby takes over within about this long. */
 export const OWNERSHIP_TTL_MS = 1000;
 /** How long after SIGSTOP or SIGCONT the kernel is asked for the process's state, ms. */

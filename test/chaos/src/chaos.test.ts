@@ -2,12 +2,13 @@
  * Short versions of chaos scenarios on real processes (the full suite is
  * `npm run chaos`): agents killed with SIGKILL mid-lease, an agent paused
  * with SIGSTOP past its lease's expiry, a NATS restart, and the owning
- * coordinator killed in Redis mode with a standby. Each fails if its fault
+ * coordinator killed in Redis mode with a standby, and the Redis Cluster
+ * primary of the pool's slot killed under load. Each fails if its fault
  * was not really injected.
  */
 import { describe, expect, it } from 'vitest';
 import { seedFromEnv } from '@tokenlease/shared/testing';
-import { failoverCoordinator, killAgents, pauseAgent, restartNats, type ScenarioRow } from './scenarios.js';
+import { failoverCoordinator, killAgents, pauseAgent, redisPrimaryFailover, restartNats, type ScenarioRow } from './scenarios.js';
 import { rowProblems } from './verdict.js';
 
 const seed = seedFromEnv();
@@ -37,6 +38,12 @@ describe('chaos, short', () => {
 
   it('owner SIGKILLed in Redis mode: the standby takes over, envelope kept', async () => {
     const row = await failoverCoordinator({ short: true, seed });
+    verdict(row);
+    expect(row.recoveryMs).not.toBeNull();
+  }, 120_000);
+
+  it('Redis Cluster primary of the pool’s slot SIGKILLed: its replica is promoted, envelope kept', async () => {
+    const row = await redisPrimaryFailover({ short: true, seed });
     verdict(row);
     expect(row.recoveryMs).not.toBeNull();
   }, 120_000);

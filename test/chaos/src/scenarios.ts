@@ -13,10 +13,11 @@ import { hasEvent } from '@tokenlease/harness/log-events';
 import { startPrivateNats, type PrivateNats } from '@tokenlease/harness/nats';
 import { startPrivateRedis } from '@tokenlease/harness/redis';
 import { startNatsCluster } from '@tokenlease/harness/nats-cluster';
+import { startRedisCluster } from '@tokenlease/harness/redis-cluster';
 import { isRunning } from '@tokenlease/harness/proc-state';
 import { stopAll, type Child } from '@tokenlease/harness/processes';
 import type { ScenarioName } from './args.js';
-import { ChaosFleet, OWNERSHIP_TTL_MS, type AgentHandle, type ChaosPool } from './chaos-fleet.js';
+import { ChaosFleet, OWNERSHIP_TTL_MS, POOL, type AgentHandle, type ChaosPool } from './chaos-fleet.js';
 import { expiryViolations, recoveryMs } from './checks.js';
 
 export interface ScenarioRow {
@@ -288,6 +289,60 @@ export async function failoverCoordinator(options: ScenarioOptions): Promise<Sce
   });
 }
 
+/**
+ * 4c. Kill the Redis Cluster primary that holds the pool's slot, under
+ * load, with an owner and a standby on the cluster (three primaries with
+ * two replicas each; one replica confirms each write, the default): a
+ * replica is promoted and keeps the other as its replica, the owner's
+ * writes are `unavailable` meanwhile and go on on the new primary; no
+ * acknowledged grant is lost, so the envelope holds.
+ */
+export async function redisPrimaryFailover(options: ScenarioOptions): Promise<ScenarioRow> {
+  return withPrivateNats(async (nats) => {
+    const cluster = await startRedisCluster({ replicasPerPrimary: 2 });
+    try {
+      const runMs = options.short ? 8000 : 12_000;
+      return await runScenario(
+        'redis-primary-failover',
+        nats.url,
+        options,
+        3,
+        runMs,
+        async (fleet) => {
+          await fleet.startCoordinator(); // the standby
+          await sleep(2000);
+          const primary = await cluster.primaryOf(`${fleet.prefix}:{${POOL}}:owner`);
+          const replicas = await cluster.replicaOf(primary);
+          const victim = cluster.nodes.find((n) => n.port === primary);
+          const killedUs = nowUs();
+          await victim?.kill();
+          const dead = victim?.pid() === null && (await cluster.nodeRole(primary)) === null;
+          let promoted: number | undefined;
+          for (let i = 0; i < 100 && promoted === undefined; i++) {
+            const roles = await Promise.all(replicas.map((port) => cluster.nodeRole(port)));
+            promoted = replicas.find((_, k) => roles[k] === 'master');
+            if (promoted === undefined) await sleep(100);
+          }
+          const promotedUs = nowUs();
+          await sleep(3000);
+          // Grants go on after the promotion: the owner's writes reached the new primary.
+          const grantUs = fleet.firstGrantAfterUs(promotedUs);
+          const ms = (us: number | null): string => (us === null ? 'never' : `${Math.round((us - killedUs) / 1000)} ms`);
+          return {
+            faultVerified: dead && promoted !== undefined && grantUs !== null,
+            reclaimMs: null,
+            recoveryFromUs: [killedUs],
+            note: `primary :${primary} of the pool's slot SIGKILLed; replica :${promoted ?? '?'} of ${replicas.length} promoted ${promoted === undefined ? 'never' : ms(promotedUs)} after; first grant after that ${ms(grantUs)} after the kill`,
+          };
+        },
+        cluster.url,
+      );
+    } finally {
+      await cluster.stop();
+    }
+  });
+}
+
 /** 5. Agents join and leave at a high rate while two stay. */
 export async function churnAgents(options: ScenarioOptions): Promise<ScenarioRow> {
   return withPrivateNats(async (nats) => {
@@ -328,5 +383,6 @@ export const SCENARIOS: Readonly<Record<ScenarioName, (options: ScenarioOptions)
   'lose-nats-node': loseNatsNode,
   'kill-coordinator': killCoordinator,
   'failover-coordinator': failoverCoordinator,
+  'redis-primary-failover': redisPrimaryFailover,
   'churn-agents': churnAgents,
 };

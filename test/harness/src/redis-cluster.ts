@@ -1,0 +1,176 @@
+/**
+ * A private Redis Cluster for tests: `redis-server` binaries on free
+ * 127.0.0.1 ports, three primaries with one replica each (or as asked),
+ * joined by `redis-cli --cluster create`. Every node runs in its own
+ * scratch folder with `cluster-enabled yes`, its own cluster configuration
+ * file and `appendonly yes`/`appendfsync always`, as durable mode requires.
+ * Only the local binaries; nothing here touches a server it did not start.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { findExecutable } from './binaries.js';
+import { freePort } from './ports.js';
+import { spawnProcess } from './processes.js';
+import { redisCommand } from './redis-raw.js';
+import { findRedisServerBinary } from './redis.js';
+import { startBinaryServer, type PrivateServer } from './server-handle.js';
+
+/** ClusterNode — one node of the cluster: a private server (kill and start keep its folder). */
+export type ClusterNode = PrivateServer;
+
+/** RedisClusterHandle — the cluster, its nodes, and its URL for `--redis`. */
+export interface RedisClusterHandle {
+  /** `redis+cluster://127.0.0.1:p1,…` listing every node as a seed. */
+  readonly url: string;
+  readonly nodes: readonly ClusterNode[];
+  /** nodeRole — `master` or `slave` as the node at `port` says (ROLE), or null when it does not answer. */
+  nodeRole(port: number): Promise<string | null>;
+  /** primaryOf — the port of the primary serving the slot of `key`, as `CLUSTER NODES` on a live node says. */
+  primaryOf(key: string): Promise<number>;
+  /** replicaOf — the ports of the replicas of the primary at `port`, as `CLUSTER NODES` on a live node says. */
+  replicaOf(port: number): Promise<number[]>;
+  /** waitHealthy — resolves once every live node says `cluster_state:ok`; rejects after `timeoutMs`. */
+  waitHealthy(timeoutMs: number): Promise<void>;
+  /** stop — stops every node and deletes their folders. */
+  stop(): Promise<void>;
+}
+
+export interface RedisClusterOptions {
+  readonly primaries?: number;
+  readonly replicasPerPrimary?: number;
+  /** cluster-node-timeout, ms (default 1000): how soon a failed primary's replica takes over. */
+  readonly nodeTimeoutMs?: number;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** startRedisCluster — a private cluster, formed and healthy. */
+export async function startRedisCluster(options: RedisClusterOptions = {}): Promise<RedisClusterHandle> {
+  const binary = findRedisServerBinary();
+  const cli = findExecutable('redis-cli');
+  if (binary === null || cli === null)
+    throw new Error('Redis Cluster tests need redis-server and redis-cli (Debian: apt-get install redis-server)');
+  const primaries = options.primaries ?? 3;
+  const replicas = options.replicasPerPrimary ?? 1;
+  const nodes: ClusterNode[] = [];
+  const handle = clusterHandle(nodes);
+  try {
+    for (let i = 0; i < primaries * (1 + replicas); i++)
+      nodes.push(await startNode(binary, await freePort(), options.nodeTimeoutMs ?? 1000));
+    const create = spawnProcess('redis-cli:cluster-create', cli, [
+      '--cluster',
+      'create',
+      ...nodes.map((n) => `127.0.0.1:${n.port}`),
+      '--cluster-replicas',
+      String(replicas),
+      '--cluster-yes',
+    ]);
+    const exit = await create.exited;
+    if (exit.code !== 0) throw new Error(`redis-cli --cluster create failed (${exit.code}): ${create.lines.slice(-20).join('\n')}`);
+    await handle.waitHealthy(20_000);
+    // Every replica attached to its primary, so a write can be confirmed from the start.
+    await waitUntil('every replica linked to its primary', 20_000, async () => {
+      const roles = await Promise.all(nodes.map((n) => redisCommand(n.url, 'ROLE')));
+      return roles.every((role) => Array.isArray(role) && (role[0] !== 'slave' || role[3] === 'connected'));
+    });
+  } catch (error) {
+    await handle.stop();
+    throw error;
+  }
+  return handle;
+}
+
+async function startNode(binary: string, port: number, nodeTimeoutMs: number): Promise<ClusterNode> {
+  const dir = mkdtempSync(join(tmpdir(), 'tokenlease-redis-cluster-'));
+  const args = [
+    '--bind',
+    '127.0.0.1',
+    '--port',
+    String(port),
+    '--dir',
+    dir,
+    '--cluster-enabled',
+    'yes',
+    '--cluster-config-file',
+    join(dir, 'nodes.conf'),
+    '--cluster-node-timeout',
+    String(nodeTimeoutMs),
+    '--appendonly',
+    'yes',
+    '--appendfsync',
+    'always',
+    '--save',
+    '',
+    '--protected-mode',
+    'no',
+  ];
+  return startBinaryServer({ scheme: 'redis', binary, args, cleanUp: () => rmSync(dir, { recursive: true, force: true }) }, port);
+}
+
+/** clusterNodes — the id, port and primary's id (`-` for a primary) of every node, as `CLUSTER NODES` on the first live node says. */
+async function clusterNodes(live: readonly ClusterNode[]): Promise<Array<{ id: string; port: number; masterId: string }>> {
+  const node = live[0];
+  if (node === undefined) throw new Error('Redis Cluster: no node is running');
+  const text = String(await redisCommand(node.url, 'CLUSTER', 'NODES'));
+  return text
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .map((line) => {
+      const [id, address, , masterId] = line.split(' ');
+      return { id: id ?? '', port: Number((address ?? '').split('@')[0]?.split(':')[1]), masterId: masterId ?? '-' };
+    });
+}
+
+async function waitUntil(what: string, timeoutMs: number, test: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await test().catch(() => false)) return;
+    await sleep(100);
+  }
+  throw new Error(`Redis Cluster: ${what}: not within ${timeoutMs} ms`);
+}
+
+function clusterHandle(nodes: ClusterNode[]): RedisClusterHandle {
+  const live = (): ClusterNode[] => nodes.filter((n) => n.pid() !== null);
+  return {
+    get url() {
+      return `redis+cluster://${nodes.map((n) => `127.0.0.1:${n.port}`).join(',')}`;
+    },
+    nodes,
+    async nodeRole(port) {
+      const role = await redisCommand(`redis://127.0.0.1:${port}`, 'ROLE').catch(() => null);
+      return Array.isArray(role) && typeof role[0] === 'string' ? role[0] : null;
+    },
+    async primaryOf(key) {
+      const node = live()[0];
+      if (node === undefined) throw new Error('Redis Cluster: no node is running');
+      const slot = Number(await redisCommand(node.url, 'CLUSTER', 'KEYSLOT', key));
+      const text = String(await redisCommand(node.url, 'CLUSTER', 'NODES'));
+      for (const line of text.split('\n')) {
+        const [, address, flags, , , , , state, ...ranges] = line.split(' ');
+        if (!(flags ?? '').includes('master') || (flags ?? '').includes('fail') || state !== 'connected') continue;
+        for (const range of ranges) {
+          const [from, to] = range.split('-').map(Number);
+          if (from !== undefined && slot >= from && slot <= (to ?? from)) return Number((address ?? '').split('@')[0]?.split(':')[1]);
+        }
+      }
+      throw new Error(`Redis Cluster: no live primary serves slot ${slot} of ${key}`);
+    },
+    async replicaOf(port) {
+      const lines = await clusterNodes(live());
+      const primary = lines.find((l) => l.port === port);
+      if (primary === undefined) throw new Error(`Redis Cluster: no node on port ${port}`);
+      return lines.filter((l) => l.masterId === primary.id).map((l) => l.port);
+    },
+    async waitHealthy(timeoutMs) {
+      await waitUntil('cluster_state:ok on every live node', timeoutMs, async () => {
+        const infos = await Promise.all(live().map((n) => redisCommand(n.url, 'CLUSTER', 'INFO')));
+        return infos.every((info) => String(info).includes('cluster_state:ok'));
+      });
+    },
+    async stop() {
+      await Promise.all(nodes.map((n) => n.stop()));
+    },
+  };
+}
