@@ -13,7 +13,7 @@ import { findExecutable } from './binaries.js';
 import { freePort } from './ports.js';
 import { spawnProcess } from './processes.js';
 import { redisCommand } from './redis-raw.js';
-import { findRedisServerBinary } from './redis.js';
+import { findRedisServerBinary, redisServerArgs } from './redis.js';
 import { startBinaryServer, type PrivateServer } from './server-handle.js';
 
 /** ClusterNode — one node of the cluster: a private server (kill and start keep its folder). */
@@ -84,26 +84,8 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
 async function startNode(binary: string, port: number, nodeTimeoutMs: number): Promise<ClusterNode> {
   const dir = mkdtempSync(join(tmpdir(), 'tokenlease-redis-cluster-'));
   const args = [
-    '--bind',
-    '127.0.0.1',
-    '--port',
-    String(port),
-    '--dir',
-    dir,
-    '--cluster-enabled',
-    'yes',
-    '--cluster-config-file',
-    join(dir, 'nodes.conf'),
-    '--cluster-node-timeout',
-    String(nodeTimeoutMs),
-    '--appendonly',
-    'yes',
-    '--appendfsync',
-    'always',
-    '--save',
-    '',
-    '--protected-mode',
-    'no',
+    ...redisServerArgs(port, dir, true),
+    ...['--cluster-enabled', 'yes', '--cluster-config-file', join(dir, 'nodes.conf'), '--cluster-node-timeout', String(nodeTimeoutMs)],
   ];
   return startBinaryServer({ scheme: 'redis', binary, args, cleanUp: () => rmSync(dir, { recursive: true, force: true }) }, port);
 }

@@ -45,6 +45,19 @@ export interface PrivateRedisOptions {
   readonly durable?: boolean;
 }
 
+/**
+ * redisServerArgs — a private redis-server's command line: 127.0.0.1:`port`,
+ * its files in `dir`, no snapshots; durable: an append-only file fsynced on
+ * every write, else no persistence at all.
+ */
+export function redisServerArgs(port: number, dir: string, durable: boolean): string[] {
+  return [
+    ...['--bind', '127.0.0.1', '--port', String(port), '--dir', dir],
+    ...(durable ? ['--appendonly', 'yes', '--appendfsync', 'always'] : ['--appendonly', 'no']),
+    ...['--save', '', '--protected-mode', 'no'],
+  ];
+}
+
 /** startPrivateRedis — a redis-server of our own on a free port (binary, else container), durable unless told otherwise. */
 export async function startPrivateRedis(options: PrivateRedisOptions = {}): Promise<PrivateRedis> {
   const durable = options.durable ?? true;
@@ -55,19 +68,7 @@ export async function startPrivateRedis(options: PrivateRedisOptions = {}): Prom
 
 async function startBinaryRedis(binary: string, port: number, durable: boolean): Promise<PrivateRedis> {
   const dir = mkdtempSync(join(tmpdir(), 'tokenlease-redis-'));
-  const args = [
-    '--bind',
-    '127.0.0.1',
-    '--port',
-    String(port),
-    '--dir',
-    dir,
-    ...(durable ? ['--appendonly', 'yes', '--appendfsync', 'always'] : ['--appendonly', 'no']),
-    '--save',
-    '',
-    '--protected-mode',
-    'no',
-  ];
+  const args = redisServerArgs(port, dir, durable);
   return startBinaryServer({ scheme: 'redis', binary, args, cleanUp: () => rmSync(dir, { recursive: true, force: true }) }, port);
 }
 
