@@ -39,6 +39,7 @@ import type { OwnershipView, ServiceObserver } from './metrics.js';
 import { Lanes, type Lane } from './durable-lanes.js';
 import type { StateStore } from './redis-store.js';
 import { INTERNAL_ERROR, REFUSAL_LOG_INTERVAL_MS, ReplyLog } from './reply-log.js';
+import { BeatSchedule, HEARTBEAT_RETRY_MS } from './beat-schedule.js';
 import type { Served } from './service.js';
 import { TickTimer } from './tick-timer.js';
 
@@ -86,6 +87,10 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
   let units = ownershipUnits(config.pools.map((p) => p.name));
   /** What the last heartbeat found: whether Redis answered, and the live members. */
   let lastBeat: { ok: boolean; members: readonly string[] } = { ok: false, members: [] };
+  /** Heartbeats failed in a row. */
+  let failedBeats = 0;
+  const beatMs = Math.max(1, Math.floor(ttlMs / 3));
+  const retriesPerInterval = Math.max(1, Math.round(beatMs / Math.min(beatMs, HEARTBEAT_RETRY_MS)));
   const owned = new Map<string, Held>();
   const lanes = new Lanes(
     (pool) => owned.has(pool),
@@ -339,17 +344,22 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
     return [...owned.keys()].filter((name) => name !== CATCH_ALL_UNIT && core.kindOf(name) === 'template');
   }
 
-  async function heartbeat(): Promise<void> {
+  /** heartbeat — this member's heartbeat, its pools' ownership renewed, claims and hand-overs planned; true when the store answered. */
+  async function heartbeat(): Promise<boolean> {
     let members: string[] | null = null;
     try {
       const beat = await store.heartbeat(member, ttlMs);
       members = beat.members;
       lastBeat = { ok: true, members };
+      failedBeats = 0;
       if (beat.droppedImpossible > 0)
         logger.error({ event: 'members-cleared', count: beat.droppedImpossible }, 'members with impossible heartbeats were removed');
     } catch (error) {
       lastBeat = { ok: false, members: lastBeat.members };
-      logger.warn({ event: 'heartbeat-failed', err: error }, 'heartbeat failed: the state store does not answer');
+      failedBeats += 1;
+      // Failed heartbeats are retried often (BeatSchedule); one line per interval says the store is still down.
+      if ((failedBeats - 1) % retriesPerInterval === 0)
+        logger.warn({ event: 'heartbeat-failed', err: error, failedBeats }, 'heartbeat failed: the state store does not answer');
     }
     await Promise.all(
       [...owned].map(async ([unit, held]) => {
@@ -361,7 +371,7 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
         }
       }),
     );
-    if (members === null || stopped) return;
+    if (members === null || stopped) return members !== null;
     const ownedUnits = new Set(units.filter((u) => owned.has(u)));
     const plan = planOwnership(member, members, units, ownedUnits);
     await Promise.all([
@@ -372,26 +382,18 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
         }),
       ),
     ]);
+    return true;
   }
 
-  let beating: Promise<void> = Promise.resolve();
-  let beatBusy = false;
-  const runBeat = (): void => {
-    // A heartbeat slower than the interval (a store timing out) is not stacked up behind.
-    if (beatBusy) return;
-    beatBusy = true;
-    beating = heartbeat()
-      .catch((error: unknown) => logger.error({ event: 'heartbeat-failed', err: error }, 'heartbeat task failed'))
-      .finally(() => {
-        beatBusy = false;
-      });
-  };
   // Requests of protocol v1 are answered unsupported-version by any member rather than left to time out.
   const legacy = bus.serve(legacySubject(prefix), CATCH_ALL_QUEUE_GROUP, (subject, payload, port) => {
     replies.send(core.receive(subject, payload, port, nowUs()), nowUs(), { subject });
   });
-  const beat = setInterval(runBeat, Math.max(1, Math.floor(ttlMs / 3)));
-  runBeat();
+  const beats = new BeatSchedule(
+    heartbeat,
+    (error) => logger.error({ event: 'heartbeat-failed', err: error }, 'heartbeat task failed'),
+    beatMs,
+  );
   logger.info({ event: 'durable-started', member, ownershipTtlMs: ttlMs, units }, 'durable coordinator started');
 
   /**
@@ -407,7 +409,7 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
     units = ownershipUnits(next.pools.map((p) => p.name));
     for (const pool of summary.rekinded) if (owned.has(pool)) void enqueue(pool, () => handOver(pool));
     timer.schedule(core.nextDeadlineUs());
-    runBeat();
+    beats.run();
     return { summary, atUs };
   }
 
@@ -427,9 +429,8 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
     async stop(): Promise<void> {
       if (stopped) return;
       stopped = true;
-      clearInterval(beat);
       await legacy.stop();
-      await beating;
+      await beats.stop();
       timer.stop();
       await Promise.all([...owned.keys()].filter((u) => !templatePools().includes(u)).map((unit) => enqueue(unit, () => handOver(unit))));
       try {
