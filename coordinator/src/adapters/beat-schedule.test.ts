@@ -23,6 +23,7 @@ describe('BeatSchedule', () => {
   it('beats at once, then every interval while the store answers', async () => {
     const s = store(() => true);
     const beats = new BeatSchedule(s.beat, () => {}, 3000);
+    beats.start();
     await vi.advanceTimersByTimeAsync(9000);
     expect(s.calls.length).toBe(4);
     await beats.stop();
@@ -32,6 +33,7 @@ describe('BeatSchedule', () => {
     let up = false;
     const s = store(() => up);
     const beats = new BeatSchedule(s.beat, () => {}, 3000);
+    beats.start();
     await vi.advanceTimersByTimeAsync(1000);
     // The first beat at 0, then retries 250 ms apart: 0, 250, 500, 750, 1000.
     expect(s.calls.length).toBe(1 + 1000 / HEARTBEAT_RETRY_MS);
@@ -61,6 +63,7 @@ describe('BeatSchedule', () => {
       (error) => errors.push(error),
       300,
     );
+    beats.start();
     await vi.advanceTimersByTimeAsync(3000);
     expect(most).toBe(1);
     expect(errors.length).toBeGreaterThan(2);
@@ -70,9 +73,28 @@ describe('BeatSchedule', () => {
     await stopped;
   });
 
+  it('reports the first failure in a row, then one per interval', () => {
+    const beats = new BeatSchedule(
+      () => Promise.resolve(false),
+      () => {},
+      1000,
+    );
+    expect([1, 2, 3, 4, 5, 6, 9, 10].map((streak) => beats.reportsFailure(streak))).toEqual([
+      true,
+      false,
+      false,
+      false,
+      true,
+      false,
+      true,
+      false,
+    ]);
+  });
+
   it('beats no more after stop', async () => {
     const s = store(() => false);
     const beats = new BeatSchedule(s.beat, () => {}, 3000);
+    beats.start();
     await beats.stop();
     const after = s.calls.length;
     await vi.advanceTimersByTimeAsync(10_000);

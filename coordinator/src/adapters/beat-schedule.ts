@@ -15,8 +15,10 @@ export class BeatSchedule {
   private busy = false;
   private stopped = false;
   private retry: NodeJS.Timeout | null = null;
-  private readonly interval: NodeJS.Timeout;
+  private interval: NodeJS.Timeout | null = null;
   readonly retryMs: number;
+  /** Retries that fit in one interval: one failure in this many is worth a log line. */
+  private readonly retriesPerInterval: number;
 
   /**
    * @param beat one heartbeat; true when the store answered.
@@ -28,8 +30,19 @@ export class BeatSchedule {
     readonly intervalMs: number,
   ) {
     this.retryMs = Math.min(intervalMs, HEARTBEAT_RETRY_MS);
-    this.interval = setInterval(() => this.run(), intervalMs);
+    this.retriesPerInterval = Math.max(1, Math.round(intervalMs / this.retryMs));
+  }
+
+  /** start — a heartbeat now, and on schedule after it. */
+  start(): void {
+    if (this.interval !== null || this.stopped) return;
+    this.interval = setInterval(() => this.run(), this.intervalMs);
     this.run();
+  }
+
+  /** reportsFailure — whether the `streak`-th failed heartbeat in a row is worth a log line: the first, then one per interval. */
+  reportsFailure(streak: number): boolean {
+    return (streak - 1) % this.retriesPerInterval === 0;
   }
 
   /** run — a heartbeat now, unless one is running. */
@@ -52,7 +65,7 @@ export class BeatSchedule {
   /** stop — no heartbeat after this one; resolves when the running one is done. */
   async stop(): Promise<void> {
     this.stopped = true;
-    clearInterval(this.interval);
+    if (this.interval !== null) clearInterval(this.interval);
     if (this.retry !== null) clearTimeout(this.retry);
     await this.current;
   }

@@ -39,7 +39,7 @@ import type { OwnershipView, ServiceObserver } from './metrics.js';
 import { Lanes, type Lane } from './durable-lanes.js';
 import type { StateStore } from './redis-store.js';
 import { INTERNAL_ERROR, REFUSAL_LOG_INTERVAL_MS, ReplyLog } from './reply-log.js';
-import { BeatSchedule, HEARTBEAT_RETRY_MS } from './beat-schedule.js';
+import { BeatSchedule } from './beat-schedule.js';
 import type { Served } from './service.js';
 import { TickTimer } from './tick-timer.js';
 
@@ -89,8 +89,6 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
   let lastBeat: { ok: boolean; members: readonly string[] } = { ok: false, members: [] };
   /** Heartbeats failed in a row. */
   let failedBeats = 0;
-  const beatMs = Math.max(1, Math.floor(ttlMs / 3));
-  const retriesPerInterval = Math.max(1, Math.round(beatMs / Math.min(beatMs, HEARTBEAT_RETRY_MS)));
   const owned = new Map<string, Held>();
   const lanes = new Lanes(
     (pool) => owned.has(pool),
@@ -358,7 +356,7 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
       lastBeat = { ok: false, members: lastBeat.members };
       failedBeats += 1;
       // Failed heartbeats are retried often (BeatSchedule); one line per interval says the store is still down.
-      if ((failedBeats - 1) % retriesPerInterval === 0)
+      if (beats.reportsFailure(failedBeats))
         logger.warn({ event: 'heartbeat-failed', err: error, failedBeats }, 'heartbeat failed: the state store does not answer');
     }
     await Promise.all(
@@ -392,8 +390,9 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
   const beats = new BeatSchedule(
     heartbeat,
     (error) => logger.error({ event: 'heartbeat-failed', err: error }, 'heartbeat task failed'),
-    beatMs,
+    Math.max(1, Math.floor(ttlMs / 3)),
   );
+  beats.start();
   logger.info({ event: 'durable-started', member, ownershipTtlMs: ttlMs, units }, 'durable coordinator started');
 
   /**
