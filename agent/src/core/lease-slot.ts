@@ -381,11 +381,16 @@ export class LeaseSlot {
     return n[FALLBACK_ACTIVE] === 1 && this.fallbackUnitsAt(nowUs) >= cost * UNITS_PER_TOKEN;
   }
 
-  /** deny — records a denial of `cost` (in shadow mode a would-be denial, counted apart); true when shadow mode admits it. */
-  private deny(cost: number, nowUs: number): boolean {
+  /** checkCost — throws AgentError('invalid-argument') unless `cost` is a positive integer (a cost this slot could ever be charged). */
+  checkCost(cost: number): void {
     if (!(cost >= 1 && Number.isSafeInteger(cost))) {
       throw new AgentError('invalid-argument', `cost must be a positive integer, got ${cost}`, { pool: this.pool });
     }
+  }
+
+  /** deny — records a denial of `cost` (in shadow mode a would-be denial, counted apart); true when shadow mode admits it. */
+  private deny(cost: number, nowUs: number): boolean {
+    this.checkCost(cost);
     const n = this.n;
     // Compared here, so that no clock value (a heap number) is passed on.
     const expired = nowUs >= (n[EXPIRES_AT] as number);

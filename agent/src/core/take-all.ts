@@ -42,9 +42,7 @@ export function takeAllAt(charges: readonly SlotCharge[], nowUs: number): number
       slot.takeAt(charge.cost, nowUs); // records why (or throws for a bad cost); spends nothing
       return i;
     }
-    if (!(charge.cost >= 1 && Number.isSafeInteger(charge.cost))) {
-      throw new AgentError('invalid-argument', `cost must be a positive integer, got ${charge.cost}`, { pool: slot.pool });
-    }
+    slot.checkCost(charge.cost); // a shadowed part is admitted below, but never at a bad cost
   }
   for (let i = 0; i < count; i += 1) {
     const charge = charges[i] as SlotCharge;
