@@ -17,6 +17,7 @@
  * coordinator is started first (`startCrowd`) and the measurement
  * (`crowdFigures`) waits out whatever of that the other benches did not.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { decodeReply, encodeMessage, subjectFor, type LeaseRequest } from '@tokenlease/shared';
 import { connectBus, type Bus } from '@tokenlease/shared/nats';
@@ -148,8 +149,6 @@ function latency(samplesMs: readonly number[]): LatencyFigures {
 function round(ms: number): number {
   return Math.round(ms * 100) / 100;
 }
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** waitForQuietEnd — resolves once `quiet` grants (the coordinator's quiet period is over). */
 async function waitForQuietEnd(probe: StatusProbe, prefix: string): Promise<void> {

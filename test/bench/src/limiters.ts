@@ -10,6 +10,7 @@
  * - dropping: 2,000 more limiters with limiterIdleMs 1000: how many remain
  *   2.5 s after their last use, and the heap per limiter left then.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { Agent } from '@tokenlease/agent';
 import { scratchDir, startCoordinator, writeConfig } from '@tokenlease/harness/fleet';
@@ -43,8 +44,6 @@ function heapAfterGc(): number {
   gc();
   return process.memoryUsage().heapUsed;
 }
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * useAll — `count` tenant limiters on `agent`, each asked once; resolves

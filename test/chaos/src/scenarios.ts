@@ -6,6 +6,7 @@
  * lease's life, the time to reclaim stranded capacity and to recover the
  * full admission rate. `short` runs a brief version for `npm test`.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { makeRate } from '@tokenlease/shared';
 import { checkEnvelope, worstWindowRatio, seededRandom, type Random } from '@tokenlease/shared/testing';
 import { leaseAdmissions, scratchDir } from '@tokenlease/harness/fleet';
@@ -42,7 +43,6 @@ export interface ScenarioOptions {
 export const CHAOS_POOL: ChaosPool = { capacity: 100, refillPerSecond: 200, leaseTtlMs: 1000, maxLeaseTokens: 20 };
 const STEADY = { kind: 'steady', perSecond: 150 } as const;
 
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 /** Whether an agent process printed that its NATS connection came back. */
 const agentReconnected = (child: Child): boolean => hasEvent(child, { type: 'event', event: 'reconnect' });
 /** Whether a coordinator logged that its NATS connection came back. */

@@ -20,6 +20,7 @@
  * - `rogue-responder`: answers every request on the service subject with a
  *   grant of 2^52 tokens for 24 h, as no honest coordinator would.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { randomBytes } from 'node:crypto';
 import {
   COORDINATOR_QUEUE_GROUP,
@@ -55,7 +56,6 @@ const RENEW_EVERY_MS = 50;
 const SEQ_NEAR_MAX = Number.MAX_SAFE_INTEGER - 1000;
 
 const secret = (): string => randomBytes(16).toString('base64url');
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 class Attacker {
   readonly replies = new Map<string, number>();

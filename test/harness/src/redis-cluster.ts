@@ -6,6 +6,7 @@
  * file and `appendonly yes`/`appendfsync always`, as durable mode requires.
  * Only the local binaries; nothing here touches a server it did not start.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -42,8 +43,6 @@ export interface RedisClusterOptions {
   /** cluster-node-timeout, ms (default 1000): how soon a failed primary's replica takes over. */
   readonly nodeTimeoutMs?: number;
 }
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** startRedisCluster — a private cluster, formed and healthy. */
 export async function startRedisCluster(options: RedisClusterOptions = {}): Promise<RedisClusterHandle> {

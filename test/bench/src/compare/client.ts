@@ -16,6 +16,7 @@
  * clock reading it was decided at. Arrivals past MAX_IN_FLIGHT decisions
  * waiting are shed (counted, not decided).
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { closeSync, openSync, writeSync } from 'node:fs';
 import { Arrivals } from '@tokenlease/harness/traffic';
 import { hostMonoNowUs } from '@tokenlease/shared';
@@ -39,8 +40,6 @@ export interface ClientDone {
   /** LatencyHistogram.sparse() of every decision. */
   readonly latency: Array<[number, number]>;
 }
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function drive(decider: Decider, config: ClientConfig, onAdmit: (tUs: number, cost: number) => void): Promise<ClientDone> {
   const histogram = new LatencyHistogram();

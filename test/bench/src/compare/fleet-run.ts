@@ -8,6 +8,7 @@
  * Redis, a coordinator process per tokenlease row), so their CPU is the
  * system's alone; a row that does not use a server is not charged for it.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { readAdmissionLog, scratchDir, startCoordinator, writeConfig } from '@tokenlease/harness/fleet';
@@ -56,8 +57,6 @@ export interface SystemRun {
   /** The same against the system's own promise, B + A + r·T (the envelope again when A = 0). */
   readonly promise: EnvelopeReport;
 }
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 function cpuSeconds(pids: readonly number[]): number {
   return pids.reduce((sum, pid) => sum + (procCpuSeconds(pid) ?? 0), 0);

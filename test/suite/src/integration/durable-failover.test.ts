@@ -12,6 +12,7 @@
  * epoch owned the pool at each: fencing and write-before-reply as the store
  * saw them, see harness/store-history.ts).
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { hostMonoNowUs, makeRate, type PoolStatus } from '@tokenlease/shared';
@@ -45,8 +46,6 @@ const AGENTS = 4;
 const AGENT_PER_SECOND = 120;
 const LOAD_BEFORE_FAULT_MS = 2000;
 const PAUSED_AFTER_TAKEOVER_MS = 1500;
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 function tokensIn(admissions: readonly Admission[], fromUs: number, toUs: number): number {
   return admissions.filter((a) => a.tUs >= fromUs && a.tUs <= toUs).reduce((sum, a) => sum + a.cost, 0);

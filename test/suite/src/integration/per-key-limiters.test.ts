@@ -4,6 +4,7 @@
  * again on use through the same handle, and `limiter.close()` returns the
  * lease at once.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent } from '@tokenlease/agent';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { scratchDir, startCoordinator, StatusProbe, writeConfig } from '@tokenlease/harness/fleet';
@@ -11,7 +12,6 @@ import { provideNats, type NatsHandle } from '@tokenlease/harness/nats';
 import { stopAll } from '@tokenlease/harness/processes';
 
 const PREFIX = `tlkeys${process.pid}`;
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('per-key limiters', () => {
   let nats: NatsHandle;

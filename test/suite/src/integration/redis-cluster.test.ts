@@ -17,6 +17,7 @@
  *   that replica is promoted; with confirmation the same write is refused
  *   (`store-unavailable`), so no reply could have depended on it.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectRedisStore, resolveRedisOptions, type StateStore } from '@tokenlease/coordinator';
@@ -35,8 +36,6 @@ const REFILL = makeRate(80, 1000);
 const DRIVE_MS = 6000;
 const OWNERSHIP_TTL_MS = 1500;
 const NO_CHANGES = { levelTokens: 7, upserts: [], removes: [] };
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** poolsOnEveryPrimary — `perPrimary` pool names for each primary of the cluster, by where their keys' slot lives. */
 async function poolsOnEveryPrimary(cluster: RedisClusterHandle, prefix: string, perPrimary: number): Promise<Map<number, string[]>> {

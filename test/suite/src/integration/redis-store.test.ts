@@ -7,6 +7,7 @@
  * Raw reads go through the harness's tiny RESP client (redis-raw.ts):
  * `ioredis` is imported by the store's adapter alone (tools/lint.mjs).
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
 import { connectRedisStore, CoordinatorError, isDamaged, type PersistedLease, type StateStore } from '@tokenlease/coordinator';
@@ -18,8 +19,6 @@ import { provideRedis, startPrivateRedis, type PrivateRedis, type RedisHandle } 
 async function keysUnder(url: string, prefix: string): Promise<string[]> {
   return ((await redisCommand(url, 'KEYS', `${prefix}:*`)) as string[]).sort();
 }
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function rejection(promise: Promise<unknown>): Promise<CoordinatorError> {
   try {

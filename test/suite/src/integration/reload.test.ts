@@ -12,6 +12,7 @@
  * go on admitting under the new limits. A file that does not validate
  * changes nothing and is logged once as `reload-refused`.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { makeRate, type Rate } from '@tokenlease/shared';
@@ -50,7 +51,6 @@ const doc = (prefix: string, l: Limits): object => ({
   subjectPrefix: prefix,
   pools: { [POOL]: { capacity: l.capacity, refill: `${l.perSecond}/s`, leaseTtlMs: TTL_MS, maxLeaseTokens: l.maxLeaseTokens } },
 });
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** hangUp — reloads `next` by SIGHUP; the host µs at which it applied. */
 async function hangUp(coordinator: Child, configPath: string, next: object, afterUs: number): Promise<number> {

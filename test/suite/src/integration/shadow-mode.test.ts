@@ -15,6 +15,7 @@
  * take it well past B + r·T: they are outside the envelope, and the checks
  * leave them out.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
 import { makeRate, type Rate } from '@tokenlease/shared';
 import { checkEnvelope, type Admission } from '@tokenlease/shared/testing';
@@ -58,7 +59,6 @@ const doc = (prefix: string, shadow: boolean): object => ({
   subjectPrefix: prefix,
   pools: { shadowed: poolFields(shadow), twin: poolFields(false) },
 });
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 const tokens = (xs: readonly Admission[], fromUs: number, toUs: number): number =>
   xs.filter((a) => a.tUs >= fromUs && a.tUs < toUs).reduce((sum, a) => sum + a.cost, 0);
 
