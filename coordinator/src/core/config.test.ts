@@ -47,6 +47,7 @@ describe('parseCoordinatorConfig accepts a valid document and fills in defaults'
           maxLeases: 100_000,
           maxWaiting: 10_000,
           shadow: false,
+          window: null,
         },
         {
           name: 'slow',
@@ -62,6 +63,7 @@ describe('parseCoordinatorConfig accepts a valid document and fills in defaults'
           maxLeases: 100_000,
           maxWaiting: 10_000,
           shadow: false,
+          window: null,
         },
       ],
       templates: [],
@@ -126,7 +128,23 @@ describe('parseCoordinatorConfig accepts a valid document and fills in defaults'
       maxLeases: 100_000,
       maxWaiting: 10_000,
       shadow: false,
+      window: null,
     });
+  });
+
+  it('reads a window pool as its limit per window, in either form, with the bucket fields that describe it', () => {
+    const config = parseCoordinatorConfig(SOURCE, {
+      pools: { a: { window: '100/min' }, b: { window: { limit: 7, windowMs: 1500 }, leaseTtlMs: 500 } },
+    });
+    expect(config.pools[0]).toMatchObject({
+      window: { limit: 100, windowMs: 60_000 },
+      capacity: 100,
+      refill: { tokens: 100, periodMs: 60_000 },
+      allowance: 0,
+      leaseMode: 'chunk',
+      maxLeaseTokens: 10,
+    });
+    expect(config.pools[1]).toMatchObject({ window: { limit: 7, windowMs: 1500 }, capacity: 7, maxLeaseTokens: 1 });
   });
 
   it('accepts maxHoldMs 0 and a quiet period longer than every TTL', () => {
@@ -164,6 +182,22 @@ describe('parseCoordinatorConfig refuses a bad document, naming file, pool and f
     ['refill { tokens: 0 }', onePool({ ...ok, refill: { tokens: 0, periodMs: 1000 } }), 'refill', 'api', 'rate tokens'],
     ['refill { tokens } without periodMs', onePool({ ...ok, refill: { tokens: 5 } }), 'refill', 'api', 'period'],
     ['refill 42 (a number)', onePool({ ...ok, refill: 42 }), 'refill', 'api', '"500/s"'],
+    [
+      'refill with an unknown key',
+      onePool({ ...ok, refill: { tokens: 5, periodMs: 1000, burst: 2 } }),
+      'refill.burst',
+      'api',
+      'not a known',
+    ],
+    ['window beside capacity', onePool({ window: '10/s', capacity: 10 }), 'capacity', 'api', 'does not apply to a window pool'],
+    ['window beside refill', onePool({ window: '10/s', refill: '10/s' }), 'refill', 'api', 'does not apply to a window pool'],
+    ['window with rate leases', onePool({ window: '10/s', leaseMode: 'rate' }), 'leaseMode', 'api', '"chunk" for a window pool'],
+    ['window with an allowance', onePool({ window: '10/s', allowance: 5 }), 'allowance', 'api', 'only be a larger limit'],
+    ['window "often"', onePool({ window: 'often' }), 'window', 'api', '"often"'],
+    ['window { limit: 0 }', onePool({ window: { limit: 0, windowMs: 1000 } }), 'window', 'api', 'rate tokens'],
+    ['window without windowMs', onePool({ window: { limit: 5 } }), 'window', 'api', 'period'],
+    ['window with tokens for limit', onePool({ window: { tokens: 5, windowMs: 1000 } }), 'window.tokens', 'api', 'not a known'],
+    ['window 5 (a number)', onePool({ window: 5 }), 'window', 'api', '"100/min"'],
     ['unknown pool field (typo)', onePool({ ...ok, capcity: 100 }), 'capcity', 'api', 'is not a known field'],
     ['unknown pool field leaseTtl', onePool({ ...ok, leaseTtl: 100 }), 'leaseTtl', 'api', 'leaseTtlMs'],
     ['unknown top-level field', { ...onePool(ok), pool: {} }, 'pool', undefined, 'is not a known field'],

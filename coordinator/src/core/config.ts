@@ -6,8 +6,14 @@
  * is half-applied: a document is accepted whole or refused.
  *
  * Pool fields (units in the names; defaults in brackets):
- * - `capacity` tokens, B. Required.
- * - `refill` `"<tokens>/<period>"` such as `"500/s"`, or `{ tokens, periodMs }`. Required.
+ * - `capacity` tokens, B. Required (unless `window`).
+ * - `refill` `"<tokens>/<period>"` such as `"500/s"`, or `{ tokens, periodMs }`. Required (unless `window`).
+ * - `window` `{ limit, windowMs }`, or `"<limit>/<period>"` such as
+ *   `"100/min"`: a strict sliding-window pool (window-credit.ts), at most
+ *   `limit` admitted in every window of `windowMs`, instead of `capacity`
+ *   and `refill` (it leases as a bucket of capacity `limit` refilled at
+ *   `limit` per `windowMs` would be described). Chunk leases only, no
+ *   allowance (one would only be a larger limit).
  * - `leaseTtlMs` [2000] in [MIN_TTL_MS, MAX_TTL_MS].
  * - `maxLeaseTokens` [max(1, capacity/10)]: the most one lease may hold.
  * - `minGrantTokens` [ceil(maxLeaseTokens/4)]: the smallest grant worth a
@@ -80,6 +86,14 @@ export interface PoolConfig {
   readonly maxWaiting: number;
   /** Whether grants put agents in shadow mode: the pool's own `shadow` or the configuration's fleet-wide one. */
   readonly shadow: boolean;
+  /** A sliding-window pool: at most `limit` (= capacity) in every window of `windowMs` (= the refill period); null for a bucket. */
+  readonly window: WindowLimit | null;
+}
+
+/** WindowLimit — a sliding-window pool's limit: at most `limit` tokens admitted in any window of `windowMs`. */
+export interface WindowLimit {
+  readonly limit: number;
+  readonly windowMs: number;
 }
 
 export type LeaseMode = 'chunk' | 'rate';
@@ -130,6 +144,7 @@ const POOL_KEYS = new Set([
   'maxLeases',
   'maxWaiting',
   'shadow',
+  'window',
 ]);
 export const CLASS_WEIGHT_MAX = 1000;
 const TOP_KEYS = new Set(['subjectPrefix', 'quietPeriodMs', 'pools', 'templates', 'bindIdentity', 'shadow']);
@@ -172,22 +187,40 @@ class Where {
     return value;
   }
 
-  rejectUnknown(doc: Doc, known: ReadonlySet<string>): void {
+  rejectUnknown(doc: Doc, known: ReadonlySet<string>, within?: string): void {
     for (const key of Object.keys(doc)) {
-      if (!known.has(key)) this.fail(key, `is not a known field (known: ${[...known].join(', ')})`);
+      if (!known.has(key))
+        this.fail(within === undefined ? key : `${within}.${key}`, `is not a known field (known: ${[...known].join(', ')})`);
     }
   }
 }
 
-function readRate(where: Where, value: unknown): Rate {
+function readRate(where: Where, field: string, value: unknown, tokensKey = 'tokens', periodKey = 'periodMs'): Rate {
   try {
     if (typeof value === 'string') return parseRate(value);
-    if (isDoc(value)) return makeRate(value['tokens'] as number, value['periodMs'] as number);
+    if (isDoc(value)) {
+      where.rejectUnknown(value, new Set([tokensKey, periodKey]), field);
+      return makeRate(value[tokensKey] as number, value[periodKey] as number);
+    }
   } catch (error) {
-    if (error instanceof TokenleaseError) where.fail('refill', error.message, error);
+    if (error instanceof TokenleaseError) where.fail(field, error.message, error);
     throw error;
   }
-  return where.fail('refill', value === undefined ? 'is required' : 'must be a string like "500/s" or { tokens, periodMs }');
+  const like = field === 'window' ? '"100/min" or { limit, windowMs }' : '"500/s" or { tokens, periodMs }';
+  return where.fail(field, value === undefined ? 'is required' : `must be a string like ${like}`);
+}
+
+/** readWindow — a sliding-window pool's limit, or null for a bucket pool; refuses the fields a window pool has no use for. */
+function readWindow(where: Where, doc: Doc): WindowLimit | null {
+  if (!Object.hasOwn(doc, 'window')) return null;
+  for (const field of ['capacity', 'refill']) {
+    if (Object.hasOwn(doc, field)) where.fail(field, 'does not apply to a window pool: its "window" gives the limit and the window');
+  }
+  if ((doc['leaseMode'] ?? 'chunk') !== 'chunk')
+    where.fail('leaseMode', 'must be "chunk" for a window pool (a rate lease spends tokens it was never granted)');
+  if ((doc['allowance'] ?? 0) !== 0) where.fail('allowance', 'must be 0 for a window pool: an allowance would only be a larger limit');
+  const rate = readRate(where, 'window', doc['window'], 'limit', 'windowMs');
+  return { limit: rate.tokens, windowMs: rate.periodMs };
 }
 
 function readPool(source: string, name: string, doc: unknown, fleetShadow: boolean, template = false): PoolConfig {
@@ -198,9 +231,10 @@ function readPool(source: string, name: string, doc: unknown, fleetShadow: boole
   }
   if (!isDoc(doc)) return where.fail('(pool)', 'must be a mapping of pool fields');
   where.rejectUnknown(doc, template ? TEMPLATE_KEYS : POOL_KEYS);
-  const refill = readRate(where, doc['refill']);
-  const capacity = where.int(doc, 'capacity', 1, Number.MAX_SAFE_INTEGER);
-  const allowance = where.int(doc, 'allowance', 0, Number.MAX_SAFE_INTEGER, 0);
+  const window = readWindow(where, doc);
+  const refill = window === null ? readRate(where, 'refill', doc['refill']) : makeRate(window.limit, window.windowMs);
+  const capacity = window?.limit ?? where.int(doc, 'capacity', 1, Number.MAX_SAFE_INTEGER);
+  const allowance = where.int(doc, 'allowance', 0, window === null ? Number.MAX_SAFE_INTEGER : 0, 0);
   try {
     tokenScale(capacity, refill);
   } catch (error) {
@@ -241,6 +275,7 @@ function readPool(source: string, name: string, doc: unknown, fleetShadow: boole
     maxLeases,
     maxWaiting,
     shadow,
+    window,
   };
 }
 

@@ -107,6 +107,16 @@ export class Credit {
     return needUnits <= this.roomUnits(leasedTokens) ? this.lastRefillUs + waitUs(this.scale, needUnits) : Infinity;
   }
 
+  /** settle — ends a step at `nowUs` with `leasedTokens` of bounds: `check`s (a window pool also cools what the step dropped). */
+  settle(_nowUs: number, leasedTokens: number): void {
+    this.check(leasedTokens);
+  }
+
+  /** waitUs — how long from `nowUs` until the level holds `tokens` at the full rate, counting a quiet period still to run. */
+  waitUs(tokens: number, nowUs: number): number {
+    return Math.max(0, this.lastRefillUs - nowUs) + waitUs(this.scale, tokens * this.scale.unitsPerToken - this.levelUnits);
+  }
+
   /** check — asserts level ≥ 0, level ≤ B and level + leased ≤ B + A. */
   check(leasedTokens: number): void {
     const creditUnits = this.levelUnits + leasedTokens * this.scale.unitsPerToken;

@@ -3,13 +3,14 @@
  * rules (pool.ts, chunk-grant.ts, rate-grant.ts, pool-takeover.ts), and
  * what those files say alike: the grant reply and the retry hint.
  */
-import { DURATION_MS_MAX, tokenScale, waitUs, type LeaseGrant, type LeaseRequest, type Reply, type TokenScale } from '@tokenlease/shared';
+import { DURATION_MS_MAX, tokenScale, type LeaseGrant, type LeaseRequest, type Reply, type TokenScale } from '@tokenlease/shared';
 import type { PoolConfig } from './config.js';
 import { Credit } from './credit.js';
 import { HoldQueue } from './hold-queue.js';
 import { LeaseTable, type LeaseRecord } from './lease-table.js';
 import type { ChangeLog } from './pool-state.js';
 import { PoolTally } from './pool-tally.js';
+import { WindowCredit } from './window-credit.js';
 import { WaterLevel } from './water-level.js';
 
 export interface PoolParts<R> {
@@ -52,7 +53,7 @@ export function makePoolParts<R>(
     epoch,
     scale,
     leases: new LeaseTable(idPrefix),
-    credit: new Credit(scale, config.name, config.allowance, quietUntilUs),
+    credit: makeCredit(config, scale, quietUntilUs),
     waiters: new HoldQueue<R>(),
     quietUntilUs,
     ttlUs: config.leaseTtlMs * US_PER_MS,
@@ -61,6 +62,12 @@ export function makePoolParts<R>(
     changed: null,
     tally: new PoolTally(),
   };
+}
+
+/** makeCredit — the empty credit of a pool of `config`, which refills (or, a window pool, releases) from `quietUntilUs`. */
+export function makeCredit(config: PoolConfig, scale: TokenScale, quietUntilUs: number): Credit {
+  if (config.window === null) return new Credit(scale, config.name, config.allowance, quietUntilUs);
+  return new WindowCredit(scale, config.name, config.window.limit, config.window.windowMs * US_PER_MS, quietUntilUs);
 }
 
 /** grantReply — the grant that tells an agent its lease after this request. */
@@ -92,9 +99,7 @@ export function grantReply<R>(
 /** retryAfterMs — how long until a turn of the `missingTokens` accrues (and the quiet period is over), at least 1 ms. */
 export function retryAfterMs<R>(p: PoolParts<R>, missingTokens: number, nowUs: number): number {
   const thresholdTokens = Math.min(missingTokens, p.config.minGrantTokens);
-  const accrueUs = waitUs(p.scale, thresholdTokens * p.scale.unitsPerToken - p.credit.levelUnits);
-  const quietUs = Math.max(0, p.quietUntilUs - nowUs);
-  return Math.min(DURATION_MS_MAX, Math.max(1, Math.ceil((quietUs + accrueUs) / US_PER_MS)));
+  return Math.min(DURATION_MS_MAX, Math.max(1, Math.ceil(p.credit.waitUs(thresholdTokens, nowUs) / US_PER_MS)));
 }
 
 /** weightOf — the weight of an agent class in the pool's turns and shares (no class, or an unlisted one: 1). */

@@ -28,7 +28,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { EnvelopeWatch, propertySeed, worstWindowRatio } from '@tokenlease/shared/testing';
+import { EnvelopeWatch, propertySeed, WindowWatch, worstWindowRatio } from '@tokenlease/shared/testing';
 import {
   DEMAND_PER_SECOND_MAX,
   decodeReply,
@@ -43,6 +43,8 @@ import { parseCoordinatorConfig, type PoolConfig } from './config.js';
 import { CoordinatorCore } from './coordinator-core.js';
 import type { Delivery, Pool } from './pool.js';
 import { internals, internalsOf, SECRET, tickThroughDeadlines } from './pool.fixtures.js';
+import type { PoolParts } from './pool-parts.js';
+import { WindowCredit } from './window-credit.js';
 
 const RUNS = Number(process.env['RUNS'] ?? '300');
 const PREFIX = 'tokenlease';
@@ -154,6 +156,8 @@ const shapeArb = fc.record({
   maxHoldPick: fc.nat(),
   quietExtraPick: fc.nat(),
   allowance: fc.oneof({ arbitrary: fc.constant(0), weight: 2 }, { arbitrary: fc.integer({ min: 1, max: 300 }), weight: 1 }),
+  /** A sliding-window pool of `capacity` per `refillPeriodMs` (one run in three). */
+  window: chance(3),
 });
 
 const scenarioArb: fc.Arbitrary<Scenario> = fc.record({
@@ -176,14 +180,15 @@ type PoolShape = ValueOf<typeof shapeArb>;
 
 function poolFields(shape: PoolShape): Record<string, unknown> {
   const maxLeaseTokens = 1 + (shape.maxLeasePick % shape.capacity);
+  const limits = shape.window
+    ? { window: { limit: shape.capacity, windowMs: shape.refillPeriodMs } }
+    : { capacity: shape.capacity, refill: { tokens: shape.refillTokens, periodMs: shape.refillPeriodMs }, allowance: shape.allowance };
   return {
-    capacity: shape.capacity,
-    refill: { tokens: shape.refillTokens, periodMs: shape.refillPeriodMs },
+    ...limits,
     leaseTtlMs: shape.leaseTtlMs,
     maxLeaseTokens,
     minGrantTokens: 1 + (shape.minGrantPick % maxLeaseTokens),
     maxHoldMs: shape.maxHoldPick % (Math.floor(shape.leaseTtlMs / 2) + 1),
-    allowance: shape.allowance,
   };
 }
 
@@ -248,6 +253,7 @@ const COUNTED = [
   'receipts',
   'tokensReturned',
   'tokensSpent',
+  'windowTokensSpent',
 ] as const;
 type Counts = Record<(typeof COUNTED)[number] | 'closestWindow', number>;
 const noCounts = (): Counts => ({ ...Object.fromEntries(COUNTED.map((k) => [k, 0])), closestWindow: 0 }) as Counts;
@@ -262,6 +268,8 @@ class Simulation {
   readonly requests: SentRequest[] = [];
   readonly spends: Array<{ readonly tUs: number; readonly cost: number }> = [];
   readonly envelope: EnvelopeWatch;
+  /** A window pool's own promise: at most N in every window of W (null for a bucket pool). */
+  readonly windows: WindowWatch | null;
   readonly counts = noCounts();
   nowUs: number;
 
@@ -276,6 +284,7 @@ class Simulation {
     this.ttlUs = poolConfig.leaseTtlMs * 1000;
     this.quietPeriodUs = config.quietPeriodMs * 1000;
     this.envelope = new EnvelopeWatch(poolConfig.capacity + poolConfig.allowance, poolConfig.refill);
+    this.windows = poolConfig.window === null ? null : new WindowWatch(poolConfig.window.limit, poolConfig.window.windowMs * 1000);
     this.core = new CoordinatorCore<Target>(config, sc.epoch, sc.startUs);
     const pool = this.core.pool('p');
     if (pool === undefined) throw new Error('no pool p');
@@ -452,6 +461,7 @@ class Simulation {
     a.balance -= tokens;
     this.spends.push({ tUs: this.nowUs, cost: tokens });
     this.counts.tokensSpent += tokens;
+    if (this.windows !== null) this.counts.windowTokensSpent += tokens;
     this.checkEnvelope(tokens);
   }
 
@@ -693,6 +703,11 @@ class Simulation {
     expect(p.credit.levelUnits + sum * scale.unitsPerToken, 'credit over capacity + allowance').toBeLessThanOrEqual(
       scale.capacityUnits + this.config.allowance * scale.unitsPerToken,
     );
+    if (p.credit instanceof WindowCredit) {
+      expect(p.credit.creditTokens(sum), 'window credit (level + bounds + cooling) over the limit').toBeLessThanOrEqual(
+        this.config.capacity,
+      );
+    }
     for (const w of p.waiters) expect(p.leases.byAgent.get(w.record.agentId), 'a waiter whose lease is gone').toBe(w.record);
     // Agent safety: what an agent may still spend is covered by a live bound that outlives it.
     for (const a of this.agents) {
@@ -713,6 +728,11 @@ class Simulation {
         `envelope broken by ${excessTokens} tokens in the window ${JSON.stringify(this.envelope.worstWindow)} µs; ` +
           `allowed ${capacity} + ${allowance} + ${refill.tokens}/${refill.periodMs}ms × its length`,
       );
+    }
+    // N per W implies the bucket envelope above (N + N·T/W); the window check is the stronger one.
+    const overTokens = this.windows?.admit(this.nowUs, tokens) ?? 0;
+    if (overTokens > 0) {
+      throw new Error(`a window of ${this.config.window?.windowMs} ms held ${JSON.stringify(this.windows?.fullest)}: ${overTokens} over`);
     }
   }
 
@@ -785,8 +805,9 @@ describe('CoordinatorCore under random requests from honest agents', () => {
       { seed, numRuns: RUNS },
     );
     console.log(`pool-property: ${runs} runs; ${JSON.stringify(total)}`);
-    const { tokensSpent, heldReplies, staleRefusals } = total;
+    const { tokensSpent, windowTokensSpent, heldReplies, staleRefusals } = total;
     expect(tokensSpent).toBeGreaterThan(0);
+    expect(windowTokensSpent).toBeGreaterThan(0);
     expect(heldReplies).toBeGreaterThan(0);
     expect(staleRefusals).toBeGreaterThan(0);
   });
@@ -803,6 +824,7 @@ describe('CoordinatorCore under random requests from honest agents', () => {
       maxHoldPick: 0,
       quietExtraPick: 0,
       allowance: 0,
+      window: false,
     };
     const ops: Op[] = [];
     for (let i = 0; i < 200; i += 1) {
@@ -827,5 +849,58 @@ describe('CoordinatorCore under random requests from honest agents', () => {
     expect(spent).toBeGreaterThan(750);
     expect(spent).toBeLessThanOrEqual(800);
     expect(sim.counts.closestWindow).toBeGreaterThan(0.9);
+  });
+
+  /** Two agents spend everything they get and renew every 5 ms from a window pool of 50 per 100 ms, leases ≤ 10. */
+  const saturatedWindow = (): Simulation => {
+    const shape: PoolShape = {
+      capacity: 50,
+      refillTokens: 1,
+      refillPeriodMs: 100,
+      leaseTtlMs: 50,
+      maxLeasePick: 9,
+      minGrantPick: 0,
+      maxHoldPick: 0,
+      quietExtraPick: 0,
+      allowance: 0,
+      window: true,
+    };
+    const ops: Op[] = [];
+    for (let i = 0; i < 400; i += 1) {
+      const renew = {
+        name: 'current',
+        report: 'exact',
+        pick: 0,
+        tokensWanted: 10,
+        holdMs: 0,
+        dropRequest: false,
+        loseReply: false,
+      } as const;
+      ops.push({ t: 'acquire', agent: i % 2, dtUs: 5000, ...renew });
+      ops.push({ t: 'spend', agent: i % 2, dtUs: 0, tokens: 40 });
+    }
+    return new Simulation({ shape, startUs: 0, epoch: 1, agents: 2, adapterTicks: true, warmUpUs: null, ops });
+  };
+
+  it('fills a saturated window pool to its limit, and no window holds more', () => {
+    const sim = saturatedWindow();
+    sim.run();
+    // Quiet for 50 ms, then all 50 cool for a window: nothing before 150 ms; the run ends at 2 s.
+    expect(sim.spends[0]?.tUs).toBeGreaterThanOrEqual(150_000);
+    expect(sim.windows?.fullest?.admittedTokens).toBe(50);
+    const spent = sim.spends.reduce((n, s) => n + s.cost, 0);
+    console.log(`saturated window pool: ${spent} tokens from ${sim.spends[0]?.tUs} µs`);
+    // 1.85 s of windows of 100 ms hold at most 50 × 19; a spent token is seen at the next renewal (10 ms) and cools 100 ms from then.
+    expect(spent).toBeLessThanOrEqual(950);
+    expect(spent).toBeGreaterThan(750);
+  });
+
+  it('catches a window pool that lets spent tokens go back after a quarter of the window', () => {
+    const sim = saturatedWindow();
+    const pool = sim.pool as unknown as { partsNow: PoolParts<Target> };
+    const p = pool.partsNow;
+    const early = new WindowCredit(p.scale, 'p', 50, 25_000, p.quietUntilUs);
+    pool.partsNow = { ...p, credit: early };
+    expect(() => sim.run()).toThrow(/a window of 100 ms held .* over/);
   });
 });

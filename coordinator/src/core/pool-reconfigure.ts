@@ -37,11 +37,11 @@
  */
 import { tokenScale } from '@tokenlease/shared';
 import type { CoordinatorConfig, PoolConfig } from './config.js';
-import { Credit } from './credit.js';
 import { HoldQueue } from './hold-queue.js';
-import { US_PER_MS, type PoolParts } from './pool-parts.js';
+import { makeCredit, US_PER_MS, type PoolParts } from './pool-parts.js';
 import { heldAt } from './rate-lease.js';
 import { WaterLevel } from './water-level.js';
+import { WindowCredit } from './window-credit.js';
 
 /**
  * reconfigureParts — the state of pool `old` (ticked to `nowUs`, no
@@ -60,9 +60,10 @@ export function reconfigureParts<R>(old: PoolParts<R>, config: PoolConfig, nowUs
     leases.setRate(record, convertRate(record.ratePerPeriod, old.periodUs, periodUs));
   }
   // Still quiet after a start: stays quiet until the same instant, and refills from then.
-  const credit = new Credit(scale, config.name, config.allowance, Math.max(nowUs, old.quietUntilUs));
-  credit.restore(Math.min(old.credit.levelTokens, config.capacity), leases.boundTokensSum);
-  credit.check(leases.boundTokensSum);
+  const credit = makeCredit(config, scale, Math.max(nowUs, old.quietUntilUs));
+  if (credit instanceof WindowCredit) credit.carryOver(old.credit, leases.boundTokensSum);
+  else credit.restore(Math.min(old.credit.levelTokens, config.capacity), leases.boundTokensSum);
+  credit.settle(Math.max(nowUs, old.quietUntilUs), leases.boundTokensSum);
   return {
     config,
     epoch: old.epoch,
@@ -112,6 +113,7 @@ export function sameLimits(a: PoolConfig, b: PoolConfig): boolean {
   ];
   if (scalars.some((key) => a[key] !== b[key])) return false;
   if (a.refill.tokens !== b.refill.tokens || a.refill.periodMs !== b.refill.periodMs) return false;
+  if ((a.window === null) !== (b.window === null)) return false;
   if (a.classWeights.size !== b.classWeights.size) return false;
   for (const [cls, weight] of a.classWeights) if (b.classWeights.get(cls) !== weight) return false;
   return true;

@@ -39,7 +39,7 @@ export function adoptKept<R>(p: PoolParts<R>, takeoverUs: number, state: Persist
     record.lastReply = kept.lastReply ?? grantReply(p, record, 0, 1);
   }
   p.credit.restore(state?.levelTokens ?? null, p.leases.boundTokensSum);
-  p.credit.check(p.leases.boundTokensSum);
+  p.credit.settle(takeoverUs, p.leases.boundTokensSum);
 }
 
 /** quarantine — a pool whose stored state was damaged: it starts empty and quiet, and deletes the records of `agentIds`. */

@@ -179,7 +179,7 @@ export class Pool<R> {
     record.agentClass = req.agentClass ?? null;
     if (record.isRate) acquireRate(p, req, record, to, nowUs, out);
     else acquireChunk(p, req, record, to, nowUs, out);
-    p.credit.check(p.leases.boundTokensSum);
+    p.credit.settle(nowUs, p.leases.boundTokensSum);
   }
 
   /** giveBack — ends the named lease and moves its unspent tokens back to the level. */
@@ -204,7 +204,7 @@ export class Pool<R> {
       this.returned += 1;
     }
     out.push({ to, reply: { v: 2, kind: 'receipt', seq: req.seq, tokensReturned } });
-    p.credit.check(p.leases.boundTokensSum);
+    p.credit.settle(nowUs, p.leases.boundTokensSum);
     serveWaiters(p, nowUs, out);
   }
 
@@ -230,6 +230,7 @@ export class Pool<R> {
     if (req.tokensLeft >= record.boundTokens) return;
     p.leases.setBound(record, req.tokensLeft);
     p.changed?.add(req.agentId);
+    p.credit.settle(nowUs, p.leases.boundTokensSum);
   }
 
   /** tick — refills, reclaims expired leases and answers the waiters that can be answered. */
@@ -242,7 +243,7 @@ export class Pool<R> {
     // until its reply, whenever the adapter gets round to calling.
     serveWaiters(p, nowUs, out);
     for (const agentId of p.leases.reclaimExpired(nowUs)) p.changed?.add(agentId);
-    p.credit.check(p.leases.boundTokensSum);
+    p.credit.settle(nowUs, p.leases.boundTokensSum);
   }
 
   /** flush — answers every held request now with what there is (shutdown). */
