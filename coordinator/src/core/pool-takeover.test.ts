@@ -28,7 +28,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { decodeReply, encodeMessage, type LeaseGrant, type LeaseRequest, type LeaseReturn } from '@tokenlease/shared';
-import { EnvelopeWatch, propertySeed, worstWindowRatio } from '@tokenlease/shared/testing';
+import { EnvelopeWatch, propertySeed, WindowWatch, worstWindowRatio } from '@tokenlease/shared/testing';
 import { parseCoordinatorConfig, type PoolConfig } from './config.js';
 import { Pool, type Delivery } from './pool.js';
 import { MS, S, STANDARD_POOL_FIELDS, acquire, credit, grantOf, internals, internalsOf, makePool, status, tick } from './pool.fixtures.js';
@@ -48,6 +48,13 @@ function poolConfig(fields: Readonly<Record<string, unknown>> = {}): PoolConfig 
 }
 
 const STANDARD = poolConfig();
+
+/** windowConfig — a window pool with the standard pool's lease fields, changed by `fields`. */
+function windowConfig(fields: Readonly<Record<string, unknown>>): PoolConfig {
+  const { capacity: _c, refill: _r, ...leaseFields } = STANDARD_POOL_FIELDS;
+  const config = parseCoordinatorConfig('pool-takeover.test.yaml', { pools: { p: { ...leaseFields, ...fields } } });
+  return config.pools[0] as PoolConfig;
+}
 
 const takeOver = (state: PersistedPool | null, config = STANDARD, atUs = T0, epoch = NEW_EPOCH): Pool<string> =>
   Pool.takeOver<string>(config, epoch, atUs, state);
@@ -542,6 +549,8 @@ const PROPERTY_POOLS: readonly PoolConfig[] = [
   poolConfig({ capacity: 40 }),
   poolConfig({ capacity: 25, leaseTtlMs: 300, maxHoldMs: 100 }),
   poolConfig({ capacity: 12, refill: '100/s', maxLeaseTokens: 10, leaseTtlMs: 500 }),
+  windowConfig({ window: { limit: 40, windowMs: 700 } }),
+  windowConfig({ window: { limit: 12, windowMs: 2000 }, maxLeaseTokens: 10, leaseTtlMs: 500 }),
 ];
 const scenarioArb = fc.record({
   pool: fc.constantFrom(...PROPERTY_POOLS),
@@ -573,8 +582,23 @@ interface Counts {
   heldKept: number;
   heldRetries: number;
   tokensSpent: number;
+  windowTokensSpent: number;
   closestWindow: number;
+  /** The fullest window of a window pool, as a fraction of N. */
+  fullestWindow: number;
 }
+
+const NO_COUNTS: Counts = {
+  failovers: 0,
+  lateReplies: 0,
+  keptReplies: 0,
+  heldKept: 0,
+  heldRetries: 0,
+  tokensSpent: 0,
+  windowTokensSpent: 0,
+  closestWindow: 0,
+  fullestWindow: 0,
+};
 
 /** One run: a tracked pool, a store that holds what was written, agents that spend what reached them. */
 class FailoverRun {
@@ -589,7 +613,9 @@ class FailoverRun {
   private readonly agents: SimAgent[];
   private readonly admissions: Array<{ readonly tUs: number; readonly cost: number }> = [];
   private readonly envelope: EnvelopeWatch;
-  readonly counts: Counts = { failovers: 0, lateReplies: 0, keptReplies: 0, heldKept: 0, heldRetries: 0, tokensSpent: 0, closestWindow: 0 };
+  /** A window pool's own promise: at most N in every window of W. */
+  private readonly windows: WindowWatch | null;
+  readonly counts: Counts = { ...NO_COUNTS };
 
   constructor(
     private readonly config: PoolConfig,
@@ -598,6 +624,7 @@ class FailoverRun {
   ) {
     this.ttlUs = config.leaseTtlMs * 1000;
     this.envelope = new EnvelopeWatch(config.capacity, config.refill);
+    this.windows = config.window === null ? null : new WindowWatch(config.window.limit, config.window.windowMs * 1000);
     this.pool = Pool.takeOver<string>(config, this.epoch, this.nowUs, null);
     this.agents = Array.from({ length: agents }, (_, i) => ({
       id: `agent-${i}`,
@@ -786,6 +813,12 @@ class FailoverRun {
         `envelope broken by ${excessTokens} tokens in the window ${JSON.stringify(this.envelope.worstWindow)} µs; allowed ${capacity} + ${refill.tokens}/${refill.periodMs}ms × its length`,
       );
     }
+    if (this.windows === null) return;
+    this.counts.windowTokensSpent += tokens;
+    const overTokens = this.windows.admit(this.nowUs, tokens);
+    this.counts.fullestWindow = Math.max(this.counts.fullestWindow, (this.windows.fullest?.admittedTokens ?? 0) / this.windows.limitTokens);
+    if (overTokens > 0)
+      throw new Error(`a window of ${this.config.window?.windowMs} ms held ${JSON.stringify(this.windows.fullest)}: ${overTokens} over`);
   }
 
   /** What an agent may still spend lies in a live bound of the current owner that outlives it. */
@@ -801,9 +834,9 @@ class FailoverRun {
 }
 
 describe('write before reply survives a failover (property)', () => {
-  it('admits at most B + r·T in every window, across takeovers at random instants', { timeout: 30_000 }, () => {
+  it('admits at most B + r·T (a window pool: N per W) in every window, across takeovers at random instants', { timeout: 30_000 }, () => {
     const seed = propertySeed('src/core/pool-takeover.test.ts');
-    const total: Counts = { failovers: 0, lateReplies: 0, keptReplies: 0, heldKept: 0, heldRetries: 0, tokensSpent: 0, closestWindow: 0 };
+    const total: Counts = { ...NO_COUNTS };
     fc.assert(
       fc.property(scenarioArb, ({ pool, agents, promptRetries, ops }) => {
         const run = new FailoverRun(pool, agents, promptRetries);
@@ -814,6 +847,8 @@ describe('write before reply survives a failover (property)', () => {
         total.heldKept += run.counts.heldKept;
         total.heldRetries += run.counts.heldRetries;
         total.tokensSpent += run.counts.tokensSpent;
+        total.windowTokensSpent += run.counts.windowTokensSpent;
+        total.fullestWindow = Math.max(total.fullestWindow, run.counts.fullestWindow);
         total.closestWindow = Math.max(total.closestWindow, run.counts.closestWindow);
       }),
       { seed, numRuns: RUNS },
@@ -826,5 +861,7 @@ describe('write before reply survives a failover (property)', () => {
     // Some window came close to B + r·T: the envelope check is not vacuous.
     expect(total.closestWindow).toBeGreaterThan(0.9);
     expect(total.tokensSpent).toBeGreaterThan(0);
+    expect(total.windowTokensSpent).toBeGreaterThan(0);
+    expect(total.fullestWindow).toBe(1);
   });
 });
