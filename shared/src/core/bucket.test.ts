@@ -192,7 +192,7 @@ describe('ExactBucket properties', () => {
     }),
   );
 
-  it('admissions stay inside B + r·Δt over every window and match an exact rational model', () => {
+  it('admissions stay inside B + r·Δt over every window and match an exact rational model', { timeout: 30_000 }, () => {
     fc.assert(
       fc.property(scenario, ({ capacity, tokens, periodMs, startUs, steps }) => {
         const rate = makeRate(tokens, periodMs);

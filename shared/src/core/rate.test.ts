@@ -38,6 +38,9 @@ describe('parseRate', () => {
     '2/d2',
     '1/2d',
     '99999999999999999999/s',
+    '5/constructor',
+    '5/tostring',
+    '5/__proto__',
   ])('rejects %j with invalid-rate', (text) => {
     const error = thrown(TokenleaseError, () => parseRate(text));
     expect(error.code).toBe('invalid-rate');

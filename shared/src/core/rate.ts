@@ -17,15 +17,16 @@ export interface Rate {
 export const RATE_TOKENS_MAX = 1_000_000_000;
 export const RATE_PERIOD_MS_MAX = 86_400_000;
 
-const UNIT_MS: Readonly<Record<string, number>> = {
-  ms: 1,
-  s: 1000,
-  sec: 1000,
-  m: 60_000,
-  min: 60_000,
-  h: 3_600_000,
-  d: 86_400_000,
-};
+/** Units of a rate's period, in ms: a Map, because the unit comes from a file (`constructor` must be no unit). */
+const UNIT_MS: ReadonlyMap<string, number> = new Map([
+  ['ms', 1],
+  ['s', 1000],
+  ['sec', 1000],
+  ['m', 60_000],
+  ['min', 60_000],
+  ['h', 3_600_000],
+  ['d', 86_400_000],
+]);
 
 const RATE_PATTERN = /^\s*(\d+)\s*\/\s*(\d*)\s*([a-z]+)\s*$/;
 
@@ -35,7 +36,7 @@ const RATE_PATTERN = /^\s*(\d+)\s*\/\s*(\d*)\s*([a-z]+)\s*$/;
  */
 export function parseRate(text: string): Rate {
   const match = RATE_PATTERN.exec(text);
-  const unitMs = match ? UNIT_MS[match[3] ?? ''] : undefined;
+  const unitMs = match ? UNIT_MS.get(match[3] ?? '') : undefined;
   if (!match || unitMs === undefined) {
     throw new TokenleaseError(
       'invalid-rate',
