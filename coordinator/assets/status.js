@@ -97,12 +97,16 @@ function drawPool(pool) {
   card.append(title);
   card.append(bar(pool));
   const refill = Number.isInteger(pool.refillPerSecond) ? pool.refillPerSecond : pool.refillPerSecond.toFixed(3);
+  const window = pool.windowMs === null || pool.windowMs === undefined ? null : pool.windowMs;
   const facts = [
     `level ${pool.levelTokens}`,
     `leased ${pool.leasedTokens} in ${pool.leaseCount} lease(s)`,
+    ...(window === null ? [] : [`cooling ${pool.coolingTokens}`]),
     `waiting ${pool.waiting}`,
-    `capacity ${pool.capacityTokens}` + (pool.allowanceTokens > 0 ? ` + allowance ${pool.allowanceTokens}` : ''),
-    `refill ${refill}/s`,
+    window === null
+      ? `capacity ${pool.capacityTokens}` + (pool.allowanceTokens > 0 ? ` + allowance ${pool.allowanceTokens}` : '')
+      : `at most ${pool.capacityTokens} per ${window} ms window`,
+    ...(window === null ? [`refill ${refill}/s`] : []),
     `TTL ${pool.leaseTtlMs} ms`,
   ];
   if (pool.quietMs > 0) facts.push(`quiet for ${pool.quietMs} ms`);

@@ -16,7 +16,10 @@ const SECRET = 'metrics-test-secret-of-128-bits';
 function coreOf(): CoordinatorCore<string> {
   const config = parseCoordinatorConfig('test.yaml', {
     quietPeriodMs: 1000,
-    pools: { api: { capacity: 100, refill: '100/s', leaseTtlMs: 1000, maxLeaseTokens: 20 } },
+    pools: {
+      api: { capacity: 100, refill: '100/s', leaseTtlMs: 1000, maxLeaseTokens: 20 },
+      search: { window: '50/s', leaseTtlMs: 1000, maxLeaseTokens: 10 },
+    },
     templates: { 'tenant:*': { capacity: 10, refill: '10/s', leaseTtlMs: 1000 } },
   });
   return new CoordinatorCore<string>(config, 1, 0);
@@ -68,6 +71,22 @@ describe('CoordinatorMetrics', () => {
       const t = await text(metrics);
       expect(t).toContain('tokenlease_lease_expiries_total{pool="api"} 1\n');
       expect(t).toContain('tokenlease_expired_tokens_total{pool="api"} 5\n');
+    } finally {
+      metrics.stop();
+    }
+  });
+
+  it('shows what a window pool has cooling, beside its level', async () => {
+    const core = coreOf();
+    const metrics = new CoordinatorMetrics(core);
+    try {
+      // Quiet 1 s, then the 50 cool one window: the level fills at 2 s.
+      acquire(core, 'search', 'a', 1, 2 * S);
+      core.tick(3 * S + 1);
+      const t = await text(metrics);
+      expect(t).toContain('tokenlease_pool_level_tokens{pool="search"} 45\n');
+      expect(t).toContain('tokenlease_pool_cooling_tokens{pool="search"} 5\n');
+      expect(t).toContain('tokenlease_pool_cooling_tokens{pool="api"} 0\n');
     } finally {
       metrics.stop();
     }

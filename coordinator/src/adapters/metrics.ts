@@ -238,6 +238,11 @@ export class CoordinatorMetrics implements ServiceObserver {
       waiting: gauge('tokenlease_pool_waiting_requests', 'Requests held while a worthwhile grant accrues.', ['pool']),
       refill: gauge('tokenlease_pool_refill_tokens_per_second', 'Refill rate r of the pool (summed over a template’s pools).', ['pool']),
       shadow: gauge('tokenlease_pool_shadow', 'Pools in shadow mode: 1 per pool (summed over a template’s pools).', ['pool']),
+      cooling: gauge(
+        'tokenlease_pool_cooling_tokens',
+        'Window pools: tokens reported spent or lapsed, going back to the level one window after.',
+        ['pool'],
+      ),
     };
     type Field = keyof typeof fields;
     const pools = gauge('tokenlease_pools', 'Pools held, by kind (configured, template, removed and lapsing).', ['kind']);
@@ -263,7 +268,17 @@ export class CoordinatorMetrics implements ServiceObserver {
         kinds[held.kind] += 1;
         const s = held.pool.snapshot();
         const label = this.poolLabel(held.name);
-        const sum = sums.get(label) ?? { capacity: 0, allowance: 0, level: 0, leased: 0, leases: 0, waiting: 0, refill: 0, shadow: 0 };
+        const sum = sums.get(label) ?? {
+          capacity: 0,
+          allowance: 0,
+          level: 0,
+          leased: 0,
+          leases: 0,
+          waiting: 0,
+          refill: 0,
+          shadow: 0,
+          cooling: 0,
+        };
         sum.capacity += s.config.capacity;
         sum.allowance += s.config.allowance;
         sum.level += s.levelTokens;
@@ -272,6 +287,7 @@ export class CoordinatorMetrics implements ServiceObserver {
         sum.waiting += s.waiting;
         sum.refill += (s.config.refill.tokens * 1000) / s.config.refill.periodMs;
         sum.shadow += s.config.shadow ? 1 : 0;
+        sum.cooling += s.coolingTokens;
         sums.set(label, sum);
       }
       for (const [pool, sum] of sums) for (const field of Object.keys(fields) as Field[]) fields[field].set({ pool }, sum[field]);

@@ -58,5 +58,9 @@ describe('views', () => {
         { v: 2, kind: 'reload', coordinator: 'c1', outcome: 'applied', message: 'applied x', added: ['b'], removed: [], changed: ['a'] },
       ]),
     ).toBe('c1: applied (added b; changed a): applied x');
+    const window = { ...summary('search'), windowMs: 60_000, coolingTokens: 4, coordinator: 'c1' };
+    expect(formatPools([{ ...summary('api'), coordinator: 'c1' }, window])).toMatch(
+      /^POOL +KIND .* REFILL +COOLING\napi +configured +c1 +10 +5 +3 +1 +0 +1\/1000ms *\nsearch +configured +c1 +10 +5 +3 +1 +0 +window 60000ms +4$/,
+    );
   });
 });

@@ -40,6 +40,7 @@ export function table(rows: readonly (readonly string[])[]): string {
 export function formatPools(pools: readonly HeldBy[]): string {
   if (pools.length === 0) return 'no pools held';
   const header = ['POOL', 'KIND', 'COORDINATOR', 'CAPACITY', 'LEVEL', 'LEASED', 'LEASES', 'WAITING', 'REFILL'];
+  if (pools.some((p) => p.windowMs !== undefined)) header.push('COOLING');
   const rows = pools.map((p) => [
     p.pool,
     p.shadow ? `${p.kind} (shadow)` : p.kind,
@@ -49,7 +50,8 @@ export function formatPools(pools: readonly HeldBy[]): string {
     String(p.leasedTokens),
     String(p.leases),
     String(p.waiting),
-    `${p.refillTokens}/${p.refillPeriodMs}ms`,
+    p.windowMs === undefined ? `${p.refillTokens}/${p.refillPeriodMs}ms` : `window ${p.windowMs}ms`,
+    ...(p.windowMs === undefined ? [] : [String(p.coolingTokens ?? 0)]),
   ]);
   return table([header, ...rows]);
 }

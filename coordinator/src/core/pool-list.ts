@@ -49,5 +49,6 @@ export function summarize<R>(held: HeldPool<R>, nowUs: number): PoolSummary {
     quietMs: Math.ceil(Math.max(0, s.quietUntilUs - nowUs) / 1000),
     epoch: s.epoch,
     shadow: c.shadow,
+    ...(c.window === null ? {} : { windowMs: c.window.windowMs, coolingTokens: s.coolingTokens }),
   };
 }

@@ -38,6 +38,7 @@ import type { PoolTallyCounts } from './pool-tally.js';
 import { adoptKept, quarantine, stateProblem } from './pool-takeover.js';
 import { acquireRate } from './rate-grant.js';
 import { heldAt } from './rate-lease.js';
+import { WindowCredit } from './window-credit.js';
 
 export type { Delivery } from './chunk-grant.js';
 
@@ -51,6 +52,8 @@ export interface PoolSnapshot {
   readonly waiting: number;
   readonly quietUntilUs: number;
   readonly epoch: number;
+  /** A window pool's tokens on their way back to the level (0 for a bucket pool). */
+  readonly coolingTokens: number;
 }
 
 export class Pool<R> {
@@ -311,6 +314,7 @@ export class Pool<R> {
       waiting: p.waiters.size,
       quietUntilUs: p.quietUntilUs,
       epoch: p.epoch,
+      coolingTokens: p.credit instanceof WindowCredit ? p.credit.coolingTokens : 0,
     };
   }
 

@@ -37,6 +37,10 @@ export interface PoolView {
   readonly refillPerSecond: number;
   readonly leaseTtlMs: number;
   readonly leaseMode: 'chunk' | 'rate';
+  /** A window pool's window in ms (at most capacityTokens in any window of it); null for a bucket pool. */
+  readonly windowMs: number | null;
+  /** A window pool's tokens cooling on their way back to the level (0 for a bucket pool). */
+  readonly coolingTokens: number;
   /** Whether grants put agents in shadow mode (they admit what they would deny). */
   readonly shadow: boolean;
   readonly levelTokens: number;
@@ -80,6 +84,8 @@ function poolView<R>(h: HeldPool<R>, nowUs: number): PoolView {
     refillPerSecond: (c.refill.tokens * 1000) / c.refill.periodMs,
     leaseTtlMs: c.leaseTtlMs,
     leaseMode: c.leaseMode,
+    windowMs: c.window?.windowMs ?? null,
+    coolingTokens: s.coolingTokens,
     shadow: c.shadow,
     levelTokens: s.levelTokens,
     leasedTokens: s.leasedTokens,

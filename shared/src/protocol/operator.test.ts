@@ -87,6 +87,12 @@ describe('operator replies', () => {
     expect(decodeOperatorReply(encodeMessage(reply))).toEqual({ ok: true, value: reply });
   });
 
+  it('reads a window pool summary with its window and cooling tokens', () => {
+    const window = { ...list, pools: [{ ...summary, windowMs: 60_000, coolingTokens: 7 }] };
+    expect(decodeOperatorReply(encodeMessage(window))).toEqual({ ok: true, value: window });
+    expect(decodeOperatorReply(bytes({ ...list, pools: [{ ...summary, windowMs: 0, coolingTokens: 7 }] })).ok).toBe(false);
+  });
+
   it('reads a pool summary without shadow (an older coordinator) as not shadowed', () => {
     const { shadow: _shadow, ...older } = summary;
     const decoded = decodeOperatorReply(bytes({ ...list, pools: [older] }));

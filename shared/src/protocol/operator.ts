@@ -67,6 +67,10 @@ export interface PoolSummary {
   readonly epoch: number;
   /** Whether the pool's grants put agents in shadow mode (absent from coordinators before shadow mode: false). */
   readonly shadow: boolean;
+  /** A window pool's window (at most `capacityTokens` in any window of this many ms); absent for a bucket pool. */
+  readonly windowMs?: number;
+  /** A window pool's tokens cooling on their way back to the level; absent for a bucket pool. */
+  readonly coolingTokens?: number;
 }
 
 /** PoolList — a page of the pools one coordinator holds; `next` is the last name listed when more follow, else null. */
@@ -141,6 +145,9 @@ function readSummary(value: unknown, index: number): PoolSummary {
     quietMs: intField(s, 'quietMs', 0, DURATION_MS_MAX),
     epoch: intField(s, 'epoch', 0, SEQ_MAX),
     shadow: s['shadow'] === undefined ? false : boolField(s, 'shadow'),
+    ...(s['windowMs'] === undefined
+      ? {}
+      : { windowMs: intField(s, 'windowMs', 1, DURATION_MS_MAX), coolingTokens: tokens('coolingTokens') }),
   };
 }
 

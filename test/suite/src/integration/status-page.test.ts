@@ -59,7 +59,7 @@ describe('the status page in a browser', () => {
     const fields = { capacity: 100, refill: '200/s', leaseTtlMs: 1000, maxLeaseTokens: 20 };
     const configPath = writeConfig(dir, {
       subjectPrefix: prefix,
-      pools: { api: fields, [HOSTILE_POOL]: fields },
+      pools: { api: fields, [HOSTILE_POOL]: fields, search: { window: '40/1s', leaseTtlMs: 1000 } },
       templates: { 'tenant:*': { ...fields, capacity: 50 } },
     });
     const port = await freePort();
@@ -105,7 +105,12 @@ describe('the status page in a browser', () => {
     const shown = (await page.evaluate(
       `${cardsOf}.map((card) => ({ pool: card.dataset.pool, title: card.querySelector('h3').firstChild.textContent, cells: [...card.querySelectorAll('td')].map((td) => td.textContent) }))`,
     )) as { pool: string; title: string; cells: string[] }[];
-    expect(shown.map((c) => c.title).sort()).toEqual(['api', HOSTILE_POOL, HOSTILE_TENANT].sort());
+    expect(shown.map((c) => c.title).sort()).toEqual(['api', HOSTILE_POOL, HOSTILE_TENANT, 'search'].sort());
+    const windowFacts = (await page.evaluate(
+      `${cardsOf}.find((card) => card.dataset.pool === 'search').querySelector('.facts').textContent`,
+    )) as string;
+    expect(windowFacts).toMatch(/cooling \d+/);
+    expect(windowFacts).toContain('at most 40 per 1000 ms window');
     const hostile = shown.find((c) => c.pool === HOSTILE_POOL);
     expect(hostile?.cells.some((cell) => cell.startsWith(HOSTILE_AGENT))).toBe(true);
     expect(hostile?.cells).toContain(HOSTILE_CLASS);
