@@ -332,7 +332,8 @@ export class LeaseKeeper {
     const notBeforeUs = this.cycle.notBeforeUs;
     let deadline = notBeforeUs > this.lastTickUs ? notBeforeUs : Infinity;
     if (s.hasLease) {
-      deadline = Math.min(deadline, this.reports.dueAtUs(this.chunkLeaseId()));
+      // tick sends no report before notBeforeUs either: a report due while deferred waits for it, or the keeper would spin.
+      deadline = Math.min(deadline, Math.max(notBeforeUs, this.reports.dueAtUs(this.chunkLeaseId())));
       const renewLeadUs = this.roundTrip.renewLeadUs();
       const renewAtUs = this.rate.held ? this.rate.renewAtUs(renewLeadUs) : s.expiresAtUs - renewLeadUs;
       const actAtUs = Math.min(renewAtUs, this.demand.idleAtUs());

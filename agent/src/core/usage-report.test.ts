@@ -31,6 +31,18 @@ describe('LeaseKeeper usage reports', () => {
     expect(keeper.stats.reports).toBe(1);
   });
 
+  it('wait, while the keeper defers its next ask, for the end of the deferral: no deadline in the past to spin on', () => {
+    const keeper = keeperWith({ reportMs: 100 });
+    const first = askFor(keeper, 100, 0);
+    // A partial grant: the pool is short, ask again in 500 ms.
+    keeper.onReply(first.seq, grantFor(first, { tokensGranted: 40, tokensHeld: 40, retryAfterMs: 500 }), 1_000);
+    keeper.slot.takeAt(30, 150_000);
+    expect(keeper.tick(201_000)).toEqual([]); // deferred: no report yet
+    expect(keeper.nextDeadlineUs()).toBeGreaterThanOrEqual(501_000);
+    // Then the report goes, the balance having fallen since the grant.
+    expect(only(keeper.tick(keeper.nextDeadlineUs()))).toMatchObject({ type: 'publish', message: { op: 'report', tokensLeft: 10 } });
+  });
+
   it('are never sent while a request is in flight, nor for a rate lease', () => {
     const keeper = keeperWith({ reportMs: 10, refreshMs: 1_000 });
     const first = askFor(keeper, 100, 0);

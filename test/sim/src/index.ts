@@ -5,8 +5,8 @@
  * its fleets here; `tokenlease-sim` (main.ts) runs random scenarios.
  */
 export { runSimulation, simWorkload } from './simulation.js';
-export { describeScenario, randomScenario, SCENARIO_DURATION_US_DEFAULT } from './scenario.js';
+export { describeScenario, randomScenario, SCENARIO_DURATION_US_DEFAULT, SCENARIO_MIXES, type ScenarioMix } from './scenario.js';
 export { convergenceProblem, faultsEndUs, recoveredRate } from './converge.js';
-export type { SimConfig, SimResult } from './sim-config.js';
+export { windowOf, windowPool, type SimConfig, type SimPool, type SimResult } from './sim-config.js';
 export { Network, type NetworkSpec } from './network.js';
 export { TAKE_TIMEOUT_MS_DEFAULT, type Arrival, type Workload, type WorkloadName, type WorkloadSpec } from './workload.js';

@@ -1,13 +1,15 @@
 /**
- * npm run sim -- [--scenarios N] [--seed S] [--duration 20s] [--json]
+ * npm run sim -- [--scenarios N] [--seed S] [--duration 20s] [--pools mixed|bucket|window] [--json]
  *
  * Runs N random scenarios (seeds S, S+1, …) through the simulator and
  * prints one line each, then a summary (memory and durable scenarios,
- * how many of them in rate mode, failovers and takeovers, violations); exits 1 if any check failed,
- * printing the command that replays the failing seed alone.
+ * how many of them in rate mode and how many window pools, failovers and
+ * takeovers, violations); exits 1 if any check failed, printing the
+ * command that replays the failing seed alone. `--pools` picks the pools
+ * drawn: the usual mix (default), buckets only, or window pools only.
  */
 import { parseArgs } from 'node:util';
-import { describeScenario, randomScenario, SCENARIO_DURATION_US_DEFAULT } from './scenario.js';
+import { describeScenario, randomScenario, SCENARIO_DURATION_US_DEFAULT, SCENARIO_MIXES, type ScenarioMix } from './scenario.js';
 import { convergenceProblem, recoveredRate } from './converge.js';
 import type { SimConfig, SimResult } from './sim-config.js';
 import { runSimulation } from './simulation.js';
@@ -20,6 +22,7 @@ const SCENARIOS_DEFAULT = 100;
 class Tally {
   durable = 0;
   rate = 0;
+  windows = 0;
   failovers = 0;
   deposed = 0;
   takeovers = 0;
@@ -30,6 +33,7 @@ class Tally {
     const failovers = config.faults.filter((f) => f.kind === 'failover-coordinator');
     if (config.durable !== undefined) this.durable += 1;
     if (config.pool.leaseMode === 'rate') this.rate += 1;
+    if (config.pool.window === true) this.windows += 1;
     this.failovers += failovers.length;
     this.deposed += failovers.filter((f) => f.deposedUs !== undefined).length;
     this.takeovers += result.takeovers;
@@ -39,7 +43,7 @@ class Tally {
 
   line(scenarios: number): string {
     return (
-      `${scenarios - this.durable} memory-mode and ${this.durable} durable scenarios, ${this.rate} of them with rate leases; ` +
+      `${scenarios - this.durable} memory-mode and ${this.durable} durable scenarios, ${this.rate} of them with rate leases, ${this.windows} window pools; ` +
       `${this.failovers} failovers (${this.deposed} of a deposed owner), ${this.takeovers} takeovers from the store, ` +
       `${this.fencedWrites} writes fenced; ${this.violations} violations`
     );
@@ -48,7 +52,13 @@ class Tally {
 
 function main(): number {
   const { values } = parseArgs({
-    options: { scenarios: { type: 'string' }, seed: { type: 'string' }, duration: { type: 'string' }, json: { type: 'boolean' } },
+    options: {
+      scenarios: { type: 'string' },
+      seed: { type: 'string' },
+      duration: { type: 'string' },
+      pools: { type: 'string' },
+      json: { type: 'boolean' },
+    },
   });
   const scenarios = values.scenarios === undefined ? SCENARIOS_DEFAULT : Number(values.scenarios);
   const seed = values.seed === undefined ? Math.floor(Math.random() * 2 ** 31) : Number(values.seed);
@@ -56,13 +66,15 @@ function main(): number {
   if (!Number.isSafeInteger(scenarios) || scenarios < 1) throw new Error('--scenarios must be a positive integer');
   if (!Number.isSafeInteger(seed) || seed < 0) throw new Error('--seed must be a non-negative integer');
   if (!(durationS >= 1)) throw new Error('--duration must be at least 1s');
-  console.log(`simulating ${scenarios} scenarios from SEED=${seed}, ${durationS} s of traffic each`);
+  const mix = readMix(values.pools);
+  const pools = mix === 'mixed' ? '' : ` --pools ${mix}`;
+  console.log(`simulating ${scenarios} scenarios (${mix} pools) from SEED=${seed}, ${durationS} s of traffic each`);
   let failed = 0;
   let simulated = 0;
   const tally = new Tally();
   const started = performance.now();
   for (let i = 0; i < scenarios; i += 1) {
-    const config = randomScenario(seed + i, durationS * US_PER_S);
+    const config = randomScenario(seed + i, durationS * US_PER_S, mix);
     const result = runSimulation(config);
     simulated += result.simulatedSeconds;
     const recovered = recoveredRate(config, result);
@@ -78,22 +90,31 @@ function main(): number {
             ok,
             admitted: result.admittedTokens,
             worstExcessTokens: result.worstExcessTokens,
+            fullestWindowTokens: result.fullestWindowTokens,
             recovered,
             roundTrips: result.roundTrips,
             violations,
           })
         : `${ok ? 'ok  ' : 'FAIL'} seed ${config.seed}: ${describeScenario(config)} → admitted ${result.admittedTokens}, closest ${(-result.worstExcessTokens).toFixed(2)} under the envelope` +
+          (result.fullestWindowTokens === null ? '' : `, fullest window ${result.fullestWindowTokens} of N=${config.pool.capacity}`) +
           (recovered === null ? '' : `, rate after faults ${(recovered * 100).toFixed(0)}% of r`);
     console.log(line);
     if (!ok) {
       for (const v of violations) console.log(`    ${v}`);
-      console.log(`    replay: npm run sim -- --scenarios 1 --seed ${config.seed} --duration ${durationS}s`);
+      console.log(`    replay: npm run sim -- --scenarios 1 --seed ${config.seed} --duration ${durationS}s${pools}`);
     }
   }
   const seconds = (performance.now() - started) / 1000;
   console.log(tally.line(scenarios));
   console.log(`${scenarios - failed} passed, ${failed} failed (${simulated.toFixed(0)} simulated seconds in ${seconds.toFixed(1)} s)`);
   return failed === 0 ? 0 : 1;
+}
+
+function readMix(text: string | undefined): ScenarioMix {
+  if (text === undefined) return 'mixed';
+  const mix = SCENARIO_MIXES.find((m) => m === text);
+  if (mix === undefined) throw new Error(`--pools must be one of ${SCENARIO_MIXES.join(', ')}, not ${JSON.stringify(text)}`);
+  return mix;
 }
 
 try {

@@ -18,11 +18,20 @@
  * only by B (the natural rate-mode setting); those draws come from a third
  * stream, so every scenario that is not in rate mode is the one its seed
  * always drew.
+ *
+ * A share `WINDOW_SHARE` of the scenarios not in rate mode run a strict
+ * sliding-window pool instead of a bucket: at most N per window W, W one of
+ * `WINDOWS_MS`, N what the bucket's refill rate admits in W (so the traffic
+ * is the same size), no allowance, leases drawn afresh against N, and half
+ * of them with agents that send usage reports (which let spent tokens start
+ * cooling before the lease ends); those draws come from a fourth stream.
+ * `ScenarioMix` 'window' makes every scenario of a seed a window pool (the
+ * same draws), 'bucket' none.
  */
 import { makeRate } from '@tokenlease/shared';
 import { seededRandom, type Random } from '@tokenlease/shared/testing';
 import type { Partition } from './network.js';
-import type { DurableSpec, Fault, SimConfig } from './sim-config.js';
+import { windowPool, type DurableSpec, type Fault, type SimConfig } from './sim-config.js';
 import type { WorkloadName, WorkloadSpec } from './workload.js';
 
 const WORKLOADS: readonly WorkloadName[] = ['steady', 'bursty', 'diurnal', 'zipf', 'churn', 'weighted'];
@@ -30,6 +39,15 @@ const TTLS_MS = [200, 500, 1000, 2000] as const;
 export const DURABLE_SHARE = 0.4;
 export const RATE_SHARE = 0.3;
 const REFRESHES_MS = [50, 100, 250, 500, 1000, 2000] as const;
+export const WINDOW_SHARE = 0.3;
+const WINDOWS_MS = [100, 250, 500, 1000, 2000, 5000] as const;
+const REPORTS_MS = [20, 50, 100, 250] as const;
+/** WINDOW_LIMIT_MIN — the smallest limit N a window scenario draws, tokens. */
+const WINDOW_LIMIT_MIN = 5;
+
+/** ScenarioMix — which pools randomScenario draws: its usual mix, only buckets, or only window pools. */
+export type ScenarioMix = 'mixed' | 'bucket' | 'window';
+export const SCENARIO_MIXES: readonly ScenarioMix[] = ['mixed', 'bucket', 'window'];
 /** SCENARIO_DURATION_US_DEFAULT — simulated traffic per scenario unless said otherwise, µs (20 s). */
 export const SCENARIO_DURATION_US_DEFAULT = 20_000_000;
 /** Faults and partitions start this long into a run at the earliest, µs: leases are out by then. */
@@ -49,9 +67,10 @@ export const RATE_SCENARIO_DRIFT_MAX = 0.009;
  * scenario in neither mode is the one its seed always drew.
  */
 const RATE_MODE_SEED_SALT = 0x7a7e1ea5;
+const WINDOW_MODE_SEED_SALT = 0x3d0f5a11;
 const DURABLE_MODE_SEED_SALT = 0xd0ab1e;
 
-export function randomScenario(seed: number, durationUs = SCENARIO_DURATION_US_DEFAULT): SimConfig {
+export function randomScenario(seed: number, durationUs = SCENARIO_DURATION_US_DEFAULT, mix: ScenarioMix = 'mixed'): SimConfig {
   const r = seededRandom(seed);
   const pick = <T>(xs: readonly T[]): T => xs[r.int(0, xs.length - 1)] as T;
   const agents = r.int(2, 8);
@@ -97,7 +116,30 @@ export function randomScenario(seed: number, durationUs = SCENARIO_DURATION_US_D
     faults,
     driftMax: SCENARIO_DRIFT_MAX,
   };
-  return withDurableMode(withRateMode(base), faultWindowUs);
+  const window = mix === 'window' ? withWindowMode(base, true) : withRateMode(base);
+  const pool = mix === 'mixed' ? withWindowMode(window, false) : window;
+  return withDurableMode(pool, faultWindowUs);
+}
+
+/**
+ * withWindowMode — `base` as a sliding-window pool, for a share of the seeds
+ * not in rate mode (or for every seed if `always`): N per W with the rate of
+ * `base`'s refill, leases drawn against N, usage reports for half.
+ */
+function withWindowMode(base: SimConfig, always: boolean): SimConfig {
+  const d = seededRandom(base.seed ^ WINDOW_MODE_SEED_SALT);
+  const drawn = d.next() < WINDOW_SHARE;
+  if (base.pool.leaseMode === 'rate' || !(always || drawn)) return base;
+  const windowMs = WINDOWS_MS[d.int(0, WINDOWS_MS.length - 1)] as number;
+  const limit = Math.max(WINDOW_LIMIT_MIN, Math.round((base.pool.refill.tokens * windowMs) / base.pool.refill.periodMs));
+  const maxLeaseTokens = d.next() < 0.8 ? Math.max(1, Math.floor(limit / base.agents / d.int(1, 3))) : d.int(1, limit);
+  const reportMs = d.next() < 0.5 ? 0 : (REPORTS_MS[d.int(0, REPORTS_MS.length - 1)] as number);
+  const { allowance: _allowance, ...rest } = base.pool;
+  return {
+    ...base,
+    pool: windowPool(limit, windowMs, { ...rest, maxLeaseTokens }),
+    ...(reportMs > 0 ? { keeper: { ...base.keeper, reportMs } } : {}),
+  };
 }
 
 /** withRateMode — `base` with rate leases, for a share of seeds: a refresh interval from 50 ms to 2 s, sometimes longer than the TTL; clock drift under 1%. */
@@ -155,8 +197,13 @@ export function describeScenario(c: SimConfig): string {
       ? ''
       : `durable (writes ${(c.durable.writeUsMin / 1000).toFixed(1)}–${(c.durable.writeUsMax / 1000).toFixed(1)} ms), `;
   const mode = p.leaseMode === 'rate' ? `rate (refresh ${c.keeper?.refreshMs ?? 'default'} ms), ` : '';
+  const reports = (c.keeper?.reportMs ?? 0) > 0 ? `, reports every ${c.keeper?.reportMs} ms` : '';
+  const limits =
+    p.window === true
+      ? `window N=${p.capacity} per W=${p.refill.periodMs} ms`
+      : `B=${p.capacity}${p.allowance ? `+A=${p.allowance}` : ''}, r=${p.refill.tokens}/${p.refill.periodMs}ms`;
   return (
-    `${store}${mode}${c.agents} agents, B=${p.capacity}${p.allowance ? `+A=${p.allowance}` : ''}, r=${p.refill.tokens}/${p.refill.periodMs}ms, lease ${p.maxLeaseTokens}, TTL ${p.leaseTtlMs} ms, ` +
+    `${store}${mode}${c.agents} agents, ${limits}, lease ${p.maxLeaseTokens}, TTL ${p.leaseTtlMs} ms${reports}, ` +
     `${c.workload.name}×${c.workload.load.toFixed(2)}, latency ${(c.network.latencyUs / 1000).toFixed(1)} ms, ` +
     `loss ${(c.network.lossRate * 100).toFixed(1)}%, dup ${(c.network.duplicateRate * 100).toFixed(1)}%` +
     (faults.length > 0 ? `, faults: ${faults.join(' ')}` : '')

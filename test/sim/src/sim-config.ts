@@ -4,7 +4,8 @@
  */
 import type { KeeperOptions } from '@tokenlease/agent';
 import { parseCoordinatorConfig, type CoordinatorConfig } from '@tokenlease/coordinator';
-import type { Rate } from '@tokenlease/shared';
+import { makeRate, type Rate } from '@tokenlease/shared';
+import type { Admission } from '@tokenlease/shared/testing';
 import type { NetworkSpec, Partition } from './network.js';
 import type { WorkloadSpec } from './workload.js';
 
@@ -21,15 +22,56 @@ export interface SimPool {
   readonly classWeights?: Readonly<Record<string, number>>;
   /** 'chunk' (default): leases hold tokens; 'rate': leases trickle at a fair share (see the coordinator's leaseMode). */
   readonly leaseMode?: 'chunk' | 'rate';
+  /**
+   * A strict sliding-window pool (the coordinator's `window`): at most
+   * `capacity` tokens admitted in every window of `refill.periodMs`, so
+   * `refill.tokens` must equal `capacity`; chunk leases, no allowance
+   * (`windowPool` builds one). Absent or false: a bucket pool.
+   */
+  readonly window?: boolean;
+}
+
+/** windowPool — a sliding-window pool of at most `limit` per `windowMs`, with the other fields of `rest`. */
+export function windowPool(limit: number, windowMs: number, rest: Omit<SimPool, 'capacity' | 'refill' | 'window'>): SimPool {
+  return { ...rest, capacity: limit, refill: makeRate(limit, windowMs), window: true };
+}
+
+/** windowOf — the limit and window of a window pool, µs (null for a bucket pool). */
+export function windowOf(p: SimPool): { readonly limitTokens: number; readonly windowUs: number } | null {
+  return p.window === true ? { limitTokens: p.capacity, windowUs: p.refill.periodMs * 1000 } : null;
+}
+
+/** limitsOf — the pool fields of a coordinator configuration that say how much it admits: a window, or capacity and refill. */
+function limitsOf(p: SimPool, windowMs?: number): Record<string, unknown> {
+  if (p.window !== true) return { capacity: p.capacity, refill: { tokens: p.refill.tokens, periodMs: p.refill.periodMs } };
+  if (p.refill.tokens !== p.capacity) {
+    throw new Error(`a window pool admits its capacity per window: refill ${p.refill.tokens} tokens must equal capacity ${p.capacity}`);
+  }
+  return { window: { limit: p.capacity, windowMs: windowMs ?? p.refill.periodMs } };
 }
 
 /** coordinatorConfigOf — the coordinator's configuration of a run's one pool, named `pool`. */
 export function coordinatorConfigOf(p: SimPool, pool: string): CoordinatorConfig {
+  return configWith(p, pool);
+}
+
+/**
+ * earlyReleaseConfigOf — the coordinator configuration of the broken mode
+ * `window-early-release`: the same window pool with a window a quarter as
+ * long, so the coordinator lets spent tokens go back to the level a quarter
+ * window after it learns of them, while the checks still judge the real
+ * window. The product is untouched: only what the coordinator is told.
+ */
+export function earlyReleaseConfigOf(p: SimPool, pool: string): CoordinatorConfig {
+  if (p.window !== true) throw new Error('window-early-release needs a window pool');
+  return configWith(p, pool, Math.max(1, Math.floor(p.refill.periodMs / 4)));
+}
+
+function configWith(p: SimPool, pool: string, windowMs?: number): CoordinatorConfig {
   return parseCoordinatorConfig('simulation', {
     pools: {
       [pool]: {
-        capacity: p.capacity,
-        refill: { tokens: p.refill.tokens, periodMs: p.refill.periodMs },
+        ...limitsOf(p, windowMs),
         leaseTtlMs: p.leaseTtlMs,
         maxLeaseTokens: p.maxLeaseTokens,
         ...(p.minGrantTokens === undefined ? {} : { minGrantTokens: p.minGrantTokens }),
@@ -71,9 +113,12 @@ export interface DurableSpec {
  * write lands; a takeover that forgets the kept leases; a rate-lease agent
  * that accrues its new rate from when it sent the renewal rather than from
  * the reply's arrival, or that keeps accruing its old rate while the
- * renewal is in flight (see sim-agent.ts).
+ * renewal is in flight (see sim-agent.ts); a window pool's coordinator that
+ * lets spent tokens go back a quarter window after it learns of them
+ * (earlyReleaseConfigOf).
  */
-export type Broken = 'spend-past-expiry' | 'reply-before-write' | 'forget-kept-leases' | 'accrue-from-send' | 'accrue-in-flight';
+export type Broken =
+  'spend-past-expiry' | 'reply-before-write' | 'forget-kept-leases' | 'accrue-from-send' | 'accrue-in-flight' | 'window-early-release';
 
 export interface SimConfig {
   readonly seed: number;
@@ -97,6 +142,8 @@ export interface SimConfig {
   readonly durable?: DurableSpec;
   /** Deliberately broken parts, to prove the checks can fail. */
   readonly broken?: Broken;
+  /** Keep every admission (instant and cost) in the result's `admissions`, for a check of one's own; default false. */
+  readonly recordAdmissions?: boolean;
 }
 
 export interface SimResult {
@@ -110,6 +157,8 @@ export interface SimResult {
   readonly perAgentAdmitted: readonly number[];
   readonly perAgentOffered: readonly number[];
   readonly worstExcessTokens: number;
+  /** A window pool: the most tokens any window of W held (never above N when the checks held); null for a bucket pool. */
+  readonly fullestWindowTokens: number | null;
   readonly violations: readonly string[];
   /** Request attempts sent to the coordinator (each is a round-trip). */
   readonly roundTrips: number;
@@ -132,4 +181,6 @@ export interface SimResult {
   readonly takeovers: number;
   readonly storeWrites: number;
   readonly fencedWrites: number;
+  /** Every admission in time order (instants µs from the simulation's start), when `recordAdmissions` asked; else empty. */
+  readonly admissions: readonly Admission[];
 }

@@ -54,13 +54,14 @@ export class SimMetrics {
 
   result(
     seed: number,
-    worstExcessTokens: number,
+    checks: Pick<SimResult, 'worstExcessTokens' | 'fullestWindowTokens' | 'admissions'>,
     simulatedSeconds: number,
     events: number,
     store: Pick<SimResult, 'takeovers' | 'storeWrites' | 'fencedWrites'>,
   ): SimResult {
     return {
       ...store,
+      ...checks,
       seed,
       offeredTokens: this.offeredTokens,
       offeredCount: this.offeredCount,
@@ -74,7 +75,6 @@ export class SimMetrics {
       takeTimeouts: this.takeTimeouts,
       perAgentAdmitted: this.perAgentAdmitted,
       perAgentOffered: this.perAgentOffered,
-      worstExcessTokens,
       violations: this.violationCount > this.violations.length ? [...this.violations, `… ${this.violationCount} in all`] : this.violations,
       strandedTokens: this.grantedTokens - this.admittedTokens - this.returnedTokens,
       takeWaitsMs: this.takeWaitsMs,

@@ -2,8 +2,9 @@
  * The simulator runs the real coordinator and agent cores through random
  * adversarial scenarios (loss, duplication, reordering, partitions, crashes,
  * pauses past expiry, coordinator restarts, drift; a share of them with the
- * durable store and coordinator failovers, a share with rate leases) and checks after every
- * admission the envelope, that the agent spends only while the coordinator
+ * durable store and coordinator failovers, a share with rate leases, a share
+ * with strict sliding-window pools) and checks after every admission the
+ * envelope (and, for a window pool, at most N in every window of W), that the agent spends only while the coordinator
  * still counts its lease, that no balance is negative, and that crashed
  * agents' leases are reclaimed in time, and that once the faults have
  * settled a saturated fleet admits what it does without them. Then it proves
@@ -15,11 +16,13 @@ import { makeRate } from '@tokenlease/shared';
 import { seedFromEnv } from '@tokenlease/shared/testing';
 import { convergenceProblem, recoveredRate } from './converge.js';
 import { describeScenario, randomScenario, RATE_SCENARIO_DRIFT_MAX, SCENARIO_DRIFT_MAX } from './scenario.js';
+import { windowPool } from './sim-config.js';
 import { SLICE_US } from './sim-metrics.js';
 import type { Broken, SimConfig } from './sim-config.js';
 import { runSimulation } from './simulation.js';
 
 const SCENARIOS = Number(process.env['SIM_SCENARIOS'] ?? '150');
+const WINDOW_SCENARIOS = Number(process.env['SIM_WINDOW_SCENARIOS'] ?? '30');
 
 describe('the simulator', () => {
   it("draws clock drift within the keepers' margins, so an honest fleet can keep every check", () => {
@@ -33,6 +36,7 @@ describe('the simulator', () => {
     let simulatedSeconds = 0;
     let durable = 0;
     let rate = 0;
+    let windows = 0;
     let takeovers = 0;
     const failures: string[] = [];
     for (let i = 0; i < SCENARIOS; i += 1) {
@@ -41,6 +45,7 @@ describe('the simulator', () => {
       simulatedSeconds += result.simulatedSeconds;
       if (config.durable !== undefined) durable += 1;
       if (config.pool.leaseMode === 'rate') rate += 1;
+      if (config.pool.window === true) windows += 1;
       takeovers += result.takeovers;
       const converged = convergenceProblem(config, result);
       const problems = converged === null ? [...result.violations] : [...result.violations, converged];
@@ -51,12 +56,55 @@ describe('the simulator', () => {
       }
     }
     console.log(
-      `sim: ${simulatedSeconds.toFixed(0)} simulated seconds; ${durable} durable scenarios with ${takeovers} takeovers; ${rate} with rate leases`,
+      `sim: ${simulatedSeconds.toFixed(0)} simulated seconds; ${durable} durable scenarios with ${takeovers} takeovers; ${rate} with rate leases; ${windows} window pools`,
     );
     expect(failures, failures.join('\n')).toEqual([]);
     expect(simulatedSeconds).toBeGreaterThan(SCENARIOS * 20);
     if (SCENARIOS >= 50) expect(takeovers).toBeGreaterThan(0);
     if (SCENARIOS >= 50) expect(rate).toBeGreaterThan(0);
+    if (SCENARIOS >= 50) expect(windows).toBeGreaterThan(0);
+  });
+
+  it(`keeps every check, at most N in every window of W among them, over ${WINDOW_SCENARIOS} random window-pool scenarios with faults`, () => {
+    const seed = seedFromEnv();
+    const replay = (s: number): string => `npm run sim -- --scenarios 1 --seed ${s} --pools window`;
+    console.log(`sim: ${WINDOW_SCENARIOS} window-pool scenarios from SEED=${seed} (replay one: ${replay(seed)})`);
+    const failures: string[] = [];
+    let faults = 0;
+    let durable = 0;
+    let reports = 0;
+    let admitted = 0;
+    let closest = 0;
+    for (let i = 0; i < WINDOW_SCENARIOS; i += 1) {
+      const config = randomScenario((seed + i) >>> 0, undefined, 'window');
+      expect(config.pool.window).toBe(true);
+      const result = runSimulation(config);
+      faults += config.faults.length + config.partitions.length;
+      if (config.durable !== undefined) durable += 1;
+      if ((config.keeper?.reportMs ?? 0) > 0) reports += 1;
+      admitted += result.admittedTokens;
+      closest = Math.max(closest, (result.fullestWindowTokens ?? 0) / config.pool.capacity);
+      const converged = convergenceProblem(config, result);
+      const problems = converged === null ? [...result.violations] : [...result.violations, converged];
+      if ((result.fullestWindowTokens ?? Infinity) > config.pool.capacity) problems.push(`fullest window ${result.fullestWindowTokens}`);
+      if (problems.length > 0) {
+        failures.push(
+          `seed ${config.seed} (${describeScenario(config)}):\n  ${problems.slice(0, 5).join('\n  ')}\n  replay: ${replay(config.seed)}`,
+        );
+      }
+    }
+    console.log(
+      `sim: window pools: ${faults} faults and partitions, ${durable} durable, ${reports} with usage reports; ${admitted} tokens admitted; fullest window ${(closest * 100).toFixed(1)}% of N`,
+    );
+    expect(failures, failures.join('\n')).toEqual([]);
+    expect(admitted).toBeGreaterThan(0);
+    if (WINDOW_SCENARIOS >= 20) {
+      expect(faults).toBeGreaterThan(WINDOW_SCENARIOS);
+      expect(durable).toBeGreaterThan(0);
+      expect(reports).toBeGreaterThan(0);
+      // Some scenario filled a window to its limit: the check was not idle.
+      expect(closest).toBe(1);
+    }
   });
 
   it.each([424242, 424243])('is a function of its seed (seed %i)', (seed) => {
@@ -88,8 +136,57 @@ describe('the simulator', () => {
     expect(rate.some((c) => c.durable !== undefined) && rate.some((c) => c.durable === undefined)).toBe(true);
     expect(rate.every((c) => / rate \(refresh \d+ ms\), /.test(` ${describeScenario(c)}`))).toBe(true);
     expect(
-      configs.filter((c) => c.pool.leaseMode !== 'rate').every((c) => c.keeper === undefined && !describeScenario(c).includes('rate')),
+      configs
+        .filter((c) => c.pool.leaseMode !== 'rate')
+        .every((c) => c.keeper?.refreshMs === undefined && !describeScenario(c).includes('rate')),
     ).toBe(true);
+  });
+
+  it('draws window pools for a share of the seeds not in rate mode, chunk leases without allowance, and says so', () => {
+    const configs = Array.from({ length: 200 }, (_, i) => randomScenario(9000 + i));
+    const windows = configs.filter((c) => c.pool.window === true);
+    expect(windows.length).toBeGreaterThan(20);
+    expect(windows.length).toBeLessThan(70);
+    for (const c of windows) {
+      expect(c.pool.leaseMode ?? 'chunk').toBe('chunk');
+      expect(c.pool.allowance ?? 0).toBe(0);
+      expect(c.pool.refill.tokens).toBe(c.pool.capacity);
+      expect(describeScenario(c)).toContain(`window N=${c.pool.capacity} per W=${c.pool.refill.periodMs} ms`);
+    }
+    expect(windows.some((c) => c.durable !== undefined) && windows.some((c) => c.durable === undefined)).toBe(true);
+    // The window mix draws the same window pool for a seed that the usual mix made one.
+    for (const c of windows.slice(0, 10)) expect(randomScenario(c.seed, undefined, 'window')).toEqual(c);
+    // And no window pool in the bucket mix.
+    expect(configs.every((c) => randomScenario(c.seed, undefined, 'bucket').pool.window !== true)).toBe(true);
+  });
+
+  // A window pool of 100 per second, leased in chunks of 25 to four agents
+  // offering twice that, an agent crash and a coordinator restart. The
+  // broken coordinator lets spent tokens go back after a quarter window.
+  const windowFleet = (seed: number, broken: boolean): SimConfig => ({
+    seed,
+    agents: 4,
+    durationUs: 10_000_000,
+    pool: windowPool(100, 1000, { leaseTtlMs: 500, maxLeaseTokens: 25 }),
+    workload: { name: 'steady', load: 2 },
+    network: { latencyUs: 1000, lossRate: 0, duplicateRate: 0 },
+    partitions: [],
+    faults: [
+      { kind: 'crash-agent', agent: 1, atUs: 2_000_000, downUs: 1_000_000 },
+      { kind: 'restart-coordinator', atUs: 5_000_000, downUs: 100_000 },
+    ],
+    driftMax: 0.01,
+    ...(broken ? { broken: 'window-early-release' as const } : {}),
+  });
+
+  it.each([1, 2, 3])('catches a window pool that returns spent tokens after a quarter window (seed %i): the window check fails', (seed) => {
+    const honest = runSimulation(windowFleet(seed, false));
+    expect(honest.violations).toEqual([]);
+    expect(honest.fullestWindowTokens).toBe(100);
+    const broken = runSimulation(windowFleet(seed, true));
+    console.log(`sim: window-early-release (seed ${seed}): fullest window ${broken.fullestWindowTokens} of 100`);
+    expect(broken.fullestWindowTokens).toBeGreaterThan(150);
+    expect(broken.violations.some((v) => /window limit exceeded: the window of 1000 ms .* over the limit 100/.test(v))).toBe(true);
   });
 
   // An agent that keeps spending its lease after it expired (pauses make it

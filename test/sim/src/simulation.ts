@@ -7,7 +7,9 @@
  * (coordinators.ts).
  *
  * After every admission it checks the envelope B + A + r·T over every
- * window (exact; A is the pool's allowance, 0 unless set),
+ * window (exact; A is the pool's allowance, 0 unless set), for a window
+ * pool also that no window of W holds more than N (which implies the
+ * envelope with B = N, r = N/W),
  * that the agent spends only while the coordinator still counts its lease
  * (grant time + TTL, on the coordinator's side; after a takeover, each kept
  * lease is counted, and checked to be, live for a full TTL from it), and
@@ -21,11 +23,11 @@
 import type { CoordinatorConfig, Delivery, PersistedPool, Pool } from '@tokenlease/coordinator';
 import { encodeMessage, subjectFor, type Reply } from '@tokenlease/shared';
 import { seededRandom, type Random } from '@tokenlease/shared/testing';
-import { EnvelopeWatch } from './checks.js';
+import { EnvelopeWatch, WindowWatch } from './checks.js';
 import { Coordinators, type ClusterHost } from './coordinators.js';
 import { EventQueue } from './event-queue.js';
 import { Network } from './network.js';
-import { coordinatorConfigOf, type SimConfig, type SimResult } from './sim-config.js';
+import { coordinatorConfigOf, earlyReleaseConfigOf, windowOf, type SimConfig, type SimResult } from './sim-config.js';
 import { SimAgent } from './sim-agent.js';
 import { makeWorkload, type Arrival, type Workload } from './workload.js';
 import { SimLimiter } from './sim-limiter.js';
@@ -41,6 +43,7 @@ import {
   type ReplyTo,
 } from './sim-events.js';
 import type { SendAction } from '@tokenlease/agent';
+import type { Admission } from '@tokenlease/shared/testing';
 
 /** The workload draws from its own stream: the run's seed with these bits flipped, so it is the same whatever else the seed drives. */
 const WORKLOAD_SEED_SALT = 0x5eed;
@@ -62,6 +65,9 @@ class Simulation {
   private readonly workload: Workload;
   private readonly coordinatorConfig: CoordinatorConfig;
   private readonly envelope: EnvelopeWatch;
+  /** A window pool's own check, at most N in every window of W; null for a bucket pool. */
+  private readonly windows: WindowWatch | null;
+  private readonly admissions: Admission[] = [];
   private readonly warmupUs: number;
   private readonly endUs: number;
   private now = 0;
@@ -93,6 +99,8 @@ class Simulation {
       this.random,
     );
     this.envelope = new EnvelopeWatch(p.capacity + (p.allowance ?? 0), p.refill);
+    const window = windowOf(p);
+    this.windows = window === null ? null : new WindowWatch(window.limitTokens, window.windowUs);
     this.slots = Array.from({ length: config.agents }, () => null);
     this.restarts = Array.from({ length: config.agents }, () => 0);
     this.m = new SimMetrics(config.agents);
@@ -103,7 +111,9 @@ class Simulation {
     const holdMsMax = this.coordinatorConfig.pools[0]!.maxHoldMs;
     const flightUs = 4 * config.network.latencyUs + 10_000;
     this.reclaimDeadlineUs = config.reclaimDeadlineUs ?? (p.leaseTtlMs + holdMsMax) * 1000 + COORDINATOR_TICK_US_MAX + flightUs;
-    this.coordinators = new Coordinators(this.coordinatorConfig, config, this.coordinatorHost(), seededRandom(config.seed ^ 0x570e));
+    // Broken on purpose: the coordinator is told a shorter window than the one the checks judge.
+    const served = config.broken === 'window-early-release' ? earlyReleaseConfigOf(p, POOL) : this.coordinatorConfig;
+    this.coordinators = new Coordinators(served, config, this.coordinatorHost(), seededRandom(config.seed ^ 0x570e));
   }
 
   private coordinatorHost(): ClusterHost {
@@ -338,6 +348,15 @@ class Simulation {
     if (excess > 0) {
       this.violation(`envelope exceeded by ${excess.toFixed(3)} tokens in window ${JSON.stringify(this.envelope.worstWindow)}`);
     }
+    const over = this.windows?.admit(this.now, cost) ?? 0;
+    if (over > 0) {
+      const w = this.windows as WindowWatch;
+      const held = w.limitTokens + over;
+      this.violation(
+        `window limit exceeded: the window of ${w.windowUs / 1000} ms ending at ${this.now} µs held ${held} tokens, over the limit ${w.limitTokens} by ${over}`,
+      );
+    }
+    if (this.config.recordAdmissions === true) this.admissions.push({ tUs: this.now, cost });
     const localUs = agent.localUs(this.now);
     if (localUs >= agent.expectedExpiryLocalUs) {
       this.violation(`${agent.id} spent ${cost} at local ${localUs} µs, after its agent-side expiry ${agent.expectedExpiryLocalUs}`);
@@ -381,6 +400,11 @@ class Simulation {
   private result(): SimResult {
     const c = this.coordinators;
     const store = { takeovers: c.takeovers, storeWrites: c.storeWrites, fencedWrites: c.fencedWrites };
-    return this.m.result(this.config.seed, this.envelope.worstExcessTokens, this.now / 1e6, this.events, store);
+    const checks = {
+      worstExcessTokens: this.envelope.worstExcessTokens,
+      fullestWindowTokens: this.windows === null ? null : (this.windows.fullest?.admittedTokens ?? 0),
+      admissions: this.admissions,
+    };
+    return this.m.result(this.config.seed, checks, this.now / 1e6, this.events, store);
   }
 }

@@ -34,6 +34,7 @@ describe('parseSweepArgs defaults', () => {
       targetUtilization: 0.97,
       whatIf: [],
       help: false,
+      window: null,
     });
   });
 
@@ -214,6 +215,62 @@ describe('parseSweepArgs refuses bad values with one line naming the flag and th
   });
 });
 
+describe('--window N/W', () => {
+  it('sweeps a window pool of N per W: capacity N, refill N per W, chunk leases without allowance, the lease sizes up to N', () => {
+    expect(parse(['--window', '100/1s'])).toMatchObject({
+      window: { limitTokens: 100, windowMs: 1000 },
+      capacityTokens: 100,
+      refill: { tokens: 100, periodMs: 1000 },
+      leaseModes: ['chunk'],
+      allowancesTokens: [0],
+      leaseSizesTokens: [5, 10, 25, 50, 100],
+    });
+    expect(parse(['--window', '20/60s']).leaseSizesTokens).toEqual([5, 10]);
+    expect(parse(['--window', '3/60s']).leaseSizesTokens).toEqual([3]);
+    expect(parse(['--window', '30/60s', '--lease-sizes', '30']).leaseSizesTokens).toEqual([30]);
+  });
+
+  it.each([
+    ['100/1s', 100, 1000],
+    ['100/60s', 100, 60_000],
+    ['5000/1m', 5000, 60_000],
+    ['100/min', 100, 60_000],
+    ['100/s', 100, 1000],
+    ['1/250ms', 1, 250],
+    ['100/1.5s', 100, 1500],
+  ])('reads %s as %i per %i ms', (text, limitTokens, windowMs) => {
+    expect(parse(['--window', text]).window).toEqual({ limitTokens, windowMs });
+  });
+
+  it.each([
+    [['--window', '100'], '--window', 'like 100/1s'],
+    [['--window', '100/'], '--window', 'like 100/1s'],
+    [['--window', '/1s'], '--window', 'like 100/1s'],
+    [['--window', '0/1s'], '--window', 'a limit in tokens'],
+    [['--window=-1/1s'], '--window', 'like 100/1s'],
+    [['--window', '1e3/1s'], '--window', 'like 100/1s'],
+    [['--window', '100/0s'], '--window', 'whole milliseconds'],
+    [['--window', '100/1.5ms'], '--window', 'whole milliseconds'],
+    [['--window', '100/25h'], '--window', 'whole milliseconds'],
+    [['--window', '100/day'], '--window', 'whole milliseconds'],
+    [['--window', '100/__proto__'], '--window', 'whole milliseconds'],
+    [['--window', '100/1s', '--capacity', '100'], '--capacity', 'does not apply with --window'],
+    [['--window', '100/1s', '--refill', '100/s'], '--refill', 'does not apply with --window'],
+    [['--window', '100/1s', '--html', 'x.html'], '--html', 'does not apply with --window'],
+    [['--window', '100/1s', '--what-if', '100@100/s'], '--what-if', 'does not apply with --window'],
+    [['--window', '100/1s', '--allowances', '5'], '--allowances', 'must be 0'],
+    [['--window', '100/1s', '--lease-modes', 'chunk,rate'], '--lease-modes', 'must be chunk'],
+    [['--window', '100/1s', '--lease-sizes', '101'], '--lease-sizes', 'no larger than'],
+    [['--window', '100/1s', '--window', '50/1s'], '--window', 'is given twice'],
+  ])('refuses %j naming %s', (argv, flag, form) => {
+    const error = refusal(argv);
+    expect(error.flag).toBe(flag);
+    expect(error.message.startsWith(`${flag}: `)).toBe(true);
+    expect(error.message).toContain(form);
+    expect(error.message).not.toContain('\n');
+  });
+});
+
 describe('sweepArgsToArgv', () => {
   const cases: [string[]][] = [
     [[]],
@@ -223,6 +280,9 @@ describe('sweepArgsToArgv', () => {
     [['--lease-modes', 'rate', '--refreshes', '100,1.5s,1m']],
     [['--reports', '0,100,1.5s', '--allowances', '0,500']],
     [['--reports', '250ms']],
+    [['--window', '100/1s', '--lease-sizes', '1,100', '--json']],
+    [['--window', '7/1500ms', '--allowances', '0', '--lease-modes', 'chunk']],
+    [['--window', '100/min']],
   ];
   it.each(cases)('replays %j exactly', (argv) => {
     const args = parse(argv);
@@ -279,6 +339,7 @@ describe('workloads', () => {
       '--json',
       '--html',
       '--target-utilization',
+      '--window',
       '--help',
     ]) {
       expect(USAGE).toContain(flag);

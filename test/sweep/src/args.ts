@@ -12,13 +12,15 @@
  */
 import { parseArgs } from 'node:util';
 import { MAX_TTL_MS, MIN_TTL_MS } from '@tokenlease/coordinator';
-import { formatRate, parseRate, tokenScale, type Rate } from '@tokenlease/shared';
+import { formatRate, makeRate, parseRate, tokenScale, type Rate } from '@tokenlease/shared';
 import { SweepArgsError } from './args-error.js';
 import { formatDurationUs, parseDurationUs } from './duration.js';
 import type { SweepInput } from './run-sweep.js';
 import { LEASE_MODES, tokenleaseSettings, type LeaseMode } from './settings.js';
 import { formatWorkload, parseWorkload, workloadUsage } from './workload.js';
 import { formatWhatIf, parseWhatIf, type WhatIfLimit } from './what-if.js';
+import { formatWindow, parseWindow } from './window-args.js';
+import type { SweepWindow } from './window-sweep.js';
 
 /**
  * SweepArgs — one validated sweep request: what the sweep runs (SweepInput,
@@ -38,6 +40,8 @@ export interface SweepArgs extends SweepInput {
   readonly whatIf: readonly WhatIfLimit[];
   /** `--help` was given: print USAGE; other flags were not validated. */
   readonly help: boolean;
+  /** `--window N/W`: sweep a sliding-window pool of N per W (capacity N, refill N per W, chunk leases, no allowance); null: a bucket. */
+  readonly window: SweepWindow | null;
 }
 
 /** MAX_COMBINATIONS — most tokenlease settings (chunk and rate rows) one sweep runs. */
@@ -83,7 +87,11 @@ apart); the cost (msg/1k) weighs a report like a round-trip.
   --capacity B               pool capacity, tokens (default ${SWEEP_DEFAULTS.capacity})
   --refill RATE              refill rate like 500/s, 2/1000ms, 60/min (default ${SWEEP_DEFAULTS.refill})
   --workload NAME[:k=v,...]  demand shape (default ${SWEEP_DEFAULTS.workload}); see below
-  --lease-sizes N,N,...      maxLeaseTokens to try, 1..B (default ${SWEEP_DEFAULTS['lease-sizes']})
+  --window N/W               sweep a strict sliding-window pool instead: at most N in every
+                             window of W, like 100/1s or 100/60s (replaces --capacity and
+                             --refill; chunk leases, no allowance, no --html or --what-if);
+                             the baseline is an exact central per-request sliding-window log
+  --lease-sizes N,N,...      maxLeaseTokens to try, 1..B (default ${SWEEP_DEFAULTS['lease-sizes']}; with --window those ≤ N)
   --ttls D,D,...             lease TTLs to try, ${formatDurationUs(MIN_TTL_MS * 1000)}..${formatDurationUs(MAX_TTL_MS * 1000)} (default ${SWEEP_DEFAULTS.ttls})
   --allowances N,N,...       extra burst tokens A to try, 0 = strict (default ${SWEEP_DEFAULTS.allowances})
   --lease-modes M,M          chunk and/or rate leases (default ${SWEEP_DEFAULTS['lease-modes']})
@@ -130,6 +138,7 @@ const OPTIONS = {
   html: { type: 'string' },
   'target-utilization': { type: 'string' },
   'what-if': { type: 'string' },
+  window: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -251,10 +260,12 @@ export function parseSweepArgs(argv: readonly string[], drawSeed: () => number =
   const text = <K extends keyof typeof SWEEP_DEFAULTS>(key: K): string => v[key] ?? SWEEP_DEFAULTS[key];
 
   const agents = integer('--agents', text('agents'), 1, AGENTS_MAX, 'a number of agents');
-  const refill = readRefill(text('refill'));
-  const capacityTokens = integer('--capacity', text('capacity'), 1, TOKENS_MAX, 'a capacity in tokens');
+  const window = v.window === undefined ? null : readWindowFlags(v);
+  const refill = window === null ? readRefill(text('refill')) : makeRate(window.limitTokens, window.windowMs);
+  const capacityTokens = window?.limitTokens ?? integer('--capacity', text('capacity'), 1, TOKENS_MAX, 'a capacity in tokens');
   const workload = parseWorkload(text('workload'));
-  const leaseSizesTokens = list('--lease-sizes', text('lease-sizes'), (one) =>
+  const sizesText = window === null || v['lease-sizes'] !== undefined ? text('lease-sizes') : defaultWindowSizes(window.limitTokens);
+  const leaseSizesTokens = list('--lease-sizes', sizesText, (one) =>
     integer('--lease-sizes', one, 1, capacityTokens, `a lease size in tokens no larger than the capacity ${capacityTokens}`),
   );
   const ttlsMs = list('--ttls', text('ttls'), (one) => durationUs('--ttls', one, MIN_TTL_MS * 1000, MAX_TTL_MS * 1000, true) / 1000);
@@ -271,7 +282,7 @@ export function parseSweepArgs(argv: readonly string[], drawSeed: () => number =
       `${capacityTokens} plus the largest allowance ${largestAllowance} does not fit the exact arithmetic (${detail}); use a smaller capacity or allowance`,
     );
   }
-  const leaseModes = readLeaseModes(text('lease-modes'));
+  const leaseModes = window === null ? readLeaseModes(text('lease-modes')) : readLeaseModes(v['lease-modes'] ?? 'chunk');
   // Refresh and report intervals longer than any lease can live are of no use: the longest TTL bounds them too.
   const refreshesMs = list(
     '--refreshes',
@@ -326,7 +337,28 @@ export function parseSweepArgs(argv: readonly string[], drawSeed: () => number =
     targetUtilization,
     whatIf,
     help,
+    window,
   };
+}
+
+/** readWindowFlags — `--window`'s pool, refusing the flags a window pool has no use for. */
+function readWindowFlags(v: Values): SweepWindow {
+  const window = parseWindow(v.window ?? '');
+  for (const flag of ['capacity', 'refill', 'html', 'what-if'] as const) {
+    if (v[flag] !== undefined)
+      throw new SweepArgsError(`--${flag}`, 'does not apply with --window, whose N/W gives the limit and the window');
+  }
+  if (v.allowances !== undefined && v.allowances !== '0')
+    throw new SweepArgsError('--allowances', 'must be 0 with --window: an allowance would only be a larger limit');
+  if (v['lease-modes'] !== undefined && v['lease-modes'] !== 'chunk')
+    throw new SweepArgsError('--lease-modes', 'must be chunk with --window: window pools lease chunks only');
+  return window;
+}
+
+/** defaultWindowSizes — the default lease sizes no larger than the limit N, or N alone when all are larger. */
+function defaultWindowSizes(limitTokens: number): string {
+  const sizes = SWEEP_DEFAULTS['lease-sizes'].split(',').filter((one) => Number(one) <= limitTokens);
+  return sizes.length > 0 ? sizes.join(',') : String(limitTokens);
 }
 
 /**
@@ -335,13 +367,14 @@ export function parseSweepArgs(argv: readonly string[], drawSeed: () => number =
  * equals `a` apart from `seedFromFlag`, which becomes true.
  */
 export function sweepArgsToArgv(args: SweepArgs): string[] {
+  const limits =
+    args.window === null
+      ? ['--capacity', String(args.capacityTokens), '--refill', formatRate(args.refill)]
+      : ['--window', formatWindow(args.window)];
   const argv = [
     '--agents',
     String(args.agents),
-    '--capacity',
-    String(args.capacityTokens),
-    '--refill',
-    formatRate(args.refill),
+    ...limits,
     '--workload',
     formatWorkload(args.workload),
     '--lease-sizes',

@@ -7,3 +7,5 @@ export { parseSweepArgs, sweepArgsToArgv, SWEEP_DEFAULTS, USAGE as SWEEP_USAGE, 
 export { SweepArgsError } from './args-error.js';
 export { runSweep, type SweepInput } from './run-sweep.js';
 export { describeRecommendation, recommend } from './recommend.js';
+export { runWindowSweep, renderWindowTable, type SweepWindow, type WindowRow } from './window-sweep.js';
+export { SlidingLog, centralLog, localLogs } from './window-log.js';

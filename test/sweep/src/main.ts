@@ -6,8 +6,10 @@
  * refresh interval × TTL (rate leases) on identical arrivals, next to a round-trip-per-request central bucket and
  * independent local buckets, then prints a table (or --json), recommends
  * the cheapest setting that reaches the utilization target, and can write
- * an HTML report with charts (--html FILE). Exits 2 with one line for a bad
- * flag.
+ * an HTML report with charts (--html FILE). With --window N/W it sweeps a
+ * strict sliding-window pool instead, against an exact central per-request
+ * sliding-window log, every row checked for at most N in every window of W
+ * (window-sweep.ts). Exits 2 with one line for a bad flag.
  */
 import { writeFileSync } from 'node:fs';
 import { formatRate } from '@tokenlease/shared';
@@ -20,6 +22,8 @@ import { tokenleaseSettings } from './settings.js';
 import { renderTable } from './table.js';
 import { formatWorkload } from './workload.js';
 import { formatWhatIf, renderWhatIf, whatIf } from './what-if.js';
+import { formatWindow } from './window-args.js';
+import { renderWindowTable, runWindowSweep, type SweepWindow } from './window-sweep.js';
 
 function parse(): SweepArgs | null {
   try {
@@ -43,11 +47,13 @@ function main(): void {
   if (args === null) return;
   const replay = `npm run sweep -- ${sweepArgsToArgv(args).join(' ')}`;
   const say = args.json ? (line: string): void => void process.stderr.write(`${line}\n`) : (line: string): void => console.log(line);
+  const pool = args.window === null ? `B=${args.capacityTokens}, r=${formatRate(args.refill)}` : `window ${formatWindow(args.window)}`;
   say(
-    `sweep: ${args.agents} agents, B=${args.capacityTokens}, r=${formatRate(args.refill)}, workload ${formatWorkload(args.workload)}, ` +
+    `sweep: ${args.agents} agents, ${pool}, workload ${formatWorkload(args.workload)}, ` +
       `latency ${args.latencyUs / 1000} ms, ${args.durationMs / 1000} s simulated per combination, seed ${args.seed}`,
   );
   say(`replay: ${replay}`);
+  if (args.window !== null) return windowMain(args, args.window, replay, say);
   const total = tokenleaseSettings(args).length + 2;
   let done = 0;
   const rows = runSweep(args, () => {
@@ -87,6 +93,25 @@ function main(): void {
     );
     say(`report: ${args.htmlPath}`);
   }
+}
+
+/** windowMain — the window sweep: its table (or JSON), every row checked against N per W. */
+function windowMain(args: SweepArgs, window: SweepWindow, replay: string, say: (line: string) => void): void {
+  const total = tokenleaseSettings({ ...args, leaseModes: ['chunk'], allowancesTokens: [0] }).length + 2;
+  let done = 0;
+  const rows = runWindowSweep(args, window, () => {
+    done += 1;
+    process.stderr.write(`\r${done}/${total} runs`);
+  });
+  process.stderr.write('\n');
+  const fullest = Math.max(...rows.map((row) => row.fullestWindowTokens));
+  if (args.json) {
+    const parameters = { ...args, refill: formatRate(args.refill), workload: formatWorkload(args.workload), window: formatWindow(window) };
+    console.log(JSON.stringify({ parameters, replay, rows }));
+    return;
+  }
+  console.log(renderWindowTable(rows));
+  say(`\nfullest window of any row: ${fullest} of N=${window.limitTokens} per ${formatWindow(window).split('/')[1]}`);
 }
 
 main();
