@@ -22,6 +22,8 @@ export interface ClientConfig {
   /** The bucket a Redis decider enforces (the fleet's), or this client's own share (local). */
   readonly capacityTokens: number;
   readonly refillPerSecond: number;
+  /** The window W of a window row (N is `capacityTokens`), ms. */
+  readonly windowMs: number;
   /** Offered requests per second (Poisson arrivals, cost 1). */
   readonly perSecond: number;
   readonly seed: number;

@@ -42,6 +42,7 @@ function run(
     cpuSecondsServers: fields.cpu / 2,
     envelope: envelope(fields.excess),
     promise: envelope(fields.excess),
+    windows: { admissions: 1, admittedTokens: 1, fullestTokens: 1, fullest: null, violations: 0, ok: true },
   };
 }
 
