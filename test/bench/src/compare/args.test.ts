@@ -24,6 +24,7 @@ describe('parseCompareArgs', () => {
     [['--only', 'local-buckets,rlf-redis'], { systems: [BASELINE, 'rlf-redis', 'local-buckets', WINDOW_BASELINE] }],
     [['--only', BASELINE], { systems: [BASELINE, WINDOW_BASELINE] }],
     [['--only', 'redis-window-log'], { systems: [BASELINE, WINDOW_BASELINE, 'redis-window-log'] }],
+    [['--only', 'tokenlease-window-lease-20'], { systems: [BASELINE, WINDOW_BASELINE, 'tokenlease-window-lease-20'] }],
     [['--parts', 'capacity,fleet'], { parts: ['fleet', 'capacity'] }],
     [['--parts', 'window'], { parts: ['window'] }],
   ])('%j', (argv, expected) => {

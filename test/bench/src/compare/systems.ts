@@ -96,6 +96,14 @@ export const WINDOW_SYSTEMS: readonly System[] = [
     window: true,
   },
   {
+    name: 'tokenlease-window-lease-20',
+    label: 'tokenlease window pool, lease size 20',
+    kind: 'tokenlease',
+    pool: { ...LEASES, maxLeaseTokens: 20 },
+    allowanceTokens: 0,
+    window: true,
+  },
+  {
     name: 'redis-window-log',
     label: 'Redis sliding-window log per request (ioredis, Lua)',
     kind: 'redis-window-log',
