@@ -25,6 +25,7 @@ describe('parseCompareArgs', () => {
     [['--only', BASELINE], { systems: [BASELINE, WINDOW_BASELINE] }],
     [['--only', 'redis-window-log'], { systems: [BASELINE, WINDOW_BASELINE, 'redis-window-log'] }],
     [['--only', 'tokenlease-window-lease-20'], { systems: [BASELINE, WINDOW_BASELINE, 'tokenlease-window-lease-20'] }],
+    [['--only', 'tokenlease-window-reports'], { systems: [BASELINE, WINDOW_BASELINE, 'tokenlease-window-reports'] }],
     [['--parts', 'capacity,fleet'], { parts: ['fleet', 'capacity'] }],
     [['--parts', 'window'], { parts: ['window'] }],
   ])('%j', (argv, expected) => {

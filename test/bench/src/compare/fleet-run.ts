@@ -101,6 +101,7 @@ export async function runSystem(system: System, servers: FleetServers, durationM
     capacityTokens: window ? WINDOW.limitTokens : local ? Math.floor(FLEET.capacityTokens / n) : FLEET.capacityTokens,
     refillPerSecond: local ? FLEET.refillPerSecond / n : FLEET.refillPerSecond,
     windowMs: WINDOW.windowMs,
+    ...(system.reportMs === undefined ? {} : { reportMs: system.reportMs }),
     perSecond,
     seed: 2026 + i,
     startAtUs,

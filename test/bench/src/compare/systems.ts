@@ -46,6 +46,8 @@ export interface System {
   readonly allowanceTokens: number;
   /** It limits to N per W (WINDOW), judged over every window, not against B + r·T; a tokenlease row then runs a window pool. */
   readonly window?: boolean;
+  /** A tokenlease row's agents report what they spent every `reportMs` between renewals (KeeperOptions.reportMs). */
+  readonly reportMs?: number;
 }
 
 const LEASES = { leaseTtlMs: FLEET.leaseTtlMs, maxLeaseTokens: FLEET.maxLeaseTokens };
@@ -102,6 +104,15 @@ export const WINDOW_SYSTEMS: readonly System[] = [
     pool: { ...LEASES, maxLeaseTokens: 20 },
     allowanceTokens: 0,
     window: true,
+  },
+  {
+    name: 'tokenlease-window-reports',
+    label: 'tokenlease window pool, usage reports every 100 ms',
+    kind: 'tokenlease',
+    pool: LEASES,
+    allowanceTokens: 0,
+    window: true,
+    reportMs: 100,
   },
   {
     name: 'redis-window-log',

@@ -71,7 +71,7 @@ const WINDOW_FIELDS = [
   'ratios',
 ];
 
-/** compareRows — `bench:compare --json`'s stdout is only JSON objects, one a line, with a fleet row for each of its 7 systems and a window row for each of its 3. */
+/** compareRows — `bench:compare --json`'s stdout is only JSON objects, one a line, with a fleet row for each of its 7 systems and a window row for each of its 4. */
 function compareRows(stdout: string): void {
   const rows = stdout
     .split('\n')
@@ -82,9 +82,13 @@ function compareRows(stdout: string): void {
   for (const row of fleet) expect(Object.keys(row)).toEqual(expect.arrayContaining(FLEET_FIELDS));
   expect(fleet.find((row) => row['system'] === 'tokenlease-chunk')?.['keptEnvelope']).toBe(true);
   const window = rows.filter((row) => row['table'] === 'window');
-  expect(window.map((row) => row['system'])).toHaveLength(3);
+  expect(window.map((row) => row['system'])).toHaveLength(4);
   for (const row of window) expect(Object.keys(row)).toEqual(expect.arrayContaining(WINDOW_FIELDS));
-  expect(window.filter((row) => String(row['system']).startsWith('tokenlease')).map((row) => row['keptWindows'])).toEqual([true, true]);
+  expect(window.filter((row) => String(row['system']).startsWith('tokenlease')).map((row) => row['keptWindows'])).toEqual([
+    true,
+    true,
+    true,
+  ]);
   expect(rows.filter((row) => row['table'] === 'hot-path').length).toBeGreaterThan(0);
   expect(rows.filter((row) => row['table'] === 'capacity').length).toBeGreaterThan(0);
 }
@@ -130,7 +134,7 @@ const PLANS: ReadonlyMap<string, Plan> = new Map<string, Plan>([
     {
       how: '--help',
       boundMs: 30 * S,
-      why: '7 fleet and 3 window systems for 10 s each, the hot path and the capacity: about 3 minutes',
+      why: '7 fleet and 4 window systems for 10 s each, the hot path and the capacity: about 3 minutes',
     },
   ],
   [
