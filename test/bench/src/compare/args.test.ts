@@ -5,9 +5,9 @@
 import { describe, expect, it } from 'vitest';
 import { thrown } from '@tokenlease/shared/testing';
 import { CompareArgsError, PARTS, parseCompareArgs } from './args.js';
-import { BASELINE, SYSTEMS } from './systems.js';
+import { BASELINE, SYSTEMS, WINDOW_BASELINE, WINDOW_SYSTEMS } from './systems.js';
 
-const ALL = SYSTEMS.map((s) => s.name);
+const ALL = [...SYSTEMS, ...WINDOW_SYSTEMS].map((s) => s.name);
 
 describe('parseCompareArgs', () => {
   it('runs every system and part for 10 s by default', () => {
@@ -20,10 +20,14 @@ describe('parseCompareArgs', () => {
     [['--duration', '600'], { durationMs: 600_000 }],
     [['--json'], { json: true }],
     [['-h'], { help: true }],
-    [['--only', 'redis-lua'], { systems: [BASELINE, 'redis-lua'] }],
-    [['--only', 'local-buckets,rlf-redis'], { systems: [BASELINE, 'rlf-redis', 'local-buckets'] }],
-    [['--only', BASELINE], { systems: [BASELINE] }],
+    [['--only', 'redis-lua'], { systems: [BASELINE, 'redis-lua', WINDOW_BASELINE] }],
+    [['--only', 'local-buckets,rlf-redis'], { systems: [BASELINE, 'rlf-redis', 'local-buckets', WINDOW_BASELINE] }],
+    [['--only', BASELINE], { systems: [BASELINE, WINDOW_BASELINE] }],
+    [['--only', 'redis-window-log'], { systems: [BASELINE, WINDOW_BASELINE, 'redis-window-log'] }],
+    [['--only', 'tokenlease-window-lease-20'], { systems: [BASELINE, WINDOW_BASELINE, 'tokenlease-window-lease-20'] }],
+    [['--only', 'tokenlease-window-reports'], { systems: [BASELINE, WINDOW_BASELINE, 'tokenlease-window-reports'] }],
     [['--parts', 'capacity,fleet'], { parts: ['fleet', 'capacity'] }],
+    [['--parts', 'window'], { parts: ['window'] }],
   ])('%j', (argv, expected) => {
     expect(parseCompareArgs(argv)).toMatchObject(expected);
   });

@@ -7,10 +7,10 @@
  * exits 2). Pure: no clock, no environment.
  */
 import { parseArgs } from 'node:util';
-import { BASELINE, SYSTEMS } from './systems.js';
+import { BASELINE, SYSTEMS, WINDOW_BASELINE, WINDOW_SYSTEMS } from './systems.js';
 
 /** PARTS — the parts of the run, in the order they run. */
-export const PARTS = ['fleet', 'hot-path', 'capacity'] as const;
+export const PARTS = ['fleet', 'window', 'hot-path', 'capacity'] as const;
 export type Part = (typeof PARTS)[number];
 
 /** DURATION_S_DEFAULT, DURATION_S_MAX — traffic time per fleet system, seconds. */
@@ -21,7 +21,7 @@ export const DURATION_S_MAX = 600;
 export interface CompareArgs {
   /** Traffic time of each system in the fleet, ms. */
   readonly durationMs: number;
-  /** The fleet systems to run, by name (the baseline always among them). */
+  /** The fleet and window systems to run, by name (both baselines always among them). */
   readonly systems: readonly string[];
   readonly parts: readonly Part[];
   /** Only JSON lines on stdout; the table goes to stderr. */
@@ -35,25 +35,29 @@ export class CompareArgsError extends Error {
   readonly code = 'bad-argument';
 }
 
-const NAMES = SYSTEMS.map((s) => s.name);
+const NAMES = [...SYSTEMS, ...WINDOW_SYSTEMS].map((s) => s.name);
 
 /** COMPARE_USAGE — the `--help` text. */
 export const COMPARE_USAGE = `Usage: tokenlease-bench-compare [flags]   (in the repository: npm run bench:compare -- [flags])
 
 Runs one fleet workload (4 client processes, cost-1 requests offered at 4x
 the refill) through tokenlease and the limiters users pick instead, each
-for --duration seconds on private NATS and Redis servers; then the hot path
-next to its neighbours in one process, and the coordinator's capacity.
-Prints tables and which systems kept the envelope B + r*T; exits 1 if
-tokenlease's strict chunk leases exceeded it or a measurement failed, 2 for
-a bad flag.
+for --duration seconds on private NATS and Redis servers; then the same
+workload through the strict sliding-window limits (N per W: a tokenlease
+window pool, a Redis sliding-window log); then the hot path next to its
+neighbours in one process, and the coordinator's capacity. Prints tables,
+which systems kept the envelope B + r*T and which kept N per W in every
+window; exits 1 if a tokenlease row exceeded its own promise or a
+measurement failed, 2 for a bad flag.
 
   --duration S   traffic time per fleet system, seconds (default ${DURATION_S_DEFAULT}, at most ${DURATION_S_MAX})
-  --only A,B     fleet systems to run (${BASELINE} always runs: every ratio is to it):
+  --only A,B     fleet and window systems to run (${BASELINE} and ${WINDOW_BASELINE} always
+                 run: every ratio of their table is to them):
                  ${NAMES.join(', ')}
   --parts P,Q    parts to run: ${PARTS.join(', ')} (default all)
   --json         only JSON on stdout, one object per line: a row per fleet system
-                 ("table":"fleet"), then the hot-path and capacity rows
+                 ("table":"fleet"), per window system ("table":"window"), then the
+                 hot-path and capacity rows
   -h, --help     print this text
 `;
 
@@ -93,7 +97,7 @@ export function parseCompareArgs(argv: readonly string[]): CompareArgs {
   const only = values.only === undefined ? NAMES : list('only', values.only, NAMES);
   return {
     durationMs: duration(values.duration),
-    systems: NAMES.filter((name) => name === BASELINE || only.includes(name)),
+    systems: NAMES.filter((name) => name === BASELINE || name === WINDOW_BASELINE || only.includes(name)),
     parts: values.parts === undefined ? [...PARTS] : list('parts', values.parts, PARTS),
     json: values.json === true,
     help: values.help === true,

@@ -22,6 +22,10 @@ export interface ClientConfig {
   /** The bucket a Redis decider enforces (the fleet's), or this client's own share (local). */
   readonly capacityTokens: number;
   readonly refillPerSecond: number;
+  /** The window W of a window row (N is `capacityTokens`), ms. */
+  readonly windowMs: number;
+  /** A tokenlease agent's usage reports between renewals, ms (KeeperOptions.reportMs; absent: none). */
+  readonly reportMs?: number;
   /** Offered requests per second (Poisson arrivals, cost 1). */
   readonly perSecond: number;
   readonly seed: number;
@@ -42,7 +46,12 @@ export interface Decider {
 }
 
 async function agentDecider(config: ClientConfig): Promise<Decider> {
-  const agent = await Agent.connect({ natsUrl: config.natsUrl, subjectPrefix: config.subjectPrefix, clock: hostMonoNowUs });
+  const agent = await Agent.connect({
+    natsUrl: config.natsUrl,
+    subjectPrefix: config.subjectPrefix,
+    clock: hostMonoNowUs,
+    ...(config.reportMs === undefined ? {} : { keeper: { reportMs: config.reportMs } }),
+  });
   const limiter = agent.limiter(config.pool);
   return {
     decide: (cost, nowUs) => limiter.tryTakeAt(cost, nowUs),

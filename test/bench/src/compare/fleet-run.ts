@@ -2,7 +2,8 @@
  * One system through the comparison's fleet workload (systems.ts): its
  * servers' and clients' CPU time from /proc over exactly the traffic's
  * time, the clients' figures, and the merged admission logs checked
- * against the envelope with the checker every test uses.
+ * against the envelope and against N per W (WINDOW) with the checkers every
+ * test uses.
  *
  * Every server it charges is one the run started itself (private NATS and
  * Redis, a coordinator process per tokenlease row), so their CPU is the
@@ -18,11 +19,11 @@ import { procCpuSeconds } from '@tokenlease/harness/proc-state';
 import { spawnNode, stop, type Child } from '@tokenlease/harness/processes';
 import type { PrivateRedis } from '@tokenlease/harness/redis';
 import { hostMonoNowUs, makeRate } from '@tokenlease/shared';
-import { checkEnvelope, type EnvelopeReport } from '@tokenlease/shared/testing';
+import { checkEnvelope, checkWindows, type EnvelopeReport, type WindowReport } from '@tokenlease/shared/testing';
 import type { ClientConfig } from './decider.js';
 import type { ClientDone } from './client.js';
 import { LatencyHistogram } from './latency.js';
-import { FLEET, type System } from './systems.js';
+import { FLEET, WINDOW, type System } from './systems.js';
 
 /** Time the clients get to start and connect before the traffic starts, ms. */
 const SPAWN_MS = 2500;
@@ -56,6 +57,8 @@ export interface SystemRun {
   readonly envelope: EnvelopeReport;
   /** The same against the system's own promise, B + A + r·T (the envelope again when A = 0). */
   readonly promise: EnvelopeReport;
+  /** The merged admissions against N per W (WINDOW), every window: what a window row is judged by. */
+  readonly windows: WindowReport;
 }
 
 function cpuSeconds(pids: readonly number[]): number {
@@ -75,10 +78,16 @@ export async function runSystem(system: System, servers: FleetServers, durationM
   const n = FLEET.demandsPerSecond.length;
   let coordinator: Child | null = null;
   let startAtUs = hostMonoNowUs() + SPAWN_MS * 1000;
+  const window = system.window === true;
   if (system.kind === 'tokenlease') {
-    const pool = { capacity: FLEET.capacityTokens, refill: `${FLEET.refillPerSecond}/s`, ...system.pool };
+    const limit = window
+      ? { window: { limit: WINDOW.limitTokens, windowMs: WINDOW.windowMs } }
+      : { capacity: FLEET.capacityTokens, refill: `${FLEET.refillPerSecond}/s` };
+    const pool = { ...limit, ...system.pool };
     coordinator = await startCoordinator(servers.nats.url, writeConfig(dir, { subjectPrefix: prefix, pools: { [POOL]: pool } }));
-    startAtUs = Math.max(startAtUs, hostMonoNowUs() + (FLEET.leaseTtlMs + QUIET_MARGIN_MS) * 1000);
+    // A window pool's tokens all cool for one window after the quiet period.
+    const emptyMs = FLEET.leaseTtlMs + (window ? WINDOW.windowMs : 0);
+    startAtUs = Math.max(startAtUs, hostMonoNowUs() + (emptyMs + QUIET_MARGIN_MS) * 1000);
   }
   const local = system.kind === 'local';
   const configs = FLEET.demandsPerSecond.map<ClientConfig>((perSecond, i) => ({
@@ -89,8 +98,10 @@ export async function runSystem(system: System, servers: FleetServers, durationM
     pool: POOL,
     redisUrl: servers.redis.url,
     redisKey: `${prefix}:${system.name}`,
-    capacityTokens: local ? Math.floor(FLEET.capacityTokens / n) : FLEET.capacityTokens,
+    capacityTokens: window ? WINDOW.limitTokens : local ? Math.floor(FLEET.capacityTokens / n) : FLEET.capacityTokens,
     refillPerSecond: local ? FLEET.refillPerSecond / n : FLEET.refillPerSecond,
+    windowMs: WINDOW.windowMs,
+    ...(system.reportMs === undefined ? {} : { reportMs: system.reportMs }),
     perSecond,
     seed: 2026 + i,
     startAtUs,
@@ -128,6 +139,7 @@ export async function runSystem(system: System, servers: FleetServers, durationM
       cpuSecondsServers,
       envelope,
       promise: system.allowanceTokens === 0 ? envelope : checkEnvelope(admissions, FLEET.capacityTokens + system.allowanceTokens, rate),
+      windows: checkWindows(admissions, WINDOW.limitTokens, WINDOW.windowMs * 1000),
     };
   } finally {
     await Promise.all(clients.map((c) => stop(c)));

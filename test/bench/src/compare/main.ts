@@ -6,16 +6,20 @@
  * 1. fleet: one workload (systems.ts) through each system in turn, on a
  *    private NATS and a private Redis (no fsync) started here, so that
  *    every server's CPU time is the run's own (fleet-run.ts, report.ts);
- * 2. hot path: the fast path next to its neighbours in one process
+ * 2. window: the same workload through the systems that promise N per W
+ *    in every window (a tokenlease window pool, a Redis sliding-window
+ *    log), judged over every window (window-report.ts);
+ * 3. hot path: the fast path next to its neighbours in one process
  *    (hot-path.ts);
- * 3. capacity: the coordinator's grants per second against a trivial NATS
+ * 4. capacity: the coordinator's grants per second against a trivial NATS
  *    responder's replies, and grant latency against live agents
  *    (capacity.ts).
  *
- * Human output: tables and the envelope line on stdout. With --json, only
- * JSON on stdout (one object a line: a "fleet" row per system, then the
- * "hot-path" and "capacity" rows) and the tables on stderr. Exit 1 when a
- * tokenlease row exceeded its own promise or a measurement failed; a
+ * Human output: tables and the envelope and window lines on stdout. With
+ * --json, only JSON on stdout (one object a line: a "fleet" row per system,
+ * a "window" row per window system, then the "hot-path" and "capacity"
+ * rows) and the tables on stderr. Exit 1 when a tokenlease row exceeded its
+ * own promise (B + A + r·T, or N per W) or a measurement failed; a
  * competitor that over-admits is a finding, not a failure.
  */
 import { availableParallelism, loadavg } from 'node:os';
@@ -27,7 +31,8 @@ import { capacityRows, capacityTable, startCapacity } from './capacity.js';
 import { runSystem, type FleetServers, type SystemRun } from './fleet-run.js';
 import { hotPathRows, hotPathTable } from './hot-path.js';
 import { envelopeLine, fleetRows, fleetTable } from './report.js';
-import { BASELINE, FLEET, SYSTEMS } from './systems.js';
+import { BASELINE, FLEET, SYSTEMS, WINDOW, WINDOW_BASELINE, WINDOW_SYSTEMS } from './systems.js';
+import { windowLine, windowRows, windowTable } from './window-report.js';
 
 function parse(): CompareArgs | null {
   try {
@@ -61,6 +66,24 @@ async function fleet(args: CompareArgs, servers: FleetServers, say: (line: strin
   return rows;
 }
 
+async function windowPart(args: CompareArgs, servers: FleetServers, say: (line: string) => void): Promise<object[]> {
+  const runs: SystemRun[] = [];
+  for (const [i, system] of WINDOW_SYSTEMS.filter((s) => args.systems.includes(s.name)).entries()) {
+    console.error(`bench:compare: ${system.name} for ${args.durationMs / 1000} s...`);
+    runs.push(await runSystem(system, servers, args.durationMs, `${process.pid}w${i}`));
+  }
+  const rows = windowRows(runs);
+  say(
+    `window: the same clients and arrivals; at most N = ${WINDOW.limitTokens} in every window of W = ${WINDOW.windowMs / 1000} s; ${args.durationMs / 1000} s each; ratios to ${WINDOW_BASELINE}`,
+  );
+  for (const line of windowTable(rows)) say(line);
+  say(windowLine(rows));
+  const broken = rows.filter((r) => r.system.startsWith('tokenlease') && !r.keptWindows);
+  if (broken.length > 0) process.exitCode = 1;
+  for (const r of broken) console.error(`bench:compare: ${r.system} exceeded N per W: ${r.windowViolations} admissions over it`);
+  return rows;
+}
+
 async function main(): Promise<void> {
   const args = parse();
   if (args === null) return;
@@ -72,6 +95,7 @@ async function main(): Promise<void> {
     const capacity = args.parts.includes('capacity') ? await startCapacity(nats.url) : null;
     const rows: object[] = [];
     if (args.parts.includes('fleet')) rows.push(...(await fleet(args, { nats, redis }, say)));
+    if (args.parts.includes('window')) rows.push(...(await windowPart(args, { nats, redis }, say)));
     if (args.parts.includes('hot-path')) {
       const hot = await hotPathRows(nats.url);
       for (const line of hotPathTable(hot)) say(line);

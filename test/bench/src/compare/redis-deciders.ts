@@ -7,6 +7,9 @@
  *   full at first use.
  * - rlf-redis: rate-limiter-flexible's RateLimiterRedis on ioredis, set to
  *   B points per B/r seconds (a fixed window, which is its model).
+ * - redis-window-log: the exact sliding window, N per W: a sorted set of
+ *   the admitted tokens scored by when they were admitted, one Lua script
+ *   per request (trim what is W old, count, add when it fits).
  *
  * The one file of the bench allowed to import ioredis (eslint.config.mjs).
  */
@@ -34,8 +37,39 @@ redis.call('HSET', KEYS[1], 'tokens', tokens, 'atUs', nowUs)
 return admitted
 `;
 
-/** redisDecider — a client of the fleet's one bucket in Redis, of `kind`; every decision is one round-trip. */
-export async function redisDecider(kind: 'redis-lua' | 'rlf-redis', config: ClientConfig): Promise<Decider> {
+/**
+ * SLIDING_WINDOW_LOG_LUA — KEYS[1] the log (a sorted set); ARGV limit N,
+ * window W in µs, cost, a member id unique to this request; returns 1 when
+ * admitted, else 0. Admitted tokens are members scored by the instant they
+ * were admitted; one admitted at s counts while now − W < s, so every
+ * window (now − W, now] of Redis's clock holds at most N.
+ *
+ * The instant is Redis's own clock (TIME), not the client's: every client
+ * of the fleet then judges by one clock, so the log is exact whatever the
+ * clients' clocks say (on several hosts they drift apart; a client clock
+ * that runs behind would see old entries as recent, one ahead would trim
+ * them early and over-admit). Redis 5+ replicates a script's effects, not
+ * the script, so TIME in it is safe.
+ */
+const SLIDING_WINDOW_LOG_LUA = `
+local limit = tonumber(ARGV[1])
+local windowUs = tonumber(ARGV[2])
+local cost = tonumber(ARGV[3])
+local time = redis.call('TIME')
+local nowUs = tonumber(time[1]) * 1000000 + tonumber(time[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', nowUs - windowUs)
+if redis.call('ZCARD', KEYS[1]) + cost > limit then
+  return 0
+end
+for i = 1, cost do
+  redis.call('ZADD', KEYS[1], nowUs, ARGV[4] .. '#' .. i)
+end
+redis.call('PEXPIRE', KEYS[1], math.ceil(windowUs / 1000) + 1000)
+return 1
+`;
+
+/** redisDecider — a client of the fleet's one limit in Redis, of `kind`; every decision is one round-trip. */
+export async function redisDecider(kind: 'redis-lua' | 'rlf-redis' | 'redis-window-log', config: ClientConfig): Promise<Decider> {
   const redis = new Redis(config.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
   await redis.connect();
   let calls = 0;
@@ -49,6 +83,18 @@ export async function redisDecider(kind: 'redis-lua' | 'rlf-redis', config: Clie
       decide: async (cost) => {
         calls += 1;
         return (await redis.evalsha(sha, 1, redisKey, capacityTokens, refillPerSecond, cost)) === 1;
+      },
+      roundTrips: () => calls,
+      close,
+    };
+  }
+  if (kind === 'redis-window-log') {
+    const sha = String(await redis.script('LOAD', SLIDING_WINDOW_LOG_LUA));
+    const { capacityTokens, windowMs, redisKey, name } = config;
+    return {
+      decide: async (cost) => {
+        calls += 1;
+        return (await redis.evalsha(sha, 1, redisKey, capacityTokens, windowMs * 1000, cost, `${name}:${calls}`)) === 1;
       },
       roundTrips: () => calls,
       close,

@@ -42,6 +42,7 @@ function run(
     cpuSecondsServers: fields.cpu / 2,
     envelope: envelope(fields.excess),
     promise: envelope(fields.excess),
+    windows: { admissions: 1, admittedTokens: 1, fullestTokens: 3999, fullest: null, violations: 1, ok: false },
   };
 }
 
@@ -65,6 +66,7 @@ describe('fleetRows', () => {
       admittedOfIdeal: 0.9091,
       overAdmittedTokens: 0,
       keptEnvelope: true,
+      fullestWindowTokens: 3999,
     });
     expect(rows[0]?.latencyP50Us).toBeCloseTo(0.1, 2);
   });

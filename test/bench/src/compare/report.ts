@@ -48,6 +48,8 @@ export interface FleetRow extends FleetFigures {
   /** …within the system's own promise, B + A + r·T (the same as keptEnvelope without an allowance). */
   readonly keptPromise: boolean;
   readonly allowanceTokens: number;
+  /** The most tokens any window of WINDOW's W (1 s) held: how far a bucket of B = N, r = N/W is from a strict window of N per W. */
+  readonly fullestWindowTokens: number;
   readonly ratios: Readonly<Record<keyof FleetFigures, number | null>>;
 }
 
@@ -120,6 +122,7 @@ export function fleetRows(runs: readonly SystemRun[]): FleetRow[] {
       keptEnvelope: run.envelope.ok,
       keptPromise: run.promise.ok,
       allowanceTokens: run.system.allowanceTokens,
+      fullestWindowTokens: run.windows.fullestTokens,
       ratios,
     };
   });

@@ -22,8 +22,16 @@ export const FLEET = {
   maxLeaseTokens: 100,
 } as const;
 
+/**
+ * WINDOW — the limit of the window rows (`--parts window`): at most N =
+ * 2,000 tokens in every window of W = 1 s, the fleet's numbers read as a
+ * strict sliding window (a bucket of B = 2,000 refilled at 2,000/s admits up
+ * to 4,000 in some second). Same clients, same arrivals.
+ */
+export const WINDOW = { limitTokens: 2000, windowMs: 1000 } as const;
+
 /** DeciderKind — how a client decides: a tokenlease agent, Redis per request, or a bucket of its own. */
-export type DeciderKind = 'tokenlease' | 'redis-lua' | 'rlf-redis' | 'local';
+export type DeciderKind = 'tokenlease' | 'redis-lua' | 'rlf-redis' | 'redis-window-log' | 'local';
 
 /** System — one row of the comparison. */
 export interface System {
@@ -36,6 +44,10 @@ export interface System {
   readonly pool?: Readonly<Record<string, number | string>>;
   /** The allowance A it promises on top of B + r·T, tokens (0: none). */
   readonly allowanceTokens: number;
+  /** It limits to N per W (WINDOW), judged over every window, not against B + r·T; a tokenlease row then runs a window pool. */
+  readonly window?: boolean;
+  /** A tokenlease row's agents report what they spent every `reportMs` between renewals (KeeperOptions.reportMs). */
+  readonly reportMs?: number;
 }
 
 const LEASES = { leaseTtlMs: FLEET.leaseTtlMs, maxLeaseTokens: FLEET.maxLeaseTokens };
@@ -70,4 +82,43 @@ export const SYSTEMS: readonly System[] = [
   { name: 'redis-lua', label: 'Redis token bucket per request (ioredis, Lua)', kind: 'redis-lua', allowanceTokens: 0 },
   { name: 'rlf-redis', label: 'rate-limiter-flexible, Redis store', kind: 'rlf-redis', allowanceTokens: 0 },
   { name: 'local-buckets', label: 'local buckets of B/N, no coordination', kind: 'local', allowanceTokens: 0 },
+];
+
+/** WINDOW_BASELINE — the row every ratio of the window table is taken against. */
+export const WINDOW_BASELINE = 'tokenlease-window';
+
+/** WINDOW_SYSTEMS — the rows of the window table (N per W, WINDOW), in the order they run and print. */
+export const WINDOW_SYSTEMS: readonly System[] = [
+  {
+    name: WINDOW_BASELINE,
+    label: 'tokenlease window pool, chunk leases',
+    kind: 'tokenlease',
+    pool: LEASES,
+    allowanceTokens: 0,
+    window: true,
+  },
+  {
+    name: 'tokenlease-window-lease-20',
+    label: 'tokenlease window pool, lease size 20',
+    kind: 'tokenlease',
+    pool: { ...LEASES, maxLeaseTokens: 20 },
+    allowanceTokens: 0,
+    window: true,
+  },
+  {
+    name: 'tokenlease-window-reports',
+    label: 'tokenlease window pool, usage reports every 100 ms',
+    kind: 'tokenlease',
+    pool: LEASES,
+    allowanceTokens: 0,
+    window: true,
+    reportMs: 100,
+  },
+  {
+    name: 'redis-window-log',
+    label: 'Redis sliding-window log per request (ioredis, Lua)',
+    kind: 'redis-window-log',
+    allowanceTokens: 0,
+    window: true,
+  },
 ];

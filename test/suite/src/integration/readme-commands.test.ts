@@ -56,7 +56,22 @@ const FLEET_FIELDS = [
   'ratios',
 ];
 
-/** compareRows — `bench:compare --json`'s stdout is only JSON objects, one a line, with a fleet row for each of its 7 systems. */
+/** WINDOW_FIELDS — what every window row of `bench:compare --json` carries (issue 18). */
+const WINDOW_FIELDS = [
+  'system',
+  'decisionsPerSecond',
+  'latencyP50Us',
+  'latencyP99Us',
+  'roundTripsPer1000Admissions',
+  'admittedTokens',
+  'idealTokens',
+  'fullestWindowTokens',
+  'overAdmittedTokens',
+  'keptWindows',
+  'ratios',
+];
+
+/** compareRows — `bench:compare --json`'s stdout is only JSON objects, one a line, with a fleet row for each of its 7 systems and a window row for each of its 4. */
 function compareRows(stdout: string): void {
   const rows = stdout
     .split('\n')
@@ -66,6 +81,14 @@ function compareRows(stdout: string): void {
   expect(fleet.map((row) => row['system'])).toHaveLength(7);
   for (const row of fleet) expect(Object.keys(row)).toEqual(expect.arrayContaining(FLEET_FIELDS));
   expect(fleet.find((row) => row['system'] === 'tokenlease-chunk')?.['keptEnvelope']).toBe(true);
+  const window = rows.filter((row) => row['table'] === 'window');
+  expect(window.map((row) => row['system'])).toHaveLength(4);
+  for (const row of window) expect(Object.keys(row)).toEqual(expect.arrayContaining(WINDOW_FIELDS));
+  expect(window.filter((row) => String(row['system']).startsWith('tokenlease')).map((row) => row['keptWindows'])).toEqual([
+    true,
+    true,
+    true,
+  ]);
   expect(rows.filter((row) => row['table'] === 'hot-path').length).toBeGreaterThan(0);
   expect(rows.filter((row) => row['table'] === 'capacity').length).toBeGreaterThan(0);
 }
@@ -108,14 +131,18 @@ const PLANS: ReadonlyMap<string, Plan> = new Map<string, Plan>([
   ],
   [
     'npm run bench:compare',
-    { how: '--help', boundMs: 30 * S, why: '7 fleet systems for 10 s each, the hot path and the capacity: about 2.5 minutes' },
+    {
+      how: '--help',
+      boundMs: 30 * S,
+      why: '7 fleet and 4 window systems for 10 s each, the hot path and the capacity: about 3 minutes',
+    },
   ],
   [
     'npm run -s bench:compare -- --duration 2 --json',
     {
       how: 'as written',
       boundMs: 240 * S,
-      why: '2 s per fleet system, the hot path and the capacity: about a minute',
+      why: '2 s per fleet and window system, the hot path and the capacity: about 1.5 minutes',
       stdout: compareRows,
     },
   ],
