@@ -105,6 +105,8 @@ async function openStore(values: Flags, keyPrefix: string, logger: Logger): Prom
     store = await connectRedisStore(redis, { keyPrefix });
     const warning = await store.durabilityWarning();
     if (warning !== null) logger.warn({ event: 'durability-warning', redis: redis.shown }, warning);
+    const replicas = await store.replicaWarning();
+    if (replicas !== null) logger.warn({ event: 'replica-warning', redis: redis.shown, replicas: redis.replicas }, replicas);
   } catch (error) {
     if (error instanceof CoordinatorError) fail(error.code === 'config-invalid' ? 2 : 1, error.message);
     throw error;

@@ -34,6 +34,7 @@ import { readFileSync } from 'node:fs';
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { CoordinatorError } from '../errors.js';
 import { confirmWrite } from '../core/replica-confirm.js';
+import { onlineReplicas, replicaShortfall, slotRanges } from '../core/replica-shortfall.js';
 import {
   checkRedisUrl,
   REDIS_ENV,
@@ -131,6 +132,8 @@ export interface StateStore {
   forget(unit: string, member: string, epoch: number): Promise<boolean>;
   /** durabilityWarning — why Redis may lose acknowledged writes on a restart, or null when it is set up to keep them (or will not say). */
   durabilityWarning(): Promise<string | null>;
+  /** replicaWarning — which primaries have fewer replicas online than a write must be confirmed by, or null (none, none asked, or they will not say). */
+  replicaWarning(): Promise<string | null>;
   close(): Promise<void>;
 }
 
@@ -410,6 +413,20 @@ class RedisStore implements StateStore {
       if (warning !== null) return `${node.options.host ?? '?'}:${node.options.port ?? '?'}: ${warning}`;
     }
     return null;
+  }
+
+  async replicaWarning(): Promise<string | null> {
+    if (this.replicas === 0) return null;
+    const redis = this.redis;
+    const primaries = redis instanceof Redis ? [redis] : redis.nodes('master');
+    const said = await Promise.all(
+      primaries.map(async (node) => {
+        const name = `${node.options.host ?? '?'}:${node.options.port ?? '?'}`;
+        const info = await node.info('replication').catch(() => '');
+        return { node: name, slots: redis instanceof Cluster ? slotRanges(redis.slots, name) : '', replicas: onlineReplicas(info) };
+      }),
+    );
+    return replicaShortfall(this.replicas, said);
   }
 
   async close(): Promise<void> {
