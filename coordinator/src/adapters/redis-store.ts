@@ -35,6 +35,7 @@ import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { CoordinatorError } from '../errors.js';
 import { confirmWrite } from '../core/replica-confirm.js';
 import { onlineReplicas, replicaShortfall, slotRanges } from '../core/replica-shortfall.js';
+import { connectReason } from '../core/redis-connect-reason.js';
 import {
   checkRedisUrl,
   REDIS_ENV,
@@ -181,22 +182,6 @@ function readTlsFile(field: RedisField, path: string): Buffer {
   }
 }
 
-/** Why the first connection failed, on one line, in words that hold no secret (a refused AUTH names no password). */
-function connectReason(error: unknown, lastError: unknown): string {
-  const text = (e: unknown): string => (e instanceof Error ? e.message : String(e)).trim().replace(/\s*\n\s*/g, ' ');
-  const said = lastError === null ? text(error) : text(lastError);
-  const code = (lastError as { code?: unknown } | null)?.code;
-  if (/WRONGPASS|NOAUTH|invalid password|invalid username-password/i.test(said)) return `authentication failed (${said})`;
-  if (/NOPERM/.test(said)) return `permission refused to this user (${said})`;
-  if (typeof code !== 'string') return said;
-  if (/ALERT_(CERTIFICATE_REQUIRED|BAD_CERTIFICATE|UNKNOWN_CA|CERTIFICATE_UNKNOWN|HANDSHAKE_FAILURE)/.test(code))
-    return `TLS handshake failure: the server refused our certificate or its absence (${code}; --redis-cert and --redis-key, or REDIS_CERT and REDIS_KEY)`;
-  if (/^(UNABLE_TO|CERT_|DEPTH_ZERO|SELF_SIGNED|ERR_TLS_CERT)/.test(code))
-    return `certificate problem: the server's certificate is not trusted (${code}; --redis-ca or REDIS_CA names the CA that signed it)`;
-  if (/^(ERR_SSL|ERR_TLS|ERR_OSSL)/.test(code)) return `TLS handshake failure (${code})`;
-  return said;
-}
-
 /**
  * connectRedisStore — a store on the Redis that `target` names (a URL, or
  * resolved options with a login and TLS files apart); rejects with
@@ -237,16 +222,6 @@ export async function connectRedisStore(target: string | RedisConnectOptions, op
   const client = connection.cluster === null ? singleClient(connection, redisOptions) : clusterClient(connection.cluster, redisOptions);
   // Connection errors surface as failed commands; the client keeps reconnecting. The last one says why a first connect failed.
   let lastError: unknown = null;
-  const guarded = new WeakSet<object>();
-  const guard = (node: Redis): void => {
-    // ioredis listens only once for its socket's error; a second one (a TLS alert, then the peer's reset)
-    // would go unheard and end the process. The first reaches here, before the socket can emit again.
-    const socket: unknown = node.stream;
-    if (socket instanceof EventEmitter && !guarded.has(socket)) {
-      guarded.add(socket);
-      socket.on('error', ignoreSocketError);
-    }
-  };
   client.on('error', (error: unknown) => {
     lastError = error;
     if (client instanceof Redis) guard(client);
@@ -259,11 +234,57 @@ export async function connectRedisStore(target: string | RedisConnectOptions, op
     await client.connect();
   } catch (error) {
     client.disconnect();
-    throw new CoordinatorError('store-unavailable', `cannot connect to Redis at ${connection.shown}: ${connectReason(error, lastError)}`, {
-      cause: error,
-    });
+    const seeds = connection.cluster === null ? null : await seedReason(connection.cluster, redisOptions, tls?.certFile === null);
+    throw new CoordinatorError(
+      'store-unavailable',
+      `cannot connect to Redis at ${connection.shown}: ${seeds ?? connectReason(error, lastError, tls !== null && tls.certFile === null)}`,
+      {
+        cause: error,
+      },
+    );
   }
   return new RedisStore(client, prefix, connection.replicas, connection.replicaTimeoutMs);
+}
+
+const guarded = new WeakSet<object>();
+/** guard — keeps a socket's second error from ending the process. */
+function guard(node: Redis): void {
+  // ioredis listens only once for its socket's error; a second one (a TLS alert, then the peer's reset)
+  // would go unheard and end the process. The first reaches here, before the socket can emit again.
+  const socket: unknown = node.stream;
+  if (socket instanceof EventEmitter && !guarded.has(socket)) {
+    guarded.add(socket);
+    socket.on('error', ignoreSocketError);
+  }
+}
+
+/**
+ * seedReason — why a cluster's seeds (the first three) refuse us, asked of
+ * each as one Redis, or null when each answers that way: the cluster
+ * client says only that no seed is available, hiding a certificate or a
+ * login refused.
+ */
+async function seedReason(
+  seeds: NonNullable<RedisConnectOptions['cluster']>,
+  redisOptions: RedisOptions,
+  tlsWithoutCert: boolean,
+): Promise<string | null> {
+  for (const seed of seeds.slice(0, 3)) {
+    const probe = new Redis({ ...redisOptions, host: seed.host, port: seed.port, retryStrategy: () => null });
+    let last: unknown = null;
+    probe.on('error', (error: unknown) => {
+      last = error;
+      guard(probe);
+    });
+    try {
+      await probe.connect();
+    } catch (error) {
+      return connectReason(error, last, tlsWithoutCert);
+    } finally {
+      probe.disconnect();
+    }
+  }
+  return null;
 }
 
 /** singleClient — one Redis, by its URL, with the login given apart winning over the URL's. */
