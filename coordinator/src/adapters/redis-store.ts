@@ -35,7 +35,7 @@ import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { CoordinatorError } from '../errors.js';
 import { confirmWrite } from '../core/replica-confirm.js';
 import { onlineReplicas, replicaShortfall, slotRanges } from '../core/replica-shortfall.js';
-import { connectReason } from '../core/redis-connect-reason.js';
+import { appendOnlyVerdict, connectReason } from '../core/redis-connect-reason.js';
 import {
   checkRedisUrl,
   REDIS_ENV,
@@ -461,17 +461,11 @@ class RedisStore implements StateStore {
 
 /** appendOnlyWarning — why `node` may lose acknowledged writes on its restart, or null when it keeps them (or will not say). */
 async function appendOnlyWarning(node: Redis): Promise<string | null> {
-  let reply: string[];
+  let reply: unknown;
   try {
-    reply = (await node.call('CONFIG', 'GET', 'append*')) as string[];
+    reply = await node.call('CONFIG', 'GET', 'append*');
   } catch {
     return null; // CONFIG is often disabled on managed Redis: nothing to say.
   }
-  const settings = new Map<string, string>();
-  for (let i = 0; i + 1 < reply.length; i += 2) settings.set(reply[i] as string, reply[i + 1] as string);
-  if (settings.get('appendonly') !== 'yes')
-    return 'Redis runs without appendonly: a restart loses the leases granted since its last snapshot, and may over-admit';
-  if (settings.get('appendfsync') !== 'always')
-    return `Redis runs with appendfsync ${settings.get('appendfsync') ?? '?'}: a crash of Redis may lose the last acknowledged grants, and may over-admit`;
-  return null;
+  return appendOnlyVerdict(reply);
 }

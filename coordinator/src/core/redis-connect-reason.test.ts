@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { connectReason } from './redis-connect-reason.js';
+import { appendOnlyVerdict, connectReason } from './redis-connect-reason.js';
 
 const coded = (message: string, code: string): Error => Object.assign(new Error(message), { code });
 
@@ -54,5 +54,19 @@ describe('connectReason', () => {
     if (typeof expected === 'string') expect(reason).toBe(expected);
     else expect(reason).toMatch(expected);
     expect(reason).not.toContain('\n');
+  });
+});
+
+describe('appendOnlyVerdict', () => {
+  it.each<[string, unknown, RegExp | null]>([
+    ['append-only, fsync always', ['appendonly', 'yes', 'appendfsync', 'always'], null],
+    ['fsync every second', ['appendfsync', 'everysec', 'appendonly', 'yes'], /appendfsync everysec: a crash of Redis may lose/],
+    ['no append-only file', ['appendonly', 'no', 'appendfsync', 'always'], /without appendonly/],
+    ['nothing said about fsync', ['appendonly', 'yes'], /appendfsync \?/],
+    ['a reply that is no list', 'OK', null],
+  ])('%s', (_name, reply, expected) => {
+    const verdict = appendOnlyVerdict(reply);
+    if (expected === null) expect(verdict).toBeNull();
+    else expect(verdict).toMatch(expected);
   });
 });

@@ -1,7 +1,8 @@
 /**
- * Why a first connection to Redis failed, in words that hold no secret:
- * a refused login names no password, a certificate problem names the
- * setting that fixes it.
+ * What the Redis adapter says about a Redis at start, in words that hold
+ * no secret: why a first connection failed (a refused login names no
+ * password, a certificate problem names the setting that fixes it), and
+ * whether its persistence may lose acknowledged writes.
  *
  * Rules:
  * - The client's last connection error, when there is one, says more than
@@ -10,7 +11,10 @@
  * - A TLS connection given no client certificate that the server then
  *   drops (TLS 1.3 asks for the certificate after the handshake, so the
  *   client sees only a reset) gets a hint naming the certificate settings.
- * - Pure: the Redis adapter passes the errors it saw.
+ * - Persistence: `appendonly yes` with `appendfsync always` keeps every
+ *   acknowledged write across a restart; anything else is said, and a
+ *   reply that is no CONFIG GET list says nothing.
+ * - Pure: the Redis adapter passes the errors and replies it saw.
  */
 
 /** Why the first connection failed, on one line, in words that hold no secret (a refused AUTH names no password). */
@@ -34,4 +38,16 @@ function whyRefused(error: unknown, lastError: unknown): string {
     return `certificate problem: the server's certificate is not trusted (${code}; --redis-ca or REDIS_CA names the CA that signed it)`;
   if (/^(ERR_SSL|ERR_TLS|ERR_OSSL)/.test(code)) return `TLS handshake failure (${code})`;
   return said;
+}
+
+/** appendOnlyVerdict — why a Redis whose `CONFIG GET append*` answered `reply` may lose acknowledged writes on its restart, or null. */
+export function appendOnlyVerdict(reply: unknown): string | null {
+  if (!Array.isArray(reply)) return null;
+  const settings = new Map<string, string>();
+  for (let i = 0; i + 1 < reply.length; i += 2) settings.set(String(reply[i]), String(reply[i + 1]));
+  if (settings.get('appendonly') !== 'yes')
+    return 'Redis runs without appendonly: a restart loses the leases granted since its last snapshot, and may over-admit';
+  if (settings.get('appendfsync') !== 'always')
+    return `Redis runs with appendfsync ${settings.get('appendfsync') ?? '?'}: a crash of Redis may lose the last acknowledged grants, and may over-admit`;
+  return null;
 }
