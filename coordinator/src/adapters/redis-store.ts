@@ -19,7 +19,9 @@
  * and no script spans two slots.
  *
  * A cluster (`redis+cluster://`) is reached through ioredis's Cluster
- * client, which sends each script to the primary owning its slot. With
+ * client, which sends each script to the primary owning its slot; a
+ * Sentinel URL through ioredis's sentinel support, which asks the
+ * sentinels for the master's current primary at each (re)connection. With
  * replica confirmation (`replicas` > 0) a pool's write is followed, in the
  * same pipeline and so on the same connection to the same node, by
  * `WAIT replicas timeout`; a write fewer replicas acknowledged in time is
@@ -194,7 +196,7 @@ function ignoreSocketError(): void {}
 
 export async function connectRedisStore(target: string | RedisConnectOptions, options: RedisStoreOptions = {}): Promise<StateStore> {
   const connection = typeof target === 'string' ? urlOnly(target) : target;
-  if (connection.cluster === null) checkRedisUrl(connection.url);
+  if (connection.cluster === null && connection.sentinel === null) checkRedisUrl(connection.url);
   const prefix = options.keyPrefix ?? 'tokenlease';
   if (/[{}\s]/.test(prefix) || prefix.length === 0)
     throw new CoordinatorError('config-invalid', `Redis key prefix ${JSON.stringify(prefix)} may not be empty or hold braces or spaces`);
@@ -219,7 +221,16 @@ export async function connectRedisStore(target: string | RedisConnectOptions, op
           },
         }),
   };
-  const client = connection.cluster === null ? singleClient(connection, redisOptions) : clusterClient(connection.cluster, redisOptions);
+  const { cluster, sentinel } = connection;
+  // Sentinels that cannot name the master at start fail the start (a few tries); once connected, they are asked forever.
+  let started = false;
+  const sentinelRetry = (times: number): number | null => (started || times <= 3 ? 250 : null);
+  const client =
+    cluster !== null
+      ? clusterClient(cluster, redisOptions)
+      : sentinel !== null
+        ? new Redis({ ...redisOptions, sentinels: [...sentinel.seeds], name: sentinel.master, sentinelRetryStrategy: sentinelRetry })
+        : singleClient(connection, redisOptions);
   // Connection errors surface as failed commands; the client keeps reconnecting. The last one says why a first connect failed.
   let lastError: unknown = null;
   client.on('error', (error: unknown) => {
@@ -232,6 +243,7 @@ export async function connectRedisStore(target: string | RedisConnectOptions, op
   });
   try {
     await client.connect();
+    started = true;
   } catch (error) {
     client.disconnect();
     const seeds = connection.cluster === null ? null : await seedReason(connection.cluster, redisOptions, tls?.certFile === null);
