@@ -26,7 +26,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { procState } from '@tokenlease/harness/proc-state';
 import { redisCommand } from '@tokenlease/harness/redis-raw';
 import { startRedisCluster, type RedisClusterHandle } from '@tokenlease/harness/redis-cluster';
-import { OWNERSHIP_TTL_MS, POOL, type ChaosFleet, type ChaosPool } from './chaos-fleet.js';
+import { POOL, type ChaosFleet, type ChaosPool } from './chaos-fleet.js';
 import { nowUs, runScenario, withPrivateNats, type ScenarioOptions, type ScenarioRow } from './run-scenario.js';
 
 /** BURST_POOL — the unconfirmed variant's pool: its burst (200) outweighs what refills (20/s) during a failover of about 3 s. */
@@ -139,8 +139,12 @@ export async function redisPrimaryFailoverUnconfirmed(options: ScenarioOptions):
             successor = fleet.owner();
             if (successor === undefined) await sleep(50);
           }
-          await sleep(OWNERSHIP_TTL_MS);
-          const grantUs = fleet.firstGrantAfterUs(killedUs);
+          // The agents' retries back off while nobody grants: the standby's first grant may come a while after it owns the pool.
+          let grantUs: number | null = null;
+          for (let i = 0; i < 100 && grantUs === null; i++) {
+            grantUs = fleet.firstGrantAfterUs(killedUs);
+            if (grantUs === null) await sleep(50);
+          }
           const tokens = unreplicated.length;
           return {
             faultVerified:
