@@ -4,7 +4,8 @@
  *
  *   tokenlease-coordinator --config pools.yaml [--log-level info]
  *                          [--nats nats://127.0.0.1:4222] [NATS login and TLS flags: see USAGE]
- *                          [--redis redis://127.0.0.1:6379 | redis+cluster://h1:p1,h2:p2 | --memory] [Redis login and TLS flags]
+ *                          [--redis redis://127.0.0.1:6379 | redis+cluster://h1:p1,h2:p2 | redis+sentinel://s1:p1,s2:p2/<master> | --memory]
+ *                          [Redis login and TLS flags]
  *                          [--redis-replicas N] [--redis-replica-timeout-ms 250]
  *                          [--ownership-ttl-ms 3000] [--member <name>] [--redis-prefix tokenlease]
  *                          [--http 127.0.0.1:9464]
@@ -54,7 +55,8 @@ const USAGE =
   `         ${NATS_FLAGS_USAGE}\n` +
   '         [--redis <redis[s]://[user:password@]host:port> | --memory] [--redis-user <name>] [--redis-password <pw>]\n' +
   '         [--redis-ca <file>] [--redis-cert <file> --redis-key <file>]\n' +
-  '         [--redis-replicas <n>] [--redis-replica-timeout-ms <ms>] (--redis redis[s]+cluster://host:port,host:port for a cluster)\n' +
+  '         [--redis-replicas <n>] [--redis-replica-timeout-ms <ms>] (--redis redis[s]+cluster://host:port,host:port for a cluster,\n' +
+  '         redis+sentinel://host:port,host:port/<master> through Sentinel)\n' +
   '         [--ownership-ttl-ms <ms>] [--member <name>] [--redis-prefix <prefix>] [--http <host:port>]\n' +
   `       ${NATS_ENV_USAGE}; ${Object.values(REDIS_ENV).join(', ')}`;
 
@@ -105,6 +107,8 @@ async function openStore(values: Flags, keyPrefix: string, logger: Logger): Prom
     store = await connectRedisStore(redis, { keyPrefix });
     const warning = await store.durabilityWarning();
     if (warning !== null) logger.warn({ event: 'durability-warning', redis: redis.shown }, warning);
+    const replicas = await store.replicaWarning();
+    if (replicas !== null) logger.warn({ event: 'replica-warning', redis: redis.shown, replicas: redis.replicas }, replicas);
   } catch (error) {
     if (error instanceof CoordinatorError) fail(error.code === 'config-invalid' ? 2 : 1, error.message);
     throw error;

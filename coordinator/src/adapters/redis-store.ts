@@ -19,7 +19,9 @@
  * and no script spans two slots.
  *
  * A cluster (`redis+cluster://`) is reached through ioredis's Cluster
- * client, which sends each script to the primary owning its slot. With
+ * client, which sends each script to the primary owning its slot; a
+ * Sentinel URL through ioredis's sentinel support, which asks the
+ * sentinels for the master's current primary at each (re)connection. With
  * replica confirmation (`replicas` > 0) a pool's write is followed, in the
  * same pipeline and so on the same connection to the same node, by
  * `WAIT replicas timeout`; a write fewer replicas acknowledged in time is
@@ -34,6 +36,8 @@ import { readFileSync } from 'node:fs';
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { CoordinatorError } from '../errors.js';
 import { confirmWrite } from '../core/replica-confirm.js';
+import { onlineReplicas, replicaShortfall, slotRanges } from '../core/replica-shortfall.js';
+import { appendOnlyVerdict, connectReason } from '../core/redis-connect-reason.js';
 import {
   checkRedisUrl,
   REDIS_ENV,
@@ -131,6 +135,8 @@ export interface StateStore {
   forget(unit: string, member: string, epoch: number): Promise<boolean>;
   /** durabilityWarning — why Redis may lose acknowledged writes on a restart, or null when it is set up to keep them (or will not say). */
   durabilityWarning(): Promise<string | null>;
+  /** replicaWarning — which primaries have fewer replicas online than a write must be confirmed by, or null (none, none asked, or they will not say). */
+  replicaWarning(): Promise<string | null>;
   close(): Promise<void>;
 }
 
@@ -178,22 +184,6 @@ function readTlsFile(field: RedisField, path: string): Buffer {
   }
 }
 
-/** Why the first connection failed, on one line, in words that hold no secret (a refused AUTH names no password). */
-function connectReason(error: unknown, lastError: unknown): string {
-  const text = (e: unknown): string => (e instanceof Error ? e.message : String(e)).trim().replace(/\s*\n\s*/g, ' ');
-  const said = lastError === null ? text(error) : text(lastError);
-  const code = (lastError as { code?: unknown } | null)?.code;
-  if (/WRONGPASS|NOAUTH|invalid password|invalid username-password/i.test(said)) return `authentication failed (${said})`;
-  if (/NOPERM/.test(said)) return `permission refused to this user (${said})`;
-  if (typeof code !== 'string') return said;
-  if (/ALERT_(CERTIFICATE_REQUIRED|BAD_CERTIFICATE|UNKNOWN_CA|CERTIFICATE_UNKNOWN|HANDSHAKE_FAILURE)/.test(code))
-    return `TLS handshake failure: the server refused our certificate or its absence (${code}; --redis-cert and --redis-key, or REDIS_CERT and REDIS_KEY)`;
-  if (/^(UNABLE_TO|CERT_|DEPTH_ZERO|SELF_SIGNED|ERR_TLS_CERT)/.test(code))
-    return `certificate problem: the server's certificate is not trusted (${code}; --redis-ca or REDIS_CA names the CA that signed it)`;
-  if (/^(ERR_SSL|ERR_TLS|ERR_OSSL)/.test(code)) return `TLS handshake failure (${code})`;
-  return said;
-}
-
 /**
  * connectRedisStore — a store on the Redis that `target` names (a URL, or
  * resolved options with a login and TLS files apart); rejects with
@@ -206,7 +196,7 @@ function ignoreSocketError(): void {}
 
 export async function connectRedisStore(target: string | RedisConnectOptions, options: RedisStoreOptions = {}): Promise<StateStore> {
   const connection = typeof target === 'string' ? urlOnly(target) : target;
-  if (connection.cluster === null) checkRedisUrl(connection.url);
+  if (connection.cluster === null && connection.sentinel === null) checkRedisUrl(connection.url);
   const prefix = options.keyPrefix ?? 'tokenlease';
   if (/[{}\s]/.test(prefix) || prefix.length === 0)
     throw new CoordinatorError('config-invalid', `Redis key prefix ${JSON.stringify(prefix)} may not be empty or hold braces or spaces`);
@@ -231,19 +221,18 @@ export async function connectRedisStore(target: string | RedisConnectOptions, op
           },
         }),
   };
-  const client = connection.cluster === null ? singleClient(connection, redisOptions) : clusterClient(connection.cluster, redisOptions);
+  const { cluster, sentinel } = connection;
+  // Sentinels that cannot name the master at start fail the start (a few tries); once connected, they are asked forever.
+  let started = false;
+  const sentinelRetry = (times: number): number | null => (started || times <= 3 ? 250 : null);
+  const client =
+    cluster !== null
+      ? clusterClient(cluster, redisOptions)
+      : sentinel !== null
+        ? new Redis({ ...redisOptions, sentinels: [...sentinel.seeds], name: sentinel.master, sentinelRetryStrategy: sentinelRetry })
+        : singleClient(connection, redisOptions);
   // Connection errors surface as failed commands; the client keeps reconnecting. The last one says why a first connect failed.
   let lastError: unknown = null;
-  const guarded = new WeakSet<object>();
-  const guard = (node: Redis): void => {
-    // ioredis listens only once for its socket's error; a second one (a TLS alert, then the peer's reset)
-    // would go unheard and end the process. The first reaches here, before the socket can emit again.
-    const socket: unknown = node.stream;
-    if (socket instanceof EventEmitter && !guarded.has(socket)) {
-      guarded.add(socket);
-      socket.on('error', ignoreSocketError);
-    }
-  };
   client.on('error', (error: unknown) => {
     lastError = error;
     if (client instanceof Redis) guard(client);
@@ -254,13 +243,60 @@ export async function connectRedisStore(target: string | RedisConnectOptions, op
   });
   try {
     await client.connect();
+    started = true;
   } catch (error) {
     client.disconnect();
-    throw new CoordinatorError('store-unavailable', `cannot connect to Redis at ${connection.shown}: ${connectReason(error, lastError)}`, {
-      cause: error,
-    });
+    const seeds = connection.cluster === null ? null : await seedReason(connection.cluster, redisOptions, tls?.certFile === null);
+    throw new CoordinatorError(
+      'store-unavailable',
+      `cannot connect to Redis at ${connection.shown}: ${seeds ?? connectReason(error, lastError, tls !== null && tls.certFile === null)}`,
+      {
+        cause: error,
+      },
+    );
   }
   return new RedisStore(client, prefix, connection.replicas, connection.replicaTimeoutMs);
+}
+
+const guarded = new WeakSet<object>();
+/** guard — keeps a socket's second error from ending the process. */
+function guard(node: Redis): void {
+  // ioredis listens only once for its socket's error; a second one (a TLS alert, then the peer's reset)
+  // would go unheard and end the process. The first reaches here, before the socket can emit again.
+  const socket: unknown = node.stream;
+  if (socket instanceof EventEmitter && !guarded.has(socket)) {
+    guarded.add(socket);
+    socket.on('error', ignoreSocketError);
+  }
+}
+
+/**
+ * seedReason — why a cluster's seeds (the first three) refuse us, asked of
+ * each as one Redis, or null when each answers that way: the cluster
+ * client says only that no seed is available, hiding a certificate or a
+ * login refused.
+ */
+async function seedReason(
+  seeds: NonNullable<RedisConnectOptions['cluster']>,
+  redisOptions: RedisOptions,
+  tlsWithoutCert: boolean,
+): Promise<string | null> {
+  for (const seed of seeds.slice(0, 3)) {
+    const probe = new Redis({ ...redisOptions, host: seed.host, port: seed.port, retryStrategy: () => null });
+    let last: unknown = null;
+    probe.on('error', (error: unknown) => {
+      last = error;
+      guard(probe);
+    });
+    try {
+      await probe.connect();
+    } catch (error) {
+      return connectReason(error, last, tlsWithoutCert);
+    } finally {
+      probe.disconnect();
+    }
+  }
+  return null;
 }
 
 /** singleClient — one Redis, by its URL, with the login given apart winning over the URL's. */
@@ -412,6 +448,20 @@ class RedisStore implements StateStore {
     return null;
   }
 
+  async replicaWarning(): Promise<string | null> {
+    if (this.replicas === 0) return null;
+    const redis = this.redis;
+    const primaries = redis instanceof Redis ? [redis] : redis.nodes('master');
+    const said = await Promise.all(
+      primaries.map(async (node) => {
+        const name = `${node.options.host ?? '?'}:${node.options.port ?? '?'}`;
+        const info = await node.info('replication').catch(() => '');
+        return { node: name, slots: redis instanceof Cluster ? slotRanges(redis.slots, name) : '', replicas: onlineReplicas(info) };
+      }),
+    );
+    return replicaShortfall(this.replicas, said);
+  }
+
   async close(): Promise<void> {
     try {
       await this.redis.quit();
@@ -423,17 +473,11 @@ class RedisStore implements StateStore {
 
 /** appendOnlyWarning — why `node` may lose acknowledged writes on its restart, or null when it keeps them (or will not say). */
 async function appendOnlyWarning(node: Redis): Promise<string | null> {
-  let reply: string[];
+  let reply: unknown;
   try {
-    reply = (await node.call('CONFIG', 'GET', 'append*')) as string[];
+    reply = await node.call('CONFIG', 'GET', 'append*');
   } catch {
     return null; // CONFIG is often disabled on managed Redis: nothing to say.
   }
-  const settings = new Map<string, string>();
-  for (let i = 0; i + 1 < reply.length; i += 2) settings.set(reply[i] as string, reply[i + 1] as string);
-  if (settings.get('appendonly') !== 'yes')
-    return 'Redis runs without appendonly: a restart loses the leases granted since its last snapshot, and may over-admit';
-  if (settings.get('appendfsync') !== 'always')
-    return `Redis runs with appendfsync ${settings.get('appendfsync') ?? '?'}: a crash of Redis may lose the last acknowledged grants, and may over-admit`;
-  return null;
+  return appendOnlyVerdict(reply);
 }

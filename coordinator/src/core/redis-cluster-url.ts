@@ -1,7 +1,9 @@
 /**
  * Redis Cluster URLs: `redis+cluster://[user:password@]h1:p1,h2:p2` (TLS:
  * `rediss+cluster://`), a login and the seed nodes the cluster client asks
- * for the rest of the cluster.
+ * for the rest of the cluster; and Sentinel URLs,
+ * `redis+sentinel://[user:password@]h1:p1,h2:p2/<master>`, the sentinels
+ * asked for the current primary of the master named (no TLS).
  *
  * Rules:
  * - At least one seed and at most CLUSTER_SEEDS_MAX; each is `host:port`
@@ -30,10 +32,20 @@ export interface ClusterUrl {
   readonly seeds: readonly RedisSeed[];
 }
 
+/** SentinelUrl — what a Sentinel URL says: the sentinels to ask, the master's name, the login of the Redis servers. */
+export interface SentinelUrl {
+  readonly master: string;
+  readonly user: string | null;
+  readonly password: string | null;
+  readonly seeds: readonly RedisSeed[];
+}
+
 /** CLUSTER_SEEDS_MAX — the most seeds a cluster URL may list. */
 export const CLUSTER_SEEDS_MAX = 64;
 
 const SCHEME = /^(rediss?)\+cluster:\/\//i;
+const SENTINEL_SCHEME = /^(rediss?)\+sentinel:\/\//i;
+const MASTER_NAME = /^[A-Za-z0-9._-]{1,64}$/;
 const SEED = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9][A-Za-z0-9.-]*):([0-9]{1,5})$/;
 
 /** isClusterUrl — whether `url` starts with redis+cluster:// or rediss+cluster://. */
@@ -62,7 +74,35 @@ export function parseClusterUrl(url: string, name: string): ClusterUrl {
   const shown = JSON.stringify(redactUrl(url));
   const scheme = SCHEME.exec(url);
   if (scheme === null) throw invalid(name, `Redis URL ${shown} (${name}) must start with redis+cluster:// or rediss+cluster://`);
-  let rest = url.slice(scheme[0].length);
+  return { tls: scheme[1]?.toLowerCase() === 'rediss', ...parseSeeds(url.slice(scheme[0].length), shown, name) };
+}
+
+/** isSentinelUrl — whether `url` starts with redis+sentinel:// (or rediss+sentinel://, which is refused). */
+export function isSentinelUrl(url: string): boolean {
+  return SENTINEL_SCHEME.test(url);
+}
+
+/**
+ * parseSentinelUrl — the sentinels, master name and login of
+ * `redis+sentinel://[user:password@]h1:p1,h2:p2/<master>` (the login is
+ * the Redis servers', not the sentinels'); CoordinatorError('config-invalid')
+ * naming `name` otherwise. `url` must satisfy isSentinelUrl.
+ */
+export function parseSentinelUrl(url: string, name: string): SentinelUrl {
+  const shown = JSON.stringify(redactUrl(url));
+  const scheme = SENTINEL_SCHEME.exec(url);
+  if (scheme === null || scheme[1]?.toLowerCase() !== 'redis')
+    throw invalid(name, `Redis URL ${shown} (${name}): TLS through Sentinel is not supported; use redis+sentinel:// or rediss+cluster://`);
+  const rest = url.slice(scheme[0].length);
+  const slash = rest.lastIndexOf('/');
+  const master = slash < 0 ? '' : rest.slice(slash + 1);
+  if (!MASTER_NAME.test(master))
+    throw invalid(name, `Redis URL ${shown} (${name}) must end with /<master name> (letters, digits, '.', '_' or '-', at most 64)`);
+  return { master, ...parseSeeds(rest.slice(0, slash), shown, name) };
+}
+
+function parseSeeds(text: string, shown: string, name: string): Omit<ClusterUrl, 'tls'> {
+  let rest = text;
   const at = rest.lastIndexOf('@');
   let user: string | null = null;
   let password: string | null = null;
@@ -89,5 +129,5 @@ export function parseClusterUrl(url: string, name: string): ClusterUrl {
     const host = (match[1] as string).replace(/^\[(.*)\]$/, '$1');
     return { host, port };
   });
-  return { tls: scheme[1]?.toLowerCase() === 'rediss', user, password, seeds };
+  return { user, password, seeds };
 }

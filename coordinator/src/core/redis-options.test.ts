@@ -19,6 +19,7 @@ describe('resolveRedisOptions', () => {
       password: null,
       tls: null,
       cluster: null,
+      sentinel: null,
       replicas: 0,
       replicaTimeoutMs: 250,
     });
@@ -36,6 +37,7 @@ describe('resolveRedisOptions', () => {
       password: SECRET,
       tls: { caFile: '/f/ca.pem', certFile: '/e/c.pem', keyFile: '/e/c.key' },
       cluster: null,
+      sentinel: null,
       replicas: 0,
       replicaTimeoutMs: 250,
     });
@@ -63,6 +65,13 @@ describe('resolveRedisOptions', () => {
     ['a badly escaped cluster password', { redis: 'redis+cluster://a:%E0%A4%A@h1:7000' }, {}, '--redis'],
     ['too many cluster seeds', { redis: `redis+cluster://${Array.from({ length: 65 }, (_, i) => `h:${i + 1}`).join(',')}` }, {}, '--redis'],
     ['a CA for a plain cluster URL', { redis: 'redis+cluster://h1:7000', 'redis-ca': '/ca.pem' }, {}, '--redis-ca'],
+    ['a Sentinel URL without a master name', { redis: `redis+sentinel://a:${SECRET}@h1:26379` }, {}, '--redis'],
+    ['a Sentinel URL with an empty master name', { redis: `redis+sentinel://a:${SECRET}@h1:26379/` }, {}, '--redis'],
+    ['a Sentinel master name with a space', {}, { REDIS_URL: `redis+sentinel://:${SECRET}@h1:26379/my%20master` }, 'REDIS_URL'],
+    ['a Sentinel URL without a sentinel', { redis: `redis+sentinel://a:${SECRET}@/mymaster` }, {}, '--redis'],
+    ['a sentinel without a port', { redis: 'redis+sentinel://h1:26379,h2/mymaster' }, {}, '--redis'],
+    ['TLS through Sentinel', { redis: `rediss+sentinel://a:${SECRET}@h1:26379/mymaster` }, {}, '--redis'],
+    ['a CA for a Sentinel URL', { redis: 'redis+sentinel://h1:26379/mymaster', 'redis-ca': '/ca.pem' }, {}, '--redis-ca'],
     ['replicas that are not a count', { redis: 'redis://h', 'redis-replicas': '-1' }, {}, '--redis-replicas'],
     ['more replicas than allowed', { redis: 'redis://h' }, { REDIS_REPLICAS: '17' }, 'REDIS_REPLICAS'],
     ['a replica timeout of 0 (WAIT forever)', { redis: 'redis://h', 'redis-replica-timeout-ms': '0' }, {}, '--redis-replica-timeout-ms'],
@@ -89,6 +98,7 @@ describe('resolveRedisOptions', () => {
         { host: '10.0.0.1', port: 7000 },
         { host: '::1', port: 7001 },
       ],
+      sentinel: null,
       replicas: 1,
       replicaTimeoutMs: 250,
     });
@@ -106,6 +116,28 @@ describe('resolveRedisOptions', () => {
       cluster: [{ host: 'h1', port: 7000 }],
       replicas: 2,
       replicaTimeoutMs: 1000,
+    });
+  });
+
+  it('takes a Sentinel URL: its sentinels, the master name, the servers’ login apart, one replica confirming each write by default', () => {
+    expect(
+      resolveRedisOptions({ redis: `redis+sentinel://app:${encodeURIComponent(SECRET)}@10.0.0.1:26379,[::1]:26380/my-master.1` }, {}),
+    ).toEqual({
+      url: `redis+sentinel://app:${encodeURIComponent(SECRET)}@10.0.0.1:26379,[::1]:26380/my-master.1`,
+      shown: 'redis+sentinel://app:***@10.0.0.1:26379,[::1]:26380/my-master.1',
+      user: 'app',
+      password: SECRET,
+      tls: null,
+      cluster: null,
+      sentinel: {
+        master: 'my-master.1',
+        seeds: [
+          { host: '10.0.0.1', port: 26379 },
+          { host: '::1', port: 26380 },
+        ],
+      },
+      replicas: 1,
+      replicaTimeoutMs: 250,
     });
   });
 

@@ -15,9 +15,11 @@
  * - A cluster (`redis+cluster://h1:p1,h2:p2`, redis-cluster-url.ts) is
  *   reached through its seeds; its URL's login is taken apart into `user`
  *   and `password` (the flags still win), as the cluster client needs it.
+ *   So is a Sentinel URL's (`redis+sentinel://h1:p1,h2:p2/<master>`), whose
+ *   sentinels name the master's current primary; no TLS files with it.
  * - Replica confirmation (`--redis-replicas N`/REDIS_REPLICAS, default 0
  *   for one Redis and 1 for a cluster; `--redis-replica-timeout-ms`/
- *   REDIS_REPLICA_TIMEOUT_MS, default 250): a write a reply depends on
+ *   REDIS_REPLICA_TIMEOUT_MS, default 250; 1 through Sentinel too): a write a reply depends on
  *   must be acknowledged by N replicas (WAIT) within the timeout, or it
  *   counts as not answered. Both are integers in their ranges.
  * - No message holds a secret: the URL is shown redacted (`shown`).
@@ -25,7 +27,7 @@
  */
 import { redactUrl } from '@tokenlease/shared';
 import { CoordinatorError } from '../errors.js';
-import { isClusterUrl, parseClusterUrl, type RedisSeed } from './redis-cluster-url.js';
+import { isClusterUrl, isSentinelUrl, parseClusterUrl, parseSentinelUrl, type RedisSeed } from './redis-cluster-url.js';
 
 /** RedisField — one Redis setting. */
 export type RedisField = 'url' | 'user' | 'password' | 'caFile' | 'certFile' | 'keyFile' | 'replicas' | 'replicaTimeoutMs';
@@ -81,6 +83,8 @@ export interface RedisConnectOptions {
   readonly tls: RedisTls | null;
   /** The seed nodes of a Redis Cluster (a redis+cluster:// URL); null for one Redis. */
   readonly cluster: readonly RedisSeed[] | null;
+  /** The sentinels and master name of a redis+sentinel:// URL; null otherwise. */
+  readonly sentinel: { readonly master: string; readonly seeds: readonly RedisSeed[] } | null;
   /** How many replicas must acknowledge a write before a reply that depends on it leaves (0: none are waited for). */
   readonly replicas: number;
   /** How long a write waits for those replicas, ms; then it counts as not answered. */
@@ -125,7 +129,9 @@ export function resolveRedisOptions(
   const url = pick('url');
   if (url === null) return null;
   const cluster = isClusterUrl(url.value) ? parseClusterUrl(url.value, url.name) : null;
-  const secure = cluster === null ? checkRedisUrl(url.value, url.name).protocol === 'rediss:' : cluster.tls;
+  const sentinel = isSentinelUrl(url.value) ? parseSentinelUrl(url.value, url.name) : null;
+  const seeded = cluster ?? sentinel;
+  const secure = cluster?.tls ?? (sentinel === null && checkRedisUrl(url.value, url.name).protocol === 'rediss:');
   const user = pick('user');
   const password = pick('password');
   if (user !== null && password === null)
@@ -140,20 +146,26 @@ export function resolveRedisOptions(
   }
   const tlsFile = ca ?? cert;
   if (tlsFile !== null && !secure) {
+    if (sentinel !== null)
+      throw invalid(
+        tlsFile.name,
+        `${tlsFile.name} is given but ${url.name} is a redis+sentinel:// URL: TLS through Sentinel is not supported`,
+      );
     const scheme = cluster === null ? 'rediss://' : 'rediss+cluster://';
     throw invalid(tlsFile.name, `${tlsFile.name} is given but ${url.name} is not a ${scheme} URL: TLS to Redis needs ${scheme}`);
   }
   for (const file of [ca, cert, key]) if (file !== null && file.value === '') throw invalid(file.name, `${file.name} is empty`);
-  const replicas = integerSetting(pick('replicas'), 0, REPLICAS_MAX, cluster === null ? 0 : 1);
+  const replicas = integerSetting(pick('replicas'), 0, REPLICAS_MAX, seeded === null ? 0 : 1);
   const replicaTimeoutMs = integerSetting(pick('replicaTimeoutMs'), 1, REPLICA_TIMEOUT_MS_MAX, REPLICA_TIMEOUT_MS_DEFAULT);
   // A cluster URL's login is handed to the client apart (a single Redis URL keeps its own: null means the URL's).
   return {
     url: url.value,
     shown: redactUrl(url.value),
-    user: user?.value ?? cluster?.user ?? null,
-    password: password?.value ?? cluster?.password ?? null,
+    user: user?.value ?? seeded?.user ?? null,
+    password: password?.value ?? seeded?.password ?? null,
     tls: secure ? { caFile: ca?.value ?? null, certFile: cert?.value ?? null, keyFile: key?.value ?? null } : null,
     cluster: cluster === null ? null : cluster.seeds,
+    sentinel: sentinel === null ? null : { master: sentinel.master, seeds: sentinel.seeds },
     replicas,
     replicaTimeoutMs,
   };

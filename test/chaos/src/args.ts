@@ -18,6 +18,7 @@ export const SCENARIO_NAMES = [
   'kill-coordinator',
   'failover-coordinator',
   'redis-primary-failover',
+  'redis-primary-failover-unconfirmed',
   'churn-agents',
 ] as const;
 export type ScenarioName = (typeof SCENARIO_NAMES)[number];
@@ -57,7 +58,8 @@ Exits 1 if a fault was not verified or a check failed, 2 for a bad flag.
 
   --only NAME,NAME   scenarios to run, as the rows name them (default: all):
                      ${SCENARIO_NAMES.slice(0, 4).join(', ')},
-                     ${SCENARIO_NAMES.slice(4).join(', ')}
+                     ${SCENARIO_NAMES.slice(4, 7).join(', ')},
+                     ${SCENARIO_NAMES.slice(7).join(', ')}
   --short            brief versions (as npm test runs them)
   --seed N           seed, 0..${SEED_MAX} (default $SEED, else random; printed)
   --json             one JSON array of rows instead of the table

@@ -63,9 +63,18 @@ export class ChaosFleet {
     private readonly configPath: string,
     readonly probe: StatusProbe,
     readonly redisUrl: string | null,
+    /** More environment variables for every coordinator (REDIS_REPLICAS, say). */
+    private readonly coordinatorEnv: NodeJS.ProcessEnv,
   ) {}
 
-  static async start(natsUrl: string, pool: ChaosPool, dir: string, prefix: string, redisUrl: string | null = null): Promise<ChaosFleet> {
+  static async start(
+    natsUrl: string,
+    pool: ChaosPool,
+    dir: string,
+    prefix: string,
+    redisUrl: string | null = null,
+    coordinatorEnv: NodeJS.ProcessEnv = {},
+  ): Promise<ChaosFleet> {
     const configPath = writeConfig(dir, {
       subjectPrefix: prefix,
       pools: {
@@ -77,7 +86,7 @@ export class ChaosFleet {
         },
       },
     });
-    const fleet = new ChaosFleet(natsUrl, pool, dir, prefix, configPath, await StatusProbe.connect(natsUrl), redisUrl);
+    const fleet = new ChaosFleet(natsUrl, pool, dir, prefix, configPath, await StatusProbe.connect(natsUrl), redisUrl, coordinatorEnv);
     await fleet.startCoordinator();
     return fleet;
   }
@@ -86,7 +95,12 @@ export class ChaosFleet {
   async startCoordinator(): Promise<Child> {
     const n = this.coordinators.length;
     const durable = this.redisUrl === null ? {} : { redisUrl: this.redisUrl, member: `c${n}`, ownershipTtlMs: OWNERSHIP_TTL_MS };
-    const child = await startCoordinator(this.natsUrl, this.configPath, { ...durable, logLevel: 'debug', name: `coordinator-${n}` });
+    const child = await startCoordinator(this.natsUrl, this.configPath, {
+      ...durable,
+      logLevel: 'debug',
+      name: `coordinator-${n}`,
+      env: this.coordinatorEnv,
+    });
     this.coordinators.push(child);
     return child;
   }

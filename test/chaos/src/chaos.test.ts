@@ -3,12 +3,14 @@
  * `npm run chaos`): agents killed with SIGKILL mid-lease, an agent paused
  * with SIGSTOP past its lease's expiry, a NATS restart, and the owning
  * coordinator killed in Redis mode with a standby, and the Redis Cluster
- * primary of the pool's slot killed under load. Each fails if its fault
- * was not really injected.
+ * primary of the pool's slot killed under load, with replica confirmation
+ * and without it (there the lost grants must show as windows over the
+ * envelope). Each fails if its fault was not really injected.
  */
 import { describe, expect, it } from 'vitest';
 import { seedFromEnv } from '@tokenlease/shared/testing';
-import { failoverCoordinator, killAgents, pauseAgent, redisPrimaryFailover, restartNats, type ScenarioRow } from './scenarios.js';
+import { redisPrimaryFailover, redisPrimaryFailoverUnconfirmed } from './redis-scenarios.js';
+import { failoverCoordinator, killAgents, pauseAgent, restartNats, type ScenarioRow } from './scenarios.js';
 import { rowProblems } from './verdict.js';
 
 const seed = seedFromEnv();
@@ -46,5 +48,12 @@ describe('chaos, short', () => {
     const row = await redisPrimaryFailover({ short: true, seed });
     verdict(row);
     expect(row.recoveryMs).not.toBeNull();
+  }, 120_000);
+
+  it('the same without replica confirmation, the standby taking over from a replica that missed grants: the check sees the over-admission', async () => {
+    const row = await redisPrimaryFailoverUnconfirmed({ short: true, seed });
+    verdict(row);
+    expect(row.envelopeViolations).toBeGreaterThan(0);
+    expect(row.worstExcessTokens).toBeGreaterThan(0);
   }, 120_000);
 });

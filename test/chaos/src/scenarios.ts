@@ -7,125 +7,32 @@
  * full admission rate. `short` runs a brief version for `npm test`.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { makeRate } from '@tokenlease/shared';
-import { checkEnvelope, worstWindowRatio, seededRandom, type Random } from '@tokenlease/shared/testing';
-import { leaseAdmissions, scratchDir } from '@tokenlease/harness/fleet';
 import { hasEvent } from '@tokenlease/harness/log-events';
-import { startPrivateNats, type PrivateNats } from '@tokenlease/harness/nats';
 import { startPrivateRedis } from '@tokenlease/harness/redis';
 import { startNatsCluster } from '@tokenlease/harness/nats-cluster';
-import { startRedisCluster } from '@tokenlease/harness/redis-cluster';
 import { isRunning } from '@tokenlease/harness/proc-state';
-import { stopAll, type Child } from '@tokenlease/harness/processes';
+import type { Child } from '@tokenlease/harness/processes';
 import type { ScenarioName } from './args.js';
-import { ChaosFleet, OWNERSHIP_TTL_MS, POOL, type AgentHandle, type ChaosPool } from './chaos-fleet.js';
-import { expiryViolations, recoveryMs } from './checks.js';
+import { OWNERSHIP_TTL_MS, type AgentHandle } from './chaos-fleet.js';
+import { redisPrimaryFailover, redisPrimaryFailoverUnconfirmed } from './redis-scenarios.js';
+import {
+  CHAOS_POOL,
+  nowUs,
+  runScenario,
+  STEADY,
+  untilLease,
+  untilNoLease,
+  withPrivateNats,
+  type ScenarioOptions,
+  type ScenarioRow,
+} from './run-scenario.js';
 
-export interface ScenarioRow {
-  readonly scenario: ScenarioName;
-  readonly faultVerified: boolean;
-  readonly admitted: number;
-  readonly envelopeViolations: number;
-  readonly worstWindowRatio: number;
-  readonly expiryViolations: number;
-  readonly reclaimMs: number | null;
-  /** From the owner's kill to the first grant by its successor (durable failover only). */
-  readonly takeoverMs: number | null;
-  readonly recoveryMs: number | null;
-  readonly note: string;
-}
-
-export interface ScenarioOptions {
-  readonly short: boolean;
-  readonly seed: number;
-}
-
-export const CHAOS_POOL: ChaosPool = { capacity: 100, refillPerSecond: 200, leaseTtlMs: 1000, maxLeaseTokens: 20 };
-const STEADY = { kind: 'steady', perSecond: 150 } as const;
+export { CHAOS_POOL, type ScenarioOptions, type ScenarioRow } from './run-scenario.js';
 
 /** Whether an agent process printed that its NATS connection came back. */
 const agentReconnected = (child: Child): boolean => hasEvent(child, { type: 'event', event: 'reconnect' });
 /** Whether a coordinator logged that its NATS connection came back. */
 const coordinatorReconnected = (child: Child): boolean => hasEvent(child, { event: 'nats-connection', connection: { type: 'reconnect' } });
-const nowUs = (): number => Number(process.hrtime.bigint() / 1000n);
-
-interface Outcome {
-  readonly faultVerified: boolean;
-  readonly reclaimMs?: number | null;
-  readonly takeoverMs?: number | null;
-  readonly recoveryFromUs?: readonly number[];
-  readonly note: string;
-}
-
-async function untilNoLease(fleet: ChaosFleet, agentId: string, sinceMs: number, timeoutMs: number): Promise<number | null> {
-  const deadline = performance.now() + timeoutMs;
-  while (performance.now() < deadline) {
-    if ((await fleet.status(agentId)).agentLease === null) return performance.now() - sinceMs;
-    await sleep(10);
-  }
-  return null;
-}
-
-async function untilLease(fleet: ChaosFleet, agentId: string, timeoutMs: number): Promise<boolean> {
-  const deadline = performance.now() + timeoutMs;
-  while (performance.now() < deadline) {
-    const lease = (await fleet.status(agentId)).agentLease;
-    if (lease !== null && lease !== undefined && lease.tokensHeld > 0) return true;
-    await sleep(10);
-  }
-  return false;
-}
-
-/** withPrivateNats — runs `body` against a private NATS server, stopped afterwards whatever happens. */
-async function withPrivateNats<T>(body: (nats: PrivateNats) => Promise<T>): Promise<T> {
-  const nats = await startPrivateNats();
-  try {
-    return await body(nats);
-  } finally {
-    await nats.stop();
-  }
-}
-
-/** runScenario — a fleet on `natsUrl`, `agents` steady agents running `runMs`, and `fault` injected meanwhile. */
-async function runScenario(
-  name: ScenarioName,
-  natsUrl: string,
-  options: ScenarioOptions,
-  agents: number,
-  runMs: number,
-  fault: (fleet: ChaosFleet, random: Random, runMs: number) => Promise<Outcome>,
-  redisUrl: string | null = null,
-): Promise<ScenarioRow> {
-  const random = seededRandom(options.seed);
-  const fleet = await ChaosFleet.start(natsUrl, CHAOS_POOL, scratchDir(), `tlchaos${options.seed}${name.replace(/[^a-z]/g, '')}`, redisUrl);
-  try {
-    for (let i = 0; i < agents; i += 1) await fleet.addAgent(`agent${i}`, STEADY, runMs, random.int(0, 2 ** 31));
-    await untilLease(fleet, fleet.agents[0]?.agentId ?? '', 5000);
-    const outcome = await fault(fleet, random, runMs);
-    await Promise.all(fleet.agents.map((a) => a.child.exited));
-    // Fallback and shadow admissions are outside the envelope (none are configured here).
-    const admissions = leaseAdmissions(fleet.admissions());
-    const rate = makeRate(CHAOS_POOL.refillPerSecond, 1000);
-    const envelope = checkEnvelope(admissions, CHAOS_POOL.capacity, rate);
-    const expiry = expiryViolations(admissions, fleet.grants());
-    const recoveries = (outcome.recoveryFromUs ?? []).map((fromUs) => recoveryMs(admissions, fromUs, CHAOS_POOL.refillPerSecond));
-    return {
-      scenario: name,
-      faultVerified: outcome.faultVerified,
-      admitted: envelope.admittedTokens,
-      envelopeViolations: envelope.violations,
-      worstWindowRatio: Math.round(worstWindowRatio(admissions, CHAOS_POOL.capacity, rate) * 1000) / 1000,
-      expiryViolations: expiry.length,
-      reclaimMs: outcome.reclaimMs === undefined || outcome.reclaimMs === null ? null : Math.round(outcome.reclaimMs),
-      takeoverMs: outcome.takeoverMs ?? null,
-      recoveryMs: recoveries.length === 0 || recoveries.some((r) => r === null) ? null : Math.round(Math.max(...(recoveries as number[]))),
-      note: outcome.note + (expiry.length > 0 ? `; first expiry violation: ${expiry[0]}` : ''),
-    };
-  } finally {
-    await fleet.close();
-    await stopAll();
-  }
-}
 
 /** 1. SIGKILL random agents mid-lease, repeatedly, while the others keep load on. */
 export async function killAgents(options: ScenarioOptions): Promise<ScenarioRow> {
@@ -281,64 +188,10 @@ export async function failoverCoordinator(options: ScenarioOptions): Promise<Sce
             note: `Redis mode, ownership TTL ${OWNERSHIP_TTL_MS} ms: owner SIGKILLed; first grant by the standby ${takeoverMs ?? 'never'} ms after the kill`,
           };
         },
-        redis.url,
+        { redisUrl: redis.url },
       );
     } finally {
       await redis.stop();
-    }
-  });
-}
-
-/**
- * 4c. Kill the Redis Cluster primary that holds the pool's slot, under
- * load, with an owner and a standby on the cluster (three primaries with
- * two replicas each; one replica confirms each write, the default): a
- * replica is promoted and keeps the other as its replica, the owner's
- * writes are `unavailable` meanwhile and go on on the new primary; no
- * acknowledged grant is lost, so the envelope holds.
- */
-export async function redisPrimaryFailover(options: ScenarioOptions): Promise<ScenarioRow> {
-  return withPrivateNats(async (nats) => {
-    const cluster = await startRedisCluster({ replicasPerPrimary: 2 });
-    try {
-      const runMs = options.short ? 8000 : 12_000;
-      return await runScenario(
-        'redis-primary-failover',
-        nats.url,
-        options,
-        3,
-        runMs,
-        async (fleet) => {
-          await fleet.startCoordinator(); // the standby
-          await sleep(2000);
-          const primary = await cluster.primaryOf(`${fleet.prefix}:{${POOL}}:owner`);
-          const replicas = await cluster.replicaOf(primary);
-          const victim = cluster.nodes.find((n) => n.port === primary);
-          const killedUs = nowUs();
-          await victim?.kill();
-          const dead = victim?.pid() === null && (await cluster.nodeRole(primary)) === null;
-          let promoted: number | undefined;
-          for (let i = 0; i < 100 && promoted === undefined; i++) {
-            const roles = await Promise.all(replicas.map((port) => cluster.nodeRole(port)));
-            promoted = replicas.find((_, k) => roles[k] === 'master');
-            if (promoted === undefined) await sleep(100);
-          }
-          const promotedUs = nowUs();
-          await sleep(3000);
-          // Grants go on after the promotion: the owner's writes reached the new primary.
-          const grantUs = fleet.firstGrantAfterUs(promotedUs);
-          const ms = (us: number | null): string => (us === null ? 'never' : `${Math.round((us - killedUs) / 1000)} ms`);
-          return {
-            faultVerified: dead && promoted !== undefined && grantUs !== null,
-            reclaimMs: null,
-            recoveryFromUs: [killedUs],
-            note: `primary :${primary} of the pool's slot SIGKILLed; replica :${promoted ?? '?'} of ${replicas.length} promoted ${promoted === undefined ? 'never' : ms(promotedUs)} after; first grant after that ${ms(grantUs)} after the kill`,
-          };
-        },
-        cluster.url,
-      );
-    } finally {
-      await cluster.stop();
     }
   });
 }
@@ -384,5 +237,6 @@ export const SCENARIOS: Readonly<Record<ScenarioName, (options: ScenarioOptions)
   'kill-coordinator': killCoordinator,
   'failover-coordinator': failoverCoordinator,
   'redis-primary-failover': redisPrimaryFailover,
+  'redis-primary-failover-unconfirmed': redisPrimaryFailoverUnconfirmed,
   'churn-agents': churnAgents,
 };

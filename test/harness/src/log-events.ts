@@ -33,6 +33,7 @@ export const COORDINATOR_EVENTS = [
   'owner-record-cleared',
   'members-cleared',
   'durability-warning',
+  'replica-warning',
   'http-listening',
   'reloaded',
   'reload-refused',

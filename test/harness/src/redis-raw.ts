@@ -1,6 +1,6 @@
 /**
  * Raw reads of Redis for tests, beside the store rather than through it:
- * one command over a fresh connection (a tiny RESP2 client; `ioredis` is
+ * one command over a fresh connection, plain or TLS (a tiny RESP2 client; `ioredis` is
  * imported by the store's adapter alone, tools/lint.mjs), and the commands
  * of a private server's append-only file in the order Redis applied them.
  *
@@ -11,7 +11,8 @@
  * not rewritten during the test.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { createConnection } from 'node:net';
+import { createConnection, type Socket } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
 import { join } from 'node:path';
 
 export type Resp = string | number | null | Resp[];
@@ -49,12 +50,28 @@ function parseResp(buf: Buffer, at: number): { value: Resp | Error; next: number
   throw new Error(`not RESP at byte ${at}: ${JSON.stringify(buf.toString('latin1', at, at + 40))}`);
 }
 
+/** RedisTlsFiles — the CA that signed a TLS Redis's certificate, and the client certificate it asks for. */
+export interface RedisTlsFiles {
+  readonly caFile: string;
+  readonly certFile: string;
+  readonly keyFile: string;
+}
+
 /**
  * redisCommand — sends one command to the Redis at `url` on a fresh
  * connection (AUTH and SELECT first when the URL names them) and resolves
  * with the reply; rejects on an error reply, or after REPLY_TIMEOUT_MS.
  */
 export function redisCommand(url: string, ...command: (string | number)[]): Promise<Resp> {
+  return sendCommand(url, null, command);
+}
+
+/** redisTlsCommand — redisCommand over TLS: the server's certificate checked against `tls.caFile`, ours presented. */
+export function redisTlsCommand(url: string, tls: RedisTlsFiles, ...command: (string | number)[]): Promise<Resp> {
+  return sendCommand(url, tls, command);
+}
+
+function sendCommand(url: string, tls: RedisTlsFiles | null, command: readonly (string | number)[]): Promise<Resp> {
   const parsed = new URL(url);
   const commands: string[][] = [];
   if (parsed.password !== '') {
@@ -65,7 +82,11 @@ export function redisCommand(url: string, ...command: (string | number)[]): Prom
   commands.push(command.map(String));
   const payload = commands.map((c) => `*${c.length}\r\n${c.map((p) => `$${Buffer.byteLength(p)}\r\n${p}\r\n`).join('')}`).join('');
   return new Promise((resolve, reject) => {
-    const socket = createConnection({ host: parsed.hostname, port: Number(parsed.port === '' ? 6379 : parsed.port) });
+    const address = { host: parsed.hostname, port: Number(parsed.port === '' ? 6379 : parsed.port) };
+    const socket: Socket =
+      tls === null
+        ? createConnection(address)
+        : tlsConnect({ ...address, ca: readFileSync(tls.caFile), cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile) });
     let buf = Buffer.alloc(0);
     socket.setTimeout(REPLY_TIMEOUT_MS, () => socket.destroy(new Error(`Redis at ${parsed.host} did not answer ${command[0]}`)));
     socket.once('error', reject);

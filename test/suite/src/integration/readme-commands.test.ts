@@ -116,7 +116,7 @@ const PLANS: ReadonlyMap<string, Plan> = new Map<string, Plan>([
     'npm run sim -- --scenarios 1000 --seed 1',
     { how: 'as written', boundMs: 240 * S, why: 'about 30 s of CPU, 40-50 s on a busy machine' },
   ],
-  ['npm run chaos', { how: '--help', boundMs: 30 * S, why: 'seven full-length scenarios: about 100 s' }],
+  ['npm run chaos', { how: '--help', boundMs: 30 * S, why: 'nine full-length scenarios: about 120 s' }],
   [
     'npm run chaos -- --short --only kill-agents,pause-agent',
     { how: 'as written', boundMs: 120 * S, why: 'two short scenarios: about 20 s' },

@@ -80,6 +80,14 @@ describe('durable mode on a Redis Cluster', () => {
     try {
       expect(await confirmed.durabilityWarning()).toBeNull();
       expect(await unconfirmed.durabilityWarning()).toMatch(/without replica confirmation/);
+      // One replica a primary: enough for one, too few for two, each primary named by its slots.
+      expect(await confirmed.replicaWarning()).toBeNull();
+      expect(await unconfirmed.replicaWarning()).toBeNull();
+      const demanding = await connect('2');
+      const shortfall = await demanding.replicaWarning().finally(() => demanding.close());
+      for (const primary of primaries)
+        expect(shortfall).toMatch(new RegExp(`127\\.0\\.0\\.1:${primary} \\(slots [0-9,-]+\\) has 1 online`));
+      expect(shortfall).toMatch(/every write to these primaries will be refused as unavailable/);
       const epochs = new Map<string, number>();
       for (const pool of [victimPool, otherPool]) {
         const claim = await confirmed.claim(pool, 'm1', 10_000);

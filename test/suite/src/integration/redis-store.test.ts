@@ -10,7 +10,14 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
-import { connectRedisStore, CoordinatorError, isDamaged, type PersistedLease, type StateStore } from '@tokenlease/coordinator';
+import {
+  connectRedisStore,
+  CoordinatorError,
+  isDamaged,
+  resolveRedisOptions,
+  type PersistedLease,
+  type StateStore,
+} from '@tokenlease/coordinator';
 import type { LeaseGrant } from '@tokenlease/shared';
 import { freePort } from '@tokenlease/harness/ports';
 import { redisCommand } from '@tokenlease/harness/redis-raw';
@@ -298,6 +305,31 @@ describe('the Redis state store', () => {
       } finally {
         await store.close();
         await own.stop();
+      }
+    });
+
+    it('warns when a primary has fewer replicas online than --redis-replicas asks, and not once it has them', async () => {
+      const [primary, replica] = await Promise.all([startPrivateRedis(), startPrivateRedis()]);
+      const store = await connectRedisStore(resolveRedisOptions({ redis: primary.url, 'redis-replicas': '1' }, {}) ?? '', {
+        keyPrefix: 'tlreplicas',
+      });
+      try {
+        expect(await store.replicaWarning()).toBe(
+          `each write must be confirmed by 1 replica (--redis-replicas 1), but 127.0.0.1:${primary.port} has 0 online: ` +
+            'every write to this primary will be refused as unavailable, and nothing granted from its pools, until enough replicas confirm it',
+        );
+        // No five-second wait before the first sync (repl-diskless-sync-delay): the replica is online at once.
+        await redisCommand(primary.url, 'CONFIG', 'SET', 'repl-diskless-sync-delay', '0');
+        await redisCommand(replica.url, 'REPLICAOF', '127.0.0.1', String(primary.port));
+        let warning: string | null = 'not asked yet';
+        for (let i = 0; i < 100 && warning !== null; i++) {
+          warning = await store.replicaWarning();
+          if (warning !== null) await sleep(50);
+        }
+        expect(warning, 'silent once the replica is online').toBeNull();
+      } finally {
+        await store.close();
+        await Promise.all([primary.stop(), replica.stop()]);
       }
     });
 

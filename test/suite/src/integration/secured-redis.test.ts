@@ -6,7 +6,8 @@
  * certificate. It serves and agents are granted; a wrong password or a
  * missing certificate is one line and status 1; and no password appears in
  * anything it prints: not the durability warning (which used to log the
- * URL whole), not the errors it logs when Redis starts refusing it.
+ * URL whole), not the warning about too few replicas for --redis-replicas,
+ * not the errors it logs when Redis starts refusing it.
  */
 import { execFileSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -119,6 +120,20 @@ describe('the durable coordinator on a secured Redis', () => {
     expect(warning['redis']).toBe(`redis://:***@127.0.0.1:${redis.port}`);
     expect(await granted()).toBe(true);
     await stop(child);
+    expect(printed(child)).not.toContain(encodeURIComponent(PASSWORD));
+    expect(printed(child)).not.toContain(PASSWORD);
+  });
+
+  it('warns once at start, naming the primary and not the password, when it has fewer replicas than --redis-replicas asks', async () => {
+    const child = await coordinator(`redis://:${encodeURIComponent(PASSWORD)}@127.0.0.1:${redis.port}`, ['--redis-replicas', '1']);
+    const warning = await waitForEvent(child, { event: 'replica-warning' }, 5000);
+    expect(warning['redis']).toBe(`redis://:***@127.0.0.1:${redis.port}`);
+    expect(warning['replicas']).toBe(1);
+    expect(String(warning['msg'])).toContain(
+      `127.0.0.1:${redis.port} has 0 online: every write to this primary will be refused as unavailable`,
+    );
+    await stop(child);
+    expect(child.lines.filter((line) => line.includes('"replica-warning"'))).toHaveLength(1);
     expect(printed(child)).not.toContain(encodeURIComponent(PASSWORD));
     expect(printed(child)).not.toContain(PASSWORD);
   });
