@@ -135,9 +135,33 @@ export function formatNumber(x: number | null): string {
   return x === 0 ? '0' : String(Number(x.toPrecision(3)));
 }
 
-function cell(row: FleetRow, figure: keyof FleetFigures): string {
-  if (row.system === BASELINE) return formatNumber(row[figure]);
-  return `${formatNumber(row[figure])} (×${formatNumber(row.ratios[figure])})`;
+/** RatedRow — a table row: its system, label, figures and each figure's ratio to the baseline's. */
+export type RatedRow<F> = {
+  readonly system: string;
+  readonly label: string;
+  readonly ratios: { readonly [K in keyof F]: number | null };
+} & {
+  readonly [K in keyof F]: number | null;
+};
+
+/**
+ * ratedTable — `rows` as a Markdown table under `head` (the first column is
+ * the label), one column per figure, with its ratio to the baseline's in
+ * parentheses except on the `baseline` system's own row.
+ */
+export function ratedTable<F>(
+  head: readonly string[],
+  figures: readonly (keyof F)[],
+  rows: readonly RatedRow<F>[],
+  baseline: string,
+): string[] {
+  const cell = (row: RatedRow<F>, figure: keyof F): string =>
+    row.system === baseline ? formatNumber(row[figure]) : `${formatNumber(row[figure])} (×${formatNumber(row.ratios[figure])})`;
+  return [
+    `| ${head.join(' | ')} |`,
+    `|${head.map(() => ' --- ').join('|')}|`,
+    ...rows.map((row) => `| ${[row.label, ...figures.map((f) => cell(row, f))].join(' | ')} |`),
+  ];
 }
 
 /** fleetTable — the rows as a Markdown table, ratios to the baseline in parentheses. */
@@ -161,11 +185,7 @@ export function fleetTable(rows: readonly FleetRow[]): string[] {
     'admittedOfIdeal',
     'overAdmittedTokens',
   ];
-  return [
-    `| ${head.join(' | ')} |`,
-    `|${head.map(() => ' --- ').join('|')}|`,
-    ...rows.map((row) => `| ${[row.label, ...figures.map((f) => cell(row, f))].join(' | ')} |`),
-  ];
+  return ratedTable(head, figures, rows, BASELINE);
 }
 
 /** envelopeLine — which systems kept B + r·T in every window, and which did not (by how much). */

@@ -9,7 +9,7 @@
  * (T cut into ⌈T/W⌉ windows of W, none holding more than N).
  */
 import type { SystemRun } from './fleet-run.js';
-import { fleetFigures, formatNumber, ratio, round } from './report.js';
+import { fleetFigures, formatNumber, ratedTable, ratio, round } from './report.js';
 import { WINDOW, WINDOW_BASELINE } from './systems.js';
 
 /** WindowFigures — the figures of one window row that get a ratio. */
@@ -117,11 +117,6 @@ export function windowRows(runs: readonly SystemRun[]): WindowRow[] {
   });
 }
 
-function cell(row: WindowRow, figure: keyof WindowFigures): string {
-  if (row.system === WINDOW_BASELINE) return formatNumber(row[figure]);
-  return `${formatNumber(row[figure])} (×${formatNumber(row.ratios[figure])})`;
-}
-
 /** windowTable — the rows as a Markdown table, ratios to the baseline in parentheses. */
 export function windowTable(rows: readonly WindowRow[]): string[] {
   const head = [
@@ -145,11 +140,7 @@ export function windowTable(rows: readonly WindowRow[]): string[] {
     'fullestWindowTokens',
     'overAdmittedTokens',
   ];
-  return [
-    `| ${head.join(' | ')} |`,
-    `|${head.map(() => ' --- ').join('|')}|`,
-    ...rows.map((row) => `| ${[row.label, ...figures.map((f) => cell(row, f))].join(' | ')} |`),
-  ];
+  return ratedTable(head, figures, rows, WINDOW_BASELINE);
 }
 
 /** windowLine — which systems kept N per W in every window, and which did not (by how much, in their fullest window). */
