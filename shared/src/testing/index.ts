@@ -4,4 +4,4 @@ export { seededRandom, type Random } from './random.js';
 export { thrown } from './thrown.js';
 export { acquireRequest, TEST_LEASE_SECRET } from './requests.js';
 export { checkAcrossChange, fasterRate, type ChangeReport, type Regime } from './envelope-change.js';
-export { checkWindows, WindowWatch, type FullestWindow, type WindowReport } from './window.js';
+export { checkWindows, WindowLog, WindowWatch, type FullestWindow, type WindowReport } from './window.js';

@@ -13,7 +13,7 @@
  * Windows are half-open: an admission at t is out of the window at t + W,
  * as in checkWindows (two admissions W or more apart never share a window).
  */
-import { seededRandom, type Admission } from '@tokenlease/shared/testing';
+import { seededRandom, WindowLog, type Admission } from '@tokenlease/shared/testing';
 import { Network, type Arrival, type NetworkSpec, type Workload } from '@tokenlease/sim';
 import type { Admitted } from './shared-bucket.js';
 
@@ -26,17 +26,16 @@ interface Waiting {
 
 /** SlidingLog — one exact sliding-window log of at most `limitTokens` per `windowUs`, with the Limiter's try and take. */
 export class SlidingLog {
-  private readonly times: number[] = [];
-  private readonly costs: number[] = [];
-  private head = 0;
-  private inWindow = 0;
+  private readonly log: WindowLog;
   private nowUs = 0;
   private readonly queue: Waiting[] = [];
 
   constructor(
     readonly limitTokens: number,
     readonly windowUs: number,
-  ) {}
+  ) {
+    this.log = new WindowLog(windowUs);
+  }
 
   /** offer — a request of `cost` at `nowUs` (non-decreasing) that may wait `waitUs` (0: a try); `admitted` is called if and when it is. */
   offer(cost: number, nowUs: number, waitUs: number, admitted: Admitted): void {
@@ -58,32 +57,12 @@ export class SlidingLog {
 
   /** readyAtUs — the first instant, from now on, at which `cost` more fits in the window. */
   private readyAtUs(cost: number): number {
-    this.expire(this.nowUs);
-    let excess = this.inWindow + cost - this.limitTokens;
-    if (excess <= 0) return this.nowUs;
-    for (let i = this.head; i < this.times.length; i += 1) {
-      excess -= this.costs[i] as number;
-      if (excess <= 0) return (this.times[i] as number) + this.windowUs;
-    }
-    return Infinity;
-  }
-
-  private expire(nowUs: number): void {
-    while (this.head < this.times.length && (this.times[this.head] as number) <= nowUs - this.windowUs) {
-      this.inWindow -= this.costs[this.head] as number;
-      this.head += 1;
-    }
-    if (this.head > 1024 && this.head * 2 > this.times.length) {
-      this.times.splice(0, this.head);
-      this.costs.splice(0, this.head);
-      this.head = 0;
-    }
+    this.log.expire(this.nowUs);
+    return this.log.readyAtUs(cost, this.limitTokens, this.nowUs);
   }
 
   private admit(cost: number, nowUs: number): void {
-    this.times.push(nowUs);
-    this.costs.push(cost);
-    this.inWindow += cost;
+    this.log.add(nowUs, cost);
   }
 
   private serveUntil(untilUs: number): void {
