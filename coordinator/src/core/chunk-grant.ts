@@ -36,6 +36,7 @@ export function acquireChunk<R>(p: PoolParts<R>, req: LeaseRequest, record: Leas
   const reportedTokens = req.leaseId === record.leaseId ? Math.min(record.boundTokens, req.tokensLeft) : 0;
   p.leases.setBound(record, reportedTokens);
   p.leases.setWeight(record, weightOf(p, req.agentClass));
+  p.leases.setDemand(record, req.demandPerSecond);
   record.lastSeq = req.seq;
   record.lastReply = null;
   p.changed?.add(req.agentId);
