@@ -96,7 +96,7 @@ export function startRelayService(options: RelayServiceOptions): RelayService {
       (bytes) => {
         const decoded = decodeReply(bytes);
         if (!decoded.ok || stopped || request.op !== 'acquire') return;
-        const { outcome, out } = core.upstreamReply(request.pool, decoded.value, nowUs());
+        const { outcome, out } = core.upstreamReply(request, decoded.value, nowUs());
         logOutcome(request.pool, outcome);
         replies.send(out, nowUs());
         noteLapses();

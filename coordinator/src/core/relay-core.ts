@@ -67,15 +67,16 @@ export class RelayCore<R> {
   }
 
   /**
-   * upstreamReply — the root's reply for `poolName` at `nowUs`; returns what
+   * upstreamReply — the root's reply to `request` at `nowUs` (ignored unless
+   * it answers the pool's current uplink's request in flight); returns what
    * it did (for the log) and the downstream replies it lets go (held
    * requests served from a grant).
    */
-  upstreamReply(poolName: string, reply: Reply, nowUs: number): { outcome: UplinkOutcome; out: Delivery<R>[] } {
-    const found = this.uplinkFor(poolName);
+  upstreamReply(request: LeaseRequest, reply: Reply, nowUs: number): { outcome: UplinkOutcome; out: Delivery<R>[] } {
+    const found = this.uplinkFor(request.pool);
     if (found === undefined) return { outcome: { kind: 'ignored' }, out: [] };
     const out = this.core.tick(nowUs);
-    const outcome = found.uplink.onReply(reply, nowUs, found.pool.leases.boundTokensSum);
+    const outcome = found.uplink.onReply(reply, nowUs, found.pool.leases.boundTokensSum, request);
     if (outcome.kind === 'granted') out.push(...this.core.tick(nowUs));
     return { outcome, out };
   }

@@ -11,7 +11,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { decodeReply, encodeMessage, subjectFor, type Reply, type Request } from '@tokenlease/shared';
+import { decodeReply, encodeMessage, subjectFor, type LeaseRequest, type Reply, type Request } from '@tokenlease/shared';
 import { EnvelopeWatch, propertySeed, seededRandom, type Random } from '@tokenlease/shared/testing';
 import { parseCoordinatorConfig } from './config.js';
 import { CoordinatorCore } from './coordinator-core.js';
@@ -281,11 +281,11 @@ class Tree {
     });
   }
 
-  private sendUp(i: number, relay: RelayCore<Answer>, request: Request): void {
+  private sendUp(i: number, relay: RelayCore<Answer>, request: LeaseRequest): void {
     const payload = encodeMessage(request);
     const answer: Answer = (reply) => {
       if (this.relays[i] !== relay) return; // crashed since
-      this.deliverAll(relay.upstreamReply(POOL, reply, this.nowUs).out);
+      this.deliverAll(relay.upstreamReply(request, reply, this.nowUs).out);
       this.checkRelay(relay);
     };
     this.post(() => this.deliverAll(this.root.receive(subjectFor('root', request.op, POOL), payload, answer, this.nowUs)));

@@ -78,6 +78,8 @@ describe('Uplink', () => {
     const { uplink, credit } = makeUplink();
     uplink.poll(0, IDLE);
     expect(uplink.onReply(grant({ seq: 7 }), MS, 0)).toEqual({ kind: 'ignored' });
+    const other = makeUplink().uplink.poll(0, IDLE)!;
+    expect(uplink.onReply(grant({}), MS, 0, other)).toEqual({ kind: 'ignored' });
     expect(uplink.onReply(grant({ tokensGranted: 11, tokensHeld: 11 }), MS, 0)).toMatchObject({ kind: 'refused' });
     uplink.poll(300 * MS, IDLE);
     expect(uplink.onReply(grant({ seq: 2, capacityTokens: 200 }), 301 * MS, 0)).toMatchObject({ kind: 'refused' });

@@ -128,10 +128,12 @@ export class Uplink {
     return request;
   }
 
-  /** onReply — handles the root's reply at `nowUs` beside `leasedTokens` of downstream bounds. */
-  onReply(reply: Reply, nowUs: number, leasedTokens: number): UplinkOutcome {
+  /** onReply — handles the root's reply at `nowUs` beside `leasedTokens` of downstream bounds; `answers`: the request it answers. */
+  onReply(reply: Reply, nowUs: number, leasedTokens: number, answers?: LeaseRequest): UplinkOutcome {
     const f = this.inFlight;
     if (f === null || !('seq' in reply) || reply.seq !== f.request.seq) return { kind: 'ignored' };
+    // A reply to another uplink's request (of a pool restarted since) may carry the same seq.
+    if (answers !== undefined && answers !== f.request) return { kind: 'ignored' };
     if (reply.kind === 'error') {
       this.inFlight = null;
       if (reply.code === 'stale-sequence' && reply.seqFloor !== undefined) this.seq = Math.max(this.seq, reply.seqFloor);
