@@ -6,9 +6,19 @@
 import { readFile } from 'node:fs/promises';
 import { parse as parseYaml } from 'yaml';
 import { parseCoordinatorConfig, type CoordinatorConfig } from '../core/config.js';
+import { parseRelayConfig, type RelayConfig } from '../core/relay-config.js';
 import { CoordinatorError } from '../errors.js';
 
 export async function loadConfigFile(path: string): Promise<CoordinatorConfig> {
+  return parseCoordinatorConfig(path, await readDocument(path));
+}
+
+/** loadRelayConfigFile — a relay's configuration file (core/relay-config.ts), read as `loadConfigFile` reads a coordinator's. */
+export async function loadRelayConfigFile(path: string): Promise<RelayConfig> {
+  return parseRelayConfig(path, await readDocument(path));
+}
+
+async function readDocument(path: string): Promise<unknown> {
   let text: string;
   try {
     text = await readFile(path, 'utf8');
@@ -25,5 +35,5 @@ export async function loadConfigFile(path: string): Promise<CoordinatorConfig> {
       cause: error,
     });
   }
-  return parseCoordinatorConfig(path, doc);
+  return doc;
 }

@@ -21,7 +21,7 @@
  */
 import type { LeaseRequest, Reply } from '@tokenlease/shared';
 import type { LeaseRecord } from './lease-table.js';
-import { grantReply, retryAfterMs, weightOf, US_PER_MS, type PoolParts } from './pool-parts.js';
+import { grantReply, grantTtlMs, leaseExpiryUs, retryAfterMs, weightOf, US_PER_MS, type PoolParts } from './pool-parts.js';
 
 /** Delivery — a reply and the opaque target it goes to. */
 export interface Delivery<R> {
@@ -36,6 +36,7 @@ export function acquireChunk<R>(p: PoolParts<R>, req: LeaseRequest, record: Leas
   const reportedTokens = req.leaseId === record.leaseId ? Math.min(record.boundTokens, req.tokensLeft) : 0;
   p.leases.setBound(record, reportedTokens);
   p.leases.setWeight(record, weightOf(p, req.agentClass));
+  p.leases.setDemand(record, req.demandPerSecond);
   record.lastSeq = req.seq;
   record.lastReply = null;
   p.changed?.add(req.agentId);
@@ -44,8 +45,9 @@ export function acquireChunk<R>(p: PoolParts<R>, req: LeaseRequest, record: Leas
     renewUnextended(p, record, wantTokens > 0, to, nowUs, out);
     return;
   }
-  p.leases.extend(record, nowUs + p.ttlUs);
-  const holdUs = Math.min(req.holdMs, p.config.maxHoldMs) * US_PER_MS;
+  p.leases.extend(record, leaseExpiryUs(p, nowUs));
+  // A hold ends no later than the lease it renews (a relay's leases end with its upstream lease).
+  const holdUs = Math.min(Math.min(req.holdMs, p.config.maxHoldMs) * US_PER_MS, p.credit.leaseEndUs - nowUs);
   const thresholdTokens = Math.min(wantTokens, p.config.minGrantTokens * record.weight);
   if (wantTokens === 0 || (p.waiters.size === 0 && (holdUs === 0 || p.credit.has(thresholdTokens)))) {
     grant(p, record, wantTokens, to, nowUs, out);
@@ -65,15 +67,19 @@ export function serveWaiters<R>(p: PoolParts<R>, nowUs: number, out: Delivery<R>
     // With others still waiting, a turn is its threshold; a lone waiter
     // (or one at the back) takes what it wants of what there is.
     const tokensMax = p.waiters.size > 0 ? Math.max(head.thresholdTokens, fairRest(p, head.thresholdTokens)) : Infinity;
-    grant(p, head.record, head.wantTokens, head.to, nowUs, out, tokensMax);
+    grant(p, head.record, head.wantTokens, head.to, nowUs, out, tokensMax, head.heldAtUs);
   }
   for (const w of p.waiters.takeDue(nowUs)) {
     p.tally.held(nowUs - w.heldAtUs);
-    grant(p, w.record, w.wantTokens, w.to, nowUs, out);
+    grant(p, w.record, w.wantTokens, w.to, nowUs, out, Infinity, w.heldAtUs);
   }
 }
 
-/** grant — moves up to `wantTokens` (at most `tokensMax`) from the level into `record` and replies. */
+/**
+ * grant — moves up to `wantTokens` (at most `tokensMax`) from the level into
+ * `record` and replies; `receivedUs`: when the request arrived (a held one's
+ * TTL under a relay's upstream lease counts from then).
+ */
 export function grant<R>(
   p: PoolParts<R>,
   record: LeaseRecord,
@@ -82,13 +88,14 @@ export function grant<R>(
   nowUs: number,
   out: Delivery<R>[],
   tokensMax = Infinity,
+  receivedUs = nowUs,
 ): void {
   const tokensGranted = Math.min(wantTokens, tokensMax, p.credit.levelTokens);
   p.credit.take(tokensGranted);
   p.leases.setBound(record, record.boundTokens + tokensGranted);
-  p.leases.extend(record, nowUs + p.ttlUs);
+  p.leases.extend(record, leaseExpiryUs(p, nowUs, receivedUs));
   const retryMs = tokensGranted < wantTokens ? retryAfterMs(p, wantTokens - tokensGranted, nowUs) : 0;
-  const reply = grantReply(p, record, tokensGranted, retryMs);
+  const reply = grantReply(p, record, tokensGranted, retryMs, grantTtlMs(p, receivedUs));
   record.lastReply = reply;
   p.changed?.add(record.agentId);
   out.push({ to, reply });

@@ -47,6 +47,7 @@ import {
 } from '@tokenlease/shared';
 import type { CoordinatorConfig } from './config.js';
 import { listPools } from './pool-list.js';
+import type { CreditFactory } from './pool-parts.js';
 import type { Delivery, Pool } from './pool.js';
 import { PoolRegistry, type PoolKind, type ReconfigureSummary } from './pool-registry.js';
 import type { StoredPool } from './pool-state.js';
@@ -95,10 +96,12 @@ export class CoordinatorCore<R> {
     private readonly durable = false,
     /** How this coordinator names itself to operators (`pools` replies). */
     public name = 'coordinator',
+    /** Makes each pool's credit instead of a bucket's or window's (a relay: RelayCredit). */
+    creditOf?: CreditFactory,
   ) {
     assertTimeUs(startUs, 'startUs');
     this.configNow = config;
-    this.pools = new PoolRegistry<R>(config, epoch, startUs, durable);
+    this.pools = new PoolRegistry<R>(config, epoch, startUs, durable, creditOf);
   }
 
   /** config — the configuration served now (replaced by `reconfigure`). */

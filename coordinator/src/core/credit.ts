@@ -37,6 +37,15 @@ export class Credit {
     this.levelRefill = new LevelRefill(scale);
   }
 
+  /**
+   * leaseEndUs — the latest instant a lease granted from this credit may
+   * end, µs: Infinity (the pool's TTL alone decides) except for a relay's
+   * credit, whose tokens last only as long as its lease from the root.
+   */
+  get leaseEndUs(): number {
+    return Infinity;
+  }
+
   /** levelTokens — whole tokens in the level. */
   get levelTokens(): number {
     return wholeTokens(this.scale, this.levelUnits);

@@ -52,6 +52,7 @@ export class LeaseTable {
   private boundSum = 0;
   private rateSum = 0;
   private weightSum = 0;
+  private demandSum = 0;
   private issued = 0;
   private readonly expiries = new MinHeap<LeaseRecord>();
   /** Parts of leases ended by `retire`, by agent: counted until their expiry. */
@@ -68,6 +69,17 @@ export class LeaseTable {
   /** boundTokensSum — Σ boundTokens over live leases. */
   get boundTokensSum(): number {
     return this.boundSum;
+  }
+
+  /** demandPerSecondSum — Σ demand the live leases' agents last reported, tokens per second (what a relay asks upstream for). */
+  get demandPerSecondSum(): number {
+    return Math.max(0, this.demandSum);
+  }
+
+  /** setDemand — records the demand a lease's agent reported, and the sum with it. */
+  setDemand(record: LeaseRecord, demandPerSecond: number): void {
+    this.demandSum += demandPerSecond - record.demandPerSecond;
+    record.demandPerSecond = demandPerSecond;
   }
 
   /** weightSum — Σ weight over live leases. */
@@ -173,8 +185,10 @@ export class LeaseTable {
     const bound = record.boundTokens;
     this.setBound(record, 0);
     this.setRate(record, 0);
+    this.setDemand(record, 0);
     this.byAgent.delete(record.agentId);
     this.weightSum -= record.weight;
+    if (this.byAgent.size === 0) this.demandSum = 0;
     this.compactExpiries();
     return bound;
   }

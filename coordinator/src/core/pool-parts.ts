@@ -37,13 +37,21 @@ export interface PoolParts<R> {
 /** US_PER_MS — microseconds in a millisecond. */
 export const US_PER_MS = 1000;
 
-/** makePoolParts — the state of an empty pool of `config` that starts at `startUs`, quiet for `quietPeriodMs`. */
+/** CreditFactory — makes the credit of a pool instead of `makeCredit` (a relay's pools), or returns undefined to leave it to `makeCredit`. */
+export type CreditFactory = (config: PoolConfig, scale: TokenScale) => Credit | undefined;
+
+/**
+ * makePoolParts — the state of an empty pool of `config` that starts at
+ * `startUs`, quiet for `quietPeriodMs`, with the credit `creditOf` makes
+ * (if any) instead of a bucket's or window's.
+ */
 export function makePoolParts<R>(
   config: PoolConfig,
   epoch: number,
   startUs: number,
   quietPeriodMs: number,
   restarts: number,
+  creditOf?: CreditFactory,
 ): PoolParts<R> {
   const scale = tokenScale(config.capacity, config.refill);
   const idPrefix = restarts === 0 ? `${epoch.toString(36)}-` : `${epoch.toString(36)}.${restarts.toString(36)}-`;
@@ -53,7 +61,7 @@ export function makePoolParts<R>(
     epoch,
     scale,
     leases: new LeaseTable(idPrefix),
-    credit: makeCredit(config, scale, quietUntilUs),
+    credit: creditOf?.(config, scale) ?? makeCredit(config, scale, quietUntilUs),
     waiters: new HoldQueue<R>(),
     quietUntilUs,
     ttlUs: config.leaseTtlMs * US_PER_MS,
@@ -68,6 +76,25 @@ export function makePoolParts<R>(
 export function makeCredit(config: PoolConfig, scale: TokenScale, quietUntilUs: number): Credit {
   if (config.window === null) return new Credit(scale, config.name, config.allowance, quietUntilUs);
   return new WindowCredit(scale, config.name, config.window.limit, config.window.windowMs * US_PER_MS, quietUntilUs);
+}
+
+/**
+ * grantTtlMs — the TTL of a grant answering a request received at
+ * `receivedUs`: the pool's, cut so that its agent, counting from its first
+ * send (at or before receipt), stops by the credit's `leaseEndUs` (a relay's
+ * upstream lease). An acquire is refused when less than 1 ms of that is
+ * left at receipt (`admissionRefusal`), so the cut never goes below 1 ms.
+ */
+export function grantTtlMs<R>(p: PoolParts<R>, receivedUs: number): number {
+  const endUs = p.credit.leaseEndUs;
+  if (endUs === Infinity) return p.config.leaseTtlMs;
+  return Math.max(1, Math.min(p.config.leaseTtlMs, Math.floor((endUs - receivedUs) / US_PER_MS)));
+}
+
+/** leaseExpiryUs — the coordinator's expiry of a lease granted at `nowUs` to a request received at `receivedUs` (never before its agent stops). */
+export function leaseExpiryUs<R>(p: PoolParts<R>, nowUs: number, receivedUs = nowUs): number {
+  if (p.credit.leaseEndUs === Infinity) return nowUs + p.ttlUs;
+  return receivedUs + grantTtlMs(p, receivedUs) * US_PER_MS;
 }
 
 /** grantReply — the grant that tells an agent its lease after this request. */
@@ -114,6 +141,10 @@ export function weightOf<R>(p: PoolParts<R>, agentClass: string | undefined): nu
  */
 export function admissionRefusal<R>(p: PoolParts<R>, req: LeaseRequest, isNewLease: boolean, nowUs: number): Reply | null {
   const { config, leases, waiters } = p;
+  if (p.credit.leaseEndUs - nowUs < US_PER_MS) {
+    const message = `pool ${JSON.stringify(config.name)} has no lease of its own from upstream now; ask again`;
+    return unavailable(req.seq, message, Math.ceil(p.credit.waitUs(Infinity, nowUs) / US_PER_MS));
+  }
   if (isNewLease && leases.size >= config.maxLeases) {
     const waitMs = Math.ceil(Math.max(0, leases.earliestExpiryUs() - nowUs) / US_PER_MS);
     return unavailable(req.seq, `pool ${JSON.stringify(config.name)} holds its most leases (${config.maxLeases}); ask again`, waitMs);

@@ -34,6 +34,7 @@
 import type { CoordinatorConfig, PoolConfig, TemplateConfig } from './config.js';
 import type { Delivery } from './chunk-grant.js';
 import { Pool } from './pool.js';
+import type { CreditFactory } from './pool-parts.js';
 import { sameLimits, samePoolConfig } from './pool-reconfigure.js';
 import type { StoredPool } from './pool-state.js';
 
@@ -68,6 +69,8 @@ export class PoolRegistry<R> {
     private readonly epoch: number,
     private readonly startUs: number,
     private readonly durable = false,
+    /** Makes the credit of each pool instead of a bucket's or window's (a relay's pools); none: the configured kind. */
+    private readonly creditOf?: CreditFactory,
   ) {
     if (!durable) for (const pool of config.pools) this.fixed.set(pool.name, this.fresh(pool));
     this.templates = sortTemplates(config.templates);
@@ -75,7 +78,7 @@ export class PoolRegistry<R> {
 
   /** fresh — a pool of `config` as if made at the coordinator's start (empty and quiet then, refilling since). */
   private fresh(config: PoolConfig): Pool<R> {
-    return new Pool<R>(config, this.epoch, this.startUs, this.config.quietPeriodMs);
+    return new Pool<R>(config, this.epoch, this.startUs, this.config.quietPeriodMs, 0, this.creditOf);
   }
 
   /** templateKeyOf — the template `name` is (or would be) made from, as configured (`"tenant:*"`), or null. */
@@ -152,7 +155,7 @@ export class PoolRegistry<R> {
     const old = fixed ?? made?.pool ?? retiring;
     if (old === undefined) return undefined;
     this.restarts += 1;
-    const pool = new Pool<R>(old.config, this.epoch, nowUs, this.config.quietPeriodMs, this.restarts);
+    const pool = new Pool<R>(old.config, this.epoch, nowUs, this.config.quietPeriodMs, this.restarts, this.creditOf);
     pool.touch(nowUs);
     if (fixed !== undefined) this.fixed.set(name, pool);
     else if (made !== undefined) this.made.set(name, { pool, template: made.template });
@@ -182,7 +185,7 @@ export class PoolRegistry<R> {
     if (template === undefined) return undefined;
     const count = this.counts.get(template) ?? 0;
     if (count >= template.maxPools) return 'too-many';
-    const made = new Pool<R>({ ...template.pool, name }, this.epoch, this.startUs, this.config.quietPeriodMs);
+    const made = new Pool<R>({ ...template.pool, name }, this.epoch, this.startUs, this.config.quietPeriodMs, 0, this.creditOf);
     made.touch(nowUs);
     this.made.set(name, { pool: made, template });
     this.counts.set(template, count + 1);

@@ -31,7 +31,7 @@ import type { PoolConfig } from './config.js';
 import { acquireChunk, serveWaiters, grant, type Delivery } from './chunk-grant.js';
 import type { Waiter } from './hold-queue.js';
 import { LeaseTable, staleSequenceReply, type LeaseRecord } from './lease-table.js';
-import { admissionRefusal, forbidden, makePoolParts, type PoolParts } from './pool-parts.js';
+import { admissionRefusal, forbidden, leaseExpiryUs, makePoolParts, type CreditFactory, type PoolParts } from './pool-parts.js';
 import { isDamaged, type PoolChanges, type StoredPool } from './pool-state.js';
 import { reconfigureParts, sameLimits } from './pool-reconfigure.js';
 import type { PoolTallyCounts } from './pool-tally.js';
@@ -67,8 +67,8 @@ export class Pool<R> {
    * `quietPeriodMs`. `restarts` distinguishes the lease ids of a pool
    * restarted after a fault from its predecessor's (0 at first).
    */
-  constructor(config: PoolConfig, epoch: number, startUs: number, quietPeriodMs: number, restarts = 0) {
-    this.partsNow = makePoolParts<R>(config, epoch, startUs, quietPeriodMs, restarts);
+  constructor(config: PoolConfig, epoch: number, startUs: number, quietPeriodMs: number, restarts = 0, creditOf?: CreditFactory) {
+    this.partsNow = makePoolParts<R>(config, epoch, startUs, quietPeriodMs, restarts, creditOf);
   }
 
   get parts(): PoolParts<R> {
@@ -175,7 +175,7 @@ export class Pool<R> {
       record = undefined;
     } else if (record !== undefined && req.leaseId === record.leaseId) p.leases.clearRetired(req.agentId);
     if (record === undefined) {
-      record = p.leases.open(req.agentId, req.leaseSecret, req.seq, nowUs + p.ttlUs);
+      record = p.leases.open(req.agentId, req.leaseSecret, req.seq, leaseExpiryUs(p, nowUs));
       record.isRate = p.config.leaseMode === 'rate';
       this.opened += 1;
     }
@@ -254,7 +254,7 @@ export class Pool<R> {
     this.tick(nowUs, out);
     for (const w of this.parts.waiters.takeAll()) {
       this.parts.tally.held(nowUs - w.heldAtUs);
-      grant(this.parts, w.record, w.wantTokens, w.to, nowUs, out);
+      grant(this.parts, w.record, w.wantTokens, w.to, nowUs, out, Infinity, w.heldAtUs);
     }
   }
 

@@ -26,7 +26,7 @@ export function acquireRate<R>(p: PoolParts<R>, req: LeaseRequest, record: Lease
   record.heldTokens = held;
   record.accrualFromUs = nowUs;
   record.lastSeq = req.seq;
-  record.demandPerSecond = req.demandPerSecond;
+  p.leases.setDemand(record, req.demandPerSecond);
   p.leases.extend(record, nowUs + p.ttlUs);
   p.changed?.add(req.agentId);
   const otherBoundsTokens = p.leases.boundTokensSum - record.boundTokens;

@@ -22,7 +22,7 @@ import type { AgentProcessConfig } from './agent-process.js';
 import type { AdmissionSource } from './drive.js';
 import type { HostileConfig } from './hostile-client.js';
 import { hasEvent, parseLogLine, waitForEvent, type LogFields } from './log-events.js';
-import { agentProcessScript, coordinatorCliScript, hostileClientScript } from './paths.js';
+import { agentProcessScript, coordinatorCliScript, hostileClientScript, relayCliScript } from './paths.js';
 import { spawnNode, type Child } from './processes.js';
 
 /** scratchDir — a fresh temporary folder for configs and logs. */
@@ -109,6 +109,18 @@ export async function startCoordinator(natsUrl: string, configPath: string, opti
     if (!stopped && signal !== 'SIGKILL')
       console.error(`${name} (pid ${child.pid}) exited unexpectedly (code ${code}, signal ${signal}): ${child.stderr().slice(-4000)}`);
   });
+  return child;
+}
+
+/**
+ * startRelay — a `tokenlease-relay` process of the relay configuration at
+ * `configPath` (debug logs, so every upstream grant is logged); resolves once
+ * it serves. Its NATS URL goes in its environment.
+ */
+export async function startRelay(natsUrl: string, configPath: string, relayId: string): Promise<Child> {
+  const args = ['--config', configPath, '--relay-id', relayId, '--log-level', 'debug'];
+  const child = spawnNode(`relay:${relayId}`, relayCliScript(), args, { [NATS_ENV.url]: natsUrl });
+  await waitForEvent(child, { event: 'relay-serving' }, STARTUP_TIMEOUT_MS);
   return child;
 }
 

@@ -37,6 +37,12 @@ export const COORDINATOR_EVENTS = [
   'http-listening',
   'reloaded',
   'reload-refused',
+  // A relay (tokenlease-relay) logs these besides the coordinator's.
+  'relay-serving',
+  'uplink-started',
+  'upstream-lease',
+  'upstream-refused',
+  'upstream-lost',
 ] as const;
 export type CoordinatorEvent = (typeof COORDINATOR_EVENTS)[number];
 

@@ -30,6 +30,13 @@ export function hostileClientScript(): string {
   return built(join(HARNESS_ROOT, 'dist', 'hostile-client.js'));
 }
 
+/** relayCliScript — the `tokenlease-relay` entry point. */
+export function relayCliScript(): string {
+  const require = createRequire(import.meta.url);
+  const entry = require.resolve('@tokenlease/coordinator');
+  return built(join(dirname(entry), 'adapters', 'relay-cli.js'));
+}
+
 /** coordinatorCliScript — the `tokenlease-coordinator` entry point. */
 export function coordinatorCliScript(): string {
   const require = createRequire(import.meta.url);

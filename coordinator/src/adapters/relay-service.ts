@@ -1,0 +1,169 @@
+/**
+ * The relay's NATS service (docs/design.md, "Relays"): serves its pools on
+ * its own subject prefix exactly as a coordinator does (service.ts), and
+ * keeps one chunk lease per pool from the root by request/reply on the
+ * upstream prefix (RelayCore, Uplink).
+ *
+ * Logs pino JSON: `relay-serving` once subscribed; `upstream-lease` when a
+ * pool's lease from the root is new (later renewals at debug);
+ * `upstream-refused` for an error or an implausible grant; `upstream-lost`
+ * when a pool's lease ends unrenewed (its agents then get `unavailable`
+ * until a new one comes); `upstream-unanswered` (debug) for a timeout.
+ * Lease secrets are never logged.
+ */
+import { randomBytes, randomInt } from 'node:crypto';
+import {
+  COORDINATOR_QUEUE_GROUP,
+  decodeReply,
+  encodeMessage,
+  formatRate,
+  hostMonoNowUs,
+  isOperatorSubject,
+  serviceSubject,
+  subjectFor,
+  type LeaseRequest,
+  type LeaseReturn,
+} from '@tokenlease/shared';
+import type { Bus, ReplyPort } from '@tokenlease/shared/nats';
+import type { Logger } from 'pino';
+import { MAX_TTL_MS, type PoolConfig } from '../core/config.js';
+import type { RelayConfig } from '../core/relay-config.js';
+import { RelayCore } from '../core/relay-core.js';
+import type { RelayCredit } from '../core/relay-credit.js';
+import { Uplink, type UplinkOutcome } from '../core/uplink.js';
+import { REFUSAL_LOG_INTERVAL_MS, ReplyLog } from './reply-log.js';
+import { TickTimer } from './tick-timer.js';
+
+export interface RelayServiceOptions {
+  readonly config: RelayConfig;
+  readonly bus: Bus;
+  readonly logger: Logger;
+  /** Names this relay in its upstream agent ids (`relay.<relayId>.<random>`). */
+  readonly relayId: string;
+  readonly nowUs?: () => number;
+  readonly epoch?: number;
+}
+
+export interface RelayService {
+  readonly core: RelayCore<ReplyPort>;
+  readonly epoch: number;
+  /** stop — stops serving, answers held requests, and returns every upstream lease no downstream lease draws on. */
+  stop(): Promise<void>;
+}
+
+export function startRelayService(options: RelayServiceOptions): RelayService {
+  const { config, bus, logger, relayId } = options;
+  const nowUs = options.nowUs ?? hostMonoNowUs;
+  const epoch = options.epoch ?? randomInt(1, 2 ** 31);
+  const prefix = config.downstream.subjectPrefix;
+  const uplinkOf = (pool: PoolConfig, credit: RelayCredit): Uplink => {
+    const agentId = `relay.${relayId}.${randomBytes(6).toString('hex')}`;
+    logger.info({ event: 'uplink-started', pool: pool.name, agentId }, 'new upstream agent id for a pool');
+    const leaseSecret = randomBytes(24).toString('base64url');
+    const settings = { ...config.uplink, leaseTtlMsMax: MAX_TTL_MS, initialTokens: pool.maxLeaseTokens };
+    return new Uplink(pool, credit, { ...settings, agentId, leaseSecret });
+  };
+  const core = new RelayCore<ReplyPort>(config, epoch, nowUs(), uplinkOf);
+  const replies = new ReplyLog(logger, prefix, () => nowUs() / 1000, REFUSAL_LOG_INTERVAL_MS);
+  const leaseOf = new Map<string, string>();
+  const serving = new Set<string>();
+  let stopped = false;
+
+  const noteLapses = (): void => {
+    const t = nowUs();
+    for (const pool of config.downstream.pools) {
+      const credit = core.core.pool(pool.name)?.parts.credit;
+      const live = credit !== undefined && credit.leaseEndUs > t;
+      if (live) serving.add(pool.name);
+      else if (serving.delete(pool.name)) logger.warn({ event: 'upstream-lost', pool: pool.name }, 'upstream lease ended unrenewed');
+    }
+  };
+  const logOutcome = (pool: string, outcome: UplinkOutcome): void => {
+    if (outcome.kind === 'granted') {
+      const { leaseId, tokensGranted, tokensHeld, ttlMs } = outcome;
+      const fresh = leaseOf.get(pool) !== leaseId;
+      leaseOf.set(pool, leaseId);
+      logger[fresh ? 'info' : 'debug']({ event: 'upstream-lease', pool, leaseId, tokensGranted, tokensHeld, ttlMs }, 'upstream grant');
+    } else if (outcome.kind === 'refused') {
+      logger.warn({ event: 'upstream-refused', pool, problem: outcome.problem }, 'refused an implausible upstream grant');
+    } else if (outcome.kind === 'error') {
+      const { code, message, retryAfterMs } = outcome;
+      logger.warn({ event: 'upstream-refused', pool, code, reason: message, retryAfterMs }, 'the root refused a request');
+    }
+  };
+  const ask = (request: LeaseRequest | LeaseReturn, timeoutMs: number): Promise<void> =>
+    bus.request(subjectFor(config.upstreamPrefix, request.op, request.pool), encodeMessage(request), timeoutMs).then(
+      (bytes) => {
+        const decoded = decodeReply(bytes);
+        if (!decoded.ok || stopped || request.op !== 'acquire') return;
+        const { outcome, out } = core.upstreamReply(request, decoded.value, nowUs());
+        logOutcome(request.pool, outcome);
+        replies.send(out, nowUs());
+        noteLapses();
+        timer.schedule(core.nextDeadlineUs());
+      },
+      (error: unknown) => logger.debug({ event: 'upstream-unanswered', pool: request.pool, err: error }, 'no upstream reply'),
+    );
+  const pump = (): void => {
+    const timeoutMs = config.uplink.holdMs + config.uplink.replyTimeoutMs;
+    for (const request of core.upstream(nowUs())) void ask(request, timeoutMs);
+  };
+  const timer = new TickTimer(
+    nowUs,
+    () => {
+      replies.send(core.tick(nowUs()), nowUs());
+      noteLapses();
+      pump();
+      replies.faults(core.core.takeFaults());
+      replies.flush();
+      return core.nextDeadlineUs();
+    },
+    (error) => logger.error({ event: 'tick-failed', err: error }, 'tick failed'),
+  );
+  const subscription = bus.serve(serviceSubject(prefix), COORDINATOR_QUEUE_GROUP, (subject, payload, port) => {
+    if (isOperatorSubject(prefix, subject)) return;
+    replies.send(core.receive(subject, payload, port, nowUs()), nowUs(), { subject });
+    replies.faults(core.core.takeFaults());
+    pump();
+    timer.schedule(core.nextDeadlineUs());
+  });
+
+  const announce = (): void =>
+    logger.info(
+      {
+        event: 'relay-serving',
+        epoch,
+        subject: serviceSubject(prefix),
+        upstream: config.upstreamPrefix,
+        pools: config.downstream.pools.map((p) => ({
+          name: p.name,
+          capacity: p.capacity,
+          refill: formatRate(p.refill),
+          leaseTtlMs: p.leaseTtlMs,
+          maxLeaseTokens: p.maxLeaseTokens,
+        })),
+      },
+      'relay serving',
+    );
+  bus.flush().then(announce, (error: unknown) => {
+    logger.warn({ event: 'subscription-unconfirmed', err: error }, 'NATS did not confirm the subscription yet');
+    announce();
+  });
+  pump();
+  timer.schedule(core.nextDeadlineUs());
+
+  return {
+    core,
+    epoch,
+    async stop(): Promise<void> {
+      if (stopped) return;
+      stopped = true;
+      timer.stop();
+      await subscription.stop();
+      replies.send(core.core.flush(nowUs()), nowUs());
+      replies.flush();
+      await Promise.all(core.returns(nowUs()).map((ret) => ask(ret, config.uplink.replyTimeoutMs)));
+      logger.info({ event: 'stopped', epoch }, 'relay stopped');
+    },
+  };
+}

@@ -1,0 +1,33 @@
+import { describe, expect, it } from 'vitest';
+import { parseRelayConfig } from './relay-config.js';
+
+const POOL = { capacity: 100, refill: '100/s', leaseTtlMs: 1000, maxLeaseTokens: 10 };
+const GOOD = { upstreamPrefix: 'root', subjectPrefix: 'eu', pools: { api: POOL } };
+
+describe('parseRelayConfig', () => {
+  it('reads the relayed pools, the prefixes and the uplink defaults', () => {
+    const config = parseRelayConfig('relay.yaml', GOOD);
+    expect(config.upstreamPrefix).toBe('root');
+    expect(config.downstream.subjectPrefix).toBe('eu');
+    expect(config.downstream.pools.map((p) => p.name)).toEqual(['api']);
+    expect(config.uplink).toEqual({ driftMargin: 0.1, refreshMs: 1000, holdMs: 100, replyTimeoutMs: 1000, gapMs: 20 });
+  });
+
+  it.each([
+    ['no upstreamPrefix', { ...GOOD, upstreamPrefix: undefined }, /upstreamPrefix/],
+    ['a wildcard upstreamPrefix', { ...GOOD, upstreamPrefix: 'a.*' }, /upstreamPrefix/],
+    ['no subjectPrefix', { ...GOOD, subjectPrefix: undefined }, /subjectPrefix/],
+    ['the same prefix up and down', { ...GOOD, subjectPrefix: 'root' }, /must differ/],
+    ['a window pool', { ...GOOD, pools: { api: { window: '100/min' } } }, /chunk-mode bucket/],
+    ['a rate pool', { ...GOOD, pools: { api: { ...POOL, leaseMode: 'rate' } } }, /chunk-mode bucket/],
+    ['an allowance', { ...GOOD, pools: { api: { ...POOL, allowance: 5 } } }, /chunk-mode bucket/],
+    ['templates', { ...GOOD, templates: { 't:*': POOL } }, /templates/],
+    ['an unknown uplink field', { ...GOOD, uplink: { constructor: 1 } }, /not an uplink field/],
+    ['a drift margin of 0.5', { ...GOOD, uplink: { driftMargin: 0.5 } }, /driftMargin/],
+    ['a fractional hold', { ...GOOD, uplink: { holdMs: 1.5 } }, /holdMs/],
+    ['an uplink that is a list', { ...GOOD, uplink: [] }, /uplink/],
+    ['a document that is a list', [], /mapping/],
+  ])('refuses %s', (_name, doc, message) => {
+    expect(() => parseRelayConfig('relay.yaml', doc)).toThrow(message);
+  });
+});

@@ -1,0 +1,81 @@
+/**
+ * Relay configuration: which pools a relay serves, on which subject prefix,
+ * and where the root coordinator listens (docs/design.md, "Relays").
+ *
+ * Top-level fields: `upstreamPrefix` (the root's subject prefix, required),
+ * `subjectPrefix` (the relay's own, required and different), `pools` (the
+ * relayed pools, with the same fields as a coordinator's), and `uplink`:
+ * `{ driftMargin [0.1], refreshMs [1000], holdMs [100], replyTimeoutMs
+ * [1000], gapMs [20] }`. A relayed pool's `capacity` and `refill` must be
+ * the root's: every grant of the root is checked against them and refused
+ * (nothing served from it) when they differ. Relayed pools are chunk-mode
+ * buckets without an allowance: no window pools, rate leases or templates.
+ */
+import { assertSubjectPrefix } from '@tokenlease/shared';
+import { CoordinatorError } from '../errors.js';
+import { parseCoordinatorConfig, MAX_TTL_MS, type CoordinatorConfig } from './config.js';
+
+export interface UplinkSettings {
+  readonly driftMargin: number;
+  readonly refreshMs: number;
+  readonly holdMs: number;
+  readonly replyTimeoutMs: number;
+  readonly gapMs: number;
+}
+
+export interface RelayConfig {
+  readonly upstreamPrefix: string;
+  /** The downstream side: served exactly as a coordinator serves it. */
+  readonly downstream: CoordinatorConfig;
+  readonly uplink: UplinkSettings;
+}
+
+const RELAY_KEYS = new Set(['upstreamPrefix', 'uplink']);
+const UPLINK_KEYS = new Set(['driftMargin', 'refreshMs', 'holdMs', 'replyTimeoutMs', 'gapMs']);
+
+/** parseRelayConfig — validates a parsed relay document; throws `CoordinatorError('config-invalid')`. */
+export function parseRelayConfig(source: string, doc: unknown): RelayConfig {
+  const fail = (field: string, problem: string): never => {
+    throw new CoordinatorError('config-invalid', `${source}: field ${JSON.stringify(field)} ${problem}`, { field });
+  };
+  if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) return fail('(document)', 'must be a mapping');
+  const fields = new Map(Object.entries(doc as Record<string, unknown>));
+  const upstreamPrefix = fields.get('upstreamPrefix');
+  if (typeof upstreamPrefix !== 'string') return fail('upstreamPrefix', "must be the root coordinator's subject prefix");
+  try {
+    assertSubjectPrefix(upstreamPrefix);
+  } catch {
+    fail('upstreamPrefix', 'must be dot-joined subject tokens without "*" or ">"');
+  }
+  if (typeof fields.get('subjectPrefix') !== 'string') fail('subjectPrefix', "must be given: the relay's own prefix");
+  const rest = Object.fromEntries([...fields].filter(([key]) => !RELAY_KEYS.has(key)));
+  const downstream = parseCoordinatorConfig(source, rest);
+  if (downstream.subjectPrefix === upstreamPrefix) fail('subjectPrefix', 'must differ from upstreamPrefix');
+  if (downstream.templates.length > 0) fail('templates', 'are not relayed: name each pool');
+  if (downstream.shadow) fail('shadow', 'is not relayed');
+  for (const pool of downstream.pools) {
+    const bad = pool.window !== null || pool.leaseMode !== 'chunk' || pool.allowance !== 0 || pool.shadow;
+    if (bad) fail(`pools.${pool.name}`, 'must be a chunk-mode bucket without an allowance or shadow mode to be relayed');
+  }
+  return { upstreamPrefix, downstream, uplink: readUplink(fields.get('uplink') ?? {}, fail) };
+}
+
+function readUplink(doc: unknown, fail: (field: string, problem: string) => never): UplinkSettings {
+  if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) return fail('uplink', 'must be a mapping');
+  const fields = new Map(Object.entries(doc as Record<string, unknown>));
+  for (const key of fields.keys()) if (!UPLINK_KEYS.has(key)) fail(`uplink.${key.slice(0, 64)}`, 'is not an uplink field');
+  const num = (key: string, min: number, max: number, fallback: number, integer = true): number => {
+    const value = fields.get(key) ?? fallback;
+    const ok = typeof value === 'number' && Number.isFinite(value) && value >= min && value < max && (!integer || Number.isInteger(value));
+    return ok
+      ? value
+      : fail(`uplink.${key}`, `must be ${integer ? 'an integer' : 'a number'} in [${min}, ${max}), got ${JSON.stringify(value)}`);
+  };
+  return {
+    driftMargin: num('driftMargin', 0.001, 0.5, 0.1, false),
+    refreshMs: num('refreshMs', 1, MAX_TTL_MS, 1000),
+    holdMs: num('holdMs', 0, 60_000, 100),
+    replyTimeoutMs: num('replyTimeoutMs', 1, 60_000, 1000),
+    gapMs: num('gapMs', 1, 60_000, 20),
+  };
+}

@@ -1,0 +1,124 @@
+/**
+ * RelayCore: a relay as a pure state machine (docs/design.md, "Relays").
+ * Downstream it is a CoordinatorCore whose pools draw on RelayCredits, so
+ * agents see the coordinator protocol unchanged; upstream it keeps one
+ * Uplink per pool, an agent's chunk lease from the root.
+ *
+ * Events in: `receive` (a downstream request), `upstreamReply` (the root's
+ * reply to what `upstream` returned), `tick`. Effects out: downstream
+ * deliveries and upstream requests. No clock, no I/O.
+ *
+ * Rules:
+ * - A pool the downstream core restarted after a fault has a new credit:
+ *   its uplink is dropped (its lease lapses at the root, counting what the
+ *   old pool's agents may still spend) and a new one, with a new agent id,
+ *   starts from nothing.
+ * - Work per call does not grow with the number of downstream leases: the
+ *   uplink reads the pool's running sums.
+ */
+import type { LeaseRequest, LeaseReturn, Reply } from '@tokenlease/shared';
+import type { PoolConfig } from './config.js';
+import { CoordinatorCore } from './coordinator-core.js';
+import type { Delivery, Pool } from './pool.js';
+import { RelayCredit } from './relay-credit.js';
+import type { RelayConfig } from './relay-config.js';
+import { Uplink, type DownstreamView, type UplinkOutcome } from './uplink.js';
+
+/** UplinkFactory — a new uplink for `pool` drawing on `credit`, with a fresh agent id and secret (the adapter's randomness). */
+export type UplinkFactory = (pool: PoolConfig, credit: RelayCredit) => Uplink;
+
+/** How long a downstream agent refused for want of an upstream lease, or short of tokens, waits before asking again, ms. */
+export const RELAY_RETRY_MS = 100;
+
+export class RelayCore<R> {
+  readonly core: CoordinatorCore<R>;
+  private readonly uplinks = new Map<string, Uplink>();
+
+  constructor(
+    readonly config: RelayConfig,
+    epoch: number,
+    startUs: number,
+    private readonly uplinkOf: UplinkFactory,
+  ) {
+    const creditOf = (pool: PoolConfig, scale: RelayCredit['scale']): RelayCredit =>
+      new RelayCredit(scale, pool.name, RELAY_RETRY_MS * 1000);
+    this.core = new CoordinatorCore<R>(config.downstream, epoch, startUs, false, 'relay', creditOf);
+  }
+
+  /** receive — a downstream request: answered exactly as a coordinator answers it. */
+  receive(subject: string, payload: Uint8Array, replyTo: R, nowUs: number): Delivery<R>[] {
+    return this.core.receive(subject, payload, replyTo, nowUs);
+  }
+
+  tick(nowUs: number): Delivery<R>[] {
+    return this.core.tick(nowUs);
+  }
+
+  /** upstream — the requests due to the root at `nowUs`, one at most per pool. */
+  upstream(nowUs: number): LeaseRequest[] {
+    const out: LeaseRequest[] = [];
+    for (const pool of this.core.config.pools) {
+      const found = this.uplinkFor(pool.name);
+      if (found === undefined) continue;
+      const request = found.uplink.poll(nowUs, viewOf(found.pool));
+      if (request !== null) out.push(request);
+    }
+    return out;
+  }
+
+  /**
+   * upstreamReply — the root's reply to `request` at `nowUs` (ignored unless
+   * it answers the pool's current uplink's request in flight); returns what
+   * it did (for the log) and the downstream replies it lets go (held
+   * requests served from a grant).
+   */
+  upstreamReply(request: LeaseRequest, reply: Reply, nowUs: number): { outcome: UplinkOutcome; out: Delivery<R>[] } {
+    const found = this.uplinkFor(request.pool);
+    if (found === undefined) return { outcome: { kind: 'ignored' }, out: [] };
+    const out = this.core.tick(nowUs);
+    const outcome = found.uplink.onReply(reply, nowUs, found.pool.leases.boundTokensSum, request);
+    if (outcome.kind === 'granted') out.push(...this.core.tick(nowUs));
+    return { outcome, out };
+  }
+
+  /** returns — at shutdown, the returns of every upstream lease that no downstream lease still draws on. */
+  returns(nowUs: number): LeaseReturn[] {
+    this.core.tick(nowUs);
+    const out: LeaseReturn[] = [];
+    for (const [name, uplink] of this.uplinks) {
+      const pool = this.core.pool(name);
+      const ret = pool === undefined ? null : uplink.returnRequest(pool.leases.boundTokensSum);
+      if (ret !== null) out.push(ret);
+    }
+    return out;
+  }
+
+  /** nextDeadlineUs — when the downstream core or an uplink next has work. */
+  nextDeadlineUs(): number {
+    let deadline = this.core.nextDeadlineUs();
+    for (const uplink of this.uplinks.values()) deadline = Math.min(deadline, uplink.nextDueUs());
+    return deadline;
+  }
+
+  /** uplinkOf — the pool and its uplink, a new uplink when the pool's credit is not the one the last drew on. */
+  private uplinkFor(name: string): { pool: Pool<R>; uplink: Uplink } | undefined {
+    const pool = this.core.pool(name);
+    if (pool === undefined || !(pool.parts.credit instanceof RelayCredit)) return undefined;
+    let uplink = this.uplinks.get(name);
+    if (uplink === undefined || uplink.credit !== pool.parts.credit) {
+      uplink = this.uplinkOf(pool.config, pool.parts.credit);
+      this.uplinks.set(name, uplink);
+    }
+    return { pool, uplink };
+  }
+}
+
+function viewOf<R>(pool: Pool<R>): DownstreamView {
+  const p = pool.parts;
+  return {
+    leasedTokens: p.leases.boundTokensSum,
+    demandPerSecond: p.leases.demandPerSecondSum,
+    waitingTurnsTokens: p.waiters.turnsTokens,
+    waiting: p.waiters.size,
+  };
+}

@@ -1,0 +1,348 @@
+/**
+ * Property: a tree of one root coordinator, relays and honest agents (under
+ * the relays and on the root directly) never admits more than the root's
+ * B + r·T, checked over every admission of the tree after every admission,
+ * through message loss and delay, and relay crashes (a crashed relay's state
+ * is dropped and a new incarnation starts on the same prefix; its agents
+ * keep what they hold until their own leases end).
+ *
+ * Randomised by fast-check from a printed seed: `SEED=<n>` replays a run,
+ * `RUNS=<n>` changes the number of runs.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { decodeReply, encodeMessage, subjectFor, type LeaseRequest, type Reply, type Request } from '@tokenlease/shared';
+import { EnvelopeWatch, propertySeed, seededRandom, type Random } from '@tokenlease/shared/testing';
+import { parseCoordinatorConfig } from './config.js';
+import { CoordinatorCore } from './coordinator-core.js';
+import type { Delivery } from './pool.js';
+import { parseRelayConfig } from './relay-config.js';
+import { RelayCore } from './relay-core.js';
+import { Uplink } from './uplink.js';
+
+const RUNS = Number(process.env['RUNS'] ?? 100);
+const MS = 1000;
+const POOL = 'api';
+const SECRET = 'sim-agent-secret-0123456789';
+const DRIFT_MARGIN = 0.1;
+
+interface Scenario {
+  readonly seed: number;
+  readonly capacity: number;
+  /** Refill per second, in capacities: the level fills within a second of idleness. */
+  readonly refillFactor: number;
+  readonly rootTtlMs: number;
+  readonly relayTtlMs: number;
+  readonly rootLeaseShare: number;
+  readonly relays: number;
+  readonly agentsPerRelay: number;
+  readonly rootAgents: number;
+  readonly loss: number;
+  readonly crashPerMille: number;
+  readonly steps: number;
+}
+
+const scenarioArb: fc.Arbitrary<Scenario> = fc.record({
+  seed: fc.integer({ min: 0, max: 2 ** 31 - 1 }),
+  capacity: fc.integer({ min: 10, max: 100 }),
+  refillFactor: fc.integer({ min: 1, max: 10 }),
+  rootTtlMs: fc.integer({ min: 100, max: 1000 }),
+  relayTtlMs: fc.integer({ min: 50, max: 1000 }),
+  rootLeaseShare: fc.integer({ min: 2, max: 10 }),
+  relays: fc.integer({ min: 1, max: 3 }),
+  agentsPerRelay: fc.integer({ min: 1, max: 4 }),
+  rootAgents: fc.integer({ min: 0, max: 2 }),
+  loss: fc.constantFrom(0, 0.02, 0.1, 0.3),
+  crashPerMille: fc.constantFrom(0, 1, 5),
+  steps: fc.integer({ min: 1000, max: 4000 }),
+});
+
+/** Where a reply goes: the node that sent the request. */
+type Answer = (reply: Reply) => void;
+
+/** A message in flight: delivered at `atUs` unless the node it goes to has gone. */
+interface Message {
+  readonly atUs: number;
+  readonly run: () => void;
+}
+
+/** An honest agent: keeps one lease, stops at first send + TTL × (1 − margin), spends one token at a time. */
+class SimAgent {
+  private seq = 0;
+  private lease: { leaseId: string; tokens: number; expiryUs: number } | null = null;
+  private inFlight: { seq: number; firstSendUs: number; lastSendUs: number; request: Request } | null = null;
+  /** How likely a step spends (some agents are slow, so a lease may still hold tokens near its end). */
+  private readonly spendChance: number;
+
+  constructor(
+    readonly id: string,
+    readonly prefix: string,
+    private readonly rnd: Random,
+    private readonly send: (agent: SimAgent, subject: string, request: Request) => void,
+    private readonly admit: (nowUs: number) => void,
+  ) {
+    this.spendChance = rnd.next() < 0.5 ? 1 : 0.02 + rnd.next() / 4;
+  }
+
+  /** step — at `nowUs`; `busy`: whether there is work to admit (the tree goes idle in phases, so levels fill to B). */
+  step(nowUs: number, busy: boolean): void {
+    if (this.lease !== null && nowUs >= this.lease.expiryUs) this.lease = null;
+    // Idle, it spends nothing and opens no lease, but keeps one it holds alive.
+    if (!busy && this.lease === null && this.inFlight === null) return;
+    // Up to 4 tokens a step, so the tree presses on the envelope.
+    for (
+      let n = busy && this.rnd.next() < this.spendChance ? this.rnd.int(1, 4) : 0;
+      this.lease !== null && this.lease.tokens > 0 && n > 0;
+      n -= 1
+    ) {
+      this.lease.tokens -= 1;
+      this.admit(nowUs);
+    }
+    const f = this.inFlight;
+    if (f !== null) {
+      if (nowUs - f.firstSendUs > 300 * MS) this.inFlight = null;
+      else if (nowUs - f.lastSendUs > 80 * MS) {
+        f.lastSendUs = nowUs;
+        this.send(this, subjectFor(this.prefix, f.request.op, POOL), f.request);
+      }
+      return;
+    }
+    if (this.lease !== null && this.rnd.next() < 0.01) {
+      this.seq += 1;
+      const { leaseId, tokens } = this.lease;
+      const request: Request = {
+        v: 2,
+        op: 'return',
+        agentId: this.id,
+        pool: POOL,
+        leaseSecret: SECRET,
+        seq: this.seq,
+        leaseId,
+        tokensLeft: tokens,
+      };
+      this.lease = null;
+      this.send(this, subjectFor(this.prefix, 'return', POOL), request);
+      return;
+    }
+    const ending = this.lease !== null && this.lease.expiryUs - nowUs < 30 * MS;
+    if (this.lease !== null && this.lease.tokens >= 3 && !ending && this.rnd.next() < 0.95) return;
+    this.seq += 1;
+    const request: Request = {
+      v: 2,
+      op: 'acquire',
+      agentId: this.id,
+      pool: POOL,
+      leaseSecret: SECRET,
+      seq: this.seq,
+      leaseId: this.lease?.leaseId ?? null,
+      tokensLeft: this.lease?.tokens ?? 0,
+      tokensWanted: this.rnd.int(1, 30),
+      demandPerSecond: this.rnd.int(0, 200),
+      holdMs: this.rnd.next() < 0.5 ? 0 : 40,
+    };
+    this.inFlight = { seq: this.seq, firstSendUs: nowUs, lastSendUs: nowUs, request };
+    this.send(this, subjectFor(this.prefix, 'acquire', POOL), request);
+  }
+
+  onReply(reply: Reply): void {
+    const f = this.inFlight;
+    if (f === null || !('seq' in reply) || reply.seq !== f.seq) return;
+    this.inFlight = null;
+    if (reply.kind === 'error') {
+      if (reply.seqFloor !== undefined) this.seq = Math.max(this.seq, reply.seqFloor);
+      return;
+    }
+    if (reply.kind !== 'grant') return;
+    const expiryUs = f.firstSendUs + Math.floor(reply.ttlMs * MS * (1 - DRIFT_MARGIN));
+    if (this.lease !== null && this.lease.leaseId === reply.leaseId) {
+      this.lease.tokens += reply.tokensGranted;
+      this.lease.expiryUs = Math.max(this.lease.expiryUs, expiryUs);
+    } else this.lease = { leaseId: reply.leaseId, tokens: reply.tokensGranted, expiryUs };
+    if (this.lease.tokens > reply.tokensHeld) throw new Error(`agent ${this.id} holds ${this.lease.tokens} > ${reply.tokensHeld}`);
+  }
+}
+
+class Tree {
+  nowUs = 0;
+  private readonly rnd: Random;
+  private readonly watch: EnvelopeWatch;
+  private readonly root: CoordinatorCore<Answer>;
+  private readonly relays: RelayCore<Answer>[] = [];
+  private readonly incarnations: number[] = [];
+  private readonly agents: SimAgent[] = [];
+  private messages: Message[] = [];
+  /** Whether the agents have work: phases of a few hundred ms, idle ones letting every level fill. */
+  private busy = true;
+  private phaseEndUs = 0;
+  admitted = 0;
+  /** The closest any window came to the envelope, tokens (≤ 0 while it holds). */
+  closest = -Infinity;
+  /** Admissions of agents under a relay. */
+  relayed = 0;
+  crashes = 0;
+
+  constructor(private readonly sc: Scenario) {
+    this.rnd = seededRandom(sc.seed);
+    const pool = { capacity: sc.capacity, refill: `${sc.capacity * sc.refillFactor}/s` };
+    const rootConfig = parseCoordinatorConfig('root.yaml', {
+      subjectPrefix: 'root',
+      pools: {
+        [POOL]: {
+          ...pool,
+          leaseTtlMs: sc.rootTtlMs,
+          maxLeaseTokens: Math.max(1, Math.floor(sc.capacity / sc.rootLeaseShare)),
+          minGrantTokens: 1,
+          maxHoldMs: Math.floor(sc.rootTtlMs / 4),
+        },
+      },
+    });
+    this.root = new CoordinatorCore(rootConfig, 1, 0);
+    this.watch = new EnvelopeWatch(sc.capacity, rootConfig.pools[0]!.refill);
+    for (let i = 0; i < sc.relays; i += 1) {
+      this.incarnations.push(0);
+      this.relays.push(this.makeRelay(i));
+      for (let j = 0; j < sc.agentsPerRelay; j += 1) this.addAgent(`a${i}.${j}`, `relay${i}`);
+    }
+    for (let j = 0; j < sc.rootAgents; j += 1) this.addAgent(`root.${j}`, 'root');
+  }
+
+  private makeRelay(i: number): RelayCore<Answer> {
+    const sc = this.sc;
+    const config = parseRelayConfig('relay.yaml', {
+      upstreamPrefix: 'root',
+      subjectPrefix: `relay${i}`,
+      pools: {
+        [POOL]: {
+          capacity: sc.capacity,
+          refill: `${sc.capacity * sc.refillFactor}/s`,
+          leaseTtlMs: sc.relayTtlMs,
+          maxLeaseTokens: Math.max(1, Math.floor(sc.capacity / 10)),
+          minGrantTokens: 1,
+          maxHoldMs: Math.min(30, Math.floor(sc.relayTtlMs / 4)),
+        },
+      },
+      uplink: { driftMargin: DRIFT_MARGIN, holdMs: 20, replyTimeoutMs: 60, refreshMs: 200 },
+    });
+    const incarnation = this.incarnations[i]!;
+    const uplinkOf = (
+      p: Parameters<ConstructorParameters<typeof RelayCore>[3]>[0],
+      credit: Parameters<ConstructorParameters<typeof RelayCore>[3]>[1],
+    ): Uplink =>
+      new Uplink(p, credit, {
+        agentId: `relay.${i}.${incarnation}.${this.rnd.int(0, 1e9)}`,
+        leaseSecret: 'relay-secret-0123456789abcdef',
+        ...config.uplink,
+        leaseTtlMsMax: 3_600_000,
+        initialTokens: p.maxLeaseTokens,
+      });
+    return new RelayCore<Answer>(config, 100 + i * 1000 + incarnation, this.nowUs, uplinkOf);
+  }
+
+  private addAgent(id: string, prefix: string): void {
+    const agent = new SimAgent(
+      id,
+      prefix,
+      this.rnd,
+      (a, subject, request) => this.sendDown(a, subject, request),
+      (nowUs) => {
+        this.admitted += 1;
+        if (prefix !== 'root') this.relayed += 1;
+        this.closest = Math.max(this.closest, this.watch.admit(nowUs, 1));
+        if (this.watch.violations > 0) throw new Error(`envelope broken at ${nowUs} µs: ${JSON.stringify(this.watch.worstWindow)}`);
+      },
+    );
+    this.agents.push(agent);
+  }
+
+  /** post — `run` happens after a random delay, unless lost. */
+  private post(run: () => void): void {
+    if (this.rnd.next() < this.sc.loss) return;
+    this.messages.push({ atUs: this.nowUs + this.rnd.int(0, 8 * MS), run });
+  }
+
+  private deliverAll(out: Delivery<Answer>[]): void {
+    for (const d of out) {
+      const reply = decodeReply(encodeMessage(d.reply));
+      if (!reply.ok) throw new Error(reply.message);
+      this.post(() => d.to(reply.value));
+    }
+  }
+
+  private sendDown(agent: SimAgent, subject: string, request: Request): void {
+    const payload = encodeMessage(request);
+    const answer: Answer = (reply) => agent.onReply(reply);
+    this.post(() => {
+      if (agent.prefix === 'root') this.deliverAll(this.root.receive(subject, payload, answer, this.nowUs));
+      else {
+        const relay = this.relays[Number(agent.prefix.slice(5))]!;
+        this.deliverAll(relay.receive(subject, payload, answer, this.nowUs));
+        this.checkRelay(relay);
+      }
+    });
+  }
+
+  private sendUp(i: number, relay: RelayCore<Answer>, request: LeaseRequest): void {
+    const payload = encodeMessage(request);
+    const answer: Answer = (reply) => {
+      if (this.relays[i] !== relay) return; // crashed since
+      this.deliverAll(relay.upstreamReply(request, reply, this.nowUs).out);
+      this.checkRelay(relay);
+    };
+    this.post(() => this.deliverAll(this.root.receive(subjectFor('root', request.op, POOL), payload, answer, this.nowUs)));
+  }
+
+  private checkRelay(relay: RelayCore<Answer>): void {
+    const faults = relay.core.takeFaults();
+    if (faults.length > 0) throw faults[0]!.error;
+  }
+
+  step(): void {
+    this.nowUs += this.rnd.int(0, 3 * MS);
+    const due = this.messages.filter((m) => m.atUs <= this.nowUs).sort((a, b) => a.atUs - b.atUs);
+    this.messages = this.messages.filter((m) => m.atUs > this.nowUs);
+    for (const m of due) m.run();
+    this.deliverAll(this.root.tick(this.nowUs));
+    this.relays.forEach((relay, i) => {
+      if (this.rnd.next() * 1000 < this.sc.crashPerMille) {
+        this.crashes += 1;
+        this.incarnations[i]! += 1;
+        this.relays[i] = this.makeRelay(i);
+        return;
+      }
+      this.deliverAll(relay.tick(this.nowUs));
+      for (const request of relay.upstream(this.nowUs)) this.sendUp(i, relay, request);
+      this.checkRelay(relay);
+    });
+    if (this.nowUs >= this.phaseEndUs) {
+      this.busy = this.rnd.next() < 0.6;
+      this.phaseEndUs = this.nowUs + this.rnd.int(20, 600) * MS;
+    }
+    for (const agent of this.agents) agent.step(this.nowUs, this.busy);
+    expect(this.root.takeFaults()).toEqual([]);
+  }
+}
+
+describe('a tree of relays under a root coordinator', () => {
+  it('never admits more than the root’s B + r·T over every admission of the tree', { timeout: Math.max(120_000, RUNS * 2000) }, () => {
+    const seed = propertySeed('src/core/relay-property.test.ts');
+    let admitted = 0;
+    let crashes = 0;
+    let relayed = 0;
+    let closest = -Infinity;
+    fc.assert(
+      fc.property(scenarioArb, (sc) => {
+        const tree = new Tree(sc);
+        for (let s = 0; s < sc.steps; s += 1) tree.step();
+        admitted += tree.admitted;
+        crashes += tree.crashes;
+        relayed += tree.relayed;
+        closest = Math.max(closest, tree.closest);
+      }),
+      { seed, numRuns: RUNS },
+    );
+    console.log(
+      `relay-property: ${RUNS} runs, ${admitted} admissions (${relayed} under relays), ${crashes} relay crashes; closest window ${closest} tokens from the envelope`,
+    );
+    expect(relayed).toBeGreaterThan(0);
+  });
+});

@@ -1,0 +1,120 @@
+import { describe, expect, it } from 'vitest';
+import type { LeaseGrant } from '@tokenlease/shared';
+import { parseCoordinatorConfig } from './config.js';
+import { RelayCredit } from './relay-credit.js';
+import { Uplink, type DownstreamView } from './uplink.js';
+
+const MS = 1000;
+const IDLE: DownstreamView = { leasedTokens: 0, demandPerSecond: 0, waitingTurnsTokens: 0, waiting: 0 };
+
+function makeUplink(): { uplink: Uplink; credit: RelayCredit } {
+  const config = parseCoordinatorConfig('relay.yaml', {
+    pools: { p: { capacity: 100, refill: '100/s', leaseTtlMs: 1000, maxLeaseTokens: 10, minGrantTokens: 1 } },
+  });
+  const pool = config.pools[0]!;
+  const credit = new RelayCredit({ capacityTokens: 100, capacityUnits: 100, unitsPerToken: 1 } as RelayCredit['scale'], 'p', 100 * MS);
+  const uplink = new Uplink(pool, credit, {
+    agentId: 'relay.r1.abc',
+    leaseSecret: 'relay-secret-0123456789abcdef',
+    driftMargin: 0.1,
+    refreshMs: 1000,
+    holdMs: 50,
+    replyTimeoutMs: 200,
+    leaseTtlMsMax: 60_000,
+    initialTokens: 10,
+    gapMs: 20,
+  });
+  return { uplink, credit };
+}
+
+function grant(fields: Partial<LeaseGrant>): LeaseGrant {
+  return {
+    v: 2,
+    kind: 'grant',
+    seq: 1,
+    leaseId: 'L1',
+    tokensGranted: 10,
+    tokensHeld: 10,
+    ttlMs: 3000,
+    epoch: 1,
+    maxLeaseTokens: 50,
+    capacityTokens: 100,
+    refillTokens: 100,
+    refillPeriodMs: 1000,
+    retryAfterMs: 0,
+    ...fields,
+  };
+}
+
+describe('Uplink', () => {
+  it('asks for its initial tokens at once, then applies the grant with the end an agent would count', () => {
+    const { uplink, credit } = makeUplink();
+    const req = uplink.poll(0, IDLE);
+    expect(req).toMatchObject({ op: 'acquire', seq: 1, leaseId: null, tokensLeft: 0, tokensWanted: 10, holdMs: 0 });
+    expect(uplink.onReply(grant({}), 5 * MS, 0)).toMatchObject({ kind: 'granted', tokensGranted: 10 });
+    expect(credit.levelTokens).toBe(10);
+    expect(credit.leaseEndUs).toBe(2700 * MS);
+  });
+
+  it('reports level + Σ downstream bounds as tokensLeft, and asks for what demand over refreshMs needs', () => {
+    const { uplink } = makeUplink();
+    uplink.poll(0, IDLE);
+    uplink.onReply(grant({ tokensGranted: 10, tokensHeld: 10 }), MS, 0);
+    const req = uplink.poll(1001 * MS, { leasedTokens: 0, demandPerSecond: 40, waitingTurnsTokens: 5, waiting: 1 });
+    expect(req).toMatchObject({ seq: 2, leaseId: 'L1', tokensLeft: 10, tokensWanted: 35, demandPerSecond: 40, holdMs: 50 });
+  });
+
+  it('retries with the same seq and first send, and keeps the end counted from the first send', () => {
+    const { uplink, credit } = makeUplink();
+    const first = uplink.poll(0, IDLE);
+    expect(uplink.poll(100 * MS, IDLE)).toBeNull();
+    const retry = uplink.poll(250 * MS, IDLE);
+    expect(retry).toBe(first);
+    uplink.onReply(grant({}), 260 * MS, 0);
+    expect(credit.leaseEndUs).toBe(2700 * MS);
+  });
+
+  it('ignores replies to other seqs, and refuses implausible or mismatched grants without changing the credit', () => {
+    const { uplink, credit } = makeUplink();
+    uplink.poll(0, IDLE);
+    expect(uplink.onReply(grant({ seq: 7 }), MS, 0)).toEqual({ kind: 'ignored' });
+    const other = makeUplink().uplink.poll(0, IDLE)!;
+    expect(uplink.onReply(grant({}), MS, 0, other)).toEqual({ kind: 'ignored' });
+    expect(uplink.onReply(grant({ tokensGranted: 11, tokensHeld: 11 }), MS, 0)).toMatchObject({ kind: 'refused' });
+    uplink.poll(300 * MS, IDLE);
+    expect(uplink.onReply(grant({ seq: 2, capacityTokens: 200 }), 301 * MS, 0)).toMatchObject({ kind: 'refused' });
+    uplink.poll(600 * MS, IDLE);
+    expect(uplink.onReply(grant({ seq: 3, ttlMs: 120_000 }), 601 * MS, 0)).toMatchObject({ kind: 'refused' });
+    uplink.poll(900 * MS, IDLE);
+    expect(uplink.onReply(grant({ seq: 4, shadow: true }), 901 * MS, 0)).toMatchObject({ kind: 'refused' });
+    expect(credit.levelTokens).toBe(0);
+    expect(credit.leaseEndUs).toBe(-Infinity);
+  });
+
+  it('backs off after an error for its retryAfterMs, and moves past a stale sequence floor', () => {
+    const { uplink } = makeUplink();
+    uplink.poll(0, IDLE);
+    const error = {
+      v: 2,
+      kind: 'error',
+      seq: 1,
+      code: 'stale-sequence',
+      fault: 'peer',
+      message: 'old',
+      retryAfterMs: 300,
+      seqFloor: 9,
+    } as const;
+    expect(uplink.onReply(error, MS, 0)).toMatchObject({ kind: 'error', code: 'stale-sequence' });
+    expect(uplink.poll(200 * MS, IDLE)).toBeNull();
+    expect(uplink.poll(301 * MS, IDLE)).toMatchObject({ seq: 10 });
+  });
+
+  it('returns the lease at shutdown only when no downstream lease draws on it', () => {
+    const { uplink, credit } = makeUplink();
+    uplink.poll(0, IDLE);
+    uplink.onReply(grant({}), MS, 0);
+    expect(uplink.returnRequest(3)).toBeNull();
+    expect(uplink.returnRequest(0)).toMatchObject({ op: 'return', leaseId: 'L1', tokensLeft: 10, seq: 2 });
+    expect(credit.levelTokens).toBe(0);
+  });
+});

@@ -1,0 +1,198 @@
+/**
+ * Uplink: a relay's chunk lease from the root for one pool, as the relay,
+ * an agent toward the root, keeps it (docs/design.md, "Relays"). Pure: the
+ * adapter sends what `poll` returns and hands back what comes.
+ *
+ * Rules:
+ * - One agent id and lease secret per relay incarnation: a relay that
+ *   restarts opens a new lease, and the root counts the old one until it
+ *   expires there.
+ * - `tokensLeft` is `level + Σ downstream bounds` (RelayCredit): never less
+ *   than what the subtree may still spend, or the root would count too little.
+ * - `tokensWanted` tops the level up to what the downstream agents' reported
+ *   demand needs over `refreshMs`, plus the turns of held requests (at least
+ *   `initialTokens`, so a relay with no agent yet has something to start on).
+ * - A retry (no reply within the hold plus `replyTimeoutMs`) repeats the
+ *   request, seq and first-send instant alike; one older than half the lease
+ *   TTL is given up, and the next request takes a new seq.
+ * - A reply is checked as an agent checks a grant (grant-check.ts in the
+ *   agent package), and against the relay's pool: the root's capacity and
+ *   refill must be the ones configured, a chunk lease, not in shadow mode.
+ *   A refused or mismatched reply changes nothing but the backoff.
+ * - The lease is renewed every TTL/3, and sooner when requests are held or
+ *   the level falls below a quarter of its target (at most every `gapMs`).
+ */
+import { WIRE_TOKENS_MAX, type LeaseGrant, type LeaseRequest, type LeaseReturn, type Reply } from '@tokenlease/shared';
+import type { PoolConfig } from './config.js';
+import type { RelayCredit } from './relay-credit.js';
+
+const US_PER_MS = 1000;
+
+export interface UplinkOptions {
+  readonly agentId: string;
+  /** 22 to 128 base64url characters; never logged. */
+  readonly leaseSecret: string;
+  /** Fraction of the TTL cut from the lease's end, as an agent's keeper does. */
+  readonly driftMargin: number;
+  readonly refreshMs: number;
+  /** How long the root may hold a request. */
+  readonly holdMs: number;
+  readonly replyTimeoutMs: number;
+  /** The longest TTL a grant may carry. */
+  readonly leaseTtlMsMax: number;
+  /** What to ask for at least. */
+  readonly initialTokens: number;
+  /** Shortest gap between two requests that were not due, ms. */
+  readonly gapMs: number;
+}
+
+/** DownstreamView — what the relayed pool shows the uplink: its downstream bounds, demand and held turns. */
+export interface DownstreamView {
+  readonly leasedTokens: number;
+  readonly demandPerSecond: number;
+  readonly waitingTurnsTokens: number;
+  readonly waiting: number;
+}
+
+/** UplinkOutcome — what a reply did, for the adapter's log. */
+export type UplinkOutcome =
+  | {
+      readonly kind: 'granted';
+      readonly leaseId: string;
+      readonly tokensGranted: number;
+      readonly tokensHeld: number;
+      readonly ttlMs: number;
+    }
+  | { readonly kind: 'refused'; readonly problem: string }
+  | { readonly kind: 'error'; readonly code: string; readonly message: string; readonly retryAfterMs: number }
+  | { readonly kind: 'ignored' };
+
+interface InFlight {
+  readonly request: LeaseRequest;
+  readonly firstSendUs: number;
+  lastSendUs: number;
+}
+
+export class Uplink {
+  private seq = 0;
+  private inFlight: InFlight | null = null;
+  private dueUs = 0;
+  private quietUntilUs = 0;
+  /** Whether the level was below a quarter of its target at the last `poll` (then it asks again as soon as it may). */
+  private low = false;
+
+  constructor(
+    private readonly pool: PoolConfig,
+    readonly credit: RelayCredit,
+    private readonly options: UplinkOptions,
+  ) {}
+
+  /** nextDueUs — when `poll` may next have something to send (a retry, a renewal). */
+  nextDueUs(): number {
+    const f = this.inFlight;
+    if (f !== null) return f.lastSendUs + (this.options.holdMs + this.options.replyTimeoutMs) * US_PER_MS;
+    return Math.max(this.quietUntilUs, this.low ? 0 : Math.min(this.dueUs, this.credit.leaseEndUs));
+  }
+
+  /** poll — the request to send at `nowUs` (a new one, or a retry of the one in flight), or null. */
+  poll(nowUs: number, view: DownstreamView): LeaseRequest | null {
+    const f = this.inFlight;
+    if (f !== null) {
+      if (nowUs < this.nextDueUs()) return null;
+      if (nowUs - f.firstSendUs < (this.pool.leaseTtlMs * US_PER_MS) / 2) {
+        f.lastSendUs = nowUs;
+        return f.request;
+      }
+      this.inFlight = null;
+    }
+    if (nowUs < this.quietUntilUs) return null;
+    const target = this.targetTokens(view);
+    this.low = this.credit.levelTokens * 4 < target;
+    if (nowUs < this.dueUs && view.waiting === 0 && !this.low) return null;
+    const { leaseId, tokensLeft } = this.credit.upstreamReport(view.leasedTokens);
+    this.seq += 1;
+    const request: LeaseRequest = {
+      v: 2,
+      op: 'acquire',
+      agentId: this.options.agentId,
+      pool: this.pool.name,
+      leaseSecret: this.options.leaseSecret,
+      seq: this.seq,
+      leaseId,
+      tokensLeft,
+      tokensWanted: Math.min(WIRE_TOKENS_MAX, Math.max(0, target - this.credit.levelTokens)),
+      demandPerSecond: view.demandPerSecond,
+      holdMs: view.waiting > 0 ? this.options.holdMs : 0,
+    };
+    this.inFlight = { request, firstSendUs: nowUs, lastSendUs: nowUs };
+    return request;
+  }
+
+  /** onReply — handles the root's reply at `nowUs` beside `leasedTokens` of downstream bounds; `answers`: the request it answers. */
+  onReply(reply: Reply, nowUs: number, leasedTokens: number, answers?: LeaseRequest): UplinkOutcome {
+    const f = this.inFlight;
+    if (f === null || !('seq' in reply) || reply.seq !== f.request.seq) return { kind: 'ignored' };
+    // A reply to another uplink's request (of a pool restarted since) may carry the same seq.
+    if (answers !== undefined && answers !== f.request) return { kind: 'ignored' };
+    if (reply.kind === 'error') {
+      this.inFlight = null;
+      if (reply.code === 'stale-sequence' && reply.seqFloor !== undefined) this.seq = Math.max(this.seq, reply.seqFloor);
+      this.quietUntilUs = nowUs + Math.max(this.options.gapMs, reply.retryAfterMs) * US_PER_MS;
+      return { kind: 'error', code: reply.code, message: reply.message, retryAfterMs: reply.retryAfterMs };
+    }
+    if (reply.kind !== 'grant') return this.refuse(nowUs, `answers an acquire with a ${reply.kind}`);
+    const problem = this.grantProblem(reply, f.request);
+    if (problem !== null) return this.refuse(nowUs, problem);
+    const endUs = f.firstSendUs + Math.floor(reply.ttlMs * US_PER_MS * (1 - this.options.driftMargin));
+    const grant = { leaseId: reply.leaseId, tokensGranted: reply.tokensGranted, tokensHeld: reply.tokensHeld, endUs };
+    const creditProblem = this.credit.grantProblem(grant, leasedTokens);
+    if (creditProblem !== null) return this.refuse(nowUs, creditProblem);
+    this.inFlight = null;
+    this.credit.applyGrant(grant, leasedTokens, nowUs);
+    this.dueUs = nowUs + Math.floor((reply.ttlMs * US_PER_MS) / 3);
+    this.quietUntilUs = nowUs + Math.max(this.options.gapMs, reply.retryAfterMs) * US_PER_MS;
+    const { leaseId, tokensGranted, tokensHeld, ttlMs } = reply;
+    return { kind: 'granted', leaseId, tokensGranted, tokensHeld, ttlMs };
+  }
+
+  /**
+   * returnRequest — the return that gives the lease back at shutdown, or
+   * null: only a lease with no downstream lease left is returned (their
+   * agents may still spend; the root counts them until its lease expires).
+   */
+  returnRequest(leasedTokens: number): LeaseReturn | null {
+    const { leaseId, tokensLeft } = this.credit.upstreamReport(leasedTokens);
+    if (leaseId === null || leasedTokens > 0) return null;
+    this.seq += 1;
+    this.inFlight = null;
+    this.credit.lapse();
+    const { agentId, leaseSecret } = this.options;
+    return { v: 2, op: 'return', agentId, pool: this.pool.name, leaseSecret, seq: this.seq, leaseId, tokensLeft };
+  }
+
+  private targetTokens(view: DownstreamView): number {
+    const demandTokens = Math.ceil((view.demandPerSecond * this.options.refreshMs) / 1000);
+    return Math.min(this.pool.capacity, Math.max(this.options.initialTokens, demandTokens + view.waitingTurnsTokens));
+  }
+
+  private refuse(nowUs: number, problem: string): UplinkOutcome {
+    this.inFlight = null;
+    this.quietUntilUs = nowUs + Math.max(this.options.gapMs, this.options.replyTimeoutMs) * US_PER_MS;
+    return { kind: 'refused', problem };
+  }
+
+  /** grantProblem — why `g` is implausible as the reply to `request`, or not for this relay's pool (null: neither). */
+  private grantProblem(g: LeaseGrant, request: LeaseRequest): string | null {
+    if (g.tokensGranted > request.tokensWanted) return `grants ${g.tokensGranted} tokens where ${request.tokensWanted} were asked for`;
+    if (g.tokensGranted > g.tokensHeld) return `grants ${g.tokensGranted} tokens but says the lease holds ${g.tokensHeld}`;
+    if (g.maxLeaseTokens > g.capacityTokens) return `names a lease limit of ${g.maxLeaseTokens} above the capacity ${g.capacityTokens}`;
+    if (g.tokensHeld > g.maxLeaseTokens) return `holds ${g.tokensHeld} tokens, above the pool's lease limit of ${g.maxLeaseTokens}`;
+    if (g.ttlMs > this.options.leaseTtlMsMax) return `lasts ${g.ttlMs} ms, above ${this.options.leaseTtlMsMax}`;
+    const p = this.pool;
+    if (g.capacityTokens !== p.capacity || g.refillTokens !== p.refill.tokens || g.refillPeriodMs !== p.refill.periodMs) {
+      return `names capacity ${g.capacityTokens} and refill ${g.refillTokens}/${g.refillPeriodMs} ms; this relay serves ${p.capacity} and ${p.refill.tokens}/${p.refill.periodMs} ms`;
+    }
+    if (g.rate !== undefined || g.shadow === true) return 'is a rate lease or in shadow mode, which a relay does not serve';
+    return null;
+  }
+}

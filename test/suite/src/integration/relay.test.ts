@@ -1,0 +1,97 @@
+/**
+ * A root coordinator, two relay processes on their own prefixes and two
+ * agent processes under each, over real NATS, one relay SIGKILLed mid-run:
+ * the root's B + r·T holds over the merged admission logs of the whole
+ * tree, and what the killed relay's agents admit after the kill is at most
+ * what that relay held from the root (its last upstream grant's bound).
+ */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { hostMonoNowUs, makeRate } from '@tokenlease/shared';
+import { checkEnvelope } from '@tokenlease/shared/testing';
+import { readAdmissionLog, scratchDir, startAgentProcess, startCoordinator, startRelay, writeConfig } from '@tokenlease/harness/fleet';
+import { parseLogLine } from '@tokenlease/harness/log-events';
+import { provideNats } from '@tokenlease/harness/nats';
+import { seededRun, serverForSuite } from '../servers.js';
+
+const CAPACITY = 200;
+const REFILL = makeRate(400, 1000);
+const RUN_MS = 6000;
+const KILL_AT_MS = 3000;
+
+describe('relays under a root coordinator over real NATS', () => {
+  const nats = serverForSuite(provideNats);
+
+  it('keep B + r·T over the whole tree, and a killed relay strands at most what it held', { timeout: 60_000 }, async () => {
+    const { seed, random } = seededRun('relay', import.meta.url);
+    const dir = scratchDir();
+    const root = `tlroot${seed}`;
+    const pool = 'api';
+    const limits = { capacity: CAPACITY, refill: '400/s' };
+    await startCoordinator(
+      nats().url,
+      writeConfig(dir, { subjectPrefix: root, pools: { [pool]: { ...limits, leaseTtlMs: 1000, maxLeaseTokens: 100 } } }),
+    );
+    const relays = await Promise.all(
+      [0, 1].map(async (i) => {
+        const doc = {
+          upstreamPrefix: root,
+          subjectPrefix: `${root}r${i}`,
+          pools: { [pool]: { ...limits, leaseTtlMs: 600, maxLeaseTokens: 20 } },
+          uplink: { refreshMs: 250, holdMs: 50, replyTimeoutMs: 250 },
+        };
+        const configPath = join(dir, `relay-${i}.json`);
+        writeFileSync(configPath, JSON.stringify(doc));
+        return startRelay(nats().url, configPath, `r${i}s${seed}`);
+      }),
+    );
+    const logs = [0, 1].flatMap((i) => [0, 1].map((j) => ({ relay: i, path: join(dir, `agent-${i}-${j}.log`) })));
+    const agents = await Promise.all(
+      logs.map(({ relay, path }, k) =>
+        startAgentProcess({
+          natsUrl: nats().url,
+          subjectPrefix: `${root}r${relay}`,
+          pool,
+          name: `a${k}`,
+          seed: random.int(0, 2 ** 31),
+          durationMs: RUN_MS,
+          logPath: path,
+          traffic: k % 2 === 0 ? { kind: 'steady', perSecond: 300 } : { kind: 'bursty', perSecond: 600, onMs: 300, offMs: 300 },
+        }),
+      ),
+    );
+    await new Promise((resolve) => setTimeout(resolve, KILL_AT_MS));
+    const killed = relays[0]!;
+    const killedAtUs = hostMonoNowUs();
+    killed.proc.kill('SIGKILL');
+    await killed.exited;
+    const exits = await Promise.all(agents.map((a) => a.exited));
+    expect(exits.map((e) => e.code)).toEqual([0, 0, 0, 0]);
+
+    const byRelay = logs.map(({ relay, path }) => ({ relay, admissions: readAdmissionLog(path) }));
+    const all = byRelay.flatMap((l) => l.admissions);
+    const report = checkEnvelope(all, CAPACITY, REFILL);
+    const held = killed.lines
+      .map(parseLogLine)
+      .filter((f) => f?.['event'] === 'upstream-lease')
+      .map((f) => Number(f?.['tokensHeld']));
+    const heldLast = held[held.length - 1] ?? 0;
+    const afterKill = byRelay
+      .filter((l) => l.relay === 0)
+      .flatMap((l) => l.admissions)
+      .filter((a) => a.tUs > killedAtUs)
+      .reduce((sum, a) => sum + a.cost, 0);
+    const underLive = byRelay
+      .filter((l) => l.relay === 1)
+      .flatMap((l) => l.admissions)
+      .reduce((sum, a) => sum + a.cost, 0);
+    console.log(`relay: ${JSON.stringify(report)}; killed relay held ${heldLast}, its agents admitted ${afterKill} after the kill`);
+    expect(report.ok, `worst window: ${JSON.stringify(report.worstWindow)} over by ${report.worstExcessTokens} tokens`).toBe(true);
+    expect(afterKill).toBeLessThanOrEqual(heldLast);
+    expect(held.length).toBeGreaterThan(0);
+    // The tree does its job: the live relay's agents keep admitting, and the whole tree admits most of the refill.
+    expect(underLive).toBeGreaterThan(0.3 * ((400 * RUN_MS) / 1000) * 0.5);
+    expect(report.admittedTokens).toBeGreaterThan(0.4 * ((400 * (RUN_MS - 1000)) / 1000));
+  });
+});
