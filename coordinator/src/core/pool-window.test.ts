@@ -134,6 +134,21 @@ describe('a window pool taken over or changed', () => {
     expect(pool.parts.credit.levelTokens + coolingOf(pool)).toBe(50);
   });
 
+  it('cools a drop after a change to a shorter window no earlier than what cooled before it', () => {
+    const pool = windowPool({ window: '100/10s' });
+    // Quiet 1 s, then 10 s rounded up to the grain of 10 s / 1024.
+    const openAt = 11_100 * MS;
+    const g = grantOf(acquire(pool, openAt, { agentId: 'a', seq: 1 }));
+    giveBack(pool, openAt, { agentId: 'a', seq: 2, leaseId: g.leaseId, tokensLeft: 0 });
+    pool.reconfigure(windowConfig({ window: '100/1s' }), openAt + 10 * MS, []);
+    const h = grantOf(acquire(pool, openAt + 20 * MS, { agentId: 'b', seq: 1 }));
+    giveBack(pool, openAt + 30 * MS, { agentId: 'b', seq: 2, leaseId: h.leaseId, tokensLeft: 0 });
+    expect(coolingOf(pool)).toBe(40);
+    // The second 20 would go back at 1.03 s under the new window, but wait for the first 20 (10 s).
+    expect(status(pool, openAt + 2 * S).levelTokens).toBe(60);
+    expect(status(pool, openAt + 10 * S + 10 * MS).levelTokens).toBe(100);
+  });
+
   it('counts a bucket pool lease on when it becomes a window pool, and cools what it spent', () => {
     const bucket = parseCoordinatorConfig('b.yaml', { pools: { p: { capacity: 100, refill: '100/s', leaseTtlMs: 1000 } } })
       .pools[0] as PoolConfig;

@@ -53,15 +53,18 @@ class Cooling {
     return this.tokens === 0 ? -Infinity : (this.atUs[this.atUs.length - 1] as number);
   }
 
-  /** add — `tokens` go back at `atUs`, which is never before the last entry's instant (merged into it when equal). */
+  /**
+   * add — `tokens` go back at `atUs`, or with the last batch when that one
+   * goes back later (after a change to a shorter window): never earlier than
+   * asked, and the queue stays in release order.
+   */
   add(tokens: number, atUs: number): void {
     const last = this.atUs.length - 1;
     this.cooledSum += tokens;
-    if (last >= this.head && this.atUs[last] === atUs) {
+    if (last >= this.head && (this.atUs[last] as number) >= atUs) {
       this.upTo[last] = this.cooledSum;
       return;
     }
-    assertInvariant(last < this.head || (this.atUs[last] as number) < atUs, 'cooling out of order');
     this.atUs.push(atUs);
     this.upTo.push(this.cooledSum);
   }
