@@ -38,3 +38,7 @@ export { stateProblem } from './core/pool-takeover.js';
 export { WriteLane, refuseBatch, type Batch, type ChangeSource, type LaneStep, type WriteOutcome } from './core/write-lane.js';
 export { routeCatchAll, type CatchAllRoute } from './core/ownership.js';
 export type { PoolFault } from './core/coordinator-core.js';
+export { RelayCore, type UplinkFactory } from './core/relay-core.js';
+export { RelayCredit } from './core/relay-credit.js';
+export { Uplink, type UplinkOptions } from './core/uplink.js';
+export { parseRelayConfig, type RelayConfig, type UplinkSettings } from './core/relay-config.js';

@@ -37,6 +37,11 @@ function faultSpanUs(f: Fault, ttlUs: number): number {
       return f.downUs + ttlUs;
     case 'failover-coordinator':
       return Math.max(f.downUs, f.deposedUs ?? 0) + ttlUs;
+    case 'crash-relay':
+      return f.downUs + ttlUs;
+    case 'pause-relay':
+    case 'partition-relay':
+      return f.forUs + ttlUs;
   }
 }
 

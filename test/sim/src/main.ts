@@ -1,5 +1,6 @@
 /**
  * npm run sim -- [--scenarios N] [--seed S] [--duration 20s] [--pools mixed|bucket|window] [--json]
+ * npm run sim -- --tree K [--agents N] [--calm] [--scenarios N] [--seed S] [--duration 20s]
  *
  * Runs N random scenarios (seeds S, S+1, …) through the simulator and
  * prints one line each, then a summary (memory and durable scenarios,
@@ -7,12 +8,19 @@
  * takeovers, violations); exits 1 if any check failed, printing the
  * command that replays the failing seed alone. `--pools` picks the pools
  * drawn: the usual mix (default), buckets only, or window pools only.
+ *
+ * `--tree K` runs tree scenarios instead (tree.ts treeScenario: K relays
+ * over N agents, default 24, with relay and agent faults unless `--calm`),
+ * each next to its flat twin, and prints utilization and round-trips at
+ * the root per 1,000 admissions for both (tree-report.ts).
  */
 import { parseArgs } from 'node:util';
 import { describeScenario, randomScenario, SCENARIO_DURATION_US_DEFAULT, SCENARIO_MIXES, type ScenarioMix } from './scenario.js';
 import { convergenceProblem, recoveredRate } from './converge.js';
 import type { SimConfig, SimResult } from './sim-config.js';
 import { runSimulation } from './simulation.js';
+import { TREE_AGENTS_DEFAULT } from './tree.js';
+import { runTreeScenarios } from './tree-report.js';
 
 const US_PER_S = 1_000_000;
 /** Scenarios a run simulates unless --scenarios says. */
@@ -58,6 +66,9 @@ function main(): number {
       duration: { type: 'string' },
       pools: { type: 'string' },
       json: { type: 'boolean' },
+      tree: { type: 'string' },
+      agents: { type: 'string' },
+      calm: { type: 'boolean' },
     },
   });
   const scenarios = values.scenarios === undefined ? SCENARIOS_DEFAULT : Number(values.scenarios);
@@ -66,6 +77,14 @@ function main(): number {
   if (!Number.isSafeInteger(scenarios) || scenarios < 1) throw new Error('--scenarios must be a positive integer');
   if (!Number.isSafeInteger(seed) || seed < 0) throw new Error('--seed must be a non-negative integer');
   if (!(durationS >= 1)) throw new Error('--duration must be at least 1s');
+  if (values.tree !== undefined) {
+    const relays = Number(values.tree);
+    const agents = values.agents === undefined ? TREE_AGENTS_DEFAULT : Number(values.agents);
+    if (!Number.isSafeInteger(relays) || relays < 1) throw new Error('--tree must be a positive integer (relays)');
+    if (!Number.isSafeInteger(agents) || agents < 1) throw new Error('--agents must be a positive integer');
+    const run = { seed, scenarios, relays, agents, durationUs: durationS * US_PER_S, calm: values.calm === true };
+    return runTreeScenarios(run, (line) => console.log(line)) === 0 ? 0 : 1;
+  }
   const mix = readMix(values.pools);
   const pools = mix === 'mixed' ? '' : ` --pools ${mix}`;
   console.log(`simulating ${scenarios} scenarios (${mix} pools) from SEED=${seed}, ${durationS} s of traffic each`);

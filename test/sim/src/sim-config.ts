@@ -3,7 +3,7 @@
  * configuration a run's pool stands for.
  */
 import type { KeeperOptions } from '@tokenlease/agent';
-import { parseCoordinatorConfig, type CoordinatorConfig } from '@tokenlease/coordinator';
+import { parseCoordinatorConfig, type CoordinatorConfig, type UplinkSettings } from '@tokenlease/coordinator';
 import { makeRate, type Rate } from '@tokenlease/shared';
 import type { Admission } from '@tokenlease/shared/testing';
 import type { NetworkSpec, Partition } from './network.js';
@@ -95,7 +95,47 @@ export type Fault =
    * makes from then on refused); a standby takes the pool over from the
    * store `downUs` later (the ownership TTL), under the next epoch.
    */
-  | { readonly kind: 'failover-coordinator'; readonly atUs: number; readonly downUs: number; readonly deposedUs?: number };
+  | { readonly kind: 'failover-coordinator'; readonly atUs: number; readonly downUs: number; readonly deposedUs?: number }
+  /** Tree only: relay `relay` dies (its state lost) at `atUs`; a new incarnation, with a new upstream agent id, starts `downUs` later. */
+  | { readonly kind: 'crash-relay'; readonly relay: number; readonly atUs: number; readonly downUs: number }
+  /** Tree only: relay `relay` acts on nothing for `forUs`, then handles what came meanwhile on its clock jumped ahead. */
+  | { readonly kind: 'pause-relay'; readonly relay: number; readonly atUs: number; readonly forUs: number }
+  /** Tree only: relay `relay` is cut from the root, or from all its agents, for `forUs`. */
+  | {
+      readonly kind: 'partition-relay';
+      readonly relay: number;
+      readonly from: 'root' | 'agents';
+      readonly atUs: number;
+      readonly forUs: number;
+    };
+
+/** RelayFault — the faults of a tree's relays. */
+export type RelayFault = Extract<Fault, { kind: 'crash-relay' | 'pause-relay' | 'partition-relay' }>;
+
+/** isRelayFault — whether `f` is a relay's fault. */
+export function isRelayFault(f: Fault): f is RelayFault {
+  return f.kind === 'crash-relay' || f.kind === 'pause-relay' || f.kind === 'partition-relay';
+}
+
+/**
+ * TreeSpec — the fleet as a tree: `relays` relays (coordinator/src/core
+ * relay-core.ts, each with its uplink) lease one chunk each from the root
+ * and re-lease to their agents. Agent slots below `rootAgents` (default 0)
+ * lease from the root directly; slot s above goes to relay
+ * (s − rootAgents) mod `relays`. The run's pool is what a relay serves its
+ * agents (its TTL, `relayLeaseTtlMs` aside, is the root's too); the root's
+ * lease limit, a relay's largest chunk, is `rootMaxLeaseTokens` (default B).
+ * The tree has only chunk-mode buckets without allowance, in memory or
+ * durable mode.
+ */
+export interface TreeSpec {
+  readonly relays: number;
+  readonly rootAgents?: number;
+  readonly rootMaxLeaseTokens?: number;
+  /** The TTL of a relay's grants to its agents before the cut to its own lease's end, ms; default the pool's. */
+  readonly relayLeaseTtlMs?: number;
+  readonly uplink?: Partial<UplinkSettings>;
+}
 
 /**
  * DurableSpec — the coordinator keeps its pool in a store (the Redis mode):
@@ -115,10 +155,18 @@ export interface DurableSpec {
  * the reply's arrival, or that keeps accruing its old rate while the
  * renewal is in flight (see sim-agent.ts); a window pool's coordinator that
  * lets spent tokens go back a quarter window after it learns of them
- * (earlyReleaseConfigOf).
+ * (earlyReleaseConfigOf); a relay whose grants to its agents carry its
+ * pool's full TTL, not cut to the end of its own lease from the root
+ * (relays.ts).
  */
 export type Broken =
-  'spend-past-expiry' | 'reply-before-write' | 'forget-kept-leases' | 'accrue-from-send' | 'accrue-in-flight' | 'window-early-release';
+  | 'spend-past-expiry'
+  | 'reply-before-write'
+  | 'forget-kept-leases'
+  | 'accrue-from-send'
+  | 'accrue-in-flight'
+  | 'window-early-release'
+  | 'relay-no-ttl-cap';
 
 export interface SimConfig {
   readonly seed: number;
@@ -142,6 +190,8 @@ export interface SimConfig {
   readonly durable?: DurableSpec;
   /** Deliberately broken parts, to prove the checks can fail. */
   readonly broken?: Broken;
+  /** The fleet as a tree of relays under the root; absent: every agent leases from the root. */
+  readonly tree?: TreeSpec;
   /** Keep every admission (instant and cost) in the result's `admissions`, for a check of one's own; default false. */
   readonly recordAdmissions?: boolean;
 }
@@ -160,8 +210,12 @@ export interface SimResult {
   /** A window pool: the most tokens any window of W held (never above N when the checks held); null for a bucket pool. */
   readonly fullestWindowTokens: number | null;
   readonly violations: readonly string[];
-  /** Request attempts sent to the coordinator (each is a round-trip). */
+  /** Request attempts the agents sent to their coordinator, the root or a relay (each is a round-trip). */
   readonly roundTrips: number;
+  /** Request attempts that reached for the root: the agents' on it and the relays' (a flat fleet: all of `roundTrips`). */
+  readonly rootRoundTrips: number;
+  /** Relay incarnations started after the first of each (a tree's relay crashes that came back up). */
+  readonly relayRestarts: number;
   /** Usage reports published (one-way messages; not in roundTrips). */
   readonly reports: number;
   /** Tokens granted (rate leases: the top-ups only; what accrues is not counted). */

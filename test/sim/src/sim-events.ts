@@ -2,15 +2,32 @@
  * The simulator's events and timing constants.
  */
 import { TICK_MS_MAX as COORDINATOR_TICK_MS_MAX } from '@tokenlease/coordinator';
-import type { Reply } from '@tokenlease/shared';
+import type { LeaseRequest, Reply } from '@tokenlease/shared';
 import type { Arrival } from './workload.js';
 
-/** ReplyTo — where a coordinator reply goes: the agent, its slot, and which attempt of which request. */
+/**
+ * ReplyTo — where a coordinator reply goes: the agent, its slot, and which
+ * attempt of which request; or, for a relay's request to the root, the
+ * relay (`slot` is then its link to the root, `relayLink`).
+ */
 export interface ReplyTo {
   readonly id: string;
   readonly slot: number;
   readonly seq: number;
   readonly attempt: number;
+  readonly relay?: RelayTarget;
+}
+
+/** RelayTarget — the relay incarnation that sent `request` to the root. */
+export interface RelayTarget {
+  readonly index: number;
+  readonly incarnation: number;
+  readonly request: LeaseRequest;
+}
+
+/** relayLink — the network slot of relay `index`'s link to the root (negative: never an agent's). */
+export function relayLink(index: number): number {
+  return -1 - index;
 }
 
 export type Event =
@@ -28,7 +45,12 @@ export type Event =
   | { readonly k: 'fault'; readonly index: number }
   | { readonly k: 'resume'; readonly id: string }
   | { readonly k: 'take-deadline'; readonly id: string }
-  | { readonly k: 'audit' };
+  | { readonly k: 'audit' }
+  | { readonly k: 'to-relay'; readonly relay: number; readonly to: ReplyTo; readonly subject: string; readonly bytes: Uint8Array }
+  | { readonly k: 'relay-reply'; readonly to: ReplyTo; readonly reply: Reply }
+  | { readonly k: 'relay-tick'; readonly relay: number; readonly gen: number }
+  | { readonly k: 'relay-up'; readonly relay: number }
+  | { readonly k: 'relay-resume'; readonly relay: number };
 
 export const POOL = 'pool';
 export const PREFIX = 'tokenlease';

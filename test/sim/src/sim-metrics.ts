@@ -14,6 +14,7 @@ export class SimMetrics {
   admittedCount = 0;
   deniedCount = 0;
   roundTrips = 0;
+  rootRoundTrips = 0;
   reports = 0;
   grantedTokens = 0;
   returnedTokens = 0;
@@ -57,7 +58,7 @@ export class SimMetrics {
     checks: Pick<SimResult, 'worstExcessTokens' | 'fullestWindowTokens' | 'admissions'>,
     simulatedSeconds: number,
     events: number,
-    store: Pick<SimResult, 'takeovers' | 'storeWrites' | 'fencedWrites'>,
+    store: Pick<SimResult, 'takeovers' | 'storeWrites' | 'fencedWrites' | 'relayRestarts'>,
   ): SimResult {
     return {
       ...store,
@@ -69,6 +70,7 @@ export class SimMetrics {
       admittedCount: this.admittedCount,
       deniedCount: this.deniedCount,
       roundTrips: this.roundTrips,
+      rootRoundTrips: this.rootRoundTrips,
       reports: this.reports,
       grantedTokens: this.grantedTokens,
       returnedTokens: this.returnedTokens,

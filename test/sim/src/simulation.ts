@@ -27,7 +27,9 @@ import { EnvelopeWatch, WindowWatch } from './checks.js';
 import { Coordinators, type ClusterHost } from './coordinators.js';
 import { EventQueue } from './event-queue.js';
 import { Network } from './network.js';
-import { coordinatorConfigOf, earlyReleaseConfigOf, windowOf, type SimConfig, type SimResult } from './sim-config.js';
+import { coordinatorConfigOf, earlyReleaseConfigOf, isRelayFault, windowOf, type SimConfig, type SimResult } from './sim-config.js';
+import { Relays, relayPrefix } from './relays.js';
+import { relayPartitionsOf, rootPoolOf } from './tree.js';
 import { SimAgent } from './sim-agent.js';
 import { makeWorkload, type Arrival, type Workload } from './workload.js';
 import { SimLimiter } from './sim-limiter.js';
@@ -72,6 +74,8 @@ class Simulation {
   private readonly endUs: number;
   private now = 0;
   private readonly coordinators: Coordinators;
+  /** A tree's relays; null for a flat fleet. */
+  private readonly relays: Relays | null;
   private readonly agents = new Map<string, SimAgent>();
   private readonly slots: Array<SimAgent | null>;
   private readonly restarts: number[];
@@ -82,20 +86,21 @@ class Simulation {
   private readonly m: SimMetrics;
   private readonly limiter: SimLimiter;
   /** Crashed agents, when they died and by when their lease must be gone, for the reclaim audit. */
-  private readonly deaths = new Map<string, { diedUs: number; deadlineUs: number }>();
+  private readonly deaths = new Map<string, { slot: number; diedUs: number; deadlineUs: number }>();
   private readonly reclaimDeadlineUs: number;
 
   constructor(private readonly config: SimConfig) {
     this.random = seededRandom(config.seed);
     const p = config.pool;
-    this.coordinatorConfig = coordinatorConfigOf(p, POOL);
+    this.coordinatorConfig = coordinatorConfigOf(rootPoolOf(config), POOL);
     const fillUs = Math.ceil((p.capacity * p.refill.periodMs * 1000) / p.refill.tokens);
     this.warmupUs = this.coordinatorConfig.quietPeriodMs * 1000 + fillUs + 200_000;
     this.endUs = this.warmupUs + config.durationUs;
     this.workload = simWorkload(config);
+    const partitions = [...config.partitions, ...relayPartitionsOf(config)];
     this.network = new Network(
       config.network,
-      config.partitions.map((x) => ({ ...x, fromUs: x.fromUs + this.warmupUs, toUs: x.toUs + this.warmupUs })),
+      partitions.map((x) => ({ ...x, fromUs: x.fromUs + this.warmupUs, toUs: x.toUs + this.warmupUs })),
       this.random,
     );
     this.envelope = new EnvelopeWatch(p.capacity + (p.allowance ?? 0), p.refill);
@@ -110,10 +115,24 @@ class Simulation {
     // the longest hold, the coordinator's tick slack and a reply's flight.
     const holdMsMax = this.coordinatorConfig.pools[0]!.maxHoldMs;
     const flightUs = 4 * config.network.latencyUs + 10_000;
-    this.reclaimDeadlineUs = config.reclaimDeadlineUs ?? (p.leaseTtlMs + holdMsMax) * 1000 + COORDINATOR_TICK_US_MAX + flightUs;
+    const ttlMs = Math.max(p.leaseTtlMs, config.tree?.relayLeaseTtlMs ?? 0);
+    this.reclaimDeadlineUs = config.reclaimDeadlineUs ?? (ttlMs + holdMsMax) * 1000 + COORDINATOR_TICK_US_MAX + flightUs;
     // Broken on purpose: the coordinator is told a shorter window than the one the checks judge.
     const served = config.broken === 'window-early-release' ? earlyReleaseConfigOf(p, POOL) : this.coordinatorConfig;
     this.coordinators = new Coordinators(served, config, this.coordinatorHost(), seededRandom(config.seed ^ 0x570e));
+    this.relays = config.tree === undefined ? null : new Relays(config.tree, p, this.relaysHost(), config.broken);
+  }
+
+  private relaysHost(): ConstructorParameters<typeof Relays>[2] {
+    return {
+      ...this.coordinatorHost(),
+      arrivals: (slot, nowUs) => this.network.arrivals(slot, nowUs),
+      // A paused relay reclaimed nothing: its crashed agents' deadlines count from its resumption.
+      resumed: (index) => {
+        for (const d of this.deaths.values())
+          if (this.relays?.relayOf(d.slot) === index) d.deadlineUs = Math.max(d.deadlineUs, this.now + this.reclaimDeadlineUs);
+      },
+    };
   }
 
   private coordinatorHost(): ClusterHost {
@@ -130,6 +149,7 @@ class Simulation {
 
   run(): SimResult {
     this.coordinators.start(this.now);
+    this.relays?.start(this.now);
     for (const span of this.workload.presence) {
       const { agent: slot, incarnation } = span;
       this.queue.push(span.fromUs === 0 ? 0 : this.warmupUs + span.fromUs, { k: 'agent-start', slot, incarnation });
@@ -189,6 +209,8 @@ class Simulation {
         return this.withAgent(e.id, (a) => this.limiter.deadline(a));
       case 'audit':
         return this.audit();
+      default: // a relay's event
+        return this.relays?.handle(e, this.now);
     }
   }
 
@@ -202,9 +224,11 @@ class Simulation {
 
   /** audit — every lease of a crashed agent is reclaimed by its deadline. */
   private audit(): void {
-    const pool = this.coordinators.ownerPool();
-    for (const [id, { diedUs, deadlineUs }] of this.deaths) {
-      if (this.now < deadlineUs) continue;
+    const rootPool = this.coordinators.ownerPool();
+    for (const [id, { slot, diedUs, deadlineUs }] of this.deaths) {
+      const relay = this.relays?.relayOf(slot) ?? null;
+      if (this.now < deadlineUs || (relay !== null && this.relays?.paused(relay, this.now) === true)) continue;
+      const pool = relay === null ? rootPool : this.relays?.poolOf(relay);
       if (pool?.leases.get(id) !== undefined) this.violation(`lease of ${id} (crashed at ${diedUs} µs) not reclaimed by ${deadlineUs} µs`);
       this.deaths.delete(id);
     }
@@ -253,6 +277,10 @@ class Simulation {
    */
   private deliver(deliveries: readonly Delivery<ReplyTo>[], producedUs: number, epoch: number): void {
     for (const { to, reply } of deliveries) {
+      if (to.relay !== undefined) {
+        this.relays?.fromRoot(to, reply, this.now);
+        continue;
+      }
       const key = reply.kind === 'grant' ? `${to.id}:${to.seq}:${reply.leaseId}` : `${to.id}:${to.seq}`;
       const first = !this.countedReplies.has(key);
       if (reply.kind === 'grant') {
@@ -292,7 +320,7 @@ class Simulation {
 
   private kill(agent: SimAgent): void {
     agent.alive = false;
-    this.deaths.set(agent.id, { diedUs: this.now, deadlineUs: this.now + this.reclaimDeadlineUs });
+    this.deaths.set(agent.id, { slot: agent.slot, diedUs: this.now, deadlineUs: this.now + this.reclaimDeadlineUs });
     if (this.slots[agent.slot] === agent) this.slots[agent.slot] = null;
   }
 
@@ -301,11 +329,15 @@ class Simulation {
       const attempt = agent.attemptOf(action, this.now);
       const to: ReplyTo = { id: agent.id, slot: agent.slot, seq: action.seq, attempt };
       // A published usage report is a one-way message, not a round-trip.
+      const relay = this.relays?.relayOf(agent.slot) ?? null;
       if (action.type === 'publish') this.m.reports += 1;
       else this.m.roundTrips += 1;
-      const subject = subjectFor(PREFIX, action.message.op, POOL);
+      if (action.type !== 'publish' && relay === null) this.m.rootRoundTrips += 1;
+      const subject = subjectFor(relay === null ? PREFIX : relayPrefix(relay), action.message.op, POOL);
       const bytes = encodeMessage(action.message);
-      for (const at of this.network.arrivals(agent.slot, this.now)) this.queue.push(at, { k: 'to-coordinator', to, subject, bytes });
+      for (const at of this.network.arrivals(agent.slot, this.now)) {
+        this.queue.push(at, relay === null ? { k: 'to-coordinator', to, subject, bytes } : { k: 'to-relay', relay, to, subject, bytes });
+      }
       this.queue.push(this.now + action.timeoutMs * 1000, { k: 'attempt-failed', to, code: 'bus-timeout' });
     }
     agent.afterActions(actions, agent.localUs(this.now));
@@ -373,6 +405,7 @@ class Simulation {
     const fault = this.config.faults[index];
     if (fault === undefined) return;
     if (fault.kind === 'restart-coordinator' || fault.kind === 'failover-coordinator') return this.coordinators.down(fault, this.now);
+    if (isRelayFault(fault)) return this.relays?.fault(fault, this.now);
     const agent = this.slots[fault.agent];
     if (agent === null || agent === undefined) return;
     if (fault.kind === 'pause-agent') {
@@ -399,7 +432,13 @@ class Simulation {
 
   private result(): SimResult {
     const c = this.coordinators;
-    const store = { takeovers: c.takeovers, storeWrites: c.storeWrites, fencedWrites: c.fencedWrites };
+    this.m.rootRoundTrips += this.relays?.upstreamAttempts ?? 0;
+    const store = {
+      takeovers: c.takeovers,
+      storeWrites: c.storeWrites,
+      fencedWrites: c.fencedWrites,
+      relayRestarts: this.relays?.restarts ?? 0,
+    };
     const checks = {
       worstExcessTokens: this.envelope.worstExcessTokens,
       fullestWindowTokens: this.windows === null ? null : (this.windows.fullest?.admittedTokens ?? 0),
