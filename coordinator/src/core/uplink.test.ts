@@ -56,6 +56,20 @@ describe('Uplink', () => {
     expect(credit.leaseEndUs).toBe(2700 * MS);
   });
 
+  it('does not ask again every gap while its agents hold all the root lets one lease hold', () => {
+    const { uplink, credit } = makeUplink();
+    uplink.poll(0, IDLE);
+    uplink.onReply(grant({ tokensGranted: 10, tokensHeld: 10, maxLeaseTokens: 10 }), 5 * MS, 0);
+    credit.take(10);
+    const busy: DownstreamView = { leasedTokens: 10, demandPerSecond: 500, waitingTurnsTokens: 0, waiting: 0 };
+    // Level empty, demand high, but the lease is at the root's limit: nothing to gain before the renewal (TTL/3).
+    expect(uplink.poll(100 * MS, busy)).toBeNull();
+    expect(uplink.nextDueUs()).toBe(1005 * MS);
+    // Once its agents give some back, there is room again, and it asks as soon as the gap allows.
+    const eased: DownstreamView = { ...busy, leasedTokens: 4 };
+    expect(uplink.poll(200 * MS, eased)).toMatchObject({ op: 'acquire', tokensLeft: 4, tokensWanted: 6 });
+  });
+
   it('reports level + Σ downstream bounds as tokensLeft, and asks for what demand over refreshMs needs', () => {
     const { uplink } = makeUplink();
     uplink.poll(0, IDLE);

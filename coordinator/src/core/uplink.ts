@@ -20,7 +20,9 @@
  *   refill must be the ones configured, a chunk lease, not in shadow mode.
  *   A refused or mismatched reply changes nothing but the backoff.
  * - The lease is renewed every TTL/3, and sooner when requests are held or
- *   the level falls below a quarter of its target (at most every `gapMs`).
+ *   the level falls below a quarter of its target (at most every `gapMs`)
+ *   while the root's lease limit leaves room for more: a relay whose
+ *   agents hold the whole lease asks on its schedule, not every gap.
  */
 import { WIRE_TOKENS_MAX, type LeaseGrant, type LeaseRequest, type LeaseReturn, type Reply } from '@tokenlease/shared';
 import type { PoolConfig } from './config.js';
@@ -78,8 +80,10 @@ export class Uplink {
   private inFlight: InFlight | null = null;
   private dueUs = 0;
   private quietUntilUs = 0;
-  /** Whether the level was below a quarter of its target at the last `poll` (then it asks again as soon as it may). */
+  /** Whether the level was below a quarter of its target, with room in the lease for more, at the last `poll` (then it asks again as soon as it may). */
   private low = false;
+  /** The most the root lets one lease hold, as its last grant said (Infinity before any). */
+  private leaseLimitTokens = Infinity;
 
   constructor(
     private readonly pool: PoolConfig,
@@ -107,7 +111,10 @@ export class Uplink {
     }
     if (nowUs < this.quietUntilUs) return null;
     const target = this.targetTokens(view);
-    this.low = this.credit.levelTokens * 4 < target;
+    // What the root could still add: its lease limit less what the subtree holds of the lease.
+    const roomTokens = Math.max(0, this.leaseLimitTokens - view.leasedTokens - this.credit.levelTokens);
+    const wantTokens = Math.min(Math.max(0, target - this.credit.levelTokens), roomTokens);
+    this.low = wantTokens > 0 && this.credit.levelTokens * 4 < target;
     if (nowUs < this.dueUs && view.waiting === 0 && !this.low) return null;
     const { leaseId, tokensLeft } = this.credit.upstreamReport(view.leasedTokens);
     this.seq += 1;
@@ -120,7 +127,7 @@ export class Uplink {
       seq: this.seq,
       leaseId,
       tokensLeft,
-      tokensWanted: Math.min(WIRE_TOKENS_MAX, Math.max(0, target - this.credit.levelTokens)),
+      tokensWanted: Math.min(WIRE_TOKENS_MAX, wantTokens),
       demandPerSecond: view.demandPerSecond,
       holdMs: view.waiting > 0 ? this.options.holdMs : 0,
     };
@@ -149,6 +156,7 @@ export class Uplink {
     if (creditProblem !== null) return this.refuse(nowUs, creditProblem);
     this.inFlight = null;
     this.credit.applyGrant(grant, leasedTokens, nowUs);
+    this.leaseLimitTokens = reply.maxLeaseTokens;
     this.dueUs = nowUs + Math.floor((reply.ttlMs * US_PER_MS) / 3);
     this.quietUntilUs = nowUs + Math.max(this.options.gapMs, reply.retryAfterMs) * US_PER_MS;
     const { leaseId, tokensGranted, tokensHeld, ttlMs } = reply;
@@ -170,9 +178,11 @@ export class Uplink {
     return { v: 2, op: 'return', agentId, pool: this.pool.name, leaseSecret, seq: this.seq, leaseId, tokensLeft };
   }
 
+  /** targetTokens — what the relay would like in its level: its agents' demand over a refresh interval, within the root's lease limit. */
   private targetTokens(view: DownstreamView): number {
     const demandTokens = Math.ceil((view.demandPerSecond * this.options.refreshMs) / 1000);
-    return Math.min(this.pool.capacity, Math.max(this.options.initialTokens, demandTokens + view.waitingTurnsTokens));
+    const target = Math.max(this.options.initialTokens, demandTokens + view.waitingTurnsTokens);
+    return Math.min(this.pool.capacity, this.leaseLimitTokens, target);
   }
 
   private refuse(nowUs: number, problem: string): UplinkOutcome {
