@@ -9,7 +9,9 @@
  *
  * Counted over MEASURE_MS, after one warm-up period in which every agent
  * opens its lease: the requests that reach the root (a plain subscriber on
- * its subject prefix sees every one), the root's grants
+ * its subject prefix sees every one while it keeps up; on a saturated
+ * machine NATS drops a slow subscriber's messages, and the root's grants
+ * are the figure to read), the root's grants
  * (`tokenlease_grants_total` from its metrics, before and after), and at
  * the agents the grants they got, the tokens in them, the renewals that
  * failed (a refusal or no reply) or could not leave on time (the previous
