@@ -20,6 +20,7 @@ export const SCENARIO_NAMES = [
   'redis-primary-failover',
   'redis-primary-failover-unconfirmed',
   'churn-agents',
+  'kill-relay',
 ] as const;
 export type ScenarioName = (typeof SCENARIO_NAMES)[number];
 

@@ -6,10 +6,13 @@
  * started, each verified (exit signal, /proc state). It never signals a
  * process it did not start. Given a Redis URL its coordinators run in
  * durable mode (members c0, c1, …), and the owner of the pool can be found
- * from their logs. Processes are started and read by the test harness
+ * from their logs. Relay processes (tokenlease-relay, debug logs, so their
+ * grants count too) serve the pool on prefixes of their own, and agents may
+ * be started on those. Processes are started and read by the test harness
  * (fleet.ts, coordinator-log.ts, log-events.ts), as the integration suites
  * do.
  */
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { PoolStatus } from '@tokenlease/shared';
 import { currentOwner, freshGrants, type GrantLine } from '@tokenlease/harness/coordinator-log';
@@ -17,6 +20,7 @@ import {
   readAdmissionLog,
   startAgentProcess,
   startCoordinator,
+  startRelay,
   StatusProbe,
   writeConfig,
   type LoggedAdmission,
@@ -52,6 +56,8 @@ const SIGNAL_SETTLE_MS = 50;
 
 export class ChaosFleet {
   readonly coordinators: Child[] = [];
+  /** Relay processes, with the subject prefix each serves its agents on. */
+  readonly relays: Array<{ readonly child: Child; readonly prefix: string }> = [];
   readonly agents: AgentHandle[] = [];
   private agentCount = 0;
 
@@ -110,7 +116,7 @@ export class ChaosFleet {
     return currentOwner(this.coordinators, POOL)?.child;
   }
 
-  /** firstGrantAfterUs — the host time of the first grant any coordinator logged at or after `tUs`, or null. */
+  /** firstGrantAfterUs — the host time of the first grant any coordinator (or relay) logged at or after `tUs`, or null. */
   firstGrantAfterUs(tUs: number): number | null {
     const times = this.grants()
       .map((g) => g.tUs)
@@ -134,13 +140,42 @@ export class ChaosFleet {
     return (await child.exited).signal === 'SIGKILL';
   }
 
-  /** addAgent — an agent process offering `traffic` for `durationMs`. */
-  async addAgent(name: string, traffic: Traffic, durationMs: number, seed: number): Promise<AgentHandle> {
+  /**
+   * startRelay — a relay process serving the pool on `<prefix>r<n>`, leasing
+   * from this fleet's coordinators; `pool` (the root's capacity and refill,
+   * its own TTL and lease size) and `uplink` as its configuration file says.
+   * Resolves once it serves.
+   */
+  async startRelay(pool: ChaosPool, uplink: object): Promise<{ readonly child: Child; readonly prefix: string }> {
+    const n = this.relays.length;
+    const prefix = `${this.prefix}r${n}`;
+    const doc = {
+      upstreamPrefix: this.prefix,
+      subjectPrefix: prefix,
+      pools: {
+        [POOL]: {
+          capacity: pool.capacity,
+          refill: `${pool.refillPerSecond}/s`,
+          leaseTtlMs: pool.leaseTtlMs,
+          maxLeaseTokens: pool.maxLeaseTokens,
+        },
+      },
+      uplink,
+    };
+    const configPath = join(this.dir, `relay-${n}.json`);
+    writeFileSync(configPath, JSON.stringify(doc, null, 2));
+    const relay = { child: await startRelay(this.natsUrl, configPath, `${this.prefix}-r${n}`), prefix };
+    this.relays.push(relay);
+    return relay;
+  }
+
+  /** addAgent — an agent process offering `traffic` for `durationMs`, on `subjectPrefix` (default the coordinators'). */
+  async addAgent(name: string, traffic: Traffic, durationMs: number, seed: number, subjectPrefix = this.prefix): Promise<AgentHandle> {
     this.agentCount += 1;
     const logPath = join(this.dir, `${name}-${this.agentCount}.log`);
     const child = await startAgentProcess({
       natsUrl: this.natsUrl,
-      subjectPrefix: this.prefix,
+      subjectPrefix,
       pool: POOL,
       name,
       seed,
@@ -187,9 +222,9 @@ export class ChaosFleet {
     return this.agents.flatMap((a) => readAdmissionLog(a.logPath).map((x) => ({ ...x, agent: a.agentId }))).sort((x, y) => x.tUs - y.tUs);
   }
 
-  /** grants — the fresh grants every coordinator logged (a retry's repeated reply counts once, at first). */
+  /** grants — the fresh grants every coordinator and relay logged (a retry's repeated reply counts once, at first). */
   grants(): Grant[] {
-    return freshGrants(this.coordinators);
+    return freshGrants([...this.coordinators, ...this.relays.map((r) => r.child)]);
   }
 
   async close(): Promise<void> {

@@ -5,11 +5,13 @@
  * coordinator killed in Redis mode with a standby, and the Redis Cluster
  * primary of the pool's slot killed under load, with replica confirmation
  * and without it (there the lost grants must show as windows over the
- * envelope). Each fails if its fault was not really injected.
+ * envelope), and a relay SIGKILLed mid-lease under a root. Each fails if
+ * its fault was not really injected.
  */
 import { describe, expect, it } from 'vitest';
 import { seedFromEnv } from '@tokenlease/shared/testing';
 import { redisPrimaryFailover, redisPrimaryFailoverUnconfirmed } from './redis-scenarios.js';
+import { killRelay } from './relay-scenario.js';
 import { failoverCoordinator, killAgents, pauseAgent, restartNats, type ScenarioRow } from './scenarios.js';
 import { rowProblems } from './verdict.js';
 
@@ -55,5 +57,12 @@ describe('chaos, short', () => {
     verdict(row);
     expect(row.envelopeViolations).toBeGreaterThan(0);
     expect(row.worstExcessTokens).toBeGreaterThan(0);
+  }, 120_000);
+
+  it('relay SIGKILLed mid-lease: its agents strand at most what it held, the root’s credit lapses, envelope kept over the tree', async () => {
+    const row = await killRelay({ short: true, seed });
+    verdict(row);
+    expect(row.reclaimMs).not.toBeNull();
+    expect(row.strandedTokens).not.toBeNull();
   }, 120_000);
 });

@@ -7,4 +7,5 @@ export { parseChaosArgs, ChaosArgsError, SCENARIO_NAMES, type ChaosArgs, type Sc
 export { ChaosFleet, OWNERSHIP_TTL_MS, type ChaosPool } from './chaos-fleet.js';
 export { CHAOS_POOL, SCENARIOS, type ScenarioOptions, type ScenarioRow } from './scenarios.js';
 export { BURST_POOL } from './redis-scenarios.js';
+export { RELAY_ROOT_POOL } from './relay-scenario.js';
 export { rowProblems } from './verdict.js';

@@ -21,6 +21,7 @@ const COLUMNS: Array<[string, (r: ScenarioRow) => string]> = [
   ['reclaim ms', (r) => (r.reclaimMs === null ? '-' : String(r.reclaimMs))],
   ['takeover ms', (r) => (r.takeoverMs === null ? '-' : String(r.takeoverMs))],
   ['recovery ms', (r) => (r.recoveryMs === null ? '-' : String(r.recoveryMs))],
+  ['stranded / held', (r) => (r.strandedTokens === null ? '-' : `${r.strandedTokens} / ${r.heldTokens ?? '?'}`)],
 ];
 
 function table(rows: readonly ScenarioRow[]): string {

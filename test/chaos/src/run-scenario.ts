@@ -28,6 +28,10 @@ export interface ScenarioRow {
   /** From the owner's kill to the first grant by its successor (durable failover only). */
   readonly takeoverMs: number | null;
   readonly recoveryMs: number | null;
+  /** Tokens a killed relay's agents admitted after its kill (kill-relay only)… */
+  readonly strandedTokens: number | null;
+  /** …and what that relay held from the root: the bound of its last upstream grant. */
+  readonly heldTokens: number | null;
   readonly note: string;
 }
 
@@ -46,6 +50,7 @@ export interface Outcome {
   readonly reclaimMs?: number | null;
   readonly takeoverMs?: number | null;
   readonly recoveryFromUs?: readonly number[];
+  readonly stranded?: { readonly tokens: number; readonly heldTokens: number };
   readonly note: string;
 }
 
@@ -125,6 +130,8 @@ export async function runScenario(
       reclaimMs: outcome.reclaimMs === undefined || outcome.reclaimMs === null ? null : Math.round(outcome.reclaimMs),
       takeoverMs: outcome.takeoverMs ?? null,
       recoveryMs: recoveries.length === 0 || recoveries.some((r) => r === null) ? null : Math.round(Math.max(...(recoveries as number[]))),
+      strandedTokens: outcome.stranded?.tokens ?? null,
+      heldTokens: outcome.stranded?.heldTokens ?? null,
       note:
         outcome.note +
         (envelope.violations > 0 ? `; worst window over B + r·T by ${Math.round(envelope.worstExcessTokens)} tokens` : '') +

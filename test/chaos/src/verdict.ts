@@ -3,7 +3,9 @@
  * the fault must be verified, the envelope and lease lifetimes kept, a
  * stranded lease reclaimed within one TTL plus the coordinator's tick slack
  * and a status poll, a failed-over pool granting again within one lease TTL
- * plus one ownership TTL, and the full admission rate must come back.
+ * plus one ownership TTL, a killed relay's agents admitting no more after
+ * its kill than it held from the root, and the full admission rate must
+ * come back.
  *
  * One row is expected to break the envelope: `redis-primary-failover-
  * unconfirmed` loses acknowledged grants on purpose (replica confirmation
@@ -31,6 +33,10 @@ export function rowProblems(r: ScenarioRow): string[] {
   if (r.expiryViolations > 0) problems.push(`${r.scenario}: ${r.expiryViolations} admissions spent a lease after its expiry (${r.note})`);
   if (r.reclaimMs !== null && r.reclaimMs > RECLAIM_BOUND_MS)
     problems.push(`${r.scenario}: stranded lease reclaimed after ${r.reclaimMs} ms, bound ${RECLAIM_BOUND_MS} ms`);
+  if (r.strandedTokens !== null && (r.heldTokens === null || r.strandedTokens > r.heldTokens))
+    problems.push(
+      `${r.scenario}: the killed relay's agents admitted ${r.strandedTokens} tokens after the kill, more than the ${r.heldTokens ?? '?'} it held`,
+    );
   if (r.scenario === 'failover-coordinator' && (r.takeoverMs === null || r.takeoverMs > TAKEOVER_BOUND_MS))
     problems.push(`${r.scenario}: first grant after the owner's kill took ${r.takeoverMs ?? 'forever'} ms, bound ${TAKEOVER_BOUND_MS} ms`);
   if (r.scenario !== 'churn-agents' && r.recoveryMs === null)

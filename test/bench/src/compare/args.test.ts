@@ -11,7 +11,14 @@ const ALL = [...SYSTEMS, ...WINDOW_SYSTEMS].map((s) => s.name);
 
 describe('parseCompareArgs', () => {
   it('runs every system and part for 10 s by default', () => {
-    expect(parseCompareArgs([])).toEqual({ durationMs: 10_000, systems: ALL, parts: [...PARTS], json: false, help: false });
+    expect(parseCompareArgs([])).toEqual({
+      durationMs: 10_000,
+      systems: ALL,
+      parts: [...PARTS],
+      treeAgents: 10_000,
+      json: false,
+      help: false,
+    });
   });
 
   it.each<[string[], Partial<ReturnType<typeof parseCompareArgs>>]>([
@@ -28,6 +35,7 @@ describe('parseCompareArgs', () => {
     [['--only', 'tokenlease-window-reports'], { systems: [BASELINE, WINDOW_BASELINE, 'tokenlease-window-reports'] }],
     [['--parts', 'capacity,fleet'], { parts: ['fleet', 'capacity'] }],
     [['--parts', 'window'], { parts: ['window'] }],
+    [['--parts', 'tree', '--tree-agents', '20000'], { parts: ['tree'], treeAgents: 20_000 }],
   ])('%j', (argv, expected) => {
     expect(parseCompareArgs(argv)).toMatchObject(expected);
   });
@@ -43,6 +51,9 @@ describe('parseCompareArgs', () => {
     [['--only', 'redis'], '--only: unknown ["redis"]'],
     [['--only', ''], '--only'],
     [['--parts', 'fleet,all'], '--parts: unknown ["all"]'],
+    [['--tree-agents', '0'], '--tree-agents'],
+    [['--tree-agents', '100001'], '--tree-agents'],
+    [['--tree-agents', '1e4'], '--tree-agents'],
   ])('refuses %j on one line', (argv, fragment) => {
     const error = thrown(CompareArgsError, () => parseCompareArgs(argv));
     expect(error.message).toContain(fragment);

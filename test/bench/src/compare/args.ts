@@ -10,12 +10,16 @@ import { parseArgs } from 'node:util';
 import { BASELINE, SYSTEMS, WINDOW_BASELINE, WINDOW_SYSTEMS } from './systems.js';
 
 /** PARTS — the parts of the run, in the order they run. */
-export const PARTS = ['fleet', 'window', 'hot-path', 'capacity'] as const;
+export const PARTS = ['fleet', 'window', 'hot-path', 'capacity', 'tree'] as const;
 export type Part = (typeof PARTS)[number];
 
 /** DURATION_S_DEFAULT, DURATION_S_MAX — traffic time per fleet system, seconds. */
 export const DURATION_S_DEFAULT = 10;
 export const DURATION_S_MAX = 600;
+
+/** TREE_AGENTS_DEFAULT, TREE_AGENTS_MAX — simulated agents of the tree part. */
+export const TREE_AGENTS_DEFAULT = 10_000;
+export const TREE_AGENTS_MAX = 100_000;
 
 /** CompareArgs — one validated run. */
 export interface CompareArgs {
@@ -24,6 +28,8 @@ export interface CompareArgs {
   /** The fleet and window systems to run, by name (both baselines always among them). */
   readonly systems: readonly string[];
   readonly parts: readonly Part[];
+  /** Simulated agents of the tree part (flat, then split under relays). */
+  readonly treeAgents: number;
   /** Only JSON lines on stdout; the table goes to stderr. */
   readonly json: boolean;
   readonly help: boolean;
@@ -45,7 +51,9 @@ the refill) through tokenlease and the limiters users pick instead, each
 for --duration seconds on private NATS and Redis servers; then the same
 workload through the strict sliding-window limits (N per W: a tokenlease
 window pool, a Redis sliding-window log); then the hot path next to its
-neighbours in one process, and the coordinator's capacity. Prints tables,
+neighbours in one process, the coordinator's capacity, and simulated
+agents straight on a root against the same agents under 4 relays
+(requests reaching the root). Prints tables,
 which systems kept the envelope B + r*T and which kept N per W in every
 window; exits 1 if a tokenlease row exceeded its own promise or a
 measurement failed, 2 for a bad flag.
@@ -55,9 +63,10 @@ measurement failed, 2 for a bad flag.
                  run: every ratio of their table is to them):
                  ${NAMES.join(', ')}
   --parts P,Q    parts to run: ${PARTS.join(', ')} (default all)
+  --tree-agents N  simulated agents of the tree part, 1..${TREE_AGENTS_MAX} (default ${TREE_AGENTS_DEFAULT})
   --json         only JSON on stdout, one object per line: a row per fleet system
                  ("table":"fleet"), per window system ("table":"window"), then the
-                 hot-path and capacity rows
+                 hot-path, capacity and tree rows
   -h, --help     print this text
 `;
 
@@ -65,6 +74,7 @@ const OPTIONS = {
   duration: { type: 'string' },
   only: { type: 'string' },
   parts: { type: 'string' },
+  'tree-agents': { type: 'string' },
   json: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
@@ -85,6 +95,14 @@ function duration(text: string | undefined): number {
   return Math.round(seconds * 1000);
 }
 
+function treeAgents(text: string | undefined): number {
+  if (text === undefined) return TREE_AGENTS_DEFAULT;
+  const n = /^\d+$/.test(text) ? Number(text) : Number.NaN;
+  if (!(n >= 1 && n <= TREE_AGENTS_MAX))
+    throw new CompareArgsError(`--tree-agents: a whole number in [1, ${TREE_AGENTS_MAX}], got ${JSON.stringify(text)}`);
+  return n;
+}
+
 /** parseCompareArgs — validates `argv` (the arguments after `--`); throws CompareArgsError on anything it does not accept. */
 export function parseCompareArgs(argv: readonly string[]): CompareArgs {
   let values;
@@ -99,6 +117,7 @@ export function parseCompareArgs(argv: readonly string[]): CompareArgs {
     durationMs: duration(values.duration),
     systems: NAMES.filter((name) => name === BASELINE || name === WINDOW_BASELINE || only.includes(name)),
     parts: values.parts === undefined ? [...PARTS] : list('parts', values.parts, PARTS),
+    treeAgents: treeAgents(values['tree-agents']),
     json: values.json === true,
     help: values.help === true,
   };

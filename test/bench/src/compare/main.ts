@@ -13,11 +13,14 @@
  *    (hot-path.ts);
  * 4. capacity: the coordinator's grants per second against a trivial NATS
  *    responder's replies, and grant latency against live agents
- *    (capacity.ts).
+ *    (capacity.ts);
+ * 5. tree: simulated agents renewing straight on a root coordinator, then
+ *    the same agents split under relays: requests reaching the root, and
+ *    agents served (tree-scale.ts).
  *
  * Human output: tables and the envelope and window lines on stdout. With
  * --json, only JSON on stdout (one object a line: a "fleet" row per system,
- * a "window" row per window system, then the "hot-path" and "capacity"
+ * a "window" row per window system, then the "hot-path", "capacity" and "tree"
  * rows) and the tables on stderr. Exit 1 when a tokenlease row exceeded its
  * own promise (B + A + r·T, or N per W) or a measurement failed; a
  * competitor that over-admits is a finding, not a failure.
@@ -31,6 +34,7 @@ import { capacityRows, capacityTable, startCapacity } from './capacity.js';
 import { runSystem, type FleetServers, type SystemRun } from './fleet-run.js';
 import { hotPathRows, hotPathTable } from './hot-path.js';
 import { envelopeLine, fleetRows, fleetTable } from './report.js';
+import { treeRows, treeTable } from './tree-scale.js';
 import { BASELINE, FLEET, SYSTEMS, WINDOW, WINDOW_BASELINE, WINDOW_SYSTEMS } from './systems.js';
 import { windowLine, windowRows, windowTable } from './window-report.js';
 
@@ -105,6 +109,11 @@ async function main(): Promise<void> {
       const capacityFigures = await capacityRows(capacity);
       for (const line of capacityTable(capacityFigures)) say(line);
       rows.push(...capacityFigures);
+    }
+    if (args.parts.includes('tree')) {
+      const tree = await treeRows(nats.url, args.treeAgents);
+      for (const line of treeTable(tree)) say(line);
+      rows.push(...tree);
     }
     say(`machine: ${availableParallelism()} CPUs, load average (1 min) ${loadavg()[0]?.toFixed(2)} at the end; node ${process.version}`);
     if (args.json) for (const row of rows) process.stdout.write(`${JSON.stringify(row)}\n`);

@@ -71,7 +71,7 @@ const WINDOW_FIELDS = [
   'ratios',
 ];
 
-/** compareRows — `bench:compare --json`'s stdout is only JSON objects, one a line, with a fleet row for each of its 7 systems and a window row for each of its 4. */
+/** compareRows — `bench:compare --json`'s stdout is only JSON objects, one a line, with a fleet row for each of its 7 systems, a window row for each of its 4, and the tree part's flat and tree rows. */
 function compareRows(stdout: string): void {
   const rows = stdout
     .split('\n')
@@ -91,6 +91,7 @@ function compareRows(stdout: string): void {
   ]);
   expect(rows.filter((row) => row['table'] === 'hot-path').length).toBeGreaterThan(0);
   expect(rows.filter((row) => row['table'] === 'capacity').length).toBeGreaterThan(0);
+  expect(rows.filter((row) => row['table'] === 'tree').map((row) => row['layout'])).toEqual(['flat', 'tree']);
 }
 
 const PLANS: ReadonlyMap<string, Plan> = new Map<string, Plan>([
@@ -116,7 +117,11 @@ const PLANS: ReadonlyMap<string, Plan> = new Map<string, Plan>([
     'npm run sim -- --scenarios 1000 --seed 1',
     { how: 'as written', boundMs: 240 * S, why: 'about 30 s of CPU, 40-50 s on a busy machine' },
   ],
-  ['npm run chaos', { how: '--help', boundMs: 30 * S, why: 'nine full-length scenarios: about 120 s' }],
+  ['npm run chaos', { how: '--help', boundMs: 30 * S, why: 'ten full-length scenarios: about 135 s' }],
+  [
+    'npm run chaos -- --only kill-relay --seed 7',
+    { how: '--help', boundMs: 30 * S, why: 'one full-length scenario, about 15 s; its short version runs in the chaos package’s tests' },
+  ],
   [
     'npm run chaos -- --short --only kill-agents,pause-agent',
     { how: 'as written', boundMs: 120 * S, why: 'two short scenarios: about 20 s' },
@@ -134,7 +139,15 @@ const PLANS: ReadonlyMap<string, Plan> = new Map<string, Plan>([
     {
       how: '--help',
       boundMs: 30 * S,
-      why: '7 fleet and 4 window systems for 10 s each, the hot path and the capacity: about 3 minutes',
+      why: '7 fleet and 4 window systems for 10 s each, the hot path, the capacity and the tree: about 4 minutes',
+    },
+  ],
+  [
+    'npm run -s bench:compare -- --parts tree',
+    {
+      how: '--help',
+      boundMs: 30 * S,
+      why: 'about 30 s; the --duration 2 --json run below runs the same part',
     },
   ],
   [
@@ -142,7 +155,7 @@ const PLANS: ReadonlyMap<string, Plan> = new Map<string, Plan>([
     {
       how: 'as written',
       boundMs: 240 * S,
-      why: '2 s per fleet and window system, the hot path and the capacity: about 1.5 minutes',
+      why: '2 s per fleet and window system, the hot path, the capacity and the tree: about 2 minutes',
       stdout: compareRows,
     },
   ],
