@@ -26,6 +26,7 @@ import {
 } from '@tokenlease/shared';
 import { type Bus, type BusEvent } from '@tokenlease/shared/nats';
 import { LeaseKeeper, type SendAction } from '../core/lease-keeper.js';
+import { PrefixRoute } from '../core/prefix-route.js';
 import { keeperOptions, type KeeperOptions } from '../core/keeper-options.js';
 import { takeAllAt, type SlotCharge } from '../core/take-all.js';
 import { TAKE_TIMEOUT_MS_DEFAULT } from '../core/take-queue.js';
@@ -55,6 +56,8 @@ export type AgentEvent =
   | { readonly type: 'implausible-grant'; readonly pool: string; readonly message: string }
   /** The coordinator knows no pool of this name (a misspelt name, a missing template): once, until a grant arrives. */
   | { readonly type: 'unknown-pool'; readonly pool: string; readonly message: string }
+  /** Nobody answered on the pool's prefix: its requests go to the next of `failoverPrefixes` now (see prefix-route.ts). */
+  | { readonly type: 'coordinator-moved'; readonly pool: string; readonly prefix: string }
   | BusEvent;
 
 /** AgentOptions — how to reach NATS (AgentConnectionOptions), who the agent is, and how its leases are kept. */
@@ -72,6 +75,12 @@ export interface AgentOptions extends AgentConnectionOptions {
    */
   readonly identity?: string;
   readonly subjectPrefix?: string;
+  /**
+   * Prefixes of other coordinators serving the same pools (relays, the
+   * root), tried in order after `subjectPrefix` when nobody answers there
+   * (core/prefix-route.ts); default none.
+   */
+  readonly failoverPrefixes?: readonly string[];
   readonly keeper?: Partial<KeeperOptions>;
   readonly onEvent?: (event: AgentEvent) => void;
   /**
@@ -106,9 +115,10 @@ function pickDefined<K extends 'fallbackPerSecond' | 'fallbackBurstTokens'>(
 interface Entry {
   readonly keeper: LeaseKeeper;
   readonly limiter: Limiter;
-  readonly acquireSubject: string;
-  readonly returnSubject: string;
-  readonly reportSubject: string;
+  readonly route: PrefixRoute;
+  acquireSubject: string;
+  returnSubject: string;
+  reportSubject: string;
   timer: NodeJS.Timeout | null;
   wakePending: boolean;
   /** Limiter.close asked: drop it from the agent once its return is settled. */
@@ -140,6 +150,8 @@ export class Agent implements LimiterHost {
   private onSettled: () => void = () => {};
   private readonly keeperOpts: KeeperOptions;
   private readonly prefix: string;
+  /** `prefix`, then the failover prefixes: where each pool's route goes (prefix-route.ts). */
+  private readonly prefixes: readonly string[];
   private readonly identity: string;
   /** 128 random bits that bind this agent's leases; sent only to coordinators, never logged. */
   private readonly secret = randomBytes(LEASE_SECRET_BYTES).toString('base64url');
@@ -165,6 +177,12 @@ export class Agent implements LimiterHost {
     this.prefix = options.subjectPrefix ?? DEFAULT_SUBJECT_PREFIX;
     this.identity = options.identity ?? ANONYMOUS_IDENTITY;
     assertSubjectPrefix(this.prefix);
+    const failover: unknown = options.failoverPrefixes ?? [];
+    if (!Array.isArray(failover) || !failover.every((prefix): prefix is string => typeof prefix === 'string')) {
+      throw new AgentError('invalid-argument', 'option failoverPrefixes must be a list of subject prefixes');
+    }
+    for (const prefix of failover) assertSubjectPrefix(prefix);
+    this.prefixes = [this.prefix, ...failover.filter((prefix) => prefix !== this.prefix)];
     const idleMs = options.limiterIdleMs ?? LIMITER_IDLE_MS_DEFAULT;
     if (!Number.isSafeInteger(idleMs) || idleMs < 1) {
       throw new AgentError('invalid-argument', `option limiterIdleMs must be a positive integer, got ${JSON.stringify(idleMs)}`);
@@ -233,6 +251,7 @@ export class Agent implements LimiterHost {
     const entry: Entry = {
       keeper,
       limiter: new Limiter(keeper, this),
+      route: new PrefixRoute(this.prefixes),
       acquireSubject: subjectFor(this.prefix, 'acquire', pool, this.identity),
       returnSubject: subjectFor(this.prefix, 'return', pool, this.identity),
       reportSubject: subjectFor(this.prefix, 'report', pool, this.identity),
@@ -432,6 +451,7 @@ export class Agent implements LimiterHost {
           return;
         }
         const reply = decoded.value;
+        entry.route.answered();
         if (reply.kind === 'error') this.emit({ type: 'error-reply', pool, code: reply.code, message: reply.message });
         const actions = entry.keeper.onReply(action.seq, reply, this.clock());
         const rejection = entry.keeper.takeRejection();
@@ -442,9 +462,20 @@ export class Agent implements LimiterHost {
         const code = error instanceof TokenleaseError ? error.code : 'bus-failure';
         const message = error instanceof Error ? error.message : String(error);
         this.emit({ type: 'request-failed', pool, code, message });
+        if (entry.route.failed(code)) this.move(entry);
         this.run(entry, entry.keeper.onFailure(action.seq, code, message, this.clock()));
       },
     );
+  }
+
+  /** move — `entry`'s pool is served on its route's next prefix from now on. */
+  private move(entry: Entry): void {
+    const { pool } = entry.keeper;
+    const prefix = entry.route.prefix;
+    entry.acquireSubject = subjectFor(prefix, 'acquire', pool, this.identity);
+    entry.returnSubject = subjectFor(prefix, 'return', pool, this.identity);
+    entry.reportSubject = subjectFor(prefix, 'report', pool, this.identity);
+    this.emit({ type: 'coordinator-moved', pool, prefix });
   }
 
   private schedule(entry: Entry): void {

@@ -33,6 +33,8 @@ export interface AgentProcessConfig {
   /** The identity token it sends under; its agent id is then `<identity>.<name>-<pid>`. */
   readonly identity?: string;
   readonly subjectPrefix?: string;
+  /** Prefixes to move to, in order, when nobody answers on `subjectPrefix` (relays, the root). */
+  readonly failoverPrefixes?: readonly string[];
   readonly pool: string;
   readonly name: string;
   readonly seed: number;
@@ -64,6 +66,7 @@ async function main(): Promise<void> {
     ...(config.identity === undefined ? {} : { identity: config.identity }),
     onEvent: (event) => print({ type: 'event', name: config.name, event: event.type, ...('code' in event ? { code: event.code } : {}) }),
     ...(config.subjectPrefix === undefined ? {} : { subjectPrefix: config.subjectPrefix }),
+    ...(config.failoverPrefixes === undefined ? {} : { failoverPrefixes: config.failoverPrefixes }),
     ...(config.keeper === undefined ? {} : { keeper: config.keeper }),
   });
   const limiter = agent.limiter(config.pool, config.shadow === undefined ? undefined : { shadow: config.shadow });

@@ -94,4 +94,61 @@ describe('relays under a root coordinator over real NATS', () => {
     expect(underLive).toBeGreaterThan(0.3 * ((400 * RUN_MS) / 1000) * 0.5);
     expect(report.admittedTokens).toBeGreaterThan(0.4 * ((400 * (RUN_MS - 1000)) / 1000));
   });
+
+  it('moves the agents of a killed relay to the root when they list it, and the envelope holds', { timeout: 60_000 }, async () => {
+    const { seed, random } = seededRun('relay-failover', import.meta.url);
+    const dir = scratchDir();
+    const root = `tlfo${seed}`;
+    const pool = 'api';
+    const limits = { capacity: CAPACITY, refill: '400/s' };
+    await startCoordinator(
+      nats().url,
+      writeConfig(dir, { subjectPrefix: root, pools: { [pool]: { ...limits, leaseTtlMs: 1000, maxLeaseTokens: 100 } } }),
+    );
+    const configPath = join(dir, 'relay.json');
+    writeFileSync(
+      configPath,
+      JSON.stringify({
+        upstreamPrefix: root,
+        subjectPrefix: `${root}r`,
+        pools: { [pool]: { ...limits, leaseTtlMs: 600, maxLeaseTokens: 20 } },
+        uplink: { refreshMs: 250, holdMs: 50, replyTimeoutMs: 250 },
+      }),
+    );
+    const relay = await startRelay(nats().url, configPath, `rs${seed}`);
+    const paths = [0, 1].map((k) => join(dir, `agent-${k}.log`));
+    const agents = await Promise.all(
+      paths.map((path, k) =>
+        startAgentProcess({
+          natsUrl: nats().url,
+          subjectPrefix: `${root}r`,
+          failoverPrefixes: [root],
+          pool,
+          name: `f${k}`,
+          seed: random.int(0, 2 ** 31),
+          durationMs: RUN_MS,
+          logPath: path,
+          traffic: { kind: 'steady', perSecond: 300 },
+        }),
+      ),
+    );
+    await new Promise((resolve) => setTimeout(resolve, KILL_AT_MS));
+    const killedAtUs = hostMonoNowUs();
+    relay.proc.kill('SIGKILL');
+    await relay.exited;
+    const exits = await Promise.all(agents.map((a) => a.exited));
+    expect(exits.map((e) => e.code)).toEqual([0, 0]);
+    const moved = agents.flatMap((a) => a.lines).filter((line) => line.includes('"event":"coordinator-moved"')).length;
+    const all = paths.flatMap((path) => readAdmissionLog(path));
+    const report = checkEnvelope(all, CAPACITY, REFILL);
+    // From one lease TTL of the relay after the kill on, what the agents admit comes from the root.
+    const lateUs = killedAtUs + 1_000_000;
+    const late = all.filter((a) => a.tUs > lateUs).reduce((sum, a) => sum + a.cost, 0);
+    const lateSpanS = (RUN_MS - KILL_AT_MS - 1000) / 1000;
+    console.log(`relay failover: ${moved} moves; ${late} tokens admitted over the last ${lateSpanS} s; ${JSON.stringify(report)}`);
+    expect(report.ok, `worst window: ${JSON.stringify(report.worstWindow)} over by ${report.worstExcessTokens} tokens`).toBe(true);
+    expect(moved).toBe(2);
+    // Two agents offering 600/s in all against a refill of 400/s: served at the root, they keep most of it.
+    expect(late).toBeGreaterThan(0.5 * 400 * lateSpanS);
+  });
 });
