@@ -40,6 +40,8 @@ interface Scenario {
   readonly loss: number;
   readonly crashPerMille: number;
   readonly steps: number;
+  /** Relays after the first lease from the first one, not from the root: a tree of two levels. */
+  readonly nested: boolean;
 }
 
 const scenarioArb: fc.Arbitrary<Scenario> = fc.record({
@@ -55,6 +57,7 @@ const scenarioArb: fc.Arbitrary<Scenario> = fc.record({
   loss: fc.constantFrom(0, 0.02, 0.1, 0.3),
   crashPerMille: fc.constantFrom(0, 1, 5),
   steps: fc.integer({ min: 1000, max: 4000 }),
+  nested: fc.boolean(),
 });
 
 /** Where a reply goes: the node that sent the request. */
@@ -209,7 +212,7 @@ class Tree {
   private makeRelay(i: number): RelayCore<Answer> {
     const sc = this.sc;
     const config = parseRelayConfig('relay.yaml', {
-      upstreamPrefix: 'root',
+      upstreamPrefix: this.upstreamOf(i),
       subjectPrefix: `relay${i}`,
       pools: {
         [POOL]: {
@@ -236,6 +239,16 @@ class Tree {
         initialTokens: p.maxLeaseTokens,
       });
     return new RelayCore<Answer>(config, 100 + i * 1000 + incarnation, this.nowUs, uplinkOf);
+  }
+
+  /** upstreamOf — the prefix relay `i` leases from: the root, or (nested) the first relay. */
+  private upstreamOf(i: number): string {
+    return this.sc.nested && i > 0 ? 'relay0' : 'root';
+  }
+
+  /** nestedCount — relays leasing from another relay. */
+  get nestedCount(): number {
+    return this.sc.nested ? Math.max(0, this.relays.length - 1) : 0;
   }
 
   private addAgent(id: string, prefix: string): void {
@@ -288,7 +301,15 @@ class Tree {
       this.deliverAll(relay.upstreamReply(request, reply, this.nowUs).out);
       this.checkRelay(relay);
     };
-    this.post(() => this.deliverAll(this.root.receive(subjectFor('root', request.op, POOL), payload, answer, this.nowUs)));
+    const upstream = this.upstreamOf(i);
+    this.post(() => {
+      if (upstream === 'root') this.deliverAll(this.root.receive(subjectFor('root', request.op, POOL), payload, answer, this.nowUs));
+      else {
+        const parent = this.relays[0]!;
+        this.deliverAll(parent.receive(subjectFor(upstream, request.op, POOL), payload, answer, this.nowUs));
+        this.checkRelay(parent);
+      }
+    });
   }
 
   private checkRelay(relay: RelayCore<Answer>): void {
@@ -323,26 +344,33 @@ class Tree {
 }
 
 describe('a tree of relays under a root coordinator', () => {
-  it('never admits more than the root’s B + r·T over every admission of the tree', { timeout: Math.max(120_000, RUNS * 2000) }, () => {
-    const seed = propertySeed('src/core/relay-property.test.ts');
-    let admitted = 0;
-    let crashes = 0;
-    let relayed = 0;
-    let closest = -Infinity;
-    fc.assert(
-      fc.property(scenarioArb, (sc) => {
-        const tree = new Tree(sc);
-        for (let s = 0; s < sc.steps; s += 1) tree.step();
-        admitted += tree.admitted;
-        crashes += tree.crashes;
-        relayed += tree.relayed;
-        closest = Math.max(closest, tree.closest);
-      }),
-      { seed, numRuns: RUNS },
-    );
-    console.log(
-      `relay-property: ${RUNS} runs, ${admitted} admissions (${relayed} under relays), ${crashes} relay crashes; closest window ${closest} tokens from the envelope`,
-    );
-    expect(relayed).toBeGreaterThan(0);
-  });
+  it(
+    'never admits more than the root’s B + r·T over every admission of the tree, one level of relays or two',
+    { timeout: Math.max(120_000, RUNS * 2000) },
+    () => {
+      const seed = propertySeed('src/core/relay-property.test.ts');
+      let admitted = 0;
+      let crashes = 0;
+      let relayed = 0;
+      let closest = -Infinity;
+      let nestedRuns = 0;
+      fc.assert(
+        fc.property(scenarioArb, (sc) => {
+          const tree = new Tree(sc);
+          for (let s = 0; s < sc.steps; s += 1) tree.step();
+          admitted += tree.admitted;
+          crashes += tree.crashes;
+          relayed += tree.relayed;
+          closest = Math.max(closest, tree.closest);
+          if (tree.nestedCount > 0) nestedRuns += 1;
+        }),
+        { seed, numRuns: RUNS },
+      );
+      console.log(
+        `relay-property: ${RUNS} runs (${nestedRuns} with relays under a relay), ${admitted} admissions (${relayed} under relays), ${crashes} relay crashes; closest window ${closest} tokens from the envelope`,
+      );
+      expect(relayed).toBeGreaterThan(0);
+      expect(nestedRuns).toBeGreaterThan(0);
+    },
+  );
 });
