@@ -10,7 +10,8 @@ describe('parseRelayConfig', () => {
     expect(config.upstreamPrefix).toBe('root');
     expect(config.downstream.subjectPrefix).toBe('eu');
     expect(config.downstream.pools.map((p) => p.name)).toEqual(['api']);
-    expect(config.uplink).toEqual({ driftMargin: 0.1, refreshMs: 1000, holdMs: 100, replyTimeoutMs: 1000, gapMs: 20 });
+    expect(config.uplink).toEqual({ driftMargin: 0.1, refreshMs: 1000, holdMs: 100, replyTimeoutMs: 1000, gapMs: 20, agentClass: null });
+    expect(parseRelayConfig('relay.yaml', { ...GOOD, uplink: { agentClass: 'relay-eu' } }).uplink.agentClass).toBe('relay-eu');
   });
 
   it.each([
@@ -26,6 +27,8 @@ describe('parseRelayConfig', () => {
     ['a drift margin of 0.5', { ...GOOD, uplink: { driftMargin: 0.5 } }, /driftMargin/],
     ['a fractional hold', { ...GOOD, uplink: { holdMs: 1.5 } }, /holdMs/],
     ['an uplink that is a list', { ...GOOD, uplink: [] }, /uplink/],
+    ['an agent class with a space', { ...GOOD, uplink: { agentClass: 'relay eu' } }, /agentClass/],
+    ['an agent class that is a number', { ...GOOD, uplink: { agentClass: 7 } }, /agentClass/],
     ['a document that is a list', [], /mapping/],
   ])('refuses %s', (_name, doc, message) => {
     expect(() => parseRelayConfig('relay.yaml', doc)).toThrow(message);

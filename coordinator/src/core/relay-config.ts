@@ -6,12 +6,14 @@
  * `subjectPrefix` (the relay's own, required and different), `pools` (the
  * relayed pools, with the same fields as a coordinator's), and `uplink`:
  * `{ driftMargin [0.1], refreshMs [1000], holdMs [100], replyTimeoutMs
- * [1000], gapMs [20] }`. A relayed pool's `capacity` and `refill` must be
+ * [1000], gapMs [20], agentClass [none] }`; `agentClass` is the class the
+ * relay asks the root under, so the root's `classWeights` can weigh a
+ * relay by the fleet behind it. A relayed pool's `capacity` and `refill` must be
  * the root's: every grant of the root is checked against them and refused
  * (nothing served from it) when they differ. Relayed pools are chunk-mode
  * buckets without an allowance: no window pools, rate leases or templates.
  */
-import { assertSubjectPrefix } from '@tokenlease/shared';
+import { assertSubjectPrefix, ID_FORM, isProtocolId } from '@tokenlease/shared';
 import { CoordinatorError } from '../errors.js';
 import { parseCoordinatorConfig, MAX_TTL_MS, type CoordinatorConfig } from './config.js';
 
@@ -21,6 +23,8 @@ export interface UplinkSettings {
   readonly holdMs: number;
   readonly replyTimeoutMs: number;
   readonly gapMs: number;
+  /** The class the relay asks the root under (its weight in the root's `classWeights`); null: none. */
+  readonly agentClass: string | null;
 }
 
 export interface RelayConfig {
@@ -31,7 +35,7 @@ export interface RelayConfig {
 }
 
 const RELAY_KEYS = new Set(['upstreamPrefix', 'uplink']);
-const UPLINK_KEYS = new Set(['driftMargin', 'refreshMs', 'holdMs', 'replyTimeoutMs', 'gapMs']);
+const UPLINK_KEYS = new Set(['driftMargin', 'refreshMs', 'holdMs', 'replyTimeoutMs', 'gapMs', 'agentClass']);
 
 /** parseRelayConfig — validates a parsed relay document; throws `CoordinatorError('config-invalid')`. */
 export function parseRelayConfig(source: string, doc: unknown): RelayConfig {
@@ -71,7 +75,10 @@ function readUplink(doc: unknown, fail: (field: string, problem: string) => neve
       ? value
       : fail(`uplink.${key}`, `must be ${integer ? 'an integer' : 'a number'} in [${min}, ${max}), got ${JSON.stringify(value)}`);
   };
+  const agentClass = fields.get('agentClass') ?? null;
+  if (agentClass !== null && !isProtocolId(agentClass)) fail('uplink.agentClass', `must be ${ID_FORM}`);
   return {
+    agentClass,
     driftMargin: num('driftMargin', 0.001, 0.5, 0.1, false),
     refreshMs: num('refreshMs', 1, MAX_TTL_MS, 1000),
     holdMs: num('holdMs', 0, 60_000, 100),

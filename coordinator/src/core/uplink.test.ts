@@ -7,7 +7,7 @@ import { Uplink, type DownstreamView } from './uplink.js';
 const MS = 1000;
 const IDLE: DownstreamView = { leasedTokens: 0, demandPerSecond: 0, waitingTurnsTokens: 0, waiting: 0 };
 
-function makeUplink(): { uplink: Uplink; credit: RelayCredit } {
+function makeUplink(agentClass: string | null = null): { uplink: Uplink; credit: RelayCredit } {
   const config = parseCoordinatorConfig('relay.yaml', {
     pools: { p: { capacity: 100, refill: '100/s', leaseTtlMs: 1000, maxLeaseTokens: 10, minGrantTokens: 1 } },
   });
@@ -23,6 +23,7 @@ function makeUplink(): { uplink: Uplink; credit: RelayCredit } {
     leaseTtlMsMax: 60_000,
     initialTokens: 10,
     gapMs: 20,
+    agentClass,
   });
   return { uplink, credit };
 }
@@ -54,6 +55,11 @@ describe('Uplink', () => {
     expect(uplink.onReply(grant({}), 5 * MS, 0)).toMatchObject({ kind: 'granted', tokensGranted: 10 });
     expect(credit.levelTokens).toBe(10);
     expect(credit.leaseEndUs).toBe(2700 * MS);
+  });
+
+  it('asks under its configured class, so the root weighs it by its classWeights', () => {
+    expect(makeUplink('relay-eu').uplink.poll(0, IDLE)).toMatchObject({ agentClass: 'relay-eu' });
+    expect(makeUplink().uplink.poll(0, IDLE)).not.toHaveProperty('agentClass');
   });
 
   it('does not ask again every gap while its agents hold all the root lets one lease hold', () => {

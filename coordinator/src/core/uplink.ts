@@ -42,6 +42,8 @@ export interface UplinkOptions {
   readonly replyTimeoutMs: number;
   /** The longest TTL a grant may carry. */
   readonly leaseTtlMsMax: number;
+  /** The class to ask under (the root weighs it by its `classWeights`); null or absent: none. */
+  readonly agentClass?: string | null;
   /** What to ask for at least. */
   readonly initialTokens: number;
   /** Shortest gap between two requests that were not due, ms. */
@@ -130,6 +132,7 @@ export class Uplink {
       tokensWanted: Math.min(WIRE_TOKENS_MAX, wantTokens),
       demandPerSecond: view.demandPerSecond,
       holdMs: view.waiting > 0 ? this.options.holdMs : 0,
+      ...(this.options.agentClass ? { agentClass: this.options.agentClass } : {}),
     };
     this.inFlight = { request, firstSendUs: nowUs, lastSendUs: nowUs };
     return request;
