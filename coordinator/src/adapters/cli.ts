@@ -29,22 +29,13 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
-import { TokenleaseError } from '@tokenlease/shared';
-import {
-  connectNats,
-  natsEnvLayer,
-  natsFlagLayer,
-  resolveNatsOptions,
-  NATS_ENV_USAGE,
-  NATS_FLAG_OPTIONS,
-  NATS_FLAGS_USAGE,
-  type Bus,
-} from '@tokenlease/shared/nats';
+import { NATS_ENV_USAGE, NATS_FLAG_OPTIONS, NATS_FLAGS_USAGE, type Bus } from '@tokenlease/shared/nats';
 import type { Logger } from 'pino';
 import { CoordinatorError } from '../errors.js';
 import { REDIS_ENV, resolveRedisOptions } from '../core/redis-options.js';
 import { loadConfigFile } from './config-file.js';
-import { createLogger, LOG_LEVELS } from './logger.js';
+import { failer, logLevelOf, openBus, stopOnSignals, type Fail, type Flags } from './cli-common.js';
+import { createLogger } from './logger.js';
 import { connectRedisStore, type StateStore } from './redis-store.js';
 import { DEFAULT_OWNERSHIP_TTL_MS, startDurableService } from './durable-service.js';
 import { startOperations } from './operations.js';
@@ -60,12 +51,8 @@ const USAGE =
   '         [--ownership-ttl-ms <ms>] [--member <name>] [--redis-prefix <prefix>] [--http <host:port>]\n' +
   `       ${NATS_ENV_USAGE}; ${Object.values(REDIS_ENV).join(', ')}`;
 
-type Flags = Record<string, string | boolean | undefined>;
-
-function fail(status: number, message: string): never {
-  process.stderr.write(`tokenlease-coordinator: ${message}\n`);
-  process.exit(status);
-}
+const BIN = 'tokenlease-coordinator';
+const fail: Fail = failer(BIN);
 
 function parse(): Flags {
   try {
@@ -116,17 +103,6 @@ async function openStore(values: Flags, keyPrefix: string, logger: Logger): Prom
   return store;
 }
 
-/** openBus — the NATS connection the flags and environment name; fails the process with one line. */
-async function openBus(values: Flags): Promise<Bus> {
-  try {
-    const options = resolveNatsOptions([natsFlagLayer(values), natsEnvLayer(process.env)]);
-    return await connectNats(options, { name: `tokenlease-coordinator ${process.pid}` });
-  } catch (error) {
-    if (error instanceof TokenleaseError) fail(error.code === 'invalid-nats-options' ? 2 : 1, error.message);
-    throw error;
-  }
-}
-
 async function main(): Promise<void> {
   const values = parse();
   if (values['help'] === true) {
@@ -135,9 +111,7 @@ async function main(): Promise<void> {
   }
   const configPath = values['config'];
   if (typeof configPath !== 'string') fail(2, `--config is required\n${USAGE}`);
-  const level = values['log-level'] ?? process.env['LOG_LEVEL'] ?? 'info';
-  if (typeof level !== 'string' || !LOG_LEVELS.includes(level)) fail(2, `unknown log level ${JSON.stringify(level)}`);
-  const logger = createLogger(level);
+  const logger = createLogger(logLevelOf(values, fail));
 
   let config;
   try {
@@ -158,7 +132,7 @@ async function main(): Promise<void> {
   const store = await openStore(values, typeof redisPrefix === 'string' ? redisPrefix : config.subjectPrefix, logger);
   let bus: Bus;
   try {
-    bus = await openBus(values);
+    bus = await openBus(BIN, values, fail);
   } catch (error) {
     await store?.close();
     throw error;
@@ -166,25 +140,12 @@ async function main(): Promise<void> {
   bus.onEvent((event) => logger.warn({ event: 'nats-connection', connection: event }, 'nats connection event'));
   // Handlers go in before the service announces itself, so a signal sent
   // as soon as "coordinator serving" appears is always handled.
-  let stopping = false;
-  const shutdown = (signal: string): void => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ event: 'shutting-down', signal }, 'shutting down');
+  stopOnSignals(logger, () =>
     service
       .stop()
       .then(() => bus.drain())
-      .then(() => store?.close())
-      .then(
-        () => process.exit(0),
-        (error: unknown) => {
-          logger.error({ event: 'unclean-shutdown', err: error }, 'unclean shutdown');
-          process.exit(1);
-        },
-      );
-  };
-  process.on('SIGTERM', () => shutdown('SIGTERM'));
-  process.on('SIGINT', () => shutdown('SIGINT'));
+      .then(() => store?.close()),
+  );
   const service =
     store === null
       ? startCoordinatorService({ config, bus, logger })

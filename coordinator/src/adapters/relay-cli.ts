@@ -15,20 +15,11 @@
  */
 import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
-import { TokenleaseError } from '@tokenlease/shared';
-import {
-  connectNats,
-  natsEnvLayer,
-  natsFlagLayer,
-  resolveNatsOptions,
-  NATS_ENV_USAGE,
-  NATS_FLAG_OPTIONS,
-  NATS_FLAGS_USAGE,
-  type Bus,
-} from '@tokenlease/shared/nats';
+import { NATS_ENV_USAGE, NATS_FLAG_OPTIONS, NATS_FLAGS_USAGE } from '@tokenlease/shared/nats';
 import { CoordinatorError } from '../errors.js';
+import { failer, logLevelOf, openBus, stopOnSignals, type Fail, type Flags } from './cli-common.js';
 import { loadRelayConfigFile } from './config-file.js';
-import { createLogger, LOG_LEVELS } from './logger.js';
+import { createLogger } from './logger.js';
 import { startRelayService } from './relay-service.js';
 
 const USAGE =
@@ -36,12 +27,10 @@ const USAGE =
   `         ${NATS_FLAGS_USAGE}\n` +
   `       ${NATS_ENV_USAGE}`;
 
-function fail(status: number, message: string): never {
-  process.stderr.write(`tokenlease-relay: ${message}\n`);
-  process.exit(status);
-}
+const BIN = 'tokenlease-relay';
+const fail: Fail = failer(BIN);
 
-function parse(): Record<string, string | boolean | undefined> {
+function parse(): Flags {
   try {
     return parseArgs({
       options: {
@@ -66,8 +55,7 @@ async function main(): Promise<void> {
   }
   const configPath = values['config'];
   if (typeof configPath !== 'string') fail(2, `--config is required\n${USAGE}`);
-  const level = values['log-level'] ?? process.env['LOG_LEVEL'] ?? 'info';
-  if (typeof level !== 'string' || !LOG_LEVELS.includes(level)) fail(2, `unknown log level ${JSON.stringify(level)}`);
+  const level = logLevelOf(values, fail);
   const idFlag = values['relay-id'];
   const relayId = typeof idFlag === 'string' ? idFlag : `${hostname()}-${process.pid}`;
   if (!/^[A-Za-z0-9_-]{1,64}$/.test(relayId)) fail(2, '--relay-id must be 1 to 64 characters of [A-Za-z0-9_-]');
@@ -79,33 +67,9 @@ async function main(): Promise<void> {
     if (error instanceof CoordinatorError) fail(2, error.message);
     throw error;
   }
-  let bus: Bus;
-  try {
-    const options = resolveNatsOptions([natsFlagLayer(values), natsEnvLayer(process.env)]);
-    bus = await connectNats(options, { name: `tokenlease-relay ${process.pid}` });
-  } catch (error) {
-    if (error instanceof TokenleaseError) fail(error.code === 'invalid-nats-options' ? 2 : 1, error.message);
-    throw error;
-  }
+  const bus = await openBus(BIN, values, fail);
   bus.onEvent((event) => logger.warn({ event: 'nats-connection', connection: event }, 'nats connection event'));
-  let stopping = false;
-  const shutdown = (signal: string): void => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ event: 'shutting-down', signal }, 'shutting down');
-    service
-      .stop()
-      .then(() => bus.drain())
-      .then(
-        () => process.exit(0),
-        (error: unknown) => {
-          logger.error({ event: 'unclean-shutdown', err: error }, 'unclean shutdown');
-          process.exit(1);
-        },
-      );
-  };
-  process.on('SIGTERM', () => shutdown('SIGTERM'));
-  process.on('SIGINT', () => shutdown('SIGINT'));
+  stopOnSignals(logger, () => service.stop().then(() => bus.drain()));
   const service = startRelayService({ config, bus, logger, relayId });
 }
 
