@@ -4,45 +4,20 @@
  * there, says so once, and admits from the grant it gets there.
  */
 import { describe, expect, it } from 'vitest';
-import { decodeRequest, encodeMessage, TokenleaseError, type LeaseGrant } from '@tokenlease/shared';
+import { TokenleaseError } from '@tokenlease/shared';
 import type { Bus } from '@tokenlease/shared/nats';
 import { AgentError } from '../errors.js';
 import { Agent, type AgentEvent } from './agent.js';
+import { grantOf, standInBus } from './bus.fixtures.js';
 
 /** A bus with nobody on `relay.` and a coordinator on `root.`; `subjects` records where each request went. */
 function busWithoutRelay(subjects: string[]): Bus {
-  return {
-    request(subject, payload) {
-      subjects.push(subject);
-      if (subject.startsWith('relay.')) return Promise.reject(new TokenleaseError('bus-no-responders', `no responders on ${subject}`));
-      const decoded = decodeRequest(payload);
-      if (!decoded.ok || decoded.value.op !== 'acquire') return Promise.reject(new Error('only acquires here'));
-      const req = decoded.value;
-      const grant: LeaseGrant = {
-        v: 2,
-        kind: 'grant',
-        seq: req.seq,
-        leaseId: 'R1',
-        tokensGranted: 5,
-        tokensHeld: 5,
-        ttlMs: 60_000,
-        epoch: 1,
-        maxLeaseTokens: 10,
-        capacityTokens: 100,
-        refillTokens: 10,
-        refillPeriodMs: 1000,
-        retryAfterMs: 0,
-      };
-      return Promise.resolve(encodeMessage(grant));
-    },
-    gather: () => Promise.resolve([]),
-    publish: () => true,
-    serve: () => ({ stop: () => Promise.resolve() }),
-    onEvent: () => undefined,
-    flush: () => Promise.resolve(),
-    drain: () => Promise.resolve(),
-    close: () => Promise.resolve(),
-  };
+  return standInBus((subject, req) => {
+    subjects.push(subject);
+    if (subject.startsWith('relay.')) throw new TokenleaseError('bus-no-responders', `no responders on ${subject}`);
+    if (req.op !== 'acquire') throw new Error('only acquires here');
+    return grantOf(req.seq, 'R1', 5, 5);
+  });
 }
 
 describe('Agent failover between coordinators', () => {

@@ -4,48 +4,20 @@
  * carries the shadow flag the test sets.
  */
 import { describe, expect, it } from 'vitest';
-import { decodeRequest, encodeMessage, type LeaseGrant } from '@tokenlease/shared';
 import type { Bus } from '@tokenlease/shared/nats';
 import { Agent } from './agent.js';
+import { grantOf, standInBus } from './bus.fixtures.js';
 import { HttpLimit, type RequestView } from './http-limit.js';
 
 /** A bus that grants up to `tokens` per acquire under one lease, with `shadow` as the stand-in says at the time. */
 function grantingBus(state: { shadow: boolean; tokens: number }): Bus {
-  return {
-    request(_subject, payload) {
-      const decoded = decodeRequest(payload);
-      if (!decoded.ok) return Promise.reject(new Error('a request the stand-in cannot read'));
-      const req = decoded.value;
-      if (req.op === 'return')
-        return Promise.resolve(encodeMessage({ v: 2, kind: 'receipt', seq: req.seq, tokensReturned: req.tokensLeft }));
-      if (req.op !== 'acquire') return Promise.reject(new Error('only acquires and returns here'));
-      const tokens = Math.min(state.tokens, req.tokensWanted);
-      const grant: LeaseGrant = {
-        v: 2,
-        kind: 'grant',
-        seq: req.seq,
-        leaseId: 'L1',
-        tokensGranted: tokens,
-        tokensHeld: tokens + (req.leaseId === 'L1' ? req.tokensLeft : 0),
-        ttlMs: 60_000,
-        epoch: 1,
-        maxLeaseTokens: 10,
-        capacityTokens: 100,
-        refillTokens: 10,
-        refillPeriodMs: 1000,
-        retryAfterMs: 0,
-        ...(state.shadow ? { shadow: true } : {}),
-      };
-      return Promise.resolve(encodeMessage(grant));
-    },
-    gather: () => Promise.resolve([]),
-    publish: () => true,
-    serve: () => ({ stop: () => Promise.resolve() }),
-    onEvent: () => undefined,
-    flush: () => Promise.resolve(),
-    drain: () => Promise.resolve(),
-    close: () => Promise.resolve(),
-  };
+  return standInBus((_subject, req) => {
+    if (req.op === 'return') return { v: 2, kind: 'receipt', seq: req.seq, tokensReturned: req.tokensLeft };
+    if (req.op !== 'acquire') throw new Error('only acquires and returns here');
+    const tokens = Math.min(state.tokens, req.tokensWanted);
+    const held = tokens + (req.leaseId === 'L1' ? req.tokensLeft : 0);
+    return grantOf(req.seq, 'L1', tokens, held, state.shadow ? { shadow: true } : {});
+  });
 }
 
 const REQUEST: RequestView = { header: () => undefined, ip: '127.0.0.1', route: '/' };
