@@ -112,13 +112,18 @@ function pickDefined<K extends 'fallbackPerSecond' | 'fallbackBurstTokens'>(
   return value === undefined ? {} : ({ [key]: value } as Partial<Pick<KeeperOptions, K>>);
 }
 
+interface PoolSubjects {
+  readonly acquire: string;
+  readonly return: string;
+  readonly report: string;
+}
+
 interface Entry {
   readonly keeper: LeaseKeeper;
   readonly limiter: Limiter;
   readonly route: PrefixRoute;
-  acquireSubject: string;
-  returnSubject: string;
-  reportSubject: string;
+  /** Where its requests go: the subjects of its route's prefix now. */
+  subjects: PoolSubjects;
   timer: NodeJS.Timeout | null;
   wakePending: boolean;
   /** Limiter.close asked: drop it from the agent once its return is settled. */
@@ -252,9 +257,7 @@ export class Agent implements LimiterHost {
       keeper,
       limiter: new Limiter(keeper, this),
       route: new PrefixRoute(this.prefixes),
-      acquireSubject: subjectFor(this.prefix, 'acquire', pool, this.identity),
-      returnSubject: subjectFor(this.prefix, 'return', pool, this.identity),
-      reportSubject: subjectFor(this.prefix, 'report', pool, this.identity),
+      subjects: this.subjectsOf(this.prefix, pool),
       timer: null,
       wakePending: false,
       dropWhenQuiet: false,
@@ -438,10 +441,10 @@ export class Agent implements LimiterHost {
     const pool = entry.keeper.pool;
     if (action.type === 'publish') {
       // A usage report: nothing awaits it, and a lost one only leaves a bound higher than it could be.
-      this.bus.publish(entry.reportSubject, encodeMessage(action.message));
+      this.bus.publish(entry.subjects.report, encodeMessage(action.message));
       return;
     }
-    const subject = action.message.op === 'acquire' ? entry.acquireSubject : entry.returnSubject;
+    const subject = action.message.op === 'acquire' ? entry.subjects.acquire : entry.subjects.return;
     this.bus.request(subject, encodeMessage(action.message), action.timeoutMs).then(
       (bytes) => {
         const decoded = decodeReply(bytes);
@@ -468,13 +471,17 @@ export class Agent implements LimiterHost {
     );
   }
 
+  /** subjectsOf — the subjects of `pool`'s requests on `prefix`, under this agent's identity. */
+  private subjectsOf(prefix: string, pool: string): PoolSubjects {
+    const at = (op: 'acquire' | 'return' | 'report'): string => subjectFor(prefix, op, pool, this.identity);
+    return { acquire: at('acquire'), return: at('return'), report: at('report') };
+  }
+
   /** move — `entry`'s pool is served on its route's next prefix from now on. */
   private move(entry: Entry): void {
     const { pool } = entry.keeper;
     const prefix = entry.route.prefix;
-    entry.acquireSubject = subjectFor(prefix, 'acquire', pool, this.identity);
-    entry.returnSubject = subjectFor(prefix, 'return', pool, this.identity);
-    entry.reportSubject = subjectFor(prefix, 'report', pool, this.identity);
+    entry.subjects = this.subjectsOf(prefix, pool);
     this.emit({ type: 'coordinator-moved', pool, prefix });
   }
 
