@@ -788,6 +788,15 @@ class Simulation {
   }
 }
 
+/** saturatingOps — `rounds` turns of two agents: every 5 ms one renews its lease for 10 more and spends all it holds. */
+function saturatingOps(rounds: number): Op[] {
+  const renew = { name: 'current', report: 'exact', pick: 0, tokensWanted: 10, holdMs: 0, dropRequest: false, loseReply: false } as const;
+  return Array.from({ length: rounds }, (_, i): Op[] => [
+    { t: 'acquire', agent: i % 2, dtUs: 5000, ...renew },
+    { t: 'spend', agent: i % 2, dtUs: 0, tokens: 40 },
+  ]).flat();
+}
+
 describe('CoordinatorCore under random requests from honest agents', () => {
   const name = 'keeps credit within capacity, answers every request at most once, and never lets the fleet spend past B + r·T';
   it(name, { timeout: Math.max(60_000, RUNS * 100) }, () => {
@@ -826,22 +835,7 @@ describe('CoordinatorCore under random requests from honest agents', () => {
       allowance: 0,
       window: false,
     };
-    const ops: Op[] = [];
-    for (let i = 0; i < 200; i += 1) {
-      const agent = i % 2;
-      const renew = {
-        name: 'current',
-        report: 'exact',
-        pick: 0,
-        tokensWanted: 10,
-        holdMs: 0,
-        dropRequest: false,
-        loseReply: false,
-      } as const;
-      ops.push({ t: 'acquire', agent, dtUs: 5000, ...renew });
-      ops.push({ t: 'spend', agent, dtUs: 0, tokens: 40 });
-    }
-    const sim = new Simulation({ shape, startUs: 0, epoch: 1, agents: 2, adapterTicks: true, warmUpUs: null, ops });
+    const sim = new Simulation({ shape, startUs: 0, epoch: 1, agents: 2, adapterTicks: true, warmUpUs: null, ops: saturatingOps(200) });
     sim.run();
     const spent = sim.spends.reduce((n, s) => n + s.cost, 0);
     // Quiet until 200 ms (nothing to spend), then 1 token per ms until the last spend at 1 s.
@@ -865,21 +859,7 @@ describe('CoordinatorCore under random requests from honest agents', () => {
       allowance: 0,
       window: true,
     };
-    const ops: Op[] = [];
-    for (let i = 0; i < 400; i += 1) {
-      const renew = {
-        name: 'current',
-        report: 'exact',
-        pick: 0,
-        tokensWanted: 10,
-        holdMs: 0,
-        dropRequest: false,
-        loseReply: false,
-      } as const;
-      ops.push({ t: 'acquire', agent: i % 2, dtUs: 5000, ...renew });
-      ops.push({ t: 'spend', agent: i % 2, dtUs: 0, tokens: 40 });
-    }
-    return new Simulation({ shape, startUs: 0, epoch: 1, agents: 2, adapterTicks: true, warmUpUs: null, ops });
+    return new Simulation({ shape, startUs: 0, epoch: 1, agents: 2, adapterTicks: true, warmUpUs: null, ops: saturatingOps(400) });
   };
 
   it('fills a saturated window pool to its limit, and no window holds more', () => {
