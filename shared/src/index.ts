@@ -64,6 +64,7 @@ export {
   MESSAGE_TEXT_LENGTH_MAX,
   SEQ_MAX,
   WIRE_TOKENS_MAX,
+  FLEET_WEIGHT_MAX,
 } from './protocol/limits.js';
 export { ID_FORM, isProtocolId } from './protocol/ids.js';
 export { decodeOperatorReply, decodeReply, decodeRequest, encodeMessage, type DecodeFailure, type Decoded } from './protocol/codec.js';

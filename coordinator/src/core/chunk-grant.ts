@@ -35,7 +35,7 @@ export interface Delivery<R> {
 export function acquireChunk<R>(p: PoolParts<R>, req: LeaseRequest, record: LeaseRecord, to: R, nowUs: number, out: Delivery<R>[]): void {
   const reportedTokens = req.leaseId === record.leaseId ? Math.min(record.boundTokens, req.tokensLeft) : 0;
   p.leases.setBound(record, reportedTokens);
-  p.leases.setWeight(record, weightOf(p, req.agentClass));
+  p.leases.setWeight(record, weightOf(p, req));
   p.leases.setDemand(record, req.demandPerSecond);
   record.lastSeq = req.seq;
   record.lastReply = null;

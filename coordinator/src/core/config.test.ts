@@ -43,6 +43,7 @@ describe('parseCoordinatorConfig accepts a valid document and fills in defaults'
           maxHoldMs: 250, // min(250, 2000 / 4)
           allowance: 0,
           classWeights: new Map(),
+          relayClasses: new Map(),
           leaseMode: 'chunk',
           maxLeases: 100_000,
           maxWaiting: 10_000,
@@ -59,6 +60,7 @@ describe('parseCoordinatorConfig accepts a valid document and fills in defaults'
           maxHoldMs: 250,
           allowance: 0,
           classWeights: new Map(),
+          relayClasses: new Map(),
           leaseMode: 'chunk',
           maxLeases: 100_000,
           maxWaiting: 10_000,
@@ -124,6 +126,7 @@ describe('parseCoordinatorConfig accepts a valid document and fills in defaults'
       maxHoldMs: 500, // = floor(ttl / 2), the ceiling
       allowance: 250,
       classWeights: new Map(),
+      relayClasses: new Map(),
       leaseMode: 'chunk',
       maxLeases: 100_000,
       maxWaiting: 10_000,

@@ -26,6 +26,11 @@
  *   request of a class of weight w waits for, and is served, a turn of
  *   `min(wanted, minGrantTokens × w)`, so under contention agents' shares
  *   follow their weights (an agent without a listed class: weight 1).
+ * - `relayClasses` [{}]: agent class → the most weight, in [1, 10^6], a
+ *   request of that class may claim with its `fleetWeight`: a relay asking
+ *   under it weighs as the fleet behind it (Σ its downstream leases'
+ *   weights), so shares across relays follow their fleets. Chunk pools
+ *   only; a class is named in `classWeights` or here, not both.
  * - `leaseMode` ['chunk']: 'chunk' leases hold tokens; 'rate' leases are
  *   small buckets whose tokens trickle in at a weighted max-min fair share
  *   of the refill (water-filling over the demand agents report), so each
@@ -53,6 +58,7 @@ import {
   tokenScale,
   isProtocolId,
   ID_FORM,
+  FLEET_WEIGHT_MAX,
   TokenleaseError,
   DEFAULT_SUBJECT_PREFIX,
   type Rate,
@@ -81,6 +87,12 @@ export interface PoolConfig {
    * such as `constructor` must find nothing, not Object.prototype's member.
    */
   readonly classWeights: ReadonlyMap<string, number>;
+  /**
+   * Classes relays ask under, each with the most weight a request of it may
+   * claim: such a request weighs its `fleetWeight` (the sum of its
+   * downstream leases' weights), at most that. A Map, as `classWeights`.
+   */
+  readonly relayClasses: ReadonlyMap<string, number>;
   readonly leaseMode: LeaseMode;
   readonly maxLeases: number;
   readonly maxWaiting: number;
@@ -140,6 +152,7 @@ const POOL_KEYS = new Set([
   'maxHoldMs',
   'allowance',
   'classWeights',
+  'relayClasses',
   'leaseMode',
   'maxLeases',
   'maxWaiting',
@@ -259,7 +272,13 @@ function readPool(source: string, name: string, doc: unknown, fleetShadow: boole
   }
   const maxLeases = where.int(doc, 'maxLeases', 1, LEASES_MAX, DEFAULT_MAX_LEASES);
   const maxWaiting = where.int(doc, 'maxWaiting', 0, LEASES_MAX, DEFAULT_MAX_WAITING);
-  const classWeights = readWeights(where, doc['classWeights']);
+  const classWeights = readWeights(where, 'classWeights', doc['classWeights'], CLASS_WEIGHT_MAX);
+  const relayClasses = readWeights(where, 'relayClasses', doc['relayClasses'], FLEET_WEIGHT_MAX);
+  if (relayClasses.size > 0 && leaseMode === 'rate') where.fail('relayClasses', 'are for chunk pools: a relay leases chunks');
+  for (const agentClass of relayClasses.keys()) {
+    if (classWeights.has(agentClass))
+      where.fail('relayClasses', `class ${JSON.stringify(agentClass)} is also in classWeights: name it once`);
+  }
   const shadow = where.bool(doc, 'shadow', false) || fleetShadow;
   return {
     name,
@@ -271,6 +290,7 @@ function readPool(source: string, name: string, doc: unknown, fleetShadow: boole
     maxHoldMs,
     allowance,
     classWeights,
+    relayClasses,
     leaseMode,
     maxLeases,
     maxWaiting,
@@ -279,17 +299,14 @@ function readPool(source: string, name: string, doc: unknown, fleetShadow: boole
   };
 }
 
-function readWeights(where: Where, value: unknown): ReadonlyMap<string, number> {
+function readWeights(where: Where, field: string, value: unknown, max: number): ReadonlyMap<string, number> {
   const weights = new Map<string, number>();
   if (value === undefined) return weights;
-  if (!isDoc(value)) return where.fail('classWeights', 'must be a mapping of agent class to weight');
+  if (!isDoc(value)) return where.fail(field, 'must be a mapping of agent class to weight');
   for (const [agentClass, weight] of Object.entries(value)) {
-    if (!isProtocolId(agentClass)) where.fail('classWeights', `class ${JSON.stringify(agentClass)} must be ${ID_FORM}`);
-    if (typeof weight !== 'number' || !Number.isSafeInteger(weight) || weight < 1 || weight > CLASS_WEIGHT_MAX) {
-      where.fail(
-        'classWeights',
-        `weight of ${JSON.stringify(agentClass)} must be an integer in [1, ${CLASS_WEIGHT_MAX}], got ${JSON.stringify(weight)}`,
-      );
+    if (!isProtocolId(agentClass)) where.fail(field, `class ${JSON.stringify(agentClass)} must be ${ID_FORM}`);
+    if (typeof weight !== 'number' || !Number.isSafeInteger(weight) || weight < 1 || weight > max) {
+      where.fail(field, `weight of ${JSON.stringify(agentClass)} must be an integer in [1, ${max}], got ${JSON.stringify(weight)}`);
     }
     weights.set(agentClass, weight);
   }

@@ -196,6 +196,21 @@ describe('no crumbs: holding requests', () => {
     expect(served(tick(pool, QUIET_END + 20 * MS))).toEqual([['b#1', 5]]);
   });
 
+  it('weighs a relay class by the fleet weight it states, at most its limit, and any other request by its class', () => {
+    const pool = makePool({ fields: { relayClasses: { relay: 4 } } });
+    expect(acquire(pool, QUIET_END, { agentId: 'r', seq: 1, agentClass: 'relay', fleetWeight: 3 })).toEqual([]);
+    expect(acquire(pool, QUIET_END, { agentId: 'x', seq: 1, agentClass: 'other', fleetWeight: 50 })).toEqual([]);
+    expect(acquire(pool, QUIET_END, { agentId: 'y', seq: 1, agentClass: 'relay', fleetWeight: 50 })).toEqual([]);
+    expect(acquire(pool, QUIET_END, { agentId: 'z', seq: 1, agentClass: 'relay' })).toEqual([]);
+    // Turns of min(20, 5·w): the relay speaking for 3 waits for 15, the other class's claim counts for nothing,
+    // a claim of 50 counts for the limit of 4 (20), and a relay that states none weighs 1.
+    expect(served(tick(pool, QUIET_END + 14 * MS))).toEqual([]);
+    expect(served(tick(pool, QUIET_END + 15 * MS))).toEqual([['r#1', 15]]);
+    expect(served(tick(pool, QUIET_END + 20 * MS))).toEqual([['x#1', 5]]);
+    expect(served(tick(pool, QUIET_END + 40 * MS))).toEqual([['y#1', 20]]);
+    expect(served(tick(pool, QUIET_END + 45 * MS))).toEqual([['z#1', 5]]);
+  });
+
   it('reports the earliest of a hold end, the head’s accrual and a lease expiry as the next deadline', () => {
     const pool = makePool();
     expect(pool.nextDeadlineUs()).toBe(Infinity);

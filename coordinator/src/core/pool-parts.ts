@@ -129,9 +129,16 @@ export function retryAfterMs<R>(p: PoolParts<R>, missingTokens: number, nowUs: n
   return Math.min(DURATION_MS_MAX, Math.max(1, Math.ceil(p.credit.waitUs(thresholdTokens, nowUs) / US_PER_MS)));
 }
 
-/** weightOf — the weight of an agent class in the pool's turns and shares (no class, or an unlisted one: 1). */
-export function weightOf<R>(p: PoolParts<R>, agentClass: string | undefined): number {
-  return agentClass === undefined ? 1 : (p.config.classWeights.get(agentClass) ?? 1);
+/**
+ * weightOf — the weight of a request in the pool's turns and shares: its
+ * class's weight (no class, or an unlisted one: 1), or for a relay class
+ * the fleet weight it states (absent: 1), at most the class's limit.
+ */
+export function weightOf<R>(p: PoolParts<R>, req: Pick<LeaseRequest, 'agentClass' | 'fleetWeight'>): number {
+  if (req.agentClass === undefined) return 1;
+  const fleetMax = p.config.relayClasses.get(req.agentClass);
+  if (fleetMax !== undefined) return Math.min(fleetMax, req.fleetWeight ?? 1);
+  return p.config.classWeights.get(req.agentClass) ?? 1;
 }
 
 /**

@@ -145,6 +145,9 @@ describe('rates converted to a new refill period', () => {
     expect(samePoolConfig(configOf({}), configOf({}))).toBe(true);
     expect(samePoolConfig(configOf({ classWeights: { a: 2 } }), configOf({ classWeights: { a: 3 } }))).toBe(false);
     expect(samePoolConfig(configOf({}), configOf({ refill: '1000/1000ms' }))).toBe(true);
+    expect(samePoolConfig(configOf({ relayClasses: { r: 20 } }), configOf({ relayClasses: { r: 20 } }))).toBe(true);
+    expect(samePoolConfig(configOf({ relayClasses: { r: 20 } }), configOf({ relayClasses: { r: 30 } }))).toBe(false);
+    expect(samePoolConfig(configOf({ relayClasses: { r: 20 } }), configOf({}))).toBe(false);
   });
 });
 

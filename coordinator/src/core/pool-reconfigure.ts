@@ -116,6 +116,8 @@ export function sameLimits(a: PoolConfig, b: PoolConfig): boolean {
   if ((a.window === null) !== (b.window === null)) return false;
   if (a.classWeights.size !== b.classWeights.size) return false;
   for (const [cls, weight] of a.classWeights) if (b.classWeights.get(cls) !== weight) return false;
+  if (a.relayClasses.size !== b.relayClasses.size) return false;
+  for (const [cls, weight] of a.relayClasses) if (b.relayClasses.get(cls) !== weight) return false;
   return true;
 }
 

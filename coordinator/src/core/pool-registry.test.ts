@@ -143,3 +143,25 @@ describe('classWeights configuration', () => {
     expect(() => parseCoordinatorConfig('w.yaml', doc)).toThrow(/pool "api": field "classWeights"/);
   });
 });
+
+describe('relayClasses configuration', () => {
+  it('reads a class relays ask under with the most weight it may claim', () => {
+    const doc = { pools: { api: { capacity: 10, refill: '10/s', classWeights: { premium: 2 }, relayClasses: { 'relay-eu': 500 } } } };
+    const pool = parseCoordinatorConfig('w.yaml', doc).pools[0];
+    expect(pool?.relayClasses).toEqual(new Map([['relay-eu', 500]]));
+    expect(parseCoordinatorConfig('w.yaml', { pools: { api: { capacity: 10, refill: '10/s' } } }).pools[0]?.relayClasses.size).toBe(0);
+  });
+
+  it.each<[string, Record<string, unknown>, RegExp]>([
+    ['weight 0', { relayClasses: { r: 0 } }, /integer in \[1, 1000000\]/],
+    ['a weight over 10^6', { relayClasses: { r: 1_000_001 } }, /integer in \[1, 1000000\]/],
+    ['a class with a space', { relayClasses: { 'r 1': 2 } }, /class "r 1"/],
+    ['a list', { relayClasses: [2] }, /mapping/],
+    ['a class also in classWeights', { classWeights: { r: 2 }, relayClasses: { r: 20 } }, /also in classWeights/],
+    ['a rate pool', { leaseMode: 'rate', relayClasses: { r: 20 } }, /chunk pools/],
+  ])('refuses %s naming the field', (_name, fields, problem) => {
+    const doc = { pools: { api: { capacity: 10, refill: '10/s', ...fields } } };
+    expect(() => parseCoordinatorConfig('w.yaml', doc)).toThrow(/pool "api": field "relayClasses"/);
+    expect(() => parseCoordinatorConfig('w.yaml', doc)).toThrow(problem);
+  });
+});

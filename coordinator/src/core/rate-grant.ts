@@ -22,7 +22,7 @@ import { decideRateGrant, heldAt } from './rate-lease.js';
 export function acquireRate<R>(p: PoolParts<R>, req: LeaseRequest, record: LeaseRecord, to: R, nowUs: number, out: Delivery<R>[]): void {
   const held = req.leaseId === record.leaseId ? Math.min(heldAt(record, nowUs, p.periodUs), req.tokensLeft) : 0;
   p.leases.setRate(record, 0);
-  p.leases.setWeight(record, weightOf(p, req.agentClass));
+  p.leases.setWeight(record, weightOf(p, req));
   record.heldTokens = held;
   record.accrualFromUs = nowUs;
   record.lastSeq = req.seq;

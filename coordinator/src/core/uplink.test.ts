@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import type { LeaseGrant } from '@tokenlease/shared';
+import { FLEET_WEIGHT_MAX, type LeaseGrant } from '@tokenlease/shared';
 import { parseCoordinatorConfig } from './config.js';
 import { RelayCredit } from './relay-credit.js';
 import { Uplink, type DownstreamView } from './uplink.js';
 
 const MS = 1000;
-const IDLE: DownstreamView = { leasedTokens: 0, demandPerSecond: 0, waitingTurnsTokens: 0, waiting: 0 };
+const IDLE: DownstreamView = { leasedTokens: 0, demandPerSecond: 0, waitingTurnsTokens: 0, waiting: 0, fleetWeight: 0 };
 
 function makeUplink(agentClass: string | null = null): { uplink: Uplink; credit: RelayCredit } {
   const config = parseCoordinatorConfig('relay.yaml', {
@@ -51,15 +51,20 @@ describe('Uplink', () => {
   it('asks for its initial tokens at once, then applies the grant with the end an agent would count', () => {
     const { uplink, credit } = makeUplink();
     const req = uplink.poll(0, IDLE);
-    expect(req).toMatchObject({ op: 'acquire', seq: 1, leaseId: null, tokensLeft: 0, tokensWanted: 10, holdMs: 0 });
+    // Nothing in its level: it is short, and asks to be held for its turn, as an agent does.
+    expect(req).toMatchObject({ op: 'acquire', seq: 1, leaseId: null, tokensLeft: 0, tokensWanted: 10, holdMs: 50 });
     expect(uplink.onReply(grant({}), 5 * MS, 0)).toMatchObject({ kind: 'granted', tokensGranted: 10 });
     expect(credit.levelTokens).toBe(10);
     expect(credit.leaseEndUs).toBe(2700 * MS);
   });
 
-  it('asks under its configured class, so the root weighs it by its classWeights', () => {
-    expect(makeUplink('relay-eu').uplink.poll(0, IDLE)).toMatchObject({ agentClass: 'relay-eu' });
-    expect(makeUplink().uplink.poll(0, IDLE)).not.toHaveProperty('agentClass');
+  it('asks under its configured class with the weight of the fleet behind it, at least 1', () => {
+    expect(makeUplink('relay-eu').uplink.poll(0, IDLE)).toMatchObject({ agentClass: 'relay-eu', fleetWeight: 1 });
+    expect(makeUplink('relay-eu').uplink.poll(0, { ...IDLE, fleetWeight: 37 })).toMatchObject({ fleetWeight: 37 });
+    expect(makeUplink('relay-eu').uplink.poll(0, { ...IDLE, fleetWeight: 1e9 })).toMatchObject({ fleetWeight: FLEET_WEIGHT_MAX });
+    const plain = makeUplink().uplink.poll(0, { ...IDLE, fleetWeight: 37 });
+    expect(plain).not.toHaveProperty('agentClass');
+    expect(plain).not.toHaveProperty('fleetWeight');
   });
 
   it('does not ask again every gap while its agents hold all the root lets one lease hold', () => {
@@ -67,7 +72,7 @@ describe('Uplink', () => {
     uplink.poll(0, IDLE);
     uplink.onReply(grant({ tokensGranted: 10, tokensHeld: 10, maxLeaseTokens: 10 }), 5 * MS, 0);
     credit.take(10);
-    const busy: DownstreamView = { leasedTokens: 10, demandPerSecond: 500, waitingTurnsTokens: 0, waiting: 0 };
+    const busy: DownstreamView = { leasedTokens: 10, demandPerSecond: 500, waitingTurnsTokens: 0, waiting: 0, fleetWeight: 3 };
     // Level empty, demand high, but the lease is at the root's limit: nothing to gain before the renewal (TTL/3).
     expect(uplink.poll(100 * MS, busy)).toBeNull();
     expect(uplink.nextDueUs()).toBe(1005 * MS);
@@ -76,11 +81,36 @@ describe('Uplink', () => {
     expect(uplink.poll(200 * MS, eased)).toMatchObject({ op: 'acquire', tokensLeft: 4, tokensWanted: 6 });
   });
 
+  it('after a grant short of its ask asks again when the root says tokens accrue, not a gap later', () => {
+    const { uplink, credit } = makeUplink();
+    uplink.poll(0, IDLE);
+    uplink.onReply(grant({ tokensGranted: 1, tokensHeld: 1, retryAfterMs: 3 }), 5 * MS, 0);
+    credit.take(1);
+    const busy: DownstreamView = { ...IDLE, leasedTokens: 1, demandPerSecond: 500 };
+    expect(uplink.poll(7 * MS, busy)).toBeNull();
+    expect(uplink.poll(8 * MS, busy)).toMatchObject({ seq: 2, tokensLeft: 1, holdMs: 50 });
+  });
+
+  it('after a full grant waits its gap; a renewal while its level is not low asks without a hold', () => {
+    const { uplink } = makeUplink();
+    uplink.poll(0, IDLE);
+    uplink.onReply(grant({ tokensGranted: 10, tokensHeld: 10 }), 5 * MS, 0);
+    // A level of 10 for a target of 15: below target, not below a quarter of it.
+    const some: DownstreamView = { ...IDLE, demandPerSecond: 15 };
+    expect(uplink.poll(24 * MS, { ...some, waiting: 1 })).toBeNull();
+    expect(uplink.poll(25 * MS, { ...some, waiting: 1 })).toMatchObject({ seq: 2, holdMs: 50 });
+    const second = makeUplink().uplink;
+    second.poll(0, IDLE);
+    second.onReply(grant({ tokensGranted: 10, tokensHeld: 10 }), 5 * MS, 0);
+    expect(second.poll(500 * MS, some)).toBeNull();
+    expect(second.poll(1005 * MS, some)).toMatchObject({ seq: 2, tokensWanted: 5, holdMs: 0 });
+  });
+
   it('reports level + Σ downstream bounds as tokensLeft, and asks for what demand over refreshMs needs', () => {
     const { uplink } = makeUplink();
     uplink.poll(0, IDLE);
     uplink.onReply(grant({ tokensGranted: 10, tokensHeld: 10 }), MS, 0);
-    const req = uplink.poll(1001 * MS, { leasedTokens: 0, demandPerSecond: 40, waitingTurnsTokens: 5, waiting: 1 });
+    const req = uplink.poll(1001 * MS, { ...IDLE, demandPerSecond: 40, waitingTurnsTokens: 5, waiting: 1 });
     expect(req).toMatchObject({ seq: 2, leaseId: 'L1', tokensLeft: 10, tokensWanted: 35, demandPerSecond: 40, holdMs: 50 });
   });
 

@@ -9,6 +9,9 @@
  *   expires there.
  * - `tokensLeft` is `level + Σ downstream bounds` (RelayCredit): never less
  *   than what the subtree may still spend, or the root would count too little.
+ * - Under a class (`agentClass`), a request states the relay's fleet
+ *   weight, Σ its live downstream leases' weights (at least 1): a root
+ *   that lists the class in `relayClasses` weighs the relay as that fleet.
  * - `tokensWanted` tops the level up to what the downstream agents' reported
  *   demand needs over `refreshMs`, plus the turns of held requests (at least
  *   `initialTokens`, so a relay with no agent yet has something to start on).
@@ -20,11 +23,14 @@
  *   refill must be the ones configured, a chunk lease, not in shadow mode.
  *   A refused or mismatched reply changes nothing but the backoff.
  * - The lease is renewed every TTL/3, and sooner when requests are held or
- *   the level falls below a quarter of its target (at most every `gapMs`)
- *   while the root's lease limit leaves room for more: a relay whose
- *   agents hold the whole lease asks on its schedule, not every gap.
+ *   the level falls below a quarter of its target (at most every `gapMs`,
+ *   or after a grant short of its ask when the root says tokens accrue,
+ *   `retryAfterMs`) while the root's lease limit leaves room for more: a
+ *   relay whose agents hold the whole lease asks on its schedule, not every
+ *   gap. A relay short of tokens asks to be held, as an agent does, so it
+ *   keeps its place in the root's turns.
  */
-import { WIRE_TOKENS_MAX, type LeaseGrant, type LeaseRequest, type LeaseReturn, type Reply } from '@tokenlease/shared';
+import { FLEET_WEIGHT_MAX, WIRE_TOKENS_MAX, type LeaseGrant, type LeaseRequest, type LeaseReturn, type Reply } from '@tokenlease/shared';
 import type { PoolConfig } from './config.js';
 import type { RelayCredit } from './relay-credit.js';
 
@@ -56,6 +62,8 @@ export interface DownstreamView {
   readonly demandPerSecond: number;
   readonly waitingTurnsTokens: number;
   readonly waiting: number;
+  /** Σ weight over the live downstream leases: the fleet the relay speaks for. */
+  readonly fleetWeight: number;
 }
 
 /** UplinkOutcome — what a reply did, for the adapter's log. */
@@ -131,8 +139,8 @@ export class Uplink {
       tokensLeft,
       tokensWanted: Math.min(WIRE_TOKENS_MAX, wantTokens),
       demandPerSecond: view.demandPerSecond,
-      holdMs: view.waiting > 0 ? this.options.holdMs : 0,
-      ...(this.options.agentClass ? { agentClass: this.options.agentClass } : {}),
+      holdMs: view.waiting > 0 || this.low ? this.options.holdMs : 0,
+      ...(this.options.agentClass ? { agentClass: this.options.agentClass, fleetWeight: fleetWeightOf(view) } : {}),
     };
     this.inFlight = { request, firstSendUs: nowUs, lastSendUs: nowUs };
     return request;
@@ -161,7 +169,8 @@ export class Uplink {
     this.credit.applyGrant(grant, leasedTokens, nowUs);
     this.leaseLimitTokens = reply.maxLeaseTokens;
     this.dueUs = nowUs + Math.floor((reply.ttlMs * US_PER_MS) / 3);
-    this.quietUntilUs = nowUs + Math.max(this.options.gapMs, reply.retryAfterMs) * US_PER_MS;
+    // Short of what it asked, it asks again when the root expects tokens, as an agent does, to keep its place in the turns.
+    this.quietUntilUs = nowUs + (reply.retryAfterMs > 0 ? reply.retryAfterMs : this.options.gapMs) * US_PER_MS;
     const { leaseId, tokensGranted, tokensHeld, ttlMs } = reply;
     return { kind: 'granted', leaseId, tokensGranted, tokensHeld, ttlMs };
   }
@@ -208,4 +217,9 @@ export class Uplink {
     if (g.rate !== undefined || g.shadow === true) return 'is a rate lease or in shadow mode, which a relay does not serve';
     return null;
   }
+}
+
+/** fleetWeightOf — the fleet weight a request states: Σ downstream weights, within [1, FLEET_WEIGHT_MAX]. */
+function fleetWeightOf(view: DownstreamView): number {
+  return Math.max(1, Math.min(FLEET_WEIGHT_MAX, Math.round(view.fleetWeight)));
 }

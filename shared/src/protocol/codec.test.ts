@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { propertySeed } from '../testing/seed.js';
 import { decodeReply, decodeRequest, encodeMessage, type Decoded } from './codec.js';
-import { HOLD_MS_MAX, MESSAGE_BYTES_MAX } from './limits.js';
+import { FLEET_WEIGHT_MAX, HOLD_MS_MAX, MESSAGE_BYTES_MAX } from './limits.js';
 import type {
   ErrorReply,
   LeaseGrant,
@@ -89,6 +89,7 @@ describe('round trips', () => {
     ['StatusQuery', status],
     ['StatusQuery for one agent', { ...status, agentId: 'agent-7' }],
     ['LeaseRequest of an agent class', { ...acquire, agentClass: 'premium' }],
+    ['LeaseRequest of a relay, with its fleet weight', { ...acquire, agentClass: 'relay-eu', fleetWeight: FLEET_WEIGHT_MAX }],
     ['LeaseReport', { ...giveBack, op: 'report' }],
   ])('%s', (_name, request) => {
     expect(decodeRequest(encodeMessage(request))).toEqual({ ok: true, value: request });
@@ -182,6 +183,10 @@ describe('refusals', () => {
     ['seq as a string', { ...acquire, seq: '42' }, null],
     ['holdMs over HOLD_MS_MAX', { ...acquire, holdMs: HOLD_MS_MAX + 1 }, 42],
     ['demandPerSecond negative', { ...acquire, demandPerSecond: -0.5 }, 42],
+    ['fleetWeight 0', { ...acquire, fleetWeight: 0 }, 42],
+    ['fleetWeight over FLEET_WEIGHT_MAX', { ...acquire, fleetWeight: FLEET_WEIGHT_MAX + 1 }, 42],
+    ['fractional fleetWeight', { ...acquire, fleetWeight: 2.5 }, 42],
+    ['fleetWeight as a string', { ...acquire, fleetWeight: '3' }, 42],
     ['return without a leaseId', { ...giveBack, leaseId: null }, 44],
     ['agentId with a space', { ...acquire, agentId: 'agent 7' }, 42],
     ['agentId of 129 chars', { ...acquire, agentId: 'a'.repeat(129) }, 42],

@@ -17,6 +17,7 @@ import {
   MESSAGE_TEXT_LENGTH_MAX,
   SEQ_MAX,
   WIRE_TOKENS_MAX,
+  FLEET_WEIGHT_MAX,
 } from './limits.js';
 import type { AgentLease, ErrorCode, LeaseRate, Reply, Request } from './messages.js';
 import { OPERATOR_REPLY_BYTES_MAX, readOperatorReply, readOperatorRequest } from './operator.js';
@@ -105,6 +106,7 @@ function readRequest(obj: Fields): Request {
     demandPerSecond: numberField(obj, 'demandPerSecond', 0, DEMAND_PER_SECOND_MAX),
     holdMs: intField(obj, 'holdMs', 0, HOLD_MS_MAX),
     ...(obj['agentClass'] === undefined ? {} : { agentClass: idField(obj, 'agentClass') }),
+    ...(obj['fleetWeight'] === undefined ? {} : { fleetWeight: intField(obj, 'fleetWeight', 1, FLEET_WEIGHT_MAX) }),
   };
 }
 

@@ -9,6 +9,8 @@ export const WIRE_TOKENS_MAX = 2 ** 52;
 export const SEQ_MAX = Number.MAX_SAFE_INTEGER;
 export const HOLD_MS_MAX = 60_000;
 export const DEMAND_PER_SECOND_MAX = 1e12;
+/** Largest fleet weight a request may state (a relay: Σ its live downstream leases' weights). */
+export const FLEET_WEIGHT_MAX = 1_000_000;
 export const DURATION_MS_MAX = 86_400_000;
 export const MESSAGE_TEXT_LENGTH_MAX = 512;
 /** A lease secret: 22 to 128 characters of base64url (22 characters carry 128 bits). */

@@ -38,6 +38,12 @@ export interface LeaseRequest {
   readonly holdMs: number;
   /** The agent's class, weighted by the pool's `classWeights`; absent: weight 1. */
   readonly agentClass?: string;
+  /**
+   * The weight of the fleet the request speaks for: a relay states the sum
+   * of its live downstream leases' weights. Counted only for a class the
+   * pool lists in `relayClasses`, up to the most it allows; absent: 1.
+   */
+  readonly fleetWeight?: number;
 }
 
 /**
