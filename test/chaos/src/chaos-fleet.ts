@@ -35,6 +35,8 @@ export interface ChaosPool {
   readonly refillPerSecond: number;
   readonly leaseTtlMs: number;
   readonly maxLeaseTokens: number;
+  /** The root's relay classes: class → the most fleet weight a relay asking under it may claim. */
+  readonly relayClasses?: Readonly<Record<string, number>>;
 }
 
 export interface AgentHandle {
@@ -89,6 +91,7 @@ export class ChaosFleet {
           refill: `${pool.refillPerSecond}/s`,
           leaseTtlMs: pool.leaseTtlMs,
           maxLeaseTokens: pool.maxLeaseTokens,
+          ...(pool.relayClasses === undefined ? {} : { relayClasses: pool.relayClasses }),
         },
       },
     });

@@ -31,11 +31,21 @@ import {
   type ScenarioRow,
 } from './run-scenario.js';
 
-/** RELAY_ROOT_POOL — the root's pool: leases up to 100 tokens, so a relay's chunk can cover its agents. */
-export const RELAY_ROOT_POOL: ChaosPool = { capacity: 200, refillPerSecond: 400, leaseTtlMs: 1000, maxLeaseTokens: 100 };
+/**
+ * RELAY_ROOT_POOL — the root's pool: leases up to 100 tokens, so a relay's
+ * chunk can cover its agents; relays ask under a relay class, weighed as
+ * the agents behind them.
+ */
+export const RELAY_ROOT_POOL: ChaosPool = {
+  capacity: 200,
+  refillPerSecond: 400,
+  leaseTtlMs: 1000,
+  maxLeaseTokens: 100,
+  relayClasses: { relay: 100 },
+};
 /** The relays' pool: the root's capacity and refill (checked on every root grant), shorter leases of at most 20. */
-const RELAY_POOL: ChaosPool = { ...RELAY_ROOT_POOL, leaseTtlMs: 600, maxLeaseTokens: 20 };
-const UPLINK = { refreshMs: 250, holdMs: 50, replyTimeoutMs: 250 };
+const RELAY_POOL: ChaosPool = { capacity: 200, refillPerSecond: 400, leaseTtlMs: 600, maxLeaseTokens: 20 };
+const UPLINK = { refreshMs: 250, holdMs: 200, replyTimeoutMs: 250, agentClass: 'relay' };
 const RELAYS = 2;
 const AGENTS_PER_RELAY = 2;
 const ROOT_AGENTS = 2;

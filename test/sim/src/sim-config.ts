@@ -20,6 +20,8 @@ export interface SimPool {
   readonly allowance?: number;
   /** Weight per agent class (see the coordinator's classWeights). */
   readonly classWeights?: Readonly<Record<string, number>>;
+  /** The root's relay classes (see the coordinator's relayClasses): the most fleet weight a relay of each may claim. */
+  readonly relayClasses?: Readonly<Record<string, number>>;
   /** 'chunk' (default): leases hold tokens; 'rate': leases trickle at a fair share (see the coordinator's leaseMode). */
   readonly leaseMode?: 'chunk' | 'rate';
   /**
@@ -78,6 +80,7 @@ function configWith(p: SimPool, pool: string, windowMs?: number): CoordinatorCon
         ...(p.maxHoldMs === undefined ? {} : { maxHoldMs: p.maxHoldMs }),
         ...(p.allowance === undefined ? {} : { allowance: p.allowance }),
         ...(p.classWeights === undefined ? {} : { classWeights: p.classWeights }),
+        ...(p.relayClasses === undefined ? {} : { relayClasses: p.relayClasses }),
         ...(p.leaseMode === undefined ? {} : { leaseMode: p.leaseMode }),
       },
     },

@@ -603,6 +603,50 @@ describe('a tree of relays', () => {
     expect(impatient.violations.some((v) => /lease of a2\.0 .* not reclaimed/.test(v))).toBe(true);
   });
 
+  // Four saturating agents on the root and four under one relay. Asking as
+  // one agent, the relay gets about a fifth of the refill; asking under a
+  // relay class with its fleet weight, its agents get what the root's do.
+  const relayShare = (seed: number, relayClasses?: Record<string, number>): SimConfig => ({
+    seed,
+    agents: 8,
+    durationUs: 10_000_000,
+    pool: {
+      capacity: 80,
+      refill: makeRate(160, 1000),
+      leaseTtlMs: 500,
+      maxLeaseTokens: 5,
+      minGrantTokens: 1,
+      ...(relayClasses ? { relayClasses } : {}),
+    },
+    workload: { name: 'steady', load: 2 },
+    network: { latencyUs: 1000, lossRate: 0, duplicateRate: 0 },
+    partitions: [],
+    faults: [],
+    driftMax: 0.01,
+    tree: { relays: 1, rootAgents: 4, rootMaxLeaseTokens: 40, uplink: { agentClass: 'relay' } },
+  });
+  /** Tokens per agent under the relay against per agent on the root. */
+  const relayedRatio = (config: SimConfig, result: SimResult): number => {
+    const tree = config.tree as NonNullable<SimConfig['tree']>;
+    const sums = [0, 0];
+    result.perAgentAdmitted.forEach((t, slot) => (sums[relayOfSlot(tree, slot) === null ? 0 : 1] += t));
+    return (sums[1] as number) / (sums[0] as number);
+  };
+
+  it.each([1, 2, 3])('shares across a relay and the root by the fleet behind the relay under a relay class (seed %i)', (seed) => {
+    const weighed = relayShare(seed, { relay: 100 });
+    const fair = runSimulation(weighed);
+    const one = runSimulation(relayShare(seed));
+    const [fairRatio, oneRatio] = [relayedRatio(weighed, fair), relayedRatio(relayShare(seed), one)];
+    console.log(
+      `sim: relay share (seed ${seed}): per agent under the relay / on the root ${fairRatio.toFixed(3)} with its fleet weight, ${oneRatio.toFixed(3)} as one agent`,
+    );
+    expect(fair.violations).toEqual([]);
+    expect(fairRatio).toBeGreaterThan(0.85);
+    expect(fairRatio).toBeLessThan(1.15);
+    expect(oneRatio).toBeLessThan(0.6);
+  });
+
   // Bursts every 1.5 s; between them agents under a relay hold what is left
   // of their leases while the root's level fills to B again. A relay crash
   // and a pause besides. The broken relay grants its agents its pool's full

@@ -108,7 +108,14 @@ export function treeScenario(
     seed,
     agents,
     durationUs,
-    pool: { capacity, refill: makeRate(2 * capacity, 1000), leaseTtlMs, maxLeaseTokens: 5, minGrantTokens: 1 },
+    pool: {
+      capacity,
+      refill: makeRate(2 * capacity, 1000),
+      leaseTtlMs,
+      maxLeaseTokens: 5,
+      minGrantTokens: 1,
+      relayClasses: { relay: agents },
+    },
     workload: workloads[r.int(0, workloads.length - 1)] as WorkloadSpec,
     network: {
       latencyUs: r.int(200, 3000),
@@ -118,7 +125,12 @@ export function treeScenario(
     partitions,
     faults: drawn,
     driftMax: 0.04,
-    tree: { relays, rootAgents: r.int(0, 2), rootMaxLeaseTokens: Math.max(1, Math.floor(capacity / relays)) },
+    tree: {
+      relays,
+      rootAgents: r.int(0, 2),
+      rootMaxLeaseTokens: Math.max(1, Math.floor(capacity / relays)),
+      uplink: { agentClass: 'relay' },
+    },
   };
 }
 
