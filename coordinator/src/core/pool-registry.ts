@@ -29,7 +29,11 @@
  *   no template) retires: it grants nothing more, serves returns, reports
  *   and status queries while its leases lapse, and is forgotten once it has
  *   no lease and a full level, exactly as an idle template pool. Configured
- *   again before that, it is reconfigured and serves on.
+ *   again before that, it is reconfigured and serves on. Pools of nested
+ *   credit (a relay's) are not reconfigured in place: a changed one starts
+ *   over, held requests answered first, with a credit of its own (and so,
+ *   at the relay, a new upstream lease); the old one's leases stay counted
+ *   at the root under the old upstream lease until it expires.
  */
 import type { CoordinatorConfig, PoolConfig, TemplateConfig } from './config.js';
 import type { Delivery } from './chunk-grant.js';
@@ -142,6 +146,14 @@ export class PoolRegistry<R> {
     return made.pool;
   }
 
+  /** renewed — a pool of `config` starting over at `nowUs`, with no quiet period (nested credit: nothing it grants is counted elsewhere). */
+  private renewed(config: PoolConfig, nowUs: number): Pool<R> {
+    this.restarts += 1;
+    const pool = new Pool<R>(config, this.epoch, nowUs, 0, this.restarts, this.creditOf);
+    pool.touch(nowUs);
+    return pool;
+  }
+
   /**
    * restart — (memory mode) replaces the pool `name` by a fresh one that
    * starts at `nowUs` with the configured quiet period; returns the old
@@ -242,25 +254,32 @@ export class PoolRegistry<R> {
     this.made.clear();
     this.retiring.clear();
     this.counts = new Map();
-    const apply = (pool: Pool<R>, next: PoolConfig): void => {
-      if (samePoolConfig(pool.config, next)) return;
+    const apply = (pool: Pool<R>, next: PoolConfig): Pool<R> => {
+      if (samePoolConfig(pool.config, next)) return pool;
       if (sameLimits(pool.config, next)) {
         // Only shadow mode switched: the next grants say so; leases, level and held requests stay as they are.
         pool.switchShadow(next);
         summary.changed.push(next.name);
-        return;
+        return pool;
       }
       const out: Delivery<R>[] = [];
-      pool.reconfigure(next, nowUs, out);
       summary.changed.push(next.name);
+      if (this.creditOf !== undefined) {
+        // Nested credit (a relay): the pool starts over under the new limits with a credit of its own.
+        pool.flush(nowUs, out);
+        if (out.length > 0) visit(next.name, out);
+        return this.renewed(next, nowUs);
+      }
+      pool.reconfigure(next, nowUs, out);
       if (out.length > 0) visit(next.name, out);
+      return pool;
     };
     for (const next of config.pools) {
       const held = before.fixed.get(next.name) ?? before.made.get(next.name)?.pool ?? before.retiring.get(next.name);
       if (before.made.has(next.name)) summary.rekinded.push(next.name);
-      if (held !== undefined) apply(held, next);
-      else if (!this.durable) summary.added.push(next.name); // durable mode: made when adopted, not now
-      const pool = held ?? (this.durable ? undefined : this.fresh(next));
+      const applied = held === undefined ? undefined : apply(held, next);
+      if (held === undefined && !this.durable) summary.added.push(next.name); // durable mode: made when adopted, not now
+      const pool = applied ?? (this.durable ? undefined : this.fresh(next));
       if (pool !== undefined) this.fixed.set(next.name, pool);
     }
     const leftovers = [...before.fixed, ...[...before.made].map(([name, m]) => [name, m.pool] as const), ...before.retiring];
@@ -273,8 +292,7 @@ export class PoolRegistry<R> {
         continue;
       }
       if (before.fixed.has(name) || before.retiring.has(name)) summary.rekinded.push(name);
-      apply(pool, { ...template.pool, name });
-      this.made.set(name, { pool, template });
+      this.made.set(name, { pool: apply(pool, { ...template.pool, name }), template });
       this.counts.set(template, (this.counts.get(template) ?? 0) + 1);
     }
     return summary;

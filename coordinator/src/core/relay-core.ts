@@ -19,6 +19,7 @@
 import type { LeaseRequest, LeaseReturn, Reply } from '@tokenlease/shared';
 import type { PoolConfig } from './config.js';
 import { CoordinatorCore } from './coordinator-core.js';
+import type { ReconfigureSummary } from './pool-registry.js';
 import type { Delivery, Pool } from './pool.js';
 import { RelayCredit } from './relay-credit.js';
 import type { RelayConfig } from './relay-config.js';
@@ -33,9 +34,10 @@ export const RELAY_RETRY_MS = 100;
 export class RelayCore<R> {
   readonly core: CoordinatorCore<R>;
   private readonly uplinks = new Map<string, Uplink>();
+  private configNow: RelayConfig;
 
   constructor(
-    readonly config: RelayConfig,
+    config: RelayConfig,
     epoch: number,
     startUs: number,
     private readonly uplinkOf: UplinkFactory,
@@ -43,6 +45,44 @@ export class RelayCore<R> {
     const creditOf = (pool: PoolConfig, scale: RelayCredit['scale']): RelayCredit =>
       new RelayCredit(scale, pool.name, RELAY_RETRY_MS * 1000);
     this.core = new CoordinatorCore<R>(config.downstream, epoch, startUs, false, 'relay', creditOf);
+    this.configNow = config;
+  }
+
+  /** config — the configuration served now (replaced by `reconfigure`). */
+  get config(): RelayConfig {
+    return this.configNow;
+  }
+
+  /**
+   * reconfigureProblem — why `config` cannot replace the one served without
+   * a restart, or null: the prefixes and the uplink settings must stay
+   * (every upstream lease and agent id was made under them).
+   */
+  reconfigureProblem(config: RelayConfig): string | null {
+    const was = this.configNow;
+    if (config.upstreamPrefix !== was.upstreamPrefix) {
+      return `upstreamPrefix changes from ${JSON.stringify(was.upstreamPrefix)} to ${JSON.stringify(config.upstreamPrefix)}: that needs a restart`;
+    }
+    const keys = Object.keys(was.uplink) as (keyof RelayConfig['uplink'])[];
+    const changed = keys.filter((key) => config.uplink[key] !== was.uplink[key]);
+    if (changed.length > 0) return `uplink.${changed[0]} changes: uplink settings need a restart`;
+    return this.core.reconfigureProblem(config.downstream);
+  }
+
+  /**
+   * reconfigure — serves `config` from `nowUs` on (call `reconfigureProblem`
+   * first): pools added get an uplink at the next `upstream`; a changed pool
+   * starts over with a new credit, so a new uplink; a removed one retires
+   * and its uplink is no longer renewed (its lease lapses at the root after
+   * its downstream leases have ended; configured again, the pool's credit
+   * takes a new upstream lease once the old one has drained). Replies to requests held under the
+   * old configuration go to `visit` by pool.
+   */
+  reconfigure(config: RelayConfig, nowUs: number, visit: (pool: string, out: Delivery<R>[]) => void): ReconfigureSummary {
+    const problem = this.reconfigureProblem(config);
+    if (problem !== null) throw new Error(problem);
+    this.configNow = config;
+    return this.core.reconfigure(config.downstream, nowUs, visit);
   }
 
   /** receive — a downstream request: answered exactly as a coordinator answers it. */

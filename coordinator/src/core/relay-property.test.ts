@@ -2,9 +2,11 @@
  * Property: a tree of one root coordinator, relays and honest agents (under
  * the relays and on the root directly) never admits more than the root's
  * B + r·T, checked over every admission of the tree after every admission,
- * through message loss and delay, and relay crashes (a crashed relay's state
+ * through message loss and delay, relay crashes (a crashed relay's state
  * is dropped and a new incarnation starts on the same prefix; its agents
- * keep what they hold until their own leases end).
+ * keep what they hold until their own leases end) and relay reloads (the
+ * pool's TTL, lease size and hold changed, or the pool removed and
+ * configured again later).
  *
  * Randomised by fast-check from a printed seed: `SEED=<n>` replays a run,
  * `RUNS=<n>` changes the number of runs.
@@ -16,7 +18,7 @@ import { EnvelopeWatch, propertySeed, seededRandom, type Random } from '@tokenle
 import { parseCoordinatorConfig } from './config.js';
 import { CoordinatorCore } from './coordinator-core.js';
 import type { Delivery } from './pool.js';
-import { parseRelayConfig } from './relay-config.js';
+import { parseRelayConfig, type RelayConfig } from './relay-config.js';
 import { RelayCore } from './relay-core.js';
 import { Uplink } from './uplink.js';
 
@@ -39,6 +41,7 @@ interface Scenario {
   readonly rootAgents: number;
   readonly loss: number;
   readonly crashPerMille: number;
+  readonly reloadPerMille: number;
   readonly steps: number;
   /** Relays after the first lease from the first one, not from the root: a tree of two levels. */
   readonly nested: boolean;
@@ -56,6 +59,7 @@ const scenarioArb: fc.Arbitrary<Scenario> = fc.record({
   rootAgents: fc.integer({ min: 0, max: 2 }),
   loss: fc.constantFrom(0, 0.02, 0.1, 0.3),
   crashPerMille: fc.constantFrom(0, 1, 5),
+  reloadPerMille: fc.constantFrom(0, 2, 10),
   steps: fc.integer({ min: 1000, max: 4000 }),
   nested: fc.boolean(),
 });
@@ -183,6 +187,7 @@ class Tree {
   /** Admissions of agents under a relay. */
   relayed = 0;
   crashes = 0;
+  reloads = 0;
 
   constructor(private readonly sc: Scenario) {
     this.rnd = seededRandom(sc.seed);
@@ -209,23 +214,34 @@ class Tree {
     for (let j = 0; j < sc.rootAgents; j += 1) this.addAgent(`root.${j}`, 'root');
   }
 
-  private makeRelay(i: number): RelayCore<Answer> {
+  /** relayConfig — relay `i`'s configuration: its pool with `ttlMs` and `maxLeaseTokens`, or none (`pool` null). */
+  private relayConfig(i: number, pool: { readonly ttlMs: number; readonly maxLeaseTokens: number } | null): RelayConfig {
     const sc = this.sc;
-    const config = parseRelayConfig('relay.yaml', {
+    // A relay serves one pool at least: without the agents' pool it serves one the root does not have.
+    const pools =
+      pool === null
+        ? { unused: { capacity: 10, refill: '10/s' } }
+        : {
+            [POOL]: {
+              capacity: sc.capacity,
+              refill: `${sc.capacity * sc.refillFactor}/s`,
+              leaseTtlMs: pool.ttlMs,
+              maxLeaseTokens: pool.maxLeaseTokens,
+              minGrantTokens: 1,
+              maxHoldMs: Math.min(30, Math.floor(pool.ttlMs / 4)),
+            },
+          };
+    return parseRelayConfig('relay.yaml', {
       upstreamPrefix: this.upstreamOf(i),
       subjectPrefix: `relay${i}`,
-      pools: {
-        [POOL]: {
-          capacity: sc.capacity,
-          refill: `${sc.capacity * sc.refillFactor}/s`,
-          leaseTtlMs: sc.relayTtlMs,
-          maxLeaseTokens: Math.max(1, Math.floor(sc.capacity / 10)),
-          minGrantTokens: 1,
-          maxHoldMs: Math.min(30, Math.floor(sc.relayTtlMs / 4)),
-        },
-      },
+      pools,
       uplink: { driftMargin: DRIFT_MARGIN, holdMs: 20, replyTimeoutMs: 60, refreshMs: 200 },
     });
+  }
+
+  private makeRelay(i: number): RelayCore<Answer> {
+    const sc = this.sc;
+    const config = this.relayConfig(i, { ttlMs: sc.relayTtlMs, maxLeaseTokens: Math.max(1, Math.floor(sc.capacity / 10)) });
     const incarnation = this.incarnations[i]!;
     const uplinkOf = (
       p: Parameters<ConstructorParameters<typeof RelayCore>[3]>[0],
@@ -312,6 +328,18 @@ class Tree {
     });
   }
 
+  /** reload — relay `i` takes a new configuration: its pool's TTL, lease size and hold changed, or the pool removed (or back). */
+  private reload(i: number, relay: RelayCore<Answer>): void {
+    const configured = relay.config.downstream.pools.some((p) => p.name === POOL);
+    const pool =
+      configured && this.rnd.next() < 0.3 ? null : { ttlMs: this.rnd.int(50, 1000), maxLeaseTokens: this.rnd.int(1, this.sc.capacity) };
+    const config = this.relayConfig(i, pool);
+    expect(relay.reconfigureProblem(config)).toBeNull();
+    this.reloads += 1;
+    relay.reconfigure(config, this.nowUs, (_pool, out) => this.deliverAll(out));
+    this.checkRelay(relay);
+  }
+
   private checkRelay(relay: RelayCore<Answer>): void {
     const faults = relay.core.takeFaults();
     if (faults.length > 0) throw faults[0]!.error;
@@ -330,6 +358,7 @@ class Tree {
         this.relays[i] = this.makeRelay(i);
         return;
       }
+      if (this.rnd.next() * 1000 < this.sc.reloadPerMille) this.reload(i, relay);
       this.deliverAll(relay.tick(this.nowUs));
       for (const request of relay.upstream(this.nowUs)) this.sendUp(i, relay, request);
       this.checkRelay(relay);
@@ -345,12 +374,13 @@ class Tree {
 
 describe('a tree of relays under a root coordinator', () => {
   it(
-    'never admits more than the root’s B + r·T over every admission of the tree, one level of relays or two',
+    'never admits more than the root’s B + r·T over every admission of the tree, one level of relays or two, through crashes and reloads',
     { timeout: Math.max(120_000, RUNS * 2000) },
     () => {
       const seed = propertySeed('src/core/relay-property.test.ts');
       let admitted = 0;
       let crashes = 0;
+      let reloads = 0;
       let relayed = 0;
       let closest = -Infinity;
       let nestedRuns = 0;
@@ -360,6 +390,7 @@ describe('a tree of relays under a root coordinator', () => {
           for (let s = 0; s < sc.steps; s += 1) tree.step();
           admitted += tree.admitted;
           crashes += tree.crashes;
+          reloads += tree.reloads;
           relayed += tree.relayed;
           closest = Math.max(closest, tree.closest);
           if (tree.nestedCount > 0) nestedRuns += 1;
@@ -367,10 +398,11 @@ describe('a tree of relays under a root coordinator', () => {
         { seed, numRuns: RUNS },
       );
       console.log(
-        `relay-property: ${RUNS} runs (${nestedRuns} with relays under a relay), ${admitted} admissions (${relayed} under relays), ${crashes} relay crashes; closest window ${closest} tokens from the envelope`,
+        `relay-property: ${RUNS} runs (${nestedRuns} with relays under a relay), ${admitted} admissions (${relayed} under relays), ${crashes} relay crashes, ${reloads} relay reloads; closest window ${closest} tokens from the envelope`,
       );
       expect(relayed).toBeGreaterThan(0);
       expect(nestedRuns).toBeGreaterThan(0);
+      expect(reloads).toBeGreaterThan(0);
     },
   );
 });
