@@ -140,7 +140,8 @@ function drawOwnership(ownership) {
 }
 
 function draw(status) {
-  document.getElementById('coordinator').textContent = `coordinator ${status.coordinator} (${status.mode} mode)`;
+  document.getElementById('coordinator').textContent =
+    status.mode === 'relay' ? `relay ${status.coordinator}` : `coordinator ${status.coordinator} (${status.mode} mode)`;
   const grantsPerS = status.history.slice(-10).reduce((sum, s) => sum + s.grants, 0) / 10;
   document.getElementById('summary').textContent =
     `${status.pools.length + status.poolsNotShown} pool(s); ${grantsPerS.toFixed(1)} grants/s over the last 10 s; ` +

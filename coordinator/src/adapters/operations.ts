@@ -51,6 +51,10 @@ export interface OperationsOptions {
   readonly logger: Logger;
   /** The configuration file a reload re-reads. */
   readonly configPath: string;
+  /** Reads and checks that file (a relay's is a relay configuration); throws CoordinatorError('config-invalid'). Default: a coordinator's. */
+  readonly loadConfig?: (path: string) => Promise<CoordinatorConfig>;
+  /** What the status page calls the process: `memory` or `durable` (from `ownership`) unless said. */
+  readonly mode?: 'relay';
   /** `--http`'s `host:port`, or undefined for no HTTP endpoint. */
   readonly http: string | undefined;
   /** How this coordinator names itself to operators (durable mode: its member name). */
@@ -91,7 +95,7 @@ export async function startOperations(options: OperationsOptions): Promise<Opera
   async function reloadOnce(trigger: string): Promise<ReloadOutcome> {
     let config: CoordinatorConfig;
     try {
-      config = await loadConfigFile(configPath);
+      config = await (options.loadConfig ?? loadConfigFile)(configPath);
     } catch (error) {
       if (error instanceof CoordinatorError) return refused(trigger, error.message);
       throw error;
@@ -177,7 +181,7 @@ export async function startOperations(options: OperationsOptions): Promise<Opera
     const owned = ownership === null ? null : [...ownership.owned()].map(([unit, epoch]) => ({ unit, epoch }));
     return {
       coordinator: name,
-      mode: ownership === null ? 'memory' : 'durable',
+      mode: options.mode ?? (ownership === null ? 'memory' : 'durable'),
       natsConnected: natsUp,
       ...view,
       history: metrics.history.series(),

@@ -4,8 +4,15 @@
  * its own subject prefix, holding one chunk lease per pool from the root
  * (docs/design.md, "Relays"; configuration: core/relay-config.ts).
  *
- *   tokenlease-relay --config relay.yaml [--relay-id <name>] [--log-level info]
+ *   tokenlease-relay --config relay.yaml [--relay-id <name>] [--log-level info] [--http 127.0.0.1:9465]
  *                    [--nats nats://127.0.0.1:4222] [NATS login and TLS flags, as tokenlease-coordinator's]
+ *
+ * As a coordinator (operations.ts): `--http` serves /metrics (the served
+ * pools' metrics and the relay's own, relay-metrics.ts), /healthz, /readyz
+ * and the status page; SIGHUP, or a `reload` operator request on the
+ * relay's prefix, re-reads the file and applies its pools (a changed pool
+ * starts over under a new upstream lease; the prefixes and uplink settings
+ * need a restart); `pools` operator requests list what it serves.
  *
  * Memory only: a relay that restarts starts over with a new upstream agent
  * id; the root counts its old lease until that expires. Exits 2 on a usage
@@ -16,14 +23,18 @@
 import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import { NATS_ENV_USAGE, NATS_FLAG_OPTIONS, NATS_FLAGS_USAGE } from '@tokenlease/shared/nats';
+import { hostMonoNowUs } from '@tokenlease/shared';
+import type { CoordinatorConfig } from '../core/config.js';
 import { CoordinatorError } from '../errors.js';
 import { failer, logLevelOf, openBus, stopOnSignals, type Fail, type Flags } from './cli-common.js';
 import { loadRelayConfigFile } from './config-file.js';
 import { createLogger } from './logger.js';
+import { startOperations } from './operations.js';
+import { RelayMetrics } from './relay-metrics.js';
 import { startRelayService } from './relay-service.js';
 
 const USAGE =
-  'usage: tokenlease-relay --config <relay.yaml|relay.json> [--relay-id <name>] [--log-level <level>]\n' +
+  'usage: tokenlease-relay --config <relay.yaml|relay.json> [--relay-id <name>] [--log-level <level>] [--http <host:port>]\n' +
   `         ${NATS_FLAGS_USAGE}\n` +
   `       ${NATS_ENV_USAGE}`;
 
@@ -37,6 +48,7 @@ function parse(): Flags {
         config: { type: 'string', short: 'c' },
         'relay-id': { type: 'string' },
         'log-level': { type: 'string' },
+        http: { type: 'string' },
         ...NATS_FLAG_OPTIONS,
         help: { type: 'boolean', short: 'h' },
       },
@@ -71,6 +83,30 @@ async function main(): Promise<void> {
   bus.onEvent((event) => logger.warn({ event: 'nats-connection', connection: event }, 'nats connection event'));
   stopOnSignals(logger, () => service.stop().then(() => bus.drain()));
   const service = startRelayService({ config, bus, logger, relayId });
+
+  const loadConfig = async (path: string): Promise<CoordinatorConfig> => {
+    const next = await loadRelayConfigFile(path);
+    const problem = service.relay.reconfigureProblem(next);
+    if (problem !== null) throw new CoordinatorError('config-invalid', `${path}: ${problem}`);
+    return next.downstream;
+  };
+  const http = values['http'];
+  const operations = await startOperations({
+    served: service,
+    ownership: null,
+    bus,
+    logger,
+    configPath,
+    loadConfig,
+    mode: 'relay',
+    http: typeof http === 'string' ? http : undefined,
+    name: relayId,
+  }).catch((error: unknown) => {
+    if (error instanceof CoordinatorError) fail(error.code === 'config-invalid' ? 2 : 1, error.message);
+    throw error;
+  });
+  const relayMetrics = new RelayMetrics(operations.metrics.registry, service.relay, hostMonoNowUs);
+  service.observeUpstream((pool, outcome) => relayMetrics.upstream(pool, outcome));
 }
 
 main().catch((error: unknown) => {

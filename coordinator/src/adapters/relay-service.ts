@@ -19,6 +19,7 @@ import {
   formatRate,
   hostMonoNowUs,
   isOperatorSubject,
+  parseSubject,
   serviceSubject,
   subjectFor,
   type LeaseRequest,
@@ -26,12 +27,16 @@ import {
 } from '@tokenlease/shared';
 import type { Bus, ReplyPort } from '@tokenlease/shared/nats';
 import type { Logger } from 'pino';
-import { MAX_TTL_MS, type PoolConfig } from '../core/config.js';
+import { MAX_TTL_MS, type CoordinatorConfig, type PoolConfig } from '../core/config.js';
+import type { ReconfigureSummary } from '../core/pool-registry.js';
 import type { RelayConfig } from '../core/relay-config.js';
 import { RelayCore } from '../core/relay-core.js';
 import type { RelayCredit } from '../core/relay-credit.js';
 import { Uplink, type UplinkOutcome } from '../core/uplink.js';
+import type { ServiceObserver } from './metrics.js';
+import type { UpstreamOutcome } from './relay-metrics.js';
 import { REFUSAL_LOG_INTERVAL_MS, ReplyLog } from './reply-log.js';
+import type { Served } from './service.js';
 import { TickTimer } from './tick-timer.js';
 
 export interface RelayServiceOptions {
@@ -44,9 +49,11 @@ export interface RelayServiceOptions {
   readonly epoch?: number;
 }
 
-export interface RelayService {
-  readonly core: RelayCore<ReplyPort>;
+export interface RelayService extends Served {
+  readonly relay: RelayCore<ReplyPort>;
   readonly epoch: number;
+  /** observeUpstream — tells `observer` how every request to the root ends from now on (the relay metrics). */
+  observeUpstream(observer: (pool: string, outcome: UpstreamOutcome) => void): void;
   /** stop — stops serving, answers held requests, and returns every upstream lease no downstream lease draws on. */
   stop(): Promise<void>;
 }
@@ -65,13 +72,14 @@ export function startRelayService(options: RelayServiceOptions): RelayService {
   };
   const core = new RelayCore<ReplyPort>(config, epoch, nowUs(), uplinkOf);
   const replies = new ReplyLog(logger, prefix, () => nowUs() / 1000, REFUSAL_LOG_INTERVAL_MS);
+  let upstreamObserver: (pool: string, outcome: UpstreamOutcome) => void = () => undefined;
   const leaseOf = new Map<string, string>();
   const serving = new Set<string>();
   let stopped = false;
 
   const noteLapses = (): void => {
     const t = nowUs();
-    for (const pool of config.downstream.pools) {
+    for (const pool of core.config.downstream.pools) {
       const credit = core.core.pool(pool.name)?.parts.credit;
       const live = credit !== undefined && credit.leaseEndUs > t;
       if (live) serving.add(pool.name);
@@ -79,6 +87,7 @@ export function startRelayService(options: RelayServiceOptions): RelayService {
     }
   };
   const logOutcome = (pool: string, outcome: UplinkOutcome): void => {
+    if (outcome.kind !== 'ignored') upstreamObserver(pool, outcome.kind);
     if (outcome.kind === 'granted') {
       const { leaseId, tokensGranted, tokensHeld, ttlMs } = outcome;
       const fresh = leaseOf.get(pool) !== leaseId;
@@ -102,7 +111,10 @@ export function startRelayService(options: RelayServiceOptions): RelayService {
         noteLapses();
         timer.schedule(core.nextDeadlineUs());
       },
-      (error: unknown) => logger.debug({ event: 'upstream-unanswered', pool: request.pool, err: error }, 'no upstream reply'),
+      (error: unknown) => {
+        if (request.op === 'acquire') upstreamObserver(request.pool, 'unanswered');
+        logger.debug({ event: 'upstream-unanswered', pool: request.pool, err: error }, 'no upstream reply');
+      },
     );
   const pump = (): void => {
     const timeoutMs = config.uplink.holdMs + config.uplink.replyTimeoutMs;
@@ -122,7 +134,9 @@ export function startRelayService(options: RelayServiceOptions): RelayService {
   );
   const subscription = bus.serve(serviceSubject(prefix), COORDINATOR_QUEUE_GROUP, (subject, payload, port) => {
     if (isOperatorSubject(prefix, subject)) return;
-    replies.send(core.receive(subject, payload, port, nowUs()), nowUs(), { subject });
+    const startUs = nowUs();
+    replies.send(core.receive(subject, payload, port, startUs), nowUs(), { subject });
+    replies.observer?.handled(parseSubject(prefix, subject)?.op ?? '(bad subject)', (nowUs() - startUs) / 1e6);
     replies.faults(core.core.takeFaults());
     pump();
     timer.schedule(core.nextDeadlineUs());
@@ -152,9 +166,28 @@ export function startRelayService(options: RelayServiceOptions): RelayService {
   pump();
   timer.schedule(core.nextDeadlineUs());
 
+  const sendByPool = (pool: string, out: Parameters<ReplyLog['send']>[0]): void => replies.send(out, nowUs(), { pool });
   return {
-    core,
+    core: core.core,
+    relay: core,
     epoch,
+    replies,
+    reconfigure(next: CoordinatorConfig): { summary: ReconfigureSummary; atUs: number } {
+      // The load checked that the prefixes and uplink settings stay: only the pools change.
+      const atUs = nowUs();
+      const summary = core.reconfigure({ ...core.config, downstream: next }, atUs, sendByPool);
+      noteLapses();
+      pump();
+      timer.schedule(core.nextDeadlineUs());
+      return { summary, atUs };
+    },
+    serving: () => !stopped,
+    observe(observer: ServiceObserver): void {
+      replies.observer = observer;
+    },
+    observeUpstream(observer: (pool: string, outcome: UpstreamOutcome) => void): void {
+      upstreamObserver = observer;
+    },
     async stop(): Promise<void> {
       if (stopped) return;
       stopped = true;

@@ -115,11 +115,11 @@ export async function startCoordinator(natsUrl: string, configPath: string, opti
 /**
  * startRelay — a `tokenlease-relay` process of the relay configuration at
  * `configPath` (debug logs unless told otherwise, so every upstream and
- * downstream grant is logged); resolves once it serves. Its NATS URL goes in
- * its environment.
+ * downstream grant is logged), with `--http http` when given; resolves once
+ * it serves. Its NATS URL goes in its environment.
  */
-export async function startRelay(natsUrl: string, configPath: string, relayId: string, logLevel = 'debug'): Promise<Child> {
-  const args = ['--config', configPath, '--relay-id', relayId, '--log-level', logLevel];
+export async function startRelay(natsUrl: string, configPath: string, relayId: string, logLevel = 'debug', http?: string): Promise<Child> {
+  const args = ['--config', configPath, '--relay-id', relayId, '--log-level', logLevel, ...(http === undefined ? [] : ['--http', http])];
   const child = spawnNode(`relay:${relayId}`, relayCliScript(), args, { [NATS_ENV.url]: natsUrl });
   await waitForEvent(child, { event: 'relay-serving' }, STARTUP_TIMEOUT_MS);
   return child;

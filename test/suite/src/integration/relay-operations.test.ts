@@ -1,0 +1,122 @@
+/**
+ * Operating a relay, over real processes: a root coordinator, a relay with
+ * `--http` asking under a relay class, and two agent processes under it.
+ * Its /metrics must show what it holds from the root, the fleet weight it
+ * states and the grants it makes; /readyz and the status data must say it
+ * serves; `tokenlease pools` on its prefix must list its pool. A SIGHUP
+ * with a smaller lease size and a new pool applies both (the changed pool
+ * starts over under a new upstream agent id) while the agents go on; one
+ * that changes the upstream prefix is refused and changes nothing. The
+ * root's B + r·T holds over the agents' merged logs throughout.
+ */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { hostMonoNowUs, makeRate } from '@tokenlease/shared';
+import { checkEnvelope } from '@tokenlease/shared/testing';
+import {
+  readAdmissionLog,
+  reloadBySighup,
+  scratchDir,
+  startAgentProcess,
+  startCoordinator,
+  startRelay,
+  writeConfig,
+} from '@tokenlease/harness/fleet';
+import { logEvents } from '@tokenlease/harness/log-events';
+import { provideNats } from '@tokenlease/harness/nats';
+import { operatorCliScript } from '@tokenlease/harness/paths';
+import { freePort } from '@tokenlease/harness/ports';
+import { spawnNode } from '@tokenlease/harness/processes';
+import { httpStatus, scrape, valueOf, waitForStatus } from '@tokenlease/harness/scrape';
+import { seededRun, serverForSuite } from '../servers.js';
+
+const POOL = 'api';
+const LIMITS = { capacity: 200, refill: '400/s' };
+const RUN_MS = 6000;
+
+describe('a relay operated like a coordinator', () => {
+  const nats = serverForSuite(provideNats);
+
+  it('serves metrics, health and status, lists its pools, and reloads on SIGHUP', { timeout: 60_000 }, async () => {
+    const { seed, random } = seededRun('relay-operations', import.meta.url);
+    const dir = scratchDir();
+    const root = `tlrops${seed}`;
+    const rootPool = { ...LIMITS, leaseTtlMs: 1000, maxLeaseTokens: 100, relayClasses: { relay: 100 } };
+    await startCoordinator(nats().url, writeConfig(dir, { subjectPrefix: root, pools: { [POOL]: rootPool, extra: rootPool } }));
+    const relayDoc = (pools: object, upstreamPrefix = root): object => ({
+      upstreamPrefix,
+      subjectPrefix: `${root}r`,
+      pools,
+      uplink: { refreshMs: 250, holdMs: 200, replyTimeoutMs: 250, agentClass: 'relay' },
+    });
+    const configPath = join(dir, 'relay.json');
+    writeFileSync(configPath, JSON.stringify(relayDoc({ [POOL]: { ...LIMITS, leaseTtlMs: 600, maxLeaseTokens: 20 } })));
+    const port = await freePort();
+    const base = `http://127.0.0.1:${port}`;
+    const relay = await startRelay(nats().url, configPath, `ops${seed}`, 'debug', `127.0.0.1:${port}`);
+    const paths = [0, 1].map((k) => join(dir, `agent-${k}.log`));
+    const agents = await Promise.all(
+      paths.map((path, k) =>
+        startAgentProcess({
+          natsUrl: nats().url,
+          subjectPrefix: `${root}r`,
+          pool: POOL,
+          name: `o${k}`,
+          seed: random.int(0, 2 ** 31),
+          durationMs: RUN_MS,
+          logPath: path,
+          traffic: { kind: 'steady', perSecond: 300 },
+        }),
+      ),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+
+    expect(await httpStatus(`${base}/healthz`)).toBe(200);
+    await waitForStatus(`${base}/readyz`, 200, 5000);
+    const samples = await scrape(`${base}/metrics`);
+    const held = valueOf(samples, 'tokenlease_relay_upstream_tokens', { pool: POOL }) ?? 0;
+    console.log(`relay-operations: the relay holds ${held} tokens from the root`);
+    expect(held).toBeGreaterThan(0);
+    expect(held).toBeLessThanOrEqual(rootPool.maxLeaseTokens);
+    expect(valueOf(samples, 'tokenlease_relay_upstream_lease_seconds', { pool: POOL })).toBeGreaterThan(0);
+    expect(valueOf(samples, 'tokenlease_relay_fleet_weight', { pool: POOL })).toBe(2);
+    expect(valueOf(samples, 'tokenlease_relay_upstream_requests_total', { pool: POOL, outcome: 'granted' })).toBeGreaterThan(0);
+    expect(valueOf(samples, 'tokenlease_grants_total', { pool: POOL })).toBeGreaterThan(0);
+    const status = (await (await fetch(`${base}/api/status`)).json()) as { mode: string; coordinator: string; pools: { name: string }[] };
+    expect(status.mode).toBe('relay');
+    expect(status.coordinator).toBe(`ops${seed}`);
+    expect(status.pools.map((p) => p.name)).toEqual([POOL]);
+    const listing = spawnNode('tokenlease', operatorCliScript(), ['pools', '--json', '--nats', nats().url, '--prefix', `${root}r`]);
+    expect((await listing.exited).code, listing.stderr()).toBe(0);
+    const listed = JSON.parse(listing.lines.join('\n')) as { pools: { pool: string; kind: string }[] };
+    expect(listed.pools.map((p) => [p.pool, p.kind])).toEqual([[POOL, 'configured']]);
+
+    // A smaller lease size and a new pool: applied, the changed pool under a new upstream agent id.
+    const uplinksBefore = logEvents(relay.lines, { event: 'uplink-started' }).length;
+    const next = relayDoc({ [POOL]: { ...LIMITS, leaseTtlMs: 600, maxLeaseTokens: 10 }, extra: { ...LIMITS, leaseTtlMs: 600 } });
+    const reloaded = await reloadBySighup(relay, configPath, next, 0);
+    const reloadedAtUs = hostMonoNowUs();
+    expect(reloaded['changed']).toEqual([POOL]);
+    expect(reloaded['added']).toEqual(['extra']);
+    await relay.waitForLine((line) => logEvents([line], { event: 'uplink-started' }).length > 0 && line.includes(`"pool":"${POOL}"`), 3000);
+    expect(logEvents(relay.lines, { event: 'uplink-started' }).length).toBeGreaterThan(uplinksBefore);
+
+    // Another upstream prefix needs a restart: refused, nothing changes.
+    writeFileSync(configPath, JSON.stringify(relayDoc({ [POOL]: { ...LIMITS, leaseTtlMs: 600, maxLeaseTokens: 10 } }, `${root}x`)));
+    relay.proc.kill('SIGHUP');
+    const refused = await relay.waitForLine((line) => line.includes('"event":"reload-refused"'), 5000);
+    expect(refused).toContain('upstreamPrefix');
+    const after = (await (await fetch(`${base}/api/status`)).json()) as { pools: { name: string }[] };
+    expect(after.pools.map((p) => p.name).sort()).toEqual(['api', 'extra']);
+
+    const exits = await Promise.all(agents.map((a) => a.exited));
+    expect(exits.map((e) => e.code)).toEqual([0, 0]);
+    const admissions = paths.flatMap((path) => readAdmissionLog(path));
+    const report = checkEnvelope(admissions, LIMITS.capacity, makeRate(400, 1000));
+    const afterReload = admissions.filter((a) => a.tUs > reloadedAtUs + 700_000).reduce((sum, a) => sum + a.cost, 0);
+    console.log(`relay-operations: ${JSON.stringify(report)}; ${afterReload} tokens admitted from 0.7 s after the reload`);
+    expect(report.ok, `worst window ${JSON.stringify(report.worstWindow)}`).toBe(true);
+    expect(afterReload).toBeGreaterThan(0);
+  });
+});
