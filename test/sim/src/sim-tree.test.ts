@@ -1,0 +1,247 @@
+/**
+ * The simulator on trees (a root, relays and agents): every check at the
+ * root over every admission of the tree through relay, agent and root
+ * faults, shares across relays and the root, round-trips at the root
+ * against the same fleet flat, and relays and stores broken on purpose
+ * caught.
+ */
+import { describe, expect, it } from 'vitest';
+import { makeRate } from '@tokenlease/shared';
+import { seedFromEnv } from '@tokenlease/shared/testing';
+import { describeScenario } from './scenario.js';
+import type { Broken, SimConfig, SimResult } from './sim-config.js';
+import { runSimulation } from './simulation.js';
+import { relayOfSlot, treeScenario } from './tree.js';
+import { compareTree, formatFigures } from './tree-report.js';
+
+describe('a tree of relays', () => {
+  /** Tokens admitted by the agents under a relay. */
+  const relayedTokens = (config: SimConfig, result: SimResult): number =>
+    result.perAgentAdmitted.reduce(
+      (sum, t, slot) => (config.tree !== undefined && relayOfSlot(config.tree, slot) !== null ? sum + t : sum),
+      0,
+    );
+  const TREE_SCENARIOS = Number(process.env['SIM_TREE_SCENARIOS'] ?? '10');
+
+  it(`keeps every check at the root over ${TREE_SCENARIOS} random tree scenarios with relay and agent faults`, () => {
+    const seed = seedFromEnv();
+    const replay = (s: number): string => `npm run sim -- --tree 3 --agents 12 --scenarios 1 --seed ${s} --duration 10s`;
+    console.log(`sim: ${TREE_SCENARIOS} tree scenarios from SEED=${seed} (replay one: ${replay(seed)})`);
+    const failures: string[] = [];
+    let relayFaults = 0;
+    let restarts = 0;
+    let relayed = 0;
+    let closest = -Infinity;
+    for (let i = 0; i < TREE_SCENARIOS; i += 1) {
+      const config = treeScenario((seed + i) >>> 0, 3, 12, 10_000_000);
+      const result = runSimulation(config);
+      relayFaults += config.faults.filter((f) => f.kind.endsWith('-relay')).length;
+      restarts += result.relayRestarts;
+      relayed += relayedTokens(config, result);
+      closest = Math.max(closest, result.worstExcessTokens);
+      if (result.violations.length > 0) {
+        failures.push(
+          `seed ${config.seed} (${describeScenario(config)}):\n  ${result.violations.slice(0, 5).join('\n  ')}\n  replay: ${replay(config.seed)}`,
+        );
+      }
+    }
+    console.log(
+      `sim: trees: ${relayFaults} relay faults, ${restarts} relay restarts; closest window ${(-closest).toFixed(2)} tokens under the envelope`,
+    );
+    expect(failures, failures.join('\n')).toEqual([]);
+    expect(relayFaults).toBeGreaterThanOrEqual(TREE_SCENARIOS);
+    // Agents under relays did admit.
+    expect(relayed).toBeGreaterThan(0);
+  });
+
+  // Two relays over eight agents (two on the root), every fault a tree has:
+  // a relay crash, a relay pause past the TTL, a relay cut from the root and
+  // one cut from its agents, an agent crash and pause under a relay.
+  const everyFault = (seed: number): SimConfig => ({
+    seed,
+    agents: 8,
+    durationUs: 12_000_000,
+    pool: { capacity: 100, refill: makeRate(200, 1000), leaseTtlMs: 500, maxLeaseTokens: 8, minGrantTokens: 1 },
+    workload: { name: 'steady', load: 2 },
+    network: { latencyUs: 1000, lossRate: 0.01, duplicateRate: 0.01 },
+    partitions: [],
+    faults: [
+      { kind: 'crash-relay', relay: 0, atUs: 2_000_000, downUs: 300_000 },
+      { kind: 'pause-relay', relay: 1, atUs: 3_500_000, forUs: 1_200_000 },
+      { kind: 'partition-relay', relay: 0, from: 'root', atUs: 5_500_000, forUs: 1_000_000 },
+      { kind: 'partition-relay', relay: 1, from: 'agents', atUs: 7_000_000, forUs: 800_000 },
+      { kind: 'crash-agent', agent: 2, atUs: 8_000_000, downUs: 500_000 },
+      { kind: 'pause-agent', agent: 3, atUs: 9_000_000, forUs: 1_000_000 },
+    ],
+    driftMax: 0.04,
+    tree: { relays: 2, rootAgents: 2, rootMaxLeaseTokens: 40 },
+  });
+
+  it.each([1, 2, 3])('keeps every check through every fault a tree has (seed %i), and is a function of its seed', (seed) => {
+    const result = runSimulation(everyFault(seed));
+    expect(result.violations).toEqual([]);
+    expect(result.relayRestarts).toBe(1);
+    expect(result.worstExcessTokens).toBeLessThanOrEqual(0);
+    expect(relayedTokens(everyFault(seed), result)).toBeGreaterThan(0);
+    expect(runSimulation(everyFault(seed))).toEqual(result);
+  });
+
+  // The root in durable mode, failing over twice (once deposed while it
+  // still runs), under the relays' own faults: a takeover adopts the
+  // relays' leases from the store as it adopts agents'.
+  const durableTree = (seed: number, broken?: Broken): SimConfig => {
+    const base = everyFault(seed);
+    return {
+      ...base,
+      durable: { writeUsMin: 100, writeUsMax: 2000 },
+      faults: [
+        ...base.faults,
+        { kind: 'failover-coordinator', atUs: 2_500_000, downUs: 400_000 },
+        { kind: 'failover-coordinator', atUs: 6_000_000, downUs: 300_000, deposedUs: 200_000 },
+      ],
+      ...(broken === undefined ? {} : { broken }),
+    };
+  };
+  // Bursts every 1.5 s with the root failing over between them, while the
+  // relays and their agents hold what is left of their leases.
+  const burstyDurableTree = (seed: number, broken?: Broken): SimConfig => ({
+    seed,
+    agents: 6,
+    durationUs: 10_000_000,
+    pool: { capacity: 60, refill: makeRate(120, 1000), leaseTtlMs: 1000, maxLeaseTokens: 10, minGrantTokens: 1 },
+    workload: { name: 'bursty', load: 1, onMs: 100, offMs: 1400 },
+    network: { latencyUs: 1000, lossRate: 0, duplicateRate: 0 },
+    partitions: [],
+    faults: [1, 2, 3, 4, 5].map((s) => ({
+      kind: 'failover-coordinator' as const,
+      atUs: s * 1_500_000 + 500_000,
+      downUs: 50_000,
+      deposedUs: 100_000,
+    })),
+    driftMax: 0.01,
+    durable: { writeUsMin: 100, writeUsMax: 2000 },
+    tree: { relays: 2, rootMaxLeaseTokens: 30 },
+    ...(broken === undefined ? {} : { broken }),
+  });
+
+  it.each([1, 2, 3])('keeps every check with a durable root failing over under the tree (seed %i)', (seed) => {
+    const config = durableTree(seed);
+    const result = runSimulation(config);
+    expect(result.violations).toEqual([]);
+    expect(result.takeovers).toBe(2);
+    expect(result.worstExcessTokens).toBeLessThanOrEqual(0);
+    expect(relayedTokens(config, result)).toBeGreaterThan(0);
+  });
+
+  it('catches a takeover that forgets the relays’ kept leases: the envelope fails at the root for some seeds', () => {
+    const honest = [1, 2, 3, 4].map((seed) => runSimulation(burstyDurableTree(seed)));
+    expect(honest.flatMap((r) => r.violations)).toEqual([]);
+    const excess = [1, 2, 3, 4].map((seed) => runSimulation(burstyDurableTree(seed, 'forget-kept-leases')));
+    const fmt = (rs: readonly SimResult[]): string => rs.map((r) => r.worstExcessTokens.toFixed(1)).join(', ');
+    console.log(`sim: forget-kept-leases under a tree: worst excess ${fmt(excess)} tokens (honest: ${fmt(honest)})`);
+    expect(excess.some((r) => r.worstExcessTokens > 1 && r.violations.some((v) => v.includes('envelope exceeded')))).toBe(true);
+  });
+
+  it('audits a crashed agent’s lease at its relay (the audit can fail there)', () => {
+    const impatient = runSimulation({ ...everyFault(1), reclaimDeadlineUs: 1 });
+    expect(impatient.violations.some((v) => /lease of a2\.0 .* not reclaimed/.test(v))).toBe(true);
+  });
+
+  // Four saturating agents on the root and four under one relay. Asking as
+  // one agent, the relay gets about a fifth of the refill; asking under a
+  // relay class with its fleet weight, its agents get what the root's do.
+  const relayShare = (seed: number, relayClasses?: Record<string, number>): SimConfig => ({
+    seed,
+    agents: 8,
+    durationUs: 10_000_000,
+    pool: {
+      capacity: 80,
+      refill: makeRate(160, 1000),
+      leaseTtlMs: 500,
+      maxLeaseTokens: 5,
+      minGrantTokens: 1,
+      ...(relayClasses ? { relayClasses } : {}),
+    },
+    workload: { name: 'steady', load: 2 },
+    network: { latencyUs: 1000, lossRate: 0, duplicateRate: 0 },
+    partitions: [],
+    faults: [],
+    driftMax: 0.01,
+    tree: { relays: 1, rootAgents: 4, rootMaxLeaseTokens: 40, uplink: { agentClass: 'relay' } },
+  });
+  /** Tokens per agent under the relay against per agent on the root. */
+  const relayedRatio = (config: SimConfig, result: SimResult): number => {
+    const tree = config.tree as NonNullable<SimConfig['tree']>;
+    let [onRoot, underRelay] = [0, 0];
+    result.perAgentAdmitted.forEach((t, slot) => {
+      if (relayOfSlot(tree, slot) === null) onRoot += t;
+      else underRelay += t;
+    });
+    return underRelay / onRoot;
+  };
+
+  it.each([1, 2, 3])('shares across a relay and the root by the fleet behind the relay under a relay class (seed %i)', (seed) => {
+    const weighed = relayShare(seed, { relay: 100 });
+    const fair = runSimulation(weighed);
+    const one = runSimulation(relayShare(seed));
+    const [fairRatio, oneRatio] = [relayedRatio(weighed, fair), relayedRatio(relayShare(seed), one)];
+    console.log(
+      `sim: relay share (seed ${seed}): per agent under the relay / on the root ${fairRatio.toFixed(3)} with its fleet weight, ${oneRatio.toFixed(3)} as one agent`,
+    );
+    expect(fair.violations).toEqual([]);
+    expect(fairRatio).toBeGreaterThan(0.85);
+    expect(fairRatio).toBeLessThan(1.15);
+    expect(oneRatio).toBeLessThan(0.6);
+  });
+
+  // Bursts every 1.5 s; between them agents under a relay hold what is left
+  // of their leases while the root's level fills to B again. A relay crash
+  // and a pause besides. The broken relay grants its agents its pool's full
+  // TTL (2 s) rather than cutting it to its own lease's end: they spend
+  // tokens the root stopped counting, beside the B it then lends again.
+  const relayBursts = (seed: number, broken: boolean): SimConfig => ({
+    seed,
+    agents: 6,
+    durationUs: 10_000_000,
+    pool: { capacity: 60, refill: makeRate(120, 1000), leaseTtlMs: 500, maxLeaseTokens: 10, minGrantTokens: 1 },
+    workload: { name: 'bursty', load: 1, onMs: 100, offMs: 1400 },
+    network: { latencyUs: 1000, lossRate: 0, duplicateRate: 0 },
+    partitions: [],
+    faults: [
+      { kind: 'crash-relay', relay: 0, atUs: 3_000_000, downUs: 200_000 },
+      { kind: 'pause-relay', relay: 1, atUs: 6_000_000, forUs: 600_000 },
+    ],
+    driftMax: 0.01,
+    tree: { relays: 2, rootMaxLeaseTokens: 30, relayLeaseTtlMs: 2000 },
+    ...(broken ? { broken: 'relay-no-ttl-cap' as const } : {}),
+  });
+
+  it.each([1, 2, 3, 4])(
+    'catches a relay that does not cut its grants to its own lease’s end (seed %i): the envelope fails at the root',
+    (seed) => {
+      const honest = runSimulation(relayBursts(seed, false));
+      expect(honest.violations).toEqual([]);
+      const broken = runSimulation(relayBursts(seed, true));
+      console.log(
+        `sim: relay-no-ttl-cap (seed ${seed}): honest closest ${(-honest.worstExcessTokens).toFixed(1)} under, broken ${broken.worstExcessTokens.toFixed(1)} over the envelope`,
+      );
+      expect(broken.worstExcessTokens).toBeGreaterThan(1);
+      expect(broken.violations.some((v) => v.includes('envelope exceeded'))).toBe(true);
+    },
+  );
+
+  it('asks the root far less than a flat fleet of the same size for about the same admissions', () => {
+    const { tree, flat } = compareTree(treeScenario(2026, 4, 24, 10_000_000, false));
+    console.log(`sim: seed 2026, 4 relays, 24 agents, no faults\n  ${formatFigures('tree', tree)}\n  ${formatFigures('flat', flat)}`);
+    expect(tree.result.violations).toEqual([]);
+    expect(flat.result.violations).toEqual([]);
+    expect(tree.rootRoundTripsPer1k).toBeLessThan(flat.rootRoundTripsPer1k / 3);
+    expect(tree.utilization).toBeGreaterThan(0.9);
+  });
+
+  it('refuses a relay partition without a tree', () => {
+    const config = { ...everyFault(1), faults: [{ kind: 'partition-relay' as const, relay: 0, from: 'root' as const, atUs: 1, forUs: 1 }] };
+    const { tree: _tree, ...flat } = config;
+    expect(() => runSimulation(flat)).toThrow(/needs a tree/);
+  });
+});
