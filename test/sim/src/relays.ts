@@ -13,8 +13,11 @@
  *   upstream agent id. Meanwhile its agents hear "no responders".
  * - A pause: the relay acts on nothing (no tick, no request, no reply)
  *   until it resumes; then it handles what came meanwhile, in order, at the
- *   resume instant (its clock jumped ahead), and ticks. A relay's clock
- *   does not drift: its uplink's margin covers the agents' drift.
+ *   resume instant (its clock jumped ahead), and ticks.
+ * - A relay's clock may drift (`TreeSpec.relayDrift`): its core runs on
+ *   its own reading of time, and the grants it sends count, for the expiry
+ *   check, as long as its clock says. Its uplink's margin covers its drift
+ *   against the root's; the agents' margin covers theirs against it.
  * - Partitions are the network's: a relay's link to the root is the network
  *   slot `relayLink(index)`, its agents' links are their own slots.
  * - Broken on purpose (`relay-no-ttl-cap`): grants to the agents carry the
@@ -48,7 +51,8 @@ export const UPLINK_DEFAULTS: Partial<UplinkSettings> = { holdMs: 50, replyTimeo
 export interface RelaysHost {
   push(atUs: number, event: Event): void;
   /** send — puts replies a relay incarnation of `epoch` produced at `producedUs` for its agents on the network now. */
-  send(deliveries: readonly Delivery<ReplyTo>[], producedUs: number, epoch: number): void;
+  /** send — `perUs`: how many of its own µs the producing process counts per true µs (a grant lasts its TTL of those). */
+  send(deliveries: readonly Delivery<ReplyTo>[], producedUs: number, epoch: number, perUs?: number): void;
   /** arrivals — when the copies of a message sent at `nowUs` on network slot `slot` arrive (none if lost or cut). */
   arrivals(slot: number, nowUs: number): number[];
   /** failed — a relay core threw or faulted: a broken invariant. */
@@ -59,11 +63,17 @@ export interface RelaysHost {
 
 type Step = (nowUs: number) => Delivery<ReplyTo>[];
 
+/** LOCAL_BASE_US — what a relay's clock reads when its incarnation starts. */
+const LOCAL_BASE_US = 2_000_000_000;
+
 interface SimRelay {
   readonly index: number;
   readonly incarnation: number;
   readonly epoch: number;
   readonly core: RelayCore<ReplyTo>;
+  /** The true µs its incarnation started, and its clock's drift (its µs per true µs, less 1). */
+  readonly startUs: number;
+  readonly drift: number;
   alive: boolean;
   pausedUntilUs: number;
   readonly deferred: Step[];
@@ -217,8 +227,21 @@ export class Relays {
     };
     // Epochs apart from the root's (1, 2, …) and from every other incarnation's.
     const epoch = 1_000_000 * (index + 1) + incarnation;
-    const core = new RelayCore<ReplyTo>(config, epoch, nowUs, uplinkOf);
-    const relay: SimRelay = { index, incarnation, epoch, core, alive: true, pausedUntilUs: -1, deferred: [], tickGen: 0, attempts: 0 };
+    const core = new RelayCore<ReplyTo>(config, epoch, LOCAL_BASE_US, uplinkOf);
+    const drift = this.tree.relayDrift?.[index] ?? 0;
+    const relay: SimRelay = {
+      index,
+      incarnation,
+      epoch,
+      core,
+      startUs: nowUs,
+      drift,
+      alive: true,
+      pausedUntilUs: -1,
+      deferred: [],
+      tickGen: 0,
+      attempts: 0,
+    };
     this.act(relay, nowUs, () => []);
     return relay;
   }
@@ -230,25 +253,26 @@ export class Relays {
       relay.deferred.push(step);
       return;
     }
+    const t = localUs(relay, nowUs);
     this.send(
       relay,
-      this.guard(relay, () => step(nowUs)),
+      this.guard(relay, () => step(t)),
       nowUs,
     );
     this.send(
       relay,
-      this.guard(relay, () => relay.core.tick(nowUs)),
+      this.guard(relay, () => relay.core.tick(t)),
       nowUs,
     );
     let requests: LeaseRequest[] = [];
     try {
-      requests = relay.core.upstream(nowUs);
+      requests = relay.core.upstream(t);
     } catch (error) {
       this.host.failed(`relay ${relay.index} failed: ${error instanceof Error ? error.message : String(error)}`);
     }
     for (const request of requests) this.sendUp(relay, request, nowUs);
     relay.tickGen = this.tickGen += 1;
-    const at = Math.min(nowUs + COORDINATOR_TICK_US_MAX, Math.max(nowUs + 1, relay.core.nextDeadlineUs()));
+    const at = Math.min(nowUs + COORDINATOR_TICK_US_MAX, Math.max(nowUs + 1, trueUs(relay, relay.core.nextDeadlineUs())));
     this.host.push(at, { k: 'relay-tick', relay: relay.index, gen: relay.tickGen });
   }
 
@@ -275,7 +299,7 @@ export class Relays {
       this.broken === 'relay-no-ttl-cap'
         ? deliveries.map((d) => (d.reply.kind === 'grant' ? { ...d, reply: { ...d.reply, ttlMs } } : d))
         : deliveries;
-    this.host.send(sent, nowUs, relay.epoch);
+    this.host.send(sent, nowUs, relay.epoch, 1 + relay.drift);
   }
 
   private guard(relay: SimRelay, f: () => Delivery<ReplyTo>[]): Delivery<ReplyTo>[] {
@@ -293,4 +317,14 @@ export class Relays {
       return [];
     }
   }
+}
+
+/** localUs — what relay `r`'s clock reads at true time `nowUs`. */
+function localUs(r: SimRelay, nowUs: number): number {
+  return LOCAL_BASE_US + Math.floor((nowUs - r.startUs) * (1 + r.drift));
+}
+
+/** trueUs — the true time at which relay `r`'s clock reads `local` (Infinity stays Infinity). */
+function trueUs(r: SimRelay, local: number): number {
+  return r.startUs + Math.ceil((local - LOCAL_BASE_US) / (1 + r.drift));
 }

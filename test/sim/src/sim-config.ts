@@ -138,6 +138,8 @@ export interface TreeSpec {
   /** The TTL of a relay's grants to its agents before the cut to its own lease's end, ms; default the pool's. */
   readonly relayLeaseTtlMs?: number;
   readonly uplink?: Partial<UplinkSettings>;
+  /** Each relay's clock drift, its µs per true µs less 1 (absent: none): within its uplink's margin against the root, and within the agents' margin less their own drift against them. */
+  readonly relayDrift?: readonly number[];
 }
 
 /**

@@ -18,7 +18,8 @@ import type { SimStore } from './sim-store.js';
 export interface CoordinatorHost {
   push(atUs: number, event: Event): void;
   /** send — puts replies a process of `epoch` produced at `producedUs` on the network now. */
-  send(deliveries: readonly Delivery<ReplyTo>[], producedUs: number, epoch: number): void;
+  /** send — `perUs`: how many of its own µs the producing process counts per true µs (1 unless it drifts). */
+  send(deliveries: readonly Delivery<ReplyTo>[], producedUs: number, epoch: number, perUs?: number): void;
   /** failed — the core threw: a broken invariant. */
   failed(message: string): void;
 }

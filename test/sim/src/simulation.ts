@@ -115,8 +115,9 @@ class Simulation {
     // the longest hold, the coordinator's tick slack and a reply's flight.
     const holdMsMax = this.coordinatorConfig.pools[0]!.maxHoldMs;
     const flightUs = 4 * config.network.latencyUs + 10_000;
-    const ttlMs = Math.max(p.leaseTtlMs, config.tree?.relayLeaseTtlMs ?? 0);
-    this.reclaimDeadlineUs = config.reclaimDeadlineUs ?? (ttlMs + holdMsMax) * 1000 + COORDINATOR_TICK_US_MAX + flightUs;
+    // A relay whose clock runs slow counts its agents' leases that much longer.
+    const ttlMs = Math.max(p.leaseTtlMs, config.tree?.relayLeaseTtlMs ?? 0) / (1 + Math.min(0, ...(config.tree?.relayDrift ?? [])));
+    this.reclaimDeadlineUs = config.reclaimDeadlineUs ?? Math.ceil((ttlMs + holdMsMax) * 1000) + COORDINATOR_TICK_US_MAX + flightUs;
     // Broken on purpose: the coordinator is told a shorter window than the one the checks judge.
     const served = config.broken === 'window-early-release' ? earlyReleaseConfigOf(p, POOL) : this.coordinatorConfig;
     this.coordinators = new Coordinators(served, config, this.coordinatorHost(), seededRandom(config.seed ^ 0x570e));
@@ -138,7 +139,7 @@ class Simulation {
   private coordinatorHost(): ClusterHost {
     return {
       push: (atUs, event) => this.queue.push(atUs, event),
-      send: (deliveries, producedUs, epoch) => this.deliver(deliveries, producedUs, epoch),
+      send: (deliveries, producedUs, epoch, perUs) => this.deliver(deliveries, producedUs, epoch, perUs),
       failed: (message) => {
         this.violation(message);
         this.stopped = true;
@@ -275,7 +276,7 @@ class Simulation {
    * lapsed at the coordinator is a new acquire, and may open a new lease
    * under the same seq.
    */
-  private deliver(deliveries: readonly Delivery<ReplyTo>[], producedUs: number, epoch: number): void {
+  private deliver(deliveries: readonly Delivery<ReplyTo>[], producedUs: number, epoch: number, perUs = 1): void {
     for (const { to, reply } of deliveries) {
       if (to.relay !== undefined) {
         this.relays?.fromRoot(to, reply, this.now);
@@ -285,7 +286,7 @@ class Simulation {
       const first = !this.countedReplies.has(key);
       if (reply.kind === 'grant') {
         const legalKey = `${to.id}/${reply.leaseId}`;
-        const untilUs = producedUs + reply.ttlMs * 1000;
+        const untilUs = producedUs + (reply.ttlMs * 1000) / perUs;
         if (first && reply.epoch === epoch) this.legalUntilUs.set(legalKey, Math.max(this.legalUntilUs.get(legalKey) ?? 0, untilUs));
         if (first) this.m.grantedTokens += reply.tokensGranted;
       } else if (reply.kind === 'receipt' && first) {

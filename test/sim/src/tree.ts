@@ -52,6 +52,12 @@ export function flatTwinOf(config: SimConfig): SimConfig {
 
 /** TREE_AGENTS_DEFAULT — agents in a tree scenario unless said otherwise. */
 export const TREE_AGENTS_DEFAULT = 24;
+/**
+ * TREE_RELAY_DRIFT_MAX — how far a relay's clock may drift in a tree
+ * scenario: with the agents' 4%, their relative drift stays within the
+ * agents' 5% margin, as it must against any coordinator.
+ */
+export const TREE_RELAY_DRIFT_MAX = 0.01;
 /** Faults and partitions start this long into a run at the earliest, µs: leases are out by then. */
 const FAULTS_FROM_US = 1_000_000;
 
@@ -61,7 +67,8 @@ const FAULTS_FROM_US = 1_000_000;
  * agent refilled at 2B/s, per-agent leases of a quarter of the agent's
  * share of B, a relay's chunk up to B/relays; a steady, bursty or zipf
  * workload of 1.2 to 3 times the refill; a network of 0.2 to 3 ms with some
- * loss and duplicates. With `faults`, in the first half of the run: one to
+ * loss and duplicates; relay clocks drifting up to TREE_RELAY_DRIFT_MAX.
+ * With `faults`, in the first half of the run: one to
  * three relay faults (crash, pause past the TTL, partition from the root or
  * from its agents) and up to two agent crashes or pauses and an agent
  * partition.
@@ -130,6 +137,7 @@ export function treeScenario(
       rootAgents: r.int(0, 2),
       rootMaxLeaseTokens: Math.max(1, Math.floor(capacity / relays)),
       uplink: { agentClass: 'relay' },
+      relayDrift: Array.from({ length: relays }, () => (r.next() * 2 - 1) * TREE_RELAY_DRIFT_MAX),
     },
   };
 }
