@@ -40,6 +40,9 @@ import { json, parseListen, startHttpEndpoint, text, type HttpAnswer, type HttpE
 import { CoordinatorMetrics, type OwnershipView } from './metrics.js';
 import type { Served } from './service.js';
 
+/** OPERATOR_QUEUE_PREFIX — the first token of each coordinator's own queue group for operator requests. */
+export const OPERATOR_QUEUE_PREFIX = 'tokenlease-ops';
+
 /** READY_FLUSH_MS — how long `/readyz` waits for NATS to confirm a flush. */
 export const READY_FLUSH_MS = 1000;
 
@@ -142,8 +145,9 @@ export async function startOperations(options: OperationsOptions): Promise<Opera
     void reload('SIGHUP').catch((error: unknown) => logger.error({ event: 'reload-failed', err: error }, 'reload failed'));
   process.on('SIGHUP', onHangup);
 
-  // Every coordinator answers operator requests on a queue group of its own.
-  const queue = `tokenlease-ops-${randomBytes(6).toString('hex')}`;
+  // Every coordinator answers operator requests on a queue group of its own,
+  // named so that NATS permissions can allow them all (`tokenlease-ops.*`).
+  const queue = `${OPERATOR_QUEUE_PREFIX}.${randomBytes(6).toString('hex')}`;
   const poolsSub = bus.serve(operatorServiceSubject(prefix, 'pools'), queue, (subject, payload, port) => {
     served.replies.send(core.receive(subject, payload, port, hostMonoNowUs()), hostMonoNowUs(), { subject });
   });

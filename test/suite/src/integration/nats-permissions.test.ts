@@ -16,7 +16,7 @@ import { acquireRequest } from '@tokenlease/shared/testing';
 import { connectNats, resolveNatsOptions, NATS_ENV, type Bus } from '@tokenlease/shared/nats';
 import { scratchDir, startCoordinator, StatusProbe, writeConfig } from '@tokenlease/harness/fleet';
 import { startShippedNats, type ShippedNats, type ShippedUser as User } from '@tokenlease/harness/nats-config';
-import { stopAll } from '@tokenlease/harness/processes';
+import { stopAll, type Child } from '@tokenlease/harness/processes';
 
 /** The shipped file's subject prefix. */
 const PREFIX = 'tokenlease';
@@ -53,6 +53,7 @@ function acquire(agentId: string): Uint8Array {
 
 describe('the shipped NATS permission model (deploy/nats/secured.conf)', () => {
   let nats: ShippedNats;
+  let coordinator: Child;
   const dir = scratchDir();
   const opened: Bus[] = [];
   const agents: Agent[] = [];
@@ -64,7 +65,9 @@ describe('the shipped NATS permission model (deploy/nats/secured.conf)', () => {
       bindIdentity: true,
       pools: { [POOL]: { capacity: 100, refill: '100/s', leaseTtlMs: 1000, maxLeaseTokens: 10 } },
     });
-    await startCoordinator(nats.url, configPath, { env: { NATS_USER: 'coordinator', NATS_PASSWORD: nats.password('coordinator') } });
+    coordinator = await startCoordinator(nats.url, configPath, {
+      env: { NATS_USER: 'coordinator', NATS_PASSWORD: nats.password('coordinator') },
+    });
   }, 30_000);
 
   afterAll(async () => {
@@ -176,5 +179,9 @@ describe('the shipped NATS permission model (deploy/nats/secured.conf)', () => {
     expect(await refused(coordinator, '_INBOX_checkout.x', () => coordinator.bus.publish('_INBOX_checkout.x', new Uint8Array()))).toBe(
       true,
     );
+  });
+
+  it('lets the coordinator subscribe to all it serves, operator requests included', () => {
+    expect(coordinator.lines.filter((line) => line.includes('permissions violation'))).toEqual([]);
   });
 });
