@@ -36,10 +36,15 @@ export function logLevelOf(values: Flags, fail: Fail): string {
   return level;
 }
 
-/** openBus — the NATS connection the flags and environment name, named `<bin> <pid>`; fails the process with one line. */
-export async function openBus(bin: string, values: Flags, fail: Fail): Promise<Bus> {
+/**
+ * openBus — the NATS connection the flags and environment name, named
+ * `<bin> <pid>` (`inboxPrefix`: the inbox prefix unless they name one);
+ * fails the process with one line.
+ */
+export async function openBus(bin: string, values: Flags, fail: Fail, inboxPrefix?: string): Promise<Bus> {
   try {
-    const options = resolveNatsOptions([natsFlagLayer(values), natsEnvLayer(process.env)]);
+    const defaults = inboxPrefix === undefined ? {} : { inboxPrefix };
+    const options = resolveNatsOptions([natsFlagLayer(values), natsEnvLayer(process.env)], defaults);
     return await connectNats(options, { name: `${bin} ${process.pid}` });
   } catch (error) {
     if (error instanceof TokenleaseError) fail(error.code === 'invalid-nats-options' ? 2 : 1, error.message);

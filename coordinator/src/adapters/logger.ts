@@ -25,8 +25,8 @@ export const REDACT_PATHS: readonly string[] = [
 /** LOG_LEVELS — the levels `createLogger` takes. */
 export const LOG_LEVELS: readonly string[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
-/** createLogger — the coordinator's logger at `level`, to `destination` (default stdout). */
-export function createLogger(level: string, destination?: DestinationStream): Logger {
-  const options = { name: 'tokenlease-coordinator', level, redact: { paths: [...REDACT_PATHS], censor: REDACTED } };
+/** createLogger — the logger of the process named `name` (the coordinator's by default) at `level`, to `destination` (default stdout). */
+export function createLogger(level: string, destination?: DestinationStream, name = 'tokenlease-coordinator'): Logger {
+  const options = { name, level, redact: { paths: [...REDACT_PATHS], censor: REDACTED } };
   return destination === undefined ? pino(options) : pino(options, destination);
 }

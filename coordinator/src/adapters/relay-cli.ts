@@ -12,7 +12,10 @@
  * and the status page; SIGHUP, or a `reload` operator request on the
  * relay's prefix, re-reads the file and applies its pools (a changed pool
  * starts over under a new upstream lease; the prefixes and uplink settings
- * need a restart); `pools` operator requests list what it serves.
+ * need a restart); `pools` operator requests list what it serves. With
+ * `uplink.identity` its requests to the root go under that identity token
+ * and its replies come to `_INBOX_<identity>` unless `--nats-inbox-prefix`
+ * or NATS_INBOX_PREFIX says otherwise.
  *
  * Memory only: a relay that restarts starts over with a new upstream agent
  * id; the root counts its old lease until that expires. Exits 2 on a usage
@@ -71,7 +74,7 @@ async function main(): Promise<void> {
   const idFlag = values['relay-id'];
   const relayId = typeof idFlag === 'string' ? idFlag : `${hostname()}-${process.pid}`;
   if (!/^[A-Za-z0-9_-]{1,64}$/.test(relayId)) fail(2, '--relay-id must be 1 to 64 characters of [A-Za-z0-9_-]');
-  const logger = createLogger(level);
+  const logger = createLogger(level, undefined, BIN);
   let config;
   try {
     config = await loadRelayConfigFile(configPath);
@@ -79,7 +82,9 @@ async function main(): Promise<void> {
     if (error instanceof CoordinatorError) fail(2, error.message);
     throw error;
   }
-  const bus = await openBus(BIN, values, fail);
+  // Under an upstream identity its replies come to the inbox that identity's NATS user may read.
+  const identity = config.uplink.identity;
+  const bus = await openBus(BIN, values, fail, identity === null ? undefined : `_INBOX_${identity}`);
   bus.onEvent((event) => logger.warn({ event: 'nats-connection', connection: event }, 'nats connection event'));
   stopOnSignals(logger, () => service.stop().then(() => bus.drain()));
   const service = startRelayService({ config, bus, logger, relayId });

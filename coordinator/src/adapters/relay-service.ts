@@ -13,6 +13,7 @@
  */
 import { randomBytes, randomInt } from 'node:crypto';
 import {
+  ANONYMOUS_IDENTITY,
   COORDINATOR_QUEUE_GROUP,
   decodeReply,
   encodeMessage,
@@ -63,8 +64,9 @@ export function startRelayService(options: RelayServiceOptions): RelayService {
   const nowUs = options.nowUs ?? hostMonoNowUs;
   const epoch = options.epoch ?? randomInt(1, 2 ** 31);
   const prefix = config.downstream.subjectPrefix;
+  const upstreamIdentity = config.uplink.identity ?? ANONYMOUS_IDENTITY;
   const uplinkOf = (pool: PoolConfig, credit: RelayCredit): Uplink => {
-    const agentId = `relay.${relayId}.${randomBytes(6).toString('hex')}`;
+    const agentId = `${config.uplink.identity ?? 'relay'}.${relayId}.${randomBytes(6).toString('hex')}`;
     logger.info({ event: 'uplink-started', pool: pool.name, agentId }, 'new upstream agent id for a pool');
     const leaseSecret = randomBytes(24).toString('base64url');
     const settings = { ...config.uplink, leaseTtlMsMax: MAX_TTL_MS, initialTokens: pool.maxLeaseTokens };
@@ -101,7 +103,7 @@ export function startRelayService(options: RelayServiceOptions): RelayService {
     }
   };
   const ask = (request: LeaseRequest | LeaseReturn, timeoutMs: number): Promise<void> =>
-    bus.request(subjectFor(config.upstreamPrefix, request.op, request.pool), encodeMessage(request), timeoutMs).then(
+    bus.request(subjectFor(config.upstreamPrefix, request.op, request.pool, upstreamIdentity), encodeMessage(request), timeoutMs).then(
       (bytes) => {
         const decoded = decodeReply(bytes);
         if (!decoded.ok || stopped || request.op !== 'acquire') return;

@@ -10,8 +10,17 @@ describe('parseRelayConfig', () => {
     expect(config.upstreamPrefix).toBe('root');
     expect(config.downstream.subjectPrefix).toBe('eu');
     expect(config.downstream.pools.map((p) => p.name)).toEqual(['api']);
-    expect(config.uplink).toEqual({ driftMargin: 0.1, refreshMs: 1000, holdMs: 100, replyTimeoutMs: 1000, gapMs: 20, agentClass: null });
+    expect(config.uplink).toEqual({
+      driftMargin: 0.1,
+      refreshMs: 1000,
+      holdMs: 100,
+      replyTimeoutMs: 1000,
+      gapMs: 20,
+      agentClass: null,
+      identity: null,
+    });
     expect(parseRelayConfig('relay.yaml', { ...GOOD, uplink: { agentClass: 'relay-eu' } }).uplink.agentClass).toBe('relay-eu');
+    expect(parseRelayConfig('relay.yaml', { ...GOOD, uplink: { identity: 'edge-eu' } }).uplink.identity).toBe('edge-eu');
   });
 
   it.each([
@@ -29,6 +38,9 @@ describe('parseRelayConfig', () => {
     ['an uplink that is a list', { ...GOOD, uplink: [] }, /uplink/],
     ['an agent class with a space', { ...GOOD, uplink: { agentClass: 'relay eu' } }, /agentClass/],
     ['an agent class that is a number', { ...GOOD, uplink: { agentClass: 7 } }, /agentClass/],
+    ['an identity with a dot', { ...GOOD, uplink: { identity: 'edge.eu' } }, /uplink\.identity/],
+    ['an identity of 49 characters', { ...GOOD, uplink: { identity: 'e'.repeat(49) } }, /uplink\.identity/],
+    ['an identity that is a number', { ...GOOD, uplink: { identity: 7 } }, /uplink\.identity/],
     ['a document that is a list', [], /mapping/],
   ])('refuses %s', (_name, doc, message) => {
     expect(() => parseRelayConfig('relay.yaml', doc)).toThrow(message);

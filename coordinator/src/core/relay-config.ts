@@ -6,9 +6,12 @@
  * `subjectPrefix` (the relay's own, required and different), `pools` (the
  * relayed pools, with the same fields as a coordinator's), and `uplink`:
  * `{ driftMargin [0.1], refreshMs [1000], holdMs [100], replyTimeoutMs
- * [1000], gapMs [20], agentClass [none] }`; `agentClass` is the class the
- * relay asks the root under, so the root's `classWeights` can weigh a
- * relay by the fleet behind it. A relayed pool's `capacity` and `refill` must be
+ * [1000], gapMs [20], agentClass [none], identity [none] }`; `agentClass`
+ * is the class the relay asks the root under (listed in the root pool's
+ * `relayClasses`, the root weighs the relay as the fleet behind it);
+ * `identity` (1 to 48 of [A-Za-z0-9_-]) is the identity token its requests
+ * to the root go under, and the first part of its upstream agent ids, for
+ * a root with `bindIdentity` and the NATS user pinned to that token. A relayed pool's `capacity` and `refill` must be
  * the root's: every grant of the root is checked against them and refused
  * (nothing served from it) when they differ. Relayed pools are chunk-mode
  * buckets without an allowance: no window pools, rate leases or templates.
@@ -25,6 +28,8 @@ export interface UplinkSettings {
   readonly gapMs: number;
   /** The class the relay asks the root under (its weight in the root's `classWeights`); null: none. */
   readonly agentClass: string | null;
+  /** The identity token of its requests to the root, and the first part of its upstream agent ids; null: none (anonymous). */
+  readonly identity: string | null;
 }
 
 export interface RelayConfig {
@@ -35,7 +40,9 @@ export interface RelayConfig {
 }
 
 const RELAY_KEYS = new Set(['upstreamPrefix', 'uplink']);
-const UPLINK_KEYS = new Set(['driftMargin', 'refreshMs', 'holdMs', 'replyTimeoutMs', 'gapMs', 'agentClass']);
+const UPLINK_KEYS = new Set(['driftMargin', 'refreshMs', 'holdMs', 'replyTimeoutMs', 'gapMs', 'agentClass', 'identity']);
+/** An upstream identity: short enough that `<identity>.<relay id>.<12 hex>` stays a protocol id. */
+const IDENTITY_FORM = /^[A-Za-z0-9_-]{1,48}$/;
 
 /** parseRelayConfig — validates a parsed relay document; throws `CoordinatorError('config-invalid')`. */
 export function parseRelayConfig(source: string, doc: unknown): RelayConfig {
@@ -77,8 +84,13 @@ function readUplink(doc: unknown, fail: (field: string, problem: string) => neve
   };
   const agentClass = fields.get('agentClass') ?? null;
   if (agentClass !== null && !isProtocolId(agentClass)) fail('uplink.agentClass', `must be ${ID_FORM}`);
+  const identity = fields.get('identity') ?? null;
+  if (identity !== null && (typeof identity !== 'string' || !IDENTITY_FORM.test(identity))) {
+    fail('uplink.identity', 'must be 1 to 48 characters of [A-Za-z0-9_-]');
+  }
   return {
     agentClass,
+    identity,
     driftMargin: num('driftMargin', 0.001, 0.5, 0.1, false),
     refreshMs: num('refreshMs', 1, MAX_TTL_MS, 1000),
     holdMs: num('holdMs', 0, 60_000, 100),

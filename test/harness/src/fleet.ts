@@ -112,15 +112,25 @@ export async function startCoordinator(natsUrl: string, configPath: string, opti
   return child;
 }
 
+/** RelayOptions — how to run a relay process beside its configuration. */
+export interface RelayOptions {
+  /** Log level (default debug: every upstream and downstream grant is logged). */
+  readonly logLevel?: string;
+  /** Serve HTTP (`--http`) on this `host:port`. */
+  readonly http?: string;
+  /** More environment variables for the child (NATS_USER, …). */
+  readonly env?: NodeJS.ProcessEnv;
+}
+
 /**
  * startRelay — a `tokenlease-relay` process of the relay configuration at
- * `configPath` (debug logs unless told otherwise, so every upstream and
- * downstream grant is logged), with `--http http` when given; resolves once
- * it serves. Its NATS URL goes in its environment.
+ * `configPath`, as `options` say; resolves once it serves. Its NATS URL
+ * goes in its environment.
  */
-export async function startRelay(natsUrl: string, configPath: string, relayId: string, logLevel = 'debug', http?: string): Promise<Child> {
-  const args = ['--config', configPath, '--relay-id', relayId, '--log-level', logLevel, ...(http === undefined ? [] : ['--http', http])];
-  const child = spawnNode(`relay:${relayId}`, relayCliScript(), args, { [NATS_ENV.url]: natsUrl });
+export async function startRelay(natsUrl: string, configPath: string, relayId: string, options: RelayOptions = {}): Promise<Child> {
+  const http = options.http === undefined ? [] : ['--http', options.http];
+  const args = ['--config', configPath, '--relay-id', relayId, '--log-level', options.logLevel ?? 'debug', ...http];
+  const child = spawnNode(`relay:${relayId}`, relayCliScript(), args, { [NATS_ENV.url]: natsUrl, ...options.env });
   await waitForEvent(child, { event: 'relay-serving' }, STARTUP_TIMEOUT_MS);
   return child;
 }

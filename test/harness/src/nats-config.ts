@@ -5,7 +5,7 @@
  * local binary: a configuration names files on this machine.
  */
 import { randomBytes } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { findNatsServerBinary } from './nats.js';
 import { securedNatsConfig } from './paths.js';
@@ -46,24 +46,45 @@ export async function startConfiguredNats(
   return { url: `nats://127.0.0.1:${port}`, port, child, stop: () => stop(child) };
 }
 
-/** SHIPPED_USERS — the users of deploy/nats/secured.conf; its subject prefix is `tokenlease`. */
-export const SHIPPED_USERS = ['coordinator', 'operator', 'checkout', 'search'] as const;
+/** SHIPPED_USERS — the users of deploy/nats/secured.conf; its subject prefix is `tokenlease`; `edge` is a relay's. */
+export const SHIPPED_USERS = ['coordinator', 'operator', 'checkout', 'search', 'edge'] as const;
 export type ShippedUser = (typeof SHIPPED_USERS)[number];
 
 export interface ShippedNats extends ConfiguredNats {
-  /** The password of `user`, as a client gives it. */
-  password(user: ShippedUser): string;
+  /** The password of `user` (a shipped one, or one added), as a client gives it. */
+  password(user: string): string;
+}
+
+/** AddedAgent — an agent user added to the shipped file: it publishes under its own name on `prefix` and reads `_INBOX_<user>`. */
+export interface AddedAgent {
+  readonly user: string;
+  readonly prefix: string;
 }
 
 /**
- * startShippedNats — nats-server on deploy/nats/secured.conf as shipped,
- * each user's password random and handed over in its environment variable,
- * quoted (the server reads it as a configuration value). The passwords
- * hold '#', ':' and a space, which unquoted would be cut short or refused.
+ * startShippedNats — nats-server on deploy/nats/secured.conf as shipped
+ * (with `added` agent users appended to its users, in the shipped agent
+ * blocks' form), each user's password random and handed over in its
+ * environment variable, quoted (the server reads it as a configuration
+ * value). The passwords hold '#', ':' and a space, which unquoted would be
+ * cut short or refused.
  */
-export async function startShippedNats(dir: string): Promise<ShippedNats> {
-  const passwords = new Map<ShippedUser, string>(SHIPPED_USERS.map((user) => [user, `${randomBytes(9).toString('hex')}#p:w d`]));
-  const env = Object.fromEntries(SHIPPED_USERS.map((user) => [`TOKENLEASE_${user.toUpperCase()}_PASSWORD`, `"${passwords.get(user)}"`]));
-  const server = await startConfiguredNats(dir, 'secured', { file: securedNatsConfig() }, env);
+export async function startShippedNats(dir: string, added: readonly AddedAgent[] = []): Promise<ShippedNats> {
+  const users = [...SHIPPED_USERS, ...added.map((a) => a.user)];
+  const passwords = new Map<string, string>(users.map((user) => [user, `${randomBytes(9).toString('hex')}#p:w d`]));
+  const env = Object.fromEntries(users.map((user) => [`TOKENLEASE_${user.toUpperCase()}_PASSWORD`, `"${passwords.get(user)}"`]));
+  let config: { readonly file: string } | { readonly text: string } = { file: securedNatsConfig() };
+  if (added.length > 0) {
+    const blocks = added.map(
+      ({ user, prefix }) =>
+        `    {\n      user: ${user}\n      password: $TOKENLEASE_${user.toUpperCase()}_PASSWORD\n      permissions: {\n` +
+        `        publish = { allow = ["${prefix}.v2.*.*.${user}"] }\n        subscribe = { allow = ["_INBOX_${user}.>"] }\n      }\n    }\n`,
+    );
+    const shipped = readFileSync(securedNatsConfig(), 'utf8');
+    const end = shipped.lastIndexOf('  ]\n}');
+    if (end < 0) throw new Error('deploy/nats/secured.conf: no end of the users list');
+    config = { text: shipped.slice(0, end) + blocks.join('') + shipped.slice(end) };
+  }
+  const server = await startConfiguredNats(dir, 'secured', config, env);
   return { ...server, password: (user) => passwords.get(user) as string };
 }

@@ -149,7 +149,7 @@ async function startRelays(natsUrl: string, rootPrefix: string, dir: string): Pr
       pools: { [POOL]: { ...LIMITS, leaseTtlMs: TTL_MS, maxLeaseTokens: 1000 } },
     };
     writeFileSync(path, JSON.stringify(doc));
-    children.push(await startRelay(natsUrl, path, `bench-r${r}`, 'info'));
+    children.push(await startRelay(natsUrl, path, `bench-r${r}`, { logLevel: 'info' }));
     prefixes.push(prefix);
   }
   return { children, prefixes };

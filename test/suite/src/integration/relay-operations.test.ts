@@ -54,7 +54,7 @@ describe('a relay operated like a coordinator', () => {
     writeFileSync(configPath, JSON.stringify(relayDoc({ [POOL]: { ...LIMITS, leaseTtlMs: 600, maxLeaseTokens: 20 } })));
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;
-    const relay = await startRelay(nats().url, configPath, `ops${seed}`, 'debug', `127.0.0.1:${port}`);
+    const relay = await startRelay(nats().url, configPath, `ops${seed}`, { http: `127.0.0.1:${port}` });
     const paths = [0, 1].map((k) => join(dir, `agent-${k}.log`));
     const agents = await Promise.all(
       paths.map((path, k) =>
