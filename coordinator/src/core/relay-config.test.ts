@@ -21,6 +21,8 @@ describe('parseRelayConfig', () => {
     });
     expect(parseRelayConfig('relay.yaml', { ...GOOD, uplink: { agentClass: 'relay-eu' } }).uplink.agentClass).toBe('relay-eu');
     expect(parseRelayConfig('relay.yaml', { ...GOOD, uplink: { identity: 'edge-eu' } }).uplink.identity).toBe('edge-eu');
+    const windowed = parseRelayConfig('relay.yaml', { ...GOOD, pools: { api: { window: '100/min' } } }).downstream.pools[0];
+    expect(windowed?.window).toEqual({ limit: 100, windowMs: 60_000 });
   });
 
   it.each([
@@ -28,7 +30,6 @@ describe('parseRelayConfig', () => {
     ['a wildcard upstreamPrefix', { ...GOOD, upstreamPrefix: 'a.*' }, /upstreamPrefix/],
     ['no subjectPrefix', { ...GOOD, subjectPrefix: undefined }, /subjectPrefix/],
     ['the same prefix up and down', { ...GOOD, subjectPrefix: 'root' }, /must differ/],
-    ['a window pool', { ...GOOD, pools: { api: { window: '100/min' } } }, /chunk-mode bucket/],
     ['a rate pool', { ...GOOD, pools: { api: { ...POOL, leaseMode: 'rate' } } }, /chunk-mode bucket/],
     ['an allowance', { ...GOOD, pools: { api: { ...POOL, allowance: 5 } } }, /chunk-mode bucket/],
     ['templates', { ...GOOD, templates: { 't:*': POOL } }, /templates/],

@@ -13,8 +13,10 @@
  * to the root go under, and the first part of its upstream agent ids, for
  * a root with `bindIdentity` and the NATS user pinned to that token. A relayed pool's `capacity` and `refill` must be
  * the root's: every grant of the root is checked against them and refused
- * (nothing served from it) when they differ. Relayed pools are chunk-mode
- * buckets without an allowance: no window pools, rate leases or templates.
+ * (nothing served from it) when they differ; a window pool's `window` is
+ * the root's (its limit and window are the capacity and refill the root's
+ * grants name). Relayed pools lease chunks, without an allowance: no rate
+ * leases or templates.
  */
 import { assertSubjectPrefix, ID_FORM, isProtocolId } from '@tokenlease/shared';
 import { CoordinatorError } from '../errors.js';
@@ -65,8 +67,8 @@ export function parseRelayConfig(source: string, doc: unknown): RelayConfig {
   if (downstream.templates.length > 0) fail('templates', 'are not relayed: name each pool');
   if (downstream.shadow) fail('shadow', 'is not relayed');
   for (const pool of downstream.pools) {
-    const bad = pool.window !== null || pool.leaseMode !== 'chunk' || pool.allowance !== 0 || pool.shadow;
-    if (bad) fail(`pools.${pool.name}`, 'must be a chunk-mode bucket without an allowance or shadow mode to be relayed');
+    const bad = pool.leaseMode !== 'chunk' || pool.allowance !== 0 || pool.shadow;
+    if (bad) fail(`pools.${pool.name}`, 'must be a chunk-mode bucket or window pool without an allowance or shadow mode to be relayed');
   }
   return { upstreamPrefix, downstream, uplink: readUplink(fields.get('uplink') ?? {}, fail) };
 }

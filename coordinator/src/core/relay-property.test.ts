@@ -1,7 +1,8 @@
 /**
  * Property: a tree of one root coordinator, relays and honest agents (under
  * the relays and on the root directly) never admits more than the root's
- * B + r·T, checked over every admission of the tree after every admission,
+ * B + r·T (a window pool: N in any window of W), checked over every
+ * admission of the tree after every admission,
  * through message loss and delay, relay crashes (a crashed relay's state
  * is dropped and a new incarnation starts on the same prefix; its agents
  * keep what they hold until their own leases end) and relay reloads (the
@@ -14,7 +15,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { decodeReply, encodeMessage, subjectFor, type LeaseRequest, type Reply, type Request } from '@tokenlease/shared';
-import { EnvelopeWatch, propertySeed, seededRandom, type Random } from '@tokenlease/shared/testing';
+import { EnvelopeWatch, propertySeed, seededRandom, WindowWatch, type Random } from '@tokenlease/shared/testing';
 import { parseCoordinatorConfig } from './config.js';
 import { CoordinatorCore } from './coordinator-core.js';
 import type { Delivery } from './pool.js';
@@ -45,6 +46,8 @@ interface Scenario {
   readonly steps: number;
   /** Relays after the first lease from the first one, not from the root: a tree of two levels. */
   readonly nested: boolean;
+  /** A sliding-window pool (at most `capacity` in every window of 1 s / refillFactor) rather than a bucket. */
+  readonly window: boolean;
 }
 
 const scenarioArb: fc.Arbitrary<Scenario> = fc.record({
@@ -62,7 +65,16 @@ const scenarioArb: fc.Arbitrary<Scenario> = fc.record({
   reloadPerMille: fc.constantFrom(0, 2, 10),
   steps: fc.integer({ min: 1000, max: 4000 }),
   nested: fc.boolean(),
+  window: fc.integer({ min: 0, max: 2 }).map((n) => n === 0),
 });
+
+/** limitsOf — a scenario's pool limits as configuration fields: a window, or capacity and refill. */
+function limitsOf(sc: Scenario): Record<string, unknown> {
+  const perSecond = sc.capacity * sc.refillFactor;
+  return sc.window
+    ? { window: { limit: sc.capacity, windowMs: Math.floor(1000 / sc.refillFactor) } }
+    : { capacity: sc.capacity, refill: `${perSecond}/s` };
+}
 
 /** Where a reply goes: the node that sent the request. */
 type Answer = (reply: Reply) => void;
@@ -173,6 +185,8 @@ class Tree {
   nowUs = 0;
   private readonly rnd: Random;
   private readonly watch: EnvelopeWatch;
+  /** Window pools: at most N in every window of W, over every admission of the tree. */
+  private readonly windows: WindowWatch | null;
   private readonly root: CoordinatorCore<Answer>;
   private readonly relays: RelayCore<Answer>[] = [];
   private readonly incarnations: number[] = [];
@@ -188,10 +202,12 @@ class Tree {
   relayed = 0;
   crashes = 0;
   reloads = 0;
+  /** Window pools: the fullest window seen, as a fraction of N. */
+  fullestWindow = 0;
 
   constructor(private readonly sc: Scenario) {
     this.rnd = seededRandom(sc.seed);
-    const pool = { capacity: sc.capacity, refill: `${sc.capacity * sc.refillFactor}/s` };
+    const pool = limitsOf(sc);
     const rootConfig = parseCoordinatorConfig('root.yaml', {
       subjectPrefix: 'root',
       pools: {
@@ -206,6 +222,7 @@ class Tree {
     });
     this.root = new CoordinatorCore(rootConfig, 1, 0);
     this.watch = new EnvelopeWatch(sc.capacity, rootConfig.pools[0]!.refill);
+    this.windows = sc.window ? new WindowWatch(sc.capacity, rootConfig.pools[0]!.refill.periodMs * MS) : null;
     for (let i = 0; i < sc.relays; i += 1) {
       this.incarnations.push(0);
       this.relays.push(this.makeRelay(i));
@@ -223,8 +240,7 @@ class Tree {
         ? { unused: { capacity: 10, refill: '10/s' } }
         : {
             [POOL]: {
-              capacity: sc.capacity,
-              refill: `${sc.capacity * sc.refillFactor}/s`,
+              ...limitsOf(sc),
               leaseTtlMs: pool.ttlMs,
               maxLeaseTokens: pool.maxLeaseTokens,
               minGrantTokens: 1,
@@ -278,6 +294,12 @@ class Tree {
         if (prefix !== 'root') this.relayed += 1;
         this.closest = Math.max(this.closest, this.watch.admit(nowUs, 1));
         if (this.watch.violations > 0) throw new Error(`envelope broken at ${nowUs} µs: ${JSON.stringify(this.watch.worstWindow)}`);
+        if (this.windows !== null) {
+          this.windows.admit(nowUs, 1);
+          if (this.windows.violations > 0) throw new Error(`window over N at ${nowUs} µs: ${JSON.stringify(this.windows.fullest)}`);
+          if (this.windows.fullest !== null)
+            this.fullestWindow = Math.max(this.fullestWindow, this.windows.fullest.admittedTokens / this.sc.capacity);
+        }
       },
     );
     this.agents.push(agent);
@@ -384,6 +406,8 @@ describe('a tree of relays under a root coordinator', () => {
       let relayed = 0;
       let closest = -Infinity;
       let nestedRuns = 0;
+      let windowRuns = 0;
+      let fullest = 0;
       fc.assert(
         fc.property(scenarioArb, (sc) => {
           const tree = new Tree(sc);
@@ -394,15 +418,18 @@ describe('a tree of relays under a root coordinator', () => {
           relayed += tree.relayed;
           closest = Math.max(closest, tree.closest);
           if (tree.nestedCount > 0) nestedRuns += 1;
+          if (sc.window) windowRuns += 1;
+          fullest = Math.max(fullest, tree.fullestWindow);
         }),
         { seed, numRuns: RUNS },
       );
       console.log(
-        `relay-property: ${RUNS} runs (${nestedRuns} with relays under a relay), ${admitted} admissions (${relayed} under relays), ${crashes} relay crashes, ${reloads} relay reloads; closest window ${closest} tokens from the envelope`,
+        `relay-property: ${RUNS} runs (${nestedRuns} with relays under a relay), ${admitted} admissions (${relayed} under relays), ${crashes} relay crashes, ${reloads} relay reloads; closest window ${closest} tokens from the envelope; ${windowRuns} runs of window pools, fullest window ${fullest.toFixed(2)} of N`,
       );
       expect(relayed).toBeGreaterThan(0);
       expect(nestedRuns).toBeGreaterThan(0);
       expect(reloads).toBeGreaterThan(0);
+      expect(windowRuns).toBeGreaterThan(0);
     },
   );
 });

@@ -1,6 +1,6 @@
 /**
  * npm run sim -- [--scenarios N] [--seed S] [--duration 20s] [--pools mixed|bucket|window] [--json]
- * npm run sim -- --tree K [--agents N] [--calm] [--scenarios N] [--seed S] [--duration 20s]
+ * npm run sim -- --tree K [--agents N] [--calm] [--pools mixed|bucket|window] [--scenarios N] [--seed S] [--duration 20s]
  *
  * Runs N random scenarios (seeds S, S+1, …) through the simulator and
  * prints one line each, then a summary (memory and durable scenarios,
@@ -10,7 +10,8 @@
  * drawn: the usual mix (default), buckets only, or window pools only.
  *
  * `--tree K` runs tree scenarios instead (tree.ts treeScenario: K relays
- * over N agents, default 24, with relay and agent faults unless `--calm`),
+ * over N agents, default 24, with relay and agent faults unless `--calm`,
+ * buckets and window pools as `--pools` says),
  * each next to its flat twin, and prints utilization and round-trips at
  * the root per 1,000 admissions for both (tree-report.ts).
  */
@@ -82,7 +83,15 @@ function main(): number {
     const agents = values.agents === undefined ? TREE_AGENTS_DEFAULT : Number(values.agents);
     if (!Number.isSafeInteger(relays) || relays < 1) throw new Error('--tree must be a positive integer (relays)');
     if (!Number.isSafeInteger(agents) || agents < 1) throw new Error('--agents must be a positive integer');
-    const run = { seed, scenarios, relays, agents, durationUs: durationS * US_PER_S, calm: values.calm === true };
+    const run = {
+      seed,
+      scenarios,
+      relays,
+      agents,
+      durationUs: durationS * US_PER_S,
+      calm: values.calm === true,
+      mix: readMix(values.pools),
+    };
     return runTreeScenarios(run, (line) => console.log(line)) === 0 ? 0 : 1;
   }
   const mix = readMix(values.pools);

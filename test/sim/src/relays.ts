@@ -93,8 +93,9 @@ export function relayConfigOf(p: SimPool, tree: TreeSpec, index: number): RelayC
     subjectPrefix: relayPrefix(index),
     pools: {
       [POOL]: {
-        capacity: p.capacity,
-        refill: { tokens: p.refill.tokens, periodMs: p.refill.periodMs },
+        ...(p.window === true
+          ? { window: { limit: p.capacity, windowMs: p.refill.periodMs } }
+          : { capacity: p.capacity, refill: { tokens: p.refill.tokens, periodMs: p.refill.periodMs } }),
         leaseTtlMs: tree.relayLeaseTtlMs ?? p.leaseTtlMs,
         maxLeaseTokens: p.maxLeaseTokens,
         ...(p.minGrantTokens === undefined ? {} : { minGrantTokens: p.minGrantTokens }),
@@ -102,7 +103,6 @@ export function relayConfigOf(p: SimPool, tree: TreeSpec, index: number): RelayC
         ...(p.classWeights === undefined ? {} : { classWeights: p.classWeights }),
         ...(p.allowance ? { allowance: p.allowance } : {}),
         ...(p.leaseMode === undefined ? {} : { leaseMode: p.leaseMode }),
-        ...(p.window === true ? { window: { limit: p.capacity, windowMs: p.refill.periodMs } } : {}),
       },
     },
     uplink: { ...UPLINK_DEFAULTS, ...tree.uplink },

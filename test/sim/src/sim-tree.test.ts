@@ -252,7 +252,7 @@ describe('a tree of relays', () => {
   );
 
   it('asks the root far less than a flat fleet of the same size for about the same admissions', () => {
-    const { tree, flat } = compareTree(treeScenario(2026, 4, 24, 10_000_000, false));
+    const { tree, flat } = compareTree(treeScenario(2026, 4, 24, 10_000_000, false, 'bucket'));
     console.log(`sim: seed 2026, 4 relays, 24 agents, no faults\n  ${formatFigures('tree', tree)}\n  ${formatFigures('flat', flat)}`);
     expect(tree.result.violations).toEqual([]);
     expect(flat.result.violations).toEqual([]);

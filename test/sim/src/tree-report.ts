@@ -10,7 +10,7 @@
  *   admitted requests.
  * `runTreeScenarios` is what `tokenlease-sim --tree k` prints.
  */
-import { describeScenario } from './scenario.js';
+import { describeScenario, type ScenarioMix } from './scenario.js';
 import type { SimConfig, SimResult } from './sim-config.js';
 import { runSimulation } from './simulation.js';
 import { describeTree, flatTwinOf, treeScenario } from './tree.js';
@@ -62,19 +62,23 @@ export interface TreeRun {
   readonly agents: number;
   readonly durationUs: number;
   readonly calm: boolean;
+  /** Which pools the scenarios draw (treeScenario); default mixed. */
+  readonly mix?: ScenarioMix;
 }
 
 /** runTreeScenarios — runs and prints each scenario's tree and flat figures, then their totals; returns how many failed a check. */
 export function runTreeScenarios(run: TreeRun, log: (line: string) => void): number {
+  const mix = run.mix ?? 'mixed';
+  const flags = `${run.calm ? ' --calm' : ''}${mix === 'mixed' ? '' : ` --pools ${mix}`}`;
   const replay = (seed: number): string =>
-    `npm run sim -- --tree ${run.relays} --agents ${run.agents} --scenarios 1 --seed ${seed} --duration ${run.durationUs / US_PER_S}s${run.calm ? ' --calm' : ''}`;
+    `npm run sim -- --tree ${run.relays} --agents ${run.agents} --scenarios 1 --seed ${seed} --duration ${run.durationUs / US_PER_S}s${flags}`;
   log(
-    `simulating ${run.scenarios} tree scenarios (${run.relays} relays, ${run.agents} agents${run.calm ? ', no faults' : ', with faults'}) from SEED=${run.seed}, each next to its flat twin`,
+    `simulating ${run.scenarios} tree scenarios (${run.relays} relays, ${run.agents} agents${run.calm ? ', no faults' : ', with faults'}, ${mix} pools) from SEED=${run.seed}, each next to its flat twin`,
   );
   let failed = 0;
   const sums = { tree: new Totals(), flat: new Totals() };
   for (let i = 0; i < run.scenarios; i += 1) {
-    const config = treeScenario(run.seed + i, run.relays, run.agents, run.durationUs, !run.calm);
+    const config = treeScenario(run.seed + i, run.relays, run.agents, run.durationUs, !run.calm, mix);
     const { tree, flat } = compareTree(config);
     const violations = [...tree.result.violations, ...flat.result.violations.map((v) => `flat twin: ${v}`)];
     if (violations.length > 0) failed += 1;

@@ -8,7 +8,8 @@
 import { makeRate } from '@tokenlease/shared';
 import { seededRandom } from '@tokenlease/shared/testing';
 import type { Partition } from './network.js';
-import type { Fault, SimConfig, SimPool, TreeSpec } from './sim-config.js';
+import type { ScenarioMix } from './scenario.js';
+import { windowPool, type Fault, type SimConfig, type SimPool, type TreeSpec } from './sim-config.js';
 import { relayLink } from './sim-events.js';
 import type { WorkloadSpec } from './workload.js';
 
@@ -64,7 +65,9 @@ const FAULTS_FROM_US = 1_000_000;
 /**
  * treeScenario — a tree of `relays` relays over `agents` agents (up to two
  * of them on the root directly), drawn from `seed`: a bucket of B = 20 per
- * agent refilled at 2B/s, per-agent leases of a quarter of the agent's
+ * agent refilled at 2B/s (or a window pool of that B per 500 ms: in
+ * TREE_WINDOW_SHARE of them for the `mixed` mix, all for `window`, none
+ * for `bucket`), per-agent leases of a quarter of the agent's
  * share of B, a relay's chunk up to B/relays; a steady, bursty or zipf
  * workload of 1.2 to 3 times the refill; a network of 0.2 to 3 ms with some
  * loss and duplicates; relay clocks drifting up to TREE_RELAY_DRIFT_MAX.
@@ -79,6 +82,7 @@ export function treeScenario(
   agents = TREE_AGENTS_DEFAULT,
   durationUs = 20_000_000,
   faults = true,
+  mix: ScenarioMix = 'mixed',
 ): SimConfig {
   const r = seededRandom(seed);
   const capacity = 20 * agents;
@@ -115,14 +119,12 @@ export function treeScenario(
     seed,
     agents,
     durationUs,
-    pool: {
-      capacity,
-      refill: makeRate(2 * capacity, 1000),
+    pool: poolOf(mix === 'window' || (mix === 'mixed' && r.next() < TREE_WINDOW_SHARE), capacity, {
       leaseTtlMs,
       maxLeaseTokens: 5,
       minGrantTokens: 1,
       relayClasses: { relay: agents },
-    },
+    }),
     workload: workloads[r.int(0, workloads.length - 1)] as WorkloadSpec,
     network: {
       latencyUs: r.int(200, 3000),
@@ -140,6 +142,14 @@ export function treeScenario(
       relayDrift: Array.from({ length: relays }, () => (r.next() * 2 - 1) * TREE_RELAY_DRIFT_MAX),
     },
   };
+}
+
+/** TREE_WINDOW_SHARE — the share of tree scenarios whose pool is a sliding window rather than a bucket. */
+export const TREE_WINDOW_SHARE = 0.3;
+
+/** poolOf — a tree scenario's pool: B refilled at 2B/s, or at most B in every window of 500 ms. */
+function poolOf(window: boolean, capacity: number, rest: Omit<SimPool, 'capacity' | 'refill' | 'window'>): SimPool {
+  return window ? windowPool(capacity, 500, rest) : { ...rest, capacity, refill: makeRate(2 * capacity, 1000) };
 }
 
 /** describeTree — the tree part of a scenario's one-line description. */
