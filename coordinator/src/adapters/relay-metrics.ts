@@ -39,7 +39,7 @@ export class RelayMetrics {
           if (pool === undefined || !(credit instanceof RelayCredit)) continue;
           tokens.set({ pool: config.name }, credit.countedTokens);
           seconds.set({ pool: config.name }, Math.max(0, credit.leaseEndUs - t) / 1e6);
-          weight.set({ pool: config.name }, pool.parts.leases.weightsSum);
+          weight.set({ pool: config.name }, Math.max(1, pool.parts.leases.demandingWeightsSum));
         }
       },
     });
@@ -51,7 +51,7 @@ export class RelayMetrics {
     });
     const weight = new Gauge({
       name: 'tokenlease_relay_fleet_weight',
-      help: 'Σ weight of the live leases of the pool here: the fleet weight this relay states to the root.',
+      help: 'Σ weight of the live leases of the pool here whose agents report demand (at least 1): the fleet weight this relay states to the root.',
       labelNames: ['pool'],
       registers: [registry],
     });

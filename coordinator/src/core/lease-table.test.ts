@@ -28,3 +28,25 @@ describe('LeaseTable soonest expiry', () => {
     expect(table.boundTokensSum).toBe(0);
   });
 });
+
+describe('LeaseTable weight sums', () => {
+  it('sums the weights of all live leases, and of those whose agents report demand', () => {
+    const table = new LeaseTable('w-');
+    const a = table.open('a', SECRET, 1, 1_000);
+    const b = table.open('b', SECRET, 1, 1_000);
+    table.setWeight(a, 3);
+    expect([table.weightsSum, table.demandingWeightsSum]).toEqual([4, 0]);
+    table.setDemand(a, 10);
+    expect(table.demandingWeightsSum).toBe(3);
+    table.setWeight(a, 5); // a weight changed while demanding counts at once
+    table.setDemand(b, 2);
+    expect([table.weightsSum, table.demandingWeightsSum]).toEqual([6, 6]);
+    table.setDemand(a, 0); // gone idle: its lease still weighs in the whole sum only
+    expect([table.weightsSum, table.demandingWeightsSum]).toEqual([6, 1]);
+    table.setDemand(a, 7);
+    table.remove(a);
+    expect([table.weightsSum, table.demandingWeightsSum]).toEqual([1, 1]);
+    expect(table.reclaimExpired(1_000)).toEqual(['b']);
+    expect([table.weightsSum, table.demandingWeightsSum]).toEqual([0, 0]);
+  });
+});

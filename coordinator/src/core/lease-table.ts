@@ -53,6 +53,7 @@ export class LeaseTable {
   private rateSum = 0;
   private weightSum = 0;
   private demandSum = 0;
+  private demandingWeightSum = 0;
   private issued = 0;
   private readonly expiries = new MinHeap<LeaseRecord>();
   /** Parts of leases ended by `retire`, by agent: counted until their expiry. */
@@ -79,7 +80,13 @@ export class LeaseTable {
   /** setDemand — records the demand a lease's agent reported, and the sum with it. */
   setDemand(record: LeaseRecord, demandPerSecond: number): void {
     this.demandSum += demandPerSecond - record.demandPerSecond;
+    if (record.demandPerSecond > 0 !== demandPerSecond > 0) this.demandingWeightSum += demandPerSecond > 0 ? record.weight : -record.weight;
     record.demandPerSecond = demandPerSecond;
+  }
+
+  /** demandingWeightsSum — Σ weight over live leases whose agents last reported some demand (what a relay states as its fleet weight). */
+  get demandingWeightsSum(): number {
+    return this.demandingWeightSum;
   }
 
   /** weightSum — Σ weight over live leases. */
@@ -158,6 +165,7 @@ export class LeaseTable {
   /** setWeight — changes a lease's weight and the sum with it. */
   setWeight(record: LeaseRecord, weight: number): void {
     this.weightSum += weight - record.weight;
+    if (record.demandPerSecond > 0) this.demandingWeightSum += weight - record.weight;
     record.weight = weight;
   }
 
@@ -188,7 +196,7 @@ export class LeaseTable {
     this.setDemand(record, 0);
     this.byAgent.delete(record.agentId);
     this.weightSum -= record.weight;
-    if (this.byAgent.size === 0) this.demandSum = 0;
+    if (this.byAgent.size === 0) [this.demandSum, this.demandingWeightSum] = [0, 0];
     this.compactExpiries();
     return bound;
   }

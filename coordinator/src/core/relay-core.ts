@@ -160,6 +160,6 @@ function viewOf<R>(pool: Pool<R>): DownstreamView {
     demandPerSecond: p.leases.demandPerSecondSum,
     waitingTurnsTokens: p.waiters.turnsTokens,
     waiting: p.waiters.size,
-    fleetWeight: p.leases.weightsSum,
+    fleetWeight: p.leases.demandingWeightsSum,
   };
 }

@@ -10,7 +10,8 @@
  * - `tokensLeft` is `level + Σ downstream bounds` (RelayCredit): never less
  *   than what the subtree may still spend, or the root would count too little.
  * - Under a class (`agentClass`), a request states the relay's fleet
- *   weight, Σ its live downstream leases' weights (at least 1): a root
+ *   weight, Σ the weights of its live downstream leases whose agents
+ *   report demand (at least 1): a root
  *   that lists the class in `relayClasses` weighs the relay as that fleet.
  * - `tokensWanted` tops the level up to what the downstream agents' reported
  *   demand needs over `refreshMs`, plus the turns of held requests (at least
@@ -62,7 +63,7 @@ export interface DownstreamView {
   readonly demandPerSecond: number;
   readonly waitingTurnsTokens: number;
   readonly waiting: number;
-  /** Σ weight over the live downstream leases: the fleet the relay speaks for. */
+  /** Σ weight over the live downstream leases whose agents report demand: the fleet the relay speaks for. */
   readonly fleetWeight: number;
 }
 

@@ -40,7 +40,8 @@ export interface LeaseRequest {
   readonly agentClass?: string;
   /**
    * The weight of the fleet the request speaks for: a relay states the sum
-   * of its live downstream leases' weights. Counted only for a class the
+   * of the weights of its live downstream leases whose agents report
+   * demand. Counted only for a class the
    * pool lists in `relayClasses`, up to the most it allows; absent: 1.
    */
   readonly fleetWeight?: number;
