@@ -8,8 +8,11 @@
  * - round-trips at the root per 1,000 admissions: request attempts that
  *   reached for the root (the agents' on it, the relays') per 1,000
  *   admitted requests.
- * `runTreeScenarios` is what `tokenlease-sim --tree k` prints.
+ * `runTreeScenarios` is what `tokenlease-sim --tree k` prints; a tree
+ * fails it on any check, or when, saturated after its faults, it falls
+ * short of its fault-free twin (converge.ts).
  */
+import { convergenceProblem } from './converge.js';
 import { describeScenario, type ScenarioMix } from './scenario.js';
 import type { SimConfig, SimResult } from './sim-config.js';
 import { runSimulation } from './simulation.js';
@@ -80,7 +83,12 @@ export function runTreeScenarios(run: TreeRun, log: (line: string) => void): num
   for (let i = 0; i < run.scenarios; i += 1) {
     const config = treeScenario(run.seed + i, run.relays, run.agents, run.durationUs, !run.calm, mix);
     const { tree, flat } = compareTree(config);
-    const violations = [...tree.result.violations, ...flat.result.violations.map((v) => `flat twin: ${v}`)];
+    const converged = convergenceProblem(config, tree.result);
+    const violations = [
+      ...tree.result.violations,
+      ...(converged === null ? [] : [converged]),
+      ...flat.result.violations.map((v) => `flat twin: ${v}`),
+    ];
     if (violations.length > 0) failed += 1;
     sums.tree.add(tree);
     sums.flat.add(flat);
