@@ -118,10 +118,12 @@ export function startRelayService(options: RelayServiceOptions): RelayService {
         logger.debug({ event: 'upstream-unanswered', pool: request.pool, err: error }, 'no upstream reply');
       },
     );
-  const pump = (): void => {
-    const timeoutMs = config.uplink.holdMs + config.uplink.replyTimeoutMs;
-    for (const request of core.upstream(nowUs())) void ask(request, timeoutMs);
+  const send = (requests: readonly (LeaseRequest | LeaseReturn)[]): void => {
+    for (const request of requests) {
+      void ask(request, request.op === 'acquire' ? config.uplink.holdMs + config.uplink.replyTimeoutMs : config.uplink.replyTimeoutMs);
+    }
   };
+  const pump = (): void => send(core.upstream(nowUs()));
   const timer = new TickTimer(
     nowUs,
     () => {
@@ -140,8 +142,9 @@ export function startRelayService(options: RelayServiceOptions): RelayService {
     replies.send(core.receive(subject, payload, port, startUs), nowUs(), { subject });
     replies.observer?.handled(parseSubject(prefix, subject)?.op ?? '(bad subject)', (nowUs() - startUs) / 1e6);
     replies.faults(core.core.takeFaults());
-    pump();
-    timer.schedule(core.nextDeadlineUs());
+    // Only the pool this request reached: the work of a request does not grow with the pools held.
+    send(core.upstreamTouched(nowUs()));
+    timer.schedule(core.touchedDeadlineUs());
   });
 
   const announce = (): void =>

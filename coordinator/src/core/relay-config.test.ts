@@ -21,6 +21,7 @@ describe('parseRelayConfig', () => {
     });
     expect(parseRelayConfig('relay.yaml', { ...GOOD, uplink: { agentClass: 'relay-eu' } }).uplink.agentClass).toBe('relay-eu');
     expect(parseRelayConfig('relay.yaml', { ...GOOD, uplink: { identity: 'edge-eu' } }).uplink.identity).toBe('edge-eu');
+    expect(parseRelayConfig('relay.yaml', { ...GOOD, templates: { 't:*': POOL } }).downstream.templates[0]?.prefix).toBe('t:');
     const windowed = parseRelayConfig('relay.yaml', { ...GOOD, pools: { api: { window: '100/min' } } }).downstream.pools[0];
     expect(windowed?.window).toEqual({ limit: 100, windowMs: 60_000 });
   });
@@ -32,7 +33,7 @@ describe('parseRelayConfig', () => {
     ['the same prefix up and down', { ...GOOD, subjectPrefix: 'root' }, /must differ/],
     ['a rate pool', { ...GOOD, pools: { api: { ...POOL, leaseMode: 'rate' } } }, /chunk-mode bucket/],
     ['an allowance', { ...GOOD, pools: { api: { ...POOL, allowance: 5 } } }, /chunk-mode bucket/],
-    ['templates', { ...GOOD, templates: { 't:*': POOL } }, /templates/],
+    ['a template of rate leases', { ...GOOD, templates: { 't:*': { ...POOL, leaseMode: 'rate' } } }, /templates\.t:\*.*chunk-mode bucket/],
     ['an unknown uplink field', { ...GOOD, uplink: { constructor: 1 } }, /not an uplink field/],
     ['a drift margin of 0.5', { ...GOOD, uplink: { driftMargin: 0.5 } }, /driftMargin/],
     ['a fractional hold', { ...GOOD, uplink: { holdMs: 1.5 } }, /holdMs/],

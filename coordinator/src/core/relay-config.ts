@@ -15,8 +15,8 @@
  * the root's: every grant of the root is checked against them and refused
  * (nothing served from it) when they differ; a window pool's `window` is
  * the root's (its limit and window are the capacity and refill the root's
- * grants name). Relayed pools lease chunks, without an allowance: no rate
- * leases or templates.
+ * grants name). Relayed pools and templates lease chunks, without an
+ * allowance: no rate leases.
  */
 import { assertSubjectPrefix, ID_FORM, isProtocolId } from '@tokenlease/shared';
 import { CoordinatorError } from '../errors.js';
@@ -64,11 +64,14 @@ export function parseRelayConfig(source: string, doc: unknown): RelayConfig {
   const rest = Object.fromEntries([...fields].filter(([key]) => !RELAY_KEYS.has(key)));
   const downstream = parseCoordinatorConfig(source, rest);
   if (downstream.subjectPrefix === upstreamPrefix) fail('subjectPrefix', 'must differ from upstreamPrefix');
-  if (downstream.templates.length > 0) fail('templates', 'are not relayed: name each pool');
   if (downstream.shadow) fail('shadow', 'is not relayed');
-  for (const pool of downstream.pools) {
+  const served = [
+    ...downstream.pools.map((pool) => ({ pool, field: `pools.${pool.name}` })),
+    ...downstream.templates.map((t) => ({ pool: t.pool, field: `templates.${t.pool.name}` })),
+  ];
+  for (const { pool, field } of served) {
     const bad = pool.leaseMode !== 'chunk' || pool.allowance !== 0 || pool.shadow;
-    if (bad) fail(`pools.${pool.name}`, 'must be a chunk-mode bucket or window pool without an allowance or shadow mode to be relayed');
+    if (bad) fail(field, 'must be a chunk-mode bucket or window pool without an allowance or shadow mode to be relayed');
   }
   return { upstreamPrefix, downstream, uplink: readUplink(fields.get('uplink') ?? {}, fail) };
 }

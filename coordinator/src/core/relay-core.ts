@@ -14,9 +14,15 @@
  *   old pool's agents may still spend) and a new one, with a new agent id,
  *   starts from nothing.
  * - Work per call does not grow with the number of downstream leases: the
- *   uplink reads the pool's running sums.
+ *   uplink reads the pool's running sums. A request touches one pool and
+ *   its uplink (`upstreamTouched`, `touchedDeadlineUs`); a tick looks at
+ *   every pool held, as the coordinator's tick does.
+ * - Template pools are relayed as configured ones, each with its own
+ *   uplink; a pool forgotten (idle past its template's `idleEvictMs`, or
+ *   removed and drained) has no downstream lease left, so its upstream
+ *   lease is returned.
  */
-import type { LeaseRequest, LeaseReturn, Reply } from '@tokenlease/shared';
+import { parseSubject, type LeaseRequest, type LeaseReturn, type Reply } from '@tokenlease/shared';
 import type { PoolConfig } from './config.js';
 import { CoordinatorCore } from './coordinator-core.js';
 import type { ReconfigureSummary } from './pool-registry.js';
@@ -35,6 +41,8 @@ export class RelayCore<R> {
   readonly core: CoordinatorCore<R>;
   private readonly uplinks = new Map<string, Uplink>();
   private configNow: RelayConfig;
+  /** The pool the last `receive` named, or null. */
+  private touched: string | null = null;
 
   constructor(
     config: RelayConfig,
@@ -87,6 +95,7 @@ export class RelayCore<R> {
 
   /** receive — a downstream request: answered exactly as a coordinator answers it. */
   receive(subject: string, payload: Uint8Array, replyTo: R, nowUs: number): Delivery<R>[] {
+    this.touched = parseSubject(this.core.config.subjectPrefix, subject)?.pool ?? null;
     return this.core.receive(subject, payload, replyTo, nowUs);
   }
 
@@ -94,16 +103,43 @@ export class RelayCore<R> {
     return this.core.tick(nowUs);
   }
 
-  /** upstream — the requests due to the root at `nowUs`, one at most per pool. */
-  upstream(nowUs: number): LeaseRequest[] {
-    const out: LeaseRequest[] = [];
-    for (const pool of this.core.config.pools) {
-      const found = this.uplinkFor(pool.name);
-      if (found === undefined) continue;
-      const request = found.uplink.poll(nowUs, viewOf(found.pool));
-      if (request !== null) out.push(request);
+  /**
+   * upstream — what is due to the root at `nowUs`: a request at most per
+   * pool served (configured or made from a template), and the return of
+   * the upstream lease of every pool no longer held (an idle template pool
+   * forgotten, a removed pool gone): nothing downstream draws on it.
+   */
+  upstream(nowUs: number): (LeaseRequest | LeaseReturn)[] {
+    const out: (LeaseRequest | LeaseReturn)[] = [];
+    for (const held of this.core.held()) {
+      if (held.kind !== 'removed') this.poll(held.name, nowUs, out);
+    }
+    for (const [name, uplink] of this.uplinks) {
+      if (this.core.pool(name) !== undefined) continue;
+      this.uplinks.delete(name);
+      const ret = uplink.returnRequest(0);
+      if (ret !== null) out.push(ret);
     }
     return out;
+  }
+
+  /** upstreamTouched — the request due to the root at `nowUs` for the pool the last `receive` reached, if any (work independent of the pools held). */
+  upstreamTouched(nowUs: number): LeaseRequest[] {
+    const out: LeaseRequest[] = [];
+    if (this.touched !== null) this.poll(this.touched, nowUs, out);
+    return out;
+  }
+
+  /** touchedDeadlineUs — when the pool the last `receive` reached, or its uplink, next has work (Infinity: none). */
+  touchedDeadlineUs(): number {
+    const uplink = this.touched === null ? undefined : this.uplinks.get(this.touched);
+    return Math.min(this.core.touchedDeadlineUs(), uplink?.nextDueUs() ?? Infinity);
+  }
+
+  private poll(name: string, nowUs: number, out: (LeaseRequest | LeaseReturn)[]): void {
+    const found = this.uplinkFor(name);
+    const request = found?.uplink.poll(nowUs, viewOf(found.pool)) ?? null;
+    if (request !== null) out.push(request);
   }
 
   /**

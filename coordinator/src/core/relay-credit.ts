@@ -135,8 +135,9 @@ export class RelayCredit extends Credit {
     throw new Error(`pool ${this.poolName}: a relayed pool is never taken over from a store`);
   }
 
+  /** fullAtUs — now: a relayed pool has nothing to refill, so once idle it may be forgotten (and its upstream lease returned). */
   override fullAtUs(): number {
-    return Infinity;
+    return this.lastRefillUs;
   }
 
   /** accruesAtUs — the level holds `tokens` now, or only after a grant of the root (Infinity). */

@@ -14,7 +14,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { decodeReply, encodeMessage, subjectFor, type LeaseRequest, type Reply, type Request } from '@tokenlease/shared';
+import { decodeReply, encodeMessage, subjectFor, type LeaseRequest, type LeaseReturn, type Reply, type Request } from '@tokenlease/shared';
 import { EnvelopeWatch, propertySeed, seededRandom, WindowWatch, type Random } from '@tokenlease/shared/testing';
 import { parseCoordinatorConfig } from './config.js';
 import { CoordinatorCore } from './coordinator-core.js';
@@ -48,6 +48,8 @@ interface Scenario {
   readonly nested: boolean;
   /** A sliding-window pool (at most `capacity` in every window of 1 s / refillFactor) rather than a bucket. */
   readonly window: boolean;
+  /** The pool made from a template (`ap*`) at the root and at the relays, which forget it when idle and return its upstream lease. */
+  readonly templates: boolean;
 }
 
 const scenarioArb: fc.Arbitrary<Scenario> = fc.record({
@@ -66,7 +68,11 @@ const scenarioArb: fc.Arbitrary<Scenario> = fc.record({
   steps: fc.integer({ min: 1000, max: 4000 }),
   nested: fc.boolean(),
   window: fc.integer({ min: 0, max: 2 }).map((n) => n === 0),
+  templates: fc.integer({ min: 0, max: 2 }).map((n) => n === 0),
 });
+
+/** TEMPLATE — the template key the agents' pool POOL is made from when a scenario says `templates`. */
+const TEMPLATE = 'ap*';
 
 /** limitsOf — a scenario's pool limits as configuration fields: a window, or capacity and refill. */
 function limitsOf(sc: Scenario): Record<string, unknown> {
@@ -204,25 +210,29 @@ class Tree {
   reloads = 0;
   /** Window pools: the fullest window seen, as a fraction of N. */
   fullestWindow = 0;
+  /** Upstream leases the relays returned (pools forgotten). */
+  upstreamReturns = 0;
 
   constructor(private readonly sc: Scenario) {
     this.rnd = seededRandom(sc.seed);
     const pool = limitsOf(sc);
-    const rootConfig = parseCoordinatorConfig('root.yaml', {
-      subjectPrefix: 'root',
-      pools: {
-        [POOL]: {
-          ...pool,
-          leaseTtlMs: sc.rootTtlMs,
-          maxLeaseTokens: Math.max(1, Math.floor(sc.capacity / sc.rootLeaseShare)),
-          minGrantTokens: 1,
-          maxHoldMs: Math.floor(sc.rootTtlMs / 4),
-        },
-      },
-    });
+    const rootPool = {
+      ...pool,
+      leaseTtlMs: sc.rootTtlMs,
+      maxLeaseTokens: Math.max(1, Math.floor(sc.capacity / sc.rootLeaseShare)),
+      minGrantTokens: 1,
+      maxHoldMs: Math.floor(sc.rootTtlMs / 4),
+    };
+    const rootConfig = parseCoordinatorConfig(
+      'root.yaml',
+      sc.templates
+        ? { subjectPrefix: 'root', templates: { [TEMPLATE]: rootPool } }
+        : { subjectPrefix: 'root', pools: { [POOL]: rootPool } },
+    );
     this.root = new CoordinatorCore(rootConfig, 1, 0);
-    this.watch = new EnvelopeWatch(sc.capacity, rootConfig.pools[0]!.refill);
-    this.windows = sc.window ? new WindowWatch(sc.capacity, rootConfig.pools[0]!.refill.periodMs * MS) : null;
+    const refill = (rootConfig.pools[0] ?? rootConfig.templates[0]!.pool).refill;
+    this.watch = new EnvelopeWatch(sc.capacity, refill);
+    this.windows = sc.window ? new WindowWatch(sc.capacity, refill.periodMs * MS) : null;
     for (let i = 0; i < sc.relays; i += 1) {
       this.incarnations.push(0);
       this.relays.push(this.makeRelay(i));
@@ -234,23 +244,29 @@ class Tree {
   /** relayConfig — relay `i`'s configuration: its pool with `ttlMs` and `maxLeaseTokens`, or none (`pool` null). */
   private relayConfig(i: number, pool: { readonly ttlMs: number; readonly maxLeaseTokens: number } | null): RelayConfig {
     const sc = this.sc;
-    // A relay serves one pool at least: without the agents' pool it serves one the root does not have.
-    const pools =
+    const fields =
       pool === null
-        ? { unused: { capacity: 10, refill: '10/s' } }
+        ? null
         : {
-            [POOL]: {
-              ...limitsOf(sc),
-              leaseTtlMs: pool.ttlMs,
-              maxLeaseTokens: pool.maxLeaseTokens,
-              minGrantTokens: 1,
-              maxHoldMs: Math.min(30, Math.floor(pool.ttlMs / 4)),
-            },
+            ...limitsOf(sc),
+            leaseTtlMs: pool.ttlMs,
+            maxLeaseTokens: pool.maxLeaseTokens,
+            minGrantTokens: 1,
+            maxHoldMs: Math.min(30, Math.floor(pool.ttlMs / 4)),
           };
+    // A relay serves one pool at least: without the agents' pool it serves one the root does not have.
+    const unused = { unused: { capacity: 10, refill: '10/s' } };
+    // A template pool is forgotten after one to two TTLs idle, and made again at the next request.
+    const served =
+      fields === null
+        ? { pools: unused }
+        : sc.templates
+          ? { pools: unused, templates: { [TEMPLATE]: { ...fields, idleEvictMs: this.rnd.int(fields.leaseTtlMs, 2 * fields.leaseTtlMs) } } }
+          : { pools: { [POOL]: fields } };
     return parseRelayConfig('relay.yaml', {
       upstreamPrefix: this.upstreamOf(i),
       subjectPrefix: `relay${i}`,
-      pools,
+      ...served,
       uplink: { driftMargin: DRIFT_MARGIN, holdMs: 20, replyTimeoutMs: 60, refreshMs: 200 },
     });
   }
@@ -332,19 +348,20 @@ class Tree {
     });
   }
 
-  private sendUp(i: number, relay: RelayCore<Answer>, request: LeaseRequest): void {
+  private sendUp(i: number, relay: RelayCore<Answer>, request: LeaseRequest | LeaseReturn): void {
     const payload = encodeMessage(request);
     const answer: Answer = (reply) => {
-      if (this.relays[i] !== relay) return; // crashed since
+      if (this.relays[i] !== relay || request.op !== 'acquire') return; // crashed since, or a return's receipt
       this.deliverAll(relay.upstreamReply(request, reply, this.nowUs).out);
       this.checkRelay(relay);
     };
     const upstream = this.upstreamOf(i);
     this.post(() => {
-      if (upstream === 'root') this.deliverAll(this.root.receive(subjectFor('root', request.op, POOL), payload, answer, this.nowUs));
+      const subject = subjectFor(upstream, request.op, request.pool);
+      if (upstream === 'root') this.deliverAll(this.root.receive(subject, payload, answer, this.nowUs));
       else {
         const parent = this.relays[0]!;
-        this.deliverAll(parent.receive(subjectFor(upstream, request.op, POOL), payload, answer, this.nowUs));
+        this.deliverAll(parent.receive(subject, payload, answer, this.nowUs));
         this.checkRelay(parent);
       }
     });
@@ -352,7 +369,7 @@ class Tree {
 
   /** reload — relay `i` takes a new configuration: its pool's TTL, lease size and hold changed, or the pool removed (or back). */
   private reload(i: number, relay: RelayCore<Answer>): void {
-    const configured = relay.config.downstream.pools.some((p) => p.name === POOL);
+    const configured = relay.config.downstream.pools.some((p) => p.name === POOL) || relay.config.downstream.templates.length > 0;
     const pool =
       configured && this.rnd.next() < 0.3 ? null : { ttlMs: this.rnd.int(50, 1000), maxLeaseTokens: this.rnd.int(1, this.sc.capacity) };
     const config = this.relayConfig(i, pool);
@@ -382,7 +399,10 @@ class Tree {
       }
       if (this.rnd.next() * 1000 < this.sc.reloadPerMille) this.reload(i, relay);
       this.deliverAll(relay.tick(this.nowUs));
-      for (const request of relay.upstream(this.nowUs)) this.sendUp(i, relay, request);
+      for (const request of relay.upstream(this.nowUs)) {
+        if (request.op === 'return') this.upstreamReturns += 1;
+        this.sendUp(i, relay, request);
+      }
       this.checkRelay(relay);
     });
     if (this.nowUs >= this.phaseEndUs) {
@@ -407,6 +427,8 @@ describe('a tree of relays under a root coordinator', () => {
       let closest = -Infinity;
       let nestedRuns = 0;
       let windowRuns = 0;
+      let templateRuns = 0;
+      let upstreamReturns = 0;
       let fullest = 0;
       fc.assert(
         fc.property(scenarioArb, (sc) => {
@@ -419,17 +441,20 @@ describe('a tree of relays under a root coordinator', () => {
           closest = Math.max(closest, tree.closest);
           if (tree.nestedCount > 0) nestedRuns += 1;
           if (sc.window) windowRuns += 1;
+          if (sc.templates) templateRuns += 1;
+          upstreamReturns += tree.upstreamReturns;
           fullest = Math.max(fullest, tree.fullestWindow);
         }),
         { seed, numRuns: RUNS },
       );
       console.log(
-        `relay-property: ${RUNS} runs (${nestedRuns} with relays under a relay), ${admitted} admissions (${relayed} under relays), ${crashes} relay crashes, ${reloads} relay reloads; closest window ${closest} tokens from the envelope; ${windowRuns} runs of window pools, fullest window ${fullest.toFixed(2)} of N`,
+        `relay-property: ${RUNS} runs (${nestedRuns} with relays under a relay), ${admitted} admissions (${relayed} under relays), ${crashes} relay crashes, ${reloads} relay reloads; closest window ${closest} tokens from the envelope; ${windowRuns} runs of window pools, fullest window ${fullest.toFixed(2)} of N; ${templateRuns} runs of template pools, ${upstreamReturns} upstream leases returned`,
       );
       expect(relayed).toBeGreaterThan(0);
       expect(nestedRuns).toBeGreaterThan(0);
       expect(reloads).toBeGreaterThan(0);
       expect(windowRuns).toBeGreaterThan(0);
+      expect(upstreamReturns).toBeGreaterThan(0);
     },
   );
 });

@@ -35,7 +35,7 @@ import {
   type RelayCredit,
   type UplinkSettings,
 } from '@tokenlease/coordinator';
-import { encodeMessage, subjectFor, type LeaseRequest } from '@tokenlease/shared';
+import { encodeMessage, subjectFor, type LeaseRequest, type LeaseReturn } from '@tokenlease/shared';
 import type { Broken, RelayFault, SimPool, TreeSpec } from './sim-config.js';
 import { relayOfSlot } from './tree.js';
 import { COORDINATOR_TICK_US_MAX, POOL, PREFIX, relayLink, type Event, type ReplyTo } from './sim-events.js';
@@ -161,7 +161,10 @@ export class Relays {
         const target = e.to.relay;
         const relay = target === undefined ? undefined : this.relays[target.index];
         if (target === undefined || relay === undefined || relay.incarnation !== target.incarnation) return;
-        return this.act(relay, nowUs, (t) => relay.core.upstreamReply(target.request, e.reply, t).out);
+        const request = target.request;
+        // A return's receipt changes nothing at the relay: the pool it returned is gone.
+        if (request.op !== 'acquire') return;
+        return this.act(relay, nowUs, (t) => relay.core.upstreamReply(request, e.reply, t).out);
       }
       case 'relay-tick': {
         const relay = this.relays[e.relay];
@@ -264,7 +267,7 @@ export class Relays {
       this.guard(relay, () => relay.core.tick(t)),
       nowUs,
     );
-    let requests: LeaseRequest[] = [];
+    let requests: (LeaseRequest | LeaseReturn)[] = [];
     try {
       requests = relay.core.upstream(t);
     } catch (error) {
@@ -276,7 +279,7 @@ export class Relays {
     this.host.push(at, { k: 'relay-tick', relay: relay.index, gen: relay.tickGen });
   }
 
-  private sendUp(relay: SimRelay, request: LeaseRequest, nowUs: number): void {
+  private sendUp(relay: SimRelay, request: LeaseRequest | LeaseReturn, nowUs: number): void {
     relay.attempts += 1;
     this.upstreamAttempts += 1;
     const to: ReplyTo = {

@@ -2,7 +2,7 @@
  * The simulator's events and timing constants.
  */
 import { TICK_MS_MAX as COORDINATOR_TICK_MS_MAX } from '@tokenlease/coordinator';
-import type { LeaseRequest, Reply } from '@tokenlease/shared';
+import type { LeaseRequest, LeaseReturn, Reply } from '@tokenlease/shared';
 import type { Arrival } from './workload.js';
 
 /**
@@ -22,7 +22,7 @@ export interface ReplyTo {
 export interface RelayTarget {
   readonly index: number;
   readonly incarnation: number;
-  readonly request: LeaseRequest;
+  readonly request: LeaseRequest | LeaseReturn;
 }
 
 /** relayLink — the network slot of relay `index`'s link to the root (negative: never an agent's). */

@@ -8,6 +8,11 @@
  * starts over under a new upstream agent id) while the agents go on; one
  * that changes the upstream prefix is refused and changes nothing. The
  * root's B + r·T holds over the agents' merged logs throughout.
+ *
+ * Then tenant pools: a relay serving `tenant:*` makes each tenant's pool
+ * at its first request under an upstream lease of its own, and once the
+ * tenant's agents have gone and the pool is forgotten (`idleEvictMs`), it
+ * returns that lease to the root, long before the root's TTL would.
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -21,6 +26,7 @@ import {
   startAgentProcess,
   startCoordinator,
   startRelay,
+  StatusProbe,
   writeConfig,
 } from '@tokenlease/harness/fleet';
 import { logEvents } from '@tokenlease/harness/log-events';
@@ -119,4 +125,77 @@ describe('a relay operated like a coordinator', () => {
     expect(report.ok, `worst window ${JSON.stringify(report.worstWindow)}`).toBe(true);
     expect(afterReload).toBeGreaterThan(0);
   });
+
+  it(
+    'relays tenant pools from a template, each under its own upstream lease, returned once the pool is forgotten',
+    { timeout: 60_000 },
+    async () => {
+      const { seed, random } = seededRun('relay-templates', import.meta.url);
+      const dir = scratchDir();
+      const root = `tlrtpl${seed}`;
+      const tenant = { capacity: 100, refill: '200/s' };
+      // The root's leases last 3 s: a lease returned is gone well before one that lapses.
+      const rootTemplate = { ...tenant, leaseTtlMs: 3000, maxLeaseTokens: 50, relayClasses: { relay: 100 } };
+      await startCoordinator(nats().url, writeConfig(dir, { subjectPrefix: root, templates: { 'tenant:*': rootTemplate } }));
+      const rootQuietEnd = Date.now() + rootTemplate.leaseTtlMs;
+      const configPath = join(dir, 'relay.json');
+      const doc = {
+        upstreamPrefix: root,
+        subjectPrefix: `${root}r`,
+        templates: { 'tenant:*': { ...tenant, leaseTtlMs: 500, maxLeaseTokens: 10, idleEvictMs: 1000 } },
+        uplink: { refreshMs: 250, holdMs: 100, replyTimeoutMs: 250, agentClass: 'relay' },
+      };
+      writeFileSync(configPath, JSON.stringify(doc));
+      const relay = await startRelay(nats().url, configPath, `tpl${seed}`);
+      // Past the root's quiet period (its longest TTL), so tenant pools are made full.
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, rootQuietEnd - Date.now())));
+      const tenants = ['tenant:a', 'tenant:b'];
+      const paths = tenants.map((t) => join(dir, `${t.replace(':', '-')}.log`));
+      const agents = await Promise.all(
+        tenants.map((pool, k) =>
+          startAgentProcess({
+            natsUrl: nats().url,
+            subjectPrefix: `${root}r`,
+            pool,
+            name: `t${k}`,
+            seed: random.int(0, 2 ** 31),
+            durationMs: 2500,
+            logPath: paths[k] as string,
+            traffic: { kind: 'steady', perSecond: 300 },
+          }),
+        ),
+      );
+      expect((await Promise.all(agents.map((a) => a.exited))).map((e) => e.code)).toEqual([0, 0]);
+      const closedAtUs = hostMonoNowUs();
+      const uplinks = new Map(
+        logEvents(relay.lines, { event: 'uplink-started' }).map((e) => [String(e.fields['pool']), String(e.fields['agentId'])]),
+      );
+      expect([...uplinks.keys()].sort()).toEqual(tenants);
+      for (const [k, path] of paths.entries()) {
+        const report = checkEnvelope(readAdmissionLog(path), tenant.capacity, makeRate(200, 1000));
+        console.log(`relay-operations: ${tenants[k]}: ${JSON.stringify(report)}`);
+        expect(report.ok).toBe(true);
+        expect(report.admittedTokens).toBeGreaterThan(100);
+      }
+      // Forgotten after a second idle, the tenant pools' upstream leases go back to the root.
+      const probe = await StatusProbe.connect(nats().url);
+      try {
+        const gone = async (pool: string): Promise<boolean> => (await probe.status(pool, root, uplinks.get(pool))).agentLease === null;
+        let left = tenants;
+        for (let i = 0; i < 60 && left.length > 0; i += 1) {
+          await new Promise((resolve) => setTimeout(resolve, 100));
+          const still = await Promise.all(left.map(async (pool) => ((await gone(pool)) ? null : pool)));
+          left = still.filter((pool): pool is string => pool !== null);
+        }
+        const afterMs = Math.round((hostMonoNowUs() - closedAtUs) / 1000);
+        console.log(
+          `relay-operations: tenant pools' upstream leases returned within ${afterMs} ms of their agents' exit (root TTL 3000 ms)`,
+        );
+        expect(left).toEqual([]);
+        expect(afterMs).toBeLessThan(rootTemplate.leaseTtlMs);
+      } finally {
+        await probe.close();
+      }
+    },
+  );
 });
