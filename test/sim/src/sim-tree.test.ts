@@ -115,25 +115,22 @@ describe('a tree of relays', () => {
   };
   // Bursts every 1.5 s with the root failing over between them, while the
   // relays and their agents hold what is left of their leases.
-  const burstyDurableTree = (seed: number, broken?: Broken): SimConfig => ({
-    seed,
-    agents: 6,
-    durationUs: 10_000_000,
-    pool: { capacity: 60, refill: makeRate(120, 1000), leaseTtlMs: 1000, maxLeaseTokens: 10, minGrantTokens: 1 },
-    workload: { name: 'bursty', load: 1, onMs: 100, offMs: 1400 },
-    network: { latencyUs: 1000, lossRate: 0, duplicateRate: 0 },
-    partitions: [],
-    faults: [1, 2, 3, 4, 5].map((s) => ({
-      kind: 'failover-coordinator' as const,
-      atUs: s * 1_500_000 + 500_000,
-      downUs: 50_000,
-      deposedUs: 100_000,
-    })),
-    driftMax: 0.01,
-    durable: { writeUsMin: 100, writeUsMax: 2000 },
-    tree: { relays: 2, rootMaxLeaseTokens: 30 },
-    ...(broken === undefined ? {} : { broken }),
-  });
+  const burstyDurableTree = (seed: number, broken?: Broken): SimConfig => {
+    const bursts = relayBursts(seed, false);
+    return {
+      ...bursts,
+      pool: { ...bursts.pool, leaseTtlMs: 1000 },
+      faults: [1, 2, 3, 4, 5].map((s) => ({
+        kind: 'failover-coordinator' as const,
+        atUs: s * 1_500_000 + 500_000,
+        downUs: 50_000,
+        deposedUs: 100_000,
+      })),
+      durable: { writeUsMin: 100, writeUsMax: 2000 },
+      tree: { relays: 2, rootMaxLeaseTokens: 30 },
+      ...(broken === undefined ? {} : { broken }),
+    };
+  };
 
   it.each([1, 2, 3])('keeps every check with a durable root failing over under the tree (seed %i)', (seed) => {
     const config = durableTree(seed);

@@ -15,27 +15,18 @@
  * returns that lease to the root, long before the root's TTL would.
  */
 import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { hostMonoNowUs, makeRate } from '@tokenlease/shared';
 import { checkEnvelope } from '@tokenlease/shared/testing';
-import {
-  readAdmissionLog,
-  reloadBySighup,
-  scratchDir,
-  startAgentProcess,
-  startCoordinator,
-  startRelay,
-  StatusProbe,
-  writeConfig,
-} from '@tokenlease/harness/fleet';
+import { readAdmissionLog, reloadBySighup, startRelay, StatusProbe } from '@tokenlease/harness/fleet';
 import { logEvents } from '@tokenlease/harness/log-events';
 import { provideNats } from '@tokenlease/harness/nats';
 import { operatorCliScript } from '@tokenlease/harness/paths';
 import { freePort } from '@tokenlease/harness/ports';
 import { spawnNode } from '@tokenlease/harness/processes';
 import { httpStatus, scrape, valueOf, waitForStatus } from '@tokenlease/harness/scrape';
-import { seededRun, serverForSuite } from '../servers.js';
+import { startRelayRoot, startSteadyAgents, writeRelayConfig } from '../relay-tree.js';
+import { serverForSuite } from '../servers.js';
 
 const POOL = 'api';
 const LIMITS = { capacity: 200, refill: '400/s' };
@@ -45,37 +36,23 @@ describe('a relay operated like a coordinator', () => {
   const nats = serverForSuite(provideNats);
 
   it('serves metrics, health and status, lists its pools, and reloads on SIGHUP', { timeout: 60_000 }, async () => {
-    const { seed, random } = seededRun('relay-operations', import.meta.url);
-    const dir = scratchDir();
-    const root = `tlrops${seed}`;
     const rootPool = { ...LIMITS, leaseTtlMs: 1000, maxLeaseTokens: 100, relayClasses: { relay: 100 } };
-    await startCoordinator(nats().url, writeConfig(dir, { subjectPrefix: root, pools: { [POOL]: rootPool, extra: rootPool } }));
+    const rootDoc = (root: string): object => ({ subjectPrefix: root, pools: { [POOL]: rootPool, extra: rootPool } });
+    const run = await startRelayRoot(nats().url, 'relay-operations', import.meta.url, 'tlrops', rootDoc);
+    const { seed, dir, root } = run;
     const relayDoc = (pools: object, upstreamPrefix = root): object => ({
       upstreamPrefix,
       subjectPrefix: `${root}r`,
       pools,
       uplink: { refreshMs: 250, holdMs: 200, replyTimeoutMs: 250, agentClass: 'relay' },
     });
-    const configPath = join(dir, 'relay.json');
-    writeFileSync(configPath, JSON.stringify(relayDoc({ [POOL]: { ...LIMITS, leaseTtlMs: 600, maxLeaseTokens: 20 } })));
+    const configPath = writeRelayConfig(dir, 'relay', relayDoc({ [POOL]: { ...LIMITS, leaseTtlMs: 600, maxLeaseTokens: 20 } }));
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;
     const relay = await startRelay(nats().url, configPath, `ops${seed}`, { http: `127.0.0.1:${port}` });
-    const paths = [0, 1].map((k) => join(dir, `agent-${k}.log`));
-    const agents = await Promise.all(
-      paths.map((path, k) =>
-        startAgentProcess({
-          natsUrl: nats().url,
-          subjectPrefix: `${root}r`,
-          pool: POOL,
-          name: `o${k}`,
-          seed: random.int(0, 2 ** 31),
-          durationMs: RUN_MS,
-          logPath: path,
-          traffic: { kind: 'steady', perSecond: 300 },
-        }),
-      ),
-    );
+    const spec = { prefix: `${root}r`, pools: [POOL, POOL], name: 'o', durationMs: RUN_MS, perSecond: 300 };
+    const { paths, agents } = await startSteadyAgents(nats().url, run, spec);
+
     await new Promise((resolve) => setTimeout(resolve, 1500));
 
     expect(await httpStatus(`${base}/healthz`)).toBe(200);
@@ -130,41 +107,26 @@ describe('a relay operated like a coordinator', () => {
     'relays tenant pools from a template, each under its own upstream lease, returned once the pool is forgotten',
     { timeout: 60_000 },
     async () => {
-      const { seed, random } = seededRun('relay-templates', import.meta.url);
-      const dir = scratchDir();
-      const root = `tlrtpl${seed}`;
       const tenant = { capacity: 100, refill: '200/s' };
       // The root's leases last 3 s: a lease returned is gone well before one that lapses.
       const rootTemplate = { ...tenant, leaseTtlMs: 3000, maxLeaseTokens: 50, relayClasses: { relay: 100 } };
-      await startCoordinator(nats().url, writeConfig(dir, { subjectPrefix: root, templates: { 'tenant:*': rootTemplate } }));
+      const rootDoc = (root: string): object => ({ subjectPrefix: root, templates: { 'tenant:*': rootTemplate } });
+      const run = await startRelayRoot(nats().url, 'relay-templates', import.meta.url, 'tlrtpl', rootDoc);
+      const { seed, dir, root } = run;
       const rootQuietEnd = Date.now() + rootTemplate.leaseTtlMs;
-      const configPath = join(dir, 'relay.json');
       const doc = {
         upstreamPrefix: root,
         subjectPrefix: `${root}r`,
         templates: { 'tenant:*': { ...tenant, leaseTtlMs: 500, maxLeaseTokens: 10, idleEvictMs: 1000 } },
         uplink: { refreshMs: 250, holdMs: 100, replyTimeoutMs: 250, agentClass: 'relay' },
       };
-      writeFileSync(configPath, JSON.stringify(doc));
-      const relay = await startRelay(nats().url, configPath, `tpl${seed}`);
+      const relay = await startRelay(nats().url, writeRelayConfig(dir, 'relay', doc), `tpl${seed}`);
       // Past the root's quiet period (its longest TTL), so tenant pools are made full.
       await new Promise((resolve) => setTimeout(resolve, Math.max(0, rootQuietEnd - Date.now())));
       const tenants = ['tenant:a', 'tenant:b'];
-      const paths = tenants.map((t) => join(dir, `${t.replace(':', '-')}.log`));
-      const agents = await Promise.all(
-        tenants.map((pool, k) =>
-          startAgentProcess({
-            natsUrl: nats().url,
-            subjectPrefix: `${root}r`,
-            pool,
-            name: `t${k}`,
-            seed: random.int(0, 2 ** 31),
-            durationMs: 2500,
-            logPath: paths[k] as string,
-            traffic: { kind: 'steady', perSecond: 300 },
-          }),
-        ),
-      );
+      const spec = { prefix: `${root}r`, pools: tenants, name: 'tenant', durationMs: 2500, perSecond: 300 };
+      const { paths, agents } = await startSteadyAgents(nats().url, run, spec);
+
       expect((await Promise.all(agents.map((a) => a.exited))).map((e) => e.code)).toEqual([0, 0]);
       const closedAtUs = hostMonoNowUs();
       const uplinks = new Map(

@@ -5,46 +5,43 @@
  * tree, and what the killed relay's agents admit after the kill is at most
  * what that relay held from the root (its last upstream grant's bound).
  */
-import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { hostMonoNowUs, makeRate } from '@tokenlease/shared';
 import { checkEnvelope } from '@tokenlease/shared/testing';
-import { readAdmissionLog, scratchDir, startAgentProcess, startCoordinator, startRelay, writeConfig } from '@tokenlease/harness/fleet';
+import { readAdmissionLog, startAgentProcess, startRelay } from '@tokenlease/harness/fleet';
 import { parseLogLine } from '@tokenlease/harness/log-events';
 import { provideNats } from '@tokenlease/harness/nats';
-import { seededRun, serverForSuite } from '../servers.js';
+import { startRelayRoot, startSteadyAgents, writeRelayConfig } from '../relay-tree.js';
+import { serverForSuite } from '../servers.js';
 
 const CAPACITY = 200;
 const REFILL = makeRate(400, 1000);
 const RUN_MS = 6000;
 const KILL_AT_MS = 3000;
+const POOL = 'api';
+const LIMITS = { capacity: CAPACITY, refill: '400/s' };
+
+/** The root's pool: leases of up to 100, so a relay's chunk covers its agents. */
+const rootDoc = (root: string): object => ({
+  subjectPrefix: root,
+  pools: { [POOL]: { ...LIMITS, leaseTtlMs: 1000, maxLeaseTokens: 100 } },
+});
+/** A relay on `prefix` leasing from `root`: the root's limits, shorter and smaller leases. */
+const relayDoc = (root: string, prefix: string): object => ({
+  upstreamPrefix: root,
+  subjectPrefix: prefix,
+  pools: { [POOL]: { ...LIMITS, leaseTtlMs: 600, maxLeaseTokens: 20 } },
+  uplink: { refreshMs: 250, holdMs: 50, replyTimeoutMs: 250 },
+});
 
 describe('relays under a root coordinator over real NATS', () => {
   const nats = serverForSuite(provideNats);
 
   it('keep B + r·T over the whole tree, and a killed relay strands at most what it held', { timeout: 60_000 }, async () => {
-    const { seed, random } = seededRun('relay', import.meta.url);
-    const dir = scratchDir();
-    const root = `tlroot${seed}`;
-    const pool = 'api';
-    const limits = { capacity: CAPACITY, refill: '400/s' };
-    await startCoordinator(
-      nats().url,
-      writeConfig(dir, { subjectPrefix: root, pools: { [pool]: { ...limits, leaseTtlMs: 1000, maxLeaseTokens: 100 } } }),
-    );
+    const { seed, random, dir, root } = await startRelayRoot(nats().url, 'relay', import.meta.url, 'tlroot', rootDoc);
     const relays = await Promise.all(
-      [0, 1].map(async (i) => {
-        const doc = {
-          upstreamPrefix: root,
-          subjectPrefix: `${root}r${i}`,
-          pools: { [pool]: { ...limits, leaseTtlMs: 600, maxLeaseTokens: 20 } },
-          uplink: { refreshMs: 250, holdMs: 50, replyTimeoutMs: 250 },
-        };
-        const configPath = join(dir, `relay-${i}.json`);
-        writeFileSync(configPath, JSON.stringify(doc));
-        return startRelay(nats().url, configPath, `r${i}s${seed}`);
-      }),
+      [0, 1].map((i) => startRelay(nats().url, writeRelayConfig(dir, `relay-${i}`, relayDoc(root, `${root}r${i}`)), `r${i}s${seed}`)),
     );
     const logs = [0, 1].flatMap((i) => [0, 1].map((j) => ({ relay: i, path: join(dir, `agent-${i}-${j}.log`) })));
     const agents = await Promise.all(
@@ -52,7 +49,7 @@ describe('relays under a root coordinator over real NATS', () => {
         startAgentProcess({
           natsUrl: nats().url,
           subjectPrefix: `${root}r${relay}`,
-          pool,
+          pool: POOL,
           name: `a${k}`,
           seed: random.int(0, 2 ** 31),
           durationMs: RUN_MS,
@@ -96,42 +93,13 @@ describe('relays under a root coordinator over real NATS', () => {
   });
 
   it('moves the agents of a killed relay to the root when they list it, and the envelope holds', { timeout: 60_000 }, async () => {
-    const { seed, random } = seededRun('relay-failover', import.meta.url);
-    const dir = scratchDir();
-    const root = `tlfo${seed}`;
-    const pool = 'api';
-    const limits = { capacity: CAPACITY, refill: '400/s' };
-    await startCoordinator(
-      nats().url,
-      writeConfig(dir, { subjectPrefix: root, pools: { [pool]: { ...limits, leaseTtlMs: 1000, maxLeaseTokens: 100 } } }),
-    );
-    const configPath = join(dir, 'relay.json');
-    writeFileSync(
-      configPath,
-      JSON.stringify({
-        upstreamPrefix: root,
-        subjectPrefix: `${root}r`,
-        pools: { [pool]: { ...limits, leaseTtlMs: 600, maxLeaseTokens: 20 } },
-        uplink: { refreshMs: 250, holdMs: 50, replyTimeoutMs: 250 },
-      }),
-    );
+    const run = await startRelayRoot(nats().url, 'relay-failover', import.meta.url, 'tlfo', rootDoc);
+    const { seed, dir, root } = run;
+    const configPath = writeRelayConfig(dir, 'relay', relayDoc(root, `${root}r`));
     const relay = await startRelay(nats().url, configPath, `rs${seed}`);
-    const paths = [0, 1].map((k) => join(dir, `agent-${k}.log`));
-    const agents = await Promise.all(
-      paths.map((path, k) =>
-        startAgentProcess({
-          natsUrl: nats().url,
-          subjectPrefix: `${root}r`,
-          failoverPrefixes: [root],
-          pool,
-          name: `f${k}`,
-          seed: random.int(0, 2 ** 31),
-          durationMs: RUN_MS,
-          logPath: path,
-          traffic: { kind: 'steady', perSecond: 300 },
-        }),
-      ),
-    );
+    const spec = { prefix: `${root}r`, failoverPrefixes: [root], pools: [POOL, POOL], name: 'f', durationMs: RUN_MS, perSecond: 300 };
+    const { paths, agents } = await startSteadyAgents(nats().url, run, spec);
+
     await new Promise((resolve) => setTimeout(resolve, KILL_AT_MS));
     const killedAtUs = hostMonoNowUs();
     relay.proc.kill('SIGKILL');
