@@ -3,7 +3,8 @@
  * the Prometheus configuration and rules, and the Grafana provisioning and
  * dashboard parse and refer to files, services, ports and datasources that
  * exist; every metric they name is one a coordinator (durable mode, so its
- * store metrics are there too) or the agent collector really exports; and
+ * store metrics are there too), the relay (on the stack's own pools and
+ * relay configuration) or the agent collector really exports; and
  * the Dockerfile's commands work when run directly: the coordinator stage
  * is rebuilt in a scratch folder (its COPY lines from this checkout, its
  * RUN lines as written, with a scratch npm cache) and its ENTRYPOINT, CMD
@@ -11,14 +12,14 @@
  * compose agent's command.
  */
 import { execFileSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AgentMetrics } from '@tokenlease/agent';
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import type { AgentProcessConfig } from '@tokenlease/harness/agent-process';
-import { scratchDir, startAgentProcess, startCoordinator, writeConfig } from '@tokenlease/harness/fleet';
+import { scratchDir, startAgentProcess, startCoordinator, startRelay, writeConfig } from '@tokenlease/harness/fleet';
 import { waitForEvent } from '@tokenlease/harness/log-events';
 import { provideNats } from '@tokenlease/harness/nats';
 import { REPO_ROOT } from '@tokenlease/harness/paths';
@@ -36,6 +37,7 @@ interface Service {
   readonly image?: string;
   readonly build?: { context: string; dockerfile: string; target: string };
   readonly command?: readonly string[];
+  readonly entrypoint?: readonly string[];
   readonly volumes?: readonly string[];
   readonly depends_on?: readonly string[];
   readonly environment?: Readonly<Record<string, string>>;
@@ -83,6 +85,7 @@ describe('the compose stack, without Docker', () => {
         'nats',
         'prometheus',
         'redis',
+        'relay',
       ].sort(),
     );
     // `docker compose up -d` starts the servers alone, as before; the profile "stack" adds the rest.
@@ -110,6 +113,14 @@ describe('the compose stack, without Docker', () => {
         expect(dockerfile.map((s) => s.name)).toContain(service.build.target);
       }
     }
+    // The relay runs the coordinator image with the relay's script, which that stage copies.
+    const relay = services['relay'];
+    expect(relay?.build?.target).toBe('coordinator');
+    expect(existsSync(join(REPO_ROOT, relay?.entrypoint?.[1] ?? ''))).toBe(true);
+    expect(stage('coordinator').instructions.some((i) => i.keyword === 'COPY' && i.args === 'coordinator/bin coordinator/bin')).toBe(true);
+    expect(relay?.command?.[relay.command.indexOf('--http') + 1]).toBe('0.0.0.0:9464');
+    const reports = JSON.parse(services['agent-reports']?.command?.[0] ?? '{}') as AgentProcessConfig;
+    expect(reports.subjectPrefix).toBe((yamlOf('deploy/relay.yaml') as { subjectPrefix: string }).subjectPrefix);
     const home = services['grafana']?.environment?.['GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH'];
     expect(home).toBe('/var/lib/grafana/dashboards/tokenlease.json');
   });
@@ -125,6 +136,7 @@ describe('the compose stack, without Docker', () => {
       [
         'coordinator-1:9464',
         'coordinator-2:9464',
+        'relay:9464',
         ...['agent-checkout', 'agent-search', 'agent-reports'].map((name) => `${name}:${agentPort(name)}`),
       ].sort(),
     );
@@ -144,10 +156,14 @@ describe('the compose stack, without Docker', () => {
     for (const panel of dashboard.panels) expect(panel.datasource.uid).toBe(datasource?.uid);
   });
 
-  it('names only metrics the coordinator and the agent collector really export', async () => {
+  it('names only metrics the coordinator, the relay and the agent collector really export', async () => {
     const port = await freePort();
     const dir = scratchDir();
-    const configPath = writeConfig(dir, { subjectPrefix: `tldeploy${process.pid}`, pools: { api: { capacity: 10, refill: '10/s' } } });
+    // The stack's own pools and relay, on prefixes of this run's.
+    const prefix = `tldeploy${process.pid}`;
+    const configPath = writeConfig(dir, { ...yamlOf('deploy/pools.yaml'), subjectPrefix: prefix });
+    const relayPath = join(dir, 'relay.json');
+    writeFileSync(relayPath, JSON.stringify({ ...yamlOf('deploy/relay.yaml'), upstreamPrefix: prefix, subjectPrefix: `${prefix}-edge` }));
     const coordinator = await startCoordinator(nats().url, configPath, {
       redisUrl: redis().url,
       member: 'deploy-names',
@@ -157,9 +173,14 @@ describe('the compose stack, without Docker', () => {
     });
     await waitForEvent(coordinator, { event: 'pool-owned', pool: 'api' }, 10_000);
     const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    const relayPort = await freePort();
+    const relay = await startRelay(nats().url, relayPath, 'deploy-edge', { logLevel: 'info', http: `127.0.0.1:${relayPort}` });
+    await waitForEvent(relay, { event: 'upstream-lease', pool: 'api' }, 10_000);
+    const relayText = await (await fetch(`http://127.0.0.1:${relayPort}/metrics`)).text();
+    expect(relayText).toMatch(/^tokenlease_relay_upstream_tokens\{pool="api"\} [1-9]/m);
     const registry = new Registry();
     new AgentMetrics(registry);
-    const exported = new Set([...exposedNames(text), ...exposedNames(await registry.metrics())]);
+    const exported = new Set([...exposedNames(text), ...exposedNames(relayText), ...exposedNames(await registry.metrics())]);
     expect(exported).toContain('tokenlease_store_write_seconds_bucket');
     expect(exported).toContain('tokenlease_agent_round_trip_seconds_bucket');
     const rules = (yamlOf('deploy/prometheus/rules.yml') as { groups: { rules: { expr: string }[] }[] }).groups.flatMap((g) => g.rules);
@@ -169,6 +190,7 @@ describe('the compose stack, without Docker', () => {
     expect(named.size).toBeGreaterThan(20);
     expect([...named].filter((name) => !exported.has(name))).toEqual([]);
     for (const expr of dashboard.panels.flatMap((p) => p.targets.map((t) => t.expr))) expect(expr).toMatch(/tokenlease_|\bup\b/);
+    await stop(relay);
     await stop(coordinator);
   });
 
