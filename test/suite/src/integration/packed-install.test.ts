@@ -61,16 +61,17 @@ describe('the packed tarballs', () => {
     await nats?.stop();
   });
 
-  it('install as real folders (no workspace links), with the coordinator bin', () => {
+  it('install as real folders (no workspace links), with the coordinator and relay bins', () => {
     for (const name of PACKAGES) {
       const installed = join(app, 'node_modules', '@tokenlease', name);
       expect(realpathSync(installed), `${name} is linked, not installed`).toBe(installed);
     }
     expect(existsSync(join(app, 'node_modules', '.bin', 'tokenlease-coordinator'))).toBe(true);
+    expect(existsSync(join(app, 'node_modules', '.bin', 'tokenlease-relay'))).toBe(true);
     expect(readdirSync(join(app, 'node_modules', '@tokenlease')).sort()).toEqual([...PACKAGES].sort());
   });
 
-  it('run: the bin serves a pool and the imported agent admits through it', { timeout: 60 * S }, async () => {
+  it('run: the bin serves a pool, the relay bin relays it, and the imported agent admits through both', { timeout: 60 * S }, async () => {
     const prefix = `tlpacked${process.pid}`;
     const config = join(app, 'pools.json');
     writeFileSync(config, JSON.stringify({ subjectPrefix: prefix, pools: { api: { capacity: 20, refill: '20/s', leaseTtlMs: 500 } } }));
@@ -82,15 +83,28 @@ describe('the packed tarballs', () => {
       '--memory',
     ]);
     await waitForEvent(coordinator, { event: 'serving' }, 15 * S);
-    const user = spawnNode('packed-app', join(app, 'main.mjs'), [nats.url, prefix]);
-    const { code } = await user.exited;
-    expect(code, user.stderr()).toBe(0);
-    const result = JSON.parse(user.lines.at(-1) ?? '{}') as { admitted: number; errorClass: string };
-    expect(result).toEqual({
-      admitted: 5,
-      limits: { capacityTokens: 20, maxLeaseTokens: 2, refillTokens: 20, refillPeriodMs: 1000 },
-      middleware: true,
-      errorClass: 'function',
-    });
+    // The installed relay serves the same pool on a prefix of its own; the app admits through either.
+    const relayConfig = join(app, 'relay.json');
+    const relayPool = { capacity: 20, refill: '20/s', leaseTtlMs: 500 };
+    writeFileSync(relayConfig, JSON.stringify({ upstreamPrefix: prefix, subjectPrefix: `${prefix}r`, pools: { api: relayPool } }));
+    const relay = spawnProcess('packed-relay', join(app, 'node_modules', '.bin', 'tokenlease-relay'), [
+      '--config',
+      relayConfig,
+      '--nats',
+      nats.url,
+    ]);
+    await waitForEvent(relay, { event: 'relay-serving' }, 15 * S);
+    for (const through of [prefix, `${prefix}r`]) {
+      const user = spawnNode(`packed-app:${through}`, join(app, 'main.mjs'), [nats.url, through]);
+      const { code } = await user.exited;
+      expect(code, user.stderr()).toBe(0);
+      const result = JSON.parse(user.lines.at(-1) ?? '{}') as { admitted: number; errorClass: string };
+      expect(result, through).toEqual({
+        admitted: 5,
+        limits: { capacityTokens: 20, maxLeaseTokens: 2, refillTokens: 20, refillPeriodMs: 1000 },
+        middleware: true,
+        errorClass: 'function',
+      });
+    }
   });
 });
