@@ -402,7 +402,12 @@ describe('rate leases', () => {
   // rate leases renewed every 100 ms across a slow network (100 ms one
   // way): an agent that accrues its new rate from when it sent the renewal,
   // or keeps accruing its old rate while the renewal is in flight, holds
-  // more than the coordinator counts, and the fleet overshoots B + r·T.
+  // more than the coordinator counts once its top-up arrives. From the
+  // send, the fleet overshoots B + r·T; in flight, the excess is the old
+  // rate over one leg of the round-trip, which the level (fed by little
+  // more than the reserve) rarely leaves room to show in the envelope, so
+  // the check of the agent's balance against the coordinator's count is
+  // what catches it.
   const burstyRates = (seed: number, broken?: Broken): SimConfig => ({
     seed,
     agents: 4,
@@ -412,23 +417,28 @@ describe('rate leases', () => {
     network: { latencyUs: 100_000, lossRate: 0, duplicateRate: 0 },
     partitions: [],
     faults: [],
-    driftMax: 0.01,
+    driftMax: RATE_SCENARIO_DRIFT_MAX,
     keeper: { refreshMs: 100 },
     ...(broken === undefined ? {} : { broken }),
   });
+  const SEEDS = [1, 2, 3, 4, 5, 6, 7, 8];
+  const heldTooMuch = (r: SimResult): boolean => r.violations.some((v) => v.includes('more than the coordinator counts'));
 
   it('keeps every check with slow renewals in bursts (honest agents)', () => {
-    for (const seed of [1, 2, 3, 4]) expect(runSimulation(burstyRates(seed)).violations).toEqual([]);
+    for (const seed of SEEDS) expect(runSimulation(burstyRates(seed)).violations).toEqual([]);
   });
 
-  it.each(['accrue-from-send', 'accrue-in-flight'] as const)(
-    'catches an agent broken so: %s: the envelope fails for some seeds',
-    (broken) => {
-      const runs = [1, 2, 3, 4].map((seed) => runSimulation(burstyRates(seed, broken)));
-      console.log(`sim: ${broken}: worst excess ${runs.map((r) => r.worstExcessTokens.toFixed(1)).join(', ')} tokens`);
-      expect(runs.some((r) => r.worstExcessTokens > 1 && r.violations.some((v) => v.includes('envelope exceeded')))).toBe(true);
-    },
-  );
+  it('catches an agent broken so: accrue-from-send: the envelope fails for some seeds', () => {
+    const runs = SEEDS.map((seed) => runSimulation(burstyRates(seed, 'accrue-from-send')));
+    console.log(`sim: accrue-from-send: worst excess ${runs.map((r) => r.worstExcessTokens.toFixed(1)).join(', ')} tokens`);
+    expect(runs.some((r) => r.worstExcessTokens > 1 && r.violations.some((v) => v.includes('envelope exceeded')))).toBe(true);
+  });
+
+  it('catches an agent broken so: accrue-in-flight: it holds more than the coordinator counts, on every seed', () => {
+    const runs = SEEDS.map((seed) => runSimulation(burstyRates(seed, 'accrue-in-flight')));
+    console.log(`sim: accrue-in-flight: worst excess ${runs.map((r) => r.worstExcessTokens.toFixed(1)).join(', ')} tokens`);
+    expect(runs.every(heldTooMuch)).toBe(true);
+  });
 
   it('lets a closing agent rest while its rate lease runs out, rather than tick in a loop', () => {
     // Seed 1021: rate leases renewed every 50 ms; agents close at the end of
