@@ -69,11 +69,11 @@ describe('LeaseKeeper with rate leases', () => {
     expect(keeper.slot.takeAt(4, 100_000)).toBe(true);
     expect(keeper.slot.takeAt(1, 100_000 + 1_108)).toBe(false);
     expect(keeper.slot.takeAt(1, 100_000 + 1_109)).toBe(true);
-    // The default margin is 1%: 1 s / 0.99.
+    // The default margin is 0.1%: 1 s / 0.999, rounded up.
     const byDefault = keeperWith();
     const req = acquireIn(byDefault.tick(0));
     byDefault.onReply(req.seq, rateGrant(req.seq), 0);
-    expect(byDefault.slot.ratePeriodUs).toBe(1_010_102);
+    expect(byDefault.slot.ratePeriodUs).toBe(1_001_002);
   });
 
   it('keeps the fraction accrued before a renewal for the same lease, drops it for a new one', () => {
