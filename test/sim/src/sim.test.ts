@@ -399,7 +399,7 @@ describe('a demand shift', () => {
 
 describe('rate leases', () => {
   // Four agents in bursts (a tenth of each second, at 4× B a second) with
-  // rate leases renewed every 100 ms across a slow network (100 ms one
+  // rate leases renewed every 100 ms across a slow network (50 ms one
   // way): an agent that accrues its new rate from when it sent the renewal,
   // or keeps accruing its old rate while the renewal is in flight, holds
   // more than the coordinator counts once its top-up arrives. From the
@@ -414,7 +414,7 @@ describe('rate leases', () => {
     durationUs: 10_000_000,
     pool: { capacity: 50, refill: makeRate(400, 1000), leaseTtlMs: 1000, maxLeaseTokens: 50, leaseMode: 'rate' },
     workload: { name: 'bursty', load: 1, onMs: 100, offMs: 900, takeShare: 0 },
-    network: { latencyUs: 100_000, lossRate: 0, duplicateRate: 0 },
+    network: { latencyUs: 50_000, lossRate: 0, duplicateRate: 0 },
     partitions: [],
     faults: [],
     driftMax: RATE_SCENARIO_DRIFT_MAX,
@@ -525,13 +525,10 @@ describe('rate leases', () => {
     expect(after).toBeGreaterThan(0.95 * before);
   });
 
-  // Known gap (see the README): an idle agent keeps renewing its share while
-  // its demand estimate (a 1 s moving average) decays, until it returns the
-  // lease; the busy agents get it 2.5-3 s after the shift, whatever the
-  // refresh interval. Reporting the demand of the last refresh interval
-  // instead frees it at once but starves bursty agents (a burst starts with
-  // an empty bucket). Records the goal; flips when rate leases meet it.
-  it.fails('moves the share of agents gone idle to the busy ones within one refresh interval (not yet)', () => {
+  // An idle agent's bucket fills; renewing with a full bucket it reports its
+  // recent demand (about none), not its 1 s average, and its share goes to
+  // the busy agents as they renew within the next refresh interval.
+  it('moves the share of agents gone idle to the busy ones within one refresh interval', () => {
     expect(secondFrom(10_000 + refreshMs + slackMs)).toBeGreaterThan(0.95 * before);
   });
 });
