@@ -440,6 +440,24 @@ describe('rate leases', () => {
     expect(runs.every(heldTooMuch)).toBe(true);
   });
 
+  // A coordinator whose rates and level pass the refill by 1/64 (told a
+  // refill that much faster than the one the checks judge): saturating
+  // agents renewing once a second spend it, and the longer windows pass
+  // B + r·T (by 4.6 and 5.5 tokens over these 10 s; renewing every 100 ms
+  // the round-trips' own loss hides it).
+  it('catches a coordinator broken so: rate-over-refill: the envelope fails for some seeds', () => {
+    const saturating = (seed: number, broken?: Broken): SimConfig => ({
+      ...burstyRates(seed, broken),
+      workload: { name: 'steady', load: 3, takeShare: 0 },
+      network: { latencyUs: 1000, lossRate: 0, duplicateRate: 0 },
+      keeper: { refreshMs: 1000 },
+    });
+    for (const seed of [1, 2]) expect(runSimulation(saturating(seed)).violations).toEqual([]);
+    const runs = [1, 2].map((seed) => runSimulation(saturating(seed, 'rate-over-refill')));
+    console.log(`sim: rate-over-refill: worst excess ${runs.map((r) => r.worstExcessTokens.toFixed(1)).join(', ')} tokens`);
+    expect(runs.some((r) => r.worstExcessTokens > 1 && r.violations.some((v) => v.includes('envelope exceeded')))).toBe(true);
+  });
+
   it('lets a closing agent rest while its rate lease runs out, rather than tick in a loop', () => {
     // Seed 1021: rate leases renewed every 50 ms; agents close at the end of
     // the run with nothing left to return. Before LeaseKeeper.nextDeadlineUs

@@ -27,7 +27,7 @@ import { EnvelopeWatch, WindowWatch } from './checks.js';
 import { Coordinators, type ClusterHost } from './coordinators.js';
 import { EventQueue } from './event-queue.js';
 import { Network } from './network.js';
-import { coordinatorConfigOf, earlyReleaseConfigOf, isRelayFault, windowOf, type SimConfig, type SimResult } from './sim-config.js';
+import { coordinatorConfigOf, isRelayFault, servedConfigOf, windowOf, type SimConfig, type SimResult } from './sim-config.js';
 import { LeaseLaw } from './lease-law.js';
 import { Relays, relayPrefix } from './relays.js';
 import { relayPartitionsOf, rootPoolOf } from './tree.js';
@@ -118,8 +118,8 @@ class Simulation {
     const flightUs = 4 * config.network.latencyUs + 10_000;
     const ttlMs = Math.max(p.leaseTtlMs, config.tree?.relayLeaseTtlMs ?? 0);
     this.reclaimDeadlineUs = config.reclaimDeadlineUs ?? (ttlMs + holdMsMax) * 1000 + COORDINATOR_TICK_US_MAX + flightUs;
-    // Broken on purpose: the coordinator is told a shorter window than the one the checks judge.
-    const served = config.broken === 'window-early-release' ? earlyReleaseConfigOf(p, POOL) : this.coordinatorConfig;
+    // Broken on purpose, the coordinator may be told other limits than the ones the checks judge.
+    const served = servedConfigOf(config, POOL) ?? this.coordinatorConfig;
     this.coordinators = new Coordinators(served, config, this.coordinatorHost(), seededRandom(config.seed ^ 0x570e));
     this.relays = config.tree === undefined ? null : new Relays(config.tree, p, this.relaysHost(), config.broken);
   }
