@@ -24,7 +24,11 @@
  * - The low watermark covers demand over `LOW_WATERMARK_RTTS` round-trips
  *   plus `LOW_WATERMARK_US_SLACK`, at most one lease.
  * - Demand goes on the wire in thousandths of a token per second, at most
- *   the protocol's `DEMAND_PER_SECOND_MAX`.
+ *   the protocol's `DEMAND_PER_SECOND_MAX`. A rate lease whose bucket is
+ *   full when it renews had more than it used: it reports the lesser of
+ *   the 1 s estimate and one over `RECENT_TIME_CONSTANT_US`, so the share
+ *   of an agent gone idle goes to the busy ones at its next renewal, not
+ *   as its 1 s estimate decays. Otherwise it reports the 1 s estimate.
  */
 import { DEMAND_PER_SECOND_MAX } from '@tokenlease/shared';
 import { DEMAND_PER_SECOND_MIN, DemandMeter } from './demand-meter.js';
@@ -39,9 +43,12 @@ const LOW_WATERMARK_RTTS = 2;
 const LOW_WATERMARK_US_SLACK = 10_000;
 /** Demand goes on the wire in steps of a thousandth of a token per second. */
 const DEMAND_STEPS_PER_TOKEN = 1000;
+/** How fast the estimate a full rate lease may report forgets, µs. */
+const RECENT_TIME_CONSTANT_US = 50_000;
 
 export class DemandWatch {
   private readonly meter = new DemandMeter();
+  private readonly recent = new DemandMeter(RECENT_TIME_CONSTANT_US);
   /** Admitted plus denied tokens at the last tick. */
   private lastDemandTokens = 0;
   private activeAtUs = 0;
@@ -58,15 +65,17 @@ export class DemandWatch {
     return this.meter.perSecond;
   }
 
-  /** perSecondOnWire — the estimate as an acquire carries it. */
-  perSecondOnWire(): number {
-    return Math.min(DEMAND_PER_SECOND_MAX, Math.round(this.meter.perSecond * DEMAND_STEPS_PER_TOKEN) / DEMAND_STEPS_PER_TOKEN);
+  /** perSecondOnWire — the estimate as an acquire carries it; `rateFull`: from a rate lease whose bucket is full (see the rules). */
+  perSecondOnWire(rateFull: boolean): number {
+    const perSecond = rateFull ? Math.min(this.meter.perSecond, this.recent.perSecond) : this.meter.perSecond;
+    return Math.min(DEMAND_PER_SECOND_MAX, Math.round(perSecond * DEMAND_STEPS_PER_TOKEN) / DEMAND_STEPS_PER_TOKEN);
   }
 
   /** observe — samples the slot's counters at `nowUs`, with `waitingTokens` of `take()` calls waiting. */
   observe(waitingTokens: number, nowUs: number): void {
     const demandTokens = this.slot.admittedTokens + this.slot.refusedTokens;
     this.meter.sample(demandTokens, nowUs);
+    this.recent.sample(demandTokens, nowUs);
     if (demandTokens !== this.lastDemandTokens || waitingTokens > 0) this.activeAtUs = nowUs;
     this.lastDemandTokens = demandTokens;
   }

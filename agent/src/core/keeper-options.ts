@@ -72,7 +72,7 @@ export const DEFAULT_KEEPER_OPTIONS: KeeperOptions = {
   fallbackPerSecond: 0,
   fallbackBurstTokens: 0,
   reportMs: 0,
-  rateDriftMargin: 0.01,
+  rateDriftMargin: 0.001,
   leaseTtlMsMax: 3_600_000,
 };
 

@@ -360,7 +360,7 @@ export class LeaseKeeper {
       leaseId: this.heldLeaseId,
       tokensLeft: s.hasLease ? s.balanceTokens : 0,
       tokensWanted,
-      demandPerSecond: this.demand.perSecondOnWire(),
+      demandPerSecond: this.demand.perSecondOnWire(this.rate.held && s.hasLease && s.balanceTokens >= s.rateCapTokens),
       holdMs: this.options.holdMs,
       ...(this.options.agentClass === null ? {} : { agentClass: this.options.agentClass }),
     };
@@ -415,7 +415,7 @@ export class LeaseKeeper {
     const sameLease = reply.leaseId === this.heldLeaseId && s.hasLease;
     if (!sameLease) this.stats.leasesStarted += 1;
     s.balanceTokens = (sameLease ? s.balanceTokens : 0) + reply.tokensGranted;
-    this.rate.granted(reply, nowUs, sameLease, this.demand.perSecond);
+    this.rate.granted(reply, nowUs, sameLease, flight.message.op === 'acquire' ? flight.message.demandPerSecond : this.demand.perSecond);
     this.reports.granted(s.balanceTokens, nowUs);
     this.heldLeaseId = reply.leaseId;
     this.ttlUs = reply.ttlMs * US_PER_MS;

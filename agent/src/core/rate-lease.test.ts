@@ -6,8 +6,11 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { LeaseGrant } from '@tokenlease/shared';
+import { DemandWatch } from './demand-watch.js';
+import { keeperOptions } from './keeper-options.js';
 import { acquireIn, grant, grantFor, keeperWith, only } from './lease-keeper.fixtures.js';
 import { LeaseSlot } from './lease-slot.js';
+import { RateRenewal } from './rate-renewal.js';
 
 function rateSlot(tokensPerPeriod: number, periodUs: number, capTokens: number, balance = 0): LeaseSlot {
   const slot = new LeaseSlot('pool-a');
@@ -69,11 +72,11 @@ describe('LeaseKeeper with rate leases', () => {
     expect(keeper.slot.takeAt(4, 100_000)).toBe(true);
     expect(keeper.slot.takeAt(1, 100_000 + 1_108)).toBe(false);
     expect(keeper.slot.takeAt(1, 100_000 + 1_109)).toBe(true);
-    // The default margin is 1%: 1 s / 0.99.
+    // The default margin is 0.1%: 1 s / 0.999, rounded up.
     const byDefault = keeperWith();
     const req = acquireIn(byDefault.tick(0));
     byDefault.onReply(req.seq, rateGrant(req.seq), 0);
-    expect(byDefault.slot.ratePeriodUs).toBe(1_010_102);
+    expect(byDefault.slot.ratePeriodUs).toBe(1_001_002);
   });
 
   it('keeps the fraction accrued before a renewal for the same lease, drops it for a new one', () => {
@@ -155,5 +158,33 @@ describe('LeaseKeeper with rate leases', () => {
     const before = keeper.slot.balanceTokens;
     keeper.slot.takeAt(1, 900_000);
     expect(keeper.slot.balanceTokens).toBe(before - 1);
+  });
+});
+
+describe('a rate lease gone idle', () => {
+  it('reports its recent demand when its bucket is full, its 1 s estimate otherwise', () => {
+    const slot = rateSlot(0, 1, 0, 1_000_000);
+    const watch = new DemandWatch(slot, keeperOptions());
+    // 1,000 tokens a second for 300 ms, then nothing for 200 ms.
+    for (let t = 0; t <= 300_000; t += 1_000) {
+      slot.takeAt(1, t);
+      watch.observe(0, t);
+    }
+    const busySlow = watch.perSecond;
+    expect(watch.perSecondOnWire(true)).toBe(watch.perSecondOnWire(false)); // the recent estimate is the higher
+    for (let t = 310_000; t <= 500_000; t += 10_000) watch.observe(0, t);
+    expect(watch.perSecondOnWire(false)).toBeGreaterThan(busySlow * 0.8); // e^(-0.2): the 1 s estimate barely moved
+    expect(watch.perSecondOnWire(true)).toBeLessThan(busySlow * 0.1); // e^(-4): the 50 ms one is near none
+  });
+
+  it('asks again early when demand comes back, measured against what its request reported', () => {
+    const options = keeperOptions({ refreshMs: 1000 });
+    const grantOf = (): LeaseGrant => rateGrant(1);
+    const idle = new RateRenewal(rateSlot(0, 1, 0), options);
+    idle.granted(grantOf(), 0, false, 2); // reported 2/s, its 1 s estimate still higher
+    expect(idle.outgrown(300_000, 100)).toBe(true);
+    const busy = new RateRenewal(rateSlot(0, 1, 0), options);
+    busy.granted(grantOf(), 0, false, 100);
+    expect(busy.outgrown(300_000, 100)).toBe(false);
   });
 });

@@ -5,9 +5,11 @@
  * - A lease is a rate lease when its grant carries a rate; it fills by
  *   itself, so it renews once per `refreshMs` after its grant (so its share
  *   follows its demand) or before it expires, not whenever it runs low.
- * - It asks early when its demand more than doubled since the grant (plus
- *   `OUTGROWN_PER_SECOND_SLACK`), or it got no rate and has demand at all;
- *   never within `OUTGROWN_REFRESH_FRACTION_MIN` of a refresh of its grant.
+ * - It asks early when its demand more than doubled since the request the
+ *   grant answers reported (plus `OUTGROWN_PER_SECOND_SLACK`), or it got no
+ *   rate and has demand at all; never within `OUTGROWN_REFRESH_FRACTION_MIN`
+ *   of a refresh of its grant. So a lease that reported itself idle asks
+ *   again early when demand comes back.
  * - It stops accruing when a request leaves (the coordinator re-bases the
  *   lease on the balance reported then) and accrues again from the reply's
  *   arrival, never from the send: the coordinator's accrual starts at its
@@ -49,7 +51,7 @@ export class RateRenewal {
   }
 
   /**
-   * granted — `reply` arrived at `nowUs` with demand `demandPerSecond`:
+   * granted — `reply` arrived at `nowUs` to a request that reported demand `demandPerSecond`:
    * its rate (or none) accrues from now. `sameLease`: it renews the lease
    * held, so the fraction of a token accrued before is kept.
    */

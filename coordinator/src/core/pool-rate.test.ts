@@ -1,7 +1,8 @@
 /**
  * Rate (trickle) leases: the pool "p" in rate mode (capacity 100, refill
- * 1000/s, so ρ is in tokens per second; 1/64 of it, 16, is never assigned,
- * leaving 984), leases of at most 20, TTL 1 s.
+ * 1000/s, so ρ is in tokens per second; 1/128 of it, 8 rounded up, is
+ * never assigned, leaving 992), leases of at most 20, TTL 1 s. A lease
+ * claims 19/20 of its demand; what the claims leave is shared by weight.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -24,27 +25,36 @@ const rateOf = (g: LeaseGrant): [number, number, number] => [
 ];
 
 describe('rate leases: grants', () => {
-  it('gives a lone agent its demand as a rate, a cap of its share of B (at most a lease), and fills it from the level', () => {
+  it('gives a lone agent its claim and what the claims leave as a rate, a cap of its share of B (at most a lease), and fills it from the level', () => {
     const pool = ratePool();
     const g = grantOf(acquire(pool, FULL_AT, { agentId: 'a', seq: 1, demandPerSecond: 500 }));
-    expect(rateOf(g)).toEqual([500, 1000, 20]);
+    expect(rateOf(g)).toEqual([992, 1000, 20]); // a claim of 475 and the 517 left
     expect([g.tokensGranted, g.tokensHeld]).toEqual([20, 20]);
     expect(status(pool, FULL_AT)).toMatchObject({ levelTokens: 80, leasedTokens: 20 });
   });
 
-  it('never assigns the reserve: a demand above 984/s gets 984', () => {
+  it('never assigns the reserve: a demand above 992/s gets 992', () => {
     const g = grantOf(acquire(ratePool(), FULL_AT, { agentId: 'a', seq: 1, demandPerSecond: 5000 }));
-    expect(g.rate?.tokensPerPeriod).toBe(984);
+    expect(g.rate?.tokensPerPeriod).toBe(992);
+  });
+
+  it('divides the claims max-min fairly: a claim that is met leaves its margin to the others', () => {
+    const pool = ratePool();
+    const a = grantOf(acquire(pool, FULL_AT, { agentId: 'a', seq: 1, demandPerSecond: 200 }));
+    const b = grantOf(acquire(pool, FULL_AT + MS, { agentId: 'b', seq: 1, demandPerSecond: 2000 }));
+    grantOf(acquire(pool, FULL_AT + 2 * MS, { agentId: 'a', seq: 2, leaseId: a.leaseId, tokensLeft: 0, demandPerSecond: 200 }));
+    const b2 = grantOf(acquire(pool, FULL_AT + 3 * MS, { agentId: 'b', seq: 2, leaseId: b.leaseId, tokensLeft: 0, demandPerSecond: 2000 }));
+    expect(b2.rate?.tokensPerPeriod).toBe(802); // a claims 190 of its 200
   });
 
   it('divides the refill max-min fairly, each within what the others leave, and converges as agents renew', () => {
     const pool = ratePool();
     const a1 = grantOf(acquire(pool, FULL_AT, { agentId: 'a', seq: 1, demandPerSecond: 800 }));
     const b1 = grantOf(acquire(pool, FULL_AT + MS, { agentId: 'b', seq: 1, demandPerSecond: 800 }));
-    expect([a1.rate?.tokensPerPeriod, b1.rate?.tokensPerPeriod]).toEqual([800, 184]); // a holds 800 until it renews
+    expect([a1.rate?.tokensPerPeriod, b1.rate?.tokensPerPeriod]).toEqual([992, 0]); // a holds all of it until it renews
     const a2 = grantOf(acquire(pool, FULL_AT + 2 * MS, { agentId: 'a', seq: 2, leaseId: a1.leaseId, tokensLeft: 0, demandPerSecond: 800 }));
     const b2 = grantOf(acquire(pool, FULL_AT + 3 * MS, { agentId: 'b', seq: 2, leaseId: b1.leaseId, tokensLeft: 0, demandPerSecond: 800 }));
-    expect([a2.rate?.tokensPerPeriod, b2.rate?.tokensPerPeriod]).toEqual([492, 492]); // what rounding leaves goes to the later one
+    expect([a2.rate?.tokensPerPeriod, b2.rate?.tokensPerPeriod]).toEqual([496, 496]);
   });
 
   it('follows class weights', () => {
@@ -53,9 +63,9 @@ describe('rate leases: grants', () => {
     grantOf(acquire(pool, FULL_AT, { agentId: 'b', seq: 1, demandPerSecond: 2000, agentClass: 'gold' }));
     grantOf(acquire(pool, FULL_AT + MS, { agentId: 'a', seq: 2, leaseId: a.leaseId, demandPerSecond: 2000 }));
     const b = grantOf(acquire(pool, FULL_AT + 2 * MS, { agentId: 'b', seq: 2, leaseId: 'x', demandPerSecond: 2000, agentClass: 'gold' }));
-    expect(b.rate?.tokensPerPeriod).toBe(738); // floor(984 × 3/4)
+    expect(b.rate?.tokensPerPeriod).toBe(744); // floor(992 × 3/4)
     const a3 = grantOf(acquire(pool, FULL_AT + 3 * MS, { agentId: 'a', seq: 3, leaseId: a.leaseId, demandPerSecond: 2000 }));
-    expect(a3.rate?.tokensPerPeriod).toBe(246); // the rest
+    expect(a3.rate?.tokensPerPeriod).toBe(248); // the rest
   });
 
   it('grants no rate during the quiet period, and says when to ask again', () => {
@@ -68,7 +78,7 @@ describe('rate leases: grants', () => {
   it('re-bases on the report: the lease holds what the agent says, never more than it could have accrued', () => {
     const pool = ratePool();
     const g = grantOf(acquire(pool, FULL_AT, { agentId: 'a', seq: 1, demandPerSecond: 100, tokensWanted: 10 }));
-    expect(rateOf(g)).toEqual([100, 1000, 10]);
+    expect(rateOf(g)).toEqual([992, 1000, 10]); // the level is full: B leaves room for a cap of what it holds
     // A report of more than the cap is lowered to what it could hold.
     const r = grantOf(
       acquire(pool, FULL_AT + 10 * MS, {
@@ -98,13 +108,13 @@ describe('rate leases: grants', () => {
     expect(status(pool, FULL_AT + S + 20 * MS).levelTokens).toBe(100);
   });
 
-  it('refills the level at what the rates leave: 1000 − 600 = 400/s', () => {
+  it('refills the level at what the rates leave: 1000 − 992 = 8/s', () => {
     const pool = ratePool({ capacity: 1000, maxLeaseTokens: 100 });
     const t0 = QUIET_END;
     const g = grantOf(acquire(pool, t0, { agentId: 'a', seq: 1, demandPerSecond: 600, tokensWanted: 0 }));
-    expect(g.rate?.tokensPerPeriod).toBe(600);
-    expect(status(pool, t0 + 100 * MS).levelTokens).toBe(40);
-    expect(status(pool, t0 + 105 * MS).levelTokens).toBe(42);
+    expect(g.rate?.tokensPerPeriod).toBe(992);
+    expect(status(pool, t0 + 500 * MS).levelTokens).toBe(4);
+    expect(status(pool, t0 + 1000 * MS).levelTokens).toBe(8);
   });
 
   it('returns at most what the lease could hold now', () => {

@@ -17,13 +17,34 @@
  * - The share of one pool period's refill kept back from rate leases
  *   (RESERVE_DIVISOR) keeps the level filling, so an agent new to a
  *   saturated pool gets tokens on its first request.
+ * - Shares are weighted max-min fair over claims, not raw demands: a lease
+ *   claims (CLAIM_DIVISOR − 1)/CLAIM_DIVISOR of its reported demand. Demand
+ *   is random, so a bucket that accrues at its mean demand is full part of
+ *   the time and what accrues then is lost; the claim's margin goes to the
+ *   leases whose claims are not met, and the claimant's cap (and the
+ *   level's top-ups) covers its peaks. What the claims leave when all are
+ *   met is divided by weight among all live leases, so a demand estimate
+ *   that lags (a burst, a start) does not leave the refill unassigned.
+ *   Shares decide fairness only: the pool still clips every rate to what
+ *   the other leases leave of the assignable refill.
  */
 import type { TokenScale } from '@tokenlease/shared';
 import type { PoolConfig } from './config.js';
 import { waterFill } from './water-fill.js';
 
-/** RESERVE_DIVISOR — 1/64 of the refill is never assigned as a rate. */
-export const RESERVE_DIVISOR = 64;
+/** RESERVE_DIVISOR — 1/128 of the refill is never assigned as a rate. */
+export const RESERVE_DIVISOR = 128;
+
+/** CLAIM_DIVISOR — a lease claims all but 1/CLAIM_DIVISOR of its reported demand in the fair division. */
+export const CLAIM_DIVISOR = 20;
+
+const MS_PER_S = 1000;
+
+/** claimOf — what a reported demand of `demandPerSecond` claims of a refill period of `periodMs`, whole tokens (0 for no demand). */
+export function claimOf(demandPerSecond: number, periodMs: number): number {
+  if (!(demandPerSecond > 0)) return 0;
+  return Math.ceil((demandPerSecond * periodMs * (CLAIM_DIVISOR - 1)) / (MS_PER_S * CLAIM_DIVISOR));
+}
 
 /** RateFields — the rate part of a lease record (ρ = 0: a chunk lease, or a rate lease frozen by a renewal). */
 export interface RateFields {
@@ -123,17 +144,36 @@ export function decideRateGrant(config: PoolConfig, input: RateGrantInput, capRo
   return { ratePerPeriod: rate, capTokens, topUp, missingTokens };
 }
 
-/** fairShareOf — `lease`'s weighted max-min fair share of `assignable` tokens per period among `leases`' reported demands. */
+/**
+ * fairShareOf — `lease`'s share of `assignable` tokens per period among
+ * `leases`: its weighted max-min fair share of their claims (claimOf), plus
+ * its weight's part of what the claims leave when all are met (whole
+ * tokens; the shares never add up to more than `assignable`).
+ */
 export function fairShareOf(
   leases: readonly { readonly demandPerSecond: number; readonly weight: number }[],
   lease: object,
   assignable: number,
   periodMs: number,
 ): number {
-  const perPeriod = periodMs / 1000;
+  const index = leases.indexOf(lease as (typeof leases)[number]);
+  const me = leases[index];
+  if (me === undefined) return 0;
   const shares = waterFill(
-    leases.map((l) => ({ demand: Math.ceil(l.demandPerSecond * perPeriod), weight: l.weight })),
+    leases.map((l) => ({ demand: claimOf(l.demandPerSecond, periodMs), weight: l.weight })),
     assignable,
   );
-  return shares[leases.indexOf(lease as (typeof leases)[number])] ?? 0;
+  let given = 0;
+  let weights = 0;
+  leases.forEach((l, i) => {
+    given += shares[i] ?? 0;
+    weights += weightIn(l.weight);
+  });
+  const left = Math.max(0, assignable - given);
+  return (shares[index] ?? 0) + Math.floor((left * weightIn(me.weight)) / weights);
+}
+
+/** weightIn — a lease's weight in the division (a weight ≤ 0 counts as 1, as in waterFill). */
+export function weightIn(weight: number): number {
+  return weight > 0 ? weight : 1;
 }

@@ -44,9 +44,12 @@ describe('WaterLevel', () => {
     }
   });
 
-  it('gives every lease its demand when the total covers all demands', () => {
-    const t = table(200, () => 5);
-    const w = new WaterLevel();
-    for (const r of t.all()) expect(w.shareOf(t, r, 10_000, 1000)).toBe(5);
+  it('gives every lease its claim and its part of what the claims leave when the total covers them all', () => {
+    // 200 claims of ⌈5 · 19/20⌉ = 5 leave 9,000 of 10,000: 45 per lease, whatever the fleet's size.
+    for (const n of [EXACT_LEASES_MAX, 200]) {
+      const t = table(n, () => 5);
+      const w = new WaterLevel();
+      for (const r of t.all()) expect(w.shareOf(t, r, 50 * n, 1000)).toBe(50);
+    }
   });
 });

@@ -56,11 +56,11 @@ const FAULTS_FROM_US = 1_000_000;
  * SCENARIO_DRIFT_MAX — the largest clock drift a scenario draws, a fraction:
  * below the keeper's driftMargin (0.05), which makes an agent stop before
  * the coordinator reclaims. RATE_SCENARIO_DRIFT_MAX — the same for rate
- * leases, below the keeper's rateDriftMargin (0.01), which stretches a
+ * leases, below the keeper's rateDriftMargin (0.001), which stretches a
  * rate's period.
  */
 export const SCENARIO_DRIFT_MAX = 0.04;
-export const RATE_SCENARIO_DRIFT_MAX = 0.009;
+export const RATE_SCENARIO_DRIFT_MAX = 0.0009;
 /**
  * Salts xor-ed into a scenario's seed for the draws of its rate-mode and
  * durable-mode variants: streams apart from the scenario's own, so a
@@ -142,13 +142,13 @@ function withWindowMode(base: SimConfig, always: boolean): SimConfig {
   };
 }
 
-/** withRateMode — `base` with rate leases, for a share of seeds: a refresh interval from 50 ms to 2 s, sometimes longer than the TTL; clock drift under 1%. */
+/** withRateMode — `base` with rate leases, for a share of seeds: a refresh interval from 50 ms to 2 s, sometimes longer than the TTL; clock drift under 0.1%. */
 function withRateMode(base: SimConfig): SimConfig {
   const d = seededRandom(base.seed ^ RATE_MODE_SEED_SALT);
   if (d.next() >= RATE_SHARE) return base;
   const refreshMs = REFRESHES_MS[d.int(0, REFRESHES_MS.length - 1)] as number;
   const maxLeaseTokens = d.next() < 0.5 ? base.pool.capacity : base.pool.maxLeaseTokens;
-  // A rate lease's accrual is stretched by the keeper's rateDriftMargin (1%): clocks stay within it.
+  // A rate lease's accrual is stretched by the keeper's rateDriftMargin (0.1%): clocks stay within it.
   return {
     ...base,
     pool: { ...base.pool, leaseMode: 'rate', maxLeaseTokens },

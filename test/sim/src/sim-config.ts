@@ -69,6 +69,24 @@ export function earlyReleaseConfigOf(p: SimPool, pool: string): CoordinatorConfi
   return configWith(p, pool, Math.max(1, Math.floor(p.refill.periodMs / 4)));
 }
 
+/**
+ * overRefillConfigOf — the coordinator configuration of the broken mode
+ * `rate-over-refill`: the same pool with a refill 1/64 faster than the one
+ * the checks judge, as if the coordinator's rates and level together
+ * passed r by that much (the share of the refill a rate pool once kept
+ * back). The product is untouched: only what the coordinator is told.
+ */
+export function overRefillConfigOf(p: SimPool, pool: string): CoordinatorConfig {
+  return configWith({ ...p, refill: makeRate(p.refill.tokens + Math.ceil(p.refill.tokens / 64), p.refill.periodMs) }, pool);
+}
+
+/** servedConfigOf — what the coordinator of pool `pool` is told in a run broken so (window-early-release, rate-over-refill), else null. */
+export function servedConfigOf(config: SimConfig, pool: string): CoordinatorConfig | null {
+  if (config.broken === 'window-early-release') return earlyReleaseConfigOf(config.pool, pool);
+  if (config.broken === 'rate-over-refill') return overRefillConfigOf(config.pool, pool);
+  return null;
+}
+
 function configWith(p: SimPool, pool: string, windowMs?: number): CoordinatorConfig {
   return parseCoordinatorConfig('simulation', {
     pools: {
@@ -160,7 +178,8 @@ export interface DurableSpec {
  * the reply's arrival, or that keeps accruing its old rate while the
  * renewal is in flight (see sim-agent.ts); a window pool's coordinator that
  * lets spent tokens go back a quarter window after it learns of them
- * (earlyReleaseConfigOf); a relay whose grants to its agents carry its
+ * (earlyReleaseConfigOf); a rate pool's coordinator whose rates and level
+ * pass the refill by 1/64 (overRefillConfigOf); a relay whose grants to its agents carry its
  * pool's full TTL, not cut to the end of its own lease from the root
  * (relays.ts).
  */
@@ -171,6 +190,7 @@ export type Broken =
   | 'accrue-from-send'
   | 'accrue-in-flight'
   | 'window-early-release'
+  | 'rate-over-refill'
   | 'relay-no-ttl-cap';
 
 export interface SimConfig {

@@ -27,7 +27,8 @@ import { EnvelopeWatch, WindowWatch } from './checks.js';
 import { Coordinators, type ClusterHost } from './coordinators.js';
 import { EventQueue } from './event-queue.js';
 import { Network } from './network.js';
-import { coordinatorConfigOf, earlyReleaseConfigOf, isRelayFault, windowOf, type SimConfig, type SimResult } from './sim-config.js';
+import { coordinatorConfigOf, isRelayFault, servedConfigOf, windowOf, type SimConfig, type SimResult } from './sim-config.js';
+import { LeaseLaw } from './lease-law.js';
 import { Relays, relayPrefix } from './relays.js';
 import { relayPartitionsOf, rootPoolOf } from './tree.js';
 import { SimAgent } from './sim-agent.js';
@@ -79,7 +80,7 @@ class Simulation {
   private readonly agents = new Map<string, SimAgent>();
   private readonly slots: Array<SimAgent | null>;
   private readonly restarts: number[];
-  private readonly legalUntilUs = new Map<string, number>();
+  private readonly law = new LeaseLaw();
   private readonly countedReplies = new Set<string>();
   private stopped = false;
   private events = 0;
@@ -118,8 +119,8 @@ class Simulation {
     // A relay whose clock runs slow counts its agents' leases that much longer.
     const ttlMs = Math.max(p.leaseTtlMs, config.tree?.relayLeaseTtlMs ?? 0) / (1 + Math.min(0, ...(config.tree?.relayDrift ?? [])));
     this.reclaimDeadlineUs = config.reclaimDeadlineUs ?? Math.ceil((ttlMs + holdMsMax) * 1000) + COORDINATOR_TICK_US_MAX + flightUs;
-    // Broken on purpose: the coordinator is told a shorter window than the one the checks judge.
-    const served = config.broken === 'window-early-release' ? earlyReleaseConfigOf(p, POOL) : this.coordinatorConfig;
+    // Broken on purpose, the coordinator may be told other limits than the ones the checks judge.
+    const served = servedConfigOf(config, POOL) ?? this.coordinatorConfig;
     this.coordinators = new Coordinators(served, config, this.coordinatorHost(), seededRandom(config.seed ^ 0x570e));
     this.relays = config.tree === undefined ? null : new Relays(config.tree, p, this.relaysHost(), config.broken);
   }
@@ -249,8 +250,7 @@ class Simulation {
         const expiry = `expires at ${expiresAtUs ?? 'never'} µs after a takeover at ${takeoverUs} µs, not ${untilUs}`;
         this.violation(`kept lease ${kept.leaseId} of ${kept.agentId} ${expiry}`);
       }
-      const legalKey = `${kept.agentId}/${kept.leaseId}`;
-      this.legalUntilUs.set(legalKey, Math.max(this.legalUntilUs.get(legalKey) ?? 0, untilUs));
+      this.law.extend(kept.agentId, kept.leaseId, untilUs);
       const death = this.deaths.get(kept.agentId);
       if (death !== undefined) death.deadlineUs = Math.max(death.deadlineUs, takeoverUs + this.reclaimDeadlineUs);
     }
@@ -285,9 +285,7 @@ class Simulation {
       const key = reply.kind === 'grant' ? `${to.id}:${to.seq}:${reply.leaseId}` : `${to.id}:${to.seq}`;
       const first = !this.countedReplies.has(key);
       if (reply.kind === 'grant') {
-        const legalKey = `${to.id}/${reply.leaseId}`;
-        const untilUs = producedUs + (reply.ttlMs * 1000) / perUs;
-        if (first && reply.epoch === epoch) this.legalUntilUs.set(legalKey, Math.max(this.legalUntilUs.get(legalKey) ?? 0, untilUs));
+        if (first && reply.epoch === epoch) this.law.granted(to.id, reply, producedUs, perUs);
         if (first) this.m.grantedTokens += reply.tokensGranted;
       } else if (reply.kind === 'receipt' && first) {
         this.m.returnedTokens += reply.tokensReturned;
@@ -394,12 +392,8 @@ class Simulation {
     if (localUs >= agent.expectedExpiryLocalUs) {
       this.violation(`${agent.id} spent ${cost} at local ${localUs} µs, after its agent-side expiry ${agent.expectedExpiryLocalUs}`);
     }
-    const leaseId = agent.keeper.leaseId;
-    const legalUs = this.legalUntilUs.get(`${agent.id}/${leaseId ?? ''}`);
-    if (legalUs === undefined || this.now >= legalUs) {
-      const expiry = legalUs ?? 'unknown';
-      this.violation(`${agent.id} spent ${cost} from lease ${leaseId} at ${this.now} µs, after the coordinator's expiry ${expiry}`);
-    }
+    const { leaseId, slot } = agent.keeper;
+    for (const problem of this.law.problems(agent.id, leaseId, cost, slot.balanceTokens, this.now)) this.violation(problem);
   }
 
   private fault(index: number): void {
