@@ -116,7 +116,7 @@ export async function startCoordinator(natsUrl: string, configPath: string, opti
 export interface RelayOptions {
   /** Log level (default debug: every upstream and downstream grant is logged). */
   readonly logLevel?: string;
-  /** Serve HTTP (`--http`) on this `host:port`. */
+  /** Serve HTTP (`--http`) on this `host:port`; startRelay then also waits for its 'http-listening' line. */
   readonly http?: string;
   /** More environment variables for the child (NATS_USER, …). */
   readonly env?: NodeJS.ProcessEnv;
@@ -132,6 +132,7 @@ export async function startRelay(natsUrl: string, configPath: string, relayId: s
   const args = ['--config', configPath, '--relay-id', relayId, '--log-level', options.logLevel ?? 'debug', ...http];
   const child = spawnNode(`relay:${relayId}`, relayCliScript(), args, { [NATS_ENV.url]: natsUrl, ...options.env });
   await waitForEvent(child, { event: 'relay-serving' }, STARTUP_TIMEOUT_MS);
+  if (options.http !== undefined) await waitForEvent(child, { event: 'http-listening' }, STARTUP_TIMEOUT_MS);
   return child;
 }
 
