@@ -79,14 +79,18 @@ export function startRelayService(options: RelayServiceOptions): RelayService {
   const serving = new Set<string>();
   let stopped = false;
 
+  // Every pool served (configured or a template's) whose upstream lease ended unrenewed is logged once; pools forgotten are dropped.
   const noteLapses = (): void => {
     const t = nowUs();
-    for (const pool of core.config.downstream.pools) {
-      const credit = core.core.pool(pool.name)?.parts.credit;
-      const live = credit !== undefined && credit.leaseEndUs > t;
-      if (live) serving.add(pool.name);
-      else if (serving.delete(pool.name)) logger.warn({ event: 'upstream-lost', pool: pool.name }, 'upstream lease ended unrenewed');
+    const held = new Set<string>();
+    for (const { name, kind, pool } of core.core.held()) {
+      if (kind === 'removed') continue;
+      held.add(name);
+      if (pool.parts.credit.leaseEndUs > t) serving.add(name);
+      else if (serving.delete(name)) logger.warn({ event: 'upstream-lost', pool: name }, 'upstream lease ended unrenewed');
     }
+    for (const name of serving) if (!held.has(name)) serving.delete(name);
+    for (const name of leaseOf.keys()) if (!held.has(name)) leaseOf.delete(name);
   };
   const logOutcome = (pool: string, outcome: UplinkOutcome): void => {
     if (outcome.kind !== 'ignored') upstreamObserver(pool, outcome.kind);

@@ -155,6 +155,8 @@ describe('a relay operated like a coordinator', () => {
         );
         expect(left).toEqual([]);
         expect(afterMs).toBeLessThan(rootTemplate.leaseTtlMs);
+        // Returned, not lost: the relay does not report the forgotten pools' leases as ended unrenewed.
+        expect(logEvents(relay.lines, { event: 'upstream-lost' })).toEqual([]);
       } finally {
         await probe.close();
       }
