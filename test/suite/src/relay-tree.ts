@@ -13,6 +13,8 @@ import { seededRun, type SeededRun } from './servers.js';
 /** RelayRoot — a seeded run's root coordinator: its subject prefix and the directory of its files. */
 export interface RelayRoot extends SeededRun {
   readonly dir: string;
+  /** The root coordinator's process. */
+  readonly coordinator: Child;
   /** The root's subject prefix: `<stem><seed>`. */
   readonly root: string;
 }
@@ -29,8 +31,8 @@ export async function startRelayRoot(
   const run = seededRun(label, testFile);
   const dir = scratchDir();
   const root = `${stem}${run.seed}`;
-  await startCoordinator(natsUrl, writeConfig(dir, rootDoc(root)), options);
-  return { ...run, dir, root };
+  const coordinator = await startCoordinator(natsUrl, writeConfig(dir, rootDoc(root)), options);
+  return { ...run, dir, root, coordinator };
 }
 
 /** writeRelayConfig — `doc` as the relay configuration file `<dir>/<name>.json`; returns its path. */

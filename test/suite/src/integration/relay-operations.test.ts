@@ -19,7 +19,7 @@ import { describe, expect, it } from 'vitest';
 import { hostMonoNowUs, makeRate } from '@tokenlease/shared';
 import { checkEnvelope } from '@tokenlease/shared/testing';
 import { readAdmissionLog, reloadBySighup, startRelay, StatusProbe } from '@tokenlease/harness/fleet';
-import { logEvents } from '@tokenlease/harness/log-events';
+import { logEvents, waitForEvent } from '@tokenlease/harness/log-events';
 import { provideNats } from '@tokenlease/harness/nats';
 import { operatorCliScript } from '@tokenlease/harness/paths';
 import { freePort } from '@tokenlease/harness/ports';
@@ -162,4 +162,20 @@ describe('a relay operated like a coordinator', () => {
       }
     },
   );
+
+  it('says once, per pool, when its upstream lease ends unrenewed because the root is gone', { timeout: 30_000 }, async () => {
+    const rootDoc = (root: string): object => ({ subjectPrefix: root, pools: { [POOL]: { ...LIMITS, leaseTtlMs: 1000 } } });
+    const run = await startRelayRoot(nats().url, 'relay-lost', import.meta.url, 'tlrlost', rootDoc);
+    const doc = { upstreamPrefix: run.root, subjectPrefix: `${run.root}r`, pools: { [POOL]: { ...LIMITS, leaseTtlMs: 500 } } };
+    const relay = await startRelay(nats().url, writeRelayConfig(run.dir, 'relay', doc), `lost${run.seed}`);
+    await waitForEvent(relay, { event: 'upstream-lease', pool: POOL }, 5000);
+    run.coordinator.proc.kill('SIGKILL');
+    await run.coordinator.exited;
+    const killedAt = Date.now();
+    await waitForEvent(relay, { event: 'upstream-lost', pool: POOL }, 5000);
+    const afterMs = Date.now() - killedAt;
+    console.log(`relay-operations: upstream-lost ${afterMs} ms after the root's SIGKILL (root TTL 1000 ms)`);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(logEvents(relay.lines, { event: 'upstream-lost' })).toHaveLength(1);
+  });
 });
