@@ -110,7 +110,8 @@ async function main(): Promise<void> {
     if (error instanceof CoordinatorError) fail(error.code === 'config-invalid' ? 2 : 1, error.message);
     throw error;
   });
-  const relayMetrics = new RelayMetrics(operations.metrics.registry, service.relay, hostMonoNowUs);
+  const metrics = operations.metrics;
+  const relayMetrics = new RelayMetrics(metrics.registry, service.relay, hostMonoNowUs, (pool) => metrics.poolLabel(pool));
   service.observeUpstream((pool, outcome) => relayMetrics.upstream(pool, outcome));
 }
 

@@ -3,8 +3,10 @@
  * pools it serves (metrics.ts), in the same registry: what it holds from
  * the root, for how long, the fleet weight it states, and how the root
  * answered it. Read at each scrape from the relay core; counts only what
- * the service tells it. The `pool` label is a configured pool's name: a
- * relay has no templates, so the labels are bounded by its configuration.
+ * the service tells it. The `pool` label is the coordinator metrics' own
+ * (a configured pool's name, a template's key for the pools made from it),
+ * so labels stay as few as the configuration: a template's pools add up
+ * their tokens and fleet weights, and show the least time left.
  */
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { RelayCore } from '../core/relay-core.js';
@@ -16,7 +18,12 @@ export type UpstreamOutcome = 'granted' | 'refused' | 'error' | 'unanswered';
 export class RelayMetrics {
   private readonly replies: Counter<'pool' | 'outcome'>;
 
-  constructor(registry: Registry, relay: RelayCore<unknown>, nowUs: () => number) {
+  constructor(
+    registry: Registry,
+    relay: RelayCore<unknown>,
+    nowUs: () => number,
+    private readonly label: (pool: string) => string,
+  ) {
     this.replies = new Counter({
       name: 'tokenlease_relay_upstream_requests_total',
       help: 'Requests to the root, by how they ended: granted, refused (an implausible grant), error (the root refused), unanswered.',
@@ -25,7 +32,7 @@ export class RelayMetrics {
     });
     const tokens = new Gauge({
       name: 'tokenlease_relay_upstream_tokens',
-      help: 'Tokens the root counts for this relay’s lease of the pool (0: none).',
+      help: 'Tokens the root counts for this relay’s lease of the pool (0: none; summed over a template’s pools).',
       labelNames: ['pool'],
       registers: [registry],
       collect: () => {
@@ -33,19 +40,27 @@ export class RelayMetrics {
         seconds.reset();
         weight.reset();
         const t = nowUs();
-        for (const config of relay.core.config.pools) {
-          const pool = relay.core.pool(config.name);
-          const credit = pool?.parts.credit;
-          if (pool === undefined || !(credit instanceof RelayCredit)) continue;
-          tokens.set({ pool: config.name }, credit.countedTokens);
-          seconds.set({ pool: config.name }, Math.max(0, credit.leaseEndUs - t) / 1e6);
-          weight.set({ pool: config.name }, Math.max(1, pool.parts.leases.demandingWeightsSum));
+        const sums = new Map<string, { tokens: number; seconds: number; weight: number }>();
+        for (const held of relay.core.held()) {
+          const credit = held.pool.parts.credit;
+          if (held.kind === 'removed' || !(credit instanceof RelayCredit)) continue;
+          const key = this.label(held.name);
+          const sum = sums.get(key) ?? { tokens: 0, seconds: Infinity, weight: 0 };
+          sum.tokens += credit.countedTokens;
+          sum.seconds = Math.min(sum.seconds, Math.max(0, credit.leaseEndUs - t) / 1e6);
+          sum.weight += Math.max(1, held.pool.parts.leases.demandingWeightsSum);
+          sums.set(key, sum);
+        }
+        for (const [pool, sum] of sums) {
+          tokens.set({ pool }, sum.tokens);
+          seconds.set({ pool }, sum.seconds);
+          weight.set({ pool }, sum.weight);
         }
       },
     });
     const seconds = new Gauge({
       name: 'tokenlease_relay_upstream_lease_seconds',
-      help: 'Time until this relay stops using its lease of the pool from the root (0: none).',
+      help: 'Time until this relay stops using its lease of the pool from the root (0: none; the least over a template’s pools).',
       labelNames: ['pool'],
       registers: [registry],
     });
@@ -59,6 +74,6 @@ export class RelayMetrics {
 
   /** upstream — a request to the root for `pool` ended as `outcome`. */
   upstream(pool: string, outcome: UpstreamOutcome): void {
-    this.replies.inc({ pool, outcome });
+    this.replies.inc({ pool: this.label(pool), outcome });
   }
 }

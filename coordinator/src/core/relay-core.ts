@@ -79,12 +79,11 @@ export class RelayCore<R> {
 
   /**
    * reconfigure — serves `config` from `nowUs` on (call `reconfigureProblem`
-   * first): pools added get an uplink at the next `upstream`; a changed pool
-   * starts over with a new credit, so a new uplink; a removed one retires
-   * and its uplink is no longer renewed (its lease lapses at the root after
-   * its downstream leases have ended; configured again, the pool's credit
-   * takes a new upstream lease once the old one has drained). Replies to requests held under the
-   * old configuration go to `visit` by pool.
+   * first): pools added get an uplink at the next `upstream`; a changed
+   * pool starts over with a new credit, so a new uplink; a removed one
+   * retires and its uplink is no longer renewed (once it has no downstream
+   * lease left it is forgotten and its upstream lease returned). Replies to
+   * requests held under the old configuration go to `visit` by pool.
    */
   reconfigure(config: RelayConfig, nowUs: number, visit: (pool: string, out: Delivery<R>[]) => void): ReconfigureSummary {
     const problem = this.reconfigureProblem(config);

@@ -120,12 +120,20 @@ describe('a relay operated like a coordinator', () => {
         templates: { 'tenant:*': { ...tenant, leaseTtlMs: 500, maxLeaseTokens: 10, idleEvictMs: 1000 } },
         uplink: { refreshMs: 250, holdMs: 100, replyTimeoutMs: 250, agentClass: 'relay' },
       };
-      const relay = await startRelay(nats().url, writeRelayConfig(dir, 'relay', doc), `tpl${seed}`);
+      const port = await freePort();
+      const relay = await startRelay(nats().url, writeRelayConfig(dir, 'relay', doc), `tpl${seed}`, { http: `127.0.0.1:${port}` });
       // Past the root's quiet period (its longest TTL), so tenant pools are made full.
       await new Promise((resolve) => setTimeout(resolve, Math.max(0, rootQuietEnd - Date.now())));
       const tenants = ['tenant:a', 'tenant:b'];
       const spec = { prefix: `${root}r`, pools: tenants, name: 'tenant', durationMs: 2500, perSecond: 300 };
       const { paths, agents } = await startSteadyAgents(nats().url, run, spec);
+      // Metrics label the tenants' pools by their template, as a coordinator's do.
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      const samples = await scrape(`http://127.0.0.1:${port}/metrics`);
+      const labels = samples.filter((x) => x.name === 'tokenlease_relay_upstream_tokens').map((x) => x.labels['pool']);
+      expect(labels).toEqual(['tenant:*']);
+      expect(valueOf(samples, 'tokenlease_relay_upstream_tokens', { pool: 'tenant:*' })).toBeGreaterThan(0);
+      expect(valueOf(samples, 'tokenlease_relay_fleet_weight', { pool: 'tenant:*' })).toBe(2);
 
       expect((await Promise.all(agents.map((a) => a.exited))).map((e) => e.code)).toEqual([0, 0]);
       const closedAtUs = hostMonoNowUs();
