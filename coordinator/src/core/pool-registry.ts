@@ -76,13 +76,20 @@ export class PoolRegistry<R> {
     /** Makes the credit of each pool instead of a bucket's or window's (a relay's pools); none: the configured kind. */
     private readonly creditOf?: CreditFactory,
   ) {
-    if (!durable) for (const pool of config.pools) this.fixed.set(pool.name, this.fresh(pool));
+    if (!durable) for (const pool of config.pools) this.fixed.set(pool.name, this.fresh(pool, true));
     this.templates = sortTemplates(config.templates);
   }
 
-  /** fresh — a pool of `config` as if made at the coordinator's start (empty and quiet then, refilling since). */
-  private fresh(config: PoolConfig): Pool<R> {
-    return new Pool<R>(config, this.epoch, this.startUs, this.config.quietPeriodMs, 0, this.creditOf);
+  /**
+   * fresh — a pool of `config` as if made at the coordinator's start (empty
+   * and quiet then, refilling since). One made after the start (added by a
+   * reload, or from a template) gets lease ids of its own: an agent may
+   * still name a lease of an earlier pool of that name (one a relay started
+   * over), and must never find it issued again.
+   */
+  private fresh(config: PoolConfig, atStart = false): Pool<R> {
+    const restarts = atStart ? 0 : (this.restarts += 1);
+    return new Pool<R>(config, this.epoch, this.startUs, this.config.quietPeriodMs, restarts, this.creditOf);
   }
 
   /** templateKeyOf — the template `name` is (or would be) made from, as configured (`"tenant:*"`), or null. */
@@ -197,7 +204,7 @@ export class PoolRegistry<R> {
     if (template === undefined) return undefined;
     const count = this.counts.get(template) ?? 0;
     if (count >= template.maxPools) return 'too-many';
-    const made = new Pool<R>({ ...template.pool, name }, this.epoch, this.startUs, this.config.quietPeriodMs, 0, this.creditOf);
+    const made = this.fresh({ ...template.pool, name });
     made.touch(nowUs);
     this.made.set(name, { pool: made, template });
     this.counts.set(template, count + 1);
