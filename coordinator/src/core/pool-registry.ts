@@ -153,10 +153,10 @@ export class PoolRegistry<R> {
     return made.pool;
   }
 
-  /** renewed — a pool of `config` starting over at `nowUs`, with no quiet period (nested credit: nothing it grants is counted elsewhere). */
-  private renewed(config: PoolConfig, nowUs: number): Pool<R> {
+  /** renewed — a pool of `config` starting over at `nowUs`, quiet for `quietPeriodMs`, with lease ids of its own. */
+  private renewed(config: PoolConfig, nowUs: number, quietPeriodMs: number): Pool<R> {
     this.restarts += 1;
-    const pool = new Pool<R>(config, this.epoch, nowUs, 0, this.restarts, this.creditOf);
+    const pool = new Pool<R>(config, this.epoch, nowUs, quietPeriodMs, this.restarts, this.creditOf);
     pool.touch(nowUs);
     return pool;
   }
@@ -173,9 +173,7 @@ export class PoolRegistry<R> {
     const retiring = this.retiring.get(name);
     const old = fixed ?? made?.pool ?? retiring;
     if (old === undefined) return undefined;
-    this.restarts += 1;
-    const pool = new Pool<R>(old.config, this.epoch, nowUs, this.config.quietPeriodMs, this.restarts, this.creditOf);
-    pool.touch(nowUs);
+    const pool = this.renewed(old.config, nowUs, this.config.quietPeriodMs);
     if (fixed !== undefined) this.fixed.set(name, pool);
     else if (made !== undefined) this.made.set(name, { pool, template: made.template });
     else this.retiring.set(name, pool);
@@ -275,7 +273,8 @@ export class PoolRegistry<R> {
         // Nested credit (a relay): the pool starts over under the new limits with a credit of its own.
         pool.flush(nowUs, out);
         if (out.length > 0) visit(next.name, out);
-        return this.renewed(next, nowUs);
+        // No quiet period: nothing the new pool grants is counted anywhere else.
+        return this.renewed(next, nowUs, 0);
       }
       pool.reconfigure(next, nowUs, out);
       if (out.length > 0) visit(next.name, out);

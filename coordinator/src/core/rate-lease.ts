@@ -30,7 +30,7 @@
  */
 import type { TokenScale } from '@tokenlease/shared';
 import type { PoolConfig } from './config.js';
-import { waterFill } from './water-fill.js';
+import { waterFill, weightIn } from './water-fill.js';
 
 /** RESERVE_DIVISOR — 1/128 of the refill is never assigned as a rate. */
 export const RESERVE_DIVISOR = 128;
@@ -171,9 +171,4 @@ export function fairShareOf(
   });
   const left = Math.max(0, assignable - given);
   return (shares[index] ?? 0) + Math.floor((left * weightIn(me.weight)) / weights);
-}
-
-/** weightIn — a lease's weight in the division (a weight ≤ 0 counts as 1, as in waterFill). */
-export function weightIn(weight: number): number {
-  return weight > 0 ? weight : 1;
 }

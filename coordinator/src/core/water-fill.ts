@@ -22,15 +22,18 @@ export interface Claim {
   readonly weight: number;
 }
 
+/** weightIn — a claim's weight in the division: a weight ≤ 0 counts as 1. */
+export function weightIn(weight: number): number {
+  return weight > 0 ? weight : 1;
+}
+
 /** exactShares — the `round` of waterFill that keeps each share as it is (a real number). */
 export const exactShares = (share: number): number => share;
 
 export function waterFill(claims: readonly Claim[], total: number, round: (share: number) => number = Math.floor): number[] {
   const shares = claims.map(() => 0);
   if (!(total > 0)) return shares;
-  const open = claims
-    .map((c, i) => ({ i, demand: Math.max(0, c.demand), weight: c.weight > 0 ? c.weight : 1 }))
-    .filter((c) => c.demand > 0);
+  const open = claims.map((c, i) => ({ i, demand: Math.max(0, c.demand), weight: weightIn(c.weight) })).filter((c) => c.demand > 0);
   // Serve in order of demand per unit of weight: those below the level are met in full.
   open.sort((a, b) => a.demand / a.weight - b.demand / b.weight);
   let remaining = total;

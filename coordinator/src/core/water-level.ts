@@ -16,7 +16,8 @@
  *   every rate to what the other leases leave unassigned (rate-lease.ts).
  */
 import type { LeaseRecord, LeaseTable } from './lease-table.js';
-import { claimOf, fairShareOf, weightIn } from './rate-lease.js';
+import { claimOf, fairShareOf } from './rate-lease.js';
+import { weightIn } from './water-fill.js';
 
 /** EXACT_LEASES_MAX — up to this many live leases, shares are exact. */
 export const EXACT_LEASES_MAX = 64;
