@@ -28,8 +28,9 @@
  *   follow their weights (an agent without a listed class: weight 1).
  * - `relayClasses` [{}]: agent class → the most weight, in [1, 10^6], a
  *   request of that class may claim with its `fleetWeight`: a relay asking
- *   under it weighs as the fleet behind it (Σ its downstream leases'
- *   weights), so shares across relays follow their fleets. Chunk pools
+ *   under it weighs as the fleet behind it (Σ the weights of its
+ *   downstream leases whose agents report demand), so shares across
+ *   relays follow their fleets. Chunk pools
  *   only; a class is named in `classWeights` or here, not both.
  * - `leaseMode` ['chunk']: 'chunk' leases hold tokens; 'rate' leases are
  *   small buckets whose tokens trickle in at a weighted max-min fair share
@@ -89,8 +90,8 @@ export interface PoolConfig {
   readonly classWeights: ReadonlyMap<string, number>;
   /**
    * Classes relays ask under, each with the most weight a request of it may
-   * claim: such a request weighs its `fleetWeight` (the sum of its
-   * downstream leases' weights), at most that. A Map, as `classWeights`.
+   * claim: such a request weighs its `fleetWeight` (a relay's: the sum of
+   * its demanding downstream leases' weights), at most that. A Map, as `classWeights`.
    */
   readonly relayClasses: ReadonlyMap<string, number>;
   readonly leaseMode: LeaseMode;

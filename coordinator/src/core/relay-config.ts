@@ -28,7 +28,7 @@ export interface UplinkSettings {
   readonly holdMs: number;
   readonly replyTimeoutMs: number;
   readonly gapMs: number;
-  /** The class the relay asks the root under (its weight in the root's `classWeights`); null: none. */
+  /** The class the relay asks the root under (listed in the root pool's `relayClasses`, it weighs as the relay's fleet); null: none. */
   readonly agentClass: string | null;
   /** The identity token of its requests to the root, and the first part of its upstream agent ids; null: none (anonymous). */
   readonly identity: string | null;

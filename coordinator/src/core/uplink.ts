@@ -11,8 +11,8 @@
  *   than what the subtree may still spend, or the root would count too little.
  * - Under a class (`agentClass`), a request states the relay's fleet
  *   weight, Σ the weights of its live downstream leases whose agents
- *   report demand (at least 1): a root
- *   that lists the class in `relayClasses` weighs the relay as that fleet.
+ *   report demand (at least 1): a root that lists the class in
+ *   `relayClasses` weighs the relay as that fleet.
  * - `tokensWanted` tops the level up to what the downstream agents' reported
  *   demand needs over `refreshMs`, plus the turns of held requests (at least
  *   `initialTokens`, so a relay with no agent yet has something to start on).
@@ -49,7 +49,7 @@ export interface UplinkOptions {
   readonly replyTimeoutMs: number;
   /** The longest TTL a grant may carry. */
   readonly leaseTtlMsMax: number;
-  /** The class to ask under (the root weighs it by its `classWeights`); null or absent: none. */
+  /** The class to ask under (a root pool listing it in `relayClasses` weighs the relay by its fleet weight); null or absent: none. */
   readonly agentClass?: string | null;
   /** What to ask for at least. */
   readonly initialTokens: number;
