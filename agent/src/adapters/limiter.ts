@@ -66,7 +66,7 @@ export interface LimiterStats {
   readonly fallbackActive: boolean;
   /** Whether the coordinator's last word was that the pool does not exist. */
   readonly unknownPool: boolean;
-  /** Whether a cost this limiter would deny is admitted now: shadow mode, from the latest grant or forced by the service. */
+  /** Whether a cost this limiter would deny is admitted now: shadow mode, forced by the service or from a live lease granted in shadow mode. */
   readonly shadow: boolean;
   /** Tokens and calls admitted only because of shadow mode: what enforcing would have denied (outside the global bound). */
   readonly shadowDeniedTokens: number;
@@ -116,9 +116,9 @@ export class Limiter {
     return this.keeper.slot.takeAt(cost, nowUs);
   }
 
-  /** shadow — whether a cost this limiter would deny is admitted now (the latest grant's flag, or `forceShadow`). */
+  /** shadow — whether a cost this limiter would deny is admitted now (`forceShadow`, or a live lease granted in shadow mode). */
   get shadow(): boolean {
-    return this.keeper.slot.shadow;
+    return this.keeper.slot.shadowAt(this.now());
   }
 
   /**
@@ -283,7 +283,7 @@ export class Limiter {
       fallbackCount: s.fallbackCount,
       fallbackActive: s.fallbackActive,
       unknownPool: s.unknownPool,
-      shadow: s.shadow,
+      shadow: s.shadowAt(this.now()),
       shadowDeniedTokens: s.shadowDeniedTokens,
       shadowDeniedCount: s.shadowDeniedCount,
     };

@@ -34,8 +34,13 @@
  *   floor to ask above, and the next request goes at once above it.
  * - A grant no honest coordinator would send is refused as an error and
  *   changes nothing (grant-check.ts).
- * - The pool's limits (capacity, largest lease, refill) are those of the
- *   last grant; null before the first. An `unknown-pool` refusal marks the
+ * - Every mode a grant carries (its shadow flag, its rate, the largest
+ *   cost it fits) lives and dies with its lease: at the lease's expiry or
+ *   return the slot enforces, accrues nothing and refuses no cost as
+ *   `never-fits`, until the next grant says again. The pool's limits shown
+ *   to callers (`limits`: capacity, largest lease, refill) are the last
+ *   grant's, null before the first; they inform headers and waits, never
+ *   an admission. An `unknown-pool` refusal marks the
  *   slot (its denials say so) until a grant arrives, and is news once per
  *   run of such refusals (`takeUnknownPoolNews`).
  * - `retryAfterUs(cost)` is the expected wait until `cost` can be admitted:
@@ -238,8 +243,7 @@ export class LeaseKeeper {
     this.lastTickUs = nowUs;
     this.demand.observe(this.waitingTokens, nowUs);
     if (s.hasLease && nowUs >= s.expiresAtUs) {
-      s.hasLease = false;
-      s.balanceTokens = 0;
+      this.endLease(nowUs);
       s.noteExpiry();
     }
     if (this.cycle.inFlight !== null) return this.cycle.retryDue(nowUs);
@@ -370,13 +374,8 @@ export class LeaseKeeper {
   }
 
   private sendReturn(nowUs: number): readonly SendAction[] {
-    const s = this.slot;
-    this.rate.returning(nowUs);
     const leaseId = this.heldLeaseId;
-    const tokensLeft = s.balanceTokens;
-    s.balanceTokens = 0;
-    s.hasLease = false;
-    s.expiresAtUs = 0;
+    const tokensLeft = this.endLease(nowUs);
     this.heldLeaseId = null;
     if (leaseId === null || tokensLeft === 0) return NONE;
     const message: LeaseReturn = {
@@ -390,6 +389,26 @@ export class LeaseKeeper {
       tokensLeft,
     };
     return this.cycle.launch(message, nowUs);
+  }
+
+  /**
+   * endLease — the lease in hand ends at `nowUs` (expired or returned), and
+   * with it every mode its grant carried: its balance, its rate, its shadow
+   * flag and the largest cost it could fit. Until the next grant the slot
+   * enforces and knows no limit that could admit or refuse on the old
+   * lease's word (docs/design.md, "Modes live and die with their lease").
+   * Returns the balance it had, a rate lease's accrued up to `nowUs`.
+   */
+  private endLease(nowUs: number): number {
+    const s = this.slot;
+    this.rate.returning(nowUs);
+    const tokensLeft = s.balanceTokens;
+    s.balanceTokens = 0;
+    s.hasLease = false;
+    s.expiresAtUs = 0;
+    s.shadowGranted = false;
+    s.costMaxTokens = Infinity;
+    return tokensLeft;
   }
 
   /** takeSeq — the next sequence number, above any floor the coordinator named. */
@@ -409,7 +428,7 @@ export class LeaseKeeper {
       refillPeriodMs: reply.refillPeriodMs,
     };
     s.unknownPool = false;
-    // The flag of the latest grant applies: the coordinator switches shadow mode without a restart here.
+    // The flag of the latest grant applies, for as long as its lease lives: the coordinator switches shadow mode without a restart here.
     s.shadowGranted = reply.shadow === true;
     this.shortUntilUs = reply.retryAfterMs > 0 ? nowUs + reply.retryAfterMs * US_PER_MS : 0;
     const sameLease = reply.leaseId === this.heldLeaseId && s.hasLease;

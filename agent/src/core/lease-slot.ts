@@ -30,12 +30,18 @@
  *   path only), lease expiries and round-trips (noted by the keeper), and
  *   keeps up to ROUND_TRIP_SAMPLES_MAX round-trip samples until a metrics
  *   collector takes them.
- * - Shadow mode (`shadow`: the latest grant said so, or the service forced
- *   it): the decision is the same, lease, fallback and all, but a cost it
- *   would deny is admitted. The would-be denial is recorded as a denial is
- *   (`lastDenial`, the wanted cost, the keeper's signal) and counted apart
- *   (`shadowDeniedTokens`, by reason); nothing is spent for it. The admit
- *   path does not look at the flag.
+ * - Shadow mode (`shadowAt(nowUs)`: the service forces it, or the lease in
+ *   hand was granted in shadow mode and is live): the decision is the same,
+ *   lease, fallback and all, but a cost it would deny is admitted. The
+ *   would-be denial is recorded as a denial is (`lastDenial`, the wanted
+ *   cost, the keeper's signal) and counted apart (`shadowDeniedTokens`, by
+ *   reason); nothing is spent for it. The admit path does not look at the
+ *   flag.
+ * - A grant's shadow flag lives and dies with its lease: with no lease, or
+ *   at or past the lease's expiry (before the keeper has even noticed), the
+ *   slot enforces. So an agent idle across a switch back to enforcing
+ *   cannot admit beyond its tokens on the strength of a lease it no longer
+ *   holds (docs/design.md, "Modes live and die with their lease").
  */
 import { AgentError } from '../errors.js';
 
@@ -69,8 +75,10 @@ const RATE_CAP = 19;
 const LEASE_EXPIRIES = 20;
 const ROUND_TRIPS = 21;
 // The denial counters, one block; in shadow mode a denial writes the twin
-// block DENIAL_FIELDS further on instead (the field SHADOW_SHIFT holds 0, or
-// that shift in shadow mode), chosen by one branch on the deny path.
+// block DENIAL_FIELDS further on instead, chosen by one branch on the deny
+// path from SHADOW_FORCED (the service's override) and SHADOW_GRANTED (the
+// lease in hand was granted in shadow mode; it counts only while that lease
+// is live).
 const DENIED_TOKENS = 22;
 const DENIED_COUNT = 23;
 const DENIED_NO_LEASE = 24;
@@ -79,8 +87,9 @@ const DENIED_NEVER_FITS = 26;
 const DENIED_EXPIRED = 27;
 const DENIED_UNKNOWN_POOL = 28;
 const DENIAL_FIELDS = DENIED_UNKNOWN_POOL + 1 - DENIED_TOKENS;
-const SHADOW_SHIFT = DENIED_TOKENS + 2 * DENIAL_FIELDS;
-const FIELDS = SHADOW_SHIFT + 1;
+const SHADOW_FORCED = DENIED_TOKENS + 2 * DENIAL_FIELDS;
+const SHADOW_GRANTED = SHADOW_FORCED + 1;
+const FIELDS = SHADOW_GRANTED + 1;
 /** The denied-tokens field of each reason. */
 const DENIED_BY_REASON: Readonly<Record<DenialReason, number>> = {
   'no-lease': DENIED_NO_LEASE,
@@ -107,8 +116,6 @@ export class LeaseSlot {
   /** Set while the coordinator's last word on this pool was `unknown-pool`. */
   unknownPool = false;
   private roundTripSamplesUs: number[] = [];
-  private shadowFromGrant = false;
-  private shadowFromService = false;
 
   constructor(readonly pool: string) {
     this.n[COST_MAX] = Infinity;
@@ -176,25 +183,31 @@ export class LeaseSlot {
     return (this.n[DENIED_TOKENS] as number) + (this.n[DENIED_TOKENS + DENIAL_FIELDS] as number);
   }
 
-  /** Whether the latest grant put the pool in shadow mode. */
+  /**
+   * Whether the lease in hand was granted in shadow mode. It admits would-be
+   * denials only while that lease is live (`shadowAt`); the keeper clears it
+   * when the lease ends.
+   */
   get shadowGranted(): boolean {
-    return this.shadowFromGrant;
+    return this.n[SHADOW_GRANTED] !== 0;
   }
   set shadowGranted(shadow: boolean) {
-    this.shadowFromGrant = shadow;
-    this.n[SHADOW_SHIFT] = shadow || this.shadowForced ? DENIAL_FIELDS : 0;
+    this.n[SHADOW_GRANTED] = shadow ? 1 : 0;
   }
   /** Whether this service forces shadow mode for the pool, whatever the coordinator says. */
   get shadowForced(): boolean {
-    return this.shadowFromService;
+    return this.n[SHADOW_FORCED] !== 0;
   }
   set shadowForced(shadow: boolean) {
-    this.shadowFromService = shadow;
-    this.n[SHADOW_SHIFT] = shadow || this.shadowFromGrant ? DENIAL_FIELDS : 0;
+    this.n[SHADOW_FORCED] = shadow ? 1 : 0;
   }
-  /** Whether a cost the slot would deny is admitted now (shadow mode). */
-  get shadow(): boolean {
-    return this.n[SHADOW_SHIFT] !== 0;
+  /**
+   * shadowAt — whether a cost the slot would deny at `nowUs` is admitted
+   * (shadow mode): the service forces it, or a live lease was granted so.
+   */
+  shadowAt(nowUs: number): boolean {
+    const n = this.n;
+    return n[SHADOW_FORCED] !== 0 || (n[SHADOW_GRANTED] !== 0 && this.hasLease && nowUs < (n[EXPIRES_AT] as number));
   }
   get lastAdmitUs(): number {
     return this.n[LAST_ADMIT] as number;
@@ -395,7 +408,9 @@ export class LeaseSlot {
     // Compared here, so that no clock value (a heap number) is passed on.
     const expired = nowUs >= (n[EXPIRES_AT] as number);
     // The one shadow branch: an enforced denial keeps its fixed counter fields.
-    if (n[SHADOW_SHIFT] !== 0) return this.countDenial(cost, expired, DENIAL_FIELDS);
+    // A grant's flag counts only with its lease live: none, or an expired one, enforces.
+    if (n[SHADOW_FORCED] !== 0 || (n[SHADOW_GRANTED] !== 0 && this.hasLease && !expired))
+      return this.countDenial(cost, expired, DENIAL_FIELDS);
     return this.countDenial(cost, expired, 0);
   }
 

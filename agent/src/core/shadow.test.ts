@@ -1,16 +1,23 @@
 import { describe, expect, it } from 'vitest';
-import { acquireIn, grantFor, keeperWith } from './lease-keeper.fixtures.js';
+import { acquireIn, askFor, grantFor, keeperWith } from './lease-keeper.fixtures.js';
 import { LeaseSlot, type DenialReason } from './lease-slot.js';
 import { takeAllAt } from './take-all.js';
 import { TakeQueue } from './take-queue.js';
 
 const LIVE = { balanceTokens: 10, expiresAtUs: 1_000_000, hasLease: true, costMaxTokens: 50 };
 
-/** A slot in the given state, in shadow mode when `shadow`, counting its `onLow` calls. */
-function slotWith(state: Partial<typeof LIVE> & { unknownPool?: boolean }, shadow: boolean): { slot: LeaseSlot; lows: () => number } {
+/** How a slot is in shadow mode: its lease was granted so, the service forces it, or neither. */
+type ShadowBy = 'grant' | 'service' | false;
+
+/** A slot in the given state, in shadow mode as `shadow` says (true: by its grant), counting its `onLow` calls. */
+function slotWith(
+  state: Partial<typeof LIVE> & { unknownPool?: boolean },
+  shadow: ShadowBy | true,
+): { slot: LeaseSlot; lows: () => number } {
   const slot = new LeaseSlot('pool-a');
   Object.assign(slot, state);
-  slot.shadowGranted = shadow;
+  slot.shadowGranted = shadow === true || shadow === 'grant';
+  slot.shadowForced = shadow === 'service';
   let calls = 0;
   slot.onLow = () => {
     calls += 1;
@@ -19,37 +26,50 @@ function slotWith(state: Partial<typeof LIVE> & { unknownPool?: boolean }, shado
 }
 
 describe('LeaseSlot in shadow mode', () => {
-  const cases: readonly [string, Partial<typeof LIVE> & { unknownPool?: boolean }, number, number, DenialReason][] = [
-    ['no lease', {}, 1, 0, 'no-lease'],
-    ['exhausted', { ...LIVE, balanceTokens: 3 }, 4, 0, 'exhausted'],
-    ['expired', LIVE, 1, 1_000_000, 'expired'],
-    ['never fits', LIVE, 51, 0, 'never-fits'],
-    ['unknown pool', { unknownPool: true }, 2, 0, 'unknown-pool'],
+  // name, state, cost, now, reason, whether a grant's flag shadows it (only with its lease live)
+  const cases: readonly [string, Partial<typeof LIVE> & { unknownPool?: boolean }, number, number, DenialReason, boolean][] = [
+    ['no lease', {}, 1, 0, 'no-lease', false],
+    ['exhausted', { ...LIVE, balanceTokens: 3 }, 4, 0, 'exhausted', true],
+    ['expired', LIVE, 1, 1_000_000, 'expired', false],
+    ['never fits', LIVE, 51, 0, 'never-fits', true],
+    ['unknown pool', { unknownPool: true }, 2, 0, 'unknown-pool', false],
   ];
-  for (const [name, state, cost, nowUs, reason] of cases) {
-    it(`${name}: enforcing denies, shadow admits and counts the same decision apart`, () => {
-      const enforced = slotWith(state, false);
-      const shadowed = slotWith(state, true);
-      expect(enforced.slot.takeAt(cost, nowUs)).toBe(false);
-      expect(shadowed.slot.takeAt(cost, nowUs)).toBe(true);
-      // The same decision: reason, wanted cost, the keeper's signal, nothing spent.
-      expect(shadowed.slot.lastDenial).toBe(reason);
-      expect(enforced.slot.lastDenial).toBe(reason);
-      expect(shadowed.slot.wantedCostTokens).toBe(enforced.slot.wantedCostTokens);
-      expect(shadowed.lows()).toBe(enforced.lows());
-      expect(shadowed.slot.balanceTokens).toBe(enforced.slot.balanceTokens);
-      expect(shadowed.slot.admittedTokens).toBe(0);
-      // Counted apart: the denial counters stay at zero, the shadow ones hold it, by reason.
-      expect([shadowed.slot.deniedTokens, shadowed.slot.deniedCount, shadowed.slot.deniedTokensFor(reason)]).toEqual([0, 0, 0]);
-      expect([shadowed.slot.shadowDeniedTokens, shadowed.slot.shadowDeniedCount]).toEqual([cost, 1]);
-      expect(shadowed.slot.shadowDeniedTokensFor(reason)).toBe(cost);
-      expect([enforced.slot.deniedTokens, enforced.slot.deniedTokensFor(reason), enforced.slot.shadowDeniedTokens]).toEqual([
-        cost,
-        cost,
-        0,
-      ]);
-      // The keeper sees the same refused demand either way.
-      expect(shadowed.slot.refusedTokens).toBe(enforced.slot.refusedTokens);
+  const modes: readonly Exclude<ShadowBy, false>[] = ['service', 'grant'];
+  for (const [name, state, cost, nowUs, reason, liveLease] of cases) {
+    for (const by of modes.filter((m) => m === 'service' || liveLease)) {
+      it(`${name}, shadowed by the ${by}: enforcing denies, shadow admits and counts the same decision apart`, () => {
+        const enforced = slotWith(state, false);
+        const shadowed = slotWith(state, by);
+        expect(enforced.slot.takeAt(cost, nowUs)).toBe(false);
+        expect(shadowed.slot.takeAt(cost, nowUs)).toBe(true);
+        // The same decision: reason, wanted cost, the keeper's signal, nothing spent.
+        expect(shadowed.slot.lastDenial).toBe(reason);
+        expect(enforced.slot.lastDenial).toBe(reason);
+        expect(shadowed.slot.wantedCostTokens).toBe(enforced.slot.wantedCostTokens);
+        expect(shadowed.lows()).toBe(enforced.lows());
+        expect(shadowed.slot.balanceTokens).toBe(enforced.slot.balanceTokens);
+        expect(shadowed.slot.admittedTokens).toBe(0);
+        // Counted apart: the denial counters stay at zero, the shadow ones hold it, by reason.
+        expect([shadowed.slot.deniedTokens, shadowed.slot.deniedCount, shadowed.slot.deniedTokensFor(reason)]).toEqual([0, 0, 0]);
+        expect([shadowed.slot.shadowDeniedTokens, shadowed.slot.shadowDeniedCount]).toEqual([cost, 1]);
+        expect(shadowed.slot.shadowDeniedTokensFor(reason)).toBe(cost);
+        expect([enforced.slot.deniedTokens, enforced.slot.deniedTokensFor(reason), enforced.slot.shadowDeniedTokens]).toEqual([
+          cost,
+          cost,
+          0,
+        ]);
+        // The keeper sees the same refused demand either way.
+        expect(shadowed.slot.refusedTokens).toBe(enforced.slot.refusedTokens);
+      });
+    }
+  }
+
+  for (const [name, state, cost, nowUs, reason, liveLease] of cases.filter((c) => !c[5])) {
+    it(`${name}: a grant's shadow flag without its live lease enforces (denies, counted as a denial)`, () => {
+      expect(liveLease).toBe(false);
+      const { slot } = slotWith(state, 'grant');
+      expect(slot.takeAt(cost, nowUs)).toBe(false);
+      expect([slot.lastDenial, slot.deniedTokensFor(reason), slot.shadowDeniedTokens]).toEqual([reason, cost, 0]);
     });
   }
 
@@ -68,25 +88,25 @@ describe('LeaseSlot in shadow mode', () => {
     expect(slot.shadowDeniedCount).toBe(0);
   });
 
-  it('precedence: the service forcing shadow wins; otherwise the latest grant decides', () => {
-    const slot = new LeaseSlot('pool-a');
-    const table: readonly [boolean, boolean, boolean][] = [
-      // granted, forced, shadow
-      [false, false, false],
-      [true, false, true],
-      [false, true, true],
-      [true, true, true],
+  it('shadowAt: the service forcing shadow wins; otherwise a grant flag decides while its lease is live', () => {
+    // granted, forced, lease held, now (the lease expires at 1 s), shadow
+    const table: readonly [boolean, boolean, boolean, number, boolean][] = [
+      [false, false, true, 0, false],
+      [true, false, true, 0, true],
+      [true, false, true, 999_999, true],
+      [true, false, true, 1_000_000, false],
+      [true, false, false, 0, false],
+      [false, true, false, 0, true],
+      [false, true, true, 1_000_000, true],
+      [true, true, true, 0, true],
     ];
-    for (const [granted, forced, shadow] of table) {
+    for (const [granted, forced, hasLease, nowUs, shadow] of table) {
+      const slot = new LeaseSlot('pool-a');
+      Object.assign(slot, { ...LIVE, hasLease });
       slot.shadowGranted = granted;
       slot.shadowForced = forced;
-      expect(slot.shadow, `granted ${granted}, forced ${forced}`).toBe(shadow);
+      expect(slot.shadowAt(nowUs), `granted ${granted}, forced ${forced}, lease ${hasLease}, at ${nowUs}`).toBe(shadow);
     }
-    slot.shadowForced = true;
-    slot.shadowGranted = false;
-    expect(slot.shadow).toBe(true);
-    slot.shadowForced = false;
-    expect(slot.shadow).toBe(false);
   });
 });
 
@@ -158,13 +178,13 @@ describe('LeaseKeeper and the grant flag', () => {
     const keeper = keeperWith();
     const first = acquireIn(keeper.tick(0));
     keeper.onReply(first.seq, grantFor(first, { shadow: true }), 1_000);
-    expect(keeper.slot.shadow).toBe(true);
+    expect(keeper.slot.shadowAt(1_000)).toBe(true);
     keeper.slot.takeAt(keeper.slot.balanceTokens, 2_000);
     expect(keeper.slot.takeAt(1, 2_000)).toBe(true);
     expect(keeper.slot.shadowDeniedTokens).toBe(1);
     const second = acquireIn(keeper.tick(3_000));
     keeper.onReply(second.seq, grantFor(second), 4_000);
-    expect(keeper.slot.shadow).toBe(false);
+    expect(keeper.slot.shadowAt(4_000)).toBe(false);
     keeper.slot.takeAt(keeper.slot.balanceTokens, 5_000);
     expect(keeper.slot.takeAt(1, 5_000)).toBe(false);
     expect([keeper.slot.deniedTokens, keeper.slot.shadowDeniedTokens]).toEqual([1, 1]);
@@ -188,5 +208,71 @@ describe('LeaseKeeper and the grant flag', () => {
     }
     expect(asks[1]).toEqual(asks[0]);
     expect(asks[0]?.some((tokens) => tokens > 0)).toBe(true);
+  });
+});
+
+describe("LeaseKeeper: a grant's modes live and die with its lease", () => {
+  /** A keeper holding a shadow lease of 5 tokens granted at 1 ms (the request left at 0; TTL 2 s, agent-side expiry 1.9 s). */
+  const shadowLease = (fields: Parameters<typeof grantFor>[1] = {}): ReturnType<typeof keeperWith> => {
+    const keeper = keeperWith();
+    const first = acquireIn(keeper.tick(0));
+    keeper.onReply(first.seq, grantFor(first, { tokensGranted: 5, shadow: true, ...fields }), 1_000);
+    return keeper;
+  };
+
+  it('an idle return ends shadow mode: with no lease, a cost beyond the tokens is denied no-lease', () => {
+    const keeper = keeperWith();
+    const first = askFor(keeper, 100, 0);
+    keeper.onReply(first.seq, grantFor(first, { tokensGranted: 100, shadow: true, ttlMs: 10_000 }), 1_000);
+    expect(keeper.slot.takeAt(30, 10_000)).toBe(true);
+    expect(keeper.slot.shadowAt(10_000)).toBe(true);
+    expect(keeper.tick(10_000)).toEqual([]);
+    // Idle for idleReturnMs (3 s) with tokens in hand: the keeper returns them, and the shadow flag goes with the lease.
+    expect(keeper.tick(3_010_000).map((a) => a.message.op)).toEqual(['return']);
+    expect(keeper.slot.hasLease).toBe(false);
+    expect(keeper.slot.shadowAt(3_010_001)).toBe(false);
+    expect(keeper.slot.takeAt(3, 3_010_001)).toBe(false);
+    expect([keeper.slot.lastDenial, keeper.slot.deniedTokensFor('no-lease'), keeper.slot.shadowDeniedTokens]).toEqual(['no-lease', 3, 0]);
+  });
+
+  it('expiry ends shadow mode at the expiry instant, before the keeper ticks', () => {
+    const keeper = shadowLease();
+    const expiresAtUs = keeper.slot.expiresAtUs;
+    expect(keeper.slot.takeAt(6, expiresAtUs - 1)).toBe(true);
+    expect(keeper.slot.takeAt(6, expiresAtUs)).toBe(false);
+    expect(keeper.slot.lastDenial).toBe('expired');
+    keeper.tick(expiresAtUs);
+    expect([keeper.slot.hasLease, keeper.slot.shadowGranted]).toEqual([false, false]);
+    expect(keeper.slot.takeAt(1, expiresAtUs + 1)).toBe(false);
+  });
+
+  it('the largest cost of an ended lease refuses nothing: no never-fits verdict without a live lease', () => {
+    const keeper = shadowLease({ shadow: false, maxLeaseTokens: 20, capacityTokens: 40 });
+    expect(keeper.slot.costMaxTokens).toBe(20);
+    expect(keeper.slot.takeAt(21, 10_000)).toBe(false);
+    expect(keeper.slot.lastDenial).toBe('never-fits');
+    keeper.tick(keeper.slot.expiresAtUs);
+    expect(keeper.slot.costMaxTokens).toBe(Infinity);
+    expect(keeper.slot.takeAt(21, keeper.slot.expiresAtUs + 1)).toBe(false);
+    expect(keeper.slot.lastDenial).toBe('no-lease');
+    // The pool's limits stay known for what is shown (headers, waits), never to admit.
+    expect(keeper.limits?.maxLeaseTokens).toBe(20);
+  });
+
+  it('a rate lease stops accruing when it ends', () => {
+    const keeper = shadowLease({ shadow: false, rate: { tokensPerPeriod: 10, periodMs: 10, capTokens: 50 } });
+    expect(keeper.slot.rateTokens).toBeGreaterThan(0);
+    keeper.tick(keeper.slot.expiresAtUs);
+    expect([keeper.slot.hasLease, keeper.slot.rateTokens, keeper.slot.balanceTokens]).toEqual([false, 0, 0]);
+    expect(keeper.slot.takeAt(1, keeper.slot.expiresAtUs + 10_000_000)).toBe(false);
+    expect(keeper.slot.balanceTokens).toBe(0);
+  });
+
+  it("the service forcing shadow mode outlives leases: it is the service's own setting", () => {
+    const keeper = shadowLease({ shadow: false });
+    keeper.slot.shadowForced = true;
+    keeper.tick(keeper.slot.expiresAtUs);
+    expect(keeper.slot.takeAt(3, keeper.slot.expiresAtUs + 1)).toBe(true);
+    expect(keeper.slot.shadowDeniedTokensFor('no-lease')).toBe(3);
   });
 });

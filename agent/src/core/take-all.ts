@@ -38,7 +38,7 @@ export function takeAllAt(charges: readonly SlotCharge[], nowUs: number): number
     }
     const slot = charge.limiter.slot;
     if (slot.canTakeAt(charge.cost, nowUs)) continue;
-    if (!slot.shadow) {
+    if (!slot.shadowAt(nowUs)) {
       slot.takeAt(charge.cost, nowUs); // records why (or throws for a bad cost); spends nothing
       return i;
     }

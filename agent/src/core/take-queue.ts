@@ -31,7 +31,7 @@
  *   keeper asks for it; a waiter's cost leaves it when the waiter does.
  * - After `close` every waiter is handed back unadmitted and every new
  *   take is refused.
- * - Shadow mode (the slot's `shadow`): a valid take is admitted at once,
+ * - Shadow mode (the slot's `shadowAt`): a valid take is admitted at once,
  *   as `tryTake` admits it (spent when the lease holds it, else a would-be
  *   denial counted apart), never refused `never-fits` or `unknown-pool`
  *   and never waiting; takes that waited from before the switch are
@@ -102,7 +102,7 @@ export class TakeQueue<T> {
     }
     if (!(cost >= 1 && Number.isSafeInteger(cost)))
       return refused('invalid-argument', `cost must be a positive integer, got ${cost}`, pool);
-    if (slot.shadow && spend) {
+    if (spend && slot.shadowAt(nowUs)) {
       slot.takeAt(cost, nowUs);
       return ADMITTED;
     }
@@ -120,12 +120,13 @@ export class TakeQueue<T> {
     const slot = this.host.slot;
     const admitted: T[] = [];
     const timedOut: T[] = [];
-    const refusedNow = slot.shadow ? [] : this.refuseHopeless();
+    const shadow = slot.shadowAt(nowUs);
+    const refusedNow = shadow ? [] : this.refuseHopeless();
     let head = 0;
     for (; head < this.waiters.length; head += 1) {
       const waiter = this.waiters[head] as Waiter<T>;
       if (slot.canTakeAt(waiter.cost, nowUs) && (!waiter.spend || slot.takeAt(waiter.cost, nowUs))) admitted.push(waiter.ticket);
-      else if (slot.shadow && (!waiter.spend || slot.takeAt(waiter.cost, nowUs))) admitted.push(waiter.ticket);
+      else if (shadow && (!waiter.spend || slot.takeAt(waiter.cost, nowUs))) admitted.push(waiter.ticket);
       else if (nowUs >= waiter.deadlineUs) timedOut.push(waiter.ticket);
       else break;
       this.host.waitingTokens -= waiter.cost;
