@@ -97,13 +97,5 @@ export default defineConfig(
     ignores: tests,
     rules: { 'tokenlease/pure-core': ['error', { modules: ['nats', 'ioredis', 'pino', 'yaml', 'prom-client', 'puppeteer-core'] }] },
   },
-  {
-    // One concept per file: a source file other than a test stays under 400 lines. Comment lines
-    // do not count: the style asks for a doc comment on every export, and Prettier's line breaks
-    // alone take the largest files (pool.ts, simulation.ts, lease-keeper.ts) past 400 in all.
-    files: sources,
-    ignores: tests,
-    rules: { 'max-lines': ['error', { max: 399, skipBlankLines: false, skipComments: true }] },
-  },
   prettier,
 );
