@@ -1,7 +1,7 @@
 /**
  * Options of the lease keeper, with their defaults. Durations in ms.
  */
-import { ID_LENGTH_MAX, WIRE_TOKENS_MAX } from '@tokenlease/shared';
+import { HOLD_MS_DEFAULT, ID_LENGTH_MAX, WIRE_TOKENS_MAX } from '@tokenlease/shared';
 import { AgentError } from '../errors.js';
 import { FALLBACK_BURST_TOKENS_MAX, FALLBACK_PER_SECOND_MAX } from './lease-slot.js';
 
@@ -59,7 +59,7 @@ export interface KeeperOptions {
 }
 
 export const DEFAULT_KEEPER_OPTIONS: KeeperOptions = {
-  holdMs: 200,
+  holdMs: HOLD_MS_DEFAULT,
   replyTimeoutMs: 500,
   driftMargin: 0.05,
   refreshMs: 1000,

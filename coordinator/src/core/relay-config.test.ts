@@ -13,7 +13,7 @@ describe('parseRelayConfig', () => {
     expect(config.uplink).toEqual({
       driftMargin: 0.1,
       refreshMs: 1000,
-      holdMs: 100,
+      holdMs: 200,
       replyTimeoutMs: 1000,
       gapMs: 20,
       agentClass: null,

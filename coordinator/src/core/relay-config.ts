@@ -5,7 +5,7 @@
  * Top-level fields: `upstreamPrefix` (the root's subject prefix, required),
  * `subjectPrefix` (the relay's own, required and different), `pools` (the
  * relayed pools, with the same fields as a coordinator's), and `uplink`:
- * `{ driftMargin [0.1], refreshMs [1000], holdMs [100], replyTimeoutMs
+ * `{ driftMargin [0.1], refreshMs [1000], holdMs [200: an agent's], replyTimeoutMs
  * [1000], gapMs [20], agentClass [none], identity [none] }`; `agentClass`
  * is the class the relay asks the root under (listed in the root pool's
  * `relayClasses`, the root weighs the relay as the fleet behind it);
@@ -18,7 +18,7 @@
  * grants name). Relayed pools and templates lease chunks, without an
  * allowance: no rate leases.
  */
-import { assertSubjectPrefix, ID_FORM, isProtocolId } from '@tokenlease/shared';
+import { assertSubjectPrefix, HOLD_MS_DEFAULT, HOLD_MS_MAX, ID_FORM, isProtocolId } from '@tokenlease/shared';
 import { CoordinatorError } from '../errors.js';
 import { parseCoordinatorConfig, MAX_TTL_MS, type CoordinatorConfig } from './config.js';
 
@@ -98,7 +98,7 @@ function readUplink(doc: unknown, fail: (field: string, problem: string) => neve
     identity,
     driftMargin: num('driftMargin', 0.001, 0.5, 0.1, false),
     refreshMs: num('refreshMs', 1, MAX_TTL_MS, 1000),
-    holdMs: num('holdMs', 0, 60_000, 100),
+    holdMs: num('holdMs', 0, HOLD_MS_MAX, HOLD_MS_DEFAULT),
     replyTimeoutMs: num('replyTimeoutMs', 1, 60_000, 1000),
     gapMs: num('gapMs', 1, 60_000, 20),
   };

@@ -8,6 +8,14 @@ export const ID_LENGTH_MAX = 128;
 export const WIRE_TOKENS_MAX = 2 ** 52;
 export const SEQ_MAX = Number.MAX_SAFE_INTEGER;
 export const HOLD_MS_MAX = 60_000;
+/**
+ * HOLD_MS_DEFAULT — how long a lease client (an agent's keeper, a relay's
+ * uplink) asks a coordinator to hold its request while the pool is short,
+ * ms. One default for both: a held request keeps its place in the pool's
+ * turns only while it is held, so a client that asks for a shorter hold
+ * drops out of the turns sooner and gets less than its share.
+ */
+export const HOLD_MS_DEFAULT = 200;
 export const DEMAND_PER_SECOND_MAX = 1e12;
 /** Largest fleet weight a request may state (a relay: Σ its live downstream leases' weights). */
 export const FLEET_WEIGHT_MAX = 1_000_000;
