@@ -9,6 +9,8 @@
  *   write it makes from then on is refused, and it runs on for `deposedUs`
  *   before it steps down. `downUs` after the fault a standby claims the
  *   pool, with the next epoch and whatever the store holds.
+ * - A reload (shadow mode switched) reaches every serving process at once,
+ *   and processes started later serve the new configuration.
  * - A request reaches one serving process, chosen at random (a NATS queue
  *   group), or none: then the agent hears "no responders" at once.
  */
@@ -36,7 +38,7 @@ export class Coordinators {
   private claims = 0;
 
   constructor(
-    private readonly config: CoordinatorConfig,
+    private config: CoordinatorConfig,
     private readonly sim: SimConfig,
     private readonly host: ClusterHost,
     private readonly random: Random,
@@ -108,6 +110,12 @@ export class Coordinators {
     }
     if (deposedUs !== undefined) this.store?.lapse(nowUs);
     this.host.push(nowUs + fault.downUs, { k: 'coordinator-up' });
+  }
+
+  /** reload — every serving process serves `config` from `nowUs` on, and so does every process started later (a reload of them all). */
+  reload(config: CoordinatorConfig, nowUs: number): void {
+    this.config = config;
+    for (const process of this.serving()) process.reload(config, nowUs);
   }
 
   /** route — the process a request reaching the pool's subject now goes to, or null when none serves. */

@@ -32,6 +32,8 @@ class Tally {
   durable = 0;
   rate = 0;
   windows = 0;
+  shadows = 0;
+  shadowTokens = 0;
   failovers = 0;
   deposed = 0;
   takeovers = 0;
@@ -43,6 +45,8 @@ class Tally {
     if (config.durable !== undefined) this.durable += 1;
     if (config.pool.leaseMode === 'rate') this.rate += 1;
     if (config.pool.window === true) this.windows += 1;
+    if (config.shadow !== undefined) this.shadows += 1;
+    this.shadowTokens += result.shadowAdmittedTokens;
     this.failovers += failovers.length;
     this.deposed += failovers.filter((f) => f.deposedUs !== undefined).length;
     this.takeovers += result.takeovers;
@@ -52,7 +56,8 @@ class Tally {
 
   line(scenarios: number): string {
     return (
-      `${scenarios - this.durable} memory-mode and ${this.durable} durable scenarios, ${this.rate} of them with rate leases, ${this.windows} window pools; ` +
+      `${scenarios - this.durable} memory-mode and ${this.durable} durable scenarios, ${this.rate} of them with rate leases, ${this.windows} window pools, ` +
+      `${this.shadows} with shadow mode switched (${this.shadowTokens} tokens admitted beyond leases while shadowed); ` +
       `${this.failovers} failovers (${this.deposed} of a deposed owner), ${this.takeovers} takeovers from the store, ` +
       `${this.fencedWrites} writes fenced; ${this.violations} violations`
     );

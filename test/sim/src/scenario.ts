@@ -27,11 +27,18 @@
  * cooling before the lease ends); those draws come from a fourth stream.
  * `ScenarioMix` 'window' makes every scenario of a seed a window pool (the
  * same draws), 'bucket' none.
+ *
+ * A share `SHADOW_SHARE` of scenarios (of every kind) switch shadow mode on
+ * and off by reloads during the fault window: one or two periods in shadow
+ * mode, often with one agent idle across a switch back and busy at several
+ * times its share after it, and sometimes one agent partitioned across it;
+ * the checks judge what is admitted beyond leases from one TTL after each
+ * switch back. Those draws come from a fifth stream.
  */
 import { makeRate } from '@tokenlease/shared';
 import { seededRandom, type Random } from '@tokenlease/shared/testing';
 import type { Partition } from './network.js';
-import { windowPool, type DurableSpec, type Fault, type SimConfig } from './sim-config.js';
+import { windowPool, type DurableSpec, type Fault, type ShadowSpec, type SimConfig } from './sim-config.js';
 import type { WorkloadName, WorkloadSpec } from './workload.js';
 
 const WORKLOADS: readonly WorkloadName[] = ['steady', 'bursty', 'diurnal', 'zipf', 'churn', 'weighted'];
@@ -68,6 +75,8 @@ export const RATE_SCENARIO_DRIFT_MAX = 0.0009;
  */
 const RATE_MODE_SEED_SALT = 0x7a7e1ea5;
 const WINDOW_MODE_SEED_SALT = 0x3d0f5a11;
+const SHADOW_MODE_SEED_SALT = 0x5ad0;
+export const SHADOW_SHARE = 0.25;
 const DURABLE_MODE_SEED_SALT = 0xd0ab1e;
 
 export function randomScenario(seed: number, durationUs = SCENARIO_DURATION_US_DEFAULT, mix: ScenarioMix = 'mixed'): SimConfig {
@@ -118,7 +127,37 @@ export function randomScenario(seed: number, durationUs = SCENARIO_DURATION_US_D
   };
   const window = mix === 'window' ? withWindowMode(base, true) : withRateMode(base);
   const pool = mix === 'mixed' ? withWindowMode(window, false) : window;
-  return withDurableMode(pool, faultWindowUs);
+  return withShadowSwitches(withDurableMode(pool, faultWindowUs), faultWindowUs);
+}
+
+/**
+ * withShadowSwitches — `base` with shadow mode switched on and off, for a
+ * share of seeds: on in the fault window, back one to four TTLs later, and
+ * for some a second period; an agent idle across the (first) switch back,
+ * its silence ending one to three TTLs after it, then offering 3–8 times
+ * its arrivals; sometimes an agent partitioned across the switch back.
+ */
+function withShadowSwitches(base: SimConfig, faultWindowUs: number): SimConfig {
+  const d = seededRandom(base.seed ^ SHADOW_MODE_SEED_SALT);
+  if (d.next() >= SHADOW_SHARE) return base;
+  const ttlUs = base.pool.leaseTtlMs * 1000;
+  // Every switch falls in the fault window, so the run's second half shows whether the fleet converges.
+  const onUs = d.int(FAULTS_FROM_US, Math.max(FAULTS_FROM_US + 1, Math.floor(faultWindowUs / 2)));
+  const offUs = Math.min(faultWindowUs, onUs + d.int(ttlUs, 4 * ttlUs));
+  const switchesUs = [onUs, offUs];
+  const againUs = offUs + d.int(ttlUs, 3 * ttlUs);
+  const againOffUs = againUs + d.int(ttlUs, 3 * ttlUs);
+  if (d.next() < 0.3 && againOffUs <= faultWindowUs) switchesUs.push(againUs, againOffUs);
+  const idle = d.next() < 0.7;
+  const agent = d.int(0, base.agents - 1);
+  const idleFromUs = Math.max(0, offUs - d.int(0, 2 * ttlUs));
+  const idleToUs = offUs + d.int(ttlUs + 1, 3 * ttlUs);
+  const surge = d.int(3, 8);
+  const shadow: ShadowSpec = { switchesUs, ...(idle ? { idleAgent: { agent, fromUs: idleFromUs, toUs: idleToUs, surge } } : {}) };
+  if (d.next() >= 0.5) return { ...base, shadow };
+  const cutUs = offUs - d.int(0, ttlUs);
+  const cut: Partition = { agents: [d.int(0, base.agents - 1)], fromUs: cutUs, toUs: offUs + d.int(ttlUs / 2, 2 * ttlUs) };
+  return { ...base, shadow, partitions: [...base.partitions, cut] };
 }
 
 /**
@@ -198,6 +237,7 @@ export function describeScenario(c: SimConfig): string {
       : `durable (writes ${(c.durable.writeUsMin / 1000).toFixed(1)}–${(c.durable.writeUsMax / 1000).toFixed(1)} ms), `;
   const mode = p.leaseMode === 'rate' ? `rate (refresh ${c.keeper?.refreshMs ?? 'default'} ms), ` : '';
   const reports = (c.keeper?.reportMs ?? 0) > 0 ? `, reports every ${c.keeper?.reportMs} ms` : '';
+  const shadow = c.shadow === undefined ? '' : `, ${describeShadow(c.shadow)}`;
   const limits =
     p.window === true
       ? `window N=${p.capacity} per W=${p.refill.periodMs} ms`
@@ -206,8 +246,19 @@ export function describeScenario(c: SimConfig): string {
     `${store}${mode}${c.agents} agents, ${limits}, lease ${p.maxLeaseTokens}, TTL ${p.leaseTtlMs} ms${reports}, ` +
     `${c.workload.name}×${c.workload.load.toFixed(2)}, latency ${(c.network.latencyUs / 1000).toFixed(1)} ms, ` +
     `loss ${(c.network.lossRate * 100).toFixed(1)}%, dup ${(c.network.duplicateRate * 100).toFixed(1)}%` +
-    (faults.length > 0 ? `, faults: ${faults.join(' ')}` : '')
+    (faults.length > 0 ? `, faults: ${faults.join(' ')}` : '') +
+    shadow
   );
+}
+
+function describeShadow(spec: ShadowSpec): string {
+  const at = spec.switchesUs.map((us, i) => `${i % 2 === 0 ? 'on' : 'off'} ${(us / 1000).toFixed(0)}`).join(', ');
+  const idle = spec.idleAgent;
+  const idleText =
+    idle === undefined
+      ? ''
+      : `, a${idle.agent} idle ${(idle.fromUs / 1000).toFixed(0)}–${(idle.toUs / 1000).toFixed(0)} ms then ×${idle.surge}`;
+  return `shadow (${at} ms${idleText})`;
 }
 
 function faultName(f: Fault): string {

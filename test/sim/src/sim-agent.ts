@@ -6,6 +6,8 @@
  * It can also be broken on purpose (`Broken`), by reaching into the slot
  * after the keeper acted, to prove the checks catch such an agent:
  * - spend-past-expiry: its lease never expires on its side;
+ * - shadow-outlives-lease: the shadow flag of its last grant stays on after
+ *   that lease ends, until the next grant (as agents once did);
  * - accrue-from-send: a rate lease's new rate accrues from when the request
  *   was first sent, not from the reply's arrival (the coordinator's accrual
  *   starts at its grant, which is later);
@@ -99,6 +101,8 @@ export class SimAgent {
    * drift margin), that becomes the expiry the admission check holds it to.
    */
   noteGrant(seq: number, ttlMs: number): void {
+    // Broken: the grant's flag held as the service's own, so it outlives the lease (a later grant sets it anew).
+    if (this.broken === 'shadow-outlives-lease') this.keeper.slot.shadowForced = this.keeper.slot.shadowGranted;
     const sent = this.firstSentLocalUs.get(seq);
     if (sent === undefined) return;
     const expected = sent + Math.floor(ttlMs * 1000 * (1 - this.driftMargin));

@@ -31,6 +31,8 @@ export interface SimPool {
    * (`windowPool` builds one). Absent or false: a bucket pool.
    */
   readonly window?: boolean;
+  /** Shadow mode (the coordinator's `shadow`): grants tell agents to admit what they would deny; default false. */
+  readonly shadow?: boolean;
 }
 
 /** windowPool — a sliding-window pool of at most `limit` per `windowMs`, with the other fields of `rest`. */
@@ -100,9 +102,23 @@ function configWith(p: SimPool, pool: string, windowMs?: number): CoordinatorCon
         ...(p.classWeights === undefined ? {} : { classWeights: p.classWeights }),
         ...(p.relayClasses === undefined ? {} : { relayClasses: p.relayClasses }),
         ...(p.leaseMode === undefined ? {} : { leaseMode: p.leaseMode }),
+        ...(p.shadow === true ? { shadow: true } : {}),
       },
     },
   });
+}
+
+/**
+ * ShadowSpec — shadow mode switched centrally during a run, as a reload of
+ * every coordinator does: the pool goes into shadow mode at the first of
+ * `switchesUs` (µs from the start of traffic), back to enforcing at the
+ * second, and so on. `idleAgent` keeps one agent slot silent from `fromUs`
+ * to `toUs` (idle across a switch back) and from then on offers `surge`
+ * times its own arrivals (busy at several times its share).
+ */
+export interface ShadowSpec {
+  readonly switchesUs: readonly number[];
+  readonly idleAgent?: { readonly agent: number; readonly fromUs: number; readonly toUs: number; readonly surge: number };
 }
 
 /** Faults; times are µs from the start of traffic. */
@@ -172,7 +188,8 @@ export interface DurableSpec {
 
 /**
  * Deliberately broken parts, to prove the checks can fail: an agent that
- * spends past its expiry; a durable coordinator that replies before the
+ * spends past its expiry; an agent that keeps the shadow flag of its last
+ * grant after that lease ended (until its next grant); a durable coordinator that replies before the
  * write lands; a takeover that forgets the kept leases; a rate-lease agent
  * that accrues its new rate from when it sent the renewal rather than from
  * the reply's arrival, or that keeps accruing its old rate while the
@@ -185,6 +202,7 @@ export interface DurableSpec {
  */
 export type Broken =
   | 'spend-past-expiry'
+  | 'shadow-outlives-lease'
   | 'reply-before-write'
   | 'forget-kept-leases'
   | 'accrue-from-send'
@@ -219,6 +237,8 @@ export interface SimConfig {
   readonly tree?: TreeSpec;
   /** Keep every admission (instant and cost) in the result's `admissions`, for a check of one's own; default false. */
   readonly recordAdmissions?: boolean;
+  /** Shadow mode switched on and off during the run (flat fleets only); absent: the pool enforces throughout. */
+  readonly shadow?: ShadowSpec;
 }
 
 export interface SimResult {
@@ -232,6 +252,9 @@ export interface SimResult {
   readonly perAgentAdmitted: readonly number[];
   readonly perAgentOffered: readonly number[];
   readonly worstExcessTokens: number;
+  /** Tokens admitted beyond leases because of shadow mode (would-be denials), and how many of those the checks judged (one TTL or more after a switch back). */
+  readonly shadowAdmittedTokens: number;
+  readonly shadowJudgedTokens: number;
   /** A window pool: the most tokens any window of W held (never above N when the checks held); null for a bucket pool. */
   readonly fullestWindowTokens: number | null;
   readonly violations: readonly string[];

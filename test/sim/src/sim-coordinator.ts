@@ -10,7 +10,15 @@
  * - A deposed process serves on until it steps down: the lane refuses what
  *   its fenced writes covered and everything after.
  */
-import { WriteLane, type Batch, type CoordinatorCore, type Delivery, type LaneStep, type PoolChanges } from '@tokenlease/coordinator';
+import {
+  WriteLane,
+  type Batch,
+  type CoordinatorConfig,
+  type CoordinatorCore,
+  type Delivery,
+  type LaneStep,
+  type PoolChanges,
+} from '@tokenlease/coordinator';
 import { COORDINATOR_TICK_US_MAX, POOL, type Event, type ReplyTo } from './sim-events.js';
 import type { SimStore } from './sim-store.js';
 
@@ -58,6 +66,20 @@ export class SimCoordinator {
   receive(to: ReplyTo, subject: string, bytes: Uint8Array, nowUs: number): void {
     this.submit(
       this.guard(() => this.core.receive(subject, bytes, to, nowUs)),
+      nowUs,
+    );
+    this.scheduleTick(nowUs);
+  }
+
+  /** reload — the core serves `config` from `nowUs` on (a reload); replies of requests it held go out through the lane. */
+  reload(config: CoordinatorConfig, nowUs: number): void {
+    if (!this.serving) return;
+    this.submit(
+      this.guard(() => {
+        const out: Delivery<ReplyTo>[] = [];
+        this.core.reconfigure(config, nowUs, (_pool, held) => out.push(...held));
+        return out;
+      }),
       nowUs,
     );
     this.scheduleTick(nowUs);

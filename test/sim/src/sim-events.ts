@@ -43,6 +43,7 @@ export type Event =
   | { readonly k: 'write-landed'; readonly id: number }
   | { readonly k: 'step-down'; readonly id: number }
   | { readonly k: 'fault'; readonly index: number }
+  | { readonly k: 'shadow-switch'; readonly index: number }
   | { readonly k: 'resume'; readonly id: string }
   | { readonly k: 'take-deadline'; readonly id: string }
   | { readonly k: 'audit' }

@@ -20,8 +20,12 @@ export interface SimLimiterHost {
   /** True time now, µs. */
   readonly now: () => number;
   readonly push: (atUs: number, event: Event) => void;
-  /** Books `cost` tokens admitted by `agent` now and checks the admission. */
-  readonly admitted: (agent: SimAgent, cost: number) => void;
+  /**
+   * Books the costs `agent` admitted now, together, and checks them:
+   * `shadowTokens` of them were admitted only because of shadow mode (its
+   * slot's would-be denials over the batch; which ones is not told apart).
+   */
+  readonly admitted: (agent: SimAgent, costs: readonly number[], shadowTokens: number) => void;
 }
 
 export class SimLimiter {
@@ -34,8 +38,10 @@ export class SimLimiter {
   offer(agent: SimAgent, a: Arrival): void {
     const nowUs = this.host.now();
     const localUs = agent.localUs(nowUs);
+    const slot = agent.keeper.slot;
+    const shadowBefore = slot.shadowDeniedTokens;
     if (a.waitMs === 0) {
-      if (agent.keeper.slot.takeAt(a.cost, localUs)) this.host.admitted(agent, a.cost);
+      if (slot.takeAt(a.cost, localUs)) this.host.admitted(agent, [a.cost], slot.shadowDeniedTokens - shadowBefore);
       else this.m.deniedCount += 1;
       return;
     }
@@ -44,7 +50,7 @@ export class SimLimiter {
       this.arm(agent);
       this.host.push(nowUs, { k: 'agent-tick', id: agent.id, gen: agent.tickGeneration });
     } else if (arrival.kind === 'admitted') {
-      this.host.admitted(agent, a.cost);
+      this.host.admitted(agent, [a.cost], slot.shadowDeniedTokens - shadowBefore);
     } else {
       this.m.deniedCount += 1; // refused (never-fits, closed): the Limiter rejects it
     }
@@ -54,10 +60,12 @@ export class SimLimiter {
   poll(agent: SimAgent): void {
     if (agent.takes.length === 0) return;
     const nowUs = this.host.now();
+    const shadowBefore = agent.keeper.slot.shadowDeniedTokens;
     const { admitted, timedOut, refused } = agent.takes.poll(agent.localUs(nowUs));
-    for (const take of admitted) {
-      this.m.takeWaitsMs.push((nowUs - take.arrivedUs) / 1000);
-      this.host.admitted(agent, take.cost);
+    for (const take of admitted) this.m.takeWaitsMs.push((nowUs - take.arrivedUs) / 1000);
+    if (admitted.length > 0) {
+      const costs = admitted.map((take) => take.cost);
+      this.host.admitted(agent, costs, agent.keeper.slot.shadowDeniedTokens - shadowBefore);
     }
     this.endWaits(timedOut.length + refused.length);
     this.arm(agent);

@@ -19,6 +19,9 @@ export class SimMetrics {
   grantedTokens = 0;
   returnedTokens = 0;
   takeTimeouts = 0;
+  /** Tokens admitted beyond leases by shadow mode, and those of them admitted one TTL or more after a switch back (each a violation). */
+  shadowAdmittedTokens = 0;
+  shadowJudgedTokens = 0;
   readonly takeWaitsMs: number[] = [];
   private readonly perAgentAdmitted: number[];
   private readonly perAgentOffered: number[];
@@ -55,7 +58,7 @@ export class SimMetrics {
 
   result(
     seed: number,
-    checks: Pick<SimResult, 'worstExcessTokens' | 'fullestWindowTokens' | 'admissions'>,
+    checks: Pick<SimResult, 'worstExcessTokens' | 'fullestWindowTokens' | 'admissions' | 'shadowAdmittedTokens' | 'shadowJudgedTokens'>,
     simulatedSeconds: number,
     events: number,
     store: Pick<SimResult, 'takeovers' | 'storeWrites' | 'fencedWrites' | 'relayRestarts'>,
@@ -78,7 +81,7 @@ export class SimMetrics {
       perAgentAdmitted: this.perAgentAdmitted,
       perAgentOffered: this.perAgentOffered,
       violations: this.violationCount > this.violations.length ? [...this.violations, `… ${this.violationCount} in all`] : this.violations,
-      strandedTokens: this.grantedTokens - this.admittedTokens - this.returnedTokens,
+      strandedTokens: this.grantedTokens - (this.admittedTokens - this.shadowAdmittedTokens) - this.returnedTokens,
       takeWaitsMs: this.takeWaitsMs,
       admittedPerSlice: this.admittedPerSlice,
       offeredPerSlice: this.offeredPerSlice,

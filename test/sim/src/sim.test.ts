@@ -142,6 +142,30 @@ describe('the simulator', () => {
     ).toBe(true);
   });
 
+  it('draws shadow switches for a share of seeds, in the fault window, with idle and partitioned agents, and says so', () => {
+    const configs = Array.from({ length: 200 }, (_, i) => randomScenario(9000 + i));
+    const shadowed = configs.filter((c) => c.shadow !== undefined);
+    expect(shadowed.length).toBeGreaterThan(25);
+    expect(shadowed.length).toBeLessThan(80);
+    for (const c of shadowed) {
+      const switches = c.shadow?.switchesUs ?? [];
+      expect([2, 4]).toContain(switches.length);
+      expect(switches.every((us, i) => i === 0 || us > (switches[i - 1] as number))).toBe(true);
+      expect(switches.every((us) => us <= c.durationUs / 2)).toBe(true);
+      expect(describeScenario(c)).toMatch(/shadow \(on \d+, off \d+/);
+    }
+    const idle = shadowed.filter((c) => c.shadow?.idleAgent !== undefined);
+    expect(idle.length).toBeGreaterThan(shadowed.length / 3);
+    // The idle agent's silence spans the first switch back and ends more than one TTL after it.
+    for (const c of idle) {
+      const off = c.shadow?.switchesUs[1] as number;
+      const span = c.shadow?.idleAgent;
+      expect(span !== undefined && span.fromUs <= off && span.toUs > off + c.pool.leaseTtlMs * 1000).toBe(true);
+    }
+    expect(shadowed.some((c) => c.durable !== undefined) && shadowed.some((c) => c.pool.leaseMode === 'rate')).toBe(true);
+    expect(configs.filter((c) => c.shadow === undefined).every((c) => !describeScenario(c).includes('shadow'))).toBe(true);
+  });
+
   it('draws window pools for a share of the seeds not in rate mode, chunk leases without allowance, and says so', () => {
     const configs = Array.from({ length: 200 }, (_, i) => randomScenario(9000 + i));
     const windows = configs.filter((c) => c.pool.window === true);
@@ -392,6 +416,59 @@ describe('a demand shift', () => {
     console.log(`sim: demand shift: ${before} tokens/s before, ${after} tokens/s one refresh interval after`);
     expect(before).toBeGreaterThan(0.95 * refillPerSecond);
     expect(after).toBeGreaterThan(0.95 * refillPerSecond);
+  });
+});
+
+describe('shadow mode switched by reloads', () => {
+  // Four agents at twice the refill; shadow mode on at 1 s, back off at 6 s;
+  // agent 0 idle from 2 s (its last lease, a shadow one, ends in the
+  // silence) to 9 s, then offering five times its arrivals: the run that
+  // found agents keeping the flag past their lease, in virtual time.
+  const idleAcross = (seed: number, broken: boolean): SimConfig => ({
+    seed,
+    agents: 4,
+    durationUs: 12_000_000,
+    pool: { capacity: 50, refill: makeRate(100, 1000), leaseTtlMs: 500, maxLeaseTokens: 10 },
+    workload: { name: 'steady', load: 2 },
+    network: { latencyUs: 1000, lossRate: 0, duplicateRate: 0 },
+    partitions: [],
+    faults: [],
+    driftMax: 0.01,
+    shadow: { switchesUs: [1_000_000, 6_000_000], idleAgent: { agent: 0, fromUs: 2_000_000, toUs: 9_000_000, surge: 5 } },
+    ...(broken ? { broken: 'shadow-outlives-lease' as const } : {}),
+  });
+
+  it.each([1, 2, 3, 4])(
+    'catches an agent whose shadow flag outlives its lease (seed %i): it admits beyond leases after the switch back, past the envelope',
+    (seed) => {
+      const honest = runSimulation(idleAcross(seed, false));
+      expect(honest.violations).toEqual([]);
+      expect(honest.shadowAdmittedTokens).toBeGreaterThan(0); // shadow mode did admit beyond leases while on
+      expect(honest.shadowJudgedTokens).toBe(0);
+      const broken = runSimulation(idleAcross(seed, true));
+      console.log(
+        `sim: shadow-outlives-lease (seed ${seed}): ${broken.shadowJudgedTokens} tokens beyond leases from one TTL after the switch back, ` +
+          `worst excess ${broken.worstExcessTokens.toFixed(1)} (honest ${honest.worstExcessTokens.toFixed(1)})`,
+      );
+      expect(broken.violations.some((v) => v.includes('beyond its leases as in shadow mode'))).toBe(true);
+      expect(broken.worstExcessTokens).toBeGreaterThan(0);
+    },
+  );
+
+  it('keeps every check over drawn shadow scenarios, and catches the broken agent on most of those with an idle agent', () => {
+    const configs = Array.from({ length: 400 }, (_, i) => randomScenario(9000 + i)).filter((c) => c.shadow?.idleAgent !== undefined);
+    const picked = configs.slice(0, 12);
+    let caught = 0;
+    for (const c of picked) {
+      const honest = runSimulation(c);
+      expect(honest.violations, `SEED=${c.seed}: ${describeScenario(c)}`).toEqual([]);
+      if (runSimulation({ ...c, broken: 'shadow-outlives-lease' }).shadowJudgedTokens > 0) caught += 1;
+    }
+    console.log(
+      `sim: shadow-outlives-lease caught in ${caught} of ${picked.length} drawn scenarios with an agent idle across a switch back`,
+    );
+    expect(picked.length).toBe(12);
+    expect(caught).toBeGreaterThanOrEqual(6);
   });
 });
 

@@ -28,6 +28,7 @@ import { Coordinators, type ClusterHost } from './coordinators.js';
 import { EventQueue } from './event-queue.js';
 import { Network } from './network.js';
 import { coordinatorConfigOf, isRelayFault, servedConfigOf, windowOf, type SimConfig, type SimResult } from './sim-config.js';
+import { withIdleAgent } from './workload.js';
 import { LeaseLaw } from './lease-law.js';
 import { Relays, relayPrefix } from './relays.js';
 import { relayPartitionsOf, rootPoolOf } from './tree.js';
@@ -54,7 +55,15 @@ const WORKLOAD_SEED_SALT = 0x5eed;
 /** simWorkload — the arrivals a run of `config` sees (the same for every run with its seed and workload). */
 export function simWorkload(config: SimConfig): Workload {
   const refillPerSecond = (config.pool.refill.tokens * 1000) / config.pool.refill.periodMs;
-  return makeWorkload(config.workload, config.agents, refillPerSecond, config.durationUs, seededRandom(config.seed ^ WORKLOAD_SEED_SALT));
+  const workload = makeWorkload(
+    config.workload,
+    config.agents,
+    refillPerSecond,
+    config.durationUs,
+    seededRandom(config.seed ^ WORKLOAD_SEED_SALT),
+  );
+  const idle = config.shadow?.idleAgent;
+  return idle === undefined ? workload : withIdleAgent(workload, idle);
 }
 
 export function runSimulation(config: SimConfig): SimResult {
@@ -89,6 +98,10 @@ class Simulation {
   /** Crashed agents, when they died and by when their lease must be gone, for the reclaim audit. */
   private readonly deaths = new Map<string, { slot: number; diedUs: number; deadlineUs: number }>();
   private readonly reclaimDeadlineUs: number;
+  /** From when an admission beyond leases (shadow mode's) is judged: one TTL after the last switch back; Infinity while in shadow mode. */
+  private shadowJudgedFromUs = 0;
+  /** When the pool last switched back to enforcing; null before any switch, or while in shadow mode. */
+  private shadowOffUs: number | null = null;
 
   constructor(private readonly config: SimConfig) {
     this.random = seededRandom(config.seed);
@@ -111,7 +124,13 @@ class Simulation {
     this.restarts = Array.from({ length: config.agents }, () => 0);
     this.m = new SimMetrics(config.agents);
     const limiterHost = { now: () => this.now, push: (atUs: number, event: Event) => this.queue.push(atUs, event) };
-    this.limiter = new SimLimiter({ ...limiterHost, admitted: (agent, cost) => this.admitted(agent, cost) }, this.m);
+    const admitted = (agent: SimAgent, costs: readonly number[], shadowTokens: number): void => this.admitted(agent, costs, shadowTokens);
+    this.limiter = new SimLimiter({ ...limiterHost, admitted }, this.m);
+    if (
+      config.shadow !== undefined &&
+      (config.tree !== undefined || config.broken === 'window-early-release' || config.broken === 'rate-over-refill')
+    )
+      throw new Error('shadow switches need a flat fleet and a coordinator told the pool the checks judge');
     // A dead agent's lease must be gone one TTL after its last grant, plus
     // the longest hold, the coordinator's tick slack and a reply's flight.
     const holdMsMax = this.coordinatorConfig.pools[0]!.maxHoldMs;
@@ -161,6 +180,7 @@ class Simulation {
     }
     for (const arrival of this.workload.arrivals) this.queue.push(this.warmupUs + arrival.tUs, { k: 'arrival', arrival });
     this.config.faults.forEach((fault, index) => this.queue.push(this.warmupUs + fault.atUs, { k: 'fault', index }));
+    this.config.shadow?.switchesUs.forEach((atUs, index) => this.queue.push(this.warmupUs + atUs, { k: 'shadow-switch', index }));
     this.queue.push(AUDIT_EVERY_US, { k: 'audit' });
     this.drain(this.endUs);
     for (const agent of this.agents.values()) {
@@ -205,6 +225,8 @@ class Simulation {
         return this.coordinators.start(this.now);
       case 'fault':
         return this.fault(e.index);
+      case 'shadow-switch':
+        return this.switchShadow(e.index);
       case 'resume':
         return this.resume(e.id);
       case 'take-deadline':
@@ -373,13 +395,42 @@ class Simulation {
     this.withAgent(agent.id, (live) => this.limiter.offer(live, a));
   }
 
-  private admitted(agent: SimAgent, cost: number): void {
-    this.m.admitted(agent.slot, cost, this.now - this.warmupUs);
-    const excess = this.envelope.admit(this.now, cost);
+  /**
+   * admitted — `agent` admitted `costs` now, `shadowTokens` of them only
+   * because of shadow mode. Those are outside the envelope by design until
+   * one TTL after a switch back to enforcing (every lease granted in
+   * shadow mode has ended by then, on every agent's clock); from then on
+   * any is a violation, and counts in the envelope too.
+   */
+  private admitted(agent: SimAgent, costs: readonly number[], shadowTokens: number): void {
+    let totalTokens = 0;
+    for (const cost of costs) {
+      this.m.admitted(agent.slot, cost, this.now - this.warmupUs);
+      totalTokens += cost;
+    }
+    let judgedTokens = totalTokens;
+    if (shadowTokens > 0) {
+      this.m.shadowAdmittedTokens += shadowTokens;
+      if (this.now < this.shadowJudgedFromUs) judgedTokens -= shadowTokens;
+      else {
+        this.m.shadowJudgedTokens += shadowTokens;
+        const since =
+          this.shadowOffUs === null ? 'the pool never was in shadow mode' : `${this.now - this.shadowOffUs} µs after the switch back`;
+        this.violation(`${agent.id} admitted ${shadowTokens} tokens beyond its leases as in shadow mode, ${since}`);
+      }
+    }
+    if (judgedTokens > 0) this.judge(judgedTokens);
+    // Which of a batch shadow mode admitted is not told apart: a lease's own checks judge batches without it.
+    if (shadowTokens === 0) for (const cost of costs) this.checkLease(agent, cost);
+  }
+
+  /** judge — `tokens` admitted now count in the envelope (and a window pool's windows). */
+  private judge(tokens: number): void {
+    const excess = this.envelope.admit(this.now, tokens);
     if (excess > 0) {
       this.violation(`envelope exceeded by ${excess.toFixed(3)} tokens in window ${JSON.stringify(this.envelope.worstWindow)}`);
     }
-    const over = this.windows?.admit(this.now, cost) ?? 0;
+    const over = this.windows?.admit(this.now, tokens) ?? 0;
     if (over > 0) {
       const w = this.windows as WindowWatch;
       const held = w.limitTokens + over;
@@ -387,13 +438,29 @@ class Simulation {
         `window limit exceeded: the window of ${w.windowUs / 1000} ms ending at ${this.now} µs held ${held} tokens, over the limit ${w.limitTokens} by ${over}`,
       );
     }
-    if (this.config.recordAdmissions === true) this.admissions.push({ tUs: this.now, cost });
+    if (this.config.recordAdmissions === true) this.admissions.push({ tUs: this.now, cost: tokens });
+  }
+
+  /** checkLease — `agent` spent `cost` from its lease now: before its own expiry, and while the coordinator counts the lease. */
+  private checkLease(agent: SimAgent, cost: number): void {
     const localUs = agent.localUs(this.now);
     if (localUs >= agent.expectedExpiryLocalUs) {
       this.violation(`${agent.id} spent ${cost} at local ${localUs} µs, after its agent-side expiry ${agent.expectedExpiryLocalUs}`);
     }
     const { leaseId, slot } = agent.keeper;
     for (const problem of this.law.problems(agent.id, leaseId, cost, slot.balanceTokens, this.now)) this.violation(problem);
+  }
+
+  /**
+   * switchShadow — the `index`th switch of the run's shadow spec: a reload
+   * of every coordinator puts the pool in shadow mode (even index) or back
+   * to enforcing (odd), whose checks start one TTL later.
+   */
+  private switchShadow(index: number): void {
+    const shadow = index % 2 === 0;
+    this.coordinators.reload(coordinatorConfigOf({ ...rootPoolOf(this.config), shadow }, POOL), this.now);
+    this.shadowOffUs = shadow ? null : this.now;
+    this.shadowJudgedFromUs = shadow ? Infinity : this.now + this.config.pool.leaseTtlMs * 1000;
   }
 
   private fault(index: number): void {
@@ -436,6 +503,8 @@ class Simulation {
     };
     const checks = {
       worstExcessTokens: this.envelope.worstExcessTokens,
+      shadowAdmittedTokens: this.m.shadowAdmittedTokens,
+      shadowJudgedTokens: this.m.shadowJudgedTokens,
       fullestWindowTokens: this.windows === null ? null : (this.windows.fullest?.admittedTokens ?? 0),
       admissions: this.admissions,
     };

@@ -165,3 +165,27 @@ export function makeWorkload(spec: WorkloadSpec, agents: number, refillPerSecond
   arrivals.sort((a, b) => a.tUs - b.tUs || a.agent - b.agent);
   return { arrivals, presence, demandPerSecond };
 }
+
+/** IdleSpan — one agent slot silent from `fromUs` to `toUs` (µs of traffic), then offering `surge` times its own arrivals. */
+export interface IdleSpan {
+  readonly agent: number;
+  readonly fromUs: number;
+  readonly toUs: number;
+  readonly surge: number;
+}
+
+/**
+ * withIdleAgent — `workload` with `idle.agent` idle across a span and busy
+ * after it: its arrivals in [fromUs, toUs) are dropped, and each of its
+ * arrivals from `toUs` on comes `surge` times (1 µs apart), so it asks for
+ * several times its share as soon as it is back.
+ */
+export function withIdleAgent(workload: Workload, idle: IdleSpan): Workload {
+  const arrivals: Arrival[] = [];
+  for (const a of workload.arrivals) {
+    if (a.agent !== idle.agent || a.tUs < idle.fromUs) arrivals.push(a);
+    else if (a.tUs >= idle.toUs) for (let k = 0; k < idle.surge; k += 1) arrivals.push({ ...a, tUs: a.tUs + k });
+  }
+  arrivals.sort((a, b) => a.tUs - b.tUs || a.agent - b.agent);
+  return { ...workload, arrivals };
+}
