@@ -16,6 +16,13 @@ export type Traffic =
       readonly costMax?: number;
     }
   | {
+      /** Steady Poisson arrivals at each phase's rate until its `untilMs` (from the start), then the next phase's; none after the last. */
+      readonly kind: 'phased';
+      readonly phases: readonly { readonly untilMs: number; readonly perSecond: number }[];
+      readonly costMin?: number;
+      readonly costMax?: number;
+    }
+  | {
       readonly kind: 'random';
       readonly perSecondMax: number;
       readonly changeEveryMs: number;
@@ -40,7 +47,12 @@ export class Arrivals {
     private readonly random: Random,
     private readonly startUs: number,
   ) {
-    this.peakPerSecond = traffic.kind === 'random' ? traffic.perSecondMax : traffic.perSecond;
+    this.peakPerSecond =
+      traffic.kind === 'random'
+        ? traffic.perSecondMax
+        : traffic.kind === 'phased'
+          ? Math.max(0, ...traffic.phases.map((p) => p.perSecond))
+          : traffic.perSecond;
     this.nextChangeUs = startUs;
     this.nextUs = startUs + this.gapUs();
   }
@@ -70,6 +82,7 @@ export class Arrivals {
       const phaseUs = (atUs - this.startUs) % ((t.onMs + t.offMs) * 1000);
       return phaseUs < t.onMs * 1000 ? t.perSecond : 0;
     }
+    if (t.kind === 'phased') return t.phases.find((p) => atUs - this.startUs < p.untilMs * 1000)?.perSecond ?? 0;
     if (atUs >= this.nextChangeUs) {
       this.randomRatePerSecond = this.random.next() * t.perSecondMax;
       this.nextChangeUs = atUs + t.changeEveryMs * 1000;

@@ -14,6 +14,15 @@
  * run its lease admissions keep it too, while its shadow admissions alone
  * take it well past B + r·T: they are outside the envelope, and the checks
  * leave them out.
+ *
+ * A second run keeps one agent idle across the switch back: busy while the
+ * pool is shadowed, silent from before the switch back until well after it
+ * (its last lease, a shadow one, ends in the silence), then busy at five
+ * times the refill (some fifteen times its share) beside two agents that
+ * saturate the pool. Shadow mode
+ * lives and dies with the lease that brought it, so from one TTL after the
+ * switch back every admission of the pool, shadow ones included, keeps
+ * B + r·T, and nothing is admitted as in shadow mode.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
@@ -153,5 +162,80 @@ describe('shadow mode switched by reload under load', () => {
     const withShadow = checkEnvelope(shadowed.admissions, CAPACITY, RATE);
     console.log(`shadow-mode: with shadow admissions counted, worst excess ${withShadow.worstExcessTokens} tokens`);
     expect(withShadow.ok).toBe(false);
+  });
+});
+
+describe('an agent idle across the switch back to enforcing', () => {
+  const nats = serverForSuite(provideNats);
+  const IDLE_UNTIL_MS = 5500;
+  const RUN_IDLE_MS = 7500;
+  const doc1 = (prefix: string, shadow: boolean): object => ({ subjectPrefix: prefix, pools: { sh: poolFields(shadow) } });
+
+  it('enforces from its first request after the silence: the envelope holds over all admissions from one TTL after the switch back', async () => {
+    const { seed, random } = seededRun('shadow-mode-idle', import.meta.url);
+    const dir = scratchDir();
+    const prefix = `tlshidle${seed}`;
+    const configPath = writeConfig(dir, doc1(prefix, false));
+    const coordinator = await startCoordinator(nats().url, configPath);
+    const busy = { kind: 'steady', perSecond: PER_SECOND } as const;
+    const idleThenSurge = {
+      kind: 'phased',
+      phases: [
+        { untilMs: 1500, perSecond: PER_SECOND },
+        { untilMs: IDLE_UNTIL_MS, perSecond: 0 },
+        { untilMs: RUN_IDLE_MS, perSecond: 5 * PER_SECOND },
+      ],
+    } as const;
+    const specs = [
+      { name: 'busy-0', traffic: busy },
+      { name: 'busy-1', traffic: busy },
+      { name: 'idle', traffic: idleThenSurge },
+    ];
+    const agents = await Promise.all(
+      specs.map((spec) =>
+        startAgentProcess({
+          natsUrl: nats().url,
+          subjectPrefix: prefix,
+          pool: 'sh',
+          name: spec.name,
+          seed: random.int(0, 2 ** 31),
+          durationMs: RUN_IDLE_MS,
+          logPath: join(dir, `${spec.name}.log`),
+          traffic: spec.traffic,
+        }),
+      ),
+    );
+    await sleep(800);
+    const onAtUs = Number((await reloadBySighup(coordinator, configPath, doc1(prefix, true), 0))['tUs']);
+    await sleep(2200); // the idle agent fell silent at 1.5 s, under a shadow lease
+    const offAtUs = Number((await reloadBySighup(coordinator, configPath, doc1(prefix, false), onAtUs))['tUs']);
+    const exits = await Promise.all(agents.map((a) => a.exited));
+    expect(exits.map((e) => e.code)).toEqual([0, 0, 0]);
+
+    const byTime = (a: Admission, b: Admission): number => a.tUs - b.tUs;
+    const logOf = (name: string): LoggedAdmission[] => readAdmissionLog(join(dir, `${name}.log`));
+    const all = specs.flatMap((spec) => logOf(spec.name)).sort(byTime);
+    const idle = logOf('idle');
+    const backUs = offAtUs + TTL_MS * 1000;
+    const shadowAfter = all.filter((a) => a.source === 'shadow' && a.tUs >= backUs);
+    const idleShadowed = idle.filter((a) => a.source === 'shadow' && a.tUs >= onAtUs && a.tUs < offAtUs);
+    const idleSilentFromUs = Math.max(...idle.filter((a) => a.tUs < offAtUs).map((a) => a.tUs));
+    const idleBack = idle.filter((a) => a.tUs >= backUs);
+    const after = checkEnvelope(
+      all.filter((a) => a.tUs >= backUs),
+      CAPACITY,
+      RATE,
+    );
+    console.log(
+      `shadow-mode idle: idle agent silent ${((offAtUs - idleSilentFromUs) / 1000).toFixed(0)} ms before the switch back, ` +
+        `${idleShadowed.length} shadow admissions of it while shadowed; after: ${tokens(idleBack, backUs, Infinity)} tokens admitted, ` +
+        `${tokens(shadowAfter, backUs, Infinity)} beyond leases; worst window ${after.worstExcessTokens.toFixed(1)} tokens from the envelope`,
+    );
+    // The run did what it says: the idle agent was busy under shadow mode, silent across the switch back, busy after it.
+    expect(idle.some((a) => a.tUs >= onAtUs && a.tUs < offAtUs)).toBe(true);
+    expect(idleSilentFromUs).toBeLessThan(offAtUs);
+    expect(tokens(idleBack, backUs, Infinity)).toBeGreaterThan(0);
+    expect(tokens(shadowAfter, backUs, Infinity)).toBe(0);
+    expect(after.ok, JSON.stringify(after)).toBe(true);
   });
 });
