@@ -212,16 +212,24 @@ function nameOf(options: NatsConnectOptions, field: NatsField): string {
   return options.sources[field] ?? NATS_ENV[field];
 }
 
-/** readSetting — the bytes of the file a setting names; `invalid-nats-options` naming the setting when unreadable. */
+/**
+ * readSetting — the bytes of the file a setting names; `invalid-nats-options`
+ * naming the setting when unreadable. Neither the message nor a cause holds
+ * the path (Node's error does: it may be a secret given by mistake).
+ */
 function readSetting(options: NatsConnectOptions, field: NatsField, path: string): Uint8Array {
   try {
     return readFileSync(path);
   } catch (error) {
     const code = (error as { code?: unknown }).code;
-    throw new TokenleaseError('invalid-nats-options', `cannot read ${path} (${nameOf(options, field)}): ${String(code ?? error)}`, {
-      field: nameOf(options, field),
-      cause: error,
-    });
+    const name = nameOf(options, field);
+    throw new TokenleaseError(
+      'invalid-nats-options',
+      `cannot read the file of ${name} (${typeof code === 'string' ? code : 'unreadable'})`,
+      {
+        field: name,
+      },
+    );
   }
 }
 
@@ -234,7 +242,7 @@ function authenticatorOf(options: NatsConnectOptions): Authenticator | undefined
     const seed = text.split(/\s+/).find((word) => /^SU[A-Z2-7]{50,}$/.test(word));
     if (seed === undefined) {
       const name = nameOf(options, 'nkeyFile');
-      throw new TokenleaseError('invalid-nats-options', `${auth.seedFile} (${name}) holds no user NKey seed (a word starting with SU)`, {
+      throw new TokenleaseError('invalid-nats-options', `the file of ${name} holds no user NKey seed (a word starting with SU)`, {
         field: name,
       });
     }
@@ -245,7 +253,7 @@ function authenticatorOf(options: NatsConnectOptions): Authenticator | undefined
     const text = new TextDecoder().decode(creds);
     if (!text.includes('BEGIN NATS USER JWT') || !text.includes('BEGIN USER NKEY SEED')) {
       const name = nameOf(options, 'credsFile');
-      throw new TokenleaseError('invalid-nats-options', `${auth.credsFile} (${name}) is no creds file (a user JWT and its NKey seed)`, {
+      throw new TokenleaseError('invalid-nats-options', `the file of ${name} is no creds file (a user JWT and its NKey seed)`, {
         field: name,
       });
     }
