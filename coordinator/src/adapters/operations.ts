@@ -17,11 +17,14 @@
  *   once with event `reload-refused`. Reloads run one at a time.
  * - `pools` operator requests on `<prefix>.v2.pools._.<identity>`, which
  *   every coordinator answers for the pools it holds.
+ * - Who may list or reload, and how much listing work is done, is the
+ *   core's to say (operator-access.ts, listing-budget.ts): a `reload` runs
+ *   only when `receiveReload` says so, and every other request on these
+ *   subscriptions gets the core's reply, a refusal included.
  */
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import {
-  decodeRequest,
   encodeMessage,
   hostMonoNowUs,
   NAMES_LIST_MAX,
@@ -152,9 +155,9 @@ export async function startOperations(options: OperationsOptions): Promise<Opera
     served.replies.send(core.receive(subject, payload, port, hostMonoNowUs()), hostMonoNowUs(), { subject });
   });
   const reloadSub = bus.serve(operatorServiceSubject(prefix, 'reload'), queue, (subject, payload, port) => {
-    const decoded = decodeRequest(payload);
-    if (!decoded.ok || decoded.value.op !== 'reload') {
-      served.replies.send(core.receive(subject, payload, port, hostMonoNowUs()), hostMonoNowUs(), { subject });
+    const verdict = core.receiveReload(subject, payload, port, hostMonoNowUs());
+    if (verdict !== 'reload') {
+      served.replies.send(verdict, hostMonoNowUs(), { subject });
       return;
     }
     reload('operator').then(
