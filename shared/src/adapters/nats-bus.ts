@@ -42,6 +42,8 @@ export type { NatsConnection };
 /** ReplyPort — answers one request; returns false when the request carried no reply subject. */
 export interface ReplyPort {
   respond(payload: Uint8Array): boolean;
+  /** The subject a reply goes to, as the request named it; null when it named none. */
+  readonly replySubject: string | null;
 }
 
 export type BusHandler = (subject: string, payload: Uint8Array, reply: ReplyPort) => void;
@@ -150,7 +152,8 @@ class NatsBus implements Bus {
           this.emit({ type: 'error', message: error.message });
           return;
         }
-        handler(msg.subject, msg.data, { respond: (data) => msg.respond(data) });
+        const replySubject = msg.reply === undefined || msg.reply === '' ? null : msg.reply;
+        handler(msg.subject, msg.data, { respond: (data) => msg.respond(data), replySubject });
       },
     });
     return { stop: () => sub.drain() };

@@ -43,7 +43,7 @@ import {
   type Reply,
   type Request,
 } from '@tokenlease/shared';
-import { connectBus, type Bus } from '@tokenlease/shared/nats';
+import { connectNats, NATS_ENV, resolveNatsOptions, type Bus } from '@tokenlease/shared/nats';
 
 export type HostileAttack =
   | { readonly kind: 'return-as' | 'report-as' | 'acquire-as'; readonly victim: string }
@@ -67,6 +67,8 @@ export interface HostileConfig {
   readonly pool: string;
   readonly durationMs: number;
   readonly attack: HostileAttack;
+  /** Where its replies come (default: `_INBOX_<identity>` for an attack under an identity, else the client's own). */
+  readonly inboxPrefix?: string;
 }
 
 const PROTOTYPE_NAMES = ['constructor', '__proto__', 'toString', 'hasOwnProperty', 'valueOf', '__defineGetter__', 'isPrototypeOf'];
@@ -272,7 +274,13 @@ async function run(a: Attacker, until: () => boolean): Promise<void> {
 
 async function main(): Promise<void> {
   const config = JSON.parse(process.argv[2] ?? '{}') as HostileConfig;
-  const bus = await connectBus(config.natsUrl, { name: `tokenlease-hostile ${config.attack.kind}` });
+  // Under an identity it reads its replies where that identity's would come, as an agent does.
+  const identity = 'identity' in config.attack ? config.attack.identity : null;
+  const inboxPrefix = config.inboxPrefix ?? (identity === null ? undefined : `_INBOX_${identity}`);
+  const options = resolveNatsOptions([{ settings: { url: config.natsUrl }, names: { ...NATS_ENV, url: 'the NATS URL' } }], {
+    ...(inboxPrefix === undefined ? {} : { inboxPrefix }),
+  });
+  const bus = await connectNats(options, { name: `tokenlease-hostile ${config.attack.kind}` });
   let stopping = false;
   process.once('SIGTERM', () => {
     stopping = true;

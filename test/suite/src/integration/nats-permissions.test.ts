@@ -10,13 +10,15 @@
  * coordinator lists it in operatorIdentities) and nothing else; and even
  * the coordinator credential cannot read requests outside its queue groups
  * nor send a request. Every refusal is the server's (a permissions
- * violation), and the message it was meant to stop never arrives.
+ * violation), and the message it was meant to stop never arrives. One
+ * thing permissions cannot stop, a request naming another identity's inbox
+ * as its reply subject, the coordinator drops (bindIdentity).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Agent, type AgentEvent } from '@tokenlease/agent';
-import { encodeMessage, subjectFor, COORDINATOR_QUEUE_GROUP, CATCH_ALL_QUEUE_GROUP } from '@tokenlease/shared';
+import { decodeReply, encodeMessage, subjectFor, COORDINATOR_QUEUE_GROUP, CATCH_ALL_QUEUE_GROUP } from '@tokenlease/shared';
 import { acquireRequest } from '@tokenlease/shared/testing';
-import { connectNats, resolveNatsOptions, NATS_ENV, type Bus } from '@tokenlease/shared/nats';
+import { connectNats, openNatsConnection, resolveNatsOptions, NATS_ENV, type Bus } from '@tokenlease/shared/nats';
 import { scratchDir, startCoordinator, StatusProbe, writeConfig } from '@tokenlease/harness/fleet';
 import { logEvents } from '@tokenlease/harness/log-events';
 import { operatorCliScript } from '@tokenlease/harness/paths';
@@ -225,6 +227,35 @@ describe('the shipped NATS permission model (deploy/nats/secured.conf)', () => {
       true,
     );
     expect(await refused(operator, '_INBOX_checkout.>', () => operator.bus.serve('_INBOX_checkout.>', null, () => {}))).toBe(true);
+  });
+
+  it("answers no request at another identity's inbox: it is dropped, counted and logged at a bounded rate", async () => {
+    // The victim reads its own inbox, as the permissions allow.
+    const search = await as('search');
+    const stolen: string[] = [];
+    search.bus.serve('_INBOX_search.>', null, (subject) => {
+      stolen.push(subject);
+    });
+    await search.bus.flush();
+    // The attacker, on a plain nats.js connection: a request of its own, its reply subject in the victim's inbox.
+    const settings = { url: nats.url, user: 'checkout', password: nats.password('checkout'), inboxPrefix: '_INBOX_checkout' };
+    const nc = await openNatsConnection(resolveNatsOptions([{ settings, names: NATS_ENV }]), { name: 'permissions-test reply-elsewhere' });
+    try {
+      const subject = subjectFor(PREFIX, 'acquire', POOL, 'checkout');
+      for (let i = 0; i < 50; i += 1) nc.publish(subject, acquire(`checkout.thief${i}`), { reply: `_INBOX_search.stolen${i}` });
+      // Its own inbox is answered: the coordinator serves it, and has handled what came before.
+      const own = decodeReply((await nc.request(subject, acquire('checkout.honest'), { timeout: 5000 })).data);
+      expect(own.ok && own.value.kind).toBe('grant');
+    } finally {
+      await nc.close();
+    }
+    await search.bus.flush();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(stolen).toEqual([]);
+    // One line for all of them (and for the request of the test above that posed with search's inbox prefix).
+    const dropped = logEvents(coordinator.lines, { event: 'request-dropped', code: 'reply-elsewhere' });
+    expect(dropped).toHaveLength(1);
+    expect(String(dropped[0]?.fields['reason'])).toMatch(/^reply subject "_INBOX_search\.[^"]+" is not under identity "checkout"/);
   });
 
   it('keeps even the coordinator credential to its queue groups and to replies', async () => {
