@@ -210,6 +210,9 @@ describe('hostile clients over real NATS', () => {
       hostile(prefix, { kind: 'operator-ops', op: 'pools', identity: 'operator', count: 50, poolToken: 'api' }),
     ]);
     const operator = await hostile(prefix, { kind: 'operator-ops', op: 'pools', identity: 'operator', count: 1 });
+    const one = await hostile(prefix, { kind: 'operator-ops', op: 'pools', identity: 'checkout', count: 1 });
+    expect(one.replies).toEqual({ forbidden: 1 });
+    console.log(`hostile-clients operator-ops: one listing as checkout, alone, refused forbidden in ${one.latencyMs.max} ms`);
     console.log(
       `hostile-clients operator-ops: 200 listings as checkout ${JSON.stringify(listings.replies)} (p50 ${listings.latencyMs.p50} ms, max ${listings.latencyMs.max} ms); ` +
         `500 reloads ${JSON.stringify(reloads.replies)} (max ${reloads.latencyMs.max} ms); 50 on pools.api ${JSON.stringify(elsewhere.replies)} (max ${elsewhere.latencyMs.max} ms)`,
