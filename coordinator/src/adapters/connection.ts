@@ -24,9 +24,11 @@ export const CONNECTION_USAGE = NATS_FLAGS_USAGE;
 
 /**
  * connectWith — a bus on the connection the parsed flags and the
- * environment name; rejects with a TokenleaseError ('invalid-nats-options'
- * for bad settings, another code when NATS cannot be reached or refuses).
+ * environment name, its replies under `inboxPrefix` unless they name one;
+ * rejects with a TokenleaseError ('invalid-nats-options' for bad settings,
+ * another code when NATS cannot be reached or refuses).
  */
-export function connectWith(flags: Readonly<Record<string, unknown>>, clientName: string): Promise<Bus> {
-  return connectNats(resolveNatsOptions([natsFlagLayer(flags), natsEnvLayer(process.env)]), { name: clientName });
+export function connectWith(flags: Readonly<Record<string, unknown>>, clientName: string, inboxPrefix?: string): Promise<Bus> {
+  const defaults = inboxPrefix === undefined ? {} : { inboxPrefix };
+  return connectNats(resolveNatsOptions([natsFlagLayer(flags), natsEnvLayer(process.env)], defaults), { name: clientName });
 }

@@ -26,7 +26,7 @@ import {
   poolSubject,
   serviceSubject,
 } from '@tokenlease/shared';
-import { type Bus, type ReplyPort } from '@tokenlease/shared/nats';
+import { type Bus, type BusHandler, type ReplyPort } from '@tokenlease/shared/nats';
 import type { Logger } from 'pino';
 import type { CoordinatorConfig } from '../core/config.js';
 import { CoordinatorCore, notOwner } from '../core/coordinator-core.js';
@@ -84,6 +84,15 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
   let observer = options.observer ?? null;
   const core = new CoordinatorCore<ReplyPort>(config, 0, nowUs(), true, member);
   const replies = new ReplyLog(logger, prefix, () => nowUs() / 1000, REFUSAL_LOG_INTERVAL_MS, observer);
+  /** Every request is screened first: one whose reply would go to another identity's inbox is dropped (core/reply-inbox.ts). */
+  const screened = (handler: BusHandler): BusHandler => replies.screened(() => core.config, handler);
+  /** serviceHandler — `handler` screened, for the requests of pools: operator requests are operations.ts's (which screens them). */
+  const serviceHandler = (handler: BusHandler): BusHandler => {
+    const handle = screened(handler);
+    return (subject, payload, port) => {
+      if (!isOperatorSubject(prefix, subject)) handle(subject, payload, port);
+    };
+  };
   let units = ownershipUnits(config.pools.map((p) => p.name));
   /** What the last heartbeat found: whether Redis answered, and the live members. */
   let lastBeat: { ok: boolean; members: readonly string[] } = { ok: false, members: [] };
@@ -265,8 +274,9 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
     owned.set(unit, held);
     // A new ownership writes through a new lane: nothing of a fenced one carries over.
     if (unit !== CATCH_ALL_UNIT) lane(unit).writer = new WriteLane<ReplyPort>();
-    if (unit === CATCH_ALL_UNIT) held.sub = bus.serve(serviceSubject(prefix), CATCH_ALL_QUEUE_GROUP, onCatchAll);
-    else if (core.kindOf(unit) === 'fixed') held.sub = bus.serve(poolSubject(prefix, unit), COORDINATOR_QUEUE_GROUP, onPoolMessage(unit));
+    if (unit === CATCH_ALL_UNIT) held.sub = bus.serve(serviceSubject(prefix), CATCH_ALL_QUEUE_GROUP, serviceHandler(onCatchAll));
+    else if (core.kindOf(unit) === 'fixed')
+      held.sub = bus.serve(poolSubject(prefix, unit), COORDINATOR_QUEUE_GROUP, serviceHandler(onPoolMessage(unit)));
     // Read before requests can arrive (a status read ticks the pool, and nothing would send what that answered).
     const status = unit === CATCH_ALL_UNIT ? undefined : core.pool(unit)?.status(nowUs(), []);
     // Logged once the server has the subscription, so a request sent after the line finds a responder.
@@ -384,9 +394,13 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
   }
 
   // Requests of protocol v1 are answered unsupported-version by any member rather than left to time out.
-  const legacy = bus.serve(legacySubject(prefix), CATCH_ALL_QUEUE_GROUP, (subject, payload, port) => {
-    replies.send(core.receive(subject, payload, port, nowUs()), nowUs(), { subject });
-  });
+  const legacy = bus.serve(
+    legacySubject(prefix),
+    CATCH_ALL_QUEUE_GROUP,
+    screened((subject, payload, port) => {
+      replies.send(core.receive(subject, payload, port, nowUs()), nowUs(), { subject });
+    }),
+  );
   const beats = new BeatSchedule(
     heartbeat,
     (error) => logger.error({ event: 'heartbeat-failed', err: error }, 'heartbeat task failed'),

@@ -48,6 +48,8 @@ export interface ServiceObserver {
   handled(op: string, seconds: number): void;
   /** wrote — a durable write of `pool` took `seconds` and ended as `outcome`. */
   wrote(seconds: number, outcome: StoreWriteOutcome): void;
+  /** dropped — a request was not handled at all, for `reason` (`reply-elsewhere`: its reply would go to another identity's inbox). */
+  dropped(reason: string): void;
 }
 
 const SECONDS_BUCKETS = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
@@ -82,6 +84,11 @@ export class CoordinatorMetrics implements ServiceObserver {
   private readonly reloads = this.counter('tokenlease_reloads_total', 'Configuration reloads, by outcome (applied, unchanged, refused).', [
     'outcome',
   ]);
+  private readonly drops = this.counter(
+    'tokenlease_requests_dropped_total',
+    "Requests not handled nor answered, by reason (reply-elsewhere: with bindIdentity, a reply subject outside the requester's own inbox).",
+    ['reason'],
+  );
   private readonly handling = new Histogram({
     name: 'tokenlease_request_handling_seconds',
     help: 'Time to handle one request, until its replies were handed to NATS or it was held.',
@@ -158,6 +165,10 @@ export class CoordinatorMetrics implements ServiceObserver {
 
   handled(op: string, seconds: number): void {
     this.handling.observe({ op }, seconds);
+  }
+
+  dropped(reason: string): void {
+    this.drops.inc({ reason });
   }
 
   wrote(seconds: number, outcome: StoreWriteOutcome): void {

@@ -17,11 +17,14 @@
  *   once with event `reload-refused`. Reloads run one at a time.
  * - `pools` operator requests on `<prefix>.v2.pools._.<identity>`, which
  *   every coordinator answers for the pools it holds.
+ * - Who may list or reload, and how much listing work is done, is the
+ *   core's to say (operator-access.ts, listing-budget.ts): a `reload` runs
+ *   only when `receiveReload` says so, and every other request on these
+ *   subscriptions gets the core's reply, a refusal included.
  */
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import {
-  decodeRequest,
   encodeMessage,
   hostMonoNowUs,
   NAMES_LIST_MAX,
@@ -29,7 +32,7 @@ import {
   operatorServiceSubject,
   type ReloadOutcome,
 } from '@tokenlease/shared';
-import { type Bus } from '@tokenlease/shared/nats';
+import { type Bus, type BusHandler } from '@tokenlease/shared/nats';
 import type { Logger } from 'pino';
 import type { CoordinatorConfig } from '../core/config.js';
 import { configDiff } from '../core/pool-reconfigure.js';
@@ -148,20 +151,30 @@ export async function startOperations(options: OperationsOptions): Promise<Opera
   // Every coordinator answers operator requests on a queue group of its own,
   // named so that NATS permissions can allow them all (`tokenlease-ops.*`).
   const queue = `${OPERATOR_QUEUE_PREFIX}.${randomBytes(6).toString('hex')}`;
-  const poolsSub = bus.serve(operatorServiceSubject(prefix, 'pools'), queue, (subject, payload, port) => {
-    served.replies.send(core.receive(subject, payload, port, hostMonoNowUs()), hostMonoNowUs(), { subject });
-  });
-  const reloadSub = bus.serve(operatorServiceSubject(prefix, 'reload'), queue, (subject, payload, port) => {
-    const decoded = decodeRequest(payload);
-    if (!decoded.ok || decoded.value.op !== 'reload') {
+  // Screened first, as the services' requests are: no reply to another identity's inbox (core/reply-inbox.ts).
+  const screened = (handler: BusHandler): BusHandler => served.replies.screened(() => core.config, handler);
+  const poolsSub = bus.serve(
+    operatorServiceSubject(prefix, 'pools'),
+    queue,
+    screened((subject, payload, port) => {
       served.replies.send(core.receive(subject, payload, port, hostMonoNowUs()), hostMonoNowUs(), { subject });
-      return;
-    }
-    reload('operator').then(
-      (outcome) => port.respond(encodeMessage(outcome)),
-      (error: unknown) => logger.error({ event: 'reload-failed', err: error }, 'reload failed'),
-    );
-  });
+    }),
+  );
+  const reloadSub = bus.serve(
+    operatorServiceSubject(prefix, 'reload'),
+    queue,
+    screened((subject, payload, port) => {
+      const verdict = core.receiveReload(subject, payload, port, hostMonoNowUs());
+      if (verdict !== 'reload') {
+        served.replies.send(verdict, hostMonoNowUs(), { subject });
+        return;
+      }
+      reload('operator').then(
+        (outcome) => port.respond(encodeMessage(outcome)),
+        (error: unknown) => logger.error({ event: 'reload-failed', err: error }, 'reload failed'),
+      );
+    }),
+  );
 
   const readiness = async (): Promise<HttpAnswer> => {
     const flushed = natsUp && (await within(bus.flush(), READY_FLUSH_MS));

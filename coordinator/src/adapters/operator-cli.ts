@@ -9,9 +9,13 @@
  *
  * Options: --json (machine-readable: one JSON document, or one line per
  * refresh for watch), --nats <url> (or NATS_URL), --prefix <subject prefix>
- * (default tokenlease), --identity <token> (default anon), --timeout-ms
- * (a single answer, default 2000), --window-ms (how long answers of every
- * coordinator are gathered, default 500).
+ * (default tokenlease), --identity <token> (default anon; its replies then
+ * come to `_INBOX_<identity>`, the inbox the shipped permission model lets
+ * it read, unless --nats-inbox-prefix or NATS_INBOX_PREFIX says otherwise),
+ * --timeout-ms (a single answer, default 2000), --window-ms (how long
+ * answers of every coordinator are gathered, default 500). A coordinator
+ * over its listing budget answers a page `unavailable` with a wait: the
+ * page is asked again after it, at most LISTING_RETRIES times.
  *
  * Exit status: 0 done; 1 NATS unreachable or no coordinator answered;
  * 2 usage; 3 the coordinator refused the request (e.g. an unknown pool);
@@ -44,6 +48,8 @@ const USAGE = `usage: tokenlease status [POOL] [--agent ID] | pools | watch POOL
 /** Exit statuses. */
 const EXIT = { ok: 0, unreachable: 1, usage: 2, refused: 3, reloadRefused: 4 } as const;
 const PAGE_LIMIT = 1000;
+/** LISTING_RETRIES — how many times a page refused `unavailable` (a coordinator's listing budget) is asked again. */
+const LISTING_RETRIES = 20;
 const WATCH_HISTORY = 60;
 
 class Failure extends Error {
@@ -128,11 +134,11 @@ function parse(argv: readonly string[]): { command: string; args: string[]; opti
   return { command, args, options, flags: values };
 }
 
-/** decoded — a reply's bytes, validated; a reply that does not decode is the coordinator's fault, not the operator's. */
-function decoded(bytes: Uint8Array): Reply {
+/** decoded — a reply's bytes, validated (a reply that does not decode is the coordinator's fault, not the operator's); a refusal fails unless `refusals`. */
+function decoded(bytes: Uint8Array, refusals = false): Reply {
   const d = decodeOperatorReply(bytes);
   if (!d.ok) throw new Failure(EXIT.unreachable, `unreadable reply: ${d.message}`);
-  if (d.value.kind === 'error') throw new Failure(EXIT.refused, `refused (${d.value.code}): ${d.value.message}`);
+  if (d.value.kind === 'error' && !refusals) throw new Failure(EXIT.refused, `refused (${d.value.code}): ${d.value.message}`);
   return d.value;
 }
 
@@ -146,8 +152,8 @@ async function ask(bus: Bus, subject: string, request: Request, timeoutMs: numbe
   }
 }
 
-/** gather — one request, every coordinator's reply within the window; none at all is status 1. */
-async function gather(bus: Bus, subject: string, request: Request, o: Options): Promise<Reply[]> {
+/** gather — one request, every coordinator's reply within the window (refusals too, when `refusals`); none at all is status 1. */
+async function gather(bus: Bus, subject: string, request: Request, o: Options, refusals = false): Promise<Reply[]> {
   let replies: Uint8Array[];
   try {
     replies = await bus.gather(subject, encodeMessage(request), o.windowMs, 10_000);
@@ -156,7 +162,7 @@ async function gather(bus: Bus, subject: string, request: Request, o: Options): 
     throw error;
   }
   if (replies.length === 0) throw new Failure(EXIT.unreachable, `no coordinator answered on ${subject} within ${o.windowMs} ms`);
-  return replies.map(decoded);
+  return replies.map((bytes) => decoded(bytes, refusals));
 }
 
 async function status(bus: Bus, pool: string, o: Options): Promise<PoolStatus> {
@@ -166,15 +172,25 @@ async function status(bus: Bus, pool: string, o: Options): Promise<PoolStatus> {
   return reply;
 }
 
+/** page — every coordinator's page after `after`, asked again (after the longest wait any gave) while one says it is over its listing budget. */
+async function page(bus: Bus, after: string | undefined, o: Options): Promise<PoolList[]> {
+  const query: Request = { v: 2, op: 'pools', pool: '_', limit: PAGE_LIMIT, ...(after === undefined ? {} : { after }) };
+  for (let attempt = 0; ; attempt += 1) {
+    const replies = await gather(bus, operatorSubject(o.prefix, 'pools', o.identity), query, o, true);
+    const busy = replies.filter((r) => r.kind === 'error' && r.code === 'unavailable');
+    const refused = replies.find((r) => r.kind === 'error' && (r.code !== 'unavailable' || attempt >= LISTING_RETRIES));
+    if (refused?.kind === 'error') throw new Failure(EXIT.refused, `refused (${refused.code}): ${refused.message}`);
+    if (busy.length === 0) return replies.filter((r): r is PoolList => r.kind === 'pools');
+    const waitMs = Math.max(...busy.map((r) => (r.kind === 'error' ? r.retryAfterMs : 0)));
+    await new Promise((resolve) => setTimeout(resolve, waitMs));
+  }
+}
+
 async function allPools(bus: Bus, o: Options): Promise<HeldBy[]> {
   const pools: HeldBy[] = [];
   let after: string | undefined;
   for (;;) {
-    const query: Request = { v: 2, op: 'pools', pool: '_', limit: PAGE_LIMIT, ...(after === undefined ? {} : { after }) };
-    const pages = (await gather(bus, operatorSubject(o.prefix, 'pools', o.identity), query, o)).filter(
-      (r): r is PoolList => r.kind === 'pools',
-    );
-    const merged = mergePages(pages);
+    const merged = mergePages(await page(bus, after, o));
     pools.push(...merged.pools);
     if (merged.next === undefined) return pools;
     after = merged.next;
@@ -256,7 +272,9 @@ async function main(): Promise<number> {
   const { command, args, options, flags } = parsed;
   let bus: Bus;
   try {
-    bus = await connectWith(flags, `tokenlease ${command} ${process.pid}`);
+    // Under an identity its replies come to the inbox that identity's NATS user may read.
+    const inbox = options.identity === ANONYMOUS_IDENTITY ? undefined : `_INBOX_${options.identity}`;
+    bus = await connectWith(flags, `tokenlease ${command} ${process.pid}`, inbox);
   } catch (error) {
     // The message names the server without its credentials, and no secret.
     process.stderr.write(`tokenlease: ${error instanceof Error ? error.message : String(error)}\n`);
@@ -276,7 +294,8 @@ async function main(): Promise<number> {
 }
 
 main().then(
-  (status) => process.exit(status),
+  // Exit once stdout has taken everything: to a pipe it writes asynchronously, and a long listing was cut short.
+  (status) => process.stdout.write('', () => process.exit(status)),
   (error: unknown) => {
     process.stderr.write(`tokenlease: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
     process.exit(1);

@@ -177,9 +177,9 @@ function readTlsFile(field: RedisField, path: string): Buffer {
   } catch (error) {
     const code = (error as { code?: unknown }).code;
     const name = `--${REDIS_FLAGS[field]} or ${REDIS_ENV[field]}`;
-    throw new CoordinatorError('config-invalid', `cannot read ${path} (${name}): ${String(code ?? error)}`, {
+    // Named by its setting, never by its path, and without Node's error (which holds the path) as a cause.
+    throw new CoordinatorError('config-invalid', `cannot read the file of ${name} (${typeof code === 'string' ? code : 'unreadable'})`, {
       field: REDIS_ENV[field],
-      cause: error,
     });
   }
 }

@@ -140,15 +140,22 @@ export function startRelayService(options: RelayServiceOptions): RelayService {
     },
     (error) => logger.error({ event: 'tick-failed', err: error }, 'tick failed'),
   );
+  // Screened first: a request whose reply would go to another identity's inbox is dropped (core/reply-inbox.ts).
+  const handle = replies.screened(
+    () => core.core.config,
+    (subject, payload, port) => {
+      const startUs = nowUs();
+      replies.send(core.receive(subject, payload, port, startUs), nowUs(), { subject });
+      replies.observer?.handled(parseSubject(prefix, subject)?.op ?? '(bad subject)', (nowUs() - startUs) / 1e6);
+      replies.faults(core.core.takeFaults());
+      // Only the pool this request reached: the work of a request does not grow with the pools held.
+      send(core.upstreamTouched(nowUs()));
+      timer.schedule(core.touchedDeadlineUs());
+    },
+  );
+  // Operator requests are operations.ts's, which screens them on its own subscriptions.
   const subscription = bus.serve(serviceSubject(prefix), COORDINATOR_QUEUE_GROUP, (subject, payload, port) => {
-    if (isOperatorSubject(prefix, subject)) return;
-    const startUs = nowUs();
-    replies.send(core.receive(subject, payload, port, startUs), nowUs(), { subject });
-    replies.observer?.handled(parseSubject(prefix, subject)?.op ?? '(bad subject)', (nowUs() - startUs) / 1e6);
-    replies.faults(core.core.takeFaults());
-    // Only the pool this request reached: the work of a request does not grow with the pools held.
-    send(core.upstreamTouched(nowUs()));
-    timer.schedule(core.touchedDeadlineUs());
+    if (!isOperatorSubject(prefix, subject)) handle(subject, payload, port);
   });
 
   const announce = (): void =>

@@ -1,8 +1,13 @@
-/** ReplyLog: refusals logged once per pool and code per interval, with the count held back. */
+/**
+ * ReplyLog: refusals logged once per pool and code per interval, with the
+ * count held back; requests whose reply would go to another identity's
+ * inbox dropped before they are handled, counted and logged the same way.
+ */
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { Reply } from '@tokenlease/shared';
 import type { ReplyPort } from '@tokenlease/shared/nats';
+import { parseCoordinatorConfig } from '../core/config.js';
 import type { Delivery } from '../core/pool.js';
 import { REFUSAL_KEYS_MAX, ReplyLog } from './reply-log.js';
 
@@ -15,7 +20,7 @@ function setup(): { log: ReplyLog; lines: Array<Record<string, unknown>>; clock:
 
 const refusal = (sent: number[], code: 'bad-request' | 'unknown-pool'): Delivery<ReplyPort> => {
   const reply: Reply = { v: 2, kind: 'error', seq: 1, code, fault: 'peer', message: 'no', retryAfterMs: 0 };
-  return { to: { respond: (bytes: Uint8Array) => sent.push(bytes.byteLength) > 0 }, reply };
+  return { to: { respond: (bytes: Uint8Array) => sent.push(bytes.byteLength) > 0, replySubject: '_INBOX.x' }, reply };
 };
 
 describe('ReplyLog', () => {
@@ -43,5 +48,37 @@ describe('ReplyLog', () => {
     for (let i = 0; i < REFUSAL_KEYS_MAX + 50; i += 1) log.send([refusal(sent, 'unknown-pool')], 0, { pool: `p${i}` });
     expect(lines).toHaveLength(REFUSAL_KEYS_MAX + 1);
     expect(lines.at(-1)).toMatchObject({ pool: '*', code: 'unknown-pool' });
+  });
+});
+
+describe('ReplyLog.screened', () => {
+  const bound = parseCoordinatorConfig('screen.yaml', { bindIdentity: true, pools: { api: { capacity: 10, refill: '10/s' } } });
+  const secret = 'the-lease-secret-of-the-payload';
+  const payload = new TextEncoder().encode(JSON.stringify({ leaseSecret: secret }));
+
+  it('hands on requests whose reply goes to their own inbox; drops the rest unhandled, counted, logged at a bounded rate', () => {
+    const { log, lines, clock } = setup();
+    const drops: string[] = [];
+    log.observer = { replied: () => undefined, handled: () => undefined, wrote: () => undefined, dropped: (reason) => drops.push(reason) };
+    const handled: string[] = [];
+    const handler = log.screened(
+      () => bound,
+      (subject) => handled.push(subject),
+    );
+    const responded: number[] = [];
+    const port = (replySubject: string | null): ReplyPort => ({ respond: () => responded.push(1) > 0, replySubject });
+    handler('tokenlease.v2.acquire.api.checkout', payload, port('_INBOX_checkout.abc.1'));
+    handler('tokenlease.v2.report.api.checkout', payload, port(null));
+    for (let i = 0; i < 300; i += 1) handler('tokenlease.v2.acquire.api.checkout', payload, port(`_INBOX_search.stolen${i}`));
+    expect(handled).toEqual(['tokenlease.v2.acquire.api.checkout', 'tokenlease.v2.report.api.checkout']);
+    expect(responded).toEqual([]);
+    expect(drops).toHaveLength(300);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatchObject({ event: 'request-dropped', pool: 'api', code: 'reply-elsewhere', refusedBefore: 0 });
+    expect(String(lines[0]?.['reason'])).toContain('is not under identity "checkout"');
+    clock.ms = 1000;
+    log.flush();
+    expect(lines[1]).toMatchObject({ event: 'request-dropped', pool: 'api', code: 'reply-elsewhere', refused: 299 });
+    expect(JSON.stringify(lines)).not.toContain(secret);
   });
 });

@@ -8,12 +8,20 @@
  * flood of bad requests costs a line per interval, not a line per request.
  * At most REFUSAL_KEYS_MAX pool-and-code pairs are told apart; refusals of
  * further pools are counted under pool "*".
+ *
+ * It also screens requests before they are handled (`screened`): one whose
+ * reply may not go where it asks (core/reply-inbox.ts) is dropped, counted
+ * and logged like a refusal (event `request-dropped`, code
+ * `reply-elsewhere`), with its subject's pool and the reason, never its
+ * payload.
  */
 import { encodeMessage, parseSubject } from '@tokenlease/shared';
-import { type ReplyPort } from '@tokenlease/shared/nats';
+import { type BusHandler, type ReplyPort } from '@tokenlease/shared/nats';
 import type { Logger } from 'pino';
+import type { CoordinatorConfig } from '../core/config.js';
 import type { PoolFault } from '../core/coordinator-core.js';
 import type { Delivery } from '../core/pool.js';
+import { replyInboxProblem } from '../core/reply-inbox.js';
 import type { ServiceObserver } from './metrics.js';
 
 /** REFUSAL_LOG_INTERVAL_MS — at most one refusal line per pool and code in this time. */
@@ -24,6 +32,8 @@ export const REFUSAL_KEYS_MAX = 1024;
 interface RefusalCount {
   readonly pool: string;
   readonly code: string;
+  /** The event it is logged as: `request-refused`, or `request-dropped` for a request not answered at all. */
+  readonly event: string;
   windowStartMs: number;
   suppressed: number;
 }
@@ -55,6 +65,23 @@ export class ReplyLog {
     }
   }
 
+  /**
+   * screened — `handler` for the requests whose reply may go where they ask
+   * under the configuration `config()` gives now; the others are dropped
+   * (not handled, not answered), counted and logged at a bounded rate.
+   */
+  screened(config: () => CoordinatorConfig, handler: BusHandler): BusHandler {
+    return (subject, payload, port) => {
+      const problem = replyInboxProblem(config(), subject, port.replySubject);
+      if (problem === null) {
+        handler(subject, payload, port);
+        return;
+      }
+      this.observer?.dropped('reply-elsewhere');
+      this.refused(this.poolOf({ subject }), 'reply-elsewhere', { reason: problem }, 'request-dropped');
+    };
+  }
+
   /** faults — one error line per contained pool fault (the pool restarted or was dropped). */
   faults(faults: readonly PoolFault[]): void {
     for (const { pool, error } of faults)
@@ -67,12 +94,12 @@ export class ReplyLog {
     for (const [key, count] of this.refusals) {
       if (now - count.windowStartMs < this.intervalMs) continue;
       if (count.suppressed > 0)
-        this.logger.warn({ event: 'request-refused', pool: count.pool, code: count.code, refused: count.suppressed }, 'requests refused');
+        this.logger.warn({ event: count.event, pool: count.pool, code: count.code, refused: count.suppressed }, 'requests refused');
       this.refusals.delete(key);
     }
   }
 
-  private refused(pool: string, code: string, detail: object): void {
+  private refused(pool: string, code: string, detail: object, event = 'request-refused'): void {
     let key = `${pool}\u0000${code}`;
     if (!this.refusals.has(key) && this.refusals.size >= REFUSAL_KEYS_MAX) {
       pool = '*';
@@ -84,8 +111,11 @@ export class ReplyLog {
       count.suppressed += 1;
       return;
     }
-    this.logger.warn({ event: 'request-refused', pool, code, ...detail, refusedBefore: count?.suppressed ?? 0 }, 'request refused');
-    this.refusals.set(key, { pool, code, windowStartMs: now, suppressed: 0 });
+    this.logger.warn(
+      { event, pool, code, ...detail, refusedBefore: count?.suppressed ?? 0 },
+      event === 'request-refused' ? 'request refused' : 'request dropped',
+    );
+    this.refusals.set(key, { pool, code, windowStartMs: now, suppressed: 0, event });
   }
 
   private poolNameOf(where: { pool?: string; subject?: string } | undefined): string | null {

@@ -17,7 +17,7 @@ import {
   serviceSubject,
   hostMonoNowUs,
 } from '@tokenlease/shared';
-import { type Bus, type ReplyPort } from '@tokenlease/shared/nats';
+import { type Bus, type BusHandler, type ReplyPort } from '@tokenlease/shared/nats';
 import type { Logger } from 'pino';
 import { CoordinatorCore } from '../core/coordinator-core.js';
 import type { CoordinatorConfig } from '../core/config.js';
@@ -79,12 +79,17 @@ export function startCoordinatorService(options: ServiceOptions): CoordinatorSer
     (error) => logger.error({ event: 'tick-failed', err: error }, 'tick failed'),
   );
 
+  // Every request is screened first: one whose reply would go to another identity's inbox is dropped (core/reply-inbox.ts).
+  const screened = (handler: BusHandler): BusHandler => replies.screened(() => core.config, handler);
   // Requests of protocol v1 are answered unsupported-version rather than left to time out.
-  const legacy = bus.serve(legacySubject(config.subjectPrefix), COORDINATOR_QUEUE_GROUP, (subject, payload, port) => {
-    replies.send(core.receive(subject, payload, port, nowUs()), nowUs(), { subject });
-  });
-  const subscription = bus.serve(serviceSubject(config.subjectPrefix), COORDINATOR_QUEUE_GROUP, (subject, payload, port) => {
-    if (isOperatorSubject(prefix, subject)) return;
+  const legacy = bus.serve(
+    legacySubject(config.subjectPrefix),
+    COORDINATOR_QUEUE_GROUP,
+    screened((subject, payload, port) => {
+      replies.send(core.receive(subject, payload, port, nowUs()), nowUs(), { subject });
+    }),
+  );
+  const handle = screened((subject, payload, port) => {
     const op = parseSubject(prefix, subject)?.op;
     const startUs = nowUs();
     try {
@@ -97,6 +102,10 @@ export function startCoordinatorService(options: ServiceOptions): CoordinatorSer
     }
     replies.faults(core.takeFaults());
     timer.schedule(core.touchedDeadlineUs());
+  });
+  // Operator requests are operations.ts's, which screens them on its own subscriptions.
+  const subscription = bus.serve(serviceSubject(config.subjectPrefix), COORDINATOR_QUEUE_GROUP, (subject, payload, port) => {
+    if (!isOperatorSubject(prefix, subject)) handle(subject, payload, port);
   });
 
   // Announced once the server has the subscription: a request sent after the line finds a responder.

@@ -31,6 +31,7 @@ describe('parseCoordinatorConfig accepts a valid document and fills in defaults'
     expect(config).toEqual({
       subjectPrefix: 'tokenlease',
       bindIdentity: false,
+      operatorIdentities: new Set(),
       quietPeriodMs: 5000, // the longest TTL
       pools: [
         {
@@ -150,6 +151,12 @@ describe('parseCoordinatorConfig accepts a valid document and fills in defaults'
     expect(config.pools[1]).toMatchObject({ window: { limit: 7, windowMs: 1500 }, capacity: 7, maxLeaseTokens: 1 });
   });
 
+  it('reads operatorIdentities as a set of identity tokens', () => {
+    const pool = { capacity: 100, refill: '100/s' };
+    const config = parseCoordinatorConfig(SOURCE, onePool(pool, { bindIdentity: true, operatorIdentities: ['operator', 'oncall-2'] }));
+    expect(config.operatorIdentities).toEqual(new Set(['operator', 'oncall-2']));
+  });
+
   it('accepts maxHoldMs 0 and a quiet period longer than every TTL', () => {
     const config = parseCoordinatorConfig(SOURCE, onePool({ capacity: 10, refill: '1/s', maxHoldMs: 0 }, { quietPeriodMs: 60_000 }));
     expect(onlyPool(config).maxHoldMs).toBe(0);
@@ -241,6 +248,23 @@ describe('parseCoordinatorConfig refuses a bad document, naming file, pool and f
     ['subjectPrefix with a wildcard', onePool(ok, { subjectPrefix: 'acme.*' }), 'subjectPrefix', undefined, 'without'],
     ['subjectPrefix with an empty token', onePool(ok, { subjectPrefix: 'acme..x' }), 'subjectPrefix', undefined, 'without'],
     ['subjectPrefix not a string', onePool(ok, { subjectPrefix: 5 }), 'subjectPrefix', undefined, 'must be a string'],
+    ['operatorIdentities not a list', onePool(ok, { operatorIdentities: 'operator' }), 'operatorIdentities', undefined, 'must be a list'],
+    [
+      'operatorIdentities with a wildcard',
+      onePool(ok, { operatorIdentities: ['ops', 'ops.*'] }),
+      'operatorIdentities',
+      undefined,
+      'entry "ops.*" is no identity token',
+    ],
+    ['operatorIdentities with a number', onePool(ok, { operatorIdentities: [7] }), 'operatorIdentities', undefined, 'entry 7'],
+    ['operatorIdentities named twice', onePool(ok, { operatorIdentities: ['ops', 'ops'] }), 'operatorIdentities', undefined, 'twice'],
+    [
+      'operatorIdentities over the limit',
+      onePool(ok, { operatorIdentities: Array.from({ length: 101 }, (_, i) => `ops${i}`) }),
+      'operatorIdentities',
+      undefined,
+      'at most 100',
+    ],
   ];
 
   it.each(cases)('%s', (_name, doc, field, pool, fragment) => {

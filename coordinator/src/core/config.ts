@@ -50,6 +50,13 @@
  * Templates (`templates: { "tenant:*": { ...pool fields, idleEvictMs
  * [max(60000, leaseTtlMs)], maxPools [100000] } }`) make per-tenant pools on
  * first use; see TemplateConfig.
+ *
+ * Top-level fields besides `pools` and `templates`: `subjectPrefix`
+ * ['tokenlease'], `quietPeriodMs` [the longest TTL], `bindIdentity`
+ * [false], `shadow` [false], and `operatorIdentities` [[]]: the identity
+ * tokens (at most OPERATOR_IDENTITIES_MAX, distinct) whose `pools` and
+ * `reload` requests are answered; see operator-access.ts for who may when
+ * it is empty.
  */
 import {
   makeRate,
@@ -136,6 +143,8 @@ export interface CoordinatorConfig {
   readonly templates: readonly TemplateConfig[];
   /** The fleet-wide switch: every pool in shadow mode (already folded into each pool's `shadow`). */
   readonly shadow: boolean;
+  /** Identity tokens whose operator ops (`pools`, `reload`) are answered (operator-access.ts); a Set: tokens come off the wire. */
+  readonly operatorIdentities: ReadonlySet<string>;
 }
 
 export const DEFAULT_IDLE_EVICT_MS = 60_000;
@@ -161,7 +170,9 @@ const POOL_KEYS = new Set([
   'window',
 ]);
 export const CLASS_WEIGHT_MAX = 1000;
-const TOP_KEYS = new Set(['subjectPrefix', 'quietPeriodMs', 'pools', 'templates', 'bindIdentity', 'shadow']);
+const TOP_KEYS = new Set(['subjectPrefix', 'quietPeriodMs', 'pools', 'templates', 'bindIdentity', 'shadow', 'operatorIdentities']);
+/** OPERATOR_IDENTITIES_MAX — the most identity tokens `operatorIdentities` may name. */
+export const OPERATOR_IDENTITIES_MAX = 100;
 const TEMPLATE_KEYS = new Set([...POOL_KEYS, 'idleEvictMs', 'maxPools']);
 
 type Doc = Readonly<Record<string, unknown>>;
@@ -352,5 +363,23 @@ export function parseCoordinatorConfig(source: string, doc: unknown): Coordinato
   const quietPeriodMs = where.int(doc, 'quietPeriodMs', longestTtlMs, MAX_TTL_MS, longestTtlMs);
   const bindIdentity = doc['bindIdentity'] ?? false;
   if (typeof bindIdentity !== 'boolean') where.fail('bindIdentity', `must be true or false, got ${JSON.stringify(bindIdentity)}`);
-  return { subjectPrefix, bindIdentity, quietPeriodMs, pools, templates, shadow };
+  const operatorIdentities = readOperatorIdentities(where, doc['operatorIdentities']);
+  return { subjectPrefix, bindIdentity, quietPeriodMs, pools, templates, shadow, operatorIdentities };
+}
+
+/** readOperatorIdentities — a list of distinct identity tokens (subject tokens), at most OPERATOR_IDENTITIES_MAX; absent: none. */
+function readOperatorIdentities(where: Where, value: unknown): ReadonlySet<string> {
+  const field = 'operatorIdentities';
+  if (value === undefined) return new Set();
+  if (!Array.isArray(value) || value.length > OPERATOR_IDENTITIES_MAX)
+    where.fail(field, `must be a list of at most ${OPERATOR_IDENTITIES_MAX} identity tokens`);
+  const identities = new Set<string>();
+  for (const identity of value as unknown[]) {
+    const problem = poolNameProblem(identity);
+    const shown = JSON.stringify(identity)?.slice(0, 140) ?? String(identity);
+    if (problem !== null) where.fail(field, `entry ${shown} is no identity token: it ${problem}`);
+    if (identities.has(identity as string)) where.fail(field, `names ${shown} twice`);
+    identities.add(identity as string);
+  }
+  return identities;
 }

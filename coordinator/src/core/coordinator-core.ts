@@ -32,11 +32,17 @@
  *   restart (pool-reconfigure.ts states the promise across it); one that
  *   would move the subjects (another prefix) is refused whole.
  * - Operators: `pools` lists the pools held (a page at a time, read
- *   without changing them); `reload` is the adapter's (it reads the file).
+ *   without changing them); `reload` is the adapter's (it reads the file),
+ *   once `receiveReload` says so. Both are answered only for identities
+ *   operator-access.ts lets run them (others: `forbidden`, before the
+ *   payload is read), and listings only within the listing budget
+ *   (listing-budget.ts; beyond it: `unavailable` with the wait), so that
+ *   repeated listings cannot stall the pools.
  */
 import {
   assertTimeUs,
   decodeRequest,
+  isOperatorOp,
   MESSAGE_TEXT_LENGTH_MAX,
   parseSubject,
   PROTOCOL_VERSION,
@@ -46,7 +52,9 @@ import {
   type Request,
 } from '@tokenlease/shared';
 import type { CoordinatorConfig } from './config.js';
-import { listPools } from './pool-list.js';
+import { ListingBudget } from './listing-budget.js';
+import { operatorRefusal } from './operator-access.js';
+import { listingCost, listPools } from './pool-list.js';
 import type { CreditFactory } from './pool-parts.js';
 import type { Delivery, Pool } from './pool.js';
 import { PoolRegistry, type PoolKind, type ReconfigureSummary } from './pool-registry.js';
@@ -82,6 +90,7 @@ export class CoordinatorCore<R> {
   /** The pool the last `receive` reached, so the adapter can reschedule without scanning every pool. */
   private touched: Pool<R> | null = null;
   private evicted: string[] = [];
+  private readonly listingBudget: ListingBudget;
 
   /**
    * CoordinatorCore — pools of `config`, all empty, refilling from the end
@@ -102,6 +111,7 @@ export class CoordinatorCore<R> {
     assertTimeUs(startUs, 'startUs');
     this.configNow = config;
     this.pools = new PoolRegistry<R>(config, epoch, startUs, durable, creditOf);
+    this.listingBudget = new ListingBudget(startUs);
   }
 
   /** config — the configuration served now (replaced by `reconfigure`). */
@@ -140,12 +150,23 @@ export class CoordinatorCore<R> {
 
   /** held — every pool held now (configured, template's and removed ones still lapsing), for inspection. */
   *held(): IterableIterator<HeldPool<R>> {
-    for (const pool of this.pools.all()) {
-      const name = pool.config.name;
-      const template = this.pools.templateKeyOf(name);
-      const kind = this.pools.isRetiring(name) ? 'removed' : this.pools.kindOf(name) === 'fixed' ? 'configured' : 'template';
-      yield { name, kind, template: kind === 'template' ? template : null, pool };
+    for (const name of this.pools.names()) {
+      const held = this.heldPool(name);
+      if (held !== undefined) yield held;
     }
+  }
+
+  /** heldNames — the names of every pool held now, in no order: what a listing chooses its page among without looking at the pools. */
+  heldNames(): IterableIterator<string> {
+    return this.pools.names();
+  }
+
+  /** heldPool — the pool `name` as `held` shows it, or undefined when none of that name is held. */
+  heldPool(name: string): HeldPool<R> | undefined {
+    const pool = this.pools.existing(name);
+    if (pool === undefined) return undefined;
+    const kind = this.pools.isRetiring(name) ? 'removed' : this.pools.kindOf(name) === 'fixed' ? 'configured' : 'template';
+    return { name, kind, template: kind === 'template' ? this.pools.templateKeyOf(name) : null, pool };
   }
 
   /** templateKeyOf — the template a name is (or would be) made from, as configured (`"tenant:*"`), or null. */
@@ -225,6 +246,14 @@ export class CoordinatorCore<R> {
       } else out.push(refusal(replyTo, 'bad-request', null, `subject ${shown} is not a v${PROTOCOL_VERSION} request subject`));
       return out;
     }
+    if (isOperatorOp(parts.op)) {
+      // Before the payload is read: who may not ask learns nothing of how to ask.
+      const denied = operatorRefusal(this.config, parts.identity);
+      if (denied !== null) {
+        out.push(refusal(replyTo, 'forbidden', null, denied));
+        return out;
+      }
+    }
     const decoded = decodeRequest(payload);
     if (!decoded.ok) {
       out.push(refusal(replyTo, decoded.code, decoded.seq, decoded.message));
@@ -239,7 +268,8 @@ export class CoordinatorCore<R> {
       return out;
     }
     if (req.op === 'pools') {
-      out.push({ to: replyTo, reply: listPools(this, req, nowUs) });
+      const waitMs = this.listingBudget.spend(listingCost(this, req), nowUs);
+      out.push(waitMs === 0 ? { to: replyTo, reply: listPools(this, req, nowUs) } : listingDeferred(replyTo, waitMs));
       return out;
     }
     if (req.op === 'reload') {
@@ -289,6 +319,21 @@ export class CoordinatorCore<R> {
       if (!out.some((d) => d.to === replyTo)) out.push(internalError(replyTo, seq, req.pool));
     }
     return out;
+  }
+
+  /**
+   * receiveReload — a request on the `reload` operator subscription:
+   * 'reload' when it is a well-formed reload of an identity that may run
+   * one (the adapter then re-reads its file and answers), else the refusal
+   * `receive` gives it (`forbidden`, `bad-request`, …).
+   */
+  receiveReload(subject: string, payload: Uint8Array, replyTo: R, nowUs: number): 'reload' | Delivery<R>[] {
+    const parts = parseSubject(this.config.subjectPrefix, subject);
+    if (parts?.op === 'reload' && operatorRefusal(this.config, parts.identity) === null) {
+      const decoded = decodeRequest(payload);
+      if (decoded.ok && decoded.value.op === 'reload' && decoded.value.pool === parts.pool) return 'reload';
+    }
+    return this.receive(subject, payload, replyTo, nowUs);
   }
 
   /** takeFaults — the pool faults contained since the last call, for the adapter to log. */
@@ -425,6 +470,12 @@ export class CoordinatorCore<R> {
 /** notOwner — the reply to a request that reached a coordinator not (or no longer) owning its pool. */
 export function notOwner<R>(to: R, seq: number | null, message: string, retryAfterMs = 50): Delivery<R> {
   return { to, reply: { v: 2, kind: 'error', seq, code: 'not-owner', fault: 'coordinator', message, retryAfterMs } };
+}
+
+/** listingDeferred — the reply to a `pools` request beyond the listing budget: ask again in `waitMs`. */
+function listingDeferred<R>(to: R, waitMs: number): Delivery<R> {
+  const message = `listings are over their work budget on this coordinator; ask again in ${waitMs} ms`;
+  return { to, reply: { v: 2, kind: 'error', seq: null, code: 'unavailable', fault: 'peer', message, retryAfterMs: waitMs } };
 }
 
 /** internalError — the refusal of a request that a pool fault cut short; the pool restarts, so ask again later. */

@@ -126,7 +126,7 @@ export interface ConfigDiff {
   readonly added: string[];
   readonly removed: string[];
   readonly changed: string[];
-  /** Templates, bindIdentity, the quiet period or the fleet-wide shadow switch differ. */
+  /** Templates, bindIdentity, operatorIdentities, the quiet period or the fleet-wide shadow switch differ. */
   readonly otherChanged: boolean;
 }
 
@@ -152,7 +152,12 @@ export function configDiff(previous: CoordinatorConfig, next: CoordinatorConfig)
     otherChanged:
       templatesDiffer ||
       previous.bindIdentity !== next.bindIdentity ||
+      !sameIdentities(previous.operatorIdentities, next.operatorIdentities) ||
       previous.quietPeriodMs !== next.quietPeriodMs ||
       previous.shadow !== next.shadow,
   };
+}
+
+function sameIdentities(a: ReadonlySet<string>, b: ReadonlySet<string>): boolean {
+  return a.size === b.size && [...a].every((identity) => b.has(identity));
 }

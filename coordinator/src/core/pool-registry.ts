@@ -214,6 +214,13 @@ export class PoolRegistry<R> {
     return this.fixed.get(name) ?? this.made.get(name)?.pool ?? this.retiring.get(name);
   }
 
+  /** names — the names of every pool held (configured, template's, retiring), in no order; allocates nothing per pool. */
+  *names(): IterableIterator<string> {
+    yield* this.fixed.keys();
+    yield* this.made.keys();
+    yield* this.retiring.keys();
+  }
+
   all(): IterableIterator<Pool<R>> {
     return [...this.fixed.values(), ...[...this.made.values()].map((m) => m.pool), ...this.retiring.values()].values();
   }

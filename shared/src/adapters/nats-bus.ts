@@ -42,6 +42,8 @@ export type { NatsConnection };
 /** ReplyPort — answers one request; returns false when the request carried no reply subject. */
 export interface ReplyPort {
   respond(payload: Uint8Array): boolean;
+  /** The subject a reply goes to, as the request named it; null when it named none. */
+  readonly replySubject: string | null;
 }
 
 export type BusHandler = (subject: string, payload: Uint8Array, reply: ReplyPort) => void;
@@ -150,7 +152,8 @@ class NatsBus implements Bus {
           this.emit({ type: 'error', message: error.message });
           return;
         }
-        handler(msg.subject, msg.data, { respond: (data) => msg.respond(data) });
+        const replySubject = msg.reply === undefined || msg.reply === '' ? null : msg.reply;
+        handler(msg.subject, msg.data, { respond: (data) => msg.respond(data), replySubject });
       },
     });
     return { stop: () => sub.drain() };
@@ -212,16 +215,24 @@ function nameOf(options: NatsConnectOptions, field: NatsField): string {
   return options.sources[field] ?? NATS_ENV[field];
 }
 
-/** readSetting — the bytes of the file a setting names; `invalid-nats-options` naming the setting when unreadable. */
+/**
+ * readSetting — the bytes of the file a setting names; `invalid-nats-options`
+ * naming the setting when unreadable. Neither the message nor a cause holds
+ * the path (Node's error does: it may be a secret given by mistake).
+ */
 function readSetting(options: NatsConnectOptions, field: NatsField, path: string): Uint8Array {
   try {
     return readFileSync(path);
   } catch (error) {
     const code = (error as { code?: unknown }).code;
-    throw new TokenleaseError('invalid-nats-options', `cannot read ${path} (${nameOf(options, field)}): ${String(code ?? error)}`, {
-      field: nameOf(options, field),
-      cause: error,
-    });
+    const name = nameOf(options, field);
+    throw new TokenleaseError(
+      'invalid-nats-options',
+      `cannot read the file of ${name} (${typeof code === 'string' ? code : 'unreadable'})`,
+      {
+        field: name,
+      },
+    );
   }
 }
 
@@ -234,7 +245,7 @@ function authenticatorOf(options: NatsConnectOptions): Authenticator | undefined
     const seed = text.split(/\s+/).find((word) => /^SU[A-Z2-7]{50,}$/.test(word));
     if (seed === undefined) {
       const name = nameOf(options, 'nkeyFile');
-      throw new TokenleaseError('invalid-nats-options', `${auth.seedFile} (${name}) holds no user NKey seed (a word starting with SU)`, {
+      throw new TokenleaseError('invalid-nats-options', `the file of ${name} holds no user NKey seed (a word starting with SU)`, {
         field: name,
       });
     }
@@ -245,7 +256,7 @@ function authenticatorOf(options: NatsConnectOptions): Authenticator | undefined
     const text = new TextDecoder().decode(creds);
     if (!text.includes('BEGIN NATS USER JWT') || !text.includes('BEGIN USER NKEY SEED')) {
       const name = nameOf(options, 'credsFile');
-      throw new TokenleaseError('invalid-nats-options', `${auth.credsFile} (${name}) is no creds file (a user JWT and its NKey seed)`, {
+      throw new TokenleaseError('invalid-nats-options', `the file of ${name} is no creds file (a user JWT and its NKey seed)`, {
         field: name,
       });
     }

@@ -14,6 +14,9 @@ import {
 } from './nats-options.js';
 
 const SECRET = 'Sup3r-Secret';
+/** Shaped like a user NKey seed (S, U, base32); no key of anyone's. */
+const SEED = 'SUAKYRHVIOREXV7EUZTBUXHZIFNDAVJJJR3FGFXZJ6GHUFMOU5DMWEWUYU';
+const CREDS_TEXT = `-----BEGIN NATS USER JWT-----\neyJ0eXAiOiJKV1QiLCJhbGciOiJlZDI1NTE5LW5rZXkifQ\n------END NATS USER JWT------\n\n-----BEGIN USER NKEY SEED-----\n${SEED}\n------END USER NKEY SEED------\n`;
 const env = (vars: Record<string, string>): NatsLayer => natsEnvLayer(vars);
 const flags = (values: Record<string, string | boolean>): NatsLayer => natsFlagLayer(values);
 const options = (settings: NatsSettings): NatsLayer => natsOptionsLayer(settings);
@@ -119,12 +122,18 @@ describe('resolveNatsOptions', () => {
     ['a fractional timeout', [env({ NATS_CONNECT_TIMEOUT_MS: '1.5' })], 'NATS_CONNECT_TIMEOUT_MS'],
     ['a timeout too short', [flags({ 'nats-connect-timeout-ms': '5' })], '--nats-connect-timeout-ms'],
     ['a timeout from options out of range', [options({ connectTimeoutMs: 10 ** 9 })], 'nats.connectTimeoutMs'],
+    ['an NKey seed given as --nats-nkey itself', [flags({ 'nats-nkey': SEED })], '--nats-nkey'],
+    ['an NKey seed given as NATS_NKEY itself', [env({ NATS_NKEY: SEED })], 'NATS_NKEY'],
+    ['an NKey seed given as nats.nkeyFile itself', [options({ nkeyFile: `${SEED}\n` })], 'nats.nkeyFile'],
+    ["a creds file's text given as --nats-creds", [flags({ 'nats-creds': CREDS_TEXT })], '--nats-creds'],
   ])('refuses %s, naming the setting and no secret', (_name, layers, field) => {
     const error = thrown(TokenleaseError, () => resolveNatsOptions(layers));
     expect(error.code).toBe('invalid-nats-options');
     expect(error.field).toBe(field);
     expect(error.message).toContain(field);
     expect(error.message).not.toContain(SECRET);
+    expect(error.message).not.toContain(SEED);
+    expect(error.message).not.toContain('BEGIN');
   });
 });
 
@@ -133,13 +142,19 @@ describe('describeNatsLogin', () => {
     [[env({})], 'no credentials'],
     [[env({ NATS_USER: 'alice', NATS_PASSWORD: SECRET })], 'user "alice" with a password'],
     [[env({ NATS_TOKEN: SECRET })], 'a token'],
-    [[env({ NATS_NKEY: '/s.nk' })], 'the NKey seed in /s.nk'],
-    [[env({ NATS_CREDS: '/u.creds', NATS_CA: '/ca.pem' })], 'the credentials in /u.creds, TLS trusting /ca.pem'],
-    [[env({ NATS_URL: 'tls://h', NATS_CERT: '/c.pem', NATS_KEY: '/c.key' })], 'no credentials, TLS, client certificate /c.pem'],
+    [[env({ NATS_NKEY: '/secret/s.nk' })], 'the NKey seed file of NATS_NKEY'],
+    [[flags({ 'nats-nkey': '/secret/s.nk' })], 'the NKey seed file of --nats-nkey'],
+    [[env({ NATS_CREDS: '/secret/u.creds', NATS_CA: '/secret/ca.pem' })], 'the creds file of NATS_CREDS, TLS trusting the CA of NATS_CA'],
+    [
+      [options({ caFile: '/secret/ca.pem' }), env({ NATS_URL: 'tls://h', NATS_CERT: '/secret/c.pem', NATS_KEY: '/secret/c.key' })],
+      'no credentials, TLS trusting the CA of nats.caFile, the client certificate of NATS_CERT',
+    ],
   ])('%#: %s', (layers, text) => {
     const described = describeNatsLogin(resolveNatsOptions(layers));
     expect(described).toBe(text);
     expect(described).not.toContain(SECRET);
+    // Files are named by their setting: a path says where a secret lives, and may be the secret given by mistake.
+    expect(described).not.toContain('/secret/');
   });
 });
 

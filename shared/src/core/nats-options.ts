@@ -16,8 +16,10 @@
  * - Servers leave here without credentials (`nats://host:port`, or
  *   `tls://host:port`); the credentials are in `auth` alone, so nothing
  *   that prints a server can print a secret. No message here holds a
- *   secret value: settings are named (`NATS_PASSWORD`, `--nats-token`),
- *   URLs are shown redacted or by position.
+ *   secret value nor the path of a credential file: settings are named
+ *   (`NATS_PASSWORD`, `--nats-nkey`), URLs are shown redacted or by
+ *   position. An NKey seed or creds given where its file's path belongs
+ *   is refused as such, unshown.
  * - An empty environment variable counts as unset.
  * - Pure: the environment is a parameter and no file is read here; the
  *   NATS adapter reads the seed, creds and TLS files when it connects.
@@ -213,9 +215,9 @@ function layerLogin(layer: NatsLayer, servers: readonly ParsedServer[] | null): 
     named.push({ auth: { kind: 'token', token: s.token }, from: n.token, field: n.token });
   }
   if (s.nkeyFile !== undefined)
-    named.push({ auth: { kind: 'nkey', seedFile: nonEmpty(s.nkeyFile, n.nkeyFile) }, from: n.nkeyFile, field: n.nkeyFile });
+    named.push({ auth: { kind: 'nkey', seedFile: secretFile(s.nkeyFile, n.nkeyFile) }, from: n.nkeyFile, field: n.nkeyFile });
   if (s.credsFile !== undefined)
-    named.push({ auth: { kind: 'creds', credsFile: nonEmpty(s.credsFile, n.credsFile) }, from: n.credsFile, field: n.credsFile });
+    named.push({ auth: { kind: 'creds', credsFile: secretFile(s.credsFile, n.credsFile) }, from: n.credsFile, field: n.credsFile });
   const inUrl = (servers ?? []).flatMap((p) => (p.login === null ? [] : [p.login]));
   if (inUrl.length > 0) {
     const first = inUrl[0] as NatsAuth;
@@ -229,6 +231,17 @@ function layerLogin(layer: NatsLayer, servers: readonly ParsedServer[] | null): 
 
 function nonEmpty(value: string, name: string): string {
   if (value === '') throw invalid(name, `${name} is empty`);
+  return value;
+}
+
+/** An NKey seed (`SU…`, `SA…`, `SO…`: S, a role letter, base32) or a creds file's text, given where a path belongs. */
+const SECRET_NOT_PATH = /(^|\s)S[A-Z][A-Z2-7]{40,}(\s|$)|-----BEGIN|eyJ[A-Za-z0-9_-]{20,}/;
+
+/** secretFile — the path of a file holding a secret; a value that is the secret itself is refused without being shown. */
+function secretFile(value: string, name: string): string {
+  nonEmpty(value, name);
+  if (SECRET_NOT_PATH.test(value))
+    throw invalid(name, `${name} holds a secret itself (an NKey seed or creds), not the path of a file holding it; give the path`);
   return value;
 }
 
@@ -313,9 +326,15 @@ export function resolveNatsOptions(
   return { servers: parsed.map((p) => p.server), auth, tls, inboxPrefix, connectTimeoutMs, sources };
 }
 
-/** describeNatsLogin — how `options` logs in, for messages: never a secret. */
+/**
+ * describeNatsLogin — how `options` logs in, for messages: the kind of
+ * login and the settings it came from (`NATS_CREDS`, `--nats-ca`), never a
+ * secret nor a file's path (a path may be the secret itself, given by
+ * mistake, and names where the secret lives).
+ */
 export function describeNatsLogin(options: NatsConnectOptions): string {
   const auth = options.auth;
+  const from = (field: NatsField): string => options.sources[field] ?? NATS_ENV[field];
   const login =
     auth.kind === 'none'
       ? 'no credentials'
@@ -324,10 +343,10 @@ export function describeNatsLogin(options: NatsConnectOptions): string {
         : auth.kind === 'token'
           ? 'a token'
           : auth.kind === 'nkey'
-            ? `the NKey seed in ${auth.seedFile}`
-            : `the credentials in ${auth.credsFile}`;
+            ? `the NKey seed file of ${from('nkeyFile')}`
+            : `the creds file of ${from('credsFile')}`;
   if (options.tls === null) return login;
-  const parts = [options.tls.caFile === null ? 'TLS' : `TLS trusting ${options.tls.caFile}`];
-  if (options.tls.certFile !== null) parts.push(`client certificate ${options.tls.certFile}`);
+  const parts = [options.tls.caFile === null ? 'TLS' : `TLS trusting the CA of ${from('caFile')}`];
+  if (options.tls.certFile !== null) parts.push(`the client certificate of ${from('certFile')}`);
   return `${login}, ${parts.join(', ')}`;
 }

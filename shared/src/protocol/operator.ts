@@ -14,9 +14,14 @@
  * Replies may be larger than MESSAGE_BYTES_MAX (a page of pools), up to
  * OPERATOR_REPLY_BYTES_MAX; requests keep the usual limit. Names in them
  * are pool names (validated like any other) and never a lease secret.
- * Restrict who may publish on these subjects with NATS permissions: a
- * reload re-reads a file the operator controls, but costs every agent the
- * balance it holds when a pool's configuration changed.
+ * Both are operators' alone: a listing names every pool, and a reload
+ * costs every agent the balance it holds when a pool's configuration
+ * changed. NATS permissions give these subjects to operator users only
+ * (deploy/nats/secured.conf), and a coordinator answers them only for the
+ * identities its configuration names (`operatorIdentities`), everyone
+ * else `forbidden`. A coordinator answers an operator op on any other pool
+ * token than `_` with a refusal, and may defer a `pools` page beyond its
+ * listing budget (`unavailable`, with the wait).
  */
 import { boolField, FieldProblem, intField, oneOf, textField, type Fields } from './fields.js';
 import { DURATION_MS_MAX, MESSAGE_TEXT_LENGTH_MAX, SEQ_MAX, WIRE_TOKENS_MAX } from './limits.js';

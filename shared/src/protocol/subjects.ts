@@ -40,10 +40,16 @@ export function isOperatorOp(op: Op): op is 'pools' | 'reload' {
   return op === 'pools' || op === 'reload';
 }
 
-/** isOperatorSubject — whether `subject` is a v2 subject under `prefix` of an operator op. */
+/**
+ * isOperatorSubject — whether `subject` is one of the operator subscriptions'
+ * (operatorServiceSubject): a v2 subject under `prefix` of an operator op on
+ * the pool token `_`. An operator op on any other pool token is not: no
+ * operator subscription receives it, so the service that does must answer
+ * it (with a refusal) rather than leave it to time out.
+ */
 export function isOperatorSubject(prefix: string, subject: string): boolean {
-  const op = parseSubject(prefix, subject)?.op;
-  return op !== undefined && isOperatorOp(op);
+  const parts = parseSubject(prefix, subject);
+  return parts !== null && isOperatorOp(parts.op) && parts.pool === '_';
 }
 
 /** poolNameProblem — why `name` is not a valid pool name, or null when it is. */

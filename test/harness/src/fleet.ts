@@ -155,11 +155,18 @@ export async function startHostileClient(config: HostileConfig): Promise<Child> 
   return child;
 }
 
-/** hostileOutcome — what a finished hostile client sent and the replies it got, by code or kind. */
-export function hostileOutcome(child: Child): { sent: number; replies: Record<string, number> } {
+/** HostileOutcome — what a finished hostile client sent, the replies it got by code or kind, and how long they took (p50, max). */
+export interface HostileOutcome {
+  readonly sent: number;
+  readonly replies: Record<string, number>;
+  readonly latencyMs: { readonly p50: number; readonly max: number };
+}
+
+/** hostileOutcome — a finished hostile client's HostileOutcome. */
+export function hostileOutcome(child: Child): HostileOutcome {
   const done = [...child.lines].reverse().find((line) => line.startsWith('{"type":"done"'));
   if (done === undefined) throw new Error(`${child.name} did not finish: ${child.stderr().slice(-2000)}`);
-  return JSON.parse(done) as { sent: number; replies: Record<string, number> };
+  return JSON.parse(done) as HostileOutcome;
 }
 
 /** LoggedAdmission — an admission, the lease it spent from, and what admitted it (drive.ts's AdmissionSource). */

@@ -19,11 +19,21 @@
  * - `hold-flood`: `count` acquires with distinct ids that wait (holdMs) at once.
  * - `rogue-responder`: answers every request on the service subject with a
  *   grant of 2^52 tokens for 24 h, as no honest coordinator would.
+ * - `operator-ops`: `count` operator requests (`pools` or `reload`) at once
+ *   under `identity`, on the pool token `_` or `poolToken`, each waiting up
+ *   to 5 s for its answer.
+ * - `make-pools`: acquires of one token for `count` new names under a
+ *   template prefix, 100 at a time, so that the coordinator holds that many
+ *   pools.
+ *
+ * The done line also says how long the requests took to be answered
+ * (`latencyMs`: p50 and max over those answered or failed).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { randomBytes } from 'node:crypto';
 import {
   COORDINATOR_QUEUE_GROUP,
+  decodeOperatorReply,
   decodeReply,
   encodeMessage,
   serviceSubject,
@@ -33,7 +43,7 @@ import {
   type Reply,
   type Request,
 } from '@tokenlease/shared';
-import { connectBus, type Bus } from '@tokenlease/shared/nats';
+import { connectNats, NATS_ENV, resolveNatsOptions, type Bus } from '@tokenlease/shared/nats';
 
 export type HostileAttack =
   | { readonly kind: 'return-as' | 'report-as' | 'acquire-as'; readonly victim: string }
@@ -41,7 +51,15 @@ export type HostileAttack =
   | { readonly kind: 'prototype-classes' }
   | { readonly kind: 'template-reports'; readonly templatePrefix: string; readonly count: number }
   | { readonly kind: 'hold-flood'; readonly count: number; readonly holdMs: number }
-  | { readonly kind: 'rogue-responder' };
+  | { readonly kind: 'rogue-responder' }
+  | {
+      readonly kind: 'operator-ops';
+      readonly op: 'pools' | 'reload';
+      readonly identity: string;
+      readonly count: number;
+      readonly poolToken?: string;
+    }
+  | { readonly kind: 'make-pools'; readonly templatePrefix: string; readonly count: number };
 
 export interface HostileConfig {
   readonly natsUrl: string;
@@ -49,6 +67,8 @@ export interface HostileConfig {
   readonly pool: string;
   readonly durationMs: number;
   readonly attack: HostileAttack;
+  /** Where its replies come (default: `_INBOX_<identity>` for an attack under an identity, else the client's own). */
+  readonly inboxPrefix?: string;
 }
 
 const PROTOTYPE_NAMES = ['constructor', '__proto__', 'toString', 'hasOwnProperty', 'valueOf', '__defineGetter__', 'isPrototypeOf'];
@@ -59,6 +79,7 @@ const secret = (): string => randomBytes(16).toString('base64url');
 
 class Attacker {
   readonly replies = new Map<string, number>();
+  readonly latenciesMs: number[] = [];
   sent = 0;
   private readonly mySecret = secret();
 
@@ -71,11 +92,15 @@ class Attacker {
     return subjectFor(this.config.subjectPrefix, op, pool);
   }
 
-  /** ask — one request; counts its reply by code (or kind), or the failure. */
-  async ask(op: Op, message: Request, pool = this.config.pool, timeoutMs = 2000): Promise<Reply | null> {
+  /** ask — one request; counts its reply by code (or kind), or the failure, and how long it took. */
+  async ask(op: Op, message: Request, pool = this.config.pool, timeoutMs = 2000, subject = this.subject(op, pool)): Promise<Reply | null> {
     this.sent += 1;
+    const startedMs = performance.now();
     try {
-      const decoded = decodeReply(await this.bus.request(this.subject(op, pool), encodeMessage(message), timeoutMs));
+      const bytes = await this.bus.request(subject, encodeMessage(message), timeoutMs);
+      this.latenciesMs.push(performance.now() - startedMs);
+      // Operator replies may be larger than a lease reply (a page of pools).
+      const decoded = op === 'pools' || op === 'reload' ? decodeOperatorReply(bytes) : decodeReply(bytes);
       const reply = decoded.ok ? decoded.value : null;
       // A receipt that moved tokens is told apart: the one outcome an impersonated return must never have.
       const moved = reply?.kind === 'receipt' && reply.tokensReturned > 0;
@@ -83,6 +108,7 @@ class Attacker {
       this.replies.set(key, (this.replies.get(key) ?? 0) + 1);
       return decoded.ok ? decoded.value : null;
     } catch (error) {
+      this.latenciesMs.push(performance.now() - startedMs);
       const key = error instanceof Error && 'code' in error ? String((error as { code: unknown }).code) : 'failed';
       this.replies.set(key, (this.replies.get(key) ?? 0) + 1);
       return null;
@@ -217,6 +243,21 @@ async function run(a: Attacker, until: () => boolean): Promise<void> {
       while (!until()) await sleep(20);
       return;
     }
+    case 'operator-ops': {
+      const { op, identity, count, poolToken = '_' } = attack;
+      const subject = `${a.config.subjectPrefix}.v2.${op}.${poolToken}.${identity}`;
+      const message: Request = op === 'pools' ? { v: 2, op, pool: '_', limit: 1000 } : { v: 2, op, pool: '_' };
+      await Promise.all(Array.from({ length: count }, () => a.ask(op, message, pool, 5000, subject)));
+      return;
+    }
+    case 'make-pools':
+      for (let i = 0; i < attack.count && !until(); i += 100) {
+        const names = Array.from({ length: Math.min(100, attack.count - i) }, (_, j) => `${attack.templatePrefix}${i + j}`);
+        await Promise.all(
+          names.map((name) => a.ask('acquire', a.acquire(`maker-${process.pid}`, 1, { pool: name, tokensWanted: 1 }), name)),
+        );
+      }
+      return;
     case 'rogue-responder': {
       const sub = a.bus.serve(serviceSubject(a.config.subjectPrefix), COORDINATOR_QUEUE_GROUP, (_subject, payload, port) => {
         const seq = (JSON.parse(new TextDecoder().decode(payload)) as { seq?: number }).seq ?? 0;
@@ -233,7 +274,13 @@ async function run(a: Attacker, until: () => boolean): Promise<void> {
 
 async function main(): Promise<void> {
   const config = JSON.parse(process.argv[2] ?? '{}') as HostileConfig;
-  const bus = await connectBus(config.natsUrl, { name: `tokenlease-hostile ${config.attack.kind}` });
+  // Under an identity it reads its replies where that identity's would come, as an agent does.
+  const identity = 'identity' in config.attack ? config.attack.identity : null;
+  const inboxPrefix = config.inboxPrefix ?? (identity === null ? undefined : `_INBOX_${identity}`);
+  const options = resolveNatsOptions([{ settings: { url: config.natsUrl }, names: { ...NATS_ENV, url: 'the NATS URL' } }], {
+    ...(inboxPrefix === undefined ? {} : { inboxPrefix }),
+  });
+  const bus = await connectNats(options, { name: `tokenlease-hostile ${config.attack.kind}` });
   let stopping = false;
   process.once('SIGTERM', () => {
     stopping = true;
@@ -243,7 +290,12 @@ async function main(): Promise<void> {
   const attacker = new Attacker(bus, config);
   process.stdout.write(`${JSON.stringify({ type: 'ready' })}\n`);
   await run(attacker, until);
-  process.stdout.write(`${JSON.stringify({ type: 'done', sent: attacker.sent, replies: Object.fromEntries(attacker.replies) })}\n`);
+  const sorted = [...attacker.latenciesMs].sort((x, y) => x - y);
+  const at = (q: number): number => Math.round(sorted[Math.floor(q * (sorted.length - 1))] ?? 0);
+  const latencyMs = { p50: at(0.5), max: at(1) };
+  process.stdout.write(
+    `${JSON.stringify({ type: 'done', sent: attacker.sent, replies: Object.fromEntries(attacker.replies), latencyMs })}\n`,
+  );
   await bus.close();
 }
 

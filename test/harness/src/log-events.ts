@@ -23,6 +23,7 @@ export const COORDINATOR_EVENTS = [
   'stepped-down',
   'grant',
   'request-refused',
+  'request-dropped',
   'request-failed',
   'pool-failed',
   'tick-failed',

@@ -55,7 +55,10 @@ export interface ShippedNats extends ConfiguredNats {
   password(user: string): string;
 }
 
-/** AddedAgent — an agent user added to the shipped file: it publishes under its own name on `prefix` and reads `_INBOX_<user>`. */
+/** The ops an agent user may publish, as the shipped agent blocks allow them: lease requests, no operator op. */
+const LEASE_OPS = ['acquire', 'return', 'report'] as const;
+
+/** AddedAgent — an agent user added to the shipped file: it sends lease requests under its own name on `prefix` and reads `_INBOX_<user>`. */
 export interface AddedAgent {
   readonly user: string;
   readonly prefix: string;
@@ -78,7 +81,8 @@ export async function startShippedNats(dir: string, added: readonly AddedAgent[]
     const blocks = added.map(
       ({ user, prefix }) =>
         `    {\n      user: ${user}\n      password: $TOKENLEASE_${user.toUpperCase()}_PASSWORD\n      permissions: {\n` +
-        `        publish = { allow = ["${prefix}.v2.*.*.${user}"] }\n        subscribe = { allow = ["_INBOX_${user}.>"] }\n      }\n    }\n`,
+        `        publish = { allow = [${LEASE_OPS.map((op) => `"${prefix}.v2.${op}.*.${user}"`).join(', ')}] }\n` +
+        `        subscribe = { allow = ["_INBOX_${user}.>"] }\n      }\n    }\n`,
     );
     const shipped = readFileSync(securedNatsConfig(), 'utf8');
     const end = shipped.lastIndexOf('  ]\n}');

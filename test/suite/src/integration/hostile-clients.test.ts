@@ -15,6 +15,7 @@ import { acquireRequest, checkEnvelope, seedFromEnv } from '@tokenlease/shared/t
 import {
   hostileOutcome,
   readAdmissionLog,
+  type HostileOutcome,
   scratchDir,
   startAgentProcess,
   startCoordinator,
@@ -25,7 +26,8 @@ import {
 import type { HostileAttack } from '@tokenlease/harness/hostile-client';
 import { logEvents } from '@tokenlease/harness/log-events';
 import { provideNats, type NatsHandle } from '@tokenlease/harness/nats';
-import { stop, stopAll, type Child } from '@tokenlease/harness/processes';
+import { operatorCliScript } from '@tokenlease/harness/paths';
+import { spawnNode, stop, stopAll, type Child } from '@tokenlease/harness/processes';
 
 const CAPACITY = 100;
 const REFILL = makeRate(100, 1000);
@@ -185,6 +187,96 @@ describe('hostile clients over real NATS', () => {
     );
     expect(waiting).toBe(50_000);
     expect([...codes]).toEqual(['grant']);
+    expect(coordinator.proc.exitCode).toBeNull();
+  });
+
+  /** hostile — a hostile client's whole run against `prefix`: started, awaited, its outcome. */
+  async function hostile(prefix: string, attack: HostileAttack): Promise<HostileOutcome> {
+    const child = await startHostileClient({ natsUrl: nats.url, subjectPrefix: prefix, pool: 'api', durationMs: 60_000, attack });
+    await child.exited;
+    return hostileOutcome(child);
+  }
+
+  it('an identity the configuration names no operator lists nothing and reloads nothing, even where the bus lets it ask', async () => {
+    runs += 1;
+    const prefix = `tlhostile${seed}x${runs}`;
+    // An open bus (no permissions stop the agent): the coordinator's own check is what is tested.
+    const config = { subjectPrefix: prefix, bindIdentity: true, operatorIdentities: ['operator'], pools: { api: POOL } };
+    const coordinator = await startCoordinator(nats.url, writeConfig(scratchDir(), config));
+    const [listings, reloads, elsewhere] = await Promise.all([
+      hostile(prefix, { kind: 'operator-ops', op: 'pools', identity: 'checkout', count: 200 }),
+      hostile(prefix, { kind: 'operator-ops', op: 'reload', identity: 'checkout', count: 500 }),
+      // An operator's own requests on a pool token other than "_": answered, not left to time out.
+      hostile(prefix, { kind: 'operator-ops', op: 'pools', identity: 'operator', count: 50, poolToken: 'api' }),
+    ]);
+    const operator = await hostile(prefix, { kind: 'operator-ops', op: 'pools', identity: 'operator', count: 1 });
+    const one = await hostile(prefix, { kind: 'operator-ops', op: 'pools', identity: 'checkout', count: 1 });
+    expect(one.replies).toEqual({ forbidden: 1 });
+    console.log(`hostile-clients operator-ops: one listing as checkout, alone, refused forbidden in ${one.latencyMs.max} ms`);
+    console.log(
+      `hostile-clients operator-ops: 200 listings as checkout ${JSON.stringify(listings.replies)} (p50 ${listings.latencyMs.p50} ms, max ${listings.latencyMs.max} ms); ` +
+        `500 reloads ${JSON.stringify(reloads.replies)} (max ${reloads.latencyMs.max} ms); 50 on pools.api ${JSON.stringify(elsewhere.replies)} (max ${elsewhere.latencyMs.max} ms)`,
+    );
+    expect(listings.replies).toEqual({ forbidden: 200 });
+    expect(reloads.replies).toEqual({ forbidden: 500 });
+    expect(elsewhere.replies).toEqual({ 'bad-request': 50 });
+    expect(operator.replies).toEqual({ pools: 1 });
+    expect(logEvents(coordinator.lines, { event: 'reloaded' })).toEqual([]);
+    expect(coordinator.proc.exitCode).toBeNull();
+  });
+
+  it('200 listings of 20,000 pools at once leave the coordinator answering everyone else', { timeout: 120_000 }, async () => {
+    runs += 1;
+    const prefix = `tlhostile${seed}x${runs}`;
+    const config = {
+      subjectPrefix: prefix,
+      quietPeriodMs: TTL_MS,
+      pools: { api: POOL },
+      templates: { 'k:*': { ...POOL, maxPools: 30_000 } },
+    };
+    const coordinator = await startCoordinator(nats.url, writeConfig(scratchDir(), config));
+    const made = await hostile(prefix, { kind: 'make-pools', templatePrefix: 'k:', count: 20_000 });
+    expect(made.replies).toEqual({ grant: 20_000 });
+    // The status of another pool asked every 20 ms while the listings run: each must be answered within its 2 s.
+    const flood = startHostileClient({
+      natsUrl: nats.url,
+      subjectPrefix: prefix,
+      pool: 'api',
+      durationMs: 60_000,
+      attack: { kind: 'operator-ops', op: 'pools', identity: 'anon', count: 200 },
+    });
+    const latenciesMs: number[] = [];
+    let done = false;
+    const listed = flood.then(async (child) => {
+      await child.exited;
+      done = true;
+      return hostileOutcome(child);
+    });
+    while (!done) {
+      const startedMs = performance.now();
+      await probe.status('api', prefix);
+      latenciesMs.push(performance.now() - startedMs);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    const listings = await listed;
+    const worstMs = Math.max(...latenciesMs);
+    console.log(
+      `hostile-clients listing flood: 20,001 pools; 200 listings ${JSON.stringify(listings.replies)} (p50 ${listings.latencyMs.p50} ms, max ${listings.latencyMs.max} ms); ` +
+        `${latenciesMs.length} status queries of another pool meanwhile, the slowest ${worstMs.toFixed(0)} ms`,
+    );
+    // The budget deferred some pages rather than spend the coordinator on them; every listing was answered.
+    expect(listings.replies['unavailable'] ?? 0).toBeGreaterThan(0);
+    expect((listings.replies['pools'] ?? 0) + (listings.replies['unavailable'] ?? 0)).toBe(200);
+    // The operator CLI, right after, with the budget spent: it waits out the deferrals and lists every pool.
+    const cliStartedMs = performance.now();
+    const cli = spawnNode('tokenlease pools', operatorCliScript(), ['pools', '--json', '--prefix', prefix], { NATS_URL: nats.url });
+    const { code } = await cli.exited;
+    expect(code, cli.stderr()).toBe(0);
+    const poolsListed = (JSON.parse(cli.lines.join('\n')) as { pools: unknown[] }).pools.length;
+    console.log(
+      `hostile-clients listing flood: then tokenlease pools listed ${poolsListed} pools in ${(performance.now() - cliStartedMs).toFixed(0)} ms`,
+    );
+    expect(poolsListed).toBe(20_001);
     expect(coordinator.proc.exitCode).toBeNull();
   });
 

@@ -2,6 +2,8 @@
  * Redis state trusted no further than a peer's message, with a real
  * durable coordinator process on a real Redis: damaged stored leases are
  * not adopted (the pool starts empty and quiet, and serves after one TTL),
+ * nor are leases that each fit the pool but not together (retries of their
+ * kept grants replay nothing),
  * an ownership record that never expires and a member whose heartbeat lies
  * impossibly far ahead are cleared, and a configured pool that nobody owns
  * answers `not-owner` at once instead of letting requests time out.
@@ -34,11 +36,12 @@ describe('hostile state in Redis', () => {
     probe = await StatusProbe.connect(nats.url);
   });
   afterAll(async () => {
-    await stopAll();
+    // Keys first: a private Redis is one of the processes stopAll stops.
     for (let i = 1; i <= runs; i += 1) {
       const keys = (await redisCommand(redis.url, 'KEYS', `tlhstore${seed}x${i}:*`)) as string[];
       if (keys.length > 0) await redisCommand(redis.url, 'DEL', ...keys);
     }
+    await stopAll();
     await probe.close();
     await Promise.all([nats.stop(), redis.stop()]);
   });
@@ -84,6 +87,44 @@ describe('hostile state in Redis', () => {
     expect(report.ok).toBe(true);
     expect(report.admittedTokens).toBeGreaterThan(100);
     expect(await redisCommand(redis.url, 'HEXISTS', `${prefix}:{api}:leases`, 'ghost-agent')).toBe(0);
+  });
+
+  it('does not adopt twenty stored leases of 20 on a pool of 100: retries of their kept grants replay nothing', async () => {
+    const prefix = nextPrefix();
+    const secret = 'stolen-secret-of-128-bits';
+    const leases = Array.from({ length: 20 }, (_, i) => {
+      const leaseId = `x-${i}`;
+      const grant = {
+        v: 2,
+        kind: 'grant',
+        seq: 1,
+        leaseId,
+        tokensGranted: 20,
+        tokensHeld: 20,
+        ttlMs: TTL_MS,
+        epoch: 1,
+        maxLeaseTokens: 20,
+        capacityTokens: CAPACITY,
+        refillTokens: 100,
+        refillPeriodMs: 1000,
+        retryAfterMs: 0,
+      };
+      return { agentId: `ghost-${i}`, leaseId, record: { secret, leaseId, boundTokens: 20, lastSeq: 1, lastReply: JSON.stringify(grant) } };
+    });
+    await redisCommand(redis.url, 'HSET', `${prefix}:{api}:leases`, ...leases.flatMap((l) => [l.agentId, JSON.stringify(l.record)]));
+    await redisCommand(redis.url, 'SET', `${prefix}:{api}:level`, '0');
+    const c = await coordinator(prefix, 'm1');
+    const invalid = await waitForEvent(c, { event: 'state-invalid' }, 10_000);
+    expect(String(invalid['reason'])).toBe('the stored leases hold more than capacity + allowance 100 together (20 leases)');
+    await waitForEvent(c, { event: 'pool-owned', pool: 'api' }, 10_000);
+    let replayedTokens = 0;
+    for (const { agentId, leaseId } of leases) {
+      const retry = acquireRequest({ agentId, leaseSecret: secret, seq: 1, leaseId, tokensLeft: 0, tokensWanted: 20 });
+      const reply = await probe.raw(`${prefix}.v2.acquire.api.anon`, new TextEncoder().encode(JSON.stringify(retry)));
+      if (reply.ok && reply.value.kind === 'grant') replayedTokens += reply.value.tokensGranted;
+    }
+    // Before, each retry was answered with its kept grant: 400 tokens on a pool of 100.
+    expect(replayedTokens).toBe(0);
   });
 
   it('clears an ownership record that never expires and a member heartbeat far in the future', async () => {

@@ -4,19 +4,26 @@
  * admit normally; an agent credential cannot read request subjects, join
  * the coordinators' queue groups, read another agent's inbox or send under
  * another identity; with bindIdentity it cannot use another identity's
- * agent ids; the operator reads status and nothing else; and even the
- * coordinator credential cannot read requests outside its queue groups nor
- * send a request. Every refusal is the server's (a permissions violation),
- * and the message it was meant to stop never arrives.
+ * agent ids; neither an agent nor the relay user may send an operator op
+ * (status, pools, reload); the operator runs the operator CLI's status,
+ * pools and reload (a real `tokenlease` process, answered because the
+ * coordinator lists it in operatorIdentities) and nothing else; and even
+ * the coordinator credential cannot read requests outside its queue groups
+ * nor send a request. Every refusal is the server's (a permissions
+ * violation), and the message it was meant to stop never arrives. One
+ * thing permissions cannot stop, a request naming another identity's inbox
+ * as its reply subject, the coordinator drops (bindIdentity).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Agent, type AgentEvent } from '@tokenlease/agent';
-import { encodeMessage, subjectFor, COORDINATOR_QUEUE_GROUP, CATCH_ALL_QUEUE_GROUP } from '@tokenlease/shared';
+import { decodeReply, encodeMessage, subjectFor, COORDINATOR_QUEUE_GROUP, CATCH_ALL_QUEUE_GROUP } from '@tokenlease/shared';
 import { acquireRequest } from '@tokenlease/shared/testing';
-import { connectNats, resolveNatsOptions, NATS_ENV, type Bus } from '@tokenlease/shared/nats';
+import { connectNats, openNatsConnection, resolveNatsOptions, NATS_ENV, type Bus } from '@tokenlease/shared/nats';
 import { scratchDir, startCoordinator, StatusProbe, writeConfig } from '@tokenlease/harness/fleet';
+import { logEvents } from '@tokenlease/harness/log-events';
+import { operatorCliScript } from '@tokenlease/harness/paths';
 import { startShippedNats, type ShippedNats, type ShippedUser as User } from '@tokenlease/harness/nats-config';
-import { stopAll, type Child } from '@tokenlease/harness/processes';
+import { spawnNode, stopAll, type Child } from '@tokenlease/harness/processes';
 
 /** The shipped file's subject prefix. */
 const PREFIX = 'tokenlease';
@@ -63,6 +70,7 @@ describe('the shipped NATS permission model (deploy/nats/secured.conf)', () => {
     const configPath = writeConfig(dir, {
       subjectPrefix: PREFIX,
       bindIdentity: true,
+      operatorIdentities: ['operator'],
       pools: { [POOL]: { capacity: 100, refill: '100/s', leaseTtlMs: 1000, maxLeaseTokens: 10 } },
     });
     coordinator = await startCoordinator(nats.url, configPath, {
@@ -146,7 +154,40 @@ describe('the shipped NATS permission model (deploy/nats/secured.conf)', () => {
     expect(events.some((e) => e.type === 'error-reply' && e.code === 'forbidden')).toBe(true);
   });
 
-  it('lets the operator read status, and nothing else', async () => {
+  it('refuses agents and the relay user every operator op: status, pools and reload', async () => {
+    const checkout = await as('checkout');
+    const edge = await as('edge');
+    const started = performance.now();
+    for (const [conn, identity] of [
+      [checkout, 'checkout'],
+      [edge, 'edge'],
+    ] as const) {
+      for (const subject of [
+        `${PREFIX}.v2.pools._.${identity}`,
+        `${PREFIX}.v2.reload._.${identity}`,
+        `${PREFIX}.v2.status.${POOL}.${identity}`,
+        `${PREFIX}.v2.pools.${POOL}.${identity}`,
+      ]) {
+        expect(
+          await refused(conn, subject, () => conn.bus.publish(subject, new TextEncoder().encode('{"v":2,"op":"reload","pool":"_"}'))),
+          subject,
+        ).toBe(true);
+      }
+    }
+    console.log(
+      `nats-permissions: 8 operator ops of an agent and the relay user refused by the server in ${(performance.now() - started).toFixed(0)} ms`,
+    );
+    // An agent's pools request is refused at once, not left to its timeout.
+    const askedMs = performance.now();
+    await expect(
+      checkout.bus.request(`${PREFIX}.v2.pools._.checkout`, new TextEncoder().encode('{"v":2,"op":"pools","pool":"_"}'), 5000),
+    ).rejects.toThrow();
+    console.log(`nats-permissions: an agent's pools request failed after ${(performance.now() - askedMs).toFixed(0)} ms (timeout 5000 ms)`);
+    await checkout.bus.flush();
+    expect(logEvents(coordinator.lines, { event: 'reloaded' })).toEqual([]);
+  });
+
+  it('lets the operator run the operator CLI (status, pools, reload) as a process, and nothing else', async () => {
     const probe = await StatusProbe.connect(nats.url, {
       identity: 'operator',
       nats: { user: 'operator', password: nats.password('operator'), inboxPrefix: '_INBOX_operator' },
@@ -157,6 +198,26 @@ describe('the shipped NATS permission model (deploy/nats/secured.conf)', () => {
     } finally {
       await probe.close();
     }
+    // The CLI reads its replies from _INBOX_operator by itself, given --identity operator.
+    const cli = async (...args: string[]): Promise<{ code: number | null; out: string }> => {
+      const child = spawnNode(`tokenlease ${args[0] ?? ''}`, operatorCliScript(), [...args, '--identity', 'operator', '--json'], {
+        NATS_URL: nats.url,
+        NATS_USER: 'operator',
+        NATS_PASSWORD: nats.password('operator'),
+        NATS_INBOX_PREFIX: '',
+      });
+      const { code } = await child.exited;
+      return { code, out: `${child.lines.join('\n')}${child.stderr()}` };
+    };
+    const pools = await cli('pools');
+    expect(pools.code, pools.out).toBe(0);
+    expect(JSON.parse(pools.out)).toMatchObject({ pools: [{ pool: POOL }] });
+    const reload = await cli('reload');
+    expect(reload.code, reload.out).toBe(0);
+    expect(JSON.parse(reload.out)).toMatchObject({ coordinators: [{ outcome: 'unchanged' }] });
+    const status = await cli('status', POOL);
+    expect(status.code, status.out).toBe(0);
+    expect(coordinator.lines.filter((line) => line.includes('permissions violation'))).toEqual([]);
     const operator = await as('operator');
     const acquireSubject = subjectFor(PREFIX, 'acquire', POOL, 'operator');
     expect(await refused(operator, acquireSubject, () => operator.bus.publish(acquireSubject, acquire('operator')))).toBe(true);
@@ -166,6 +227,35 @@ describe('the shipped NATS permission model (deploy/nats/secured.conf)', () => {
       true,
     );
     expect(await refused(operator, '_INBOX_checkout.>', () => operator.bus.serve('_INBOX_checkout.>', null, () => {}))).toBe(true);
+  });
+
+  it("answers no request at another identity's inbox: it is dropped, counted and logged at a bounded rate", async () => {
+    // The victim reads its own inbox, as the permissions allow.
+    const search = await as('search');
+    const stolen: string[] = [];
+    search.bus.serve('_INBOX_search.>', null, (subject) => {
+      stolen.push(subject);
+    });
+    await search.bus.flush();
+    // The attacker, on a plain nats.js connection: a request of its own, its reply subject in the victim's inbox.
+    const settings = { url: nats.url, user: 'checkout', password: nats.password('checkout'), inboxPrefix: '_INBOX_checkout' };
+    const nc = await openNatsConnection(resolveNatsOptions([{ settings, names: NATS_ENV }]), { name: 'permissions-test reply-elsewhere' });
+    try {
+      const subject = subjectFor(PREFIX, 'acquire', POOL, 'checkout');
+      for (let i = 0; i < 50; i += 1) nc.publish(subject, acquire(`checkout.thief${i}`), { reply: `_INBOX_search.stolen${i}` });
+      // Its own inbox is answered: the coordinator serves it, and has handled what came before.
+      const own = decodeReply((await nc.request(subject, acquire('checkout.honest'), { timeout: 5000 })).data);
+      expect(own.ok && own.value.kind).toBe('grant');
+    } finally {
+      await nc.close();
+    }
+    await search.bus.flush();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(stolen).toEqual([]);
+    // One line for all of them (and for the request of the test above that posed with search's inbox prefix).
+    const dropped = logEvents(coordinator.lines, { event: 'request-dropped', code: 'reply-elsewhere' });
+    expect(dropped).toHaveLength(1);
+    expect(String(dropped[0]?.fields['reason'])).toMatch(/^reply subject "_INBOX_search\.[^"]+" is not under identity "checkout"/);
   });
 
   it('keeps even the coordinator credential to its queue groups and to replies', async () => {

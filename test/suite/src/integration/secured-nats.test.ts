@@ -8,8 +8,12 @@
  * granted tokens; and a wrong credential fails fast: the CLI with one line
  * and status 1, the agent with its error code, well within 10 s, and no
  * secret (password, token, seed, key) anywhere in what either printed.
+ * Nor the path of a credential file: every CLI (coordinator, relay,
+ * operator) and the agent name the setting, never what it was given, even
+ * when that is the seed itself or a file that cannot be read.
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Agent, AgentError, type AgentErrorCode, type AgentOptions } from '@tokenlease/agent';
@@ -18,7 +22,7 @@ import { scratchDir, startCoordinator, writeConfig } from '@tokenlease/harness/f
 import { freePort } from '@tokenlease/harness/ports';
 import { startConfiguredNats, type ConfiguredNats } from '@tokenlease/harness/nats-config';
 import { makeJwtTrust, makeNkeyUser, strangerCreds } from '@tokenlease/harness/nats-logins';
-import { coordinatorCliScript } from '@tokenlease/harness/paths';
+import { coordinatorCliScript, operatorCliScript, relayCliScript } from '@tokenlease/harness/paths';
 import { makePki, type Pki } from '@tokenlease/harness/pki';
 import { spawnNode, stop, stopAll } from '@tokenlease/harness/processes';
 
@@ -118,7 +122,8 @@ async function mechanisms(dir: string, pki: Pki): Promise<Map<string, Mechanism>
           args: [],
           env: { NATS_NKEY: otherNkey.seedFile },
           agent: () => ({ nats: { nkeyFile: otherNkey.seedFile } }),
-          secrets: [seedOf(otherNkey.seedFile), seedOf(nkey.seedFile)],
+          // The seed file's path is named by its setting only: it says where a secret lives.
+          secrets: [seedOf(otherNkey.seedFile), seedOf(nkey.seedFile), otherNkey.seedFile],
           reason: /authorization violation/,
           agentCode: 'auth-failed',
         },
@@ -133,7 +138,7 @@ async function mechanisms(dir: string, pki: Pki): Promise<Map<string, Mechanism>
           args: ['--nats-creds', otherCreds],
           env: {},
           agent: () => ({ nats: { credsFile: otherCreds } }),
-          secrets: [secretLine(otherCreds, /^SU/), secretLine(coordinatorCreds, /^SU/)],
+          secrets: [secretLine(otherCreds, /^SU/), secretLine(coordinatorCreds, /^SU/), otherCreds],
           reason: /authorization violation/,
           agentCode: 'auth-failed',
         },
@@ -152,7 +157,7 @@ async function mechanisms(dir: string, pki: Pki): Promise<Map<string, Mechanism>
           args: ['--nats-ca', pki.otherCaFile],
           env: {},
           agent: () => ({ nats: { caFile: pki.otherCaFile } }),
-          secrets: [],
+          secrets: [pki.otherCaFile],
           reason: /certificate problem: the server's certificate is not trusted/,
           agentCode: 'tls-failed',
         },
@@ -174,7 +179,12 @@ async function mechanisms(dir: string, pki: Pki): Promise<Map<string, Mechanism>
           args: [],
           env: { NATS_CA: pki.caFile, NATS_CERT: pki.strangerCertFile, NATS_KEY: pki.strangerKeyFile },
           agent: () => ({ nats: { caFile: pki.caFile, certFile: pki.strangerCertFile, keyFile: pki.strangerKeyFile } }),
-          secrets: [secretLine(pki.strangerKeyFile, /^[A-Za-z0-9+/]{40,}/), secretLine(pki.clientKeyFile, /^[A-Za-z0-9+/]{40,}/)],
+          secrets: [
+            secretLine(pki.strangerKeyFile, /^[A-Za-z0-9+/]{40,}/),
+            secretLine(pki.clientKeyFile, /^[A-Za-z0-9+/]{40,}/),
+            pki.strangerCertFile,
+            pki.strangerKeyFile,
+          ],
           reason: /timeout: no completed login within 5000 ms \(a server that refuses the client certificate ends this way\)$/,
           agentCode: 'unreachable',
         },
@@ -323,5 +333,82 @@ describe('secured NATS: every login and TLS mechanism', () => {
       await nc.close();
       await stop(coordinator);
     }
+  });
+});
+
+describe('what a credential setting was given is never printed', () => {
+  const dir = scratchDir();
+  /** Shaped like a user NKey seed (S, U, base32); no key of anyone's. */
+  const SEED = 'SUAKYRHVIOREXV7EUZTBUXHZIFNDAVJJJR3FGFXZJ6GHUFMOU5DMWEWUYU';
+  const marker = `secret-dir-${hex()}`;
+  /** A path that cannot be read, holding a marker that must not be printed. */
+  const missing = (name: string): string => join(dir, marker, name);
+  const configPath = writeConfig(dir, { pools: { [POOL]: { capacity: 10, refill: '10/s' } } });
+  const relayConfigPath = join(dir, 'relay.json');
+  writeFileSync(
+    relayConfigPath,
+    JSON.stringify({ upstreamPrefix: 'tokenlease', subjectPrefix: 'tokenlease-edge', pools: { [POOL]: { capacity: 10, refill: '10/s' } } }),
+  );
+  const clis: ReadonlyArray<readonly [string, string, readonly string[]]> = [
+    ['tokenlease-coordinator', coordinatorCliScript(), ['--config', configPath, '--memory']],
+    ['tokenlease-relay', relayCliScript(), ['--config', relayConfigPath]],
+    ['tokenlease', operatorCliScript(), ['pools']],
+  ];
+  const cases: ReadonlyArray<readonly [string, readonly string[], NodeJS.ProcessEnv, string, string]> = [
+    ['the seed itself as --nats-nkey', ['--nats-nkey', SEED], {}, SEED, '--nats-nkey holds a secret itself'],
+    ['the seed itself as NATS_NKEY', [], { NATS_NKEY: SEED }, SEED, 'NATS_NKEY holds a secret itself'],
+    ['an unreadable --nats-nkey', ['--nats-nkey', missing('user.nk')], {}, marker, 'cannot read the file of --nats-nkey (ENOENT)'],
+    ['an unreadable NATS_CREDS', [], { NATS_CREDS: missing('user.creds') }, marker, 'cannot read the file of NATS_CREDS (ENOENT)'],
+    ['an unreadable --nats-ca', ['--nats-ca', missing('ca.pem')], {}, marker, 'cannot read the file of --nats-ca (ENOENT)'],
+    [
+      'an unreadable client certificate',
+      ['--nats-cert', missing('c.pem'), '--nats-key', missing('c.key')],
+      {},
+      marker,
+      'cannot read the file of --nats-cert (ENOENT)',
+    ],
+  ];
+
+  afterAll(stopAll);
+
+  it.each(clis.flatMap(([bin, script, base]) => cases.map((c) => [bin, c[0], script, base, c] as const)))(
+    '%s: %s fails with status 2, naming the setting, not its value',
+    async (bin, _name, script, base, [, args, env, secret, says]) => {
+      const cli = spawnNode(`echo:${bin}`, script, [...base, ...args], { ...NO_NATS_ENV, NATS_URL: 'nats://127.0.0.1:1', ...env });
+      const { code } = await cli.exited;
+      const printed = `${cli.stderr()}\n${cli.lines.join('\n')}`;
+      expect(code, printed).toBe(2);
+      expect(printed).toContain(`${bin}: ${says}`);
+      expect(printed.includes(secret), printed).toBe(false);
+    },
+  );
+
+  it('tokenlease-coordinator: an unreadable Redis TLS file is named by its setting, not its path', async () => {
+    const cli = spawnNode(
+      'echo:redis',
+      coordinatorCliScript(),
+      ['--config', configPath, '--redis', 'rediss://127.0.0.1:1', '--redis-ca', missing('redis-ca.pem')],
+      {
+        ...NO_NATS_ENV,
+        REDIS_URL: '',
+      },
+    );
+    const { code } = await cli.exited;
+    const printed = `${cli.stderr()}\n${cli.lines.join('\n')}`;
+    expect(code, printed).toBe(2);
+    expect(printed).toContain('cannot read the file of --redis-ca or REDIS_CA (ENOENT)');
+    expect(printed.includes(marker), printed).toBe(false);
+  });
+
+  it.each<[string, AgentOptions, string]>([
+    ['the seed itself as nats.nkeyFile', { nats: { nkeyFile: SEED } }, SEED],
+    ['the seed itself as NATS_NKEY', { env: { NATS_NKEY: SEED } }, SEED],
+    ['an unreadable nats.credsFile', { nats: { credsFile: missing('agent.creds') } }, marker],
+    ['an unreadable nats.caFile', { nats: { caFile: missing('agent-ca.pem') } }, marker],
+  ])('Agent.connect: %s is refused as invalid-argument without it, in the message or any cause', async (_name, options, secret) => {
+    const error: unknown = await Agent.connect({ natsUrl: 'nats://127.0.0.1:1', env: {}, ...options }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(AgentError);
+    expect((error as AgentError).code).toBe('invalid-argument');
+    for (let e: unknown = error; e instanceof Error; e = e.cause) expect(e.message.includes(secret), e.message).toBe(false);
   });
 });
