@@ -10,7 +10,15 @@
  * - A deposed process serves on until it steps down: the lane refuses what
  *   its fenced writes covered and everything after.
  */
-import { WriteLane, type Batch, type CoordinatorCore, type Delivery, type LaneStep, type PoolChanges } from '@tokenlease/coordinator';
+import {
+  WriteLane,
+  type Batch,
+  type ChangeSource,
+  type CoordinatorCore,
+  type Delivery,
+  type LaneStep,
+  type LaneWrite,
+} from '@tokenlease/coordinator';
 import { COORDINATOR_TICK_US_MAX, POOL, type Event, type ReplyTo } from './sim-events.js';
 import type { SimStore } from './sim-store.js';
 
@@ -33,8 +41,7 @@ export interface Lane {
   readonly replyBeforeWrite: boolean;
 }
 
-interface Write {
-  readonly changes: PoolChanges;
+interface Write extends LaneWrite {
   lands: boolean;
 }
 
@@ -45,7 +52,7 @@ export class SimCoordinator {
   /** Its ownership lapsed: it serves on until it steps down, its writes refused. */
   deposed = false;
   private tickGen = 0;
-  private readonly writer = new WriteLane<ReplyTo>();
+  private readonly writer: WriteLane<ReplyTo>;
   private writing: Write | null = null;
 
   constructor(
@@ -53,7 +60,9 @@ export class SimCoordinator {
     readonly core: CoordinatorCore<ReplyTo>,
     private readonly host: CoordinatorHost,
     private readonly lane: Lane | null,
-  ) {}
+  ) {
+    this.writer = lane === null ? WriteLane.unowned() : new WriteLane(lane.epoch, this.source());
+  }
 
   receive(to: ReplyTo, subject: string, bytes: Uint8Array, nowUs: number): void {
     this.submit(
@@ -93,6 +102,7 @@ export class SimCoordinator {
     if (!this.serving) return;
     this.serving = false;
     this.host.send(this.core.release(POOL), nowUs, this.core.epoch);
+    if (this.lane !== null) this.perform(this.writer.end(), nowUs);
   }
 
   /** landed — the write in flight reaches the store now: it lands (or is fenced) and its replies leave (or are refused). */
@@ -101,23 +111,23 @@ export class SimCoordinator {
     const lane = this.lane;
     if (write === null || lane === null) return;
     this.writing = null;
-    const accepted = write.lands && lane.store.write(lane.epoch, write.changes, nowUs);
+    const accepted = write.lands && lane.store.write(write.epoch, write.changes, nowUs);
     if (this.crashed) return;
     // A fenced process serves on until its own step-down (the fault's schedule), so the lane's step-down is not acted on.
-    this.perform(this.writer.landed(accepted ? 'written' : 'fenced', this.source(), this.serving), nowUs);
+    this.perform(this.writer.landed(accepted ? 'written' : 'fenced'), nowUs);
   }
 
   private submit(deliveries: Delivery<ReplyTo>[], nowUs: number): void {
     if (deliveries.length === 0) return;
     if (this.lane === null) return this.host.send(deliveries, nowUs, this.core.epoch);
     if (this.lane.replyBeforeWrite) this.host.send(deliveries.splice(0), nowUs, this.core.epoch);
-    this.perform(this.writer.submit({ deliveries, producedUs: nowUs }, this.source(), this.serving), nowUs);
+    this.perform(this.writer.submit({ deliveries, producedUs: nowUs }), nowUs);
   }
 
   private perform(step: LaneStep<ReplyTo>, nowUs: number): void {
     for (const batch of step.send) this.sendBatch(batch);
     if (step.write === null || this.lane === null) return;
-    this.writing = { changes: step.write, lands: true };
+    this.writing = { ...step.write, lands: true };
     this.host.push(nowUs + this.lane.writeUs(), { k: 'write-landed', id: this.id });
   }
 
@@ -125,7 +135,7 @@ export class SimCoordinator {
     this.host.send(batch.deliveries, batch.producedUs, this.core.epoch);
   }
 
-  private source(): { takeChanges(): PoolChanges | null; requeueChanges(changes: PoolChanges): void } {
+  private source(): ChangeSource {
     const pool = this.core.pool(POOL);
     return { takeChanges: () => pool?.takeChanges() ?? null, requeueChanges: (changes) => pool?.requeueChanges(changes) };
   }
