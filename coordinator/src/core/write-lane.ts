@@ -25,9 +25,12 @@
  *   that write's grants and receipts `not-owner`, gives no changes back,
  *   asks for no step-down and starts no write. Whatever owns the pool now
  *   (this process again, under a new epoch, or another) is told nothing:
- *   the old outcome says something about the old epoch only. A grant of
- *   a write that did land before the end is refused too: its state is in
- *   the store, so the owner now answers the agent's retry with it.
+ *   the old outcome says something about the old epoch only. A grant
+ *   whose write did reach the store is refused too: the store holds its
+ *   lease, so the owner now counts it, and the agent that never got it
+ *   says so at its next request (at worst those tokens are under-admitted
+ *   for one TTL); a lane that sends no grant once its ownership ended
+ *   needs no case-by-case argument about which late outcomes were safe.
  * - A lane made `unowned` is ended from the start: for a pool the process
  *   does not own it refuses grants and receipts and writes nothing.
  *
