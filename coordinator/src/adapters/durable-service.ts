@@ -152,7 +152,7 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
   /** perform — does what `held`'s lane says: sends, steps that ownership down, starts its write. */
   function perform(pool: string, held: Held, step: LaneStep<ReplyPort>): void {
     for (const batch of step.send) replies.send(batch.deliveries, nowUs(), { pool });
-    if (step.stepDown) void enqueue(pool, () => stepDown(pool, 'a write was fenced: another coordinator owns the pool', held));
+    if (step.stepDown) void enqueue(pool, () => stepDown(pool, 'a write was fenced: the ownership lapsed or was claimed anew', held));
     if (step.write !== null) held.running = write(pool, held, step.write);
   }
 
