@@ -19,7 +19,8 @@
  * holds per pool over the agents' admissions; every pool is granted again.
  *
  * Printed: when the replica was promoted, when the restarted node was a
- * replica again and when the first pool was first granted, after the kill.
+ * replica again and when each pool was first granted after the promotion,
+ * all counted from the kill.
  * `FAILOVER_REPLICAS` (default 1) and `FAILOVER_DISKLESS_DELAY_S` (default 0
  * here; Redis's own default is 5) set the cluster for the figures of
  * docs/operations.md.
@@ -170,11 +171,12 @@ describe('a Redis Cluster primary failing over under durable coordinators', () =
         const otherClaimed = claims.some((c) => c.coordinator !== d.coordinator && c.pool === d.pool && c.epoch > d.epoch);
         return claimedMs > killedMs && !otherClaimed;
       });
+      // A grant whose write the killed primary had taken may be logged just after the kill: count from the promotion.
       const firstGrantUs = (name: string): number | null =>
         Math.min(
           ...[...coordinators.values()].flatMap((c) =>
             logEvents(c.lines, { event: 'grant', pool: name }).flatMap(({ fields }) =>
-              Number(fields['tUs']) > killedUs ? [Number(fields['tUs'])] : [],
+              Number(fields['tUs']) > promotedUs ? [Number(fields['tUs'])] : [],
             ),
           ),
         );
@@ -183,7 +185,7 @@ describe('a Redis Cluster primary failing over under durable coordinators', () =
       const reclaims = claims.filter((c) => c.timeMs > killedMs);
       console.log(
         `redis-cluster-failover: primary :${victim.primary} of ${victim.pool} SIGKILLed; replica promoted ${afterKillS(promotedUs)} s after, ` +
-          `the restarted node a replica again ${afterKillS(rejoinedUs)} s after; first grant of ${victim.pool} ${afterKillS(firstGrantUs(victim.pool))} s after ` +
+          `the restarted node a replica again ${afterKillS(rejoinedUs)} s after; first grant of ${victim.pool} after that ${afterKillS(firstGrantUs(victim.pool))} s after ` +
           `(the others: ${pools
             .slice(1)
             .map((p) => afterKillS(firstGrantUs(p.pool)))
