@@ -35,7 +35,15 @@ export {
   type StoredPool,
 } from './core/pool-state.js';
 export { stateProblem } from './core/pool-takeover.js';
-export { WriteLane, refuseBatch, type Batch, type ChangeSource, type LaneStep, type WriteOutcome } from './core/write-lane.js';
+export {
+  WriteLane,
+  refuseBatch,
+  type Batch,
+  type ChangeSource,
+  type LaneStep,
+  type LaneWrite,
+  type WriteOutcome,
+} from './core/write-lane.js';
 export { routeCatchAll, type CatchAllRoute } from './core/ownership.js';
 export type { PoolFault } from './core/coordinator-core.js';
 export { RelayCore, type UplinkFactory } from './core/relay-core.js';

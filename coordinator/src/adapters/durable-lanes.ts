@@ -1,18 +1,13 @@
 /**
  * Lanes of the durable service: per pool, the store tasks (claim,
- * hand-over, forget) run one after another, and the pool's write lane
- * (core/write-lane.ts) with the write in flight. A lane is dropped once
- * its tasks are done, no write runs and the pool is not owned.
+ * hand-over, forget) run one after another. A pool's lane is dropped once
+ * its tasks are done and the pool is not owned. (Writes belong to an
+ * ownership, not to a pool: each one's write lane lives with it.)
  */
-import type { ReplyPort } from '@tokenlease/shared/nats';
-import { WriteLane } from '../core/write-lane.js';
 
 export interface Lane {
   /** The pool's store tasks (claim, hand-over, forget), one after another. */
   tail: Promise<void>;
-  writer: WriteLane<ReplyPort>;
-  /** The write loop while a write is in flight. */
-  running: Promise<void> | null;
   /** Requests that wait for this template pool's claim; null when no claim is under way. */
   awaitingClaim: Array<() => void> | null;
 }
@@ -30,7 +25,7 @@ export class Lanes {
   lane(pool: string): Lane {
     let l = this.byPool.get(pool);
     if (l === undefined) {
-      l = { tail: Promise.resolve(), writer: new WriteLane<ReplyPort>(), running: null, awaitingClaim: null };
+      l = { tail: Promise.resolve(), awaitingClaim: null };
       this.byPool.set(pool, l);
     }
     return l;
@@ -42,14 +37,8 @@ export class Lanes {
     const run = l.tail.then(task).catch((error: unknown) => this.onTaskFailed(pool, error));
     l.tail = run;
     void run.then(() => {
-      if (l.tail === run && l.running === null && !this.owned(pool)) this.byPool.delete(pool);
+      if (l.tail === run && !this.owned(pool)) this.byPool.delete(pool);
     });
     return run;
-  }
-
-  /** settled — resolves once no write of `pool` is in flight. */
-  async settled(pool: string): Promise<void> {
-    const l = this.byPool.get(pool);
-    while (l?.running) await l.running;
   }
 }

@@ -9,10 +9,14 @@
  *   configured pool's subject only while it owns that pool; the owner of
  *   the catch-all unit subscribes to every subject (another queue group)
  *   and routes each request as `routeCatchAll` says.
- * - Write before reply (core/write-lane.ts): every reply goes through its
- *   pool's write lane, which says what to write, what to send, and when a
- *   fenced write means stepping down; this file performs the writes with
- *   fenced scripts and reports how each ended.
+ * - Write before reply (core/write-lane.ts): every reply goes through the
+ *   write lane of the ownership that made it (a claim's epoch and the pool
+ *   adopted under it), which says what to write under which epoch, what to
+ *   send, and when a fenced write means stepping that ownership down; this
+ *   file performs the writes with fenced scripts and reports how each
+ *   ended to the lane that asked. A lane whose ownership ended (a step-down,
+ *   a hand-over) acts on nothing any more, so an outcome that comes back
+ *   late, after the pool was claimed again, cannot touch the new ownership.
  * - Claims, hand-overs and deletions of a pool run one after another; a
  *   hand-over waits for the pool's writes to settle before it releases.
  */
@@ -33,8 +37,7 @@ import { CoordinatorCore, notOwner } from '../core/coordinator-core.js';
 import { CATCH_ALL_UNIT, ownershipUnits, planOwnership, routeCatchAll } from '../core/ownership.js';
 import type { Delivery } from '../core/pool.js';
 import type { ReconfigureSummary } from '../core/pool-registry.js';
-import type { PoolChanges } from '../core/pool-state.js';
-import { WriteLane, type ChangeSource, type LaneStep, type WriteOutcome } from '../core/write-lane.js';
+import { WriteLane, type ChangeSource, type LaneStep, type LaneWrite, type WriteOutcome } from '../core/write-lane.js';
 import type { OwnershipView, ServiceObserver } from './metrics.js';
 import { Lanes, type Lane } from './durable-lanes.js';
 import type { StateStore } from './redis-store.js';
@@ -69,9 +72,13 @@ export interface DurableService extends Served, OwnershipView {
   stop(): Promise<void>;
 }
 
+/** Held — one ownership: its epoch, its subscription, its write lane and the write in flight. */
 interface Held {
   readonly epoch: number;
   sub: { stop(): Promise<void> } | null;
+  readonly lane: WriteLane<ReplyPort>;
+  /** The write loop while a write of this ownership is in flight. */
+  running: Promise<void> | null;
 }
 
 type Message = [subject: string, payload: Uint8Array, port: ReplyPort];
@@ -105,7 +112,8 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
   );
   const lane = (pool: string): Lane => lanes.lane(pool);
   const enqueue = (pool: string, task: () => Promise<void>): Promise<void> => lanes.enqueue(pool, task);
-  const settled = (pool: string): Promise<void> => lanes.settled(pool);
+  /** The lane of every pool not owned: it refuses grants and receipts and writes nothing. */
+  const unowned = WriteLane.unowned<ReplyPort>();
   /** Configured pools the catch-all asked the store about: whether they had an owner, and when it asked. */
   const ownerSeen = new Map<string, { owned: boolean; atUs: number }>();
   let stopped = false;
@@ -126,44 +134,55 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
   function stepDownFaulted(): void {
     const faults = core.takeFaults();
     replies.faults(faults);
-    for (const { pool } of faults) void enqueue(pool, () => stepDown(pool, 'the pool failed; it is taken over again from the store'));
+    for (const { pool } of faults) {
+      const held = owned.get(pool);
+      if (held !== undefined) void enqueue(pool, () => stepDown(pool, 'the pool failed; it is taken over again from the store', held));
+    }
   }
 
-  function changeSource(pool: string): ChangeSource {
+  /** poolSource — the changes of the pool object `name` is now, while the core still holds that object (a failed pool's are never written). */
+  function poolSource(name: string): ChangeSource {
+    const pool = core.pool(name);
     return {
-      takeChanges: () => core.pool(pool)?.takeChanges() ?? null,
-      requeueChanges: (changes) => core.pool(pool)?.requeueChanges(changes),
+      takeChanges: () => (pool !== undefined && core.pool(name) === pool ? pool.takeChanges() : null),
+      requeueChanges: (changes) => (pool !== undefined && core.pool(name) === pool ? pool.requeueChanges(changes) : undefined),
     };
   }
 
-  /** submit — replies of `pool` leave through its write lane: after the changes behind them are written. */
+  /** submit — replies of `pool` leave through the write lane of its ownership: after the changes behind them are written. */
   function submit(pool: string, deliveries: Delivery<ReplyPort>[]): void {
     if (deliveries.length === 0) return;
-    const l = lane(pool);
-    perform(pool, l, l.writer, l.writer.submit({ deliveries, producedUs: nowUs() }, changeSource(pool), owned.has(pool)));
-  }
-
-  /** perform — sends what the lane says, steps down when it says so, and starts its write. */
-  function perform(pool: string, l: Lane, writer: WriteLane<ReplyPort>, step: LaneStep<ReplyPort>): void {
-    for (const batch of step.send) replies.send(batch.deliveries, nowUs(), { pool });
-    if (step.stepDown) void enqueue(pool, () => stepDown(pool, 'a write was fenced: another coordinator owns the pool'));
-    if (step.write !== null) l.running = write(pool, l, writer, step.write);
-  }
-
-  /** write — writes `changes`, tells the lane how it went, and goes on while the lane has more. */
-  async function write(pool: string, l: Lane, writer: WriteLane<ReplyPort>, changes: PoolChanges): Promise<void> {
-    let outcome: WriteOutcome = 'fenced';
+    const batch = { deliveries, producedUs: nowUs() };
     const held = owned.get(pool);
+    if (held === undefined) for (const refused of unowned.submit(batch).send) replies.send(refused.deliveries, nowUs(), { pool });
+    else perform(pool, held, held.lane.submit(batch));
+  }
+
+  /** perform — does what `held`'s lane says: sends, steps that ownership down, starts its write. */
+  function perform(pool: string, held: Held, step: LaneStep<ReplyPort>): void {
+    for (const batch of step.send) replies.send(batch.deliveries, nowUs(), { pool });
+    if (step.stepDown) void enqueue(pool, () => stepDown(pool, 'a write was fenced: the ownership lapsed or was claimed anew', held));
+    if (step.write !== null) held.running = write(pool, held, step.write);
+  }
+
+  /** write — performs a write of `held`'s lane, under the epoch the lane gave, and tells that lane how it ended. */
+  async function write(pool: string, held: Held, { epoch, changes }: LaneWrite): Promise<void> {
     const startUs = nowUs();
-    try {
-      if (held !== undefined) outcome = (await store.write(pool, member, held.epoch, changes)) ? 'written' : 'fenced';
-    } catch (error) {
-      logger.warn({ event: 'store-unavailable', pool, err: error }, 'state store unavailable: nothing is granted until a write succeeds');
-      outcome = 'unavailable';
-    }
-    if (held !== undefined) observer?.wrote((nowUs() - startUs) / 1e6, outcome);
-    if (l.writer === writer) l.running = null;
-    perform(pool, l, writer, writer.landed(outcome, changeSource(pool), owned.has(pool)));
+    const outcome = await store.write(pool, member, epoch, changes).then(
+      (written): WriteOutcome => (written ? 'written' : 'fenced'),
+      (error: unknown): WriteOutcome => {
+        logger.warn({ event: 'store-unavailable', pool, err: error }, 'state store unavailable: nothing is granted until a write succeeds');
+        return 'unavailable';
+      },
+    );
+    observer?.wrote((nowUs() - startUs) / 1e6, outcome);
+    held.running = null;
+    perform(pool, held, held.lane.landed(outcome));
+  }
+
+  /** settled — resolves once no write of the ownership `held` is in flight. */
+  async function settled(held: Held): Promise<void> {
+    while (held.running !== null) await held.running;
   }
 
   function handle(pool: string, [subject, payload, port]: Message): void {
@@ -270,10 +289,10 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
         return false;
       }
     }
-    const held: Held = { epoch: result.epoch, sub: null };
+    // A new ownership writes through a lane of its own, bound to its epoch and to the pool just adopted.
+    const writes = unit === CATCH_ALL_UNIT ? WriteLane.unowned<ReplyPort>() : new WriteLane<ReplyPort>(result.epoch, poolSource(unit));
+    const held: Held = { epoch: result.epoch, sub: null, lane: writes, running: null };
     owned.set(unit, held);
-    // A new ownership writes through a new lane: nothing of a fenced one carries over.
-    if (unit !== CATCH_ALL_UNIT) lane(unit).writer = new WriteLane<ReplyPort>();
     if (unit === CATCH_ALL_UNIT) held.sub = bus.serve(serviceSubject(prefix), CATCH_ALL_QUEUE_GROUP, serviceHandler(onCatchAll));
     else if (core.kindOf(unit) === 'fixed')
       held.sub = bus.serve(poolSubject(prefix, unit), COORDINATOR_QUEUE_GROUP, serviceHandler(onPoolMessage(unit)));
@@ -296,13 +315,13 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
     return true;
   }
 
-  /** stepDown — forgets `unit` at once, without writing (the store says it is no longer ours). */
-  async function stepDown(unit: string, reason: string): Promise<void> {
-    const held = owned.get(unit);
-    if (held === undefined) return;
+  /** stepDown — forgets the ownership `held` of `unit` at once, without writing (the store says it is no longer ours); nothing if it already ended. */
+  async function stepDown(unit: string, reason: string, held: Held): Promise<void> {
+    if (owned.get(unit) !== held) return;
     owned.delete(unit);
     logger.warn({ event: 'stepped-down', pool: unit, epoch: held.epoch, reason }, 'stepped down');
     replies.send(core.release(unit), nowUs(), { pool: unit });
+    perform(unit, held, held.lane.end());
     await held.sub?.stop();
     if (unit === CATCH_ALL_UNIT) await Promise.all(templatePools().map((pool) => enqueue(pool, () => handOver(pool))));
   }
@@ -318,11 +337,12 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
       const flushed: Delivery<ReplyPort>[] = [];
       core.pool(unit)?.flush(nowUs(), flushed);
       submit(unit, flushed);
-      await settled(unit);
+      await settled(held);
     }
-    if (!owned.has(unit)) return; // the final write was fenced: already stepped down
+    if (owned.get(unit) !== held) return; // the final write was fenced: already stepped down
     owned.delete(unit);
     replies.send(core.release(unit), nowUs(), { pool: unit });
+    perform(unit, held, held.lane.end());
     try {
       await store.release(unit, member, held.epoch);
     } catch (error) {
@@ -333,10 +353,12 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
 
   /** forget — an evicted template pool: its records go, so Redis does not grow with every name ever seen. */
   async function forget(pool: string): Promise<void> {
-    await settled(pool);
     const held = owned.get(pool);
-    owned.delete(pool);
     if (held === undefined) return;
+    await settled(held);
+    if (owned.get(pool) !== held) return;
+    owned.delete(pool);
+    perform(pool, held, held.lane.end());
     await held.sub?.stop(); // a configured pool removed from the configuration had its own subscription
     try {
       await store.forget(pool, member, held.epoch);
@@ -373,7 +395,7 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
       [...owned].map(async ([unit, held]) => {
         try {
           if (!(await store.renew(unit, member, held.epoch, ttlMs)) && owned.get(unit) === held)
-            await enqueue(unit, () => stepDown(unit, 'ownership lapsed'));
+            await enqueue(unit, () => stepDown(unit, 'ownership lapsed', held));
         } catch {
           // Unknown whether it is still ours: keep it; every write is fenced anyway.
         }

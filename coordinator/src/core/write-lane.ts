@@ -1,19 +1,38 @@
 /**
- * WriteLane: write before reply, for one pool of a durable coordinator.
+ * WriteLane: write before reply, for one pool under one ownership of a
+ * durable coordinator.
  *
  * Rules:
+ * - A lane belongs to one ownership: the claim's `epoch` and the pool
+ *   object adopted under it, whose changes its `source` hands out. Every
+ *   write it asks for carries that epoch and that pool's changes, and the
+ *   replies it releases are that pool's. A new claim of the same pool gets
+ *   a new lane; nothing passes from one lane to another.
  * - The replies a request or tick produces (a batch) leave only after the
  *   pool's changes behind them are written. Writes go one at a time, in
  *   order; whatever piles up meanwhile goes into the next write (group
  *   commit). A batch with no change to write leaves at once, in lane order.
  * - A fenced write means another epoch owns the pool: every grant and
  *   receipt it covered becomes `not-owner`, the lane stays fenced (every
- *   later one too), and the owner should step down.
+ *   later one too), and its ownership should step down.
  * - A store that does not answer: every grant and receipt the write covered
  *   becomes `unavailable`, and its changes are marked changed again, so the
  *   agent's retry gets the original grant once a later write lands.
- * - A lane whose process does not own the pool refuses grants and receipts
- *   as `not-owner` and writes nothing.
+ * - Once its ownership has ended (`end`: stepped down, handed over,
+ *   forgotten) the lane acts on nothing. Its waiting batches are refused
+ *   `not-owner` at once; the outcome of a write still in flight, whenever
+ *   it comes and whatever it is (written, fenced, unavailable), refuses
+ *   that write's grants and receipts `not-owner`, gives no changes back,
+ *   asks for no step-down and starts no write. Whatever owns the pool now
+ *   (this process again, under a new epoch, or another) is told nothing:
+ *   the old outcome says something about the old epoch only. A grant
+ *   whose write did reach the store is refused too: the store holds its
+ *   lease, so the owner now counts it, and the agent that never got it
+ *   says so at its next request (at worst those tokens are under-admitted
+ *   for one TTL); a lane that sends no grant once its ownership ended
+ *   needs no case-by-case argument about which late outcomes were safe.
+ * - A lane made `unowned` is ended from the start: for a pool the process
+ *   does not own it refuses grants and receipts and writes nothing.
  *
  * Pure: the adapter (durable-service.ts) and the simulator perform the
  * writes and call `landed` with their outcome; nothing here waits.
@@ -28,7 +47,7 @@ export interface Batch<R> {
   readonly producedUs: number;
 }
 
-/** ChangeSource — where a lane takes the pool's changes from, and puts back those not written. */
+/** ChangeSource — where a lane takes its pool's changes from, and puts back those not written. */
 export interface ChangeSource {
   takeChanges(): PoolChanges | null;
   requeueChanges(changes: PoolChanges): void;
@@ -37,10 +56,16 @@ export interface ChangeSource {
 /** WriteOutcome — how a write ended: written, refused by the store's fence, or not answered. */
 export type WriteOutcome = 'written' | 'fenced' | 'unavailable';
 
-/** LaneStep — what to do now: send these batches, start this write (then call `landed`), step down. */
+/** LaneWrite — a write to perform: `changes` under the lane's `epoch` (the store fences any other). */
+export interface LaneWrite {
+  readonly epoch: number;
+  readonly changes: PoolChanges;
+}
+
+/** LaneStep — what to do now: send these batches, start this write (then call `landed`), step this lane's ownership down. */
 export interface LaneStep<R> {
   readonly send: readonly Batch<R>[];
-  readonly write: PoolChanges | null;
+  readonly write: LaneWrite | null;
   readonly stepDown: boolean;
 }
 
@@ -49,10 +74,34 @@ export const STORE_RETRY_AFTER_MS = 250;
 /** OWNER_RETRY_AFTER_MS — how long an agent refused `not-owner` waits before asking again. */
 export const OWNER_RETRY_AFTER_MS = 50;
 
+const NOTHING: LaneStep<never> = { send: [], write: null, stepDown: false };
+const NO_CHANGES: ChangeSource = { takeChanges: () => null, requeueChanges: () => undefined };
+
 export class WriteLane<R> {
   private pending: Batch<R>[] = [];
   private inFlight: { readonly batches: readonly Batch<R>[]; readonly changes: PoolChanges } | null = null;
   private fenced = false;
+  private over = false;
+
+  /**
+   * WriteLane — the lane of the ownership claimed under `epoch` (a
+   * non-negative integer; the store hands out epochs from 1, and 0 is the
+   * `unowned` lane's), whose pool's changes `source` hands out.
+   */
+  constructor(
+    readonly epoch: number,
+    private readonly source: ChangeSource,
+  ) {
+    if (!Number.isSafeInteger(epoch) || epoch < 0)
+      throw new RangeError(`a write lane's epoch must be a non-negative integer, not ${epoch}`);
+  }
+
+  /** unowned — a lane of no ownership (epoch 0), ended from the start: it refuses grants and receipts and writes nothing. */
+  static unowned<R>(): WriteLane<R> {
+    const lane = new WriteLane<R>(0, NO_CHANGES);
+    lane.over = true;
+    return lane;
+  }
 
   /** writing — whether a write is in flight. */
   get writing(): boolean {
@@ -64,43 +113,65 @@ export class WriteLane<R> {
     return this.fenced;
   }
 
-  /** submit — a batch produced while the process does (`owner`) or does not own the pool. */
-  submit(batch: Batch<R>, source: ChangeSource, owner: boolean): LaneStep<R> {
-    this.pending.push(batch);
-    return this.inFlight === null ? this.flush(source, owner) : { send: [], write: null, stepDown: false };
+  /** ended — whether this lane's ownership has ended (`end`, or `unowned`). */
+  get ended(): boolean {
+    return this.over;
   }
 
-  /** landed — the write in flight ended with `outcome`; what piled up meanwhile goes next. */
-  landed(outcome: WriteOutcome, source: ChangeSource, owner: boolean): LaneStep<R> {
+  /** submit — a batch produced by this lane's pool; refused at once once the ownership ended or was fenced. */
+  submit(batch: Batch<R>): LaneStep<R> {
+    this.pending.push(batch);
+    return this.inFlight === null || this.over ? this.flush() : NOTHING;
+  }
+
+  /**
+   * landed — the write in flight ended with `outcome`; what piled up
+   * meanwhile goes next. On an ended lane: that write's grants and receipts
+   * refused, and nothing else.
+   */
+  landed(outcome: WriteOutcome): LaneStep<R> {
     const write = this.inFlight;
-    if (write === null) return { send: [], write: null, stepDown: false };
+    if (write === null) return NOTHING;
     this.inFlight = null;
+    if (this.over) return { send: write.batches.map((b) => refuseBatch(b, 'not-owner')), write: null, stepDown: false };
     let sent = write.batches;
     if (outcome === 'fenced') {
       this.fenced = true;
       sent = sent.map((b) => refuseBatch(b, 'not-owner'));
     } else if (outcome === 'unavailable') {
-      source.requeueChanges(write.changes);
+      this.source.requeueChanges(write.changes);
       sent = sent.map((b) => refuseBatch(b, 'unavailable'));
     }
-    const next = this.pending.length > 0 ? this.flush(source, owner) : { send: [], write: null, stepDown: false };
+    const next = this.pending.length > 0 ? this.flush() : NOTHING;
     return { send: [...sent, ...next.send], write: next.write, stepDown: outcome === 'fenced' };
+  }
+
+  /**
+   * end — the ownership ended: the batches waiting are refused now (to
+   * send), and from now on the lane acts on nothing (see the rules). A
+   * second call returns nothing.
+   */
+  end(): LaneStep<R> {
+    if (this.over) return NOTHING;
+    this.over = true;
+    return { send: this.pending.splice(0).map((b) => refuseBatch(b, 'not-owner')), write: null, stepDown: false };
   }
 
   /** drop — forgets every batch not yet sent (the process died). */
   drop(): void {
     this.pending = [];
     this.inFlight = null;
+    this.over = true;
   }
 
-  private flush(source: ChangeSource, owner: boolean): LaneStep<R> {
+  private flush(): LaneStep<R> {
     const batches = this.pending.splice(0);
-    const serving = owner && !this.fenced;
-    const changes = serving ? source.takeChanges() : null;
+    const serving = !this.over && !this.fenced;
+    const changes = serving ? this.source.takeChanges() : null;
     if (changes === null)
       return { send: serving ? batches : batches.map((b) => refuseBatch(b, 'not-owner')), write: null, stepDown: false };
     this.inFlight = { batches, changes };
-    return { send: [], write: changes, stepDown: false };
+    return { send: [], write: { epoch: this.epoch, changes }, stepDown: false };
   }
 }
 

@@ -58,6 +58,8 @@ export interface RedisClusterOptions {
   readonly nodeTimeoutMs?: number;
   /** Serve TLS only, with these certificates (default: plain TCP). */
   readonly tls?: ClusterTls;
+  /** More `redis-server` arguments for every node (e.g. `['--repl-diskless-sync-delay', '0']`). */
+  readonly nodeArgs?: readonly string[];
 }
 
 /** startRedisCluster — a private cluster, formed and healthy. */
@@ -74,7 +76,7 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
   const handle = clusterHandle(nodes, tls, command);
   try {
     for (let i = 0; i < primaries * (1 + replicas); i++)
-      nodes.push(await startNode(binary, await freePort(), options.nodeTimeoutMs ?? 1000, tls));
+      nodes.push(await startNode(binary, await freePort(), options.nodeTimeoutMs ?? 1000, tls, options.nodeArgs ?? []));
     const create = spawnProcess('redis-cli:cluster-create', cli, [
       ...(tls === null ? [] : ['--tls', '--cacert', tls.caFile, '--cert', tls.clientCertFile, '--key', tls.clientKeyFile]),
       '--cluster',
@@ -108,7 +110,13 @@ function commandOf(tls: ClusterTls | null): NodeCommand {
   return (port, ...command) => redisTlsCommand(`rediss://127.0.0.1:${port}`, files, ...command);
 }
 
-async function startNode(binary: string, port: number, nodeTimeoutMs: number, tls: ClusterTls | null): Promise<ClusterNode> {
+async function startNode(
+  binary: string,
+  port: number,
+  nodeTimeoutMs: number,
+  tls: ClusterTls | null,
+  nodeArgs: readonly string[],
+): Promise<ClusterNode> {
   const dir = mkdtempSync(join(tmpdir(), 'tokenlease-redis-cluster-'));
   const args = [
     ...redisServerArgs(port, dir, true),
@@ -120,6 +128,7 @@ async function startNode(binary: string, port: number, nodeTimeoutMs: number, tl
           ...['--tls-cert-file', tls.serverCertFile, '--tls-key-file', tls.serverKeyFile, '--tls-ca-cert-file', tls.caFile],
           ...['--tls-client-cert-file', tls.clientCertFile, '--tls-client-key-file', tls.clientKeyFile],
         ]),
+    ...nodeArgs,
   ];
   const scheme = tls === null ? 'redis' : 'rediss';
   return startBinaryServer({ scheme, binary, args, cleanUp: () => rmSync(dir, { recursive: true, force: true }) }, port);

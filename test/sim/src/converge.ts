@@ -6,6 +6,7 @@
  */
 import type { Fault, SimConfig, SimResult } from './sim-config.js';
 import { SLICE_US } from './sim-metrics.js';
+import { RECLAIM_ARMED_US } from './sim-events.js';
 import { runSimulation } from './simulation.js';
 
 const US_PER_S = 1_000_000;
@@ -37,6 +38,8 @@ function faultSpanUs(f: Fault, ttlUs: number): number {
       return f.downUs + ttlUs;
     case 'failover-coordinator':
       return Math.max(f.downUs, f.deposedUs ?? 0) + ttlUs;
+    case 'reclaim-coordinator':
+      return RECLAIM_ARMED_US + Math.max(f.reclaimUs, f.lateUs) + ttlUs;
     case 'crash-relay':
       return f.downUs + ttlUs;
     case 'pause-relay':

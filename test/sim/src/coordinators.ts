@@ -9,14 +9,18 @@
  *   write it makes from then on is refused, and it runs on for `deposedUs`
  *   before it steps down. `downUs` after the fault a standby claims the
  *   pool, with the next epoch and whatever the store holds.
- * - A reload (shadow mode switched) reaches every serving process at once,
- *   and processes started later serve the new configuration.
+ * - Durable mode, a re-claim: the owner's ownership lapses with a write out
+ *   (held, its outcome late); it steps down and claims the pool again
+ *   itself, with the next epoch and what the store holds, unless another
+ *   process owns it by then (sim-coordinator.ts).
+ * - A reload (shadow mode switched) reaches every live process at once,
+ *   owner or not, and processes started later serve the new configuration.
  * - A request reaches one serving process, chosen at random (a NATS queue
  *   group), or none: then the agent hears "no responders" at once.
  */
 import { CoordinatorCore, type CoordinatorConfig, type PersistedPool, type Pool } from '@tokenlease/coordinator';
 import type { Random } from '@tokenlease/shared/testing';
-import { SimCoordinator, type CoordinatorHost, type Lane } from './sim-coordinator.js';
+import { SimCoordinator, type CoordinatorHost, type Durable } from './sim-coordinator.js';
 import type { Fault, SimConfig } from './sim-config.js';
 import { POOL, type Event, type ReplyTo } from './sim-events.js';
 import { SimStore } from './sim-store.js';
@@ -28,6 +32,7 @@ export interface ClusterHost extends CoordinatorHost {
 }
 
 type CoordinatorFault = Extract<Fault, { kind: 'restart-coordinator' | 'failover-coordinator' }>;
+type ReclaimFault = Extract<Fault, { kind: 'reclaim-coordinator' }>;
 
 export class Coordinators {
   private readonly store: SimStore | null;
@@ -36,6 +41,8 @@ export class Coordinators {
   private nextId = 0;
   private memoryEpoch = 0;
   private claims = 0;
+  /** Claims by a process of the pool it had given up. */
+  reclaims = 0;
 
   constructor(
     private config: CoordinatorConfig,
@@ -44,8 +51,8 @@ export class Coordinators {
     private readonly random: Random,
   ) {
     this.store = sim.durable === undefined ? null : new SimStore();
-    if (this.store === null && sim.faults.some((f) => f.kind === 'failover-coordinator'))
-      throw new Error('a failover-coordinator fault needs durable mode');
+    const needsStore = sim.faults.find((f) => f.kind === 'failover-coordinator' || f.kind === 'reclaim-coordinator');
+    if (this.store === null && needsStore !== undefined) throw new Error(`a ${needsStore.kind} fault needs durable mode`);
   }
 
   /** takeovers — claims of the pool after the first. */
@@ -61,6 +68,11 @@ export class Coordinators {
     return this.store?.fencedWrites ?? 0;
   }
 
+  /** lateOutcomes — outcomes of writes that landed after their ownership ended, a newer one of the same process holding the pool. */
+  get lateOutcomes(): number {
+    return [...this.processes.values()].reduce((sum, p) => sum + p.lateOutcomes, 0);
+  }
+
   /** start — a new process: (memory) with a quiet period, or (durable) owning the pool as the store has it. */
   start(nowUs: number): void {
     const id = (this.nextId += 1);
@@ -69,27 +81,34 @@ export class Coordinators {
       // A second restart while one is under way: the newest start wins.
       owner?.crash(false);
       this.memoryEpoch += 1;
-      this.add(new SimCoordinator(id, new CoordinatorCore<ReplyTo>(this.config, this.memoryEpoch, nowUs), this.host, null), nowUs);
+      const core = new CoordinatorCore<ReplyTo>(this.config, this.memoryEpoch, nowUs);
+      this.add(new SimCoordinator(id, core, this.host, null, this.memoryEpoch), nowUs);
       return;
     }
     // Someone owns the pool already (failovers overlapped): this claim fails.
     if (owner !== undefined) return;
-    const { epoch, state } = this.store.claim();
-    const core = new CoordinatorCore<ReplyTo>(this.config, epoch, nowUs, true);
+    const core = new CoordinatorCore<ReplyTo>(this.config, this.store.lastEpoch + 1, nowUs, true);
+    const epoch = this.claimInto(core, nowUs);
+    this.add(new SimCoordinator(id, core, this.host, this.durable(), epoch), nowUs);
+  }
+
+  /** claimInto — the next epoch claimed from the store, and the pool adopted into `core` under it as the store holds it. */
+  private claimInto(core: CoordinatorCore<ReplyTo>, nowUs: number): number {
+    const { epoch, state } = (this.store as SimStore).claim();
     const kept = this.sim.broken === 'forget-kept-leases' && state !== null ? { levelTokens: state.levelTokens, leases: [] } : state;
     if (core.adopt(POOL, epoch, nowUs, kept) !== 'adopted') throw new Error(`could not adopt ${POOL}`);
     this.claims += 1;
     this.host.adopted(core.pool(POOL) as Pool<ReplyTo>, nowUs, kept);
-    this.add(new SimCoordinator(id, core, this.host, this.lane(epoch)), nowUs);
+    return epoch;
   }
 
-  private lane(epoch: number): Lane {
+  private durable(): Durable {
     const spec = this.sim.durable as NonNullable<SimConfig['durable']>;
     return {
       store: this.store as SimStore,
-      epoch,
       writeUs: () => this.random.int(spec.writeUsMin, spec.writeUsMax),
       replyBeforeWrite: this.sim.broken === 'reply-before-write',
+      staleLaneActs: this.sim.broken === 'stale-lane-acts',
     };
   }
 
@@ -105,17 +124,31 @@ export class Coordinators {
       if (deposedUs === undefined) process.crash(this.random.next() < 0.5);
       else {
         process.deposed = true;
-        this.host.push(nowUs + deposedUs, { k: 'step-down', id: process.id });
+        this.host.push(nowUs + deposedUs, { k: 'step-down', id: process.id, epoch: process.epoch ?? 0 });
       }
     }
     if (deposedUs !== undefined) this.store?.lapse(nowUs);
     this.host.push(nowUs + fault.downUs, { k: 'coordinator-up' });
   }
 
-  /** reload — every serving process serves `config` from `nowUs` on, and so does every process started later (a reload of them all). */
+  /** reload — every live process serves `config` from `nowUs` on, owner or not, and so does every process started later (a reload of them all). */
   reload(config: CoordinatorConfig, nowUs: number): void {
     this.config = config;
-    for (const process of this.serving()) process.reload(config, nowUs);
+    for (const process of this.processes.values()) process.reload(config, nowUs);
+  }
+
+  /** reclaim — a reclaim-coordinator fault at `nowUs`: the owner (serving, not deposed), if any, is armed with it. */
+  reclaim(fault: ReclaimFault, nowUs: number): void {
+    this.serving()
+      .find((p) => !p.deposed)
+      ?.armReclaim(fault, nowUs);
+  }
+
+  /** reclaimBy — `process`, which gave the pool up, claims it again, unless it died or another process owns the pool. */
+  private reclaimBy(process: SimCoordinator, nowUs: number): void {
+    if (process.crashed || process.serving || this.serving().some((p) => !p.deposed)) return;
+    process.claimed(this.claimInto(process.core, nowUs), nowUs);
+    this.reclaims += 1;
   }
 
   /** route — the process a request reaching the pool's subject now goes to, or null when none serves. */
@@ -132,12 +165,13 @@ export class Coordinators {
       ?.core.pool(POOL);
   }
 
-  handle(e: Extract<Event, { k: 'coordinator-tick' | 'write-landed' | 'step-down' }>, nowUs: number): void {
+  handle(e: Extract<Event, { k: 'coordinator-tick' | 'write-landed' | 'step-down' | 'coordinator-reclaim' }>, nowUs: number): void {
     const process = this.processes.get(e.id);
     if (process === undefined) return;
     if (e.k === 'coordinator-tick') process.tick(e.gen, nowUs);
-    else if (e.k === 'write-landed') process.landed(nowUs);
-    else process.stepDown(nowUs);
+    else if (e.k === 'write-landed') process.landed(e.write, e.gen, nowUs);
+    else if (e.k === 'step-down') process.stepDown(e.epoch, nowUs);
+    else this.reclaimBy(process, nowUs);
   }
 
   private serving(): SimCoordinator[] {

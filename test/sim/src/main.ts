@@ -4,8 +4,8 @@
  *
  * Runs N random scenarios (seeds S, S+1, …) through the simulator and
  * prints one line each, then a summary (memory and durable scenarios,
- * how many of them in rate mode and how many window pools, failovers and
- * takeovers, violations); exits 1 if any check failed, printing the
+ * how many of them in rate mode and how many window pools, failovers,
+ * re-claims and takeovers, violations); exits 1 if any check failed, printing the
  * command that replays the failing seed alone. `--pools` picks the pools
  * drawn: the usual mix (default), buckets only, or window pools only.
  *
@@ -36,6 +36,9 @@ class Tally {
   shadowTokens = 0;
   failovers = 0;
   deposed = 0;
+  reclaimFaults = 0;
+  reclaims = 0;
+  lateOutcomes = 0;
   takeovers = 0;
   fencedWrites = 0;
   violations = 0;
@@ -49,6 +52,9 @@ class Tally {
     this.shadowTokens += result.shadowAdmittedTokens;
     this.failovers += failovers.length;
     this.deposed += failovers.filter((f) => f.deposedUs !== undefined).length;
+    this.reclaimFaults += config.faults.filter((f) => f.kind === 'reclaim-coordinator').length;
+    this.reclaims += result.reclaims;
+    this.lateOutcomes += result.lateOutcomes;
     this.takeovers += result.takeovers;
     this.fencedWrites += result.fencedWrites;
     this.violations += violations;
@@ -58,7 +64,9 @@ class Tally {
     return (
       `${scenarios - this.durable} memory-mode and ${this.durable} durable scenarios, ${this.rate} of them with rate leases, ${this.windows} window pools, ` +
       `${this.shadows} with shadow mode switched (${this.shadowTokens} tokens admitted beyond leases while shadowed); ` +
-      `${this.failovers} failovers (${this.deposed} of a deposed owner), ${this.takeovers} takeovers from the store, ` +
+      `${this.failovers} failovers (${this.deposed} of a deposed owner), ${this.reclaimFaults} re-claim faults ` +
+      `(${this.reclaims} re-claims, ${this.lateOutcomes} outcomes landing after their ownership ended), ` +
+      `${this.takeovers} takeovers from the store, ` +
       `${this.fencedWrites} writes fenced; ${this.violations} violations`
     );
   }

@@ -11,6 +11,12 @@
  * with its restarts turned into failovers and one or two more failovers,
  * half of them of an owner that is deposed and runs on rather than one
  * that crashes; those extra draws come from a second stream of the seed.
+ * A share `RECLAIM_SHARE` of the durable scenarios also have one or two
+ * re-claims (an owner whose ownership lapses with a write out steps down
+ * and claims the pool again itself while that write's outcome, written,
+ * fenced or unavailable, lands late), half of them with slow writes (up to
+ * `SLOW_WRITE_US_MAX`); those draws come from a stream of their own, so
+ * every other scenario is the one its seed drew before.
  *
  * A share `RATE_SHARE` of scenarios (independently of the store) run rate
  * (trickle) leases: the same scenario again, with the pool in rate mode, a
@@ -44,6 +50,11 @@ import type { WorkloadName, WorkloadSpec } from './workload.js';
 const WORKLOADS: readonly WorkloadName[] = ['steady', 'bursty', 'diurnal', 'zipf', 'churn', 'weighted'];
 const TTLS_MS = [200, 500, 1000, 2000] as const;
 export const DURABLE_SHARE = 0.4;
+export const RECLAIM_SHARE = 0.5;
+/** SLOW_WRITE_US_MAX — the slowest store write a re-claim scenario with slow writes draws, µs. */
+const SLOW_WRITE_US_MAX = 50_000;
+/** The longest a re-claim waits after the lapse for its step-down, then for its claim, µs (a heartbeat of a 1 s ownership TTL). */
+const RECLAIM_STEP_US_MAX = 350_000;
 export const RATE_SHARE = 0.3;
 const REFRESHES_MS = [50, 100, 250, 500, 1000, 2000] as const;
 export const WINDOW_SHARE = 0.3;
@@ -78,6 +89,7 @@ const WINDOW_MODE_SEED_SALT = 0x3d0f5a11;
 const SHADOW_MODE_SEED_SALT = 0x5ad0;
 export const SHADOW_SHARE = 0.25;
 const DURABLE_MODE_SEED_SALT = 0xd0ab1e;
+const RECLAIM_SEED_SALT = 0x2ec1a1;
 
 export function randomScenario(seed: number, durationUs = SCENARIO_DURATION_US_DEFAULT, mix: ScenarioMix = 'mixed'): SimConfig {
   const r = seededRandom(seed);
@@ -127,7 +139,7 @@ export function randomScenario(seed: number, durationUs = SCENARIO_DURATION_US_D
   };
   const window = mix === 'window' ? withWindowMode(base, true) : withRateMode(base);
   const pool = mix === 'mixed' ? withWindowMode(window, false) : window;
-  return withShadowSwitches(withDurableMode(pool, faultWindowUs), faultWindowUs);
+  return withShadowSwitches(withReclaims(withDurableMode(pool, faultWindowUs), faultWindowUs), faultWindowUs);
 }
 
 /**
@@ -210,6 +222,28 @@ function withDurableMode(base: SimConfig, faultWindowUs: number): SimConfig {
   return { ...base, faults, durable };
 }
 
+/**
+ * withReclaims — for a share of the durable scenarios, one or two re-claims
+ * with a write out, its outcome landing late: mostly after the claim, else
+ * before it; half of them with slow writes.
+ */
+function withReclaims(base: SimConfig, faultWindowUs: number): SimConfig {
+  const d = seededRandom(base.seed ^ RECLAIM_SEED_SALT);
+  if (base.durable === undefined || d.next() >= RECLAIM_SHARE) return base;
+  const durable: DurableSpec =
+    d.next() < 0.5 ? { ...base.durable, writeUsMax: Math.max(base.durable.writeUsMax, d.int(5000, SLOW_WRITE_US_MAX)) } : base.durable;
+  const faults = [...base.faults];
+  for (let i = d.int(1, 2); i > 0; i -= 1) {
+    const stepDownUs = d.int(0, RECLAIM_STEP_US_MAX);
+    const reclaimUs = stepDownUs + d.int(0, RECLAIM_STEP_US_MAX);
+    const lateUs = d.next() < 0.8 ? reclaimUs + d.int(1, 3 * durable.writeUsMax + 100_000) : d.int(0, reclaimUs);
+    const outcome = (['written', 'fenced', 'unavailable'] as const)[d.int(0, 2)] ?? 'fenced';
+    const atUs = d.int(FAULTS_FROM_US, Math.max(FAULTS_FROM_US + 1, faultWindowUs - 1));
+    faults.push({ kind: 'reclaim-coordinator', atUs, stepDownUs, reclaimUs, lateUs, outcome });
+  }
+  return { ...base, faults, durable };
+}
+
 function randomWorkload(name: WorkloadName, load: number, r: Random): WorkloadSpec {
   switch (name) {
     case 'steady':
@@ -262,6 +296,8 @@ function describeShadow(spec: ShadowSpec): string {
 }
 
 function faultName(f: Fault): string {
+  if (f.kind === 'reclaim-coordinator')
+    return `reclaim(${f.outcome} ${(f.lateUs / 1000).toFixed(0)} ms late, claimed after ${(f.reclaimUs / 1000).toFixed(0)} ms)`;
   if (f.kind !== 'failover-coordinator') return f.kind;
   return f.deposedUs === undefined
     ? `failover(down ${(f.downUs / 1000).toFixed(0)} ms)`

@@ -133,6 +133,27 @@ export type Fault =
    * store `downUs` later (the ownership TTL), under the next epoch.
    */
   | { readonly kind: 'failover-coordinator'; readonly atUs: number; readonly downUs: number; readonly deposedUs?: number }
+  /**
+   * Durable mode only. The owner gives the pool up and claims it again
+   * itself with a write still out, as one whose ownership lapsed while its
+   * renewals could not reach the store does: at `atUs` (or, when no write
+   * of the owner is in flight then, at the start of its next write, if that
+   * starts within RECLAIM_ARMED_US) its ownership lapses in the store. The
+   * write in flight is held: its outcome lands `lateUs` after the lapse, as
+   * `outcome`: `written` (it reached the store before the lapse), `fenced`
+   * (it reaches the store only then) or `unavailable` (it never does). The
+   * owner steps down `stepDownUs` after the lapse and claims the pool again
+   * `reclaimUs` after it (at least `stepDownUs`): the next epoch, the pool
+   * adopted again from the store, unless another process owns it by then.
+   */
+  | {
+      readonly kind: 'reclaim-coordinator';
+      readonly atUs: number;
+      readonly stepDownUs: number;
+      readonly reclaimUs: number;
+      readonly lateUs: number;
+      readonly outcome: 'written' | 'fenced' | 'unavailable';
+    }
   /** Tree only: relay `relay` dies (its state lost) at `atUs`; a new incarnation, with a new upstream agent id, starts `downUs` later. */
   | { readonly kind: 'crash-relay'; readonly relay: number; readonly atUs: number; readonly downUs: number }
   /** Tree only: relay `relay` acts on nothing for `forUs`, then handles what came meanwhile on its clock jumped ahead. */
@@ -189,8 +210,13 @@ export interface DurableSpec {
 /**
  * Deliberately broken parts, to prove the checks can fail: an agent that
  * spends past its expiry; an agent that keeps the shadow flag of its last
- * grant after that lease ended (until its next grant); a durable coordinator that replies before the
- * write lands; a takeover that forgets the kept leases; a rate-lease agent
+ * grant after that lease ended (until its next grant); a durable
+ * coordinator that replies before the
+ * write lands; a takeover that forgets the kept leases; a durable
+ * coordinator that claimed its pool again and lets the outcome of a write
+ * of the ownership it gave up act on the new one (sim-coordinator.ts: the
+ * outcome goes to the new ownership's lane, which sends what that write
+ * did not cover, or asks the new ownership to step down); a rate-lease agent
  * that accrues its new rate from when it sent the renewal rather than from
  * the reply's arrival, or that keeps accruing its old rate while the
  * renewal is in flight (see sim-agent.ts); a window pool's coordinator that
@@ -205,6 +231,7 @@ export type Broken =
   | 'shadow-outlives-lease'
   | 'reply-before-write'
   | 'forget-kept-leases'
+  | 'stale-lane-acts'
   | 'accrue-from-send'
   | 'accrue-in-flight'
   | 'window-early-release'
@@ -283,6 +310,9 @@ export interface SimResult {
   readonly takeovers: number;
   readonly storeWrites: number;
   readonly fencedWrites: number;
+  /** Durable mode: claims of the pool by a process that had given it up, and outcomes of its writes that landed after the ownership that made them ended, with a newer one holding the pool. */
+  readonly reclaims: number;
+  readonly lateOutcomes: number;
   /** Every admission in time order (instants µs from the simulation's start), when `recordAdmissions` asked; else empty. */
   readonly admissions: readonly Admission[];
 }

@@ -40,8 +40,12 @@ export type Event =
   | { readonly k: 'attempt-failed'; readonly to: ReplyTo; readonly code: string }
   | { readonly k: 'coordinator-tick'; readonly id: number; readonly gen: number }
   | { readonly k: 'coordinator-up' }
-  | { readonly k: 'write-landed'; readonly id: number }
-  | { readonly k: 'step-down'; readonly id: number }
+  /** Write `write` of process `id` lands (`gen`: its landing as last scheduled; a held write's first one is stale). */
+  | { readonly k: 'write-landed'; readonly id: number; readonly write: number; readonly gen: number }
+  /** Process `id` steps its ownership of `epoch` down (nothing if it holds another by then). */
+  | { readonly k: 'step-down'; readonly id: number; readonly epoch: number }
+  /** Process `id`, which gave the pool up, claims it again. */
+  | { readonly k: 'coordinator-reclaim'; readonly id: number }
   | { readonly k: 'fault'; readonly index: number }
   | { readonly k: 'shadow-switch'; readonly index: number }
   | { readonly k: 'resume'; readonly id: string }
@@ -75,3 +79,9 @@ export const CLOSE_PHASE_US = 3_000_000;
 export const VIOLATIONS_KEPT = 20;
 /** AUDIT_EVERY_US — how often the simulator checks that crashed agents' leases were reclaimed by their deadlines, µs. */
 export const AUDIT_EVERY_US = 250_000;
+/**
+ * RECLAIM_ARMED_US — how long a reclaim-coordinator fault waits, µs, for a
+ * write of the owner to start when none is in flight at its instant; none
+ * by then: the fault does nothing.
+ */
+export const RECLAIM_ARMED_US = 500_000;

@@ -61,7 +61,7 @@ export class SimMetrics {
     checks: Pick<SimResult, 'worstExcessTokens' | 'fullestWindowTokens' | 'admissions' | 'shadowAdmittedTokens' | 'shadowJudgedTokens'>,
     simulatedSeconds: number,
     events: number,
-    store: Pick<SimResult, 'takeovers' | 'storeWrites' | 'fencedWrites' | 'relayRestarts'>,
+    store: Pick<SimResult, 'takeovers' | 'storeWrites' | 'fencedWrites' | 'reclaims' | 'lateOutcomes' | 'relayRestarts'>,
   ): SimResult {
     return {
       ...store,

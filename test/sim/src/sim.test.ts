@@ -2,7 +2,8 @@
  * The simulator runs the real coordinator and agent cores through random
  * adversarial scenarios (loss, duplication, reordering, partitions, crashes,
  * pauses past expiry, coordinator restarts, drift; a share of them with the
- * durable store and coordinator failovers, a share with rate leases, a share
+ * durable store, coordinator failovers and re-claims with a write out (its
+ * outcome landing late), a share with rate leases, a share
  * with strict sliding-window pools) and checks after every admission the
  * envelope (and, for a window pool, at most N in every window of W), that the agent spends only while the coordinator
  * still counts its lease, that no balance is negative, and that crashed
@@ -125,6 +126,22 @@ describe('the simulator', () => {
     expect(durable.some((c) => c.faults.some((f) => f.kind === 'failover-coordinator' && f.deposedUs !== undefined))).toBe(true);
     expect(configs.every((c) => c.durable !== undefined || !c.faults.some((f) => f.kind === 'failover-coordinator'))).toBe(true);
     expect(durable.every((c) => describeScenario(c).startsWith('durable'))).toBe(true);
+  });
+
+  it('draws re-claims with a write out for a share of the durable seeds, its outcome landing late, and says so', () => {
+    const configs = Array.from({ length: 200 }, (_, i) => randomScenario(9000 + i));
+    const durable = configs.filter((c) => c.durable !== undefined);
+    const reclaiming = configs.filter((c) => c.faults.some((f) => f.kind === 'reclaim-coordinator'));
+    expect(reclaiming.length).toBeGreaterThan(0.3 * durable.length);
+    expect(reclaiming.length).toBeLessThan(0.7 * durable.length);
+    expect(reclaiming.every((c) => c.durable !== undefined && describeScenario(c).includes(' reclaim('))).toBe(true);
+    const faults = reclaiming.flatMap((c) => c.faults.flatMap((f) => (f.kind === 'reclaim-coordinator' ? [f] : [])));
+    expect(new Set(faults.map((f) => f.outcome))).toEqual(new Set(['written', 'fenced', 'unavailable']));
+    expect(faults.every((f) => f.reclaimUs >= f.stepDownUs)).toBe(true);
+    // Mostly after the claim, sometimes before it; and some of them with slow writes.
+    expect(faults.filter((f) => f.lateUs > f.reclaimUs).length).toBeGreaterThan(faults.length / 2);
+    expect(faults.some((f) => f.lateUs <= f.reclaimUs)).toBe(true);
+    expect(reclaiming.some((c) => (c.durable?.writeUsMax ?? 0) > 5000)).toBe(true);
   });
 
   it('draws rate-lease scenarios for a share of seeds, with a refresh interval, and says so', () => {
@@ -328,6 +345,59 @@ describe('the durable mode', () => {
     const excess = [1, 2, 3, 4].map((seed) => runSimulation(burstyFailovers(seed, plan, broken)));
     console.log(`sim: ${broken}: worst excess ${excess.map((r) => r.worstExcessTokens.toFixed(1)).join(', ')} tokens`);
     expect(excess.some((r) => r.worstExcessTokens > 1 && r.violations.some((v) => v.includes('envelope exceeded')))).toBe(true);
+  });
+
+  // Four agents at twice the refill, a slow store (20–80 ms a write), and
+  // six re-claims: each lapses the owner's ownership with a write out; the
+  // owner steps down 30 ms later and claims the pool again 60 ms after the
+  // lapse, and the held write's outcome lands 100–130 ms after it, once the
+  // new ownership's first writes are out. The broken coordinator hands that
+  // outcome to the new ownership's lane.
+  const reclaims = (seed: number, outcome: 'written' | 'fenced' | 'unavailable', broken?: Broken): SimConfig => ({
+    seed,
+    agents: 4,
+    durationUs: 16_000_000,
+    pool: { capacity: 100, refill: makeRate(400, 1000), leaseTtlMs: 1000, maxLeaseTokens: 25 },
+    workload: { name: 'steady', load: 2 },
+    network: { latencyUs: 1000, lossRate: 0, duplicateRate: 0 },
+    partitions: [],
+    faults: [2, 3, 4, 5, 6, 7].map((s, i) => ({
+      kind: 'reclaim-coordinator' as const,
+      atUs: s * 1_000_000,
+      stepDownUs: 30_000,
+      reclaimUs: 60_000,
+      lateUs: 100_000 + 6_000 * i,
+      outcome,
+    })),
+    driftMax: 0.01,
+    durable: { writeUsMin: 20_000, writeUsMax: 80_000 },
+    ...(broken === undefined ? {} : { broken }),
+  });
+  const OUTCOMES = ['written', 'fenced', 'unavailable'] as const;
+
+  it.each(OUTCOMES)('keeps every check across re-claims whose old write lands late (%s)', (outcome) => {
+    for (const seed of [1, 2, 3]) {
+      const result = runSimulation(reclaims(seed, outcome));
+      expect(result.violations).toEqual([]);
+      expect(result.reclaims).toBe(6);
+      expect(result.lateOutcomes).toBe(6);
+      expect(convergenceProblem(reclaims(seed, outcome), result)).toBeNull();
+    }
+  });
+
+  // Written or unavailable, the old outcome releases the new lane's replies before their own write lands
+  // (write before reply, as the store saw it); fenced, it asks the new ownership to step down.
+  it.each([
+    ['written', /sent by epoch \d+ with no write of it the store accepted/],
+    ['fenced', /asked to step down epoch \d+, which the store still names the owner/],
+    ['unavailable', /sent by epoch \d+ with no write of it the store accepted/],
+  ] as const)('catches a coordinator broken so: stale-lane-acts (the old write %s): the check fails on every seed', (outcome, check) => {
+    const runs = [1, 2, 3].map((seed) => runSimulation(reclaims(seed, outcome, 'stale-lane-acts')));
+    const caught = runs.map((r) => r.violations.filter((v) => check.test(v)).length);
+    console.log(
+      `sim: stale-lane-acts (${outcome}): ${caught.join(', ')} violations of the check, worst excess ${runs.map((r) => r.worstExcessTokens.toFixed(1)).join(', ')} tokens`,
+    );
+    expect(caught.every((n) => n > 0)).toBe(true);
   });
 
   it('returns to the refill rate after failovers, as the same fleet without them does', () => {

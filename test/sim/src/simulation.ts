@@ -3,8 +3,11 @@
  * virtual clock, connected by a modelled network, driven by a workload and
  * a fault plan, all from one seed. Same seed, same run, event for event.
  * The coordinator keeps its pool in memory, or (durable mode) in a modelled
- * store that it writes before it replies, and fails over to a standby
- * (coordinators.ts).
+ * store that it writes before it replies, and fails over to a standby, or
+ * gives the pool up and claims it again itself with a write still out
+ * (coordinators.ts). In durable mode every grant sent must be backed by a
+ * write the store accepted, and no ownership may be asked to step down
+ * while the store names it the owner (sim-coordinator.ts).
  *
  * After every admission it checks the envelope B + A + r·T over every
  * window (exact; A is the pool's allowance, 0 unless set), for a window
@@ -164,6 +167,7 @@ class Simulation {
         this.violation(message);
         this.stopped = true;
       },
+      violation: (message) => this.violation(message),
       adopted: (pool, takeoverUs, state) => this.adopted(pool, takeoverUs, state),
     };
   }
@@ -220,6 +224,7 @@ class Simulation {
       case 'coordinator-tick':
       case 'write-landed':
       case 'step-down':
+      case 'coordinator-reclaim':
         return this.coordinators.handle(e, this.now);
       case 'coordinator-up':
         return this.coordinators.start(this.now);
@@ -467,6 +472,7 @@ class Simulation {
     const fault = this.config.faults[index];
     if (fault === undefined) return;
     if (fault.kind === 'restart-coordinator' || fault.kind === 'failover-coordinator') return this.coordinators.down(fault, this.now);
+    if (fault.kind === 'reclaim-coordinator') return this.coordinators.reclaim(fault, this.now);
     if (isRelayFault(fault)) return this.relays?.fault(fault, this.now);
     const agent = this.slots[fault.agent];
     if (agent === null || agent === undefined) return;
@@ -499,6 +505,8 @@ class Simulation {
       takeovers: c.takeovers,
       storeWrites: c.storeWrites,
       fencedWrites: c.fencedWrites,
+      reclaims: c.reclaims,
+      lateOutcomes: c.lateOutcomes,
       relayRestarts: this.relays?.restarts ?? 0,
     };
     const checks = {
