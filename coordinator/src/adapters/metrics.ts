@@ -127,7 +127,8 @@ export class CoordinatorMetrics implements ServiceObserver {
           buckets: SECONDS_BUCKETS,
           registers: [this.registry],
         });
-    const fencedHelp = 'Durable mode: writes refused because another coordinator owns the pool now.';
+    const fencedHelp =
+      'Durable mode: writes refused by the store because the ownership that made them has ended (lapsed, or claimed anew by this or another coordinator).';
     this.fenced = !durable ? null : this.counter('tokenlease_store_fenced_writes_total', fencedHelp, []);
     this.gauges();
     this.drainTimer = setInterval(() => this.drain(), DRAIN_MS);
