@@ -88,6 +88,7 @@ describe('a durable coordinator that gives a pool up and claims it again with a 
       replied: (_pool, reply, repeat) => entries.push({ reply, repeat, tUs: hostMonoNowUs() }),
       handled: (op) => (acquires += op === 'acquire' ? 1 : 0),
       wrote: () => undefined,
+      dropped: () => undefined,
     };
     const logger = createLogger('debug', { write: (line: string) => entries.push({ log: JSON.parse(line) as Record<string, unknown> }) });
     const bus = await connectBus(nats().url, { name: `durable-reclaim-${outcome}` });
