@@ -5,6 +5,8 @@ import { defineConfig } from 'vitest/config';
 // own config (test/chaos, test/suite).
 export default defineConfig({
   test: {
+    // The sources' tests only: the build compiles them into dist/ too.
+    include: ['src/**/*.test.ts'],
     testTimeout: 60_000,
     hookTimeout: 30_000,
   },
