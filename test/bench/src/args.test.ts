@@ -1,5 +1,5 @@
 /**
- * The bench's command line: --json and --help, and one clear line for
+ * The bench's command line: --json, --quick and --help, and one clear line for
  * anything else.
  */
 import { describe, expect, it } from 'vitest';
@@ -8,10 +8,11 @@ import { BenchArgsError, parseBenchArgs, type BenchArgs } from './args.js';
 
 describe('parseBenchArgs', () => {
   it.each<[string[], BenchArgs]>([
-    [[], { json: false, help: false }],
-    [['--json'], { json: true, help: false }],
-    [['-h'], { json: false, help: true }],
-    [['--help', '--json'], { json: true, help: true }],
+    [[], { json: false, quick: false, help: false }],
+    [['--json'], { json: true, quick: false, help: false }],
+    [['--quick', '--json'], { json: true, quick: true, help: false }],
+    [['-h'], { json: false, quick: false, help: true }],
+    [['--help', '--json'], { json: true, quick: false, help: true }],
   ])('%j', (argv, expected) => {
     expect(parseBenchArgs(argv)).toEqual(expected);
   });

@@ -3,16 +3,17 @@
  * requests, for `npm run bench`: real NATS, a real coordinator process.
  *
  * Pool `busy` grants nothing for an hour (capacity 1, refill 1/h) and may
- * hold HOSTILE_REQUESTS requests for HOLD_MS each; pool `quiet` has plenty
- * of tokens. A hostile client (a child process, hostile-client.ts) sends
- * HOSTILE_REQUESTS acquires to `busy` from distinct agents without waiting
- * for replies; the coordinator's status must then say they all wait. A
- * legitimate client times ROUND_TRIPS sequential renewals of its own
+ * hold the scale's `crowdRequests` requests for `crowdHoldMs` each (50,000
+ * for 30 s at full scale); pool `quiet` has plenty of tokens. A hostile
+ * client (a child process, hostile-client.ts) sends those acquires to
+ * `busy` from distinct agents without waiting for replies; the
+ * coordinator's status must then say they all wait. A legitimate client
+ * times `crowdRoundTrips` sequential renewals of its own
  * lease on `quiet` (its secret, the next seq, what its last grant left):
  * first with nothing waiting (the baseline), then while the flood is being
  * taken in, then with all of it held.
  *
- * HOLD_MS needs `busy`'s TTL at twice that, and a coordinator grants
+ * The hold needs `busy`'s TTL at twice that, and a coordinator grants
  * nothing for its longest TTL after it starts (the quiet period): so the
  * coordinator is started first (`startCrowd`) and the measurement
  * (`crowdFigures`) waits out whatever of that the other benches did not.
@@ -23,32 +24,26 @@ import { decodeReply, encodeMessage, subjectFor, type LeaseRequest } from '@toke
 import { connectBus, type Bus } from '@tokenlease/shared/nats';
 import { scratchDir, startCoordinator, StatusProbe, writeConfig } from '@tokenlease/harness/fleet';
 import { spawnNode, stop, type Child } from '@tokenlease/harness/processes';
+import type { BenchScale } from './args.js';
 
-/** HOSTILE_REQUESTS — requests the hostile client leaves waiting on `busy`. */
-export const HOSTILE_REQUESTS = 50_000;
-/** ROUND_TRIPS — renewals timed on `quiet`, before and with the waiting requests. */
-export const ROUND_TRIPS = 2000;
 /**
- * Renewals before the baseline: a fresh coordinator's round-trips keep
- * getting faster for several thousand requests (its JIT, its young
- * generation growing); timed earlier, the baseline would be the slower
- * for that alone.
+ * A fresh coordinator's round-trips keep getting faster for several
+ * thousand requests (its JIT, its young generation growing): the scale's
+ * `crowdWarmupRoundTrips` renewals go before the baseline, which timed
+ * earlier would be the slower for that alone.
  */
-const WARMUP_ROUND_TRIPS = 6000;
-/** How long each hostile request is held, ms: longer than the measurement takes after the flood. */
-const HOLD_MS = 30_000;
-const BUSY_TTL_MS = 2 * HOLD_MS;
 /** Longest the flood may take to be held in full, ms. */
 const FLOOD_TIMEOUT_MS = 60_000;
 /** A renewal that takes longer fails the bench, ms. */
 const REQUEST_TIMEOUT_MS = 30_000;
 const STATUS_EVERY_MS = 100;
 
-/** Crowd — the crowded-pool coordinator, started ahead of its measurement. */
+/** Crowd — the crowded-pool coordinator, started ahead of its measurement, and the scale it was started for. */
 export interface Crowd {
   readonly natsUrl: string;
   readonly prefix: string;
   readonly coordinator: Child;
+  readonly scale: BenchScale;
 }
 
 /** LatencyFigures — round-trips of one phase: how many, and their p50, p99 and max, ms. */
@@ -60,11 +55,13 @@ export interface LatencyFigures {
 }
 
 export interface CrowdFigures {
+  /** Requests the hostile client left waiting on `busy`. */
+  readonly requests: number;
   /** Nothing waiting on `busy`. */
   readonly baseline: LatencyFigures;
   /** From the hostile client's first send until the coordinator's status counts every request waiting. */
   readonly duringFlood: LatencyFigures;
-  /** With HOSTILE_REQUESTS waiting on `busy`. */
+  /** With `requests` waiting on `busy`. */
   readonly crowded: LatencyFigures;
   /** The flood: from the first send until all of it was counted waiting, ms. */
   readonly floodMs: number;
@@ -76,18 +73,19 @@ export interface CrowdFigures {
   readonly hostileAnswered: number;
 }
 
-/** startCrowd — the coordinator with pools `busy` and `quiet`, serving (its quiet period has begun). */
-export async function startCrowd(natsUrl: string): Promise<Crowd> {
+/** startCrowd — the coordinator with pools `busy` and `quiet` for `scale`, serving (its quiet period has begun). */
+export async function startCrowd(natsUrl: string, scale: BenchScale): Promise<Crowd> {
   const prefix = `tlcrowd${process.pid}`;
+  const holdMs = scale.crowdHoldMs;
   const configPath = writeConfig(scratchDir(), {
     subjectPrefix: prefix,
     pools: {
-      busy: { capacity: 1, refill: '1/h', leaseTtlMs: BUSY_TTL_MS, maxHoldMs: HOLD_MS, maxWaiting: 2 * HOSTILE_REQUESTS },
+      busy: { capacity: 1, refill: '1/h', leaseTtlMs: 2 * holdMs, maxHoldMs: holdMs, maxWaiting: 2 * scale.crowdRequests },
       quiet: { capacity: 1_000_000_000, refill: '1000000000/s', leaseTtlMs: 10_000, maxLeaseTokens: 1_000_000 },
     },
   });
   const coordinator = await startCoordinator(natsUrl, configPath, { name: 'coordinator:crowd' });
-  return { natsUrl, prefix, coordinator };
+  return { natsUrl, prefix, coordinator, scale };
 }
 
 /** QuietClient — the legitimate client: one agent renewing its own lease on `quiet`, one request at a time. */
@@ -186,14 +184,15 @@ async function flood(
   probe: StatusProbe,
 ): Promise<{ hostile: Child; samplesMs: number[]; floodMs: number }> {
   const script = fileURLToPath(new URL('./hostile-client.js', import.meta.url));
-  const args = [crowd.natsUrl, crowd.prefix, 'busy', String(HOSTILE_REQUESTS), String(HOLD_MS)];
+  const { crowdRequests, crowdHoldMs } = crowd.scale;
+  const args = [crowd.natsUrl, crowd.prefix, 'busy', String(crowdRequests), String(crowdHoldMs)];
   const hostile = spawnNode('hostile-client', script, args);
   await hostile.waitForLine((line) => line.includes('"sending"'), 15_000);
   const startMs = performance.now();
   let held = false;
   const [samplesMs] = await Promise.all([
     client.renewals(Infinity, () => held),
-    waitForWaiting(probe, crowd.prefix, HOSTILE_REQUESTS).finally(() => {
+    waitForWaiting(probe, crowd.prefix, crowdRequests).finally(() => {
       held = true;
     }),
   ]);
@@ -207,14 +206,16 @@ export async function crowdFigures(crowd: Crowd): Promise<CrowdFigures> {
   try {
     await waitForQuietEnd(probe, crowd.prefix);
     const client = new QuietClient(bus, crowd.prefix);
-    await client.renewals(WARMUP_ROUND_TRIPS);
-    const baseline = latency(await client.renewals(ROUND_TRIPS));
+    const { crowdWarmupRoundTrips, crowdRoundTrips } = crowd.scale;
+    await client.renewals(crowdWarmupRoundTrips);
+    const baseline = latency(await client.renewals(crowdRoundTrips));
     const { hostile, samplesMs, floodMs } = await flood(crowd, client, probe);
-    const crowded = latency(await client.renewals(ROUND_TRIPS));
+    const crowded = latency(await client.renewals(crowdRoundTrips));
     const { waiting: waitingAfter } = await probe.status('busy', crowd.prefix);
     await stop(hostile);
     const lines = hostile.lines.map((line) => JSON.parse(line) as { type: string; answered?: number; ms?: number });
     return {
+      requests: crowd.scale.crowdRequests,
       baseline,
       duringFlood: latency(samplesMs),
       crowded,

@@ -29,7 +29,6 @@ export interface DurableFigures extends WriteFigures {
   readonly clusterUnconfirmed: WriteFigures;
 }
 
-const WRITES = 2000;
 const POOLS = 16;
 
 function changesFor(i: number): PoolChanges {
@@ -55,11 +54,12 @@ function changesFor(i: number): PoolChanges {
   };
 }
 
-export async function durableFigures(): Promise<DurableFigures> {
+/** durableFigures — the write path timed over `writes` writes on one Redis, on a cluster with and without replica confirmation. */
+export async function durableFigures(writes: number): Promise<DurableFigures> {
   const redis = await provideRedis();
   let single: WriteFigures;
   try {
-    single = await writeFigures(redis.url);
+    single = await writeFigures(redis.url, writes);
   } finally {
     await redis.stop();
   }
@@ -70,16 +70,16 @@ export async function durableFigures(): Promise<DurableFigures> {
       if (options === null) throw new Error('no cluster options');
       return options;
     };
-    const clusterConfirmed = await writeFigures(on('1'));
-    const clusterUnconfirmed = await writeFigures(on('0'));
+    const clusterConfirmed = await writeFigures(on('1'), writes);
+    const clusterUnconfirmed = await writeFigures(on('0'), writes);
     return { ...single, redis: `${redis.source} ${redis.url}`, clusterConfirmed, clusterUnconfirmed };
   } finally {
     await cluster.stop();
   }
 }
 
-/** writeFigures — the write path's latency and throughput on the store `target` names. */
-async function writeFigures(target: string | RedisConnectOptions): Promise<WriteFigures> {
+/** writeFigures — the write path's latency over `writes` writes and throughput on the store `target` names. */
+async function writeFigures(target: string | RedisConnectOptions, writes: number): Promise<WriteFigures> {
   const prefix = `tlbench${process.pid}`;
   const store = await connectRedisStore(target, { keyPrefix: prefix });
   try {
@@ -91,7 +91,7 @@ async function writeFigures(target: string | RedisConnectOptions): Promise<Write
       epochs.push(claim.epoch);
     }
     const latenciesUs: number[] = [];
-    for (let i = 0; i < WRITES; i += 1) {
+    for (let i = 0; i < writes; i += 1) {
       const start = process.hrtime.bigint();
       if (!(await store.write('pool0', 'bench', epochs[0] as number, changesFor(i)))) throw new Error('bench write was fenced');
       latenciesUs.push(Number(process.hrtime.bigint() - start) / 1000);
@@ -102,10 +102,10 @@ async function writeFigures(target: string | RedisConnectOptions): Promise<Write
     const startMs = performance.now();
     await Promise.all(
       units.map(async (unit, p) => {
-        for (let i = 0; i < WRITES / 4; i += 1) await store.write(unit, 'bench', epochs[p] as number, changesFor(i));
+        for (let i = 0; i < writes / 4; i += 1) await store.write(unit, 'bench', epochs[p] as number, changesFor(i));
       }),
     );
-    const writesPerSecond = Math.round((POOLS * (WRITES / 4)) / ((performance.now() - startMs) / 1000));
+    const writesPerSecond = Math.round((POOLS * (writes / 4)) / ((performance.now() - startMs) / 1000));
     for (const [p, unit] of units.entries()) await store.forget(unit, 'bench', epochs[p] as number);
     await store.heartbeat('bench', 0);
     return { writeUsMedian: at(0.5), writeUsP99: at(0.99), writesPerSecond16Pools: writesPerSecond };

@@ -16,7 +16,6 @@ import { createHttpLimit } from '@tokenlease/agent/http';
 import { scratchDir, startCoordinator, writeConfig } from '@tokenlease/harness/fleet';
 
 const CONNECTIONS = 16;
-const HTTP_MS = 1500;
 const WARM_MS = 300;
 const BATCHES = 200;
 const BATCH = 200;
@@ -50,7 +49,7 @@ async function inProcess(handle: (req: IncomingMessage, res: ServerResponse) => 
 }
 
 /** load — `CONNECTIONS` keep-alive clients asking `url` in a loop for `ms`; requests per second. */
-async function load(url: string, ms = HTTP_MS): Promise<number> {
+async function load(url: string, ms: number): Promise<number> {
   const agent = new HttpAgent({ keepAlive: true, maxSockets: CONNECTIONS });
   const deadline = performance.now() + ms;
   let done = 0;
@@ -83,7 +82,7 @@ async function serve(handler: (req: IncomingMessage, res: ServerResponse) => voi
 }
 
 /** httpOverheadFigures — the figures above, on a coordinator of its own reached at `natsUrl`. */
-export async function httpOverheadFigures(natsUrl: string): Promise<HttpOverheadFigures> {
+export async function httpOverheadFigures(natsUrl: string, httpMs: number): Promise<HttpOverheadFigures> {
   const prefix = `tlbenchhttp${process.pid}`;
   const pool = { capacity: 1_000_000_000, refill: '1000000000/s', leaseTtlMs: 2000, maxLeaseTokens: 100_000_000, minGrantTokens: 1 };
   await startCoordinator(natsUrl, writeConfig(scratchDir(), { subjectPrefix: prefix, pools: { http: pool } }));
@@ -104,13 +103,13 @@ export async function httpOverheadFigures(natsUrl: string): Promise<HttpOverhead
     const bareServer = await serve((req, res) => void bare(req, res));
     const limitedServer = await serve((req, res) => void limited(req, res));
     // Warm both up, then measure each twice, alternating, and keep the better run: the machine is shared.
-    await load(bareServer.url, WARM_MS);
-    await load(limitedServer.url, WARM_MS);
+    await load(bareServer.url, Math.min(WARM_MS, httpMs));
+    await load(limitedServer.url, Math.min(WARM_MS, httpMs));
     let bareRps = 0;
     let limitedRps = 0;
     for (let run = 0; run < 2; run += 1) {
-      bareRps = Math.max(bareRps, await load(bareServer.url));
-      limitedRps = Math.max(limitedRps, await load(limitedServer.url));
+      bareRps = Math.max(bareRps, await load(bareServer.url, httpMs));
+      limitedRps = Math.max(limitedRps, await load(limitedServer.url, httpMs));
     }
     bareServer.close();
     limitedServer.close();

@@ -15,6 +15,7 @@
  * 6. Acquire latency on one pool of a coordinator process while another
  *    pool holds 50,000 waiting requests (crowded-pool.ts); its coordinator
  *    starts first, so its one-minute quiet period passes during the rest.
+ * `--quick` runs every one of them at a small scale (args.ts QUICK_SCALE).
  * Prints readable lines, then one JSON line of the figures; with --json
  * (args.ts) only the JSON line goes to stdout, the readable lines to stderr.
  */
@@ -24,7 +25,7 @@ import { provideNats } from '@tokenlease/harness/nats';
 import { spawnProcess, stop, stopAll } from '@tokenlease/harness/processes';
 import { availableParallelism, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { BENCH_USAGE, BenchArgsError, parseBenchArgs, type BenchArgs } from './args.js';
+import { BENCH_USAGE, BenchArgsError, FULL_SCALE, parseBenchArgs, QUICK_SCALE, type BenchArgs, type BenchScale } from './args.js';
 import { crowdFigures, startCrowd } from './crowded-pool.js';
 import { durableFigures } from './durable.js';
 import { bytesPerCall, timeCalls } from './measure.js';
@@ -35,16 +36,13 @@ import { HOT_POOL, hotLimiter, waitForBalance } from './hot-limiter.js';
 import { figuresJson, readableLines, type FastPathFigures, type ProbeFigures } from './report.js';
 
 const LEASE_TOKENS = 10_000;
-const E2E_MS = 3000;
-/** CPU time each lease count is measured for, per lease mode, ms. */
-const SCALING_MS = 1000;
 
-async function endToEnd(agent: Agent): Promise<{ admitsPerSecond: number; roundTrips: number; admitted: number }> {
+async function endToEnd(agent: Agent, e2eMs: number): Promise<{ admitsPerSecond: number; roundTrips: number; admitted: number }> {
   const limiter = agent.limiter('e2e');
   await waitForBalance(limiter, 1, 5000);
   const startMs = performance.now();
   let admitted = 0;
-  while (performance.now() - startMs < E2E_MS) {
+  while (performance.now() - startMs < e2eMs) {
     for (let i = 0; i < 5000; i += 1) if (limiter.tryTake()) admitted += 1;
     await new Promise((resolve) => setImmediate(resolve));
   }
@@ -101,16 +99,17 @@ function loops(
  * generation (which keeps collections out of a measurement but slows the
  * allocation of the clock's boxed result, so timings are taken elsewhere).
  */
-async function allocationProbe(natsUrl: string, prefix: string): Promise<void> {
+async function allocationProbe(natsUrl: string, prefix: string, calls: number): Promise<void> {
   const { agent, hot, hot2 } = await hotLimiter(natsUrl, prefix);
   const l = loops(agent, hot, hot2);
+  const half = Math.floor(calls / 2);
   const bytes = {
-    admit: await bytesPerCall(l.admit, 2_000_000),
-    admitAll: await bytesPerCall(l.admitAll, 1_000_000),
-    admitAt: await bytesPerCall(l.admitAt, 2_000_000),
-    clock: await bytesPerCall(l.clock, 2_000_000),
-    deny: await bytesPerCall(l.deny, 1_000_000),
-    rateAt: await bytesPerCall(l.rateAt, 2_000_000),
+    admit: await bytesPerCall(l.admit, calls),
+    admitAll: await bytesPerCall(l.admitAll, half),
+    admitAt: await bytesPerCall(l.admitAt, calls),
+    clock: await bytesPerCall(l.clock, calls),
+    deny: await bytesPerCall(l.deny, half),
+    rateAt: await bytesPerCall(l.rateAt, calls),
   };
   await agent.close();
   process.stdout.write(`${JSON.stringify({ ...bytes, ...memoryFigures() })}\n`);
@@ -135,7 +134,7 @@ function parse(): BenchArgs | null {
  * coordinator process of their own (stopped when done), and the allocation
  * probe's figures.
  */
-async function fastPathFigures(natsUrl: string): Promise<FastPathFigures> {
+async function fastPathFigures(natsUrl: string, scale: BenchScale): Promise<FastPathFigures> {
   const prefix = `tlbench${process.pid}`;
   const configPath = writeConfig(scratchDir(), {
     subjectPrefix: prefix,
@@ -148,11 +147,13 @@ async function fastPathFigures(natsUrl: string): Promise<FastPathFigures> {
   const coordinator = await startCoordinator(natsUrl, configPath);
   const { agent, hot, hot2 } = await hotLimiter(natsUrl, prefix);
   const l = loops(agent, hot, hot2);
-  const admit = timeCalls(l.admit, 5000, 1000);
-  const all = timeCalls(l.admitAll, 2000, 1000);
-  const deny = timeCalls(l.deny, 2000, 1000);
-  const rate = timeCalls(l.rateAt, 5000, 1000);
-  const e2e = await endToEnd(agent);
+  const batches = scale.fastPathBatches;
+  const fewer = Math.ceil((2 * batches) / 5);
+  const admit = timeCalls(l.admit, batches, 1000);
+  const all = timeCalls(l.admitAll, fewer, 1000);
+  const deny = timeCalls(l.deny, fewer, 1000);
+  const rate = timeCalls(l.rateAt, batches, 1000);
+  const e2e = await endToEnd(agent, scale.endToEndMs);
   await agent.close();
 
   const probe = spawnProcess('allocation-probe', process.execPath, [
@@ -163,36 +164,47 @@ async function fastPathFigures(natsUrl: string): Promise<FastPathFigures> {
     '--allocation-probe',
     natsUrl,
     prefix,
+    String(scale.probeCalls),
   ]);
   const { code } = await probe.exited;
   if (code !== 0) throw new Error(`allocation probe failed: ${probe.stderr()}`);
   const bytes = JSON.parse(probe.lines[probe.lines.length - 1] ?? '{}') as ProbeFigures;
   await stop(coordinator);
-  return { admit, all, deny, rate, e2e, e2eMs: E2E_MS, leaseTokens: LEASE_TOKENS, bytes };
+  return { admit, all, deny, rate, e2e, e2eMs: scale.endToEndMs, leaseTokens: LEASE_TOKENS, bytes };
 }
 
 async function main(): Promise<void> {
   // The allocation probe is this file run again as a child (above), not a flag for people.
-  if (process.argv[2] === '--allocation-probe') return allocationProbe(process.argv[3] as string, process.argv[4] as string);
+  if (process.argv[2] === '--allocation-probe')
+    return allocationProbe(process.argv[3] as string, process.argv[4] as string, Number(process.argv[5]));
   const args = parse();
   if (args === null) return;
+  const scale = args.quick ? QUICK_SCALE : FULL_SCALE;
   const loadAverageStart = loadavg()[0] ?? Number.NaN;
   const nats = await provideNats();
   try {
-    const crowd = await startCrowd(nats.url);
-    const fastPath = await fastPathFigures(nats.url);
-    const durable = await durableFigures();
-    const scaling = [...leaseScaling('rate', SCALING_MS), ...leaseScaling('chunk', SCALING_MS)];
+    const crowd = await startCrowd(nats.url, scale);
+    const fastPath = await fastPathFigures(nats.url, scale);
+    const durable = await durableFigures(scale.durableWrites);
+    const scaling = [...leaseScaling('rate', scale.scalingMs), ...leaseScaling('chunk', scale.scalingMs)];
     const say = args.json ? console.error : console.log;
     // The service's view (per-key limiters, the HTTP middleware) prints its own lines: to stderr under --json.
     const log = console.log;
     if (args.json) console.log = console.error;
-    const adoption = await adoptionFigures(nats.url).finally(() => {
+    const adoption = await adoptionFigures(nats.url, scale).finally(() => {
       console.log = log;
     });
     const crowded = await crowdFigures(crowd);
     const machine = { cpus: availableParallelism(), loadAverageStart, loadAverageEnd: loadavg()[0] ?? Number.NaN };
-    const figures = { fastPath, durable, scaling, crowded, machine, nats: `${nats.source} ${nats.url}` };
+    const figures = {
+      fastPath,
+      durable,
+      scaling,
+      crowded,
+      machine,
+      nats: `${nats.source} ${nats.url}`,
+      scale: args.quick ? ('quick' as const) : ('full' as const),
+    };
     for (const line of readableLines(figures)) say(line);
     process.stdout.write(`${JSON.stringify({ ...figuresJson(figures), ...adoption })}\n`);
   } finally {

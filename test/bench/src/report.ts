@@ -3,7 +3,7 @@
  * lines, and one flat JSON object of the figures (each name carries its
  * unit), the same on every run so that a script can compare runs.
  */
-import { HOSTILE_REQUESTS, ROUND_TRIPS, type CrowdFigures, type LatencyFigures } from './crowded-pool.js';
+import type { CrowdFigures, LatencyFigures } from './crowded-pool.js';
 import type { DurableFigures, WriteFigures } from './durable.js';
 import { LEASE_COUNTS, type LeaseCount, type LeaseModeName, type ScalingFigure } from './lease-scaling.js';
 import type { Timing } from './measure.js';
@@ -34,6 +34,8 @@ export interface BenchFigures {
   readonly machine: { readonly cpus: number; readonly loadAverageStart: number; readonly loadAverageEnd: number };
   /** Where NATS came from, and its URL. */
   readonly nats: string;
+  /** 'quick': every measurement at the small scale of `--quick`, figures not to quote. */
+  readonly scale: 'full' | 'quick';
 }
 
 const COUNT_NAMES: Readonly<Record<LeaseCount, string>> = { 1000: '1k', 10000: '10k', 100000: '100k' };
@@ -57,9 +59,9 @@ function ms(l: LatencyFigures): string {
 }
 
 function crowdLines(c: CrowdFigures): string[] {
-  const n = HOSTILE_REQUESTS.toLocaleString('en-US');
+  const n = c.requests.toLocaleString('en-US');
   return [
-    `quiet pool acquire round-trip over NATS, ms, p50 / p99 / max of ${ROUND_TRIPS} sequential renewals: baseline ${ms(c.baseline)}; with ${n} requests waiting on another pool ${ms(c.crowded)}`,
+    `quiet pool acquire round-trip over NATS, ms, p50 / p99 / max of ${c.baseline.count} sequential renewals: baseline ${ms(c.baseline)}; with ${n} requests waiting on another pool ${ms(c.crowded)}`,
     `  while the ${n} were being taken in (${c.floodMs} ms until all waited; the client sent them in ${c.hostileSendMs} ms): ${ms(c.duringFlood)} over ${c.duringFlood.count} renewals; waiting after: ${c.waitingAfter}; hostile requests answered early: ${c.hostileAnswered}`,
   ];
 }
@@ -86,12 +88,12 @@ export function readableLines(figures: BenchFigures): string[] {
     scalingLine(figures, 'rate'),
     scalingLine(figures, 'chunk'),
     ...crowdLines(figures.crowded),
-    `NATS: ${figures.nats}; node ${process.version}; ${figures.machine.cpus} CPUs, load average (1 min) ${figures.machine.loadAverageStart.toFixed(2)} at start, ${figures.machine.loadAverageEnd.toFixed(2)} at end`,
+    `${figures.scale === 'quick' ? 'QUICK SCALE (--quick): a check that every measurement runs, not figures to quote; ' : ''}NATS: ${figures.nats}; node ${process.version}; ${figures.machine.cpus} CPUs, load average (1 min) ${figures.machine.loadAverageStart.toFixed(2)} at start, ${figures.machine.loadAverageEnd.toFixed(2)} at end`,
   ];
 }
 
-/** figuresJson — every figure under a name that carries its unit. */
-export function figuresJson(figures: BenchFigures): Record<string, number> {
+/** figuresJson — every figure under a name that carries its unit, and `quick` (true: the figures of `--quick`, not to quote). */
+export function figuresJson(figures: BenchFigures): Record<string, number | boolean> {
   const { admit, all, deny, rate, e2e, bytes, leaseTokens } = figures.fastPath;
   const { durable, crowded: c, machine } = figures;
   const scaling: Record<string, number> = {};
@@ -128,6 +130,8 @@ export function figuresJson(figures: BenchFigures): Record<string, number> {
     quietAcquireMsP50Baseline: c.baseline.p50Ms,
     quietAcquireMsP99Baseline: c.baseline.p99Ms,
     quietAcquireMsMaxBaseline: c.baseline.maxMs,
+    quick: figures.scale === 'quick',
+    crowdRequests: c.requests,
     quietAcquireMsP50Busy50k: c.crowded.p50Ms,
     quietAcquireMsP99Busy50k: c.crowded.p99Ms,
     quietAcquireMsMaxBusy50k: c.crowded.maxMs,
