@@ -16,6 +16,7 @@ describe('parseCompareArgs', () => {
       systems: ALL,
       parts: [...PARTS],
       treeAgents: 10_000,
+      measureMs: null,
       json: false,
       help: false,
     });
@@ -36,6 +37,8 @@ describe('parseCompareArgs', () => {
     [['--parts', 'capacity,fleet'], { parts: ['fleet', 'capacity'] }],
     [['--parts', 'window'], { parts: ['window'] }],
     [['--parts', 'tree', '--tree-agents', '20000'], { parts: ['tree'], treeAgents: 20_000 }],
+    [['--quick'], { durationMs: 1000, treeAgents: 1000, measureMs: 500 }],
+    [['--quick', '--duration', '2', '--tree-agents', '3000'], { durationMs: 2000, treeAgents: 3000, measureMs: 500 }],
   ])('%j', (argv, expected) => {
     expect(parseCompareArgs(argv)).toMatchObject(expected);
   });

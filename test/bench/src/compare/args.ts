@@ -1,6 +1,6 @@
 /**
  * Command line of the comparison:
- * `npm run bench:compare -- [--duration S] [--only A,B] [--parts P,Q] [--json] [--help]`.
+ * `npm run bench:compare -- [--duration S] [--only A,B] [--parts P,Q] [--quick] [--json] [--help]`.
  *
  * Guarantees: `parseCompareArgs` returns validated CompareArgs or throws a
  * CompareArgsError whose message is one line (the runner prints it and
@@ -21,6 +21,11 @@ export const DURATION_S_MAX = 600;
 export const TREE_AGENTS_DEFAULT = 10_000;
 export const TREE_AGENTS_MAX = 100_000;
 
+/** QUICK_DURATION_S, QUICK_MEASURE_MS, QUICK_TREE_AGENTS — the scale of `--quick`. */
+export const QUICK_DURATION_S = 1;
+export const QUICK_MEASURE_MS = 500;
+export const QUICK_TREE_AGENTS = 1000;
+
 /** CompareArgs — one validated run. */
 export interface CompareArgs {
   /** Traffic time of each system in the fleet, ms. */
@@ -32,6 +37,13 @@ export interface CompareArgs {
   readonly treeAgents: number;
   /** Only JSON lines on stdout; the table goes to stderr. */
   readonly json: boolean;
+  /**
+   * Every part at a small scale: 1 s per system unless --duration says,
+   * capacity rows of QUICK_MEASURE_MS, tree layouts counted over
+   * QUICK_MEASURE_MS with QUICK_TREE_AGENTS unless --tree-agents says: a
+   * check that the comparison runs, not figures to quote. Null: each part's own.
+   */
+  readonly measureMs: number | null;
   readonly help: boolean;
 }
 
@@ -64,6 +76,9 @@ measurement failed, 2 for a bad flag.
                  ${NAMES.join(', ')}
   --parts P,Q    parts to run: ${PARTS.join(', ')} (default all)
   --tree-agents N  simulated agents of the tree part, 1..${TREE_AGENTS_MAX} (default ${TREE_AGENTS_DEFAULT})
+  --quick        every part at a small scale (${QUICK_DURATION_S} s per system unless --duration
+                 says, ${QUICK_MEASURE_MS} ms per capacity row and tree layout, ${QUICK_TREE_AGENTS} tree
+                 agents unless --tree-agents says): checks that it runs; not figures to quote
   --json         only JSON on stdout, one object per line: a row per fleet system
                  ("table":"fleet"), per window system ("table":"window"), then the
                  hot-path, capacity and tree rows
@@ -75,6 +90,7 @@ const OPTIONS = {
   only: { type: 'string' },
   parts: { type: 'string' },
   'tree-agents': { type: 'string' },
+  quick: { type: 'boolean' },
   json: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
@@ -87,16 +103,16 @@ function list<T extends string>(flag: string, text: string, allowed: readonly T[
   return allowed.filter((a) => items.includes(a));
 }
 
-function duration(text: string | undefined): number {
-  if (text === undefined) return DURATION_S_DEFAULT * 1000;
+function duration(text: string | undefined, quick: boolean): number {
+  if (text === undefined) return (quick ? QUICK_DURATION_S : DURATION_S_DEFAULT) * 1000;
   const seconds = Number(text);
   if (!/^\d+(\.\d+)?$/.test(text) || !(seconds > 0) || seconds > DURATION_S_MAX)
     throw new CompareArgsError(`--duration: a number of seconds in (0, ${DURATION_S_MAX}], got ${JSON.stringify(text)}`);
   return Math.round(seconds * 1000);
 }
 
-function treeAgents(text: string | undefined): number {
-  if (text === undefined) return TREE_AGENTS_DEFAULT;
+function treeAgents(text: string | undefined, quick: boolean): number {
+  if (text === undefined) return quick ? QUICK_TREE_AGENTS : TREE_AGENTS_DEFAULT;
   const n = /^\d+$/.test(text) ? Number(text) : Number.NaN;
   if (!(n >= 1 && n <= TREE_AGENTS_MAX))
     throw new CompareArgsError(`--tree-agents: a whole number in [1, ${TREE_AGENTS_MAX}], got ${JSON.stringify(text)}`);
@@ -113,11 +129,13 @@ export function parseCompareArgs(argv: readonly string[]): CompareArgs {
     throw new CompareArgsError(`${message.split('\n')[0] ?? message} (see --help)`);
   }
   const only = values.only === undefined ? NAMES : list('only', values.only, NAMES);
+  const quick = values.quick === true;
   return {
-    durationMs: duration(values.duration),
+    durationMs: duration(values.duration, quick),
     systems: NAMES.filter((name) => name === BASELINE || name === WINDOW_BASELINE || only.includes(name)),
     parts: values.parts === undefined ? [...PARTS] : list('parts', values.parts, PARTS),
-    treeAgents: treeAgents(values['tree-agents']),
+    treeAgents: treeAgents(values['tree-agents'], quick),
+    measureMs: quick ? QUICK_MEASURE_MS : null,
     json: values.json === true,
     help: values.help === true,
   };

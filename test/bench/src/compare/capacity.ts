@@ -24,7 +24,8 @@ import { formatNumber, ratio, round } from './report.js';
 /** AGENT_COUNTS — the numbers of live agents measured. */
 export const AGENT_COUNTS = [10, 100, 1000, 10_000] as const;
 const CONCURRENCY = 64;
-const MEASURE_MS = 1500;
+/** MEASURE_MS_DEFAULT — how long each row is measured unless told, ms. */
+export const MEASURE_MS_DEFAULT = 1500;
 const TTL_MS = 10_000;
 const REQUEST_TIMEOUT_MS = 2000;
 const ECHO_SCRIPT = fileURLToPath(new URL('./echo-responder.js', import.meta.url));
@@ -93,7 +94,7 @@ async function drive(
   };
 }
 
-async function coordinatorRow(bus: Bus, capacity: Capacity, n: number): Promise<CapacityRow> {
+async function coordinatorRow(bus: Bus, capacity: Capacity, n: number, measureMs: number): Promise<CapacityRow> {
   const agents = new SimulatedAgents(n, seededRandom(2026 + n), poolName(n), 100);
   const subject = subjectFor(capacity.prefix, 'acquire', poolName(n));
   const send = async (i: number): Promise<boolean> => {
@@ -111,12 +112,12 @@ async function coordinatorRow(bus: Bus, capacity: Capacity, n: number): Promise<
     table: 'capacity',
     system: 'coordinator',
     agents: n,
-    ...(await drive(n, send, performance.now() + MEASURE_MS, false)),
+    ...(await drive(n, send, performance.now() + measureMs, false)),
     ratioToEcho: null,
   };
 }
 
-async function echoRow(bus: Bus, natsUrl: string, prefix: string): Promise<CapacityRow> {
+async function echoRow(bus: Bus, natsUrl: string, prefix: string, measureMs: number): Promise<CapacityRow> {
   const subject = `${prefix}.echo`;
   const echo = spawnNode('echo-responder', ECHO_SCRIPT, [subject], { [NATS_ENV.url]: natsUrl });
   try {
@@ -131,7 +132,7 @@ async function echoRow(bus: Bus, natsUrl: string, prefix: string): Promise<Capac
       table: 'capacity',
       system: 'nats-echo',
       agents: null,
-      ...(await drive(CONCURRENCY, send, performance.now() + MEASURE_MS, false)),
+      ...(await drive(CONCURRENCY, send, performance.now() + measureMs, false)),
       ratioToEcho: 1,
     };
   } finally {
@@ -139,16 +140,16 @@ async function echoRow(bus: Bus, natsUrl: string, prefix: string): Promise<Capac
   }
 }
 
-/** capacityRows — the echo responder's row, then the coordinator's at each agent count; stops the coordinator. */
-export async function capacityRows(capacity: Capacity): Promise<CapacityRow[]> {
+/** capacityRows — the echo responder's row, then the coordinator's at each agent count, each measured `measureMs`; stops the coordinator. */
+export async function capacityRows(capacity: Capacity, measureMs = MEASURE_MS_DEFAULT): Promise<CapacityRow[]> {
   const bus = await connectNats(resolveNatsOptions([{ settings: { url: capacity.natsUrl }, names: NATS_ENV }]), {
     name: 'tokenlease-bench-capacity',
   });
   try {
-    const echo = await echoRow(bus, capacity.natsUrl, capacity.prefix);
+    const echo = await echoRow(bus, capacity.natsUrl, capacity.prefix, measureMs);
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, capacity.grantsFromMs - performance.now())));
     const rows = [echo];
-    for (const n of AGENT_COUNTS) rows.push(await coordinatorRow(bus, capacity, n));
+    for (const n of AGENT_COUNTS) rows.push(await coordinatorRow(bus, capacity, n, measureMs));
     return rows.map((r) => ({ ...r, ratioToEcho: ratio(r.repliesPerSecond, echo.repliesPerSecond) }));
   } finally {
     await bus.close();

@@ -106,12 +106,12 @@ async function main(): Promise<void> {
       rows.push(...hot);
     }
     if (capacity !== null) {
-      const capacityFigures = await capacityRows(capacity);
+      const capacityFigures = await capacityRows(capacity, args.measureMs ?? undefined);
       for (const line of capacityTable(capacityFigures)) say(line);
       rows.push(...capacityFigures);
     }
     if (args.parts.includes('tree')) {
-      const tree = await treeRows(nats.url, args.treeAgents);
+      const tree = await treeRows(nats.url, args.treeAgents, args.measureMs ?? undefined);
       for (const line of treeTable(tree)) say(line);
       rows.push(...tree);
     }

@@ -7,7 +7,7 @@
  * (tokenlease-relay) of the same pool, each a fresh root on the same
  * private NATS.
  *
- * Counted over MEASURE_MS, after one warm-up period in which every agent
+ * Counted over MEASURE_MS_DEFAULT (or as told), after one warm-up period in which every agent
  * opens its lease: the requests that reach the root (a plain subscriber on
  * its subject prefix sees every one while it keeps up; on a saturated
  * machine NATS drops a slow subscriber's messages, and the root's grants
@@ -38,7 +38,8 @@ import { formatNumber, round } from './report.js';
 export const TREE_RELAYS = 4;
 const CONNECTIONS = 4;
 const RENEW_MS = 1000;
-const MEASURE_MS = 5000;
+/** MEASURE_MS_DEFAULT — how long each layout is counted unless told, ms. */
+export const MEASURE_MS_DEFAULT = 5000;
 const TTL_MS = 3000;
 const REQUEST_TIMEOUT_MS = 2000;
 const POOL = 'tree';
@@ -156,7 +157,7 @@ async function startRelays(natsUrl: string, rootPrefix: string, dir: string): Pr
 }
 
 /** treeRun — one layout on `natsUrl`: a fresh root (and relays), the warm-up, then the measured window; stops what it started. */
-async function treeRun(natsUrl: string, n: number, layout: 'flat' | 'tree'): Promise<TreeRow> {
+async function treeRun(natsUrl: string, n: number, layout: 'flat' | 'tree', measureMs: number): Promise<TreeRow> {
   const dir = scratchDir();
   const rootPrefix = `tlcomparetree${process.pid}${layout}`;
   const port = await freePort();
@@ -199,8 +200,8 @@ async function treeRun(natsUrl: string, n: number, layout: 'flat' | 'tree'): Pro
     const grantsBefore = sumOf(await scrape(metrics), 'tokenlease_grants_total');
     const arrivedBefore = arrived;
     const startMs = performance.now();
-    await pace(n, send, startMs, startMs + MEASURE_MS, counts);
-    const seconds = MEASURE_MS / 1000; // renewals leave until then; the wait for the last replies is not part of it
+    await pace(n, send, startMs, startMs + measureMs, counts);
+    const seconds = measureMs / 1000; // renewals leave until then; the wait for the last replies is not part of it
     const grants = sumOf(await scrape(metrics), 'tokenlease_grants_total') - grantsBefore;
     return {
       table: 'tree',
@@ -224,9 +225,9 @@ async function treeRun(natsUrl: string, n: number, layout: 'flat' | 'tree'): Pro
   }
 }
 
-/** treeRows — the flat fleet's row, then the tree's. */
-export async function treeRows(natsUrl: string, n: number): Promise<TreeRow[]> {
-  return [await treeRun(natsUrl, n, 'flat'), await treeRun(natsUrl, n, 'tree')];
+/** treeRows — the flat fleet's row, then the tree's, each counted over `measureMs`. */
+export async function treeRows(natsUrl: string, n: number, measureMs = MEASURE_MS_DEFAULT): Promise<TreeRow[]> {
+  return [await treeRun(natsUrl, n, 'flat', measureMs), await treeRun(natsUrl, n, 'tree', measureMs)];
 }
 
 /** treeTable — the rows as a Markdown table. */
