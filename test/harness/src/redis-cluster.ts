@@ -9,7 +9,6 @@
  * certificate to the others; the cluster's URL is `rediss+cluster://`.
  * Only the local binaries; nothing here touches a server it did not start.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,6 +18,7 @@ import { spawnProcess } from './processes.js';
 import { redisCommand, redisTlsCommand, type Resp } from './redis-raw.js';
 import { findRedisServerBinary, redisServerArgs } from './redis.js';
 import { startBinaryServer, type PrivateServer } from './server-handle.js';
+import { waitUntil } from './wait.js';
 
 /** ClusterNode — one node of the cluster: a private server (kill and start keep its folder). */
 export type ClusterNode = PrivateServer;
@@ -90,7 +90,7 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
     if (exit.code !== 0) throw new Error(`redis-cli --cluster create failed (${exit.code}): ${create.lines.slice(-20).join('\n')}`);
     await handle.waitHealthy(20_000);
     // Every replica attached to its primary, so a write can be confirmed from the start.
-    await waitUntil('every replica linked to its primary', 20_000, async () => {
+    await waitUntil('Redis Cluster: every replica linked to its primary', 20_000, async () => {
       const roles = await Promise.all(nodes.map((n) => command(n.port, 'ROLE')));
       return roles.every((role) => Array.isArray(role) && (role[0] !== 'slave' || role[3] === 'connected'));
     });
@@ -151,15 +151,6 @@ async function clusterNodes(
     });
 }
 
-async function waitUntil(what: string, timeoutMs: number, test: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await test().catch(() => false)) return;
-    await sleep(100);
-  }
-  throw new Error(`Redis Cluster: ${what}: not within ${timeoutMs} ms`);
-}
-
 function clusterHandle(nodes: ClusterNode[], tls: ClusterTls | null, command: NodeCommand): RedisClusterHandle {
   const live = (): ClusterNode[] => nodes.filter((n) => n.pid() !== null);
   return {
@@ -194,7 +185,7 @@ function clusterHandle(nodes: ClusterNode[], tls: ClusterTls | null, command: No
       return lines.filter((l) => l.masterId === primary.id).map((l) => l.port);
     },
     async waitHealthy(timeoutMs) {
-      await waitUntil('cluster_state:ok on every live node', timeoutMs, async () => {
+      await waitUntil('Redis Cluster: cluster_state:ok on every live node', timeoutMs, async () => {
         const infos = await Promise.all(live().map((n) => command(n.port, 'CLUSTER', 'INFO')));
         return infos.every((info) => String(info).includes('cluster_state:ok'));
       });

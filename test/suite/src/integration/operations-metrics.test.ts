@@ -19,6 +19,7 @@ import { stop, type Child } from '@tokenlease/harness/processes';
 import { startPrivateRedis } from '@tokenlease/harness/redis';
 import { httpStatus, scrape, sumOf, valueOf, waitForStatus, type Sample } from '@tokenlease/harness/scrape';
 import { join } from 'node:path';
+import { waitUntil } from '@tokenlease/harness/wait';
 import { seededRun, serverForSuite } from '../servers.js';
 
 const POOL = 'api';
@@ -123,8 +124,16 @@ describe('metrics and health endpoints of real processes', () => {
     expect(scrapes).toBeGreaterThan(10);
     expect(sawLeases).toBe(true);
 
-    // After the agents returned their leases: the coordinator's counts against its own grant log and the agents'.
-    await new Promise((resolve) => setTimeout(resolve, 1200));
+    // After the agents returned their leases (each says so in its last line): the coordinator's counts against its own
+    // grant log and the agents', once its metrics count every return the agents made.
+    const done2 = agents.map((a) => JSON.parse(a.lines.find((l) => l.includes('"type":"done"')) ?? '{}') as Record<string, number>);
+    const agentGranted = done2.reduce((sum, d) => sum + (d['tokensGranted'] ?? 0), 0);
+    const agentReturned = done2.reduce((sum, d) => sum + (d['tokensReturned'] ?? 0), 0);
+    await waitUntil(
+      'the returns counted in the metrics',
+      5000,
+      async () => sumOf(await scrape(`${base}/metrics`), 'tokenlease_returned_tokens_total') === agentReturned,
+    );
     const samples = await scrape(`${base}/metrics`);
     checkScrape(samples);
     const grantLines = logEvents(coordinator.lines, { event: 'grant' }).map((e) => e.fields);
@@ -142,9 +151,6 @@ describe('metrics and health endpoints of real processes', () => {
     expect(tenantGrants).toBeGreaterThan(0);
 
     // The agent processes have exited (their collector is scraped live in the next test): their final stats lines.
-    const done2 = agents.map((a) => JSON.parse(a.lines.find((l) => l.includes('"type":"done"')) ?? '{}') as Record<string, number>);
-    const agentGranted = done2.reduce((sum, d) => sum + (d['tokensGranted'] ?? 0), 0);
-    const agentReturned = done2.reduce((sum, d) => sum + (d['tokensReturned'] ?? 0), 0);
     expect(agentGranted).toBe(grantedTokens);
     expect(sumOf(samples, 'tokenlease_returned_tokens_total')).toBe(agentReturned);
     const admitted = logs.flatMap((p) => readAdmissionLog(p)).reduce((sum, a) => sum + a.cost, 0);
@@ -180,9 +186,18 @@ describe('metrics and health endpoints of real processes', () => {
       metricsPort: 0,
       traffic: { kind: 'steady', perSecond: 400 },
     });
-    await new Promise((resolve) => setTimeout(resolve, 2500));
-    const samples = await scrape(metricsUrlOf(agent));
     const pool = { pool: POOL };
+    // While it runs, once its collector has seen a few round-trips, admissions and an exhausted lease's denials.
+    let samples = await scrape(metricsUrlOf(agent));
+    await waitUntil('the agent collector to see the traffic', 10_000, async () => {
+      samples = await scrape(metricsUrlOf(agent));
+      const exhausted = valueOf(samples, 'tokenlease_agent_denied_tokens_total', { pool: POOL, reason: 'exhausted' }) ?? 0;
+      return (
+        (valueOf(samples, 'tokenlease_agent_round_trips_total', pool) ?? 0) > 3 &&
+        (valueOf(samples, 'tokenlease_agent_admitted_tokens_total', pool) ?? 0) > 50 &&
+        exhausted > 0
+      );
+    });
     const roundTrips = valueOf(samples, 'tokenlease_agent_round_trips_total', pool) ?? 0;
     expect(roundTrips).toBeGreaterThan(3);
     expect(valueOf(samples, 'tokenlease_agent_round_trip_seconds_count', pool)).toBe(roundTrips);

@@ -8,13 +8,14 @@
  */
 import { writeFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { scratchDir, startAgentProcess, startCoordinator, writeConfig } from '@tokenlease/harness/fleet';
+import { scratchDir, startAgentProcess, startCoordinator, StatusProbe, writeConfig } from '@tokenlease/harness/fleet';
 import { waitForEvent } from '@tokenlease/harness/log-events';
 import { provideNats } from '@tokenlease/harness/nats';
 import { operatorCliScript } from '@tokenlease/harness/paths';
 import { freePort } from '@tokenlease/harness/ports';
 import { spawnNode, stop } from '@tokenlease/harness/processes';
 import { provideRedis } from '@tokenlease/harness/redis';
+import { waitUntil } from '@tokenlease/harness/wait';
 import { serverForSuite } from '../servers.js';
 
 interface Run {
@@ -52,7 +53,10 @@ describe('the operator CLI against live coordinators', () => {
       traffic: { kind: 'steady', perSecond: 50 },
     });
     const agentId = String((await waitForEvent(agent, { type: 'ready' }, 1000))['agentId']);
-    await new Promise((resolve) => setTimeout(resolve, 1800)); // past the quiet period: the agent holds a lease
+    // Past the quiet period: the agent holds a lease.
+    const probe = await StatusProbe.connect(nats().url);
+    await waitUntil('a lease of the agent', 10_000, async () => (await probe.status('api', prefix, agentId)).agentLease != null);
+    await probe.close();
 
     const pools = await tokenlease(['pools', '--json', ...common]);
     expect(pools.code, pools.stderr).toBe(0);

@@ -17,7 +17,8 @@
  *
  * A second run keeps one agent idle across the switch back: busy while the
  * pool is shadowed, silent from before the switch back until well after it
- * (its last lease, a shadow one, ends in the silence), then busy at five
+ * (its last lease, a shadow one, ends in the silence; the switches wait on
+ * what its log shows), then busy at five
  * times the refill (some fifteen times its share) beside two agents that
  * saturate the pool. Shadow mode
  * lives and dies with the lease that brought it, so from one TTL after the
@@ -26,7 +27,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
-import { makeRate, type Rate } from '@tokenlease/shared';
+import { hostMonoNowUs, makeRate, type Rate } from '@tokenlease/shared';
 import { checkEnvelope, type Admission } from '@tokenlease/shared/testing';
 import { describe, expect, it } from 'vitest';
 import {
@@ -37,12 +38,14 @@ import {
   scratchDir,
   startAgentProcess,
   startCoordinator,
+  StatusProbe,
   writeConfig,
   type LoggedAdmission,
 } from '@tokenlease/harness/fleet';
-import { logEvents } from '@tokenlease/harness/log-events';
+import { logEvents, waitForEvent } from '@tokenlease/harness/log-events';
 import { provideNats } from '@tokenlease/harness/nats';
 import { type Child } from '@tokenlease/harness/processes';
+import { waitUntil } from '@tokenlease/harness/wait';
 import { seededRun, serverForSuite } from '../servers.js';
 
 const CAPACITY = 40;
@@ -167,8 +170,9 @@ describe('shadow mode switched by reload under load', () => {
 
 describe('an agent idle across the switch back to enforcing', () => {
   const nats = serverForSuite(provideNats);
-  const IDLE_UNTIL_MS = 5500;
-  const RUN_IDLE_MS = 7500;
+  const BUSY_UNTIL_MS = 3000;
+  const IDLE_UNTIL_MS = 7000;
+  const RUN_IDLE_MS = 9000;
   const doc1 = (prefix: string, shadow: boolean): object => ({ subjectPrefix: prefix, pools: { sh: poolFields(shadow) } });
 
   it('enforces from its first request after the silence: the envelope holds over all admissions from one TTL after the switch back', async () => {
@@ -181,7 +185,7 @@ describe('an agent idle across the switch back to enforcing', () => {
     const idleThenSurge = {
       kind: 'phased',
       phases: [
-        { untilMs: 1500, perSecond: PER_SECOND },
+        { untilMs: BUSY_UNTIL_MS, perSecond: PER_SECOND },
         { untilMs: IDLE_UNTIL_MS, perSecond: 0 },
         { untilMs: RUN_IDLE_MS, perSecond: 5 * PER_SECOND },
       ],
@@ -205,9 +209,22 @@ describe('an agent idle across the switch back to enforcing', () => {
         }),
       ),
     );
-    await sleep(800);
+    // Timed by what the idle agent logs, not by the clock: shadow mode on once it admits, off once it has fallen silent under a shadow lease.
+    const idleLog = (): LoggedAdmission[] => readAdmissionLog(join(dir, 'idle.log'));
+    await waitUntil('the idle agent admitting', 10_000, () => idleLog().length > 0);
     const onAtUs = Number((await reloadBySighup(coordinator, configPath, doc1(prefix, true), 0))['tUs']);
-    await sleep(2200); // the idle agent fell silent at 1.5 s, under a shadow lease
+    await waitUntil('a shadow admission of the idle agent', 10_000, () => idleLog().some((a) => a.source === 'shadow' && a.tUs > onAtUs));
+    // Silent, and no longer asking: the coordinator has shown it without a lease for three TTLs in a row.
+    const idleId = String((await waitForEvent(agents[2] as Child, { type: 'ready' }, 1000))['agentId']);
+    const probe = await StatusProbe.connect(nats().url);
+    let leaselessSinceUs = Infinity;
+    await waitUntil('the idle agent silent and leaseless for three TTLs', 10_000, async () => {
+      const { agentLease } = await probe.status('sh', prefix, idleId);
+      const nowUs = hostMonoNowUs();
+      leaselessSinceUs = agentLease == null ? Math.min(leaselessSinceUs, nowUs) : Infinity;
+      return nowUs - leaselessSinceUs > 3 * TTL_MS * 1000 && nowUs - Math.max(...idleLog().map((a) => a.tUs)) > TTL_MS * 1000;
+    });
+    await probe.close();
     const offAtUs = Number((await reloadBySighup(coordinator, configPath, doc1(prefix, false), onAtUs))['tUs']);
     const exits = await Promise.all(agents.map((a) => a.exited));
     expect(exits.map((e) => e.code)).toEqual([0, 0, 0]);
@@ -234,6 +251,8 @@ describe('an agent idle across the switch back to enforcing', () => {
     // The run did what it says: the idle agent was busy under shadow mode, silent across the switch back, busy after it.
     expect(idle.some((a) => a.tUs >= onAtUs && a.tUs < offAtUs)).toBe(true);
     expect(idleSilentFromUs).toBeLessThan(offAtUs);
+    // Silent across the switch back: it spoke again only from one TTL after it.
+    expect(Math.min(...idle.filter((a) => a.tUs > offAtUs).map((a) => a.tUs))).toBeGreaterThan(backUs);
     expect(tokens(idleBack, backUs, Infinity)).toBeGreaterThan(0);
     expect(tokens(shadowAfter, backUs, Infinity)).toBe(0);
     expect(after.ok, JSON.stringify(after)).toBe(true);
