@@ -276,8 +276,10 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
     if (!result.taken) return false;
     if (result.clearedOwner)
       logger.error({ event: 'owner-record-cleared', pool: unit }, 'an ownership record that would never expire was deleted');
+    // The instant of the takeover: the pool refills from it on, and the line below says what it held then.
+    const claimedUs = nowUs();
     if (unit !== CATCH_ALL_UNIT) {
-      const adopted = core.adopt(unit, result.epoch, nowUs(), result.state);
+      const adopted = core.adopt(unit, result.epoch, claimedUs, result.state);
       if (adopted === 'damaged') {
         const reason = core.pool(unit)?.damage;
         logger.error(
@@ -296,8 +298,9 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
     if (unit === CATCH_ALL_UNIT) held.sub = bus.serve(serviceSubject(prefix), CATCH_ALL_QUEUE_GROUP, serviceHandler(onCatchAll));
     else if (core.kindOf(unit) === 'fixed')
       held.sub = bus.serve(poolSubject(prefix, unit), COORDINATOR_QUEUE_GROUP, serviceHandler(onPoolMessage(unit)));
-    // Read before requests can arrive (a status read ticks the pool, and nothing would send what that answered).
-    const status = unit === CATCH_ALL_UNIT ? undefined : core.pool(unit)?.status(nowUs(), []);
+    // Read before requests can arrive (a status read ticks the pool, and nothing would send what that answered),
+    // at the takeover's instant: what was adopted, without the refill since.
+    const status = unit === CATCH_ALL_UNIT ? undefined : core.pool(unit)?.status(claimedUs, []);
     // Logged once the server has the subscription, so a request sent after the line finds a responder.
     await bus.flush().catch(() => undefined);
     logger.info(

@@ -336,7 +336,8 @@ describe('secured NATS: every login and TLS mechanism', () => {
   });
 });
 
-describe('what a credential setting was given is never printed', () => {
+// Each case is a process of its own that exits at once: they run side by side.
+describe.concurrent('what a credential setting was given is never printed', () => {
   const dir = scratchDir();
   /** Shaped like a user NKey seed (S, U, base32); no key of anyone's. */
   const SEED = 'SUAKYRHVIOREXV7EUZTBUXHZIFNDAVJJJR3FGFXZJ6GHUFMOU5DMWEWUYU';
