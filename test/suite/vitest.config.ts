@@ -2,20 +2,25 @@ import { defineConfig, mergeConfig } from 'vitest/config';
 import base from '../vitest.base.ts';
 
 // Integration suites start real servers and processes (NATS, Redis,
-// coordinators, agents, the README's commands): they run one file at a time
-// (two cores; their timing checks must not compete with each other), each
-// test given room; every loop inside is bounded. The architecture lint tests
-// start nothing and run first. The simulator, the sweep and the chaos
-// runner's pure parts are packages of their own and never wait behind these.
+// coordinators, agents, the README's commands), each on ports and subject
+// prefixes of its own: two files run at a time, one per core, since most of
+// their time is spent waiting on real processes and the clock; every loop
+// inside is bounded and nothing in them is timed to the millisecond. (Three
+// at a time, beside the other packages' tests, starve the ones that
+// measure throughput.) The
+// architecture lint tests start nothing and run first. The simulator, the
+// sweep and the chaos runner's pure parts are packages of their own and
+// never wait behind these.
 export default mergeConfig(
   base,
   defineConfig({
     test: {
+      maxWorkers: 2,
       projects: [
         { extends: true, test: { name: 'lint', include: ['src/lint/**/*.test.ts'], sequence: { groupOrder: 0 } } },
         {
           extends: true,
-          test: { name: 'integration', include: ['src/integration/**/*.test.ts'], fileParallelism: false, sequence: { groupOrder: 1 } },
+          test: { name: 'integration', include: ['src/integration/**/*.test.ts'], sequence: { groupOrder: 1 } },
         },
       ],
     },
