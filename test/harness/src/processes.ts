@@ -6,12 +6,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { appendFileSync, writeFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 export interface Child {
   readonly name: string;
   readonly proc: ChildProcess;
   readonly pid: number;
-  /** Resolves when the process has exited, with its code or signal. */
+  /** Resolves when the process has exited and what it wrote is read (`lines`, `stderr()`), with its code or signal. */
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   /** Lines written to stdout so far. */
   readonly lines: string[];
@@ -22,6 +23,8 @@ export interface Child {
 }
 
 const running = new Set<Child>();
+/** OUTPUT_DRAIN_MS — how long `exited` waits, after the exit, for the output pipes to close, ms. */
+const OUTPUT_DRAIN_MS = 2000;
 
 process.once('exit', () => {
   for (const child of running) child.proc.kill('SIGKILL');
@@ -45,15 +48,22 @@ export function spawnProcess(name: string, command: string, args: readonly strin
   proc.stderr?.on('data', (chunk: Buffer) => {
     stderrText = (stderrText + chunk.toString()).slice(-20_000);
   });
-  createInterface({ input: proc.stdout }).on('line', (line) => {
+  const stdoutLines = createInterface({ input: proc.stdout });
+  stdoutLines.on('line', (line) => {
     lines.push(line);
     if (lines.length > 50_000) lines.splice(0, 10_000);
     for (const listener of listeners) listener(line);
   });
+  // 'exit' can come before the last of stdout and stderr is read: `exited` waits for both to end too
+  // (at most OUTPUT_DRAIN_MS, in case a grandchild still holds the pipes), so what the process said is all there.
+  const outputRead = Promise.all([
+    new Promise((done) => stdoutLines.once('close', done)),
+    new Promise((done) => (proc.stderr === null ? done(undefined) : proc.stderr.once('close', done))),
+  ]);
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
     proc.once('exit', (code, signal) => {
       running.delete(child);
-      resolve({ code, signal });
+      void Promise.race([outputRead, sleep(OUTPUT_DRAIN_MS)]).then(() => resolve({ code, signal }));
     });
   });
   const child: Child = {
