@@ -8,18 +8,25 @@
 // - Every other package's tests run through turbo, one package at a time
 //   (they are CPU-bound; the chaos suite starts servers of its own), and
 //   only the tests (`--only`): the build ran before this step, and the
-//   suite's own `npm run` commands start turbo builds of their own.
+//   suite's own `npm run` commands start turbo builds of their own. A
+//   failing package does not stop the next (`--continue`).
 //
 // Each lane's output keeps turbo's `<package>:<task>:` prefixes; the step
-// fails, after every lane has finished, if any did.
+// fails, after every lane has finished, if any did, and then prints again,
+// last, what each failing lane (or turbo task) said about its failure, so
+// that the tail of a long CI log names the test that failed.
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const SUITE = '@tokenlease/test';
 
-/** lane — runs `command args` from the repository root, each output line prefixed; resolves to its exit code. */
-function lane(prefix, command, args) {
+const FAILURE_LINES = 60;
+// Colour codes are stripped from what is printed again.
+const COLOUR = /\u001b\[[0-9;]*m/g;
+
+/** lane — runs `command args` from the repository root, each output line prefixed and kept in `seen`; resolves to its exit code. */
+function lane(prefix, command, args, seen) {
   return new Promise((resolve) => {
     const child = spawn(command, args, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], env: process.env });
     for (const [from, to] of [
@@ -30,10 +37,15 @@ function lane(prefix, command, args) {
       from.on('data', (chunk) => {
         const lines = (pending + chunk.toString()).split('\n');
         pending = lines.pop() ?? '';
-        for (const line of lines) to.write(`${prefix}${line}\n`);
+        for (const line of lines) {
+          to.write(`${prefix}${line}\n`);
+          seen.push(`${prefix}${line}`);
+        }
       });
       from.on('end', () => {
-        if (pending !== '') to.write(`${prefix}${pending}\n`);
+        if (pending === '') return;
+        to.write(`${prefix}${pending}\n`);
+        seen.push(`${prefix}${pending}`);
       });
     }
     child.once('error', (error) => {
@@ -47,9 +59,33 @@ function lane(prefix, command, args) {
 const LANES = [
   ['the integration suite', `${SUITE}:test: `, 'npm', ['run', '--silent', '--workspace', SUITE, 'test']],
   ['the lint', 'lint: ', 'npm', ['run', '--silent', 'lint']],
-  ["the other packages' tests", '', 'npx', ['turbo', 'run', 'test', `--filter=!${SUITE}`, '--only', '--concurrency=1']],
+  ["the other packages' tests", '', 'npx', ['turbo', 'run', 'test', `--filter=!${SUITE}`, '--only', '--concurrency=1', '--continue']],
 ];
-const codes = await Promise.all(LANES.map(([, prefix, command, args]) => lane(prefix, command, args)));
+
+/**
+ * failureOf — what a failed lane said about its failure: for each turbo task
+ * it names as failed, that task's lines from vitest's "Failed Tests" header
+ * on (or its last lines); for a lane without turbo tasks, the same of the
+ * lane. At most FAILURE_LINES lines, colours stripped.
+ */
+function failureOf(seen) {
+  const plain = seen.map((line) => line.replace(COLOUR, ''));
+  const tasks = [...new Set(plain.flatMap((line) => [...line.matchAll(/Failed:\s+(\S+)#(\S+)/g)].map((m) => `${m[1]}:${m[2]}: `)))];
+  const groups = tasks.length > 0 ? tasks.map((task) => plain.filter((line) => line.startsWith(task))) : [plain];
+  const out = [];
+  for (const group of groups) {
+    const header = group.findIndex((line) => /Failed Tests? \d+|FAIL /.test(line));
+    out.push(...(header >= 0 ? group.slice(header) : group.slice(-FAILURE_LINES)));
+  }
+  return out.slice(0, FAILURE_LINES);
+}
+
+const seen = LANES.map(() => []);
+const codes = await Promise.all(LANES.map(([, prefix, command, args], i) => lane(prefix, command, args, seen[i])));
 const failed = LANES.map(([name], i) => (codes[i] === 0 ? null : `${name} (exit ${codes[i]})`)).filter((f) => f !== null);
+for (const [i, [name]] of LANES.entries()) {
+  if (codes[i] === 0) continue;
+  process.stderr.write(`\nnpm test: ${name} failed; what it said about it:\n${failureOf(seen[i]).join('\n')}\n`);
+}
 if (failed.length > 0) process.stderr.write(`npm test: failed: ${failed.join(', ')}\n`);
 process.exit(failed.length > 0 ? 1 : 0);
