@@ -95,7 +95,9 @@ export default defineConfig(
   {
     files: cores,
     ignores: tests,
-    rules: { 'tokenlease/pure-core': ['error', { modules: ['nats', 'ioredis', 'pino', 'yaml', 'prom-client', 'puppeteer-core'] }] },
+    rules: {
+      'tokenlease/pure-core': ['error', { root, modules: ['nats', 'ioredis', 'pino', 'yaml', 'prom-client', 'puppeteer-core'] }],
+    },
   },
   prettier,
 );

@@ -7,6 +7,10 @@
  *   listed in the `modules` option (I/O: nats, ioredis, pino, yaml), of a
  *   relative path into an `adapters/` folder, or of a name that is not a
  *   constant string (it could be any of these);
+ * - a name imported or re-exported from one of the repository's own
+ *   modules (a relative path or an `@tokenlease/*` entry) that is defined in
+ *   an adapter, or comes from a Node built-in or an I/O library, however
+ *   many re-exports lie between (reexports.mjs; needs the `root` option);
  * - a use of a global timer, clock or random source: setTimeout and its
  *   kin, Date.now(), Date(), new Date() without arguments, performance.*,
  *   process.*, Math.random, crypto.*.
@@ -22,6 +26,7 @@
 import { isBuiltin } from 'node:module';
 import { posix } from 'node:path';
 import { constantString, isRelative, moduleVisitors, packageName } from './modules.mjs';
+import { ReexportTracer } from './reexports.mjs';
 
 /** Names of the global object: a constant member of one is that global. */
 const GLOBAL_OBJECTS = new Set(['globalThis', 'global', 'window', 'self']);
@@ -106,7 +111,7 @@ export default {
     schema: [
       {
         type: 'object',
-        properties: { modules: { type: 'array', items: { type: 'string' } } },
+        properties: { root: { type: 'string' }, modules: { type: 'array', items: { type: 'string' } } },
         additionalProperties: false,
       },
     ],
@@ -114,6 +119,8 @@ export default {
       importNode: "A core loads no Node module ('{{name}}'): an adapter passes in what it provides.",
       importIo: "A core imports no I/O library ('{{name}}'): that belongs in an adapter.",
       importAdapter: "A core imports no adapter ('{{name}}'): adapters depend on cores, not the other way round.",
+      importThrough:
+        'A core imports no adapter or I/O through a re-export: {{name}} comes from {{origin}}; import it in an adapter and pass it in.',
       importUnknown: 'A core loads modules by constant names only, so that what it loads can be checked.',
       timer: 'A core starts no timer ({{name}}): return the next deadline and let the adapter call tick(now).',
       clock: 'A core reads no clock ({{name}}): take now as a parameter.',
@@ -129,6 +136,24 @@ export default {
     const ioModules = new Set(context.options[0]?.modules ?? []);
     const sourceCode = context.sourceCode;
     const report = (node, messageId, name) => context.report({ node, messageId, data: { name } });
+    const root = context.options[0]?.root;
+    const tracer = root === undefined ? null : tracerFor(root, ioModules);
+
+    /** traced — reports each name `node` takes from `specifier` that an adapter or an I/O module defines. */
+    function traced(node, specifier, names) {
+      if (tracer === null || specifier === null) return;
+      if (!isRelative(specifier) && !specifier.startsWith('@tokenlease/')) return;
+      if (isRelative(specifier) && posix.normalize(specifier).split('/').includes('adapters')) return; // reported as importAdapter
+      for (const name of names) {
+        const origin = tracer.through(specifier, context.filename, name, new Set());
+        if (origin !== null)
+          context.report({
+            node,
+            messageId: 'importThrough',
+            data: { name: name === '*' ? 'the whole module' : `'${name}'`, origin: shown(root, origin) },
+          });
+      }
+    }
 
     /** escapes — reports `name` used as a plain value: by its own kind when every use counts, else as an escape. */
     function escapes(node, name) {
@@ -186,13 +211,35 @@ export default {
       if (!harmless) report(child, 'escape', name);
     }
 
+    const modules = moduleVisitors((node, name) => {
+      if (name === null) report(node, 'importUnknown', '');
+      else if (name.startsWith('node:') || isBuiltin(name)) report(node, 'importNode', name);
+      else if (ioModules.has(packageName(name))) report(node, 'importIo', name);
+      else if (isRelative(name) && posix.normalize(name).split('/').includes('adapters')) report(node, 'importAdapter', name);
+    });
+
     return {
-      ...moduleVisitors((node, name) => {
-        if (name === null) report(node, 'importUnknown', '');
-        else if (name.startsWith('node:') || isBuiltin(name)) report(node, 'importNode', name);
-        else if (ioModules.has(packageName(name))) report(node, 'importIo', name);
-        else if (isRelative(name) && posix.normalize(name).split('/').includes('adapters')) report(node, 'importAdapter', name);
-      }),
+      ...modules,
+      ImportDeclaration(node) {
+        modules.ImportDeclaration(node);
+        const names = node.specifiers.map((s) =>
+          s.type === 'ImportDefaultSpecifier' ? 'default' : s.type === 'ImportNamespaceSpecifier' ? '*' : importedName(s.imported),
+        );
+        traced(node.source, constantString(node.source), names);
+      },
+      ExportNamedDeclaration(node) {
+        modules.ExportNamedDeclaration(node);
+        if (node.source)
+          traced(
+            node.source,
+            constantString(node.source),
+            node.specifiers.map((s) => importedName(s.local)),
+          );
+      },
+      ExportAllDeclaration(node) {
+        modules.ExportAllDeclaration(node);
+        traced(node.source, constantString(node.source), ['*']);
+      },
       'Program:exit'(program) {
         // Globals: references that no scope of this file declares (`through`),
         // and those to the built-ins ESLint or TypeScript declare without a definition.
@@ -207,3 +254,21 @@ export default {
     };
   },
 };
+
+/** One tracer per repository and set of I/O modules, kept across files: each module is parsed once per lint run. */
+const tracers = new Map();
+function tracerFor(root, ioModules) {
+  const key = `${root}\0${[...ioModules].join(',')}`;
+  if (!tracers.has(key)) tracers.set(key, new ReexportTracer(root, ioModules));
+  return tracers.get(key);
+}
+
+/** importedName — an import or export specifier's name: an identifier, or a string (`import { 'a-b' as x }`). */
+function importedName(node) {
+  return node.type === 'Identifier' ? node.name : String(node.value);
+}
+
+/** shown — a path as the report says it: relative to the repository, or a module's name. */
+function shown(root, origin) {
+  return posix.isAbsolute(origin) || origin.startsWith(root) ? posix.relative(root, origin) : `'${origin}'`;
+}

@@ -92,6 +92,27 @@ describe('tokenlease/pure-core', () => {
       /globalThis is read here by a computed name/,
     ],
     ['Math by a computed name', "const key = 'random' as 'max';\nexport const f = Math[key];", /Math is read here by a computed name/],
+    // Through re-exports: a package entry (or a folder's index) that passes on what an adapter defines.
+    [
+      "an adapter through a package's entry",
+      "import { connectBus } from '@tokenlease/shared/nats';\nexport const c = connectBus;",
+      /through a re-export: 'connectBus' comes from shared\/src\/adapters\/nats-bus\.ts/,
+    ],
+    [
+      "an adapter's type through a package's entry",
+      "import type { Bus } from '@tokenlease/shared/nats';\nexport type B = Bus;",
+      /'Bus' comes from shared\/src\/adapters\/nats-bus\.ts/,
+    ],
+    [
+      'a re-export of an entry that passes on an adapter',
+      "export * from '@tokenlease/shared/nats';",
+      /through a re-export: the whole module/,
+    ],
+    [
+      'a namespace import of such an entry',
+      "import * as nats from '@tokenlease/shared/nats';\nexport const n = nats;",
+      /through a re-export/,
+    ],
   ];
   it.each(breaking)('reports %s', async (_what, code, message) => {
     // nats and ioredis also meet single-importer; every other report here is pure-core's.
@@ -123,6 +144,10 @@ describe('tokenlease/pure-core', () => {
     ],
     ['Date and Date.now in types', 'export type Clock = typeof Date.now;\nexport let when: Date | undefined;'],
     ['other globals through globalThis', 'export const n = globalThis.Number.MAX_SAFE_INTEGER;'],
+    [
+      "a core's name from an entry that also passes on adapters",
+      "import { resolveNatsOptions } from '@tokenlease/shared/nats';\nexport const r = resolveNatsOptions;",
+    ],
     [
       'relative and shared imports',
       "import { TokenleaseError } from '@tokenlease/shared';\nimport { slot } from './lease-slot.js';\nexport { TokenleaseError, slot };",
