@@ -14,6 +14,30 @@ export function freePort(): Promise<number> {
   });
 }
 
+/** CLUSTER_BUS_OFFSET — a Redis Cluster node also listens on its port + 10000 (the cluster bus). */
+const CLUSTER_BUS_OFFSET = 10_000;
+
+/**
+ * freeClusterPort — a free port whose cluster-bus port (+10000) is free too,
+ * for a Redis Cluster node: a node whose bus port is taken cannot join.
+ */
+export async function freeClusterPort(): Promise<number> {
+  for (let attempt = 0; attempt < 100; attempt++) {
+    const port = await freePort();
+    if (port + CLUSTER_BUS_OFFSET <= 65_535 && (await canListen(port + CLUSTER_BUS_OFFSET))) return port;
+  }
+  throw new Error('no free port with a free cluster-bus port (+10000) in 100 tries');
+}
+
+/** canListen — whether a server can listen on 127.0.0.1:`port` right now (it is closed again at once). */
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
+}
+
 /** isListening — whether a TCP connect to host:port succeeds within `timeoutMs`. */
 export function isListening(host: string, port: number, timeoutMs = 500): Promise<boolean> {
   return new Promise((resolve) => {

@@ -13,7 +13,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { findExecutable } from './binaries.js';
-import { freePort } from './ports.js';
+import { freeClusterPort } from './ports.js';
 import { spawnProcess } from './processes.js';
 import { redisCommand, redisTlsCommand, type Resp } from './redis-raw.js';
 import { findRedisServerBinary, redisServerArgs } from './redis.js';
@@ -76,7 +76,7 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
   const handle = clusterHandle(nodes, tls, command);
   try {
     for (let i = 0; i < primaries * (1 + replicas); i++)
-      nodes.push(await startNode(binary, await freePort(), options.nodeTimeoutMs ?? 1000, tls, options.nodeArgs ?? []));
+      nodes.push(await startNode(binary, await freeClusterPort(), options.nodeTimeoutMs ?? 1000, tls, options.nodeArgs ?? []));
     const create = spawnProcess('redis-cli:cluster-create', cli, [
       ...(tls === null ? [] : ['--tls', '--cacert', tls.caFile, '--cert', tls.clientCertFile, '--key', tls.clientKeyFile]),
       '--cluster',
@@ -87,7 +87,10 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
       '--cluster-yes',
     ]);
     const exit = await create.exited;
-    if (exit.code !== 0) throw new Error(`redis-cli --cluster create failed (${exit.code}): ${create.lines.slice(-20).join('\n')}`);
+    if (exit.code !== 0)
+      throw new Error(
+        `redis-cli --cluster create failed (${exit.code}): ${[...create.lines.slice(-20), create.stderr().slice(-2000)].join('\n')}`,
+      );
     await handle.waitHealthy(20_000);
     // Every replica attached to its primary, so a write can be confirmed from the start.
     await waitUntil('Redis Cluster: every replica linked to its primary', 20_000, async () => {
