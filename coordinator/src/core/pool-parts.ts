@@ -119,6 +119,8 @@ export function grantReply<R>(
     refillTokens: p.config.refill.tokens,
     refillPeriodMs: p.config.refill.periodMs,
     retryAfterMs,
+    ...(p.config.allowance > 0 ? { allowanceTokens: p.config.allowance } : {}),
+    ...(p.config.window !== null ? { window: true } : {}),
     ...(p.config.shadow ? { shadow: true } : {}),
   };
 }

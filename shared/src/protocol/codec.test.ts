@@ -106,6 +106,8 @@ describe('round trips', () => {
     ['ErrorReply of a stale sequence with its floor', { ...errorReply, seqFloor: 43 }],
     ['ErrorReply forbidden', { ...errorReply, code: 'forbidden' }],
     ['LeaseGrant of a pool in shadow mode', { ...grant, shadow: true }],
+    ['LeaseGrant of a pool with an allowance', { ...grant, allowanceTokens: 25 }],
+    ['LeaseGrant of a sliding-window pool', { ...grant, window: true }],
     ['ErrorReply without a seq', { ...errorReply, seq: null, code: 'bad-request', fault: 'coordinator' }],
   ])('%s', (_name, reply) => {
     expect(decodeReply(encodeMessage(reply))).toEqual({ ok: true, value: reply });
@@ -243,6 +245,12 @@ describe('refusals', () => {
     expectRefused(decodeReply(bytes({ ...grant, refillTokens: undefined })), 'bad-request', 42);
     expectRefused(decodeReply(bytes({ ...grant, refillPeriodMs: 0 })), 'bad-request', 42);
     expectRefused(decodeReply(bytes({ ...grant, shadow: 'yes' })), 'bad-request', 42);
+  });
+
+  it('refuses a grant whose allowance is not a whole number of tokens, or whose window flag is not a boolean', () => {
+    expectRefused(decodeReply(bytes({ ...grant, allowanceTokens: -1 })), 'bad-request', 42);
+    expectRefused(decodeReply(bytes({ ...grant, allowanceTokens: 1.5 })), 'bad-request', 42);
+    expectRefused(decodeReply(bytes({ ...grant, window: 1 })), 'bad-request', 42);
   });
 
   it('a request is not a reply and a reply is not a request', () => {

@@ -162,6 +162,8 @@ function readReply(obj: Fields): Reply {
         refillTokens: intField(obj, 'refillTokens', 1, WIRE_TOKENS_MAX),
         refillPeriodMs: intField(obj, 'refillPeriodMs', 1, DURATION_MS_MAX),
         retryAfterMs: retryAfterMs(),
+        ...(obj['allowanceTokens'] === undefined ? {} : { allowanceTokens: tokens('allowanceTokens') }),
+        ...(obj['window'] === undefined ? {} : { window: boolField(obj, 'window') }),
         ...(obj['rate'] === undefined ? {} : { rate: readLeaseRate(obj['rate']) }),
         ...(obj['shadow'] === undefined ? {} : { shadow: boolField(obj, 'shadow') }),
       };

@@ -127,6 +127,10 @@ export interface LeaseGrant {
   /** The pool's refill: `refillTokens` every `refillPeriodMs` (its quota and window). */
   readonly refillTokens: number;
   readonly refillPeriodMs: number;
+  /** Present when the pool has an allowance A > 0: the fleet's promise is B + A + r·T. */
+  readonly allowanceTokens?: number;
+  /** Present and true for a sliding-window pool: at most `capacityTokens` in every window of `refillPeriodMs`. */
+  readonly window?: boolean;
   /** When `tokensGranted` fell short, the estimated wait before asking again; else 0. */
   readonly retryAfterMs: number;
   /** Present for a rate lease: the balance also accrues at this rate up to its cap. */
