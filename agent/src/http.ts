@@ -9,5 +9,11 @@ export {
   type Verdict,
   type Problem,
   type ProblemType,
+  type HeaderFormat,
+  type KeyFunction,
+  type CostFunction,
+  type KeySecret,
+  keyPoolName,
+  KEY_SECRET_BYTES_MIN,
 } from './adapters/http.js';
 export { HttpLimit } from './adapters/http-limit.js';

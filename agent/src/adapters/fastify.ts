@@ -12,8 +12,8 @@
  */
 import { HttpLimit, type HttpLimitOptions, type RequestView, type Verdict } from './http-limit.js';
 
-/** What the hook reads of a Fastify request. */
-interface FastifyRequestLike {
+/** What the hook reads of a Fastify request; key and cost functions get the request itself. */
+export interface FastifyRequestLike {
   readonly headers: Readonly<Record<string, string | string[] | undefined>>;
   readonly ip: string;
   readonly url: string;
@@ -32,14 +32,16 @@ interface FastifyLike {
   addHook(name: 'onRequest', hook: (request: FastifyRequestLike, reply: FastifyReplyLike) => Promise<void>): unknown;
 }
 
-function viewOf(request: FastifyRequestLike): RequestView {
+/** viewOf — what the hook reads of `request`: the route is the route's pattern (`routeOptions.url`), never the raw path. */
+function viewOf(request: FastifyRequestLike): RequestView<FastifyRequestLike> {
   return {
     header: (name) => {
       const value = request.headers[name];
       return Array.isArray(value) ? value[0] : value;
     },
     ip: request.ip,
-    route: request.routeOptions?.url ?? request.url.split('?')[0] ?? '/',
+    route: request.routeOptions?.url,
+    native: request,
   };
 }
 
@@ -58,8 +60,8 @@ function answer(reply: FastifyReplyLike, verdict: Verdict): void {
  * fastifyRateLimit — the plugin; `options` as HttpLimitOptions. Registering
  * it with bad options fails the registration with AgentError('invalid-argument').
  */
-export function fastifyRateLimit(fastify: FastifyLike, options: HttpLimitOptions, done: (error?: Error) => void): void {
-  let limit: HttpLimit;
+export function fastifyRateLimit(fastify: FastifyLike, options: HttpLimitOptions<FastifyRequestLike>, done: (error?: Error) => void): void {
+  let limit: HttpLimit<FastifyRequestLike>;
   try {
     limit = new HttpLimit(options);
   } catch (error) {
@@ -79,4 +81,6 @@ Object.assign(fastifyRateLimit, {
   [Symbol.for('plugin-meta')]: { name: '@tokenlease/agent/fastify', fastify: '4.x || 5.x' },
 });
 
-export type { HttpLimitOptions, KeySource, PoolRule, RequestView } from './http-limit.js';
+export type { CostFunction, HttpLimitOptions, KeyFunction, KeySource, PoolRule, RequestView } from './http-limit.js';
+export type { HeaderFormat, Problem, ProblemType } from '../core/http-policy.js';
+export { keyPoolName, KEY_SECRET_BYTES_MIN, type KeySecret } from './key-hash.js';

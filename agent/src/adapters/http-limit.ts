@@ -10,45 +10,58 @@
  * that long (a new limiter's first grant, a top-up from a pool that has
  * tokens), so a fresh agent or a burst on a full pool is not refused for
  * want of a round-trip.
+ *
+ * Keys: a rule's key (a header, the client address, the route pattern, or
+ * a function of the framework's own request, sync or async) is hashed
+ * under `keySecret` (adapters/key-hash.ts) into the pool's name; the raw
+ * key is never kept.
  */
 import type { Agent } from './agent.js';
 import type { Limiter } from './limiter.js';
 import { AgentError } from '../errors.js';
 import {
   denial,
-  encodeKey,
-  invalidKey,
+  HEADER_FORMATS,
+  limitFields,
   missingKey,
-  rateLimitField,
-  rateLimitPolicyField,
   shadowLimitedField,
   SHADOW_HEADER_DEFAULT,
+  unknownRoute,
+  type HeaderFormat,
   type LimitView,
   type Refusal,
 } from '../core/http-policy.js';
+import { checkKeySecret, DIGEST_CHARS, digestName, keyDigest, type KeySecret } from './key-hash.js';
+import { POOL_NAME_LENGTH_MAX } from '@tokenlease/shared';
 
-/** RequestView — what the middleware reads of a request. */
-export interface RequestView {
+/** RequestView — what the middleware reads of a request, and the framework's own request (`native`). */
+export interface RequestView<Req> {
   /** header — the first value of header `name` (lower case), or undefined. */
   header(name: string): string | undefined;
   /** The client's address as the framework reports it (Express's and Fastify's `ip` honour their proxy settings). */
   readonly ip: string | undefined;
-  /** The route pattern when the framework knows it (e.g. `/users/:id`), else the path without the query. */
-  readonly route: string;
+  /** The route pattern when the framework knows it here (e.g. `/users/:id`); undefined before routing. */
+  readonly route: string | undefined;
+  /** The framework's request: Express's `req`, Fastify's `request`, node's IncomingMessage. */
+  readonly native: Req;
 }
 
-/** KeySource — where a rule's key comes from: a header, the client address, the route, or a function (undefined: no key). */
-export type KeySource =
-  { readonly header: string } | { readonly ip: true } | { readonly route: true } | ((request: RequestView) => string | undefined);
+/** KeyFunction — a request's key, sync or async; undefined or '' for none. (Declared as a method so a function of a wider request type fits.) */
+export type KeyFunction<Req> = { key(request: Req): string | undefined | Promise<string | undefined> }['key'];
+/** CostFunction — a request's cost in tokens. */
+export type CostFunction<Req> = { cost(request: Req): number }['cost'];
+
+/** KeySource — where a rule's key comes from: a header, the client address, the route pattern, or a function of the request. */
+export type KeySource<Req = unknown> = { readonly header: string } | { readonly ip: true } | { readonly route: true } | KeyFunction<Req>;
 
 /** PoolRule — one pool charged for every request. */
-export interface PoolRule {
-  /** The policy name in the fields; the pool itself when there is no `key`, else the prefix of `<name>:<key>` pools. */
+export interface PoolRule<Req = unknown> {
+  /** The policy name in the fields; the pool itself when there is no `key`, else the prefix of `<name>:<digest>` pools. */
   readonly name: string;
-  /** Per-key pools: each key its own pool `<name>:<key>` (e.g. a coordinator template `tenant:*`). */
-  readonly key?: KeySource;
+  /** Per-key pools: each key its own pool `<name>:<keyed hash of the key>` (e.g. a coordinator template `tenant:*`). */
+  readonly key?: KeySource<Req>;
   /** Tokens per request (a positive integer, or a function of the request); default 1. */
-  readonly cost?: number | ((request: RequestView) => number);
+  readonly cost?: number | CostFunction<Req>;
   /** The status for a request without the key: 400 (default) or 401. Never a shared pool instead. */
   readonly missingKeyStatus?: 400 | 401;
   /** True: this pool (every key's, with `key`) is in shadow mode in this service whatever the coordinator says. */
@@ -56,10 +69,18 @@ export interface PoolRule {
 }
 
 /** HttpLimitOptions — the middleware's options. */
-export interface HttpLimitOptions {
+export interface HttpLimitOptions<Req = unknown> {
   readonly agent: Agent;
   /** Pools charged together, all or nothing (e.g. a global pool and a tenant pool). At least one. */
-  readonly pools: readonly PoolRule[];
+  readonly pools: readonly PoolRule<Req>[];
+  /**
+   * The secret of the keyed hash that turns keys into pool names (at least
+   * 16 bytes; the same on every instance, e.g. from the environment).
+   * Required when a rule has a `key`.
+   */
+  readonly keySecret?: KeySecret;
+  /** The rate-limit fields responses carry: 'draft-11' (default), 'draft-7', 'draft-6', 'x-ratelimit' or 'off'. */
+  readonly headers?: HeaderFormat;
   /** Shaping: how long a request may wait for its tokens, ms; default 0 (no wait beyond `graceMs`). */
   readonly waitMs?: number;
   /** How long a request waits for tokens expected within that long (see above), ms; default 100. 0: never. */
@@ -84,6 +105,8 @@ interface Charge {
   readonly limiter: Limiter;
   readonly cost: number;
   readonly policy: string;
+  /** The keyed hash of the key, for `pk`; null for an unkeyed rule. */
+  readonly partitionKey: Uint8Array | null;
 }
 
 const GRACE_MS_DEFAULT = 100;
@@ -99,14 +122,14 @@ function shadowHeaderName(option: boolean | string | undefined): string | null {
   return option;
 }
 
-function keyOf(source: KeySource, request: RequestView): string | undefined {
-  if (typeof source === 'function') return source(request);
+function keyOf<Req>(source: KeySource<Req>, request: RequestView<Req>): string | undefined | Promise<string | undefined> {
+  if (typeof source === 'function') return source(request.native);
   if ('header' in source) return request.header(source.header.toLowerCase());
   if ('ip' in source) return request.ip;
   return request.route;
 }
 
-function what(source: KeySource): string {
+function what<Req>(source: KeySource<Req>): string {
   if (typeof source === 'function') return 'key';
   if ('header' in source) return `${source.header} header`;
   return 'ip' in source ? 'client address' : 'route';
@@ -118,54 +141,92 @@ function checkMs(name: string, value: number): number {
   return value;
 }
 
-export class HttpLimit {
+function headerFormat(option: unknown): HeaderFormat {
+  if (option === undefined) return 'draft-11';
+  if (!HEADER_FORMATS.includes(option as HeaderFormat))
+    throw new AgentError('invalid-argument', `option headers must be one of ${HEADER_FORMATS.join(', ')}, got ${JSON.stringify(option)}`);
+  return option as HeaderFormat;
+}
+
+/** checkRule — throws AgentError('invalid-argument') for a rule whose pools could not be named or whose options are wrong. */
+function checkRule<Req>(rule: PoolRule<Req>): void {
+  const longest = rule.name.length + (rule.key === undefined ? 0 : 1 + DIGEST_CHARS);
+  if (rule.name.length === 0 || longest > POOL_NAME_LENGTH_MAX)
+    throw new AgentError(
+      'invalid-argument',
+      `pool ${JSON.stringify(rule.name)}: a pool name it charges would be empty or longer than ${POOL_NAME_LENGTH_MAX}`,
+    );
+  if (rule.shadow !== undefined && typeof rule.shadow !== 'boolean')
+    throw new AgentError('invalid-argument', `pool ${rule.name}: option shadow must be true or false`);
+}
+
+export class HttpLimit<Req> {
   private readonly waitMs: number;
   private readonly graceMs: number;
   private readonly failOpen: boolean;
   private readonly shadowHeader: string | null;
+  private readonly format: HeaderFormat;
+  private readonly keySecret: Uint8Array | null;
 
   /** HttpLimit — throws AgentError('invalid-argument') for bad options. */
-  constructor(private readonly options: HttpLimitOptions) {
+  constructor(private readonly options: HttpLimitOptions<Req>) {
     if (options.pools.length === 0) throw new AgentError('invalid-argument', 'option pools names no pool');
     this.waitMs = checkMs('waitMs', options.waitMs ?? 0);
     this.graceMs = checkMs('graceMs', options.graceMs ?? GRACE_MS_DEFAULT);
     this.failOpen = options.unavailable === 'allow';
     this.shadowHeader = shadowHeaderName(options.shadowHeader);
-    for (const rule of options.pools) {
-      if (rule.shadow !== undefined && typeof rule.shadow !== 'boolean')
-        throw new AgentError('invalid-argument', `pool ${rule.name}: option shadow must be true or false`);
-    }
+    this.format = headerFormat(options.headers);
+    for (const rule of options.pools) checkRule(rule);
+    const keyed = options.pools.find((rule) => rule.key !== undefined);
+    if (keyed !== undefined && options.keySecret === undefined)
+      throw new AgentError('invalid-argument', `pool ${keyed.name} has a key: option keySecret is needed to hash keys into pool names`);
+    this.keySecret = options.keySecret === undefined ? null : checkKeySecret(options.keySecret);
   }
 
   /** check — charges the request's pools; never rejects (a limiter error becomes a refusal). */
-  async check(request: RequestView): Promise<Verdict> {
+  async check(request: RequestView<Req>): Promise<Verdict> {
     const charges: Charge[] = [];
     for (const rule of this.options.pools) {
       let pool = rule.name;
+      let partitionKey: Uint8Array | null = null;
       if (rule.key !== undefined) {
-        const key = keyOf(rule.key, request);
-        if (key === undefined || key === '')
+        if (typeof rule.key !== 'function' && 'route' in rule.key && request.route === undefined)
+          return { admitted: false, headers: [], refusal: unknownRoute(rule.name) };
+        const key = await keyOf(rule.key, request);
+        if (typeof key !== 'string' || key === '')
           return { admitted: false, headers: [], refusal: missingKey(rule.name, rule.missingKeyStatus ?? 400, what(rule.key)) };
-        const named = encodeKey(rule.name, key);
-        if (named === null) return { admitted: false, headers: [], refusal: invalidKey(rule.name, what(rule.key)) };
-        pool = named;
+        partitionKey = keyDigest(this.keySecret as Uint8Array, rule.name, key);
+        pool = digestName(rule.name, partitionKey);
       }
-      const cost = typeof rule.cost === 'function' ? rule.cost(request) : (rule.cost ?? 1);
+      const cost = typeof rule.cost === 'function' ? rule.cost(request.native) : (rule.cost ?? 1);
       const limiter = this.options.agent.limiter(pool, rule.shadow === undefined ? undefined : { shadow: rule.shadow });
-      charges.push({ limiter, cost, policy: rule.name });
+      charges.push({ limiter, cost, policy: rule.name, partitionKey });
     }
     const agent = this.options.agent;
     const shadowBefore = this.shadowHeader === null ? null : charges.map((c) => c.limiter.slot.shadowDeniedCount);
     let denied = agent.tryTakeAll(charges) ? -1 : agent.lastDeniedIndex;
     if (denied !== -1) denied = await this.waitFor(charges, denied);
-    if (denied === -1) return { admitted: true, headers: this.withShadow(fields(charges), charges, shadowBefore) };
+    if (denied === -1) return { admitted: true, headers: this.withShadow(this.fields(charges), charges, shadowBefore) };
     const charge = charges[denied] as Charge;
     const limiter = charge.limiter;
     const reason = limiter.lastDenial;
     const unavailable = limiter.unavailable && reason !== 'unknown-pool' && reason !== 'never-fits';
-    if (unavailable && this.failOpen) return { admitted: true, headers: fields(charges) };
+    if (unavailable && this.failOpen) return { admitted: true, headers: this.fields(charges) };
     const retryMs = reason === 'never-fits' || reason === 'unknown-pool' ? null : limiter.retryAfterMsFor(charge.cost);
-    return { admitted: false, headers: fields(charges), refusal: denial(charge.policy, limiter.pool, reason, retryMs, unavailable) };
+    return { admitted: false, headers: this.fields(charges), refusal: denial(charge.policy, limiter.pool, reason, retryMs, unavailable) };
+  }
+
+  /** fields — the rate-limit fields for `charges`, as they stand now, in the configured format. */
+  private fields(charges: readonly Charge[]): Array<readonly [string, string]> {
+    if (this.format === 'off') return [];
+    const views: LimitView[] = charges.map((c) => ({
+      policy: c.policy,
+      limits: c.limiter.limits,
+      remainingTokens: c.limiter.availableTokens,
+      moreAfterMs: c.limiter.retryAfterMsFor(c.limiter.availableTokens + 1),
+      partitionKey: c.partitionKey,
+    }));
+    return limitFields(this.format, views, Date.now());
   }
 
   /** withShadow — `headers` and, when the option is on, the shadow header for the parts that counted a would-be denial since `before`. */
@@ -203,20 +264,4 @@ export class HttpLimit {
     }
     return agent.tryTakeAll(charges) ? -1 : agent.lastDeniedIndex;
   }
-}
-
-/** fields — the `RateLimit-Policy` and `RateLimit` headers for `charges`, as they stand now. */
-function fields(charges: readonly Charge[]): Array<readonly [string, string]> {
-  const views: LimitView[] = charges.map((c) => ({
-    policy: c.policy,
-    limits: c.limiter.limits,
-    remainingTokens: c.limiter.availableTokens,
-    moreAfterMs: c.limiter.retryAfterMsFor(c.limiter.availableTokens + 1),
-  }));
-  const out: Array<readonly [string, string]> = [];
-  const policy = rateLimitPolicyField(views);
-  const limit = rateLimitField(views);
-  if (policy !== null) out.push(['RateLimit-Policy', policy]);
-  if (limit !== null) out.push(['RateLimit', limit]);
-  return out;
 }

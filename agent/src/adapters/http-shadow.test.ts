@@ -20,7 +20,7 @@ function grantingBus(state: { shadow: boolean; tokens: number }): Bus {
   });
 }
 
-const REQUEST: RequestView = { header: () => undefined, ip: '127.0.0.1', route: '/' };
+const REQUEST: RequestView<null> = { header: () => undefined, ip: '127.0.0.1', route: '/', native: null };
 
 describe('HttpLimit in shadow mode', () => {
   it('admits what it would refuse, with the shadow header naming the pool and why; enforced again when the grant says so', async () => {

@@ -8,13 +8,16 @@
  *   admitted, answers the refusal itself otherwise;
  * - a node:http helper, `await limit(req, res)`: resolves true when
  *   admitted (the handler goes on), false after it answered the refusal.
- * Every response it touches gets `RateLimit-Policy` and `RateLimit`.
+ * Every response it touches gets the rate-limit fields (`RateLimit-Policy`
+ * and `RateLimit` unless option `headers` says otherwise). Key and cost
+ * functions get `req` itself: Express's request under Express.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { HttpLimit, type HttpLimitOptions, type RequestView, type Verdict } from './http-limit.js';
 
-export type { HttpLimitOptions, KeySource, PoolRule, RequestView, Verdict } from './http-limit.js';
-export type { Problem, ProblemType } from '../core/http-policy.js';
+export type { CostFunction, HttpLimitOptions, KeyFunction, KeySource, PoolRule, RequestView, Verdict } from './http-limit.js';
+export type { HeaderFormat, Problem, ProblemType } from '../core/http-policy.js';
+export { keyPoolName, KEY_SECRET_BYTES_MIN, type KeySecret } from './key-hash.js';
 
 /** What Express adds to a request, when it is there: the client address after `trust proxy`, and the matched route. */
 interface ExpressExtras {
@@ -24,18 +27,29 @@ interface ExpressExtras {
 }
 
 /** HttpLimitMiddleware — Express/Connect middleware, and `await limit(req, res)` for node:http. */
-export type HttpLimitMiddleware = (req: IncomingMessage, res: ServerResponse, next?: (error?: unknown) => void) => Promise<boolean>;
+export type HttpLimitMiddleware<Req extends IncomingMessage = IncomingMessage> = (
+  req: Req,
+  res: ServerResponse,
+  next?: (error?: unknown) => void,
+) => Promise<boolean>;
 
-function viewOf(req: IncomingMessage & ExpressExtras): RequestView {
-  const path = (req.url ?? '/').split('?')[0] ?? '/';
-  const routePath = typeof req.route?.path === 'string' ? `${req.baseUrl ?? ''}${req.route.path}` : path;
+/**
+ * viewOf — what the middleware reads of `req`. The route is Express's
+ * matched pattern (`baseUrl` + `route.path`) where the middleware runs on a
+ * route; before routing (`app.use`) or under node:http it is unknown, and
+ * never the raw path, which would make every URL a partition.
+ */
+function viewOf<Req extends IncomingMessage>(req: Req): RequestView<Req> {
+  const extras = req as Req & ExpressExtras;
+  const routePath = typeof extras.route?.path === 'string' ? `${extras.baseUrl ?? ''}${extras.route.path}` : undefined;
   return {
     header: (name) => {
       const value = req.headers[name];
       return Array.isArray(value) ? value[0] : value;
     },
-    ip: req.ip ?? req.socket.remoteAddress,
+    ip: extras.ip ?? req.socket.remoteAddress,
     route: routePath,
+    native: req,
   };
 }
 
@@ -55,8 +69,8 @@ function answer(res: ServerResponse, verdict: Verdict): void {
  * createHttpLimit — the middleware for `options` (see HttpLimitOptions).
  * Throws AgentError('invalid-argument') for bad options.
  */
-export function createHttpLimit(options: HttpLimitOptions): HttpLimitMiddleware {
-  const limit = new HttpLimit(options);
+export function createHttpLimit<Req extends IncomingMessage = IncomingMessage>(options: HttpLimitOptions<Req>): HttpLimitMiddleware<Req> {
+  const limit = new HttpLimit<Req>(options);
   return async (req, res, next) => {
     let verdict: Verdict;
     try {

@@ -7,31 +7,44 @@
  * nothing.
  *
  * Rules:
- * - A key becomes part of a pool name (`<rule>:<key>`) only through
- *   `encodeKey`: characters a pool name may not hold (`.`, `*`, `>`, space,
- *   non-ASCII) and `%` itself are percent-encoded (UTF-8), so two different
- *   keys never name the same pool; a key that would make the name longer
- *   than a pool name may be is refused (400), and so is an empty one.
+ * - A keyed rule names its pools `<rule>:<digest>`: the adapter hashes the
+ *   key with a keyed hash (adapters/key-hash.ts), so no raw key reaches a
+ *   subject, a log, a metric label, the status page or a pool listing, and
+ *   a key of any length names a pool. The digest is also the `pk`
+ *   (partition key) parameter of both fields, as a byte sequence.
  * - A request without a key is refused with the status the rule says (400
- *   or 401): it is never charged to a shared pool by accident.
+ *   or 401): it is never charged to a shared pool by accident. A rule keyed
+ *   by route where the route pattern is unknown (middleware mounted before
+ *   routing) is a loud 500: the raw path would make every URL a pool.
  * - A denial is 429 with `Retry-After` in whole seconds, rounded up, at
- *   least 1; a cost no lease of the pool can ever hold is 429 without
- *   `Retry-After` (no wait helps); a pool the coordinator does not know is
- *   500 (the service's configuration is wrong, not the client); while no
- *   coordinator can grant, 503 with `Retry-After` when failing closed.
- *   Bodies are RFC 9457 problem details (`application/problem+json`).
- * - `RateLimit-Policy: "<name>";q=<quota>;w=<window>`: the pool's refill,
- *   `refillTokens` per `refillPeriodMs`, stated per whole seconds: w is the
- *   period in seconds (at least 1, rounded to the nearest second) and q the
- *   tokens refilled in w, rounded down. The pool's burst is its capacity.
+ *   least 1; a cost no lease of the pool can ever hold is 413 with its own
+ *   problem type and no `Retry-After` (retrying the same request never
+ *   helps); a pool the coordinator does not know is 500 (the service's
+ *   configuration is wrong, not the client); while no coordinator can
+ *   grant, 503 with `Retry-After` when failing closed. Bodies are RFC 9457
+ *   problem details (`application/problem+json`).
+ * - `RateLimit-Policy: "<name>";q=<quota>;w=<window>` never understates:
+ *   no window of `w` seconds ever sees more than `q` tokens admitted for
+ *   the partition across the whole fleet. For a bucket, w is the refill
+ *   period in whole seconds (at least 1, rounded to the nearest) and q is
+ *   B + A + the refill over w, rounded up (the promise B + A + r·T with
+ *   T = w); for a sliding-window pool, w is its window in whole seconds
+ *   (rounded up) and q its limit times the windows w spans.
  * - `RateLimit: "<name>";r=<remaining>;t=<seconds>` for a leased limit: r
- *   is what this instance may still admit now from its lease (not the
- *   pool's level, which only the coordinator knows); t is the seconds,
- *   rounded up, until this instance expects to admit one token more than r
- *   (about one round-trip while the pool has tokens; longer when it is
- *   short).
- * - A pool whose limits are not known yet (no grant) is left out of both
- *   fields; a response with no such pool carries neither.
+ *   is a lower bound, what this instance holds for the partition now and
+ *   admits without asking anyone (not the pool's level, which only the
+ *   coordinator knows: a request after r=0 may well be admitted once the
+ *   lease is topped up); t is the seconds, rounded up, until this instance
+ *   expects to admit one token more than r (about one round-trip while the
+ *   pool has tokens; longer when it is short).
+ * - Other formats (option `headers`): `draft-7` (one `RateLimit:
+ *   limit=q, remaining=r, reset=t` and `RateLimit-Policy: q;w=w`),
+ *   `draft-6` (`RateLimit-Limit`, `-Remaining`, `-Reset` and the policy),
+ *   `x-ratelimit` (`X-RateLimit-Limit`, `-Remaining`, and `-Reset` as a Unix
+ *   time in seconds) or `off`. They hold one limit: of the charged pools,
+ *   the one with the fewest tokens remaining.
+ * - A pool whose limits are not known yet (no grant) is left out of the
+ *   fields; a response with no such pool carries none.
  * - Shadow mode: a request admitted only because a pool is in shadow mode
  *   may carry (option `shadowHeader`) `TokenLease-Shadow-Limited:
  *   "<name>";reason=<reason>`, one member per pool that would have limited
@@ -40,12 +53,14 @@
 import type { PoolLimits } from './lease-keeper.js';
 import type { DenialReason } from './lease-slot.js';
 
-/** POOL_NAME_CHARS_MAX — the longest pool name the protocol carries (shared's POOL_NAME_LENGTH_MAX). */
-const POOL_NAME_CHARS_MAX = 128;
 const MS_PER_S = 1000;
 
 /** ProblemType — the problems the middleware answers with; `type` is `urn:tokenlease:problem:<ProblemType>`. */
-export type ProblemType = 'rate-limited' | 'never-fits' | 'unknown-pool' | 'unavailable' | 'missing-key' | 'invalid-key';
+export type ProblemType = 'rate-limited' | 'never-fits' | 'unknown-pool' | 'unavailable' | 'missing-key' | 'unknown-route';
+
+/** HeaderFormat — which rate-limit fields responses carry (see the rules); `draft-11` by default. */
+export type HeaderFormat = 'draft-11' | 'draft-7' | 'draft-6' | 'x-ratelimit' | 'off';
+export const HEADER_FORMATS: readonly HeaderFormat[] = ['draft-11', 'draft-7', 'draft-6', 'x-ratelimit', 'off'];
 
 /** Problem — an RFC 9457 problem details body. */
 export interface Problem {
@@ -74,18 +89,8 @@ export interface LimitView {
   readonly remainingTokens: number;
   /** Expected wait until one token more than `remainingTokens` can be admitted, ms. */
   readonly moreAfterMs: number;
-}
-
-/** encodeKey — the pool name `<prefix>:<key>` with the key percent-encoded (see the rules), or null when empty or too long. */
-export function encodeKey(prefix: string, key: string): string | null {
-  if (key.length === 0) return null;
-  let encoded = '';
-  for (const byte of new TextEncoder().encode(key)) {
-    const plain = byte > 0x20 && byte < 0x7f && byte !== 0x2e && byte !== 0x2a && byte !== 0x3e && byte !== 0x25;
-    encoded += plain ? String.fromCharCode(byte) : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
-    if (prefix.length + 1 + encoded.length > POOL_NAME_CHARS_MAX) return null;
-  }
-  return `${prefix}:${encoded}`;
+  /** The keyed hash of the partition's key (the `pk` parameter); null for an unkeyed pool. */
+  readonly partitionKey: Uint8Array | null;
 }
 
 /** retryAfterSeconds — a wait in ms as `Retry-After` says it: whole seconds, rounded up, at least 1. */
@@ -93,11 +98,16 @@ export function retryAfterSeconds(ms: number): number {
   return Math.max(1, Math.ceil(ms / MS_PER_S));
 }
 
-/** quotaWindow — the pool's refill as a quota of tokens per window of whole seconds (see the rules). */
+/** quotaWindow — the most the fleet admits for the pool in any window of `windowSeconds` (see the rules). */
 export function quotaWindow(limits: PoolLimits): { readonly quotaTokens: number; readonly windowSeconds: number } {
-  const windowSeconds = Math.max(1, Math.round(limits.refillPeriodMs / MS_PER_S));
-  const quotaTokens = Math.floor((limits.refillTokens * windowSeconds * MS_PER_S) / limits.refillPeriodMs);
-  return { quotaTokens, windowSeconds };
+  const periodMs = limits.refillPeriodMs;
+  if (limits.window) {
+    const windowSeconds = Math.max(1, Math.ceil(periodMs / MS_PER_S));
+    return { quotaTokens: limits.capacityTokens * Math.ceil((windowSeconds * MS_PER_S) / periodMs), windowSeconds };
+  }
+  const windowSeconds = Math.max(1, Math.round(periodMs / MS_PER_S));
+  const refilled = Math.ceil((limits.refillTokens * windowSeconds * MS_PER_S) / periodMs);
+  return { quotaTokens: limits.capacityTokens + limits.allowanceTokens + refilled, windowSeconds };
 }
 
 /** SHADOW_HEADER_DEFAULT — the header naming the pools that would have limited a request admitted in shadow mode. */
@@ -115,26 +125,78 @@ export function sfString(text: string): string {
   return `"${text.replace(/[\\"]/g, (c) => `\\${c}`)}"`;
 }
 
-/** rateLimitPolicyField — the `RateLimit-Policy` value for `views`, or null when no pool's limits are known. */
+/** sfBinary — `bytes` as a structured-field byte sequence (RFC 8941): base64 between colons. */
+export function sfBinary(bytes: Uint8Array): string {
+  let text = '';
+  for (const byte of bytes) text += String.fromCharCode(byte);
+  return `:${btoa(text)}:`;
+}
+
+const pk = (view: LimitView): string => (view.partitionKey === null ? '' : `;pk=${sfBinary(view.partitionKey)}`);
+const remainingOf = (view: LimitView): number => Math.max(0, Math.floor(view.remainingTokens));
+const resetOf = (view: LimitView): number => Math.ceil(Math.max(0, view.moreAfterMs) / MS_PER_S);
+
+/** rateLimitPolicyField — the draft-11 `RateLimit-Policy` value for `views`, or null when no pool's limits are known. */
 export function rateLimitPolicyField(views: readonly LimitView[]): string | null {
   const items: string[] = [];
   for (const view of views) {
     if (view.limits === null) continue;
     const { quotaTokens, windowSeconds } = quotaWindow(view.limits);
-    items.push(`${sfString(view.policy)};q=${quotaTokens};w=${windowSeconds}`);
+    items.push(`${sfString(view.policy)};q=${quotaTokens};w=${windowSeconds}${pk(view)}`);
   }
   return items.length === 0 ? null : items.join(', ');
 }
 
-/** rateLimitField — the `RateLimit` value for `views`, or null when no pool's limits are known. */
+/** rateLimitField — the draft-11 `RateLimit` value for `views`, or null when no pool's limits are known. */
 export function rateLimitField(views: readonly LimitView[]): string | null {
   const items: string[] = [];
   for (const view of views) {
     if (view.limits === null) continue;
-    const remaining = Math.max(0, Math.floor(view.remainingTokens));
-    items.push(`${sfString(view.policy)};r=${remaining};t=${Math.ceil(Math.max(0, view.moreAfterMs) / MS_PER_S)}`);
+    items.push(`${sfString(view.policy)};r=${remainingOf(view)};t=${resetOf(view)}${pk(view)}`);
   }
   return items.length === 0 ? null : items.join(', ');
+}
+
+/**
+ * limitFields — the response fields for `views` in `format` (see the
+ * rules); `nowMs` (Unix ms) dates `X-RateLimit-Reset`.
+ */
+export function limitFields(format: HeaderFormat, views: readonly LimitView[], nowMs: number): Array<readonly [string, string]> {
+  if (format === 'off') return [];
+  if (format === 'draft-11') {
+    const out: Array<readonly [string, string]> = [];
+    const policy = rateLimitPolicyField(views);
+    const limit = rateLimitField(views);
+    if (policy !== null) out.push(['RateLimit-Policy', policy]);
+    if (limit !== null) out.push(['RateLimit', limit]);
+    return out;
+  }
+  let tightest: (LimitView & { readonly limits: PoolLimits }) | null = null;
+  for (const view of views) {
+    if (view.limits !== null && (tightest === null || remainingOf(view) < remainingOf(tightest)))
+      tightest = { ...view, limits: view.limits };
+  }
+  if (tightest === null) return [];
+  const { quotaTokens: q, windowSeconds: w } = quotaWindow(tightest.limits);
+  const [r, t] = [remainingOf(tightest), resetOf(tightest)];
+  if (format === 'draft-7')
+    return [
+      ['RateLimit-Policy', `${q};w=${w}`],
+      ['RateLimit', `limit=${q}, remaining=${r}, reset=${t}`],
+    ];
+  if (format === 'draft-6')
+    return [
+      ['RateLimit-Policy', `${q};w=${w}`],
+      ['RateLimit-Limit', String(q)],
+      ['RateLimit-Remaining', String(r)],
+      ['RateLimit-Reset', String(t)],
+    ];
+  const resetAt = Math.ceil(nowMs / MS_PER_S) + t;
+  return [
+    ['X-RateLimit-Limit', String(q)],
+    ['X-RateLimit-Remaining', String(r)],
+    ['X-RateLimit-Reset', String(resetAt)],
+  ];
 }
 
 function problem(type: ProblemType, title: string, status: number, detail: string, pool: string, retryAfter: number | null): Refusal {
@@ -162,9 +224,9 @@ export function denial(policy: string, pool: string, reason: DenialReason, retry
   if (reason === 'never-fits' || retryAfterMs === null) {
     return problem(
       'never-fits',
-      'Request too costly',
-      429,
-      `this request costs more than pool ${policy} can ever admit at once`,
+      'Request costs more than the limit allows',
+      413,
+      `this request costs more than pool ${policy} can ever admit at once; retrying it never helps`,
       policy,
       null,
     );
@@ -189,7 +251,14 @@ export function missingKey(policy: string, status: 400 | 401, what: string): Ref
   return problem('missing-key', title, status, `the request has no ${what}, which rate limit ${policy} needs`, policy, null);
 }
 
-/** invalidKey — the refusal for a key too long (or empty) to name a pool. */
-export function invalidKey(policy: string, what: string): Refusal {
-  return problem('invalid-key', 'Bad Request', 400, `the request's ${what} cannot name a pool of rate limit ${policy}`, policy, null);
+/** unknownRoute — the refusal when rule `policy` keys by route and the route pattern is not known where the middleware runs. */
+export function unknownRoute(policy: string): Refusal {
+  return problem(
+    'unknown-route',
+    'Rate limit misconfigured',
+    500,
+    `rate limit ${policy} keys by route, but runs before routing here: mount it on the routes it limits`,
+    policy,
+    null,
+  );
 }

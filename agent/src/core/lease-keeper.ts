@@ -76,6 +76,10 @@ export interface PoolLimits {
   /** The refill: `refillTokens` every `refillPeriodMs`. */
   readonly refillTokens: number;
   readonly refillPeriodMs: number;
+  /** A: how far the fleet's leases may exceed the bucket (the promise is B + A + r·T); 0 for most pools. */
+  readonly allowanceTokens: number;
+  /** A sliding-window pool: at most `capacityTokens` in every window of `refillPeriodMs`. */
+  readonly window: boolean;
 }
 
 const NONE: readonly SendAction[] = [];
@@ -426,6 +430,8 @@ export class LeaseKeeper {
       maxLeaseTokens: reply.maxLeaseTokens,
       refillTokens: reply.refillTokens,
       refillPeriodMs: reply.refillPeriodMs,
+      allowanceTokens: reply.allowanceTokens ?? 0,
+      window: reply.window === true,
     };
     s.unknownPool = false;
     // The flag of the latest grant applies, for as long as its lease lives: the coordinator switches shadow mode without a restart here.

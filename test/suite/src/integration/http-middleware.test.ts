@@ -12,7 +12,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Agent, type AgentEvent } from '@tokenlease/agent';
-import { createHttpLimit, type HttpLimitOptions } from '@tokenlease/agent/http';
+import { createHttpLimit, keyPoolName, type HttpLimitOptions } from '@tokenlease/agent/http';
 import { fastifyRateLimit } from '@tokenlease/agent/fastify';
 import { checkEnvelope, type Admission } from '@tokenlease/shared/testing';
 import express from 'express';
@@ -34,7 +34,8 @@ const POOLS = {
 };
 const TEMPLATES = { 'tenant:*': { capacity: 5, refill: '5/s', leaseTtlMs: 1000 } };
 
-const LIMIT_ITEM = /^"([^"\\]+)";r=(\d+);t=(\d+)$/;
+const LIMIT_ITEM = /^"([^"\\]+)";r=(\d+);t=(\d+)(;pk=:[A-Za-z0-9+/=]+:)?$/;
+const KEY_SECRET = 'the http-middleware key secret!';
 
 interface Reply {
   readonly status: number;
@@ -126,7 +127,8 @@ describe('HTTP middleware', () => {
     expect(ok.length).toBeGreaterThanOrEqual(20);
     expect(denied.length).toBeGreaterThan(0);
     for (const r of replies) {
-      expect(items(r.headers.get('ratelimit-policy'))).toEqual(['"api";q=20;w=1']);
+      // q = B + r·w: 20 + 20 over 1 s.
+      expect(items(r.headers.get('ratelimit-policy'))).toEqual(['"api";q=40;w=1']);
       const [limit] = items(r.headers.get('ratelimit'));
       const match = LIMIT_ITEM.exec(limit ?? '');
       expect(match?.[1], `RateLimit: ${limit}`).toBe('api');
@@ -156,6 +158,7 @@ describe('HTTP middleware', () => {
     fastifies.push(app);
     await app.register(fastifyRateLimit, {
       agent,
+      keySecret: KEY_SECRET,
       pools: [{ name: 'global' }, { name: 'tenant', key: { header: 'x-tenant' }, missingKeyStatus: 401 }],
     });
     const log: Admission[] = [];
@@ -169,14 +172,16 @@ describe('HTTP middleware', () => {
     expect(admitted).toBeGreaterThanOrEqual(5);
     expect(admitted).toBeLessThan(15);
     const policy = items(replies[0]?.headers.get('ratelimit-policy') ?? null);
-    expect(policy).toEqual(['"global";q=100;w=1', '"tenant";q=5;w=1']);
+    // q = B + r·w: 100 + 100 over 1 s, 5 + 5 over 1 s; the tenant's partition key is the keyed hash.
+    expect(policy[0]).toBe('"global";q=200;w=1');
+    expect(policy[1]).toMatch(/^"tenant";q=10;w=1;pk=:[A-Za-z0-9+/=]+:$/);
     for (const r of replies.filter((x) => x.status === 429)) {
       expect(JSON.parse(r.body)).toMatchObject({ type: 'urn:tokenlease:problem:rate-limited', pool: 'tenant' });
       expect(items(r.headers.get('ratelimit')).map((m) => LIMIT_ITEM.exec(m)?.[1])).toEqual(['global', 'tenant']);
     }
     // All or nothing: the global pool paid for the admitted requests only.
     expect(agent.limiter('global').stats().admittedTokens).toBe(admitted);
-    expect(agent.limiter('tenant:acme').stats().admittedTokens).toBe(admitted);
+    expect(agent.limiter(keyPoolName('tenant', 'acme', KEY_SECRET)).stats().admittedTokens).toBe(admitted);
     expect(checkEnvelope(log, 5, { tokens: 5, periodMs: 1000 }).ok).toBe(true);
 
     const before = agent.limiter('global').stats().admittedTokens;
