@@ -23,7 +23,14 @@ describe('LeaseKeeper for a service', () => {
       grantFor(first, { refillTokens: 60, refillPeriodMs: 60_000, capacityTokens: 500, maxLeaseTokens: 50 }),
       1_000,
     );
-    expect(keeper.limits).toEqual({ capacityTokens: 500, maxLeaseTokens: 50, refillTokens: 60, refillPeriodMs: 60_000 });
+    expect(keeper.limits).toEqual({
+      capacityTokens: 500,
+      maxLeaseTokens: 50,
+      refillTokens: 60,
+      refillPeriodMs: 60_000,
+      allowanceTokens: 0,
+      window: false,
+    });
     expect(keeper.heard).toBe(true);
   });
 
