@@ -6,6 +6,8 @@ export {
   type CostFunction,
   type FastifyRequestLike,
   type HeaderFormat,
+  type DenialMessage,
+  type SkipFunction,
   type HttpLimitOptions,
   type KeyFunction,
   type KeySecret,

@@ -10,6 +10,8 @@ export {
   type Problem,
   type ProblemType,
   type HeaderFormat,
+  type DenialMessage,
+  type SkipFunction,
   type KeyFunction,
   type CostFunction,
   type KeySecret,

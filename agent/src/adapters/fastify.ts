@@ -48,12 +48,12 @@ function viewOf(request: FastifyRequestLike): RequestView<FastifyRequestLike> {
 function answer(reply: FastifyReplyLike, verdict: Verdict): void {
   for (const [name, value] of verdict.headers) reply.header(name, value);
   if (verdict.admitted) return;
-  const { status, problem, retryAfterSeconds } = verdict.refusal;
+  const { status, problem, retryAfterSeconds, body } = verdict.refusal;
   if (retryAfterSeconds !== null) reply.header('Retry-After', String(retryAfterSeconds));
-  reply.header('Content-Type', 'application/problem+json');
+  reply.header('Content-Type', body?.contentType ?? 'application/problem+json');
   reply.code(status);
   // Bytes, so Fastify adds no charset to the problem's media type.
-  reply.send(new TextEncoder().encode(JSON.stringify(problem)));
+  reply.send(new TextEncoder().encode(body?.text ?? JSON.stringify(problem)));
 }
 
 /**
@@ -81,6 +81,6 @@ Object.assign(fastifyRateLimit, {
   [Symbol.for('plugin-meta')]: { name: '@tokenlease/agent/fastify', fastify: '4.x || 5.x' },
 });
 
-export type { CostFunction, HttpLimitOptions, KeyFunction, KeySource, PoolRule, RequestView } from './http-limit.js';
-export type { HeaderFormat, Problem, ProblemType } from '../core/http-policy.js';
+export type { CostFunction, HttpLimitOptions, KeyFunction, KeySource, PoolRule, RequestView, SkipFunction } from './http-limit.js';
+export type { DenialMessage, HeaderFormat, Problem, ProblemType } from '../core/http-policy.js';
 export { keyPoolName, KEY_SECRET_BYTES_MIN, type KeySecret } from './key-hash.js';

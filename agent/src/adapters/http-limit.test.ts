@@ -131,3 +131,52 @@ describe('HttpLimit fields', () => {
     });
   });
 });
+
+describe('HttpLimit, what express-rate-limit users reach for', () => {
+  it('skips what `skip` says, sync or async: not charged, no fields', async () => {
+    await withLimit(
+      { pools: [{ name: 'api', cost: 1 }], skip: async (req: User) => Promise.resolve(req.user?.id === 'health') },
+      async (limit) => {
+        const skipped = await limit.check(view({ user: { id: 'health' } }));
+        expect(skipped).toEqual({ admitted: true, headers: [] });
+        const charged = await limit.check(view({}));
+        expect(charged.admitted).toBe(true);
+        expect(charged.headers.length).toBeGreaterThan(0);
+      },
+    );
+  });
+
+  it("answers a rate-limited request with the service's status and message, and leaves a request that never fits as it is", async () => {
+    await withLimit(
+      {
+        pools: [{ name: 'api', cost: (req: User) => (req.user?.id === 'huge' ? 500 : 10) }],
+        graceMs: 0,
+        statusCode: 503,
+        message: { error: 'slow down' },
+      },
+      async (limit) => {
+        let refused;
+        for (let i = 0; i < 50 && refused === undefined; i += 1) {
+          const verdict = await limit.check(view({}));
+          if (!verdict.admitted) refused = verdict.refusal;
+        }
+        expect(refused).toMatchObject({ status: 503, body: { contentType: 'application/json', text: '{"error":"slow down"}' } });
+        expect(refused?.retryAfterSeconds).toBeGreaterThanOrEqual(1);
+        const huge = await limit.check(view({ user: { id: 'huge' } }));
+        expect(huge).toMatchObject({ admitted: false, refusal: { status: 413 } });
+        expect(huge.admitted ? null : huge.refusal.body).toBeUndefined();
+      },
+    );
+  });
+
+  it('refuses a status outside 400–599, a message that is neither text nor an object, and a skip that is not a function', async () => {
+    const agent = await Agent.connect({ bus: grantingBus([]) });
+    try {
+      expect(() => new HttpLimit({ agent, pools: [{ name: 'api' }], statusCode: 200 })).toThrow(/statusCode/);
+      expect(() => new HttpLimit({ agent, pools: [{ name: 'api' }], message: 42 as unknown as string })).toThrow(/message/);
+      expect(() => new HttpLimit({ agent, pools: [{ name: 'api' }], skip: true as unknown as () => boolean })).toThrow(/skip/);
+    } finally {
+      await agent.close();
+    }
+  });
+});

@@ -20,13 +20,16 @@ import type { Agent } from './agent.js';
 import type { Limiter } from './limiter.js';
 import { AgentError } from '../errors.js';
 import {
+  customised,
   denial,
+  statusCodeProblem,
   HEADER_FORMATS,
   limitFields,
   missingKey,
   shadowLimitedField,
   SHADOW_HEADER_DEFAULT,
   unknownRoute,
+  type DenialMessage,
   type HeaderFormat,
   type LimitView,
   type Refusal,
@@ -48,6 +51,8 @@ export interface RequestView<Req> {
 
 /** KeyFunction — a request's key, sync or async; undefined or '' for none. (Declared as a method so a function of a wider request type fits.) */
 export type KeyFunction<Req> = { key(request: Req): string | undefined | Promise<string | undefined> }['key'];
+/** SkipFunction — whether a request goes unlimited. */
+export type SkipFunction<Req> = { skip(request: Req): boolean | Promise<boolean> }['skip'];
 /** CostFunction — a request's cost in tokens. */
 export type CostFunction<Req> = { cost(request: Req): number }['cost'];
 
@@ -81,6 +86,12 @@ export interface HttpLimitOptions<Req = unknown> {
   readonly keySecret?: KeySecret;
   /** The rate-limit fields responses carry: 'draft-11' (default), 'draft-7', 'draft-6', 'x-ratelimit' or 'off'. */
   readonly headers?: HeaderFormat;
+  /** True for a request that is not limited at all (a health check, an allow-listed client): not charged, no fields. Sync or async. */
+  readonly skip?: SkipFunction<Req>;
+  /** The status of a rate-limited answer (default 429). Other refusals (413, 500, 503, 400/401) keep theirs. */
+  readonly statusCode?: number;
+  /** The body of a rate-limited answer instead of the problem: a string (text/plain) or a JSON value. */
+  readonly message?: DenialMessage;
   /** Shaping: how long a request may wait for its tokens, ms; default 0 (no wait beyond `graceMs`). */
   readonly waitMs?: number;
   /** How long a request waits for tokens expected within that long (see above), ms; default 100. 0: never. */
@@ -96,7 +107,7 @@ export interface HttpLimitOptions<Req = unknown> {
   readonly shadowHeader?: boolean | string;
 }
 
-/** Verdict — admitted (with the fields to set) or refused (with the refusal, and the fields). */
+/** Verdict — admitted (with the fields to set; none for a skipped request) or refused (with the refusal, and the fields). */
 export type Verdict =
   | { readonly admitted: true; readonly headers: ReadonlyArray<readonly [string, string]> }
   | { readonly admitted: false; readonly headers: ReadonlyArray<readonly [string, string]>; readonly refusal: Refusal };
@@ -167,6 +178,7 @@ export class HttpLimit<Req> {
   private readonly shadowHeader: string | null;
   private readonly format: HeaderFormat;
   private readonly keySecret: Uint8Array | null;
+  private readonly statusCode: number | null;
 
   /** HttpLimit — throws AgentError('invalid-argument') for bad options. */
   constructor(private readonly options: HttpLimitOptions<Req>) {
@@ -181,10 +193,20 @@ export class HttpLimit<Req> {
     if (keyed !== undefined && options.keySecret === undefined)
       throw new AgentError('invalid-argument', `pool ${keyed.name} has a key: option keySecret is needed to hash keys into pool names`);
     this.keySecret = options.keySecret === undefined ? null : checkKeySecret(options.keySecret);
+    const codeProblem = options.statusCode === undefined ? null : statusCodeProblem(options.statusCode);
+    if (codeProblem !== null)
+      throw new AgentError('invalid-argument', `option statusCode ${codeProblem}, got ${String(options.statusCode)}`);
+    this.statusCode = options.statusCode ?? null;
+    if (options.skip !== undefined && typeof options.skip !== 'function')
+      throw new AgentError('invalid-argument', 'option skip must be a function of the request');
+    const message: unknown = options.message;
+    if (message !== undefined && typeof message !== 'string' && (typeof message !== 'object' || message === null))
+      throw new AgentError('invalid-argument', 'option message must be a string or an object');
   }
 
   /** check — charges the request's pools; never rejects (a limiter error becomes a refusal). */
   async check(request: RequestView<Req>): Promise<Verdict> {
+    if (this.options.skip !== undefined && (await this.options.skip(request.native)) === true) return { admitted: true, headers: [] };
     const charges: Charge[] = [];
     for (const rule of this.options.pools) {
       let pool = rule.name;
@@ -213,7 +235,12 @@ export class HttpLimit<Req> {
     const unavailable = limiter.unavailable && reason !== 'unknown-pool' && reason !== 'never-fits';
     if (unavailable && this.failOpen) return { admitted: true, headers: this.fields(charges) };
     const retryMs = reason === 'never-fits' || reason === 'unknown-pool' ? null : limiter.retryAfterMsFor(charge.cost);
-    return { admitted: false, headers: this.fields(charges), refusal: denial(charge.policy, limiter.pool, reason, retryMs, unavailable) };
+    const refusal = customised(
+      denial(charge.policy, limiter.pool, reason, retryMs, unavailable),
+      this.statusCode,
+      this.options.message ?? null,
+    );
+    return { admitted: false, headers: this.fields(charges), refusal };
   }
 
   /** fields — the rate-limit fields for `charges`, as they stand now, in the configured format. */

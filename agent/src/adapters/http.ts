@@ -15,8 +15,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { HttpLimit, type HttpLimitOptions, type RequestView, type Verdict } from './http-limit.js';
 
-export type { CostFunction, HttpLimitOptions, KeyFunction, KeySource, PoolRule, RequestView, Verdict } from './http-limit.js';
-export type { HeaderFormat, Problem, ProblemType } from '../core/http-policy.js';
+export type { CostFunction, HttpLimitOptions, KeyFunction, KeySource, PoolRule, RequestView, SkipFunction, Verdict } from './http-limit.js';
+export type { DenialMessage, HeaderFormat, Problem, ProblemType } from '../core/http-policy.js';
 export { keyPoolName, KEY_SECRET_BYTES_MIN, type KeySecret } from './key-hash.js';
 
 /** What Express adds to a request, when it is there: the client address after `trust proxy`, and the matched route. */
@@ -58,11 +58,11 @@ function answer(res: ServerResponse, verdict: Verdict): void {
   if (res.headersSent) return;
   for (const [name, value] of verdict.headers) res.setHeader(name, value);
   if (verdict.admitted) return;
-  const { status, problem, retryAfterSeconds } = verdict.refusal;
+  const { status, problem, retryAfterSeconds, body } = verdict.refusal;
   if (retryAfterSeconds !== null) res.setHeader('Retry-After', String(retryAfterSeconds));
   res.statusCode = status;
-  res.setHeader('Content-Type', 'application/problem+json');
-  res.end(JSON.stringify(problem));
+  res.setHeader('Content-Type', body?.contentType ?? 'application/problem+json');
+  res.end(body?.text ?? JSON.stringify(problem));
 }
 
 /**

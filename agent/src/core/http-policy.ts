@@ -78,6 +78,34 @@ export interface Refusal {
   readonly status: number;
   readonly problem: Problem;
   readonly retryAfterSeconds: number | null;
+  /** The body sent instead of the problem, when the service chose one (options `message`); its media type with it. */
+  readonly body?: { readonly contentType: string; readonly text: string };
+}
+
+/** DenialMessage — what a service answers a rate-limited request with instead of the problem: text, or a JSON value. */
+export type DenialMessage = string | Readonly<Record<string, unknown>>;
+
+/**
+ * customised — `refusal` with the service's own status and body for a
+ * rate-limited request (options `statusCode`, `message`); every other
+ * refusal as it is, so a misconfiguration or an outage is never dressed up
+ * as a rate limit.
+ */
+export function customised(refusal: Refusal, statusCode: number | null, message: DenialMessage | null): Refusal {
+  if (refusal.problem.type !== 'urn:tokenlease:problem:rate-limited') return refusal;
+  const status = statusCode ?? refusal.status;
+  const problem = { ...refusal.problem, status };
+  if (message === null) return { ...refusal, status, problem };
+  const body =
+    typeof message === 'string'
+      ? { contentType: 'text/plain; charset=utf-8', text: message }
+      : { contentType: 'application/json', text: JSON.stringify(message) };
+  return { ...refusal, status, problem, body };
+}
+
+/** statusCodeProblem — why `code` cannot be the status of a rate-limited answer, or null. */
+export function statusCodeProblem(code: unknown): string | null {
+  return typeof code === 'number' && Number.isInteger(code) && code >= 400 && code <= 599 ? null : 'must be an HTTP status from 400 to 599';
 }
 
 /** LimitView — one charged pool as the fields show it. */
