@@ -9,7 +9,11 @@
  *   unclean one 1. Each failure is one line on stderr, never a secret.
  * - Signal handlers go in before a service announces itself, so a signal
  *   sent as soon as it says it serves is always handled.
+ * - `--version` (`-V`) prints `<bin> <version>` and exits 0; `--help`
+ *   (`-h`) prints the usage, what the command does, examples and where
+ *   the docs are, on stdout, and exits 0.
  */
+import { readFileSync } from 'node:fs';
 import { TokenleaseError } from '@tokenlease/shared';
 import { connectNats, natsEnvLayer, natsFlagLayer, resolveNatsOptions, type Bus } from '@tokenlease/shared/nats';
 import type { Logger } from 'pino';
@@ -27,6 +31,31 @@ export function failer(bin: string): Fail {
     process.stderr.write(`${bin}: ${message}\n`);
     process.exit(status);
   };
+}
+
+/** VERSION_FLAG — the parseArgs option every bin takes for `--version`. */
+export const VERSION_FLAG = { version: { type: 'boolean', short: 'V' } } as const;
+
+/** DOCS — where a user of an installed package finds the docs. */
+export const DOCS = 'docs: the README of @tokenlease/coordinator (npm docs @tokenlease/coordinator) and its docs/ folder';
+
+/** packageVersion — this package's version, from its package.json (two folders up from src/adapters or dist/adapters). */
+export function packageVersion(): string {
+  const manifest = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version?: unknown };
+  return typeof manifest.version === 'string' ? manifest.version : 'unknown';
+}
+
+/** helpText — the `--help` page: the usage, then the sections given (what it does, examples), then the docs line. */
+export function helpText(usage: string, ...sections: string[]): string {
+  return [usage, ...sections, DOCS].join('\n\n');
+}
+
+/** answeredInfo — prints the version or the help page when the flags ask for one; true when it did (the bin then exits 0). */
+export function answeredInfo(bin: string, values: Flags, help: string): boolean {
+  if (values['version'] === true) process.stdout.write(`${bin} ${packageVersion()}\n`);
+  else if (values['help'] === true) process.stdout.write(`${help}\n`);
+  else return false;
+  return true;
 }
 
 /** logLevelOf — `--log-level`, else LOG_LEVEL, else info; a level pino does not know fails with status 2. */

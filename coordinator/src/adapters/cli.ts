@@ -34,7 +34,7 @@ import type { Logger } from 'pino';
 import { CoordinatorError } from '../errors.js';
 import { REDIS_ENV, resolveRedisOptions } from '../core/redis-options.js';
 import { loadConfigFile } from './config-file.js';
-import { failer, logLevelOf, openBus, stopOnSignals, type Fail, type Flags } from './cli-common.js';
+import { answeredInfo, failer, helpText, logLevelOf, openBus, stopOnSignals, VERSION_FLAG, type Fail, type Flags } from './cli-common.js';
 import { createLogger } from './logger.js';
 import { connectRedisStore, type StateStore } from './redis-store.js';
 import { DEFAULT_OWNERSHIP_TTL_MS, startDurableService } from './durable-service.js';
@@ -50,6 +50,17 @@ const USAGE =
   '         redis+sentinel://host:port,host:port/<master> through Sentinel)\n' +
   '         [--ownership-ttl-ms <ms>] [--member <name>] [--redis-prefix <prefix>] [--http <host:port>]\n' +
   `       ${NATS_ENV_USAGE}; ${Object.values(REDIS_ENV).join(', ')}`;
+
+const HELP = helpText(
+  USAGE,
+  'Serves the pools of the configuration over NATS: grants, renews and takes back leases of tokens, in memory\n' +
+    '(--memory, one coordinator) or durably in Redis (--redis, several coordinators sharing the pools). SIGHUP reloads\n' +
+    'the configuration; SIGTERM stops cleanly. --http serves /metrics, /healthz, /readyz and the status page.',
+  'examples:\n' +
+    '  tokenlease-coordinator --config pools.yaml --memory\n' +
+    '  tokenlease-coordinator --config pools.yaml --redis redis://127.0.0.1:6379 --member c1 --http 127.0.0.1:9464\n' +
+    '  NATS_URL=nats://nats:4222 tokenlease-coordinator --config pools.yaml --memory --log-level debug',
+);
 
 const BIN = 'tokenlease-coordinator';
 const fail: Fail = failer(BIN);
@@ -75,6 +86,7 @@ function parse(): Flags {
         'redis-prefix': { type: 'string' },
         http: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
+        ...VERSION_FLAG,
       },
       strict: true,
     }).values;
@@ -105,10 +117,7 @@ async function openStore(values: Flags, keyPrefix: string, logger: Logger): Prom
 
 async function main(): Promise<void> {
   const values = parse();
-  if (values['help'] === true) {
-    process.stdout.write(`${USAGE}\n`);
-    return;
-  }
+  if (answeredInfo(BIN, values, HELP)) return;
   const configPath = values['config'];
   if (typeof configPath !== 'string') fail(2, `--config is required\n${USAGE}`);
   const logger = createLogger(logLevelOf(values, fail));

@@ -40,10 +40,29 @@ import {
 import { type Bus } from '@tokenlease/shared/nats';
 import { formatPools, formatReload, formatStatus, formatWatch, mergePages, type HeldBy } from '../core/operator-view.js';
 import { CONNECTION_OPTIONS, CONNECTION_USAGE, connectWith } from './connection.js';
+import { helpText, packageVersion, VERSION_FLAG } from './cli-common.js';
 
 const USAGE = `usage: tokenlease status [POOL] [--agent ID] | pools | watch POOL | reload
          [--json] ${CONNECTION_USAGE} [--prefix <subject prefix>] [--identity <token>]
          [--timeout-ms <ms>] [--window-ms <ms>] [--interval-ms <ms>] [--count <n>]`;
+
+const HELP = helpText(
+  USAGE,
+  'commands:\n' +
+    "  status [POOL]   a pool's credit (and one agent's lease with --agent ID); without POOL every pool held\n" +
+    '  pools           every pool every coordinator holds, and which holds it\n' +
+    '  watch POOL      a refreshing view of one pool, every --interval-ms, --count times (default: until stopped)\n' +
+    '  reload          every coordinator re-reads its configuration file, and says what changed\n' +
+    'pools and reload are operator commands: a coordinator with operatorIdentities (or bindIdentity) answers them\n' +
+    'only under an identity it names there (--identity).\n' +
+    'exit: 0 done, 1 NATS unreachable or no coordinator answered, 2 usage, 3 refused (e.g. an unknown pool),\n' +
+    '4 a coordinator refused the reload',
+  'examples:\n' +
+    '  tokenlease status api\n' +
+    '  tokenlease pools --json\n' +
+    '  tokenlease watch api --interval-ms 500 --count 20\n' +
+    '  NATS_USER=ops NATS_PASSWORD=... tokenlease reload --identity ops',
+);
 
 /** Exit statuses. */
 const EXIT = { ok: 0, unreachable: 1, usage: 2, refused: 3, reloadRefused: 4 } as const;
@@ -98,13 +117,15 @@ function parse(argv: readonly string[]): { command: string; args: string[]; opti
         'interval-ms': { type: 'string' },
         count: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
+        ...VERSION_FLAG,
       },
     });
   } catch (error) {
     throw new Failure(EXIT.usage, error instanceof Error ? error.message : String(error));
   }
   const { values, positionals } = parsed;
-  if (values.help === true) throw new Failure(EXIT.ok, '');
+  if (values.version === true) throw new Failure(EXIT.ok, `tokenlease ${packageVersion()}`);
+  if (values.help === true) throw new Failure(EXIT.ok, HELP);
   const [command, ...args] = positionals;
   if (command === undefined) throw new Failure(EXIT.usage, 'a command is required');
   const arity: Readonly<Record<string, readonly [number, number]>> = { status: [0, 1], pools: [0, 0], watch: [1, 1], reload: [0, 0] };
@@ -260,7 +281,7 @@ async function main(): Promise<number> {
     parsed = parse(process.argv.slice(2));
   } catch (error) {
     if (error instanceof Failure && error.status === EXIT.ok) {
-      print(USAGE);
+      print(error.message);
       return EXIT.ok;
     }
     if (error instanceof Failure) {

@@ -29,7 +29,7 @@ import { NATS_ENV_USAGE, NATS_FLAG_OPTIONS, NATS_FLAGS_USAGE } from '@tokenlease
 import { hostMonoNowUs } from '@tokenlease/shared';
 import type { CoordinatorConfig } from '../core/config.js';
 import { CoordinatorError } from '../errors.js';
-import { failer, logLevelOf, openBus, stopOnSignals, type Fail, type Flags } from './cli-common.js';
+import { answeredInfo, failer, helpText, logLevelOf, openBus, stopOnSignals, VERSION_FLAG, type Fail, type Flags } from './cli-common.js';
 import { loadRelayConfigFile } from './config-file.js';
 import { createLogger } from './logger.js';
 import { startOperations } from './operations.js';
@@ -40,6 +40,15 @@ const USAGE =
   'usage: tokenlease-relay --config <relay.yaml|relay.json> [--relay-id <name>] [--log-level <level>] [--http <host:port>]\n' +
   `         ${NATS_FLAGS_USAGE}\n` +
   `       ${NATS_ENV_USAGE}`;
+
+const HELP = helpText(
+  USAGE,
+  "Leases tokens of the root coordinator's pools under its own identity and leases them on to the agents on its\n" +
+    'own subject prefix, so a region or a cluster asks the root once rather than once per agent. SIGTERM stops cleanly.',
+  'examples:\n' +
+    '  tokenlease-relay --config relay.yaml\n' +
+    '  tokenlease-relay --config relay.yaml --relay-id edge-eu1 --http 127.0.0.1:9470',
+);
 
 const BIN = 'tokenlease-relay';
 const fail: Fail = failer(BIN);
@@ -54,6 +63,7 @@ function parse(): Flags {
         http: { type: 'string' },
         ...NATS_FLAG_OPTIONS,
         help: { type: 'boolean', short: 'h' },
+        ...VERSION_FLAG,
       },
       strict: true,
     }).values;
@@ -64,10 +74,7 @@ function parse(): Flags {
 
 async function main(): Promise<void> {
   const values = parse();
-  if (values['help'] === true) {
-    process.stdout.write(`${USAGE}\n`);
-    return;
-  }
+  if (answeredInfo(BIN, values, HELP)) return;
   const configPath = values['config'];
   if (typeof configPath !== 'string') fail(2, `--config is required\n${USAGE}`);
   const level = logLevelOf(values, fail);

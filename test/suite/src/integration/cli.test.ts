@@ -8,15 +8,33 @@ import { join } from 'node:path';
 import { scratchDir, startCoordinator, writeConfig } from '@tokenlease/harness/fleet';
 import { hasEvent } from '@tokenlease/harness/log-events';
 import { provideNats, type NatsHandle } from '@tokenlease/harness/nats';
-import { coordinatorCliScript } from '@tokenlease/harness/paths';
+import { readFileSync } from 'node:fs';
+import { coordinatorCliScript, operatorCliScript, relayCliScript, REPO_ROOT } from '@tokenlease/harness/paths';
 import { freePort } from '@tokenlease/harness/ports';
 import { spawnNode, stopAll } from '@tokenlease/harness/processes';
 
-async function run(args: string[]): Promise<{ code: number | null; stderr: string }> {
-  const child = spawnNode('cli', coordinatorCliScript(), args);
+async function run(args: string[], script = coordinatorCliScript()): Promise<{ code: number | null; stderr: string; stdout: string }> {
+  const child = spawnNode('cli', script, args);
   const { code } = await child.exited;
-  return { code, stderr: child.stderr().trim() };
+  return { code, stderr: child.stderr().trim(), stdout: child.lines.join('\n') };
 }
+
+describe('the three bins of @tokenlease/coordinator', () => {
+  const version = (JSON.parse(readFileSync(`${REPO_ROOT}/coordinator/package.json`, 'utf8')) as { version: string }).version;
+  it.each([
+    ['tokenlease-coordinator', coordinatorCliScript()],
+    ['tokenlease-relay', relayCliScript()],
+    ['tokenlease', operatorCliScript()],
+  ])('%s: --version and -V print the package version; --help shows usage, examples and where the docs are', async (bin, script) => {
+    for (const flag of ['--version', '-V']) expect(await run([flag], script)).toEqual({ code: 0, stderr: '', stdout: `${bin} ${version}` });
+    const help = await run(['--help'], script);
+    expect(help.code).toBe(0);
+    expect(help.stderr).toBe('');
+    expect(help.stdout).toMatch(/^usage: /);
+    expect(help.stdout).toMatch(new RegExp(`examples:\\n  (\\S+=\\S+ )?${bin} `));
+    expect(help.stdout).toMatch(/^docs: /m);
+  });
+});
 
 describe('tokenlease-coordinator CLI', () => {
   let nats: NatsHandle;

@@ -10,7 +10,7 @@
  * into another, where each bin runs, the chaos suite against real
  * processes it starts from the installed harness and coordinator.
  */
-import { existsSync, readdirSync, realpathSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { scratchDir } from '@tokenlease/harness/fleet';
@@ -61,6 +61,8 @@ describe('the packed tarballs', () => {
     for (const { dir: name, paths } of product) {
       expect(paths, `${name}'s tarball`).toContain('dist/index.js');
       expect(paths, `${name}'s tarball`).toContain('dist/index.d.ts');
+      expect(paths, `${name}'s tarball`).toContain('README.md');
+      expect(paths, `${name}'s tarball`).toContain('LICENSE');
     }
     app = join(dir, 'app');
     toolsApp = join(dir, 'tools-app');
@@ -88,6 +90,25 @@ describe('the packed tarballs', () => {
     expect(existsSync(join(app, 'node_modules', '.bin', 'tokenlease-coordinator'))).toBe(true);
     expect(existsSync(join(app, 'node_modules', '.bin', 'tokenlease-relay'))).toBe(true);
     expect(readdirSync(join(app, 'node_modules', '@tokenlease')).sort()).toEqual([...PACKAGES].sort());
+    for (const name of PACKAGES) {
+      const manifest = JSON.parse(readFileSync(join(app, 'node_modules', '@tokenlease', name, 'package.json'), 'utf8')) as {
+        license?: string;
+        keywords?: string[];
+      };
+      expect(manifest.license, name).toBe('Apache-2.0');
+      expect(manifest.keywords, name).toContain('rate-limit');
+    }
+  });
+
+  it('the installed bins say their version', async () => {
+    const { version } = JSON.parse(readFileSync(join(app, 'node_modules', '@tokenlease', 'coordinator', 'package.json'), 'utf8')) as {
+      version: string;
+    };
+    for (const bin of ['tokenlease-coordinator', 'tokenlease-relay', 'tokenlease']) {
+      const child = spawnProcess(bin, join(app, 'node_modules', '.bin', bin), ['--version']);
+      expect((await child.exited).code, child.stderr()).toBe(0);
+      expect(child.lines).toEqual([`${bin} ${version}`]);
+    }
   });
 
   it('run: the bin serves a pool, the relay bin relays it, and the imported agent admits through both', { timeout: 60 * S }, async () => {
@@ -120,7 +141,7 @@ describe('the packed tarballs', () => {
       const result = JSON.parse(user.lines.at(-1) ?? '{}') as { admitted: number; errorClass: string };
       expect(result, through).toEqual({
         admitted: 5,
-        limits: { capacityTokens: 20, maxLeaseTokens: 2, refillTokens: 20, refillPeriodMs: 1000 },
+        limits: { capacityTokens: 20, maxLeaseTokens: 2, refillTokens: 20, refillPeriodMs: 1000, allowanceTokens: 0, window: false },
         middleware: true,
         errorClass: 'function',
       });
