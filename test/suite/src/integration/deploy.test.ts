@@ -73,6 +73,19 @@ describe('the compose stack, without Docker', () => {
   const nats = serverForSuite(provideNats);
   const redis = serverForSuite(provideRedis);
 
+  it("sends the image build nothing installed or built here, and publishes no host port the README's sample apps use", () => {
+    const ignored = readFileSync(join(REPO_ROOT, '.dockerignore'), 'utf8')
+      .split('\n')
+      .map((line) => line.trim())
+      .filter((line) => line !== '' && !line.startsWith('#'));
+    for (const pattern of ['**/node_modules', '**/dist', '.git']) expect(ignored).toContain(pattern);
+    const hostPorts = Object.values(services).flatMap((service) => (service.ports ?? []).map((mapping) => mapping.split(':').at(-2)));
+    const readme = readFileSync(join(REPO_ROOT, 'README.md'), 'utf8');
+    const samplePorts = [...readme.matchAll(/listen\((?:\{ port: )?(\d+)/g)].map((m) => m[1]);
+    expect(samplePorts.length).toBeGreaterThan(0);
+    for (const port of samplePorts) expect(hostPorts, `host port ${port ?? ''}`).not.toContain(port);
+  });
+
   it('runs NATS, Redis append-only with fsync always, two durable coordinators, the demo agents, Prometheus and Grafana', () => {
     expect(Object.keys(services).sort()).toEqual(
       [
