@@ -112,6 +112,8 @@ describe('a pool that breaks an invariant', () => {
     const core = makeCore();
     send(core, acquireReq('r', 'b', 1, { holdMs: 0 }), 'b', FULL_AT);
     breakPool(core.pool('p'), 'tick');
+    // A tick visits only the pools due (pool-schedule.ts): p, idle, is made due.
+    core.wake('p');
     expect(() => core.tick(FULL_AT + 10 * MS)).not.toThrow();
     expect(core.takeFaults().map((f) => f.pool)).toEqual(['p']);
     expect(core.pool('r')?.status(FULL_AT + 10 * MS, [])).toMatchObject({ leases: 1 });

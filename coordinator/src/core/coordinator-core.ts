@@ -58,6 +58,7 @@ import { listingCost, listPools } from './pool-list.js';
 import type { CreditFactory } from './pool-parts.js';
 import type { Delivery, Pool } from './pool.js';
 import { PoolRegistry, type PoolKind, type ReconfigureSummary } from './pool-registry.js';
+import { PoolSchedule } from './pool-schedule.js';
 import type { StoredPool } from './pool-state.js';
 import type { PoolTallyCounts } from './pool-tally.js';
 
@@ -91,6 +92,12 @@ export class CoordinatorCore<R> {
   private touched: Pool<R> | null = null;
   private evicted: string[] = [];
   private readonly listingBudget: ListingBudget;
+  /** When each pool next has work (pool-schedule.ts): a tick visits only the pools due. */
+  private readonly schedule = new PoolSchedule<Pool<R>>();
+  /** Set when pools were replaced wholesale (a start, a reconfiguration): every pool's instant is set again before use. */
+  private scheduleStale = true;
+  /** Pools requests reached since their instants were last set: set again before the schedule is read (not in `receive`). */
+  private readonly changed = new Set<Pool<R>>();
 
   /**
    * CoordinatorCore — pools of `config`, all empty, refilling from the end
@@ -145,6 +152,7 @@ export class CoordinatorCore<R> {
     this.touched = null;
     this.suspects.clear();
     this.configNow = config;
+    this.scheduleStale = true;
     return this.pools.reconfigure(config, nowUs, visit);
   }
 
@@ -205,8 +213,11 @@ export class CoordinatorCore<R> {
    */
   adopt(name: string, epoch: number, nowUs: number, state: StoredPool): 'adopted' | 'damaged' | 'too-many' | 'unknown' {
     assertTimeUs(nowUs);
+    const before = this.pools.existing(name);
     const pool = this.pools.adopt(name, epoch, nowUs, state);
     if (pool === undefined || pool === 'too-many') return pool ?? 'unknown';
+    if (before !== undefined && before !== pool) this.schedule.forget(before);
+    this.reschedule(pool);
     return pool.damage === null ? 'adopted' : 'damaged';
   }
 
@@ -214,6 +225,10 @@ export class CoordinatorCore<R> {
   release(name: string): Delivery<R>[] {
     const pool = this.pools.release(name);
     this.keepTally(pool);
+    if (pool !== undefined) {
+      this.schedule.forget(pool);
+      this.changed.delete(pool);
+    }
     if (this.touched === pool) this.touched = null;
     const message = `pool ${JSON.stringify(name)} is changing owner; ask again`;
     return (pool?.releaseWaiters() ?? []).map(({ seq, to }) => notOwner(to, seq, message));
@@ -318,6 +333,7 @@ export class CoordinatorCore<R> {
       this.contain(pool, error, nowUs, out, 0);
       if (!out.some((d) => d.to === replyTo)) out.push(internalError(replyTo, seq, req.pool));
     }
+    if (this.touched !== null) this.changed.add(this.touched);
     return out;
   }
 
@@ -355,6 +371,9 @@ export class CoordinatorCore<R> {
     const held = pool.releaseWaiters();
     this.keepTally(this.pools.restart(name, nowUs));
     this.suspects.delete(pool);
+    this.schedule.forget(pool);
+    const restarted = this.pools.existing(name);
+    if (restarted !== undefined) this.reschedule(restarted);
     if (this.touched === pool) this.touched = null;
     this.faults.push({ pool: name, error });
     for (const d of dropped) out.push(internalError(d.to, 'seq' in d.reply ? d.reply.seq : null, name));
@@ -369,10 +388,17 @@ export class CoordinatorCore<R> {
     return out;
   }
 
-  /** tickEach — `tick`, handing each pool's replies to `visit` with its name (for an adapter that writes per pool). */
+  /**
+   * tickEach — `tick`, handing each pool's replies to `visit` with its name
+   * (for an adapter that writes per pool). Only the pools due at `nowUs`
+   * are visited (pool-schedule.ts); an idle template pool or a retiring
+   * pool due to be forgotten is forgotten here.
+   */
   tickEach(nowUs: number, visit: (pool: string, out: Delivery<R>[]) => void): void {
     assertTimeUs(nowUs);
-    for (const pool of this.pools.all()) {
+    this.settle();
+    for (const pool of this.schedule.takeDue(nowUs)) {
+      if (!this.pools.holds(pool)) continue;
       const out: Delivery<R>[] = [];
       try {
         if (this.suspects.has(pool)) throw new Error('its next deadline could not be computed');
@@ -381,27 +407,62 @@ export class CoordinatorCore<R> {
         this.contain(pool, error, nowUs, out, 0);
       }
       if (out.length > 0) visit(pool.config.name, out);
+      if (!this.pools.holds(pool)) continue;
+      if (this.pools.evictIfIdle(pool, nowUs, (gone) => this.keepTally(gone))) {
+        // Only a durable adapter collects them (to delete their records); memory mode just forgets.
+        if (this.durable) this.evicted.push(pool.config.name);
+        if (this.touched === pool) this.touched = null;
+      } else this.reschedule(pool);
     }
-    const evicted = this.pools.evictIdle(nowUs, (pool) => this.keepTally(pool));
-    // Only a durable adapter collects them (to delete their records); memory mode just forgets.
-    if (this.durable) this.evicted.push(...evicted);
   }
 
   /**
-   * nextDeadlineUs — the earliest instant `tick` has work, or Infinity. It
-   * looks at every pool; after a `receive`, `touchedDeadlineUs` is the cheap
-   * answer for the one pool that changed. Idle template pools are evicted
-   * on ticks without a deadline of their own (late eviction costs nothing).
+   * nextDeadlineUs — the earliest instant `tick` has work (a pool's own
+   * deadline, or an idle pool to forget), or Infinity; read off the
+   * schedule, whatever the number of pools.
    */
   nextDeadlineUs(): number {
-    let deadline = Infinity;
-    for (const pool of this.pools.all()) deadline = Math.min(deadline, this.deadlineOf(pool));
-    return deadline;
+    this.settle();
+    return this.schedule.nextUs();
   }
 
-  /** touchedDeadlineUs — the next deadline of the pool the last `receive` reached (Infinity if none). */
+  /** touchedDeadlineUs — when the pool the last `receive` reached next has work (Infinity if none). */
   touchedDeadlineUs(): number {
-    return this.touched === null ? Infinity : this.deadlineOf(this.touched);
+    this.settle();
+    return this.touched === null ? Infinity : this.instantOf(this.touched);
+  }
+
+  /**
+   * wake — `name`'s state changed from outside a request or a tick (a
+   * relay's credit topped up by its upstream grant): the next tick visits it.
+   */
+  wake(name: string): void {
+    this.settle();
+    const pool = this.pools.existing(name);
+    if (pool !== undefined) this.schedule.set(pool, 0);
+  }
+
+  /** instantOf — when `pool` next has work: its own deadline, or when the registry may forget it. */
+  private instantOf(pool: Pool<R>): number {
+    return Math.min(this.deadlineOf(pool), this.pools.forgetAtUs(pool));
+  }
+
+  /** reschedule — sets `pool`'s instant anew after a change to it. */
+  private reschedule(pool: Pool<R>): void {
+    this.schedule.set(pool, this.instantOf(pool));
+  }
+
+  /** settle — sets anew the instants of the pools requests changed, or of every pool after a wholesale change. */
+  private settle(): void {
+    if (this.scheduleStale) {
+      this.scheduleStale = false;
+      this.changed.clear();
+      this.schedule.clear();
+      for (const pool of this.pools.all()) this.reschedule(pool);
+      return;
+    }
+    for (const pool of this.changed) if (this.pools.holds(pool)) this.reschedule(pool);
+    this.changed.clear();
   }
 
   /** deadlineOf — a pool's next deadline; a pool that cannot say is suspect and due at once. */

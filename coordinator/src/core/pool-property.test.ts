@@ -429,7 +429,8 @@ class Simulation {
     const a = this.agent(op.agent);
     const s = a.history[a.history.length - 1 - (op.back % Math.max(1, a.history.length))];
     if (s === undefined) return;
-    // Settle the clock first, so that "nothing changed" compares like with like.
+    // Settle the clock first, so that "nothing changed" compares like with like: the pool made due, then ticked.
+    this.core.wake(this.pool.config.name);
     this.deliver(this.core.tick(this.nowUs));
     const record = internalsOf(this.pool).leases.byAgent.get(a.id);
     const staleAcquire = s.kind === 'acquire' && record !== undefined && s.seq < record.lastSeq;
@@ -467,6 +468,7 @@ class Simulation {
 
   /** A request from outside the fleet: it may name anyone's lease, but must not disturb the fleet's leases. */
   stranger(op: Extract<Op, { t: 'stranger' }>): void {
+    this.core.wake(this.pool.config.name); // a tick visits the pools due: this one is made due
     this.deliver(this.core.tick(this.nowUs)); // settle the clock, so only the request itself can change things
     const records = internalsOf(this.pool).leases.byAgent;
     const leaseIds = [...records.values()].map((r) => r.leaseId);

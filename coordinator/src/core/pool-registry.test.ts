@@ -164,4 +164,36 @@ describe('relayClasses configuration', () => {
     expect(() => parseCoordinatorConfig('w.yaml', doc)).toThrow(/pool "api": field "relayClasses"/);
     expect(() => parseCoordinatorConfig('w.yaml', doc)).toThrow(problem);
   });
+
+  it('cost a tick nothing while idle: only the pools due are ticked, and an idle one is forgotten when its time comes', () => {
+    const config = parseCoordinatorConfig('templates.yaml', {
+      quietPeriodMs: 1000,
+      pools: {},
+      templates: { 'tenant:*': { capacity: 10, refill: '10/s', leaseTtlMs: 1000, maxLeaseTokens: 5, idleEvictMs: 60_000 } },
+    });
+    const c = new CoordinatorCore<string>(config, 1, 0);
+    for (let i = 0; i < 500; i += 1) expect(send(c, acquire(`tenant:t${i}`), 5 * S)).toMatchObject({ kind: 'grant' });
+    // Every lease expires and is reclaimed: 500 idle pools, each forgotten 60 s after its last use.
+    c.tick(8 * S);
+    expect(c.nextDeadlineUs()).toBe(65 * S);
+    let ticked = 0;
+    for (let i = 0; i < 500; i += 1) {
+      const pool = c.pool(`tenant:t${i}`);
+      if (pool === undefined) throw new Error(`tenant:t${i} is gone`);
+      const tickOf = pool.tick.bind(pool);
+      pool.tick = (nowUs, out) => {
+        ticked += 1;
+        tickOf(nowUs, out);
+      };
+    }
+    for (let t = 8 * S; t < 9 * S; t += 100 * MS) c.tick(t);
+    expect(ticked).toBe(0);
+    c.wake('tenant:t7');
+    c.tick(9 * S);
+    expect(ticked).toBe(1);
+    c.tick(65 * S);
+    expect(ticked).toBe(501);
+    expect(c.poolCount).toBe(0);
+    expect(c.nextDeadlineUs()).toBe(Infinity);
+  });
 });

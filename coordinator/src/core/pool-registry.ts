@@ -226,26 +226,37 @@ export class PoolRegistry<R> {
   }
 
   /**
-   * evictIdle — forgets every template pool idle and full for its
-   * template's idleEvictMs, and every retiring pool without a lease and
-   * full; returns their names.
+   * forgetAtUs — when `pool` may be forgotten if nothing happens to it
+   * meanwhile (a template pool idle and full for its idleEvictMs, a
+   * retiring pool without a lease and full); Infinity for a configured
+   * pool, or one this registry does not hold.
    */
-  evictIdle(nowUs: number, onEvict: (pool: Pool<R>) => void = () => undefined): string[] {
-    const evicted: string[] = [];
-    for (const [name, pool] of this.retiring) {
-      if (pool.idleFullAtUs() > nowUs) continue;
+  forgetAtUs(pool: Pool<R>): number {
+    const name = pool.config.name;
+    if (this.retiring.get(name) === pool) return pool.idleFullAtUs();
+    const made = this.made.get(name);
+    return made?.pool === pool ? this.evictableAtUs(pool, made.template) : Infinity;
+  }
+
+  /** evictIfIdle — forgets `pool` when it is due to be forgotten at `nowUs` (see forgetAtUs); true when it did. */
+  evictIfIdle(pool: Pool<R>, nowUs: number, onEvict: (pool: Pool<R>) => void = () => undefined): boolean {
+    if (this.forgetAtUs(pool) > nowUs) return false;
+    const name = pool.config.name;
+    onEvict(pool);
+    if (this.retiring.get(name) === pool) {
       this.retiring.delete(name);
-      onEvict(pool);
-      evicted.push(name);
+      return true;
     }
-    for (const [name, { pool, template }] of this.made) {
-      if (this.evictableAtUs(pool, template) > nowUs) continue;
-      onEvict(pool);
-      this.made.delete(name);
-      this.counts.set(template, (this.counts.get(template) ?? 1) - 1);
-      evicted.push(name);
-    }
-    return evicted;
+    const made = this.made.get(name);
+    if (made === undefined) return false;
+    this.made.delete(name);
+    this.counts.set(made.template, (this.counts.get(made.template) ?? 1) - 1);
+    return true;
+  }
+
+  /** holds — whether `pool` is the pool this registry holds under its name. */
+  holds(pool: Pool<R>): boolean {
+    return this.existing(pool.config.name) === pool;
   }
 
   private evictableAtUs(pool: Pool<R>, template: TemplateConfig): number {

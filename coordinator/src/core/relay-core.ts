@@ -152,6 +152,8 @@ export class RelayCore<R> {
     if (found === undefined) return { outcome: { kind: 'ignored' }, out: [] };
     const out = this.core.tick(nowUs);
     const outcome = found.uplink.onReply(reply, nowUs, found.pool.leases.boundTokensSum, request);
+    // The pool's credit changed outside a request or a tick: it is made due, so a tick serves (or refuses) its held requests.
+    if (outcome.kind !== 'ignored') this.core.wake(request.pool);
     if (outcome.kind === 'granted') out.push(...this.core.tick(nowUs));
     return { outcome, out };
   }

@@ -84,6 +84,9 @@ export interface BenchScale {
   readonly droppedLimiters: number;
   /** Each HTTP load run, ms. */
   readonly httpMs: number;
+  /** Idle template pools a core holds at rest, and the virtual time it is driven for, ms (idle-pools.ts). */
+  readonly idlePools: number;
+  readonly idleRestMs: number;
 }
 
 export const FULL_SCALE: BenchScale = {
@@ -100,6 +103,8 @@ export const FULL_SCALE: BenchScale = {
   idleWindowMs: 5000,
   droppedLimiters: 2000,
   httpMs: 1500,
+  idlePools: 100_000,
+  idleRestMs: 10_000,
 };
 
 export const QUICK_SCALE: BenchScale = {
@@ -116,4 +121,6 @@ export const QUICK_SCALE: BenchScale = {
   idleWindowMs: 1000,
   droppedLimiters: 500,
   httpMs: 300,
+  idlePools: 10_000,
+  idleRestMs: 1000,
 };

@@ -12,6 +12,8 @@
  * 4. The durable mode's write before reply (durable.ts).
  * 5. The coordinator core's acquires per second with 1k, 10k and 100k live
  *    leases on a rate pool and on a chunk pool (lease-scaling.ts).
+ * 5b. The coordinator core at rest with 100,000 idle template pools: CPU
+ *    per second, and a renewal's cost meanwhile (idle-pools.ts).
  * 6. Acquire latency on one pool of a coordinator process while another
  *    pool holds 50,000 waiting requests (crowded-pool.ts); its coordinator
  *    starts first, so its one-minute quiet period passes during the rest.
@@ -30,6 +32,7 @@ import { crowdFigures, startCrowd } from './crowded-pool.js';
 import { durableFigures } from './durable.js';
 import { bytesPerCall, timeCalls } from './measure.js';
 import { leaseScaling } from './lease-scaling.js';
+import { idlePools } from './idle-pools.js';
 import { memoryFigures } from './memory.js';
 import { adoptionFigures } from './adoption.js';
 import { HOT_POOL, hotLimiter, waitForBalance } from './hot-limiter.js';
@@ -187,6 +190,7 @@ async function main(): Promise<void> {
     const fastPath = await fastPathFigures(nats.url, scale);
     const durable = await durableFigures(scale.durableWrites);
     const scaling = [...leaseScaling('rate', scale.scalingMs), ...leaseScaling('chunk', scale.scalingMs)];
+    const idle = idlePools(scale.idlePools, scale.idleRestMs);
     const say = args.json ? console.error : console.log;
     // The service's view (per-key limiters, the HTTP middleware) prints its own lines: to stderr under --json.
     const log = console.log;
@@ -200,6 +204,7 @@ async function main(): Promise<void> {
       fastPath,
       durable,
       scaling,
+      idle,
       crowded,
       machine,
       nats: `${nats.source} ${nats.url}`,

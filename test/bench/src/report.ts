@@ -5,6 +5,7 @@
  */
 import type { CrowdFigures, LatencyFigures } from './crowded-pool.js';
 import type { DurableFigures, WriteFigures } from './durable.js';
+import type { IdlePoolFigures } from './idle-pools.js';
 import { LEASE_COUNTS, type LeaseCount, type LeaseModeName, type ScalingFigure } from './lease-scaling.js';
 import type { Timing } from './measure.js';
 
@@ -29,6 +30,7 @@ export interface BenchFigures {
   readonly fastPath: FastPathFigures;
   readonly durable: DurableFigures;
   readonly scaling: readonly ScalingFigure[];
+  readonly idle: IdlePoolFigures;
   readonly crowded: CrowdFigures;
   /** The machine: its CPUs and its 1-minute load average when the bench started and ended (other work on it moves every figure). */
   readonly machine: { readonly cpus: number; readonly loadAverageStart: number; readonly loadAverageEnd: number };
@@ -87,6 +89,7 @@ export function readableLines(figures: BenchFigures): string[] {
     `coordinator memory: ${bytes.bytesPerLease} heap bytes per live lease; ${bytes.bytesPerEvictedPool} per template pool after idle eviction (${bytes.poolsLeft} of 20,000 left)`,
     scalingLine(figures, 'rate'),
     scalingLine(figures, 'chunk'),
+    `coordinator at rest with ${figures.idle.pools} idle template pools: ${figures.idle.restCpuMsPerSecond} ms of CPU per second; a renewal meanwhile ${figures.idle.renewalUsMedian} µs median, ${figures.idle.renewalUsP99} µs p99`,
     ...crowdLines(figures.crowded),
     `${figures.scale === 'quick' ? 'QUICK SCALE (--quick): a check that every measurement runs, not figures to quote; ' : ''}NATS: ${figures.nats}; node ${process.version}; ${figures.machine.cpus} CPUs, load average (1 min) ${figures.machine.loadAverageStart.toFixed(2)} at start, ${figures.machine.loadAverageEnd.toFixed(2)} at end`,
   ];
@@ -127,6 +130,10 @@ export function figuresJson(figures: BenchFigures): Record<string, number | bool
     coordinatorBytesPerEvictedPool: bytes.bytesPerEvictedPool,
     leaseTokens,
     ...scaling,
+    idlePools: figures.idle.pools,
+    idleRestCpuMsPerSecond: figures.idle.restCpuMsPerSecond,
+    idleRenewalUsMedian: figures.idle.renewalUsMedian,
+    idleRenewalUsP99: figures.idle.renewalUsP99,
     quietAcquireMsP50Baseline: c.baseline.p50Ms,
     quietAcquireMsP99Baseline: c.baseline.p99Ms,
     quietAcquireMsMaxBaseline: c.baseline.maxMs,
