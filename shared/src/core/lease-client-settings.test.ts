@@ -7,11 +7,11 @@ import { HOLD_MS_DEFAULT } from '../protocol/limits.js';
 import { LEASE_CLIENT_DEFAULTS, leaseClientSettingProblem, type LeaseClientSettings } from './lease-client-settings.js';
 
 describe('LEASE_CLIENT_DEFAULTS', () => {
-  it('are one set, and keep every rule', () => {
+  it('are the safe ones where an agent’s and a relay’s differed, and keep every rule', () => {
     expect(LEASE_CLIENT_DEFAULTS).toEqual({
       holdMs: HOLD_MS_DEFAULT,
       replyTimeoutMs: 500,
-      driftMargin: 0.05,
+      driftMargin: 0.1,
       refreshMs: 1000,
       leaseTtlMsMax: 3_600_000,
       agentClass: null,

@@ -3,6 +3,15 @@
  * keeper options, a relay's `uplink` settings): their defaults and the
  * rule each value must keep. Each client reads them from its own source
  * and reports a broken rule in its own error; the rules are these.
+ *
+ * Defaults, and why where an agent's and a relay's once differed:
+ * - `driftMargin` 0.1 (an agent's was 0.05): the larger margin is the safe
+ *   one, it covers more clock-rate error between client and coordinator.
+ * - `replyTimeoutMs` 500 (a relay's was 1000): a retry repeats the
+ *   sequence and first-send instant, so the promise is the same either
+ *   way; the shorter one lets a client retry a lost renewal while its
+ *   lease still lives (a relay gives a retry up after half the TTL: 1 s of
+ *   the default 2 s, less than 200 + 1000 ms).
  */
 import { DURATION_MS_MAX, HOLD_MS_DEFAULT, HOLD_MS_MAX } from '../protocol/limits.js';
 import { ID_FORM, isProtocolId } from '../protocol/ids.js';
@@ -29,7 +38,7 @@ export const DRIFT_MARGIN_MAX = 0.5;
 export const LEASE_CLIENT_DEFAULTS: LeaseClientSettings = {
   holdMs: HOLD_MS_DEFAULT,
   replyTimeoutMs: 500,
-  driftMargin: 0.05,
+  driftMargin: 0.1,
   refreshMs: 1000,
   leaseTtlMsMax: 3_600_000,
   agentClass: null,

@@ -150,8 +150,8 @@ describe('a tree of relays', () => {
     expect(excess.some((r) => r.worstExcessTokens > 1 && r.violations.some((v) => v.includes('envelope exceeded')))).toBe(true);
   });
 
-  // Relay clocks drift in every random tree (within 1%). One that runs 8%
-  // fast, beyond what the agents' 5% margin leaves beside their own 4%,
+  // Relay clocks drift in every random tree (within 1%). One that runs 20%
+  // fast, beyond what the agents' 10% margin leaves beside their own 4%,
   // stops counting its agents' leases while they may still spend: the
   // expiry check catches it.
   const driftingRelays = (seed: number, drift: number): SimConfig => ({
@@ -165,9 +165,9 @@ describe('a tree of relays', () => {
   it('catches relays whose clocks run faster than the agents’ margin allows: the expiry check fails for some seeds', () => {
     const within = [1, 2, 3, 4].map((seed) => runSimulation(driftingRelays(seed, 0.01)));
     expect(within.flatMap((r) => r.violations)).toEqual([]);
-    const beyond = [1, 2, 3, 4].map((seed) => runSimulation(driftingRelays(seed, 0.08)));
+    const beyond = [1, 2, 3, 4].map((seed) => runSimulation(driftingRelays(seed, 0.2)));
     const late = beyond.flatMap((r) => r.violations.filter((v) => v.includes("after the coordinator's expiry")));
-    console.log(`sim: relays 8% fast: ${late.length} spends after the relay's expiry over 4 seeds (1% fast: none)`);
+    console.log(`sim: relays 20% fast: ${late.length} spends after the relay's expiry over 4 seeds (1% fast: none)`);
     expect(late.length).toBeGreaterThan(0);
   });
 
