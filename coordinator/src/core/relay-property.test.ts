@@ -20,8 +20,7 @@ import { parseCoordinatorConfig } from './config.js';
 import { CoordinatorCore } from './coordinator-core.js';
 import type { Delivery } from './pool.js';
 import { parseRelayConfig, type RelayConfig } from './relay-config.js';
-import { RelayCore } from './relay-core.js';
-import { Uplink } from './uplink.js';
+import { RelayCore, type UplinkIdentity } from './relay-core.js';
 
 const RUNS = Number(process.env['RUNS'] ?? 100);
 const MS = 1000;
@@ -275,18 +274,11 @@ class Tree {
     const sc = this.sc;
     const config = this.relayConfig(i, { ttlMs: sc.relayTtlMs, maxLeaseTokens: Math.max(1, Math.floor(sc.capacity / 10)) });
     const incarnation = this.incarnations[i]!;
-    const uplinkOf = (
-      p: Parameters<ConstructorParameters<typeof RelayCore>[3]>[0],
-      credit: Parameters<ConstructorParameters<typeof RelayCore>[3]>[1],
-    ): Uplink =>
-      new Uplink(p, credit, {
-        agentId: `relay.${i}.${incarnation}.${this.rnd.int(0, 1e9)}`,
-        leaseSecret: 'relay-secret-0123456789abcdef',
-        ...config.uplink,
-        leaseTtlMsMax: 3_600_000,
-        initialTokens: p.maxLeaseTokens,
-      });
-    return new RelayCore<Answer>(config, 100 + i * 1000 + incarnation, this.nowUs, uplinkOf);
+    const identityOf = (): UplinkIdentity => ({
+      agentId: `relay.${i}.${incarnation}.${this.rnd.int(0, 1e9)}`,
+      leaseSecret: 'relay-secret-0123456789abcdef',
+    });
+    return new RelayCore<Answer>(config, 100 + i * 1000 + incarnation, this.nowUs, identityOf);
   }
 
   /** upstreamOf — the prefix relay `i` leases from: the root, or (nested) the first relay. */
