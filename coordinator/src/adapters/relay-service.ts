@@ -118,23 +118,7 @@ export function startRelayService(options: RelayServiceOptions): RelayService {
     if (!isOperatorSubject(prefix, subject)) handle(subject, payload, port);
   });
 
-  const announce = (): void =>
-    logger.info(
-      {
-        event: 'relay-serving',
-        epoch,
-        subject: serviceSubject(prefix),
-        upstream: config.upstreamPrefix,
-        pools: config.downstream.pools.map((p) => ({
-          name: p.name,
-          capacity: p.capacity,
-          refill: formatRate(p.refill),
-          leaseTtlMs: p.leaseTtlMs,
-          maxLeaseTokens: p.maxLeaseTokens,
-        })),
-      },
-      'relay serving',
-    );
+  const announce = (): void => announceServing(logger, config, epoch);
   bus.flush().then(announce, (error: unknown) => {
     logger.warn({ event: 'subscription-unconfirmed', err: error }, 'NATS did not confirm the subscription yet');
     announce();
@@ -171,4 +155,17 @@ export function startRelayService(options: RelayServiceOptions): RelayService {
       logger.info({ event: 'stopped', epoch }, 'relay stopped');
     },
   };
+}
+
+/** announceServing — the `relay-serving` line: epoch, subjects and the pools served. */
+function announceServing(logger: Logger, config: RelayConfig, epoch: number): void {
+  const pools = config.downstream.pools.map((p) => ({
+    name: p.name,
+    capacity: p.capacity,
+    refill: formatRate(p.refill),
+    leaseTtlMs: p.leaseTtlMs,
+    maxLeaseTokens: p.maxLeaseTokens,
+  }));
+  const subject = serviceSubject(config.downstream.subjectPrefix);
+  logger.info({ event: 'relay-serving', epoch, subject, upstream: config.upstreamPrefix, pools }, 'relay serving');
 }
