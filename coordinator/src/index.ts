@@ -46,7 +46,14 @@ export {
 } from './core/write-lane.js';
 export { routeCatchAll, type CatchAllRoute } from './core/ownership.js';
 export type { PoolFault } from './core/coordinator-core.js';
-export { RelayCore, type UplinkFactory } from './core/relay-core.js';
+export {
+  RelayCore,
+  type RelayCreditFactory,
+  type UplinkIdentity,
+  type UplinkIdentitySource,
+  type UpstreamLeaseView,
+} from './core/relay-core.js';
 export { RelayCredit } from './core/relay-credit.js';
 export { Uplink, type UplinkOptions } from './core/uplink.js';
 export { parseRelayConfig, type RelayConfig, type UplinkSettings } from './core/relay-config.js';
+export { RelayDriver, type RelayCommand, type RelayDriverOptions, type RelayLog, type UpstreamOutcome } from './core/relay-driver.js';

@@ -85,3 +85,13 @@ export {
 
 // The process's monotonic clock, in whole microseconds: what adapters hand their cores.
 export { hostMonoNowUs } from './adapters/host-clock.js';
+
+// The lease client: the rules every client of a coordinator (an agent's keeper, a relay's uplink) keeps alike.
+export { SECRET_PATTERN, grantProblem, type GrantCheckLimits } from './core/lease-client-grant.js';
+export { clientLeaseEndUs, seqAbove, staleSeqFloor } from './core/lease-client.js';
+export {
+  DRIFT_MARGIN_MAX,
+  LEASE_CLIENT_DEFAULTS,
+  leaseClientSettingProblem,
+  type LeaseClientSettings,
+} from './core/lease-client-settings.js';

@@ -1,14 +1,18 @@
 /**
- * Options of the lease keeper, with their defaults. Durations in ms.
+ * Options of the lease keeper, with their defaults. Durations in ms. The
+ * settings every lease client shares (hold, reply timeout, drift margin,
+ * refresh, longest TTL, class) take the lease client's defaults and rules
+ * (@tokenlease/shared, lease-client-settings.ts), as a relay's uplink does.
  */
-import { HOLD_MS_DEFAULT, ID_LENGTH_MAX, WIRE_TOKENS_MAX } from '@tokenlease/shared';
+import {
+  DRIFT_MARGIN_MAX,
+  LEASE_CLIENT_DEFAULTS,
+  leaseClientSettingProblem,
+  WIRE_TOKENS_MAX,
+  type LeaseClientSettings,
+} from '@tokenlease/shared';
 import { AgentError } from '../errors.js';
 import { FALLBACK_BURST_TOKENS_MAX, FALLBACK_PER_SECOND_MAX } from './lease-slot.js';
-
-/** Both drift margins are fractions in [0, DRIFT_MARGIN_MAX). */
-const DRIFT_MARGIN_MAX = 0.5;
-/** An agent class: 1 to `ID_LENGTH_MAX` printable ASCII characters, no spaces. */
-const AGENT_CLASS_PATTERN = new RegExp(`^[\\x21-\\x7e]{1,${ID_LENGTH_MAX}}$`);
 
 export interface KeeperOptions {
   /** How long the coordinator may hold a request for a worthwhile grant. */
@@ -53,28 +57,38 @@ export interface KeeperOptions {
   readonly rateDriftMargin: number;
   /**
    * The longest lease TTL a grant may carry; a longer one is refused as
-   * implausible (grant-check.ts). Default: the coordinator's own maximum.
+   * implausible (the lease client's check). Default: the coordinator's own maximum.
    */
   readonly leaseTtlMsMax: number;
 }
 
 export const DEFAULT_KEEPER_OPTIONS: KeeperOptions = {
-  holdMs: HOLD_MS_DEFAULT,
-  replyTimeoutMs: 500,
-  driftMargin: 0.05,
-  refreshMs: 1000,
+  holdMs: LEASE_CLIENT_DEFAULTS.holdMs,
+  replyTimeoutMs: LEASE_CLIENT_DEFAULTS.replyTimeoutMs,
+  driftMargin: LEASE_CLIENT_DEFAULTS.driftMargin,
+  refreshMs: LEASE_CLIENT_DEFAULTS.refreshMs,
   idleReturnMs: 3000,
   initialTokens: 1,
   backoffMsMin: 25,
   backoffMsMax: 2000,
   assumedTtlMs: 2000,
-  agentClass: null,
+  agentClass: LEASE_CLIENT_DEFAULTS.agentClass,
   fallbackPerSecond: 0,
   fallbackBurstTokens: 0,
   reportMs: 0,
   rateDriftMargin: 0.001,
-  leaseTtlMsMax: 3_600_000,
+  leaseTtlMsMax: LEASE_CLIENT_DEFAULTS.leaseTtlMsMax,
 };
+
+/** The options every lease client shares, checked by the lease client's rules. */
+const CLIENT_SETTINGS: readonly (keyof LeaseClientSettings)[] = [
+  'holdMs',
+  'replyTimeoutMs',
+  'driftMargin',
+  'refreshMs',
+  'leaseTtlMsMax',
+  'agentClass',
+];
 
 function check(ok: boolean, field: string, rule: string, value: unknown): void {
   if (!ok) throw new AgentError('invalid-argument', `option ${field} ${rule}, got ${JSON.stringify(value)}`);
@@ -83,13 +97,14 @@ function check(ok: boolean, field: string, rule: string, value: unknown): void {
 /** keeperOptions — defaults overlaid with `given`; throws AgentError('invalid-argument') for a bad value. */
 export function keeperOptions(given: Partial<KeeperOptions> = {}): KeeperOptions {
   const o = { ...DEFAULT_KEEPER_OPTIONS, ...given };
-  const ms = (field: Exclude<keyof KeeperOptions, 'agentClass' | 'driftMargin' | 'rateDriftMargin'>, min: number, max: number): void => {
+  for (const field of CLIENT_SETTINGS) {
+    const rule = leaseClientSettingProblem(field, o[field]);
+    check(rule === null, field, rule ?? '', o[field]);
+  }
+  const ms = (field: Exclude<keyof KeeperOptions, keyof LeaseClientSettings | 'rateDriftMargin'>, min: number, max: number): void => {
     const v = o[field];
     check(Number.isSafeInteger(v) && v >= min && v <= max, field, `must be an integer in [${min}, ${max}]`, v);
   };
-  ms('holdMs', 0, 60_000);
-  ms('replyTimeoutMs', 1, 60_000);
-  ms('refreshMs', 1, 3_600_000);
   ms('idleReturnMs', 1, 86_400_000);
   ms('initialTokens', 1, WIRE_TOKENS_MAX);
   ms('backoffMsMin', 1, 60_000);
@@ -98,11 +113,7 @@ export function keeperOptions(given: Partial<KeeperOptions> = {}): KeeperOptions
   ms('fallbackPerSecond', 0, FALLBACK_PER_SECOND_MAX);
   ms('fallbackBurstTokens', 0, FALLBACK_BURST_TOKENS_MAX);
   ms('reportMs', 0, 3_600_000);
-  ms('leaseTtlMsMax', 1, 86_400_000);
   const margin = `must be in [0, ${DRIFT_MARGIN_MAX})`;
-  check(o.driftMargin >= 0 && o.driftMargin < DRIFT_MARGIN_MAX, 'driftMargin', margin, o.driftMargin);
   check(o.rateDriftMargin >= 0 && o.rateDriftMargin < DRIFT_MARGIN_MAX, 'rateDriftMargin', margin, o.rateDriftMargin);
-  const agentClassRule = `must be 1 to ${ID_LENGTH_MAX} printable ASCII characters without spaces, or null`;
-  check(o.agentClass === null || AGENT_CLASS_PATTERN.test(o.agentClass), 'agentClass', agentClassRule, o.agentClass);
   return o;
 }

@@ -4,7 +4,7 @@
  * sequence numbers and jitter, grant builders, and action readers.
  *
  * The keeper refuses a grant no honest coordinator would send
- * (grant-check.ts), so a grant fed to it is built from the request it
+ * (the lease client's check in @tokenlease/shared), so a grant fed to it is built from the request it
  * answers (`grantFor`), which fails the test on a dishonest one. `grant`
  * builds any grant at all, for stale replies and refusals.
  */

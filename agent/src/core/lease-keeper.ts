@@ -33,7 +33,7 @@
  *   waiting for that lease to lapse. A `stale-sequence` refusal names the
  *   floor to ask above, and the next request goes at once above it.
  * - A grant no honest coordinator would send is refused as an error and
- *   changes nothing (grant-check.ts).
+ *   changes nothing (the lease client's check, @tokenlease/shared).
  * - Every mode a grant carries (its shadow flag, its rate, the largest
  *   cost it fits) lives and dies with its lease: at the lease's expiry or
  *   return the slot enforces, accrues nothing and refuses no cost as
@@ -52,10 +52,18 @@
  * - `release` returns the lease now and forgets the demand that would
  *   bring it back (a limiter closed or dropped); later use asks again.
  */
-import type { LeaseGrant, LeaseRequest, LeaseReturn, Reply } from '@tokenlease/shared';
+import {
+  clientLeaseEndUs,
+  grantProblem,
+  SECRET_PATTERN,
+  staleSeqFloor,
+  type LeaseGrant,
+  type LeaseRequest,
+  type LeaseReturn,
+  type Reply,
+} from '@tokenlease/shared';
 import { AgentError } from '../errors.js';
 import { DemandWatch } from './demand-watch.js';
-import { grantProblem, SECRET_PATTERN } from './grant-check.js';
 import type { KeeperOptions } from './keeper-options.js';
 import type { InFlight, KeeperStats, SendAction } from './keeper-types.js';
 import { LeaseSlot } from './lease-slot.js';
@@ -278,6 +286,7 @@ export class LeaseKeeper {
     if (flight === null) return NONE;
     this.slot.noteRoundTrip(nowUs - flight.firstSentAtUs);
     const op = flight.message.op;
+    const seqFloor = staleSeqFloor(reply);
     if (reply.kind === 'grant' && flight.message.op === 'acquire') {
       const sameLease = reply.leaseId === this.heldLeaseId && this.slot.hasLease;
       const problem = grantProblem(reply, flight.message, this.options, sameLease ? this.capacityTokens : 0);
@@ -287,9 +296,9 @@ export class LeaseKeeper {
         this.cycle.refused(nowUs, 'implausible-grant', problem, 0);
       }
     } else if (reply.kind === 'receipt' && op === 'return') this.stats.tokensReturned += reply.tokensReturned;
-    else if (reply.kind === 'error' && reply.code === 'stale-sequence' && reply.seqFloor !== undefined) {
+    else if (reply.kind === 'error' && seqFloor !== null) {
       // Our sequence fell behind the coordinator's (a restart, a lost counter): ask again at once above its floor.
-      this.seqFloor = Math.max(this.seqFloor, reply.seqFloor);
+      this.seqFloor = Math.max(this.seqFloor, seqFloor);
       this.cycle.refused(nowUs, reply.code, reply.message, 0);
       this.cycle.deferUntil(nowUs);
     } else if (reply.kind === 'error' && reply.code === 'forbidden' && op === 'acquire') {
@@ -444,7 +453,7 @@ export class LeaseKeeper {
     this.reports.granted(s.balanceTokens, nowUs);
     this.heldLeaseId = reply.leaseId;
     this.ttlUs = reply.ttlMs * US_PER_MS;
-    s.expiresAtUs = flight.firstSentAtUs + Math.floor(this.ttlUs * (1 - this.options.driftMargin));
+    s.expiresAtUs = clientLeaseEndUs(flight.firstSentAtUs, reply.ttlMs, this.options.driftMargin);
     s.hasLease = true;
     s.costMaxTokens = Math.min(reply.capacityTokens, reply.maxLeaseTokens);
     if (s.wantedCostTokens <= s.balanceTokens || s.wantedCostTokens > s.costMaxTokens) s.wantedCostTokens = 0;

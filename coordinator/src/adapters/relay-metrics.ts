@@ -10,10 +10,9 @@
  */
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { RelayCore } from '../core/relay-core.js';
-import { RelayCredit } from '../core/relay-credit.js';
+import type { UpstreamOutcome } from '../core/relay-driver.js';
 
-/** UpstreamOutcome — how one upstream request ended. */
-export type UpstreamOutcome = 'granted' | 'refused' | 'error' | 'unanswered';
+export type { UpstreamOutcome } from '../core/relay-driver.js';
 
 export class RelayMetrics {
   private readonly replies: Counter<'pool' | 'outcome'>;
@@ -41,14 +40,12 @@ export class RelayMetrics {
         weight.reset();
         const t = nowUs();
         const sums = new Map<string, { tokens: number; seconds: number; weight: number }>();
-        for (const held of relay.core.held()) {
-          const credit = held.pool.parts.credit;
-          if (held.kind === 'removed' || !(credit instanceof RelayCredit)) continue;
-          const key = this.label(held.name);
+        for (const lease of relay.upstreamLeases()) {
+          const key = this.label(lease.pool);
           const sum = sums.get(key) ?? { tokens: 0, seconds: Infinity, weight: 0 };
-          sum.tokens += credit.countedTokens;
-          sum.seconds = Math.min(sum.seconds, Math.max(0, credit.leaseEndUs - t) / 1e6);
-          sum.weight += Math.max(1, held.pool.parts.leases.demandingWeightsSum);
+          sum.tokens += lease.countedTokens;
+          sum.seconds = Math.min(sum.seconds, Math.max(0, lease.endUs - t) / 1e6);
+          sum.weight += lease.fleetWeight;
           sums.set(key, sum);
         }
         for (const [pool, sum] of sums) {

@@ -2,14 +2,11 @@
  * The relay's NATS service (docs/design.md, "Relays"): serves its pools on
  * its own subject prefix exactly as a coordinator does (service.ts), and
  * keeps one chunk lease per pool from the root by request/reply on the
- * upstream prefix (RelayCore, Uplink).
- *
- * Logs pino JSON: `relay-serving` once subscribed; `upstream-lease` when a
- * pool's lease from the root is new (later renewals at debug);
- * `upstream-refused` for an error or an implausible grant; `upstream-lost`
- * when a pool's lease ends unrenewed (its agents then get `unavailable`
- * until a new one comes); `upstream-unanswered` (debug) for a timeout.
- * Lease secrets are never logged.
+ * upstream prefix. Every decision is the relay driver's (core/
+ * relay-driver.ts): this adapter feeds it requests, the root's replies and
+ * its timer, and carries its commands out (replies, upstream requests,
+ * logs, metrics, wakes). Its own: the uplinks' random ids and secrets, the
+ * clock, and `relay-serving` once subscribed.
  */
 import { randomBytes, randomInt } from 'node:crypto';
 import {
@@ -28,14 +25,12 @@ import {
 } from '@tokenlease/shared';
 import type { Bus, ReplyPort } from '@tokenlease/shared/nats';
 import type { Logger } from 'pino';
-import { MAX_TTL_MS, type CoordinatorConfig, type PoolConfig } from '../core/config.js';
+import type { CoordinatorConfig } from '../core/config.js';
 import type { ReconfigureSummary } from '../core/pool-registry.js';
 import type { RelayConfig } from '../core/relay-config.js';
-import { RelayCore } from '../core/relay-core.js';
-import type { RelayCredit } from '../core/relay-credit.js';
-import { Uplink, type UplinkOutcome } from '../core/uplink.js';
+import type { RelayCore, UplinkIdentity } from '../core/relay-core.js';
+import { RelayDriver, type RelayCommand, type UpstreamOutcome } from '../core/relay-driver.js';
 import type { ServiceObserver } from './metrics.js';
-import type { UpstreamOutcome } from './relay-metrics.js';
 import { REFUSAL_LOG_INTERVAL_MS, ReplyLog } from './reply-log.js';
 import type { Served } from './service.js';
 import { TickTimer } from './tick-timer.js';
@@ -65,92 +60,57 @@ export function startRelayService(options: RelayServiceOptions): RelayService {
   const epoch = options.epoch ?? randomInt(1, 2 ** 31);
   const prefix = config.downstream.subjectPrefix;
   const upstreamIdentity = config.uplink.identity ?? ANONYMOUS_IDENTITY;
-  const uplinkOf = (pool: PoolConfig, credit: RelayCredit): Uplink => {
-    const agentId = `${config.uplink.identity ?? 'relay'}.${relayId}.${randomBytes(6).toString('hex')}`;
-    logger.info({ event: 'uplink-started', pool: pool.name, agentId }, 'new upstream agent id for a pool');
-    const leaseSecret = randomBytes(24).toString('base64url');
-    const settings = { ...config.uplink, leaseTtlMsMax: MAX_TTL_MS, initialTokens: pool.maxLeaseTokens };
-    return new Uplink(pool, credit, { ...settings, agentId, leaseSecret });
-  };
-  const core = new RelayCore<ReplyPort>(config, epoch, nowUs(), uplinkOf);
+  const identityOf = (): UplinkIdentity => ({
+    agentId: `${config.uplink.identity ?? 'relay'}.${relayId}.${randomBytes(6).toString('hex')}`,
+    leaseSecret: randomBytes(24).toString('base64url'),
+  });
+  const driver = new RelayDriver<ReplyPort>({ config, epoch, startUs: nowUs(), identityOf });
   const replies = new ReplyLog(logger, prefix, () => nowUs() / 1000, REFUSAL_LOG_INTERVAL_MS);
   let upstreamObserver: (pool: string, outcome: UpstreamOutcome) => void = () => undefined;
-  const leaseOf = new Map<string, string>();
-  const serving = new Set<string>();
-  let stopped = false;
+  let stopping = false;
+  let wakeAtUs = Infinity;
 
-  // Every pool served (configured or a template's) whose upstream lease ended unrenewed is logged once; pools forgotten are dropped.
-  const noteLapses = (): void => {
-    const t = nowUs();
-    const held = new Set<string>();
-    for (const { name, kind, pool } of core.core.held()) {
-      if (kind === 'removed') continue;
-      held.add(name);
-      if (pool.parts.credit.leaseEndUs > t) serving.add(name);
-      else if (serving.delete(name)) logger.warn({ event: 'upstream-lost', pool: name }, 'upstream lease ended unrenewed');
+  /** carryOut — carries the driver's commands out, in order; settles once every upstream send has (none rejects). */
+  const carryOut = (commands: readonly RelayCommand<ReplyPort>[]): Promise<void> => {
+    const sent: Promise<void>[] = [];
+    for (const c of commands) {
+      if (c.kind === 'reply') replies.send(c.deliveries, nowUs(), c.where);
+      else if (c.kind === 'send-upstream') sent.push(ask(c.message, c.timeoutMs));
+      else if (c.kind === 'log') logger[c.log.level](c.log.fields, c.log.message);
+      else if (c.kind === 'upstream-outcome') upstreamObserver(c.pool, c.outcome);
+      else if (c.kind === 'faults') replies.faults(c.faults);
+      else {
+        wakeAtUs = c.atUs;
+        timer.schedule(c.atUs);
+      }
     }
-    for (const name of serving) if (!held.has(name)) serving.delete(name);
-    for (const name of leaseOf.keys()) if (!held.has(name)) leaseOf.delete(name);
+    return Promise.all(sent).then(() => undefined);
   };
-  const logOutcome = (pool: string, outcome: UplinkOutcome): void => {
-    if (outcome.kind !== 'ignored') upstreamObserver(pool, outcome.kind);
-    if (outcome.kind === 'granted') {
-      const { leaseId, tokensGranted, tokensHeld, ttlMs } = outcome;
-      const fresh = leaseOf.get(pool) !== leaseId;
-      leaseOf.set(pool, leaseId);
-      logger[fresh ? 'info' : 'debug']({ event: 'upstream-lease', pool, leaseId, tokensGranted, tokensHeld, ttlMs }, 'upstream grant');
-    } else if (outcome.kind === 'refused') {
-      logger.warn({ event: 'upstream-refused', pool, problem: outcome.problem }, 'refused an implausible upstream grant');
-    } else if (outcome.kind === 'error') {
-      const { code, message, retryAfterMs } = outcome;
-      logger.warn({ event: 'upstream-refused', pool, code, reason: message, retryAfterMs }, 'the root refused a request');
-    }
-  };
-  const ask = (request: LeaseRequest | LeaseReturn, timeoutMs: number): Promise<void> =>
-    bus.request(subjectFor(config.upstreamPrefix, request.op, request.pool, upstreamIdentity), encodeMessage(request), timeoutMs).then(
+  const carry = (commands: readonly RelayCommand<ReplyPort>[]): void => void carryOut(commands);
+  const ask = (message: LeaseRequest | LeaseReturn, timeoutMs: number): Promise<void> =>
+    bus.request(subjectFor(config.upstreamPrefix, message.op, message.pool, upstreamIdentity), encodeMessage(message), timeoutMs).then(
       (bytes) => {
         const decoded = decodeReply(bytes);
-        if (!decoded.ok || stopped || request.op !== 'acquire') return;
-        const { outcome, out } = core.upstreamReply(request, decoded.value, nowUs());
-        logOutcome(request.pool, outcome);
-        replies.send(out, nowUs());
-        noteLapses();
-        timer.schedule(core.nextDeadlineUs());
+        if (decoded.ok) carry(driver.upstreamReply(message, decoded.value, nowUs()));
       },
-      (error: unknown) => {
-        if (request.op === 'acquire') upstreamObserver(request.pool, 'unanswered');
-        logger.debug({ event: 'upstream-unanswered', pool: request.pool, err: error }, 'no upstream reply');
-      },
+      (error: unknown) => carry(driver.upstreamFailed(message, error)),
     );
-  const send = (requests: readonly (LeaseRequest | LeaseReturn)[]): void => {
-    for (const request of requests) {
-      void ask(request, request.op === 'acquire' ? config.uplink.holdMs + config.uplink.replyTimeoutMs : config.uplink.replyTimeoutMs);
-    }
-  };
-  const pump = (): void => send(core.upstream(nowUs()));
   const timer = new TickTimer(
     nowUs,
     () => {
-      replies.send(core.tick(nowUs()), nowUs());
-      noteLapses();
-      pump();
-      replies.faults(core.core.takeFaults());
+      carry(driver.tick(nowUs()));
       replies.flush();
-      return core.nextDeadlineUs();
+      return wakeAtUs;
     },
     (error) => logger.error({ event: 'tick-failed', err: error }, 'tick failed'),
   );
   // Screened first: a request whose reply would go to another identity's inbox is dropped (core/reply-inbox.ts).
   const handle = replies.screened(
-    () => core.core.config,
+    () => driver.relay.core.config,
     (subject, payload, port) => {
       const startUs = nowUs();
-      replies.send(core.receive(subject, payload, port, startUs), nowUs(), { subject });
+      carry(driver.request(subject, payload, port, startUs));
       replies.observer?.handled(parseSubject(prefix, subject)?.op ?? '(bad subject)', (nowUs() - startUs) / 1e6);
-      replies.faults(core.core.takeFaults());
-      // Only the pool this request reached: the work of a request does not grow with the pools held.
-      send(core.upstreamTouched(nowUs()));
-      timer.schedule(core.touchedDeadlineUs());
     },
   );
   // Operator requests are operations.ts's, which screens them on its own subscriptions.
@@ -158,46 +118,26 @@ export function startRelayService(options: RelayServiceOptions): RelayService {
     if (!isOperatorSubject(prefix, subject)) handle(subject, payload, port);
   });
 
-  const announce = (): void =>
-    logger.info(
-      {
-        event: 'relay-serving',
-        epoch,
-        subject: serviceSubject(prefix),
-        upstream: config.upstreamPrefix,
-        pools: config.downstream.pools.map((p) => ({
-          name: p.name,
-          capacity: p.capacity,
-          refill: formatRate(p.refill),
-          leaseTtlMs: p.leaseTtlMs,
-          maxLeaseTokens: p.maxLeaseTokens,
-        })),
-      },
-      'relay serving',
-    );
+  const announce = (): void => announceServing(logger, config, epoch);
   bus.flush().then(announce, (error: unknown) => {
     logger.warn({ event: 'subscription-unconfirmed', err: error }, 'NATS did not confirm the subscription yet');
     announce();
   });
-  pump();
-  timer.schedule(core.nextDeadlineUs());
+  carry(driver.start(nowUs()));
 
-  const sendByPool = (pool: string, out: Parameters<ReplyLog['send']>[0]): void => replies.send(out, nowUs(), { pool });
   return {
-    core: core.core,
-    relay: core,
+    core: driver.relay.core,
+    relay: driver.relay,
     epoch,
     replies,
     reconfigure(next: CoordinatorConfig): { summary: ReconfigureSummary; atUs: number } {
       // The load checked that the prefixes and uplink settings stay: only the pools change.
       const atUs = nowUs();
-      const summary = core.reconfigure({ ...core.config, downstream: next }, atUs, sendByPool);
-      noteLapses();
-      pump();
-      timer.schedule(core.nextDeadlineUs());
+      const { summary, commands } = driver.reconfigure({ ...driver.relay.config, downstream: next }, atUs);
+      carry(commands);
       return { summary, atUs };
     },
-    serving: () => !stopped,
+    serving: () => !stopping,
     observe(observer: ServiceObserver): void {
       replies.observer = observer;
     },
@@ -205,14 +145,27 @@ export function startRelayService(options: RelayServiceOptions): RelayService {
       upstreamObserver = observer;
     },
     async stop(): Promise<void> {
-      if (stopped) return;
-      stopped = true;
+      if (stopping) return;
+      stopping = true;
       timer.stop();
       await subscription.stop();
-      replies.send(core.core.flush(nowUs()), nowUs());
+      const returned = carryOut(driver.stop(nowUs()));
       replies.flush();
-      await Promise.all(core.returns(nowUs()).map((ret) => ask(ret, config.uplink.replyTimeoutMs)));
+      await returned;
       logger.info({ event: 'stopped', epoch }, 'relay stopped');
     },
   };
+}
+
+/** announceServing — the `relay-serving` line: epoch, subjects and the pools served. */
+function announceServing(logger: Logger, config: RelayConfig, epoch: number): void {
+  const pools = config.downstream.pools.map((p) => ({
+    name: p.name,
+    capacity: p.capacity,
+    refill: formatRate(p.refill),
+    leaseTtlMs: p.leaseTtlMs,
+    maxLeaseTokens: p.maxLeaseTokens,
+  }));
+  const subject = serviceSubject(config.downstream.subjectPrefix);
+  logger.info({ event: 'relay-serving', epoch, subject, upstream: config.upstreamPrefix, pools }, 'relay serving');
 }

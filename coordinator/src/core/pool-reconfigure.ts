@@ -32,7 +32,7 @@
  * the coordinator counts that balance until the old lease would have
  * expired. Under-admission, at most one lease per agent, once per change.
  * Agents refuse a grant that changes the capacity of a lease mid-lease
- * (agent/src/core/grant-check.ts); a new lease id is what makes a new
+ * (shared/src/core/lease-client-grant.ts); a new lease id is what makes a new
  * capacity acceptable to them.
  */
 import { tokenScale } from '@tokenlease/shared';

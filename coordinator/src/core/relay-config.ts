@@ -5,8 +5,10 @@
  * Top-level fields: `upstreamPrefix` (the root's subject prefix, required),
  * `subjectPrefix` (the relay's own, required and different), `pools` (the
  * relayed pools, with the same fields as a coordinator's), and `uplink`:
- * `{ driftMargin [0.1], refreshMs [1000], holdMs [200: an agent's], replyTimeoutMs
- * [1000], gapMs [20], agentClass [none], identity [none] }`; `agentClass`
+ * `{ driftMargin, refreshMs, holdMs, replyTimeoutMs, agentClass, gapMs
+ * [20], identity [none] }`: the first five are the lease client's settings,
+ * with its defaults and rules, as an agent's (@tokenlease/shared,
+ * lease-client-settings.ts: 0.1, 1000, 200, 500, none); `agentClass`
  * is the class the relay asks the root under (listed in the root pool's
  * `relayClasses`, the root weighs the relay as the fleet behind it);
  * `identity` (1 to 48 of [A-Za-z0-9_-]) is the identity token its requests
@@ -18,9 +20,9 @@
  * grants name). Relayed pools and templates lease chunks, without an
  * allowance: no rate leases.
  */
-import { assertSubjectPrefix, HOLD_MS_DEFAULT, HOLD_MS_MAX, ID_FORM, isProtocolId } from '@tokenlease/shared';
+import { assertSubjectPrefix, LEASE_CLIENT_DEFAULTS, leaseClientSettingProblem, type LeaseClientSettings } from '@tokenlease/shared';
 import { CoordinatorError } from '../errors.js';
-import { parseCoordinatorConfig, MAX_TTL_MS, type CoordinatorConfig } from './config.js';
+import { parseCoordinatorConfig, type CoordinatorConfig } from './config.js';
 
 export interface UplinkSettings {
   readonly driftMargin: number;
@@ -43,6 +45,8 @@ export interface RelayConfig {
 
 const RELAY_KEYS = new Set(['upstreamPrefix', 'uplink']);
 const UPLINK_KEYS = new Set(['driftMargin', 'refreshMs', 'holdMs', 'replyTimeoutMs', 'gapMs', 'agentClass', 'identity']);
+/** The shortest gap between two requests of an uplink that were not due, ms, unless `uplink.gapMs` says. */
+const GAP_MS_DEFAULT = 20;
 /** An upstream identity: short enough that `<identity>.<relay id>.<12 hex>` stays a protocol id. */
 const IDENTITY_FORM = /^[A-Za-z0-9_-]{1,48}$/;
 
@@ -80,26 +84,26 @@ function readUplink(doc: unknown, fail: (field: string, problem: string) => neve
   if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) return fail('uplink', 'must be a mapping');
   const fields = new Map(Object.entries(doc as Record<string, unknown>));
   for (const key of fields.keys()) if (!UPLINK_KEYS.has(key)) fail(`uplink.${key.slice(0, 64)}`, 'is not an uplink field');
-  const num = (key: string, min: number, max: number, fallback: number, integer = true): number => {
-    const value = fields.get(key) ?? fallback;
-    const ok = typeof value === 'number' && Number.isFinite(value) && value >= min && value < max && (!integer || Number.isInteger(value));
-    return ok
-      ? value
-      : fail(`uplink.${key}`, `must be ${integer ? 'an integer' : 'a number'} in [${min}, ${max}), got ${JSON.stringify(value)}`);
+  const client = <K extends 'driftMargin' | 'refreshMs' | 'holdMs' | 'replyTimeoutMs' | 'agentClass'>(key: K): LeaseClientSettings[K] => {
+    const value = fields.get(key) ?? LEASE_CLIENT_DEFAULTS[key];
+    const rule = leaseClientSettingProblem(key, value);
+    return rule === null ? (value as LeaseClientSettings[K]) : fail(`uplink.${key}`, `${rule}, got ${JSON.stringify(value)}`);
   };
-  const agentClass = fields.get('agentClass') ?? null;
-  if (agentClass !== null && !isProtocolId(agentClass)) fail('uplink.agentClass', `must be ${ID_FORM}`);
+  const gapMs = fields.get('gapMs') ?? GAP_MS_DEFAULT;
+  if (!(typeof gapMs === 'number' && Number.isSafeInteger(gapMs) && gapMs >= 1 && gapMs < 60_000)) {
+    fail('uplink.gapMs', `must be an integer in [1, 60000), got ${JSON.stringify(gapMs)}`);
+  }
   const identity = fields.get('identity') ?? null;
   if (identity !== null && (typeof identity !== 'string' || !IDENTITY_FORM.test(identity))) {
     fail('uplink.identity', 'must be 1 to 48 characters of [A-Za-z0-9_-]');
   }
   return {
-    agentClass,
+    agentClass: client('agentClass'),
     identity,
-    driftMargin: num('driftMargin', 0.001, 0.5, 0.1, false),
-    refreshMs: num('refreshMs', 1, MAX_TTL_MS, 1000),
-    holdMs: num('holdMs', 0, HOLD_MS_MAX, HOLD_MS_DEFAULT),
-    replyTimeoutMs: num('replyTimeoutMs', 1, 60_000, 1000),
-    gapMs: num('gapMs', 1, 60_000, 20),
+    driftMargin: client('driftMargin'),
+    refreshMs: client('refreshMs'),
+    holdMs: client('holdMs'),
+    replyTimeoutMs: client('replyTimeoutMs'),
+    gapMs,
   };
 }

@@ -6,7 +6,8 @@
  *
  * Events in: `receive` (a downstream request), `upstreamReply` (the root's
  * reply to what `upstream` returned), `tick`. Effects out: downstream
- * deliveries and upstream requests. No clock, no I/O.
+ * deliveries and upstream requests. No clock, no I/O. What drives it, and
+ * what it decides beyond that (logs, lapses, timeouts), is RelayDriver's.
  *
  * Rules:
  * - A pool the downstream core restarted after a fault has a new credit:
@@ -17,12 +18,15 @@
  *   uplink reads the pool's running sums. A request touches one pool and
  *   its uplink (`upstreamTouched`, `touchedDeadlineUs`); a tick looks at
  *   every pool held, as the coordinator's tick does.
+ * - Every uplink is made here, with the relay's uplink settings, the lease
+ *   client's longest TTL and the pool's lease limit as its first ask; only
+ *   its agent id and secret (randomness) come from outside.
  * - Template pools are relayed as configured ones, each with its own
  *   uplink; a pool forgotten (idle past its template's `idleEvictMs`, or
  *   removed and drained) has no downstream lease left, so its upstream
  *   lease is returned.
  */
-import { parseSubject, type LeaseRequest, type LeaseReturn, type Reply } from '@tokenlease/shared';
+import { LEASE_CLIENT_DEFAULTS, parseSubject, type LeaseRequest, type LeaseReturn, type Reply } from '@tokenlease/shared';
 import type { PoolConfig } from './config.js';
 import { CoordinatorCore } from './coordinator-core.js';
 import type { ReconfigureSummary } from './pool-registry.js';
@@ -31,8 +35,27 @@ import { RelayCredit } from './relay-credit.js';
 import type { RelayConfig } from './relay-config.js';
 import { Uplink, type DownstreamView, type UplinkOutcome } from './uplink.js';
 
-/** UplinkFactory — a new uplink for `pool` drawing on `credit`, with a fresh agent id and secret (the adapter's randomness). */
-export type UplinkFactory = (pool: PoolConfig, credit: RelayCredit) => Uplink;
+/** UplinkIdentity — what a new uplink asks the root under: a fresh agent id, and a lease secret (never logged). */
+export interface UplinkIdentity {
+  readonly agentId: string;
+  /** 22 to 128 base64url characters. */
+  readonly leaseSecret: string;
+}
+
+/** UplinkIdentitySource — a fresh identity for a new uplink of pool `pool` (the adapter's randomness). */
+export type UplinkIdentitySource = (pool: string) => UplinkIdentity;
+
+/** RelayCreditFactory — the credit of relayed pool `pool`; `RelayCredit` unless a simulation breaks it on purpose. */
+export type RelayCreditFactory = (pool: PoolConfig, scale: RelayCredit['scale'], retryUs: number) => RelayCredit;
+
+/** UpstreamLeaseView — what a relayed pool holds from the root now: the root's bound, when the relay stops using it (µs), and its fleet weight. */
+export interface UpstreamLeaseView {
+  readonly pool: string;
+  readonly countedTokens: number;
+  readonly endUs: number;
+  /** Σ weight of its live downstream leases whose agents report demand, at least 1. */
+  readonly fleetWeight: number;
+}
 
 /** How long a downstream agent refused for want of an upstream lease, or short of tokens, waits before asking again, ms. */
 export const RELAY_RETRY_MS = 100;
@@ -43,16 +66,19 @@ export class RelayCore<R> {
   private configNow: RelayConfig;
   /** The pool the last `receive` named, or null. */
   private touched: string | null = null;
+  /** Uplinks made since the last `takeStartedUplinks`: pool and agent id. */
+  private started: { pool: string; agentId: string }[] = [];
 
+  /** RelayCore — serves `config` from `startUs`; new uplinks ask under `identityOf`'s ids; `creditOf` is for simulations only. */
   constructor(
     config: RelayConfig,
     epoch: number,
     startUs: number,
-    private readonly uplinkOf: UplinkFactory,
+    private readonly identityOf: UplinkIdentitySource,
+    creditOf: RelayCreditFactory = (pool, scale, retryUs) => new RelayCredit(scale, pool.name, retryUs),
   ) {
-    const creditOf = (pool: PoolConfig, scale: RelayCredit['scale']): RelayCredit =>
-      new RelayCredit(scale, pool.name, RELAY_RETRY_MS * 1000);
-    this.core = new CoordinatorCore<R>(config.downstream, epoch, startUs, false, 'relay', creditOf);
+    const credit = (pool: PoolConfig, scale: RelayCredit['scale']): RelayCredit => creditOf(pool, scale, RELAY_RETRY_MS * 1000);
+    this.core = new CoordinatorCore<R>(config.downstream, epoch, startUs, false, 'relay', credit);
     this.configNow = config;
   }
 
@@ -177,14 +203,41 @@ export class RelayCore<R> {
     return deadline;
   }
 
-  /** uplinkOf — the pool and its uplink, a new uplink when the pool's credit is not the one the last drew on. */
+  /** upstreamLeases — every pool served now (not removed) and what it holds from the root. */
+  upstreamLeases(): UpstreamLeaseView[] {
+    const out: UpstreamLeaseView[] = [];
+    for (const held of this.core.held()) {
+      const credit = held.pool.parts.credit;
+      if (held.kind === 'removed' || !(credit instanceof RelayCredit)) continue;
+      const fleetWeight = Math.max(1, held.pool.parts.leases.demandingWeightsSum);
+      out.push({ pool: held.name, countedTokens: credit.countedTokens, endUs: credit.leaseEndUs, fleetWeight });
+    }
+    return out;
+  }
+
+  /** takeStartedUplinks — the uplinks made since the last call (pool, agent id), once. */
+  takeStartedUplinks(): { pool: string; agentId: string }[] {
+    const started = this.started;
+    this.started = [];
+    return started;
+  }
+
+  /** uplinkFor — the pool and its uplink, a new uplink when the pool's credit is not the one the last drew on. */
   private uplinkFor(name: string): { pool: Pool<R>; uplink: Uplink } | undefined {
     const pool = this.core.pool(name);
     if (pool === undefined || !(pool.parts.credit instanceof RelayCredit)) return undefined;
     let uplink = this.uplinks.get(name);
     if (uplink === undefined || uplink.credit !== pool.parts.credit) {
-      uplink = this.uplinkOf(pool.config, pool.parts.credit);
+      const identity = this.identityOf(name);
+      uplink = new Uplink(pool.config, pool.parts.credit, {
+        ...this.configNow.uplink,
+        leaseTtlMsMax: LEASE_CLIENT_DEFAULTS.leaseTtlMsMax,
+        initialTokens: pool.config.maxLeaseTokens,
+        agentId: identity.agentId,
+        leaseSecret: identity.leaseSecret,
+      });
       this.uplinks.set(name, uplink);
+      this.started.push({ pool: name, agentId: identity.agentId });
     }
     return { pool, uplink };
   }

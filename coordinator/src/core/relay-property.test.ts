@@ -7,7 +7,8 @@
  * is dropped and a new incarnation starts on the same prefix; its agents
  * keep what they hold until their own leases end) and relay reloads (the
  * pool's TTL, lease size and hold changed, or the pool removed and
- * configured again later).
+ * configured again later). Each relay is the relay driver the service
+ * runs (relay-driver.ts), its commands carried out here.
  *
  * Randomised by fast-check from a printed seed: `SEED=<n>` replays a run,
  * `RUNS=<n>` changes the number of runs.
@@ -20,8 +21,8 @@ import { parseCoordinatorConfig } from './config.js';
 import { CoordinatorCore } from './coordinator-core.js';
 import type { Delivery } from './pool.js';
 import { parseRelayConfig, type RelayConfig } from './relay-config.js';
-import { RelayCore } from './relay-core.js';
-import { Uplink } from './uplink.js';
+import type { UplinkIdentity } from './relay-core.js';
+import { RelayDriver, type RelayCommand } from './relay-driver.js';
 
 const RUNS = Number(process.env['RUNS'] ?? 100);
 const MS = 1000;
@@ -194,7 +195,7 @@ class Tree {
   /** Window pools: at most N in every window of W, over every admission of the tree. */
   private readonly windows: WindowWatch | null;
   private readonly root: CoordinatorCore<Answer>;
-  private readonly relays: RelayCore<Answer>[] = [];
+  private readonly relays: RelayDriver<Answer>[] = [];
   private readonly incarnations: number[] = [];
   private readonly agents: SimAgent[] = [];
   private messages: Message[] = [];
@@ -271,22 +272,15 @@ class Tree {
     });
   }
 
-  private makeRelay(i: number): RelayCore<Answer> {
+  private makeRelay(i: number): RelayDriver<Answer> {
     const sc = this.sc;
     const config = this.relayConfig(i, { ttlMs: sc.relayTtlMs, maxLeaseTokens: Math.max(1, Math.floor(sc.capacity / 10)) });
     const incarnation = this.incarnations[i]!;
-    const uplinkOf = (
-      p: Parameters<ConstructorParameters<typeof RelayCore>[3]>[0],
-      credit: Parameters<ConstructorParameters<typeof RelayCore>[3]>[1],
-    ): Uplink =>
-      new Uplink(p, credit, {
-        agentId: `relay.${i}.${incarnation}.${this.rnd.int(0, 1e9)}`,
-        leaseSecret: 'relay-secret-0123456789abcdef',
-        ...config.uplink,
-        leaseTtlMsMax: 3_600_000,
-        initialTokens: p.maxLeaseTokens,
-      });
-    return new RelayCore<Answer>(config, 100 + i * 1000 + incarnation, this.nowUs, uplinkOf);
+    const identityOf = (): UplinkIdentity => ({
+      agentId: `relay.${i}.${incarnation}.${this.rnd.int(0, 1e9)}`,
+      leaseSecret: 'relay-secret-0123456789abcdef',
+    });
+    return new RelayDriver<Answer>({ config, epoch: 100 + i * 1000 + incarnation, startUs: this.nowUs, identityOf });
   }
 
   /** upstreamOf — the prefix relay `i` leases from: the root, or (nested) the first relay. */
@@ -341,47 +335,50 @@ class Tree {
     this.post(() => {
       if (agent.prefix === 'root') this.deliverAll(this.root.receive(subject, payload, answer, this.nowUs));
       else {
-        const relay = this.relays[Number(agent.prefix.slice(5))]!;
-        this.deliverAll(relay.receive(subject, payload, answer, this.nowUs));
-        this.checkRelay(relay);
+        const i = Number(agent.prefix.slice(5));
+        this.carry(i, this.relays[i]!.request(subject, payload, answer, this.nowUs));
       }
     });
   }
 
-  private sendUp(i: number, relay: RelayCore<Answer>, request: LeaseRequest | LeaseReturn): void {
+  /** carry — relay `i`'s commands carried out: replies delivered, upstream requests sent, a fault thrown; it ticks every step, so wakes wait. */
+  private carry(i: number, commands: readonly RelayCommand<Answer>[]): void {
+    const relay = this.relays[i]!;
+    for (const c of commands) {
+      if (c.kind === 'reply') this.deliverAll(c.deliveries);
+      else if (c.kind === 'send-upstream') {
+        if (c.message.op === 'return') this.upstreamReturns += 1;
+        this.sendUp(i, relay, c.message);
+      } else if (c.kind === 'faults') throw c.faults[0]!.error;
+    }
+  }
+
+  private sendUp(i: number, relay: RelayDriver<Answer>, request: LeaseRequest | LeaseReturn): void {
     const payload = encodeMessage(request);
     const answer: Answer = (reply) => {
-      if (this.relays[i] !== relay || request.op !== 'acquire') return; // crashed since, or a return's receipt
-      this.deliverAll(relay.upstreamReply(request, reply, this.nowUs).out);
-      this.checkRelay(relay);
+      if (this.relays[i] !== relay) return; // crashed since
+      this.carry(i, relay.upstreamReply(request, reply, this.nowUs));
     };
     const upstream = this.upstreamOf(i);
     this.post(() => {
       const subject = subjectFor(upstream, request.op, request.pool);
       if (upstream === 'root') this.deliverAll(this.root.receive(subject, payload, answer, this.nowUs));
       else {
-        const parent = this.relays[0]!;
-        this.deliverAll(parent.receive(subject, payload, answer, this.nowUs));
-        this.checkRelay(parent);
+        this.carry(0, this.relays[0]!.request(subject, payload, answer, this.nowUs));
       }
     });
   }
 
   /** reload — relay `i` takes a new configuration: its pool's TTL, lease size and hold changed, or the pool removed (or back). */
-  private reload(i: number, relay: RelayCore<Answer>): void {
+  private reload(i: number, driver: RelayDriver<Answer>): void {
+    const relay = driver.relay;
     const configured = relay.config.downstream.pools.some((p) => p.name === POOL) || relay.config.downstream.templates.length > 0;
     const pool =
       configured && this.rnd.next() < 0.3 ? null : { ttlMs: this.rnd.int(50, 1000), maxLeaseTokens: this.rnd.int(1, this.sc.capacity) };
     const config = this.relayConfig(i, pool);
     expect(relay.reconfigureProblem(config)).toBeNull();
     this.reloads += 1;
-    relay.reconfigure(config, this.nowUs, (_pool, out) => this.deliverAll(out));
-    this.checkRelay(relay);
-  }
-
-  private checkRelay(relay: RelayCore<Answer>): void {
-    const faults = relay.core.takeFaults();
-    if (faults.length > 0) throw faults[0]!.error;
+    this.carry(i, driver.reconfigure(config, this.nowUs).commands);
   }
 
   step(): void {
@@ -398,12 +395,7 @@ class Tree {
         return;
       }
       if (this.rnd.next() * 1000 < this.sc.reloadPerMille) this.reload(i, relay);
-      this.deliverAll(relay.tick(this.nowUs));
-      for (const request of relay.upstream(this.nowUs)) {
-        if (request.op === 'return') this.upstreamReturns += 1;
-        this.sendUp(i, relay, request);
-      }
-      this.checkRelay(relay);
+      this.carry(i, relay.tick(this.nowUs));
     });
     if (this.nowUs >= this.phaseEndUs) {
       this.busy = this.rnd.next() < 0.6;

@@ -19,10 +19,14 @@
  * - A retry (no reply within the hold plus `replyTimeoutMs`) repeats the
  *   request, seq and first-send instant alike; one older than half the lease
  *   TTL is given up, and the next request takes a new seq.
- * - A reply is checked as an agent checks a grant (grant-check.ts in the
- *   agent package), and against the relay's pool: the root's capacity and
- *   refill must be the ones configured, a chunk lease, not in shadow mode.
- *   A refused or mismatched reply changes nothing but the backoff.
+ * - A relay is an agent toward the root: the lease client's rules
+ *   (@tokenlease/shared, lease-client*.ts) are its rules. A reply is
+ *   checked by the lease client's grant check, and against the relay's
+ *   pool: the root's capacity and refill must be the ones configured, a
+ *   chunk lease, not in shadow mode. A refused or mismatched reply changes
+ *   nothing but the backoff. The lease ends at the lease client's expiry
+ *   (first send + TTL × (1 − drift margin)); a stale-sequence refusal's
+ *   floor is the next request's, as for an agent.
  * - The lease is renewed every TTL/3, and sooner when requests are held or
  *   the level falls below a quarter of its target (at most every `gapMs`,
  *   or after a grant short of its ask when the root says tokens accrue,
@@ -31,7 +35,18 @@
  *   gap. A relay short of tokens asks to be held, as an agent does, so it
  *   keeps its place in the root's turns.
  */
-import { FLEET_WEIGHT_MAX, WIRE_TOKENS_MAX, type LeaseGrant, type LeaseRequest, type LeaseReturn, type Reply } from '@tokenlease/shared';
+import {
+  clientLeaseEndUs,
+  FLEET_WEIGHT_MAX,
+  grantProblem,
+  seqAbove,
+  staleSeqFloor,
+  WIRE_TOKENS_MAX,
+  type LeaseGrant,
+  type LeaseRequest,
+  type LeaseReturn,
+  type Reply,
+} from '@tokenlease/shared';
 import type { PoolConfig } from './config.js';
 import type { RelayCredit } from './relay-credit.js';
 
@@ -47,7 +62,7 @@ export interface UplinkOptions {
   /** How long the root may hold a request. */
   readonly holdMs: number;
   readonly replyTimeoutMs: number;
-  /** The longest TTL a grant may carry. */
+  /** The longest TTL a grant may carry (the lease client's check). */
   readonly leaseTtlMsMax: number;
   /** The class to ask under (a root pool listing it in `relayClasses` weighs the relay by its fleet weight); null or absent: none. */
   readonly agentClass?: string | null;
@@ -88,6 +103,8 @@ interface InFlight {
 
 export class Uplink {
   private seq = 0;
+  /** The floor a stale-sequence refusal named: the next request goes above it (0: none). */
+  private seqFloor = 0;
   private inFlight: InFlight | null = null;
   private dueUs = 0;
   private quietUntilUs = 0;
@@ -128,14 +145,13 @@ export class Uplink {
     this.low = wantTokens > 0 && this.credit.levelTokens * 4 < target;
     if (nowUs < this.dueUs && view.waiting === 0 && !this.low) return null;
     const { leaseId, tokensLeft } = this.credit.upstreamReport(view.leasedTokens);
-    this.seq += 1;
     const request: LeaseRequest = {
       v: 2,
       op: 'acquire',
       agentId: this.options.agentId,
       pool: this.pool.name,
       leaseSecret: this.options.leaseSecret,
-      seq: this.seq,
+      seq: this.takeSeq(),
       leaseId,
       tokensLeft,
       tokensWanted: Math.min(WIRE_TOKENS_MAX, wantTokens),
@@ -155,14 +171,15 @@ export class Uplink {
     if (answers !== undefined && answers !== f.request) return { kind: 'ignored' };
     if (reply.kind === 'error') {
       this.inFlight = null;
-      if (reply.code === 'stale-sequence' && reply.seqFloor !== undefined) this.seq = Math.max(this.seq, reply.seqFloor);
+      this.seqFloor = Math.max(this.seqFloor, staleSeqFloor(reply) ?? 0);
       this.quietUntilUs = nowUs + Math.max(this.options.gapMs, reply.retryAfterMs) * US_PER_MS;
       return { kind: 'error', code: reply.code, message: reply.message, retryAfterMs: reply.retryAfterMs };
     }
     if (reply.kind !== 'grant') return this.refuse(nowUs, `answers an acquire with a ${reply.kind}`);
-    const problem = this.grantProblem(reply, f.request);
+    // Capacity 0: every grant is checked against the configured capacity below, a stricter rule than "the same as the last".
+    const problem = grantProblem(reply, f.request, this.options, 0) ?? this.poolProblem(reply);
     if (problem !== null) return this.refuse(nowUs, problem);
-    const endUs = f.firstSendUs + Math.floor(reply.ttlMs * US_PER_MS * (1 - this.options.driftMargin));
+    const endUs = clientLeaseEndUs(f.firstSendUs, reply.ttlMs, this.options.driftMargin);
     const grant = { leaseId: reply.leaseId, tokensGranted: reply.tokensGranted, tokensHeld: reply.tokensHeld, endUs };
     const creditProblem = this.credit.grantProblem(grant, leasedTokens);
     if (creditProblem !== null) return this.refuse(nowUs, creditProblem);
@@ -184,11 +201,18 @@ export class Uplink {
   returnRequest(leasedTokens: number): LeaseReturn | null {
     const { leaseId, tokensLeft } = this.credit.upstreamReport(leasedTokens);
     if (leaseId === null || leasedTokens > 0) return null;
-    this.seq += 1;
+    const seq = this.takeSeq();
     this.inFlight = null;
     this.credit.lapse();
     const { agentId, leaseSecret } = this.options;
-    return { v: 2, op: 'return', agentId, pool: this.pool.name, leaseSecret, seq: this.seq, leaseId, tokensLeft };
+    return { v: 2, op: 'return', agentId, pool: this.pool.name, leaseSecret, seq, leaseId, tokensLeft };
+  }
+
+  /** takeSeq — the next sequence number, above any floor the root named. */
+  private takeSeq(): number {
+    this.seq = seqAbove(this.seq, this.seqFloor);
+    this.seqFloor = 0;
+    return this.seq;
   }
 
   /** targetTokens — what the relay would like in its level: its agents' demand over a refresh interval, within the root's lease limit. */
@@ -204,13 +228,8 @@ export class Uplink {
     return { kind: 'refused', problem };
   }
 
-  /** grantProblem — why `g` is implausible as the reply to `request`, or not for this relay's pool (null: neither). */
-  private grantProblem(g: LeaseGrant, request: LeaseRequest): string | null {
-    if (g.tokensGranted > request.tokensWanted) return `grants ${g.tokensGranted} tokens where ${request.tokensWanted} were asked for`;
-    if (g.tokensGranted > g.tokensHeld) return `grants ${g.tokensGranted} tokens but says the lease holds ${g.tokensHeld}`;
-    if (g.maxLeaseTokens > g.capacityTokens) return `names a lease limit of ${g.maxLeaseTokens} above the capacity ${g.capacityTokens}`;
-    if (g.tokensHeld > g.maxLeaseTokens) return `holds ${g.tokensHeld} tokens, above the pool's lease limit of ${g.maxLeaseTokens}`;
-    if (g.ttlMs > this.options.leaseTtlMsMax) return `lasts ${g.ttlMs} ms, above ${this.options.leaseTtlMsMax}`;
+  /** poolProblem — why `g`, plausible as a grant, is not one for this relay's pool (null: it is). */
+  private poolProblem(g: LeaseGrant): string | null {
     const p = this.pool;
     if (g.capacityTokens !== p.capacity || g.refillTokens !== p.refill.tokens || g.refillPeriodMs !== p.refill.periodMs) {
       return `names capacity ${g.capacityTokens} and refill ${g.refillTokens}/${g.refillPeriodMs} ms; this relay serves ${p.capacity} and ${p.refill.tokens}/${p.refill.periodMs} ms`;

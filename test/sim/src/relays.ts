@@ -1,7 +1,9 @@
 /**
  * Relays: the relay processes of a tree (docs/design.md, "Relays"), each
- * the real RelayCore with its uplinks, driven on the virtual clock as
- * coordinator/src/core/relay-property.test.ts drives it. Its agents'
+ * the real relay driver (coordinator/src/core/relay-driver.ts) the NATS
+ * service runs, its commands carried out on the virtual clock: replies to
+ * the agents, requests to the root, wakes. Nothing of what a relay decides
+ * is written here. Its agents'
  * requests come through the network (`to-relay`) and its replies go back
  * through the host; its requests to the root go through the network to
  * whichever root process serves (`to-coordinator`), and the root's replies
@@ -20,19 +22,23 @@
  *   against the root's; the agents' margin covers theirs against it.
  * - Partitions are the network's: a relay's link to the root is the network
  *   slot `relayLink(index)`, its agents' links are their own slots.
+ * - A wake keeps an earlier one already set, as the service's timer does,
+ *   and comes within COORDINATOR_TICK_US_MAX.
  * - Broken on purpose (`relay-no-ttl-cap`): grants to the agents carry the
  *   pool's full TTL, not cut to the end of the relay's own lease.
+ *   (`spend-after-upstream-lost`): the relay's credit does not notice that
+ *   its upstream lease ended (LostLeaseCredit): it keeps granting its
+ *   agents what its level held, for the pool's full TTL.
  */
 import {
-  MAX_TTL_MS,
   parseRelayConfig,
-  RelayCore,
-  Uplink,
+  RelayCredit,
+  RelayDriver,
   type Delivery,
   type Pool,
-  type PoolConfig,
+  type RelayCommand,
   type RelayConfig,
-  type RelayCredit,
+  type RelayCreditFactory,
   type UplinkSettings,
 } from '@tokenlease/coordinator';
 import { encodeMessage, subjectFor, type LeaseRequest, type LeaseReturn } from '@tokenlease/shared';
@@ -61,7 +67,8 @@ export interface RelaysHost {
   resumed(index: number): void;
 }
 
-type Step = (nowUs: number) => Delivery<ReplyTo>[];
+/** Step — a driver event at the relay's own µs. */
+type Step = (localUs: number) => RelayCommand<ReplyTo>[];
 
 /** LOCAL_BASE_US — what a relay's clock reads when its incarnation starts. */
 const LOCAL_BASE_US = 2_000_000_000;
@@ -70,7 +77,7 @@ interface SimRelay {
   readonly index: number;
   readonly incarnation: number;
   readonly epoch: number;
-  readonly core: RelayCore<ReplyTo>;
+  readonly driver: RelayDriver<ReplyTo>;
   /** The true µs its incarnation started, and its clock's drift (its µs per true µs, less 1). */
   readonly startUs: number;
   readonly drift: number;
@@ -78,6 +85,8 @@ interface SimRelay {
   pausedUntilUs: number;
   readonly deferred: Step[];
   tickGen: number;
+  /** When its pending tick comes, true µs (Infinity: none pending). */
+  tickAtUs: number;
   attempts: number;
 }
 
@@ -141,7 +150,7 @@ export class Relays {
   /** poolOf — relay `index`'s pool as its live incarnation holds it (undefined while it is down). */
   poolOf(index: number): Pool<ReplyTo> | undefined {
     const relay = this.relays[index];
-    return relay?.alive === true ? relay.core.core.pool(POOL) : undefined;
+    return relay?.alive === true ? relay.driver.relay.core.pool(POOL) : undefined;
   }
 
   paused(index: number, nowUs: number): boolean {
@@ -161,15 +170,13 @@ export class Relays {
         const target = e.to.relay;
         const relay = target === undefined ? undefined : this.relays[target.index];
         if (target === undefined || relay === undefined || relay.incarnation !== target.incarnation) return;
-        const request = target.request;
-        // A return's receipt changes nothing at the relay: the pool it returned is gone.
-        if (request.op !== 'acquire') return;
-        return this.act(relay, nowUs, (t) => relay.core.upstreamReply(request, e.reply, t).out);
+        return this.act(relay, nowUs, (t) => relay.driver.upstreamReply(target.request, e.reply, t));
       }
       case 'relay-tick': {
         const relay = this.relays[e.relay];
-        if (relay !== undefined && relay.tickGen === e.gen && !this.paused(e.relay, nowUs)) this.act(relay, nowUs, () => []);
-        return;
+        if (relay === undefined || relay.tickGen !== e.gen || this.paused(e.relay, nowUs)) return;
+        relay.tickAtUs = Infinity;
+        return this.act(relay, nowUs, (t) => relay.driver.tick(t));
       }
       case 'relay-up':
         return this.up(e.relay, nowUs);
@@ -201,7 +208,7 @@ export class Relays {
         this.host.push(at, { k: 'attempt-failed', to: e.to, code: 'bus-no-responders' });
       return;
     }
-    this.act(relay, nowUs, (t) => relay.core.receive(e.subject, e.bytes, e.to, t));
+    this.act(relay, nowUs, (t) => relay.driver.request(e.subject, e.bytes, e.to, t));
   }
 
   private up(index: number, nowUs: number): void {
@@ -215,67 +222,80 @@ export class Relays {
     const relay = this.relays[index];
     if (relay === undefined || !relay.alive || this.paused(index, nowUs)) return;
     for (const step of relay.deferred.splice(0)) this.act(relay, nowUs, step);
-    this.act(relay, nowUs, () => []);
+    this.act(relay, nowUs, (t) => relay.driver.tick(t));
     this.host.resumed(index);
   }
 
   private make(index: number, incarnation: number, nowUs: number): SimRelay {
     const config = this.configs[index] as RelayConfig;
     let uplinks = 0;
-    const uplinkOf = (p: PoolConfig, credit: RelayCredit): Uplink => {
+    const identityOf = (): { agentId: string; leaseSecret: string } => {
       uplinks += 1;
-      const agentId = `relay${index}.${incarnation}.${uplinks}`;
-      const leaseSecret = `relay-secret-${index}-${incarnation}-${uplinks}`.padEnd(24, '0');
-      return new Uplink(p, credit, { ...config.uplink, leaseTtlMsMax: MAX_TTL_MS, initialTokens: p.maxLeaseTokens, agentId, leaseSecret });
+      return {
+        agentId: `relay${index}.${incarnation}.${uplinks}`,
+        leaseSecret: `relay-secret-${index}-${incarnation}-${uplinks}`.padEnd(24, '0'),
+      };
     };
     // Epochs apart from the root's (1, 2, …) and from every other incarnation's.
     const epoch = 1_000_000 * (index + 1) + incarnation;
-    const core = new RelayCore<ReplyTo>(config, epoch, LOCAL_BASE_US, uplinkOf);
+    const creditOf: RelayCreditFactory | undefined =
+      this.broken === 'spend-after-upstream-lost' ? (p, scale, retryUs) => new LostLeaseCredit(scale, p.name, retryUs) : undefined;
+    const driver = new RelayDriver<ReplyTo>({ config, epoch, startUs: LOCAL_BASE_US, identityOf, ...(creditOf ? { creditOf } : {}) });
     const drift = this.tree.relayDrift?.[index] ?? 0;
     const relay: SimRelay = {
       index,
       incarnation,
       epoch,
-      core,
+      driver,
       startUs: nowUs,
       drift,
       alive: true,
       pausedUntilUs: -1,
       deferred: [],
       tickGen: 0,
+      tickAtUs: Infinity,
       attempts: 0,
     };
-    this.act(relay, nowUs, () => []);
+    this.act(relay, nowUs, (t) => driver.start(t));
     return relay;
   }
 
-  /** act — `step` now, then the relay's tick, its requests due to the root, and its next tick; deferred while paused. */
+  /** act — `step` now, on the relay's clock, and its commands carried out; deferred while paused. */
   private act(relay: SimRelay, nowUs: number, step: Step): void {
     if (!relay.alive) return;
     if (nowUs < relay.pausedUntilUs) {
       relay.deferred.push(step);
       return;
     }
-    const t = localUs(relay, nowUs);
-    this.send(
-      relay,
-      this.guard(relay, () => step(t)),
-      nowUs,
-    );
-    this.send(
-      relay,
-      this.guard(relay, () => relay.core.tick(t)),
-      nowUs,
-    );
-    let requests: (LeaseRequest | LeaseReturn)[] = [];
+    let commands: RelayCommand<ReplyTo>[] = [];
     try {
-      requests = relay.core.upstream(t);
+      commands = step(localUs(relay, nowUs));
     } catch (error) {
       this.host.failed(`relay ${relay.index} failed: ${error instanceof Error ? error.message : String(error)}`);
     }
-    for (const request of requests) this.sendUp(relay, request, nowUs);
+    for (const c of commands) this.carry(relay, c, nowUs);
+  }
+
+  /** carry — one command of relay `relay`'s driver, carried out at true `nowUs`; its logs and outcome counts are not the simulation's. */
+  private carry(relay: SimRelay, c: RelayCommand<ReplyTo>, nowUs: number): void {
+    if (c.kind === 'reply') this.send(relay, c.deliveries, nowUs);
+    else if (c.kind === 'send-upstream') this.sendUp(relay, c.message, nowUs);
+    else if (c.kind === 'wake') this.wake(relay, c.atUs, nowUs);
+    else if (c.kind === 'faults') {
+      // The core contains a pool's fault and serves on; in a simulation any fault is a bug.
+      for (const fault of c.faults) {
+        const message = fault.error instanceof Error ? fault.error.message : String(fault.error);
+        this.host.failed(`relay ${relay.index}: pool ${fault.pool} failed: ${message}`);
+      }
+    }
+  }
+
+  /** wake — the relay's next tick at its own µs `atUs`, within COORDINATOR_TICK_US_MAX, unless one already comes sooner. */
+  private wake(relay: SimRelay, atUs: number, nowUs: number): void {
+    const at = Math.min(nowUs + COORDINATOR_TICK_US_MAX, Math.max(nowUs + 1, trueUs(relay, atUs)));
+    if (relay.tickAtUs >= nowUs && relay.tickAtUs <= at) return;
+    relay.tickAtUs = at;
     relay.tickGen = this.tickGen += 1;
-    const at = Math.min(nowUs + COORDINATOR_TICK_US_MAX, Math.max(nowUs + 1, trueUs(relay, relay.core.nextDeadlineUs())));
     this.host.push(at, { k: 'relay-tick', relay: relay.index, gen: relay.tickGen });
   }
 
@@ -304,21 +324,26 @@ export class Relays {
         : deliveries;
     this.host.send(sent, nowUs, relay.epoch, 1 + relay.drift);
   }
+}
 
-  private guard(relay: SimRelay, f: () => Delivery<ReplyTo>[]): Delivery<ReplyTo>[] {
-    try {
-      const out = f();
-      // The core contains a pool's fault and serves on; in a simulation any fault is a bug.
-      const fault = relay.core.core.takeFaults()[0];
-      if (fault !== undefined) {
-        const message = fault.error instanceof Error ? fault.error.message : String(fault.error);
-        this.host.failed(`relay ${relay.index}: pool ${fault.pool} failed: ${message}`);
-      }
-      return out;
-    } catch (error) {
-      this.host.failed(`relay ${relay.index} failed: ${error instanceof Error ? error.message : String(error)}`);
-      return [];
-    }
+/**
+ * LostLeaseCredit — broken on purpose (`spend-after-upstream-lost`): a
+ * relay's credit that does not notice its upstream lease ended. The level
+ * it had outlives that lease (until a newer lease takes over), and what it
+ * grants after the end is not cut to it: the relay's agents keep spending
+ * tokens the root no longer counts.
+ */
+class LostLeaseCredit extends RelayCredit {
+  override get leaseEndUs(): number {
+    const endUs = super.leaseEndUs;
+    return endUs > this.lastRefillUs ? endUs : Infinity;
+  }
+
+  override refill(nowUs: number, leasedTokens: number): void {
+    const endUs = super.leaseEndUs;
+    const levelUnits = this.levelUnits;
+    super.refill(nowUs, leasedTokens);
+    if (nowUs >= endUs && super.leaseEndUs === endUs) this.levelUnits = levelUnits;
   }
 }
 

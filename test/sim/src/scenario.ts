@@ -72,7 +72,7 @@ export const SCENARIO_DURATION_US_DEFAULT = 20_000_000;
 const FAULTS_FROM_US = 1_000_000;
 /**
  * SCENARIO_DRIFT_MAX — the largest clock drift a scenario draws, a fraction:
- * below the keeper's driftMargin (0.05), which makes an agent stop before
+ * below the keeper's driftMargin (0.1), which makes an agent stop before
  * the coordinator reclaims. RATE_SCENARIO_DRIFT_MAX — the same for rate
  * leases, below the keeper's rateDriftMargin (0.001), which stretches a
  * rate's period.

@@ -224,7 +224,8 @@ export interface DurableSpec {
  * (earlyReleaseConfigOf); a rate pool's coordinator whose rates and level
  * pass the refill by 1/64 (overRefillConfigOf); a relay whose grants to its agents carry its
  * pool's full TTL, not cut to the end of its own lease from the root
- * (relays.ts).
+ * (relays.ts); a relay whose agents keep spending after its upstream lease
+ * is lost, its credit serving on past that lease's end (relays.ts).
  */
 export type Broken =
   | 'spend-past-expiry'
@@ -236,7 +237,8 @@ export type Broken =
   | 'accrue-in-flight'
   | 'window-early-release'
   | 'rate-over-refill'
-  | 'relay-no-ttl-cap';
+  | 'relay-no-ttl-cap'
+  | 'spend-after-upstream-lost';
 
 export interface SimConfig {
   readonly seed: number;

@@ -56,7 +56,7 @@ export const TREE_AGENTS_DEFAULT = 24;
 /**
  * TREE_RELAY_DRIFT_MAX — how far a relay's clock may drift in a tree
  * scenario: with the agents' 4%, their relative drift stays within the
- * agents' 5% margin, as it must against any coordinator.
+ * agents' 10% margin, as it must against any coordinator.
  */
 export const TREE_RELAY_DRIFT_MAX = 0.01;
 /** Faults and partitions start this long into a run at the earliest, µs: leases are out by then. */

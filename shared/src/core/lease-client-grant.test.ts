@@ -3,11 +3,34 @@
  * grants an honest coordinator sends pass, limits included (a chunk lease,
  * a short grant, a rate lease, a renewal naming the same capacity).
  */
-import type { LeaseGrant, LeaseRequest } from '@tokenlease/shared';
 import { describe, expect, it } from 'vitest';
-import { grantProblem, SECRET_PATTERN } from './grant-check.js';
-import { keeperOptions } from './keeper-options.js';
-import { grant, TEST_SECRET } from './lease-keeper.fixtures.js';
+import type { LeaseGrant, LeaseRequest } from '../protocol/messages.js';
+import { grantProblem, SECRET_PATTERN } from './lease-client-grant.js';
+import { LEASE_CLIENT_DEFAULTS } from './lease-client-settings.js';
+
+/** TEST_SECRET — a lease secret of the requests below. */
+const TEST_SECRET = 'test-secret-of-128-bits-xyz';
+
+/** grant — a grant of 100 tokens (a lease holding what it grants) under lease L1 for `seq`, with `fields` overridden. */
+function grant(seq: number, fields: Partial<LeaseGrant> = {}): LeaseGrant {
+  const tokensGranted = fields.tokensGranted ?? 100;
+  return {
+    v: 2,
+    kind: 'grant',
+    seq,
+    leaseId: 'L1',
+    tokensGranted,
+    tokensHeld: tokensGranted,
+    ttlMs: 2000,
+    epoch: 1,
+    maxLeaseTokens: 1000,
+    capacityTokens: 5000,
+    refillTokens: 1000,
+    refillPeriodMs: 1000,
+    retryAfterMs: 0,
+    ...fields,
+  };
+}
 
 /** A first ask for 100 tokens. */
 const ASK: LeaseRequest = {
@@ -26,7 +49,7 @@ const ASK: LeaseRequest = {
 /** A renewal of L1 with 30 left, for 70 more. */
 const RENEWAL: LeaseRequest = { ...ASK, seq: 8, leaseId: 'L1', tokensLeft: 30, tokensWanted: 70 };
 
-const OPTIONS = keeperOptions();
+const OPTIONS = LEASE_CLIENT_DEFAULTS;
 /** A rate at the refill of the grant fixture's pool (1000 per 1000 ms), capped at its lease limit (1000). */
 const RATE = { tokensPerPeriod: 1000, periodMs: 1000, capTokens: 1000 };
 
@@ -96,7 +119,7 @@ describe('grantProblem', () => {
     [1, 2, false],
   ];
   it.each(ttls)('with leaseTtlMsMax %i, a TTL of %i ms passes: %s', (leaseTtlMsMax, ttlMs, passes) => {
-    const problem = grantProblem(grant(ASK.seq, { ttlMs }), ASK, keeperOptions({ leaseTtlMsMax }), 0);
+    const problem = grantProblem(grant(ASK.seq, { ttlMs }), ASK, { leaseTtlMsMax }, 0);
     expect(problem).toBe(passes ? null : `lasts ${ttlMs} ms, above leaseTtlMsMax ${leaseTtlMsMax}`);
   });
 });
