@@ -108,15 +108,16 @@ class Entry implements PoolWaiters {
 
   constructor(
     readonly pool: AgentPool<Entry>,
-    private readonly agent: Agent,
+    host: LimiterHost,
+    private readonly tick: (pool: AgentPool<Entry>) => void,
   ) {
-    this.limiter = new Limiter(pool.keeper, agent);
+    this.limiter = new Limiter(pool.keeper, host);
   }
 
   /** wake — the pool's timer rang, or a wake-soon came due: its tick now. */
   readonly wake = (): void => {
     this.wakePending = false;
-    this.agent.tick(this.pool);
+    this.tick(this.pool);
   };
 
   serveWaiters(): void {
@@ -241,7 +242,7 @@ export class Agent implements LimiterHost {
       throw error;
     }
     const fallback = { ...pickDefined(options, 'fallbackPerSecond'), ...pickDefined(options, 'fallbackBurstTokens') };
-    const opened = this.driver.open(pool, fallback, (p) => new Entry(p, this));
+    const opened = this.driver.open(pool, fallback, (p) => new Entry(p, this, this.tick));
     const keeper = opened.keeper;
     keeper.slot.onLow = () => this.wake(keeper);
     if (shadow !== undefined) keeper.slot.shadowForced = shadow;
@@ -327,9 +328,9 @@ export class Agent implements LimiterHost {
   }
 
   /** tick — `pool`'s tick, now. */
-  tick(pool: AgentPool<Entry>): void {
+  private readonly tick = (pool: AgentPool<Entry>): void => {
     this.run(this.driver.tick(pool, this.clock()));
-  }
+  };
 
   /**
    * close — returns every lease, waits up to `timeoutMs` (default 2000) for
