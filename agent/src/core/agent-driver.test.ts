@@ -231,6 +231,23 @@ describe('AgentDriver', () => {
     ]);
   });
 
+  it('keeps a pool denied since it last acted out of the sweep, and takes back a dropped pool its own wake ticks', () => {
+    const driver = driverWith();
+    const { pool, out } = opened(driver);
+    const send = onlySend(out);
+    const unknown: Reply = { v: 2, kind: 'error', seq: send.seq, code: 'unknown-pool', message: 'none', retryAfterMs: 0, fault: 'peer' };
+    driver.answered(pool, send.seq, unknown, T0 + 100);
+    const lateUs = pool.keeper.lastActiveUs + IDLE_MS * 1000;
+    // A denial signals low; its wake is still to come: not idle.
+    expect(pool.keeper.slot.takeAt(1, lateUs)).toBe(false);
+    expect(driver.sweep(lateUs)).toEqual([]);
+    pool.keeper.slot.lowSignalled = false;
+    expect(driver.sweep(lateUs)).toContainEqual({ type: 'drop', pool });
+    // A wake asked before the drop rings after it: the pool runs again, and ticks.
+    driver.tick(pool, lateUs + 1000);
+    expect(driver.get('pool-a')).toBe(pool);
+  });
+
   it('on close ends the waiting calls, returns the lease, refuses revival, and settles once the return is answered', () => {
     const { driver, pool } = granted();
     const out = driver.close(T0 + 3000);

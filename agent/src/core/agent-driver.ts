@@ -24,8 +24,8 @@
  * - A request that got no reply and found nobody on its prefix counts
  *   toward moving the pool to the next prefix (prefix-route.ts); a reply of
  *   any kind means a coordinator is there.
- * - A limiter is dropped once it is quiet, nothing waits on it and it has
- *   been idle `limiterIdleMs` (the sweep, every half of that within
+ * - A limiter is dropped once it is quiet, nothing waits on it, no denial
+ *   is waiting for its tick, and it has been idle `limiterIdleMs` (the sweep, every half of that within
  *   [`SWEEP_MS_MIN`, `SWEEP_MS_MAX`], running only while any limiter is
  *   kept), or at once when its service closed it (`release`) and it has
  *   gone quiet. A dropped limiter comes back on use (`revive`), unless the
@@ -196,16 +196,27 @@ export class AgentDriver<W extends PoolWaiters = PoolWaiters> {
     return this.acted(pool, pool.keeper.tick(nowUs), nowUs, out);
   }
 
-  /** revive — `pool`, dropped for idleness, runs again (on use); false while closing. */
+  /** revive — `pool`, dropped for idleness, runs again (on use); null while closing, or when another pool runs under its name. */
   revive(pool: AgentPool<W>): readonly AgentCommand<W>[] | null {
-    if (this.closing) return null;
+    const running = this.pools.get(pool.name);
+    if (this.closing || (running !== undefined && running !== pool)) return null;
     this.pools.set(pool.name, pool);
     return this.keepSweeping();
   }
 
-  /** tick — `pool`'s timer rang (or a wake-soon came due) at `nowUs`. */
+  /**
+   * tick — `pool`'s timer rang (or a wake-soon came due) at `nowUs`. A
+   * wake asked before the pool was dropped is a use: it runs again (as
+   * `revive` says), and ticks.
+   */
   tick(pool: AgentPool<W>, nowUs: number): readonly AgentCommand<W>[] {
-    return this.acted(pool, pool.keeper.tick(nowUs), nowUs, []);
+    const out: AgentCommand<W>[] = [];
+    if (this.pools.get(pool.name) !== pool) {
+      const revived = this.revive(pool);
+      if (revived === null) return [];
+      out.push(...revived);
+    }
+    return this.acted(pool, pool.keeper.tick(nowUs), nowUs, out);
   }
 
   /** wake — `pool`'s slot ran low or denied, or a call began to wait on it: tick it soon. */
@@ -323,8 +334,10 @@ export class AgentDriver<W extends PoolWaiters = PoolWaiters> {
     return { type: 'wake-at', pool, atUs: nowUs + delayMs * US_PER_MS, delayMs };
   }
 
+  /** droppable — quiet, nothing waiting, no low signal since it last acted (a denial whose wake is still to come), not closing. */
   private droppable(pool: AgentPool<W>): boolean {
-    return pool.keeper.quiet && !pool.waiters.waiting && !this.closing;
+    const keeper = pool.keeper;
+    return keeper.quiet && !keeper.slot.lowSignalled && !pool.waiters.waiting && !this.closing;
   }
 
   private drop(pool: AgentPool<W>, out: AgentCommand<W>[]): void {
