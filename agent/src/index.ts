@@ -12,3 +12,12 @@ export { keeperOptions, DEFAULT_KEEPER_OPTIONS, type KeeperOptions } from './cor
 export { DemandMeter } from './core/demand-meter.js';
 export { takeAllAt, type SlotCharge } from './core/take-all.js';
 export { TakeQueue, TAKE_TIMEOUT_MS_DEFAULT, type TakeArrival, type TakeDecisions, type TakeQueueHost } from './core/take-queue.js';
+export {
+  AgentDriver,
+  AgentPool,
+  KEEPER_TICK_MS_MAX,
+  type AgentCommand,
+  type AgentDriverOptions,
+  type DriverEvent,
+  type PoolWaiters,
+} from './core/agent-driver.js';

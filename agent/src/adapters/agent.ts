@@ -1,22 +1,23 @@
 /**
  * Agent: the library a service embeds. It owns one NATS connection (or uses
- * a given nats.js connection or Bus: agent-bus.ts), one lease keeper per
- * pool, and runs their timers and requests.
- * All decisions are the keepers'; this file moves bytes and schedules ticks.
+ * a given nats.js connection or Bus: agent-bus.ts) and one limiter per
+ * pool, and carries out what its driver (core/agent-driver.ts) decides:
+ * requests on the Bus with their replies and failures fed back, one timer
+ * per pool for its next tick, an immediate for a pool woken by its slot or
+ * a waiting call, the idle sweep's timer, and the service's events.
+ * Nothing here decides when to send, tick, move, drop or finish closing.
  *
  * Many limiters (one per tenant or key) cost little while idle: a keeper
- * with no lease, nothing in flight and nothing waiting holds no timer (the
- * next admission or denial wakes it), and one idle for `limiterIdleMs` is
- * dropped from the agent (one sweep timer per agent finds them). A dropped
+ * with no lease, nothing in flight and nothing waiting holds no timer, and
+ * one idle for `limiterIdleMs` is dropped from the agent. A dropped
  * limiter is made again on use: through its old handle, or the same handle
- * from `agent.limiter(pool)` while anything still holds it.
+ * from `agent.limiter(pool)` while anything still holds it (a weak
+ * reference here, so an unused one is collected).
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import {
-  decodeReply,
   encodeMessage,
-  subjectFor,
   assertSubjectPrefix,
   assertPoolName,
   assertIdentity,
@@ -25,8 +26,8 @@ import {
   TokenleaseError,
 } from '@tokenlease/shared';
 import { type Bus, type BusEvent } from '@tokenlease/shared/nats';
-import { LeaseKeeper, type SendAction } from '../core/lease-keeper.js';
-import { PrefixRoute } from '../core/prefix-route.js';
+import { AgentDriver, AgentPool, type AgentCommand, type DriverEvent, type PoolWaiters } from '../core/agent-driver.js';
+import type { LeaseKeeper } from '../core/lease-keeper.js';
 import { keeperOptions, type KeeperOptions } from '../core/keeper-options.js';
 import { takeAllAt, type SlotCharge } from '../core/take-all.js';
 import { TAKE_TIMEOUT_MS_DEFAULT } from '../core/take-queue.js';
@@ -35,12 +36,8 @@ import { AgentError } from '../errors.js';
 import { Limiter, type LimiterHost } from './limiter.js';
 import { openAgentBus, type AgentConnectionOptions } from './agent-bus.js';
 
-/** Longest gap between two ticks of a keeper that holds a lease or waits for one, ms: demand is sampled at least this often. */
-const KEEPER_TICK_MS_MAX = 100;
-/** Default for `limiterIdleMs`, and the bounds of the sweep's period, ms. */
+/** Default for `limiterIdleMs`, ms. */
 const LIMITER_IDLE_MS_DEFAULT = 60_000;
-const SWEEP_MS_MIN = 10;
-const SWEEP_MS_MAX = 30_000;
 /** How long `close` waits for its returns to be acknowledged when not told, ms. */
 const CLOSE_TIMEOUT_MS_DEFAULT = 2000;
 /** A default agent id keeps this much of the host name, and this many random bytes (in hex) after the pid. */
@@ -49,16 +46,7 @@ const AGENT_ID_RANDOM_BYTES = 4;
 /** Random bytes of the lease secret: 128 bits. */
 const LEASE_SECRET_BYTES = 16;
 
-export type AgentEvent =
-  | { readonly type: 'request-failed'; readonly pool: string; readonly code: string; readonly message: string }
-  | { readonly type: 'error-reply'; readonly pool: string; readonly code: string; readonly message: string }
-  /** A grant no honest coordinator would send was refused (see grant-check.ts): a rogue responder, or a bug. */
-  | { readonly type: 'implausible-grant'; readonly pool: string; readonly message: string }
-  /** The coordinator knows no pool of this name (a misspelt name, a missing template): once, until a grant arrives. */
-  | { readonly type: 'unknown-pool'; readonly pool: string; readonly message: string }
-  /** Nobody answered on the pool's prefix: its requests go to the next of `failoverPrefixes` now (see prefix-route.ts). */
-  | { readonly type: 'coordinator-moved'; readonly pool: string; readonly prefix: string }
-  | BusEvent;
+export type AgentEvent = DriverEvent | BusEvent;
 
 /** AgentOptions — how to reach NATS (AgentConnectionOptions), who the agent is, and how its leases are kept. */
 export interface AgentOptions extends AgentConnectionOptions {
@@ -112,23 +100,37 @@ function pickDefined<K extends 'fallbackPerSecond' | 'fallbackBurstTokens'>(
   return value === undefined ? {} : ({ [key]: value } as Partial<Pick<KeeperOptions, K>>);
 }
 
-interface PoolSubjects {
-  readonly acquire: string;
-  readonly return: string;
-  readonly report: string;
-}
-
-interface Entry {
-  readonly keeper: LeaseKeeper;
+/** Entry — one pool as the adapter carries it: its limiter, its tick timer, and whether a wake is pending. */
+class Entry implements PoolWaiters {
   readonly limiter: Limiter;
-  readonly route: PrefixRoute;
-  /** Where its requests go: the subjects of its route's prefix now. */
-  subjects: PoolSubjects;
-  timer: NodeJS.Timeout | null;
-  wakePending: boolean;
-  /** Limiter.close asked: drop it from the agent once its return is settled. */
-  dropWhenQuiet: boolean;
-  readonly wake: () => void;
+  timer: NodeJS.Timeout | null = null;
+  wakePending = false;
+
+  constructor(
+    readonly pool: AgentPool<Entry>,
+    host: LimiterHost,
+    private readonly tick: (pool: AgentPool<Entry>) => void,
+  ) {
+    this.limiter = new Limiter(pool.keeper, host);
+  }
+
+  /** wake — the pool's timer rang, or a wake-soon came due: its tick now. */
+  readonly wake = (): void => {
+    this.wakePending = false;
+    this.tick(this.pool);
+  };
+
+  serveWaiters(): void {
+    this.limiter.serveWaiters();
+  }
+
+  cancelWaiters(): void {
+    this.limiter.cancelWaiters();
+  }
+
+  get waiting(): boolean {
+    return this.limiter.waiting;
+  }
 }
 
 /** The default agent id: `<host>-<pid>-<random hex>`. */
@@ -145,31 +147,18 @@ function performanceNowUs(): number {
 }
 
 export class Agent implements LimiterHost {
-  private readonly entries = new Map<string, Entry>();
-  private seq = 0;
-  private isClosed = false;
+  private readonly driver: AgentDriver<Entry>;
   /** Index of the part the last `tryTakeAll` denied; -1 after an admission. */
   lastDeniedIndex = -1;
-  /** Set once close has finished: late replies and timers do nothing. */
-  private stopped = false;
-  private onSettled: () => void = () => {};
-  private readonly keeperOpts: KeeperOptions;
-  private readonly prefix: string;
-  /** `prefix`, then the failover prefixes: where each pool's route goes (prefix-route.ts). */
-  private readonly prefixes: readonly string[];
-  private readonly identity: string;
-  /** 128 random bits that bind this agent's leases; sent only to coordinators, never logged. */
-  private readonly secret = randomBytes(LEASE_SECRET_BYTES).toString('base64url');
   readonly clock: () => number;
-  private readonly limiterIdleMs: number;
+  private readonly emit: (event: AgentEvent) => void;
   /** Limiters dropped for idleness that something may still hold: revived on use. */
   private readonly dropped = new Map<string, WeakRef<Entry>>();
   private readonly forgotten = new FinalizationRegistry<string>((pool) => {
     if (this.dropped.get(pool)?.deref() === undefined) this.dropped.delete(pool);
   });
   private sweeper: NodeJS.Timeout | null = null;
-  /** While closing: the limiters whose returns are not settled yet. */
-  private unsettled = new Set<Entry>();
+  private onSettled: () => void = () => {};
 
   private constructor(
     private readonly bus: Bus,
@@ -177,28 +166,31 @@ export class Agent implements LimiterHost {
     readonly agentId: string,
     options: AgentOptions,
   ) {
-    this.keeperOpts = keeperOptions(options.keeper);
     this.clock = options.clock ?? performanceNowUs;
-    this.prefix = options.subjectPrefix ?? DEFAULT_SUBJECT_PREFIX;
-    this.identity = options.identity ?? ANONYMOUS_IDENTITY;
-    assertSubjectPrefix(this.prefix);
+    const prefix = options.subjectPrefix ?? DEFAULT_SUBJECT_PREFIX;
+    assertSubjectPrefix(prefix);
     const failover: unknown = options.failoverPrefixes ?? [];
     if (!Array.isArray(failover) || !failover.every((prefix): prefix is string => typeof prefix === 'string')) {
       throw new AgentError('invalid-argument', 'option failoverPrefixes must be a list of subject prefixes');
     }
-    for (const prefix of failover) assertSubjectPrefix(prefix);
-    this.prefixes = [this.prefix, ...failover.filter((prefix) => prefix !== this.prefix)];
-    const idleMs = options.limiterIdleMs ?? LIMITER_IDLE_MS_DEFAULT;
-    if (!Number.isSafeInteger(idleMs) || idleMs < 1) {
-      throw new AgentError('invalid-argument', `option limiterIdleMs must be a positive integer, got ${JSON.stringify(idleMs)}`);
+    for (const other of failover) assertSubjectPrefix(other);
+    const limiterIdleMs = options.limiterIdleMs ?? LIMITER_IDLE_MS_DEFAULT;
+    if (!Number.isSafeInteger(limiterIdleMs) || limiterIdleMs < 1) {
+      throw new AgentError('invalid-argument', `option limiterIdleMs must be a positive integer, got ${JSON.stringify(limiterIdleMs)}`);
     }
-    this.limiterIdleMs = idleMs;
-    const onEvent = options.onEvent;
-    this.emit = onEvent ?? (() => {});
+    this.driver = new AgentDriver<Entry>({
+      agentId,
+      identity: options.identity ?? ANONYMOUS_IDENTITY,
+      prefixes: [prefix, ...failover.filter((other) => other !== prefix)],
+      keeper: keeperOptions(options.keeper),
+      limiterIdleMs,
+      // 128 random bits that bind this agent's leases; sent only to coordinators, never logged.
+      secret: randomBytes(LEASE_SECRET_BYTES).toString('base64url'),
+      random: Math.random,
+    });
+    this.emit = options.onEvent ?? (() => {});
     bus.onEvent((event) => this.emit(event));
   }
-
-  private readonly emit: (event: AgentEvent) => void;
 
   /**
    * connect — an agent on a new NATS connection (or `options.connection`,
@@ -219,7 +211,7 @@ export class Agent implements LimiterHost {
   }
 
   get closed(): boolean {
-    return this.isClosed;
+    return this.driver.closed;
   }
 
   /**
@@ -237,12 +229,12 @@ export class Agent implements LimiterHost {
     if (shadow !== undefined && typeof shadow !== 'boolean') {
       throw new AgentError('invalid-argument', `option shadow must be true or false, got ${JSON.stringify(shadow)}`, { pool });
     }
-    const existing = this.entries.get(pool) ?? this.revive(pool);
+    const existing = this.driver.get(pool) ?? this.revive(pool);
     if (existing !== undefined) {
-      if (shadow !== undefined) existing.limiter.forceShadow = shadow;
-      return existing.limiter;
+      if (shadow !== undefined) existing.waiters.limiter.forceShadow = shadow;
+      return existing.waiters.limiter;
     }
-    if (this.isClosed) throw new AgentError('closed', 'the agent is closed', { pool });
+    if (this.driver.closed) throw new AgentError('closed', 'the agent is closed', { pool });
     try {
       assertPoolName(pool);
     } catch (error) {
@@ -250,29 +242,13 @@ export class Agent implements LimiterHost {
       throw error;
     }
     const fallback = { ...pickDefined(options, 'fallbackPerSecond'), ...pickDefined(options, 'fallbackBurstTokens') };
-    const opts = Object.keys(fallback).length === 0 ? this.keeperOpts : keeperOptions({ ...this.keeperOpts, ...fallback });
-    const nextSeq = (floor = 0): number => (this.seq = Math.max(this.seq, floor) + 1);
-    const keeper = new LeaseKeeper(this.agentId, pool, nextSeq, opts, Math.random, this.secret);
-    const entry: Entry = {
-      keeper,
-      limiter: new Limiter(keeper, this),
-      route: new PrefixRoute(this.prefixes),
-      subjects: this.subjectsOf(this.prefix, pool),
-      timer: null,
-      wakePending: false,
-      dropWhenQuiet: false,
-      wake: () => {
-        entry.wakePending = false;
-        this.run(entry, entry.keeper.tick(this.clock()));
-      },
-    };
+    const opened = this.driver.open(pool, fallback, (p) => new Entry(p, this, this.tick));
+    const keeper = opened.keeper;
     keeper.slot.onLow = () => this.wake(keeper);
     if (shadow !== undefined) keeper.slot.shadowForced = shadow;
-    this.entries.set(pool, entry);
-    this.forgotten.register(entry, pool);
-    this.startSweeper();
-    this.run(entry, keeper.tick(this.clock()));
-    return entry.limiter;
+    this.forgotten.register(opened.waiters, pool);
+    this.run(this.driver.start(opened, this.clock()));
+    return opened.waiters.limiter;
   }
 
   /**
@@ -301,69 +277,33 @@ export class Agent implements LimiterHost {
     }
   }
 
-  /** revive — the dropped limiter of `pool`, back in the agent, if anything still holds it; else undefined. */
-  private revive(pool: string): Entry | undefined {
+  /** revive — the dropped limiter of `pool`, back in the agent, if anything still holds it and the driver takes it; else undefined. */
+  private revive(pool: string): AgentPool<Entry> | undefined {
     const entry = this.dropped.get(pool)?.deref();
     this.dropped.delete(pool);
-    if (entry === undefined || this.isClosed) return undefined;
-    this.entries.set(pool, entry);
-    this.startSweeper();
-    return entry;
-  }
-
-  /** startSweeper — one timer per agent that drops limiters idle for `limiterIdleMs`. */
-  private startSweeper(): void {
-    if (this.sweeper !== null) return;
-    const periodMs = Math.max(SWEEP_MS_MIN, Math.min(SWEEP_MS_MAX, Math.floor(this.limiterIdleMs / 2)));
-    this.sweeper = setInterval(() => this.sweep(), periodMs);
-    this.sweeper.unref();
-  }
-
-  /** sweep — drops every limiter that is quiet and has been idle for `limiterIdleMs`. */
-  private sweep(): void {
-    const nowUs = this.clock();
-    const idleUs = this.limiterIdleMs * US_PER_MS;
-    for (const entry of this.entries.values()) {
-      if (nowUs - entry.keeper.lastActiveUs >= idleUs && this.droppable(entry)) this.drop(entry);
-    }
-    if (this.entries.size === 0 && this.sweeper !== null) {
-      clearInterval(this.sweeper);
-      this.sweeper = null;
-    }
-  }
-
-  private droppable(entry: Entry): boolean {
-    return entry.keeper.quiet && !entry.limiter.waiting && !this.isClosed;
-  }
-
-  private drop(entry: Entry): void {
-    const pool = entry.keeper.pool;
-    if (this.entries.get(pool) !== entry) return;
-    this.entries.delete(pool);
-    if (entry.timer !== null) clearTimeout(entry.timer);
-    entry.timer = null;
-    entry.dropWhenQuiet = false;
-    this.dropped.set(pool, new WeakRef(entry));
+    if (entry === undefined) return undefined;
+    const commands = this.driver.revive(entry.pool);
+    if (commands === null) return undefined;
+    this.run(commands);
+    return entry.pool;
   }
 
   /** release — Limiter.close: return the lease now, drop the limiter once nothing is in flight. */
   release(keeper: LeaseKeeper): void {
-    const entry = this.entries.get(keeper.pool);
-    if (entry?.keeper !== keeper || this.isClosed) return;
-    entry.dropWhenQuiet = true;
-    this.run(entry, keeper.release(this.clock()));
+    const pool = this.driver.get(keeper.pool);
+    if (pool?.keeper === keeper) this.run(this.driver.release(pool, this.clock()));
   }
 
   /** timerCount — how many keeper timers are armed now (an idle limiter holds none; the sweep's one timer aside). */
   get timerCount(): number {
     let count = 0;
-    for (const entry of this.entries.values()) if (entry.timer !== null) count += 1;
+    for (const pool of this.driver.running()) if (pool.waiters.timer !== null) count += 1;
     return count;
   }
 
   /** limiterCount — how many limiters the agent runs now (dropped ones not counted). */
   get limiterCount(): number {
-    return this.entries.size;
+    return this.driver.size;
   }
 
   /**
@@ -382,118 +322,106 @@ export class Agent implements LimiterHost {
 
   /** wake — runs the keeper's tick soon (once, however often it is called before then); a dropped limiter is revived. */
   wake(keeper: LeaseKeeper): void {
-    let entry = this.entries.get(keeper.pool);
-    if (entry === undefined && this.dropped.get(keeper.pool)?.deref()?.keeper === keeper) entry = this.revive(keeper.pool);
-    if (entry?.keeper !== keeper || entry.wakePending) return;
-    entry.wakePending = true;
-    setImmediate(entry.wake);
+    let pool = this.driver.get(keeper.pool);
+    if (pool === undefined && this.dropped.get(keeper.pool)?.deref()?.pool.keeper === keeper) pool = this.revive(keeper.pool);
+    if (pool?.keeper === keeper) this.run(this.driver.wake(pool));
   }
+
+  /** tick — `pool`'s tick, now. */
+  private readonly tick = (pool: AgentPool<Entry>): void => {
+    this.run(this.driver.tick(pool, this.clock()));
+  };
 
   /**
    * close — returns every lease, waits up to `timeoutMs` (default 2000) for
    * the returns to be acknowledged, then closes the connection it opened.
    */
   async close(options: { readonly timeoutMs?: number } = {}): Promise<void> {
-    if (this.isClosed) return;
-    this.isClosed = true;
+    if (this.driver.closed) return;
     const settled = new Promise<void>((resolve) => {
       this.onSettled = resolve;
     });
-    // Counted, not rescanned on every reply: an agent may run tens of thousands of limiters.
-    this.unsettled = new Set(this.entries.values());
-    for (const entry of this.entries.values()) {
-      entry.limiter.cancelWaiters();
-      this.run(entry, entry.keeper.close(this.clock()));
-    }
-    if (this.unsettled.size === 0) this.onSettled();
+    this.run(this.driver.close(this.clock()));
     let timer: NodeJS.Timeout | undefined;
     const timedOut = new Promise<void>((resolve) => {
       timer = setTimeout(resolve, options.timeoutMs ?? CLOSE_TIMEOUT_MS_DEFAULT);
     });
     await Promise.race([settled, timedOut]);
     clearTimeout(timer);
-    if (this.sweeper !== null) clearInterval(this.sweeper);
-    this.sweeper = null;
     // Whatever is still unanswered now is left to expire: stop acting on it.
-    this.stopped = true;
-    for (const entry of this.entries.values()) if (entry.timer !== null) clearTimeout(entry.timer);
+    this.run(this.driver.stop());
     if (this.ownsBus) await this.bus.drain();
   }
 
-  private run(entry: Entry, actions: readonly SendAction[]): void {
-    if (this.stopped) return;
-    for (const action of actions) this.send(entry, action);
-    const keeper = entry.keeper;
-    if (keeper.takeUnknownPoolNews()) {
-      this.emit({ type: 'unknown-pool', pool: keeper.pool, message: `the coordinator knows no pool named ${keeper.pool}: check the name` });
+  /** run — carries out the driver's commands, in order. */
+  private run(commands: readonly AgentCommand<Entry>[]): void {
+    for (const command of commands) {
+      switch (command.type) {
+        case 'send':
+          this.send(command);
+          break;
+        case 'publish':
+          // A usage report: nothing awaits it, and a lost one only leaves a bound higher than it could be.
+          this.bus.publish(command.subject, encodeMessage(command.message));
+          break;
+        case 'wake-at':
+          this.arm(command.pool.waiters, command.delayMs);
+          break;
+        case 'wake-soon':
+          this.soon(command.pool.waiters);
+          break;
+        case 'event':
+          this.emit(command.event);
+          break;
+        case 'drop':
+          this.arm(command.pool.waiters, Infinity);
+          this.dropped.set(command.pool.name, new WeakRef(command.pool.waiters));
+          break;
+        case 'sweep-every':
+          this.sweepEvery(command.periodMs);
+          break;
+        case 'settled':
+          this.onSettled();
+          break;
+      }
     }
-    entry.limiter.serveWaiters();
-    this.schedule(entry);
-    if (keeper.quiet) {
-      // Nothing will tick it now: the next denial must wake it.
-      keeper.slot.lowSignalled = false;
-      if (entry.dropWhenQuiet && this.droppable(entry)) this.drop(entry);
-    }
-    if (this.isClosed && keeper.settled && this.unsettled.delete(entry) && this.unsettled.size === 0) this.onSettled();
   }
 
-  private send(entry: Entry, action: SendAction): void {
-    const pool = entry.keeper.pool;
-    if (action.type === 'publish') {
-      // A usage report: nothing awaits it, and a lost one only leaves a bound higher than it could be.
-      this.bus.publish(entry.subjects.report, encodeMessage(action.message));
-      return;
-    }
-    const subject = action.message.op === 'acquire' ? entry.subjects.acquire : entry.subjects.return;
-    this.bus.request(subject, encodeMessage(action.message), action.timeoutMs).then(
-      (bytes) => {
-        const decoded = decodeReply(bytes);
-        if (!decoded.ok) {
-          this.emit({ type: 'request-failed', pool, code: decoded.code, message: decoded.message });
-          this.run(entry, entry.keeper.onFailure(action.seq, decoded.code, decoded.message, this.clock()));
-          return;
-        }
-        const reply = decoded.value;
-        entry.route.answered();
-        if (reply.kind === 'error') this.emit({ type: 'error-reply', pool, code: reply.code, message: reply.message });
-        const actions = entry.keeper.onReply(action.seq, reply, this.clock());
-        const rejection = entry.keeper.takeRejection();
-        if (rejection !== null) this.emit({ type: 'implausible-grant', pool, message: `a grant was refused: it ${rejection}` });
-        this.run(entry, actions);
-      },
+  /** send — the request of `command` on the Bus; its reply or failure goes back to the driver. */
+  private send(command: Extract<AgentCommand<Entry>, { type: 'send' }>): void {
+    const { pool, seq } = command;
+    this.bus.request(command.subject, encodeMessage(command.message), command.timeoutMs).then(
+      (bytes) => this.run(this.driver.replied(pool, seq, bytes, this.clock())),
       (error: unknown) => {
         const code = error instanceof TokenleaseError ? error.code : 'bus-failure';
         const message = error instanceof Error ? error.message : String(error);
-        this.emit({ type: 'request-failed', pool, code, message });
-        if (entry.route.failed(code)) this.move(entry);
-        this.run(entry, entry.keeper.onFailure(action.seq, code, message, this.clock()));
+        this.run(this.driver.failed(pool, seq, code, message, this.clock()));
       },
     );
   }
 
-  /** subjectsOf — the subjects of `pool`'s requests on `prefix`, under this agent's identity. */
-  private subjectsOf(prefix: string, pool: string): PoolSubjects {
-    const at = (op: 'acquire' | 'return' | 'report'): string => subjectFor(prefix, op, pool, this.identity);
-    return { acquire: at('acquire'), return: at('return'), report: at('report') };
-  }
-
-  /** move — `entry`'s pool is served on its route's next prefix from now on. */
-  private move(entry: Entry): void {
-    const { pool } = entry.keeper;
-    const prefix = entry.route.prefix;
-    entry.subjects = this.subjectsOf(prefix, pool);
-    this.emit({ type: 'coordinator-moved', pool, prefix });
-  }
-
-  private schedule(entry: Entry): void {
+  /** arm — `entry`'s one tick timer, `delayMs` from now (Infinity: none). */
+  private arm(entry: Entry, delayMs: number): void {
     if (entry.timer !== null) clearTimeout(entry.timer);
     entry.timer = null;
-    if (this.isClosed && entry.keeper.settled) return;
-    const now = this.clock();
-    // An idle keeper holds no timer: the next admission or denial wakes it.
-    if (entry.keeper.quiet && entry.keeper.nextDeadlineUs() === Infinity) return;
-    const delayMs = Math.min(KEEPER_TICK_MS_MAX, Math.max(1, Math.ceil((entry.keeper.nextDeadlineUs() - now) / US_PER_MS)));
+    if (delayMs === Infinity) return;
     entry.timer = setTimeout(entry.wake, delayMs);
     entry.timer.unref();
+  }
+
+  /** soon — `entry` ticks once the work at hand is done (once, however often asked before then). */
+  private soon(entry: Entry): void {
+    if (entry.wakePending) return;
+    entry.wakePending = true;
+    setImmediate(entry.wake);
+  }
+
+  /** sweepEvery — the idle sweep's timer, every `periodMs` (null: none). */
+  private sweepEvery(periodMs: number | null): void {
+    if (this.sweeper !== null) clearInterval(this.sweeper);
+    this.sweeper = null;
+    if (periodMs === null) return;
+    this.sweeper = setInterval(() => this.run(this.driver.sweep(this.clock())), periodMs);
+    this.sweeper.unref();
   }
 }

@@ -58,12 +58,17 @@ export class LeaseLaw {
     if (legalUs === undefined || nowUs >= legalUs) {
       found.push(`${agentId} spent ${cost} from lease ${leaseId} at ${nowUs} µs, after the coordinator's expiry ${legalUs ?? 'unknown'}`);
     }
-    const c = this.counts.get(key);
-    if (c !== undefined) {
-      const accrued = Math.ceil((Math.max(0, nowUs - c.grantUs) * c.tokensPerPeriod) / c.periodUs);
-      const over = balanceTokens - Math.max(c.heldTokens, Math.min(c.capTokens, c.heldTokens + accrued));
-      if (over > 0) found.push(`${agentId} holds ${over} tokens of rate lease ${leaseId} more than the coordinator counts at ${nowUs} µs`);
-    }
+    const over = this.overCount(agentId, leaseId, balanceTokens, nowUs);
+    if (over !== null) found.push(over);
     return found;
+  }
+
+  /** overCount — what is wrong with `agentId` holding `balanceTokens` of rate lease `leaseId` at `nowUs`, or null: no more than counted. */
+  overCount(agentId: string, leaseId: string | null, balanceTokens: number, nowUs: number): string | null {
+    const c = this.counts.get(`${agentId}/${leaseId ?? ''}`);
+    if (c === undefined) return null;
+    const accrued = Math.ceil((Math.max(0, nowUs - c.grantUs) * c.tokensPerPeriod) / c.periodUs);
+    const over = balanceTokens - Math.max(c.heldTokens, Math.min(c.capTokens, c.heldTokens + accrued));
+    return over > 0 ? `${agentId} holds ${over} tokens of rate lease ${leaseId} more than the coordinator counts at ${nowUs} µs` : null;
   }
 }

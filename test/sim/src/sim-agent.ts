@@ -1,10 +1,14 @@
 /**
- * SimAgent: one agent process in the simulator: the real LeaseKeeper (and
- * its LeaseSlot fast path) and the real TakeQueue of its waiting `take()`
- * calls, on a local clock that may drift.
+ * SimAgent: one agent process in the simulator: the real AgentDriver with
+ * its one pool (the real LeaseKeeper and its LeaseSlot fast path), and the
+ * real TakeQueue of its waiting `take()` calls, on a local clock that may
+ * drift. The simulation carries out the driver's commands (simulation.ts
+ * `carry`); the agent here is the driver's waiters for its pool, served as
+ * the Limiter serves them (sim-limiter.ts).
  *
  * It can also be broken on purpose (`Broken`), by reaching into the slot
- * after the keeper acted, to prove the checks catch such an agent:
+ * after the keeper acted and before its waiters are served, to prove the
+ * checks catch such an agent:
  * - spend-past-expiry: its lease never expires on its side;
  * - shadow-outlives-lease: the shadow flag of its last grant stays on after
  *   that lease ends, until the next grant (as agents once did);
@@ -15,7 +19,16 @@
  *   renewal is in flight, though the coordinator re-bases the lease on the
  *   balance reported when it was sent.
  */
-import { keeperOptions, LeaseKeeper, TakeQueue, type KeeperOptions, type SendAction } from '@tokenlease/agent';
+import {
+  AgentDriver,
+  keeperOptions,
+  TakeQueue,
+  type AgentPool,
+  type KeeperOptions,
+  type LeaseKeeper,
+  type PoolWaiters,
+} from '@tokenlease/agent';
+import { ANONYMOUS_IDENTITY } from '@tokenlease/shared';
 import type { Random } from '@tokenlease/shared/testing';
 import type { Broken } from './sim-config.js';
 
@@ -35,16 +48,34 @@ export interface SimTake {
 /** A deferred event for a paused agent, replayed in order when it resumes. */
 export type Deferred = () => void;
 
-export class SimAgent {
-  readonly keeper: LeaseKeeper;
+/** SimAgentHost — the simulation as an agent's waiters see it. */
+export interface SimAgentHost {
+  /** True time now, µs. */
+  readonly now: () => number;
+  /** serve — polls the agent's take queue now (SimLimiter.poll). */
+  readonly serve: (agent: SimAgent) => void;
+  /** cancel — ends the agent's waiting takes (SimLimiter.close). */
+  readonly cancel: (agent: SimAgent) => void;
+}
+
+/** The pool every simulated agent leases from. */
+const SIM_POOL = 'pool';
+/** Limiters of a simulated agent are never swept (it runs one pool for its whole life), ms. */
+const SIM_LIMITER_IDLE_MS = 2 ** 31;
+
+export class SimAgent implements PoolWaiters {
+  readonly driver: AgentDriver<SimAgent>;
+  readonly pool: AgentPool<SimAgent>;
   alive = true;
   pausedUntilUs = -1;
   readonly deferred: Deferred[] = [];
   readonly takes: TakeQueue<SimTake>;
   /** True time of the next take-deadline event in the queue for this agent; Infinity: none. */
   takeAlarmUs = Infinity;
+  /** Bumped by each wake-at command: a tick event of an older generation was replaced. */
   tickGeneration = 0;
-  private seq = 0;
+  /** A wake-soon event is in the queue. */
+  wakePending = false;
   /** (seq:attempt) of the attempts answered or failed, so a late timeout does nothing. */
   readonly settledAttempts = new Set<string>();
   readonly attemptCounts = new Map<number, number>();
@@ -55,6 +86,10 @@ export class SimAgent {
   readonly driftMargin: number;
   /** The rate the last grant the keeper took started (null: none, or a chunk lease). */
   private grantedRate: Accrual | null = null;
+  /** The grant being handed to the driver now (its request and TTL), until the keeper has acted on it. */
+  private arriving: { readonly seq: number; readonly ttlMs: number } | null = null;
+  /** The keeper's attempts counted when its waiters were last served: more since means it just sent. */
+  private attemptsSeen = 0;
 
   constructor(
     readonly slot: number,
@@ -62,15 +97,35 @@ export class SimAgent {
     private readonly startUs: number,
     /** Local clock rate error, e.g. 0.01 = runs 1% fast. */
     private readonly drift: number,
+    /** The subject prefix its requests go to: the root's or its relay's. */
+    prefix: string,
     options: Partial<KeeperOptions>,
     random: Random,
+    private readonly host: SimAgentHost,
     private readonly broken?: Broken,
   ) {
-    const resolved = keeperOptions(options);
-    this.driftMargin = resolved.driftMargin;
-    const nextSeq = (floor = 0): number => (this.seq = Math.max(this.seq, floor) + 1);
-    this.keeper = new LeaseKeeper(id, 'pool', nextSeq, resolved, () => random.next(), simSecret(id));
-    this.takes = new TakeQueue<SimTake>(this.keeper);
+    const keeper = keeperOptions(options);
+    this.driftMargin = keeper.driftMargin;
+    this.driver = new AgentDriver<SimAgent>({
+      agentId: id,
+      identity: ANONYMOUS_IDENTITY,
+      prefixes: [prefix],
+      keeper,
+      limiterIdleMs: SIM_LIMITER_IDLE_MS,
+      secret: simSecret(id),
+      random: () => random.next(),
+    });
+    this.pool = this.driver.open(SIM_POOL, {}, () => this);
+    this.takes = new TakeQueue<SimTake>(this.pool.keeper);
+  }
+
+  get keeper(): LeaseKeeper {
+    return this.pool.keeper;
+  }
+
+  /** nowLocalUs — this agent's clock reading now. */
+  nowLocalUs(): number {
+    return this.localUs(this.host.now());
   }
 
   /** localUs — this agent's clock reading at true time `trueUs` (starts at an arbitrary offset). */
@@ -88,11 +143,47 @@ export class SimAgent {
   }
 
   /** attemptOf — numbers each send of a sequence so its timeout can be told apart. */
-  attemptOf(action: SendAction, trueUs: number): number {
-    const attempt = (this.attemptCounts.get(action.seq) ?? 0) + 1;
-    this.attemptCounts.set(action.seq, attempt);
-    if (attempt === 1) this.firstSentLocalUs.set(action.seq, this.localUs(trueUs));
+  attemptOf(seq: number, trueUs: number): number {
+    const attempt = (this.attemptCounts.get(seq) ?? 0) + 1;
+    this.attemptCounts.set(seq, attempt);
+    if (attempt === 1) this.firstSentLocalUs.set(seq, this.localUs(trueUs));
     return attempt;
+  }
+
+  /**
+   * grantArriving — the grant to `seq` with TTL `ttlMs` is handed to the
+   * driver now, reaching the agent at local `localUs`: noted once the keeper
+   * has acted on it (`noteGrant`), before its waiters are served.
+   */
+  grantArriving(seq: number, ttlMs: number, localUs: number): void {
+    this.beforeReply(localUs);
+    this.arriving = { seq, ttlMs };
+  }
+
+  /** replyArriving — a reply other than a grant is handed to the driver now, at local `localUs`. */
+  replyArriving(localUs: number): void {
+    this.beforeReply(localUs);
+    this.arriving = null;
+  }
+
+  /** serveWaiters — (the driver, after the keeper acted) the sabotage of a broken agent, then its take queue is polled. */
+  serveWaiters(): void {
+    const arriving = this.arriving;
+    this.arriving = null;
+    if (arriving !== null) this.noteGrant(arriving.seq, arriving.ttlMs);
+    const attempts = this.keeper.stats.attempts;
+    this.afterActions(attempts > this.attemptsSeen, this.nowLocalUs());
+    this.attemptsSeen = attempts;
+    this.host.serve(this);
+  }
+
+  /** cancelWaiters — (the driver, closing) its waiting takes end unadmitted. */
+  cancelWaiters(): void {
+    this.host.cancel(this);
+  }
+
+  get waiting(): boolean {
+    return this.takes.length > 0;
   }
 
   /**
@@ -100,7 +191,7 @@ export class SimAgent {
    * (its expiry is the one the design prescribes: first send + TTL less the
    * drift margin), that becomes the expiry the admission check holds it to.
    */
-  noteGrant(seq: number, ttlMs: number): void {
+  private noteGrant(seq: number, ttlMs: number): void {
     // Broken: the grant's flag held as the service's own, so it outlives the lease (a later grant sets it anew).
     if (this.broken === 'shadow-outlives-lease') this.keeper.slot.shadowForced = this.keeper.slot.shadowGranted;
     const sent = this.firstSentLocalUs.get(seq);
@@ -119,19 +210,20 @@ export class SimAgent {
    * beforeReply — (broken: accrue-in-flight) brings the balance accrued in
    * flight up to the reply's arrival, `localUs`, before the keeper takes it.
    */
-  beforeReply(localUs: number): void {
+  private beforeReply(localUs: number): void {
     if (this.broken === 'accrue-in-flight') this.keeper.slot.freezeRate(localUs);
   }
 
   /**
    * afterActions — sabotage after the keeper acted at local time `localUs`
    * (nothing for an honest agent): broken so, a lease that never expires,
-   * or a rate left running while the renewal just sent is in flight.
+   * or a rate left running while the renewal just sent (`sent`: an attempt
+   * left; one of a return leaves no lease) is in flight.
    */
-  afterActions(actions: readonly SendAction[], localUs: number): void {
+  private afterActions(sent: boolean, localUs: number): void {
     const s = this.keeper.slot;
     if (this.broken === 'spend-past-expiry' && s.hasLease) s.expiresAtUs = Number.MAX_VALUE;
-    const renewing = actions.some((a) => a.message.op === 'acquire');
+    const renewing = sent;
     if (this.broken === 'accrue-in-flight' && renewing && s.hasLease && s.rateTokens === 0 && this.grantedRate !== null) {
       s.startRate(this.grantedRate.tokens, this.grantedRate.periodUs, this.grantedRate.capTokens, localUs);
     }

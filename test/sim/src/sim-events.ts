@@ -34,6 +34,8 @@ export type Event =
   | { readonly k: 'agent-start'; readonly slot: number; readonly incarnation: number }
   | { readonly k: 'agent-stop'; readonly slot: number; readonly incarnation: number; readonly crash: boolean }
   | { readonly k: 'agent-tick'; readonly id: string; readonly gen: number }
+  /** A wake-soon of the agent's driver (its slot ran low, a take began to wait): one tick, whatever the generation. */
+  | { readonly k: 'agent-wake'; readonly id: string }
   | { readonly k: 'arrival'; readonly arrival: Arrival }
   | { readonly k: 'to-coordinator'; readonly to: ReplyTo; readonly subject: string; readonly bytes: Uint8Array }
   | { readonly k: 'to-agent'; readonly to: ReplyTo; readonly reply: Reply }
@@ -59,14 +61,6 @@ export type Event =
 
 export const POOL = 'pool';
 export const PREFIX = 'tokenlease';
-/**
- * AGENT_TICK_US_MAX — the longest an agent's keeper goes without a tick, µs:
- * the Agent adapter ticks each keeper at least every 100 ms, so demand is
- * sampled that often (agent/src/adapters/agent.ts, TICK_MS_MAX, not
- * exported). Not the coordinator's: an agent samples demand more often
- * than a coordinator needs to refill and reclaim.
- */
-export const AGENT_TICK_US_MAX = 100_000;
 /**
  * COORDINATOR_TICK_US_MAX — the longest a coordinator goes without a tick,
  * µs: its tick timer's TICK_MS_MAX, so refill and expiry are never further

@@ -3,10 +3,10 @@
  * (agent/src/adapters/limiter.ts), and, like it, this file decides nothing:
  * - `tryTake` (an arrival with no wait) asks the agent's slot;
  * - `take` arrives at the agent's real TakeQueue, on the agent's clock; a
- *   take that waits wakes the keeper (a tick now);
- * - the queue is polled after every action of the keeper (the Agent calls
- *   `serveWaiters` there) and at its next deadline, for which one event on
- *   the virtual clock stands in for the Limiter's timer;
+ *   take that waits wakes the agent's driver, as Limiter does;
+ * - the queue is polled after every action of the keeper (the driver
+ *   serves the agent's waiters there) and at its next deadline, for which
+ *   one event on the virtual clock stands in for the Limiter's timer;
  * - an agent that stops closes its queue (its waiting takes end unadmitted).
  * It books what became of each request in the run's metrics.
  */
@@ -26,6 +26,8 @@ export interface SimLimiterHost {
    * slot's would-be denials over the batch; which ones is not told apart).
    */
   readonly admitted: (agent: SimAgent, costs: readonly number[], shadowTokens: number) => void;
+  /** Wakes `agent`'s driver: a take waits (Limiter's `host.wake`). */
+  readonly wake: (agent: SimAgent) => void;
 }
 
 export class SimLimiter {
@@ -48,7 +50,7 @@ export class SimLimiter {
     const arrival = agent.takes.arrive(a.cost, a.waitMs, { cost: a.cost, arrivedUs: nowUs }, localUs);
     if (arrival.kind === 'waiting') {
       this.arm(agent);
-      this.host.push(nowUs, { k: 'agent-tick', id: agent.id, gen: agent.tickGeneration });
+      this.host.wake(agent);
     } else if (arrival.kind === 'admitted') {
       this.host.admitted(agent, [a.cost], slot.shadowDeniedTokens - shadowBefore);
     } else {

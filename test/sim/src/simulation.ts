@@ -1,6 +1,8 @@
 /**
- * The simulator: the real CoordinatorCore and real LeaseKeepers on one
- * virtual clock, connected by a modelled network, driven by a workload and
+ * The simulator: the real CoordinatorCore and the agents' real drivers
+ * (AgentDriver, each running its LeaseKeeper: when to tick, send, retry,
+ * return and close is theirs; this file only carries their commands out)
+ * on one virtual clock, connected by a modelled network, driven by a workload and
  * a fault plan, all from one seed. Same seed, same run, event for event.
  * The coordinator keeps its pool in memory, or (durable mode) in a modelled
  * store that it writes before it replies, and fails over to a standby, or
@@ -16,15 +18,18 @@
  * that the agent spends only while the coordinator still counts its lease
  * (grant time + TTL, on the coordinator's side; after a takeover, each kept
  * lease is counted, and checked to be, live for a full TTL from it), and
- * that no balance is negative. It reports what the sweep and the tests need.
+ * that no balance is negative; after every action of an agent's keeper,
+ * that a rate lease holds no more than the coordinator counts for it. It
+ * reports what the sweep and the tests need.
  * The pool may lease chunks or rates (SimPool.leaseMode); the checks are the
  * same: a rate lease's expiry follows the same rules as a chunk lease's.
  * Requests reach the agent as through the real Limiter: `tryTake` asks the
- * slot; `take` goes to the agent's real TakeQueue, polled after every action
- * of its keeper and at the queue's next deadline, on the agent's clock.
+ * slot; `take` goes to the agent's real TakeQueue, served by the driver
+ * after every action of its keeper and polled at the queue's next
+ * deadline, on the agent's clock.
  */
 import type { CoordinatorConfig, Delivery, PersistedPool, Pool } from '@tokenlease/coordinator';
-import { encodeMessage, subjectFor, type Reply } from '@tokenlease/shared';
+import { encodeMessage, type Reply } from '@tokenlease/shared';
 import { seededRandom, type Random } from '@tokenlease/shared/testing';
 import { EnvelopeWatch, WindowWatch } from './checks.js';
 import { Coordinators, type ClusterHost } from './coordinators.js';
@@ -39,17 +44,8 @@ import { SimAgent } from './sim-agent.js';
 import { makeWorkload, type Arrival, type Workload } from './workload.js';
 import { SimLimiter } from './sim-limiter.js';
 import { SimMetrics } from './sim-metrics.js';
-import {
-  AGENT_TICK_US_MAX,
-  AUDIT_EVERY_US,
-  CLOSE_PHASE_US,
-  COORDINATOR_TICK_US_MAX,
-  POOL,
-  PREFIX,
-  type Event,
-  type ReplyTo,
-} from './sim-events.js';
-import type { SendAction } from '@tokenlease/agent';
+import { AUDIT_EVERY_US, CLOSE_PHASE_US, COORDINATOR_TICK_US_MAX, POOL, PREFIX, type Event, type ReplyTo } from './sim-events.js';
+import type { AgentCommand } from '@tokenlease/agent';
 import type { Admission } from '@tokenlease/shared/testing';
 
 /** The workload draws from its own stream: the run's seed with these bits flipped, so it is the same whatever else the seed drives. */
@@ -128,7 +124,8 @@ class Simulation {
     this.m = new SimMetrics(config.agents);
     const limiterHost = { now: () => this.now, push: (atUs: number, event: Event) => this.queue.push(atUs, event) };
     const admitted = (agent: SimAgent, costs: readonly number[], shadowTokens: number): void => this.admitted(agent, costs, shadowTokens);
-    this.limiter = new SimLimiter({ ...limiterHost, admitted }, this.m);
+    const wake = (agent: SimAgent): void => this.carry(agent, agent.driver.wake(agent.pool));
+    this.limiter = new SimLimiter({ ...limiterHost, admitted, wake }, this.m);
     if (
       config.shadow !== undefined &&
       (config.tree !== undefined || config.broken === 'window-early-release' || config.broken === 'rate-over-refill')
@@ -188,7 +185,7 @@ class Simulation {
     this.queue.push(AUDIT_EVERY_US, { k: 'audit' });
     this.drain(this.endUs);
     for (const agent of this.agents.values()) {
-      if (agent.alive && !agent.paused(this.now)) this.act(agent, agent.keeper.close(agent.localUs(this.now)));
+      if (agent.alive && !agent.paused(this.now)) this.carry(agent, agent.driver.close(agent.localUs(this.now)));
     }
     this.drain(this.endUs + CLOSE_PHASE_US);
     return this.result();
@@ -212,7 +209,12 @@ class Simulation {
       case 'agent-stop':
         return this.stopAgent(e.slot, e.incarnation, e.crash);
       case 'agent-tick':
-        return this.withAgent(e.id, (a) => (e.gen === a.tickGeneration ? this.act(a, a.keeper.tick(a.localUs(this.now))) : undefined));
+        return this.withAgent(e.id, (a) => (e.gen === a.tickGeneration ? this.tick(a) : undefined));
+      case 'agent-wake':
+        return this.withAgent(e.id, (a) => {
+          a.wakePending = false;
+          this.tick(a);
+        });
       case 'arrival':
         return this.arrive(e.arrival);
       case 'to-coordinator':
@@ -327,11 +329,14 @@ class Simulation {
     const id = `a${slot}.${incarnation}`;
     const drift = (this.random.next() * 2 - 1) * this.config.driftMax;
     const agentClass = this.config.agentClasses?.[slot] ?? null;
-    const agent = new SimAgent(slot, id, this.now, drift, { ...this.config.keeper, agentClass }, this.random, this.config.broken);
-    agent.keeper.slot.onLow = () => this.queue.push(this.now, { k: 'agent-tick', id, gen: agent.tickGeneration });
+    const relay = this.relays?.relayOf(slot) ?? null;
+    const prefix = relay === null ? PREFIX : relayPrefix(relay);
+    const options = { ...this.config.keeper, agentClass };
+    const agent = new SimAgent(slot, id, this.now, drift, prefix, options, this.random, this.agentHost(), this.config.broken);
+    agent.keeper.slot.onLow = () => this.carry(agent, agent.driver.wake(agent.pool));
     this.agents.set(id, agent);
     this.slots[slot] = agent;
-    this.act(agent, agent.keeper.tick(agent.localUs(this.now)));
+    this.carry(agent, agent.driver.start(agent.pool, agent.localUs(this.now)));
   }
 
   /** stopAgent — the agent leaves: it closes (returning its lease) or crashes (stranding it). */
@@ -341,7 +346,7 @@ class Simulation {
     this.slots[slot] = null;
     this.limiter.close(agent);
     if (crash) this.kill(agent);
-    else this.withAgent(agent.id, (a) => this.act(a, a.keeper.close(a.localUs(this.now))));
+    else this.withAgent(agent.id, (a) => this.carry(a, a.driver.close(a.localUs(this.now))));
   }
 
   private kill(agent: SimAgent): void {
@@ -350,44 +355,76 @@ class Simulation {
     if (this.slots[agent.slot] === agent) this.slots[agent.slot] = null;
   }
 
-  private act(agent: SimAgent, actions: readonly SendAction[]): void {
-    for (const action of actions) {
-      const attempt = agent.attemptOf(action, this.now);
-      const to: ReplyTo = { id: agent.id, slot: agent.slot, seq: action.seq, attempt };
-      // A published usage report is a one-way message, not a round-trip.
-      const relay = this.relays?.relayOf(agent.slot) ?? null;
-      if (action.type === 'publish') this.m.reports += 1;
-      else this.m.roundTrips += 1;
-      if (action.type !== 'publish' && relay === null) this.m.rootRoundTrips += 1;
-      const subject = subjectFor(relay === null ? PREFIX : relayPrefix(relay), action.message.op, POOL);
-      const bytes = encodeMessage(action.message);
-      for (const at of this.network.arrivals(agent.slot, this.now)) {
-        this.queue.push(at, relay === null ? { k: 'to-coordinator', to, subject, bytes } : { k: 'to-relay', relay, to, subject, bytes });
+  private agentHost(): ConstructorParameters<typeof SimAgent>[7] {
+    return { now: () => this.now, serve: (agent) => this.limiter.poll(agent), cancel: (agent) => this.limiter.close(agent) };
+  }
+
+  /** tick — `agent`'s driver ticks its pool now. */
+  private tick(agent: SimAgent): void {
+    this.carry(agent, agent.driver.tick(agent.pool, agent.localUs(this.now)));
+  }
+
+  /**
+   * carry — carries out `agent`'s driver's commands now: requests and reports
+   * onto the network (a request's timeout as an event), its next tick, a
+   * wake. News, drops, the sweep and a settled close change nothing sent
+   * and are not carried (a simulated agent runs its one pool for life).
+   */
+  private carry(agent: SimAgent, commands: readonly AgentCommand<SimAgent>[]): void {
+    for (const command of commands) {
+      if (command.type === 'send' || command.type === 'publish') this.send(agent, command);
+      else if (command.type === 'wake-at') this.wakeAt(agent, command.atUs);
+      else if (command.type === 'wake-soon' && !agent.wakePending) {
+        agent.wakePending = true;
+        this.queue.push(this.now, { k: 'agent-wake', id: agent.id });
       }
-      this.queue.push(this.now + action.timeoutMs * 1000, { k: 'attempt-failed', to, code: 'bus-timeout' });
     }
-    agent.afterActions(actions, agent.localUs(this.now));
-    this.limiter.poll(agent);
-    if (agent.keeper.slot.balanceTokens < 0) this.violation(`${agent.id}: negative balance ${agent.keeper.slot.balanceTokens}`);
+    const { leaseId, slot } = agent.keeper;
+    if (slot.balanceTokens < 0) this.violation(`${agent.id}: negative balance ${slot.balanceTokens}`);
+    // A rate lease holds no more than the coordinator counts whenever its keeper acted, not only when it spends.
+    const over = slot.hasLease ? this.law.overCount(agent.id, leaseId, slot.balanceTokens, this.now) : null;
+    if (over !== null) this.violation(over);
+  }
+
+  /** send — a request (awaiting its reply until its timeout) or a report (awaiting none) of `agent` onto the network now. */
+  private send(agent: SimAgent, command: Extract<AgentCommand<SimAgent>, { type: 'send' | 'publish' }>): void {
+    const seq = command.message.seq;
+    const attempt = agent.attemptOf(seq, this.now);
+    const to: ReplyTo = { id: agent.id, slot: agent.slot, seq, attempt };
+    const relay = this.relays?.relayOf(agent.slot) ?? null;
+    // A published usage report is a one-way message, not a round-trip.
+    if (command.type === 'publish') this.m.reports += 1;
+    else this.m.roundTrips += 1;
+    if (command.type !== 'publish' && relay === null) this.m.rootRoundTrips += 1;
+    const { subject } = command;
+    const bytes = encodeMessage(command.message);
+    for (const at of this.network.arrivals(agent.slot, this.now)) {
+      this.queue.push(at, relay === null ? { k: 'to-coordinator', to, subject, bytes } : { k: 'to-relay', relay, to, subject, bytes });
+    }
+    if (command.type === 'send') this.queue.push(this.now + command.timeoutMs * 1000, { k: 'attempt-failed', to, code: 'bus-timeout' });
+  }
+
+  /** wakeAt — `agent`'s one tick timer at its clock's `atUs` (Infinity: none), replacing the one set before. */
+  private wakeAt(agent: SimAgent, atUs: number): void {
     agent.tickGeneration += 1;
-    const deadlineUs = agent.trueUs(agent.keeper.nextDeadlineUs());
-    const at = Math.min(this.now + AGENT_TICK_US_MAX, Math.max(this.now + 1, deadlineUs));
+    if (atUs === Infinity) return;
+    const at = Math.max(this.now + 1, agent.trueUs(atUs));
     this.queue.push(at, { k: 'agent-tick', id: agent.id, gen: agent.tickGeneration });
   }
 
   private reply(agent: SimAgent, to: ReplyTo, reply: Reply): void {
     agent.settledAttempts.add(`${to.seq}:${to.attempt}`);
-    agent.beforeReply(agent.localUs(this.now));
-    const actions = agent.keeper.onReply(to.seq, reply, agent.localUs(this.now));
-    if (reply.kind === 'grant') agent.noteGrant(to.seq, reply.ttlMs);
-    this.act(agent, actions);
+    const localUs = agent.localUs(this.now);
+    if (reply.kind === 'grant') agent.grantArriving(to.seq, reply.ttlMs, localUs);
+    else agent.replyArriving(localUs);
+    this.carry(agent, agent.driver.answered(agent.pool, to.seq, reply, localUs));
   }
 
   private failed(agent: SimAgent, to: ReplyTo, code: string): void {
     const key = `${to.seq}:${to.attempt}`;
     if (agent.settledAttempts.has(key)) return;
     agent.settledAttempts.add(key);
-    this.act(agent, agent.keeper.onFailure(to.seq, code, code, agent.localUs(this.now)));
+    this.carry(agent, agent.driver.failed(agent.pool, to.seq, code, code, agent.localUs(this.now)));
   }
 
   private arrive(a: Arrival): void {
@@ -491,7 +528,7 @@ class Simulation {
     const agent = this.agents.get(id);
     if (agent === undefined || !agent.alive || agent.paused(this.now)) return;
     for (const f of agent.deferred.splice(0)) f();
-    this.act(agent, agent.keeper.tick(agent.localUs(this.now)));
+    this.tick(agent);
   }
 
   private violation(message: string): void {
