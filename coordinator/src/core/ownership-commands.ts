@@ -29,8 +29,18 @@ export type OwnershipCommand<R> =
   | { readonly kind: 'unsubscribe'; readonly key: string; readonly ticket: number }
   /** flush-bus — wait until the bus server has every subscription made; then `done(ticket)`. */
   | { readonly kind: 'flush-bus'; readonly ticket: number }
-  /** send — these replies, logged under `label`. */
-  | { readonly kind: 'send'; readonly deliveries: readonly Delivery<R>[]; readonly label: ReplyLabel }
+  /**
+   * send — these replies, produced at `producedUs` (a write may have held
+   * them since), logged under `label`; `epoch`: the ownership whose write
+   * lane released them (null: none did).
+   */
+  | {
+      readonly kind: 'send';
+      readonly deliveries: readonly Delivery<R>[];
+      readonly producedUs: number;
+      readonly epoch: number | null;
+      readonly label: ReplyLabel;
+    }
   /** internal-error — handling a request to `subject` threw `error`: log it and answer `to` with an internal error. */
   | { readonly kind: 'internal-error'; readonly to: R; readonly subject: string; readonly error: unknown }
   /** faults — pools the core dropped because they failed, to log. */

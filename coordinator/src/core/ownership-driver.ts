@@ -70,7 +70,7 @@ export interface OwnershipDriverOptions {
 }
 
 /** Held — one ownership: its epoch, whether it has a subscription, its write lane, and who waits for its writes to settle. */
-interface Held<R> {
+export interface Held<R> {
   readonly epoch: number;
   subscribed: boolean;
   readonly lane: WriteLane<R>;
@@ -252,6 +252,21 @@ export class OwnershipDriver<R> {
     );
   }
 
+  /** lapsed — the store no longer renews the ownership `held` of `unit`: it steps down in the pool's turn; `then` once it has. */
+  protected lapsed(unit: string, held: Held<R>, then: () => void): void {
+    this.tasks.enqueue(unit, (done) => this.stepDown(unit, 'ownership lapsed', held, done), then);
+  }
+
+  /** landsOn — the ownership whose lane a write of `held` tells its outcome: `held`'s own, whatever holds `pool` now. */
+  protected landsOn(_pool: string, held: Held<R>): Held<R> {
+    return held;
+  }
+
+  /** heldOf — the ownership of `unit` held now, if any. */
+  protected heldOf(unit: string): Held<R> | undefined {
+    return this.owned.get(unit);
+  }
+
   /** settled — calls `then` once no write of the ownership `held` is in flight. */
   protected settled(held: Held<R>, then: () => void): void {
     if (held.lane.writing) held.settling.push(then);
@@ -319,17 +334,18 @@ export class OwnershipDriver<R> {
   // ---- Write before reply ------------------------------------------------------------------------------------
 
   /** submit — replies of `pool` leave through the write lane of its ownership: after the changes behind them are written. */
-  private submit(pool: string, deliveries: Delivery<R>[]): void {
+  protected submit(pool: string, deliveries: Delivery<R>[]): void {
     if (deliveries.length === 0) return;
     const batch = { deliveries, producedUs: this.nowUs };
     const held = this.owned.get(pool);
-    if (held === undefined) for (const refused of this.unowned.submit(batch).send) this.send(refused.deliveries, { pool });
+    if (held === undefined)
+      for (const refused of this.unowned.submit(batch).send) this.send(refused.deliveries, { pool }, batch.producedUs);
     else this.perform(pool, held, held.lane.submit(batch));
   }
 
   /** perform — does what `held`'s lane says: sends, steps that ownership down, starts its write. */
   private perform(pool: string, held: Held<R>, step: LaneStep<R>): void {
-    for (const batch of step.send) this.send(batch.deliveries, { pool });
+    for (const batch of step.send) this.send(batch.deliveries, { pool }, batch.producedUs, held.epoch);
     if (step.stepDown) {
       const reason = 'a write was fenced: the ownership lapsed or was claimed anew';
       this.tasks.enqueue(pool, (done) => this.stepDown(pool, reason, held, done));
@@ -347,7 +363,8 @@ export class OwnershipDriver<R> {
         this.log('warn', { event: 'store-unavailable', pool, err: result.error }, text);
       }
       this.emit({ kind: 'wrote', startedUs, outcome });
-      this.perform(pool, held, held.lane.landed(outcome));
+      const lane = this.landsOn(pool, held);
+      this.perform(pool, lane, lane.lane.landed(outcome));
       if (!held.lane.writing) for (const then of held.settling.splice(0)) then();
     });
   }
@@ -397,7 +414,7 @@ export class OwnershipDriver<R> {
   }
 
   /** claim — takes `unit` over from the store; `then` once it is ours and subscribed, or not taken; `failed` if the store failed. */
-  private claim(unit: string, then: () => void, failed: (error: unknown) => void): void {
+  protected claim(unit: string, then: () => void, failed: (error: unknown) => void): void {
     this.call({ op: 'claim', unit, ttlMs: this.ttlMs }, (result) => {
       if (!result.ok) return failed(result.error);
       const claim = result.value;
@@ -545,7 +562,7 @@ export class OwnershipDriver<R> {
       this.call({ op: 'renew', unit, epoch: held.epoch, ttlMs: this.ttlMs }, (result) => {
         // Unknown whether it is still ours: keep it; every write is fenced anyway.
         if (!result.ok || result.value || this.owned.get(unit) !== held) return arrive();
-        this.tasks.enqueue(unit, (done) => this.stepDown(unit, 'ownership lapsed', held, done), arrive);
+        this.lapsed(unit, held, arrive);
       });
     }
   }
@@ -603,8 +620,9 @@ export class OwnershipDriver<R> {
     this.emit({ kind: 'store', ticket, call });
   }
 
-  private send(deliveries: readonly Delivery<R>[], label: ReplyLabel): void {
-    if (deliveries.length > 0) this.emit({ kind: 'send', deliveries, label });
+  /** send — `deliveries` leave now; `producedUs`: when they were made (default now); `epoch`: the ownership whose lane released them. */
+  protected send(deliveries: readonly Delivery<R>[], label: ReplyLabel, producedUs = this.nowUs, epoch: number | null = null): void {
+    if (deliveries.length > 0) this.emit({ kind: 'send', deliveries, producedUs, epoch, label });
   }
 
   private wake(atUs: number): void {
