@@ -14,6 +14,9 @@
  *   answers again. A re-claim lapses the owner's record with a write out,
  *   its outcome held (sim-member.ts); the driver steps down and claims the
  *   pool again when its heartbeat finds out.
+ * - Durable mode may have other pools beside the run's (configured ones and
+ *   template pools the catch-all makes), asked for tokens by ghosts
+ *   (ghosts.ts), so that each member owns several pools.
  * - A reload (shadow mode switched) reaches every live process at once,
  *   owner or not, and processes started later serve the new configuration.
  * - A request reaches, per queue group, one live process subscribed to a
@@ -27,6 +30,7 @@ import { SimMember, type MemberHost } from './sim-member.js';
 import type { Fault, SimConfig } from './sim-config.js';
 import { DURABLE_MEMBERS, POOL, SIM_OWNERSHIP_TTL_MS, type Event, type ReplyTo } from './sim-events.js';
 import { SimStore } from './sim-store.js';
+import { Ghosts, withGhostPools } from './ghosts.js';
 
 /** ClusterHost — what the coordinators need from the simulation. */
 export type ClusterHost = Omit<MemberHost, 'claimed'>;
@@ -46,6 +50,8 @@ export class Coordinators {
   private readonly claims: string[] = [];
   /** Claims by a member of the pool it had owned before. */
   reclaims = 0;
+  /** Traffic on the other pools of a durable run; null without. */
+  private readonly ghosts: Ghosts | null;
 
   constructor(
     private config: CoordinatorConfig,
@@ -54,6 +60,9 @@ export class Coordinators {
     private readonly random: Random,
   ) {
     this.store = sim.durable === undefined ? null : new SimStore();
+    const ghosts = sim.durable?.ghosts;
+    this.ghosts = ghosts === undefined ? null : new Ghosts(ghosts, this.ghostHost(), random, sim.durationUs);
+    this.config = this.withGhosts(config);
     const needsStore = sim.faults.find((f) => f.kind === 'failover-coordinator' || f.kind === 'reclaim-coordinator');
     if (this.store === null && needsStore !== undefined) throw new Error(`a ${needsStore.kind} fault needs durable mode`);
   }
@@ -76,10 +85,24 @@ export class Coordinators {
     return [...this.members.values()].reduce((sum, m) => sum + m.lateOutcomes, 0);
   }
 
-  /** start — (memory) a new process with a quiet period; (durable) the members of the run. */
+  /** start — (memory) a new process with a quiet period; (durable) the members of the run, and the ghosts' traffic. */
   start(nowUs: number): void {
     if (this.store === null) return this.restartMemory(nowUs);
     for (let i = this.sim.durable?.members ?? DURABLE_MEMBERS; i > 0; i -= 1) this.startMember(nowUs);
+    this.ghosts?.start(nowUs);
+  }
+
+  private withGhosts(config: CoordinatorConfig): CoordinatorConfig {
+    const ghosts = this.sim.durable?.ghosts;
+    return ghosts === undefined ? config : withGhostPools(config, ghosts);
+  }
+
+  private ghostHost(): ConstructorParameters<typeof Ghosts>[1] {
+    return {
+      push: (atUs, event) => this.host.push(atUs, event),
+      receive: (to, subject, bytes, nowUs) => void this.receive(to, subject, bytes, nowUs),
+      violation: (message) => this.host.violation(message),
+    };
   }
 
   private restartMemory(nowUs: number): void {
@@ -99,7 +122,17 @@ export class Coordinators {
       ownershipTtlMs: spec.ownershipTtlMs ?? SIM_OWNERSHIP_TTL_MS,
       ...(this.sim.broken === undefined ? {} : { broken: this.sim.broken }),
     };
-    const host: MemberHost = { ...this.host, claimed: (member) => this.claimed(member) };
+    const host: MemberHost = {
+      ...this.host,
+      claimed: (member) => this.claimed(member),
+      // Replies to ghosts go to the ghosts, not to the network of the run's agents.
+      send: (deliveries, producedUs, epoch, perUs) => {
+        const ghostly = deliveries.filter((d) => Ghosts.isGhost(d.to));
+        if (ghostly.length > 0) this.ghosts?.granted(ghostly, producedUs);
+        const rest = ghostly.length === 0 ? deliveries : deliveries.filter((d) => !Ghosts.isGhost(d.to));
+        if (rest.length > 0) this.host.send(rest, producedUs, epoch, perUs);
+      },
+    };
     const id = (this.nextId += 1);
     this.members.set(id, new SimMember(id, this.config, host, memberSpec, nowUs));
   }
@@ -136,7 +169,8 @@ export class Coordinators {
 
   /** reload — every live process serves `config` from `nowUs` on, owner or not, and so does every process started later (a reload of them all). */
   reload(config: CoordinatorConfig, nowUs: number): void {
-    this.config = config;
+    this.config = this.withGhosts(config);
+    config = this.config;
     this.memory?.reload(config, nowUs);
     for (const m of this.members.values()) m.reload(config, nowUs);
   }
@@ -170,7 +204,8 @@ export class Coordinators {
     return this.owner()?.driver.core.pool(POOL);
   }
 
-  handle(e: Extract<Event, { k: 'coordinator-tick' | 'store-answer' | 'bus-done' }>, nowUs: number): void {
+  handle(e: Extract<Event, { k: 'coordinator-tick' | 'store-answer' | 'bus-done' | 'ghost' }>, nowUs: number): void {
+    if (e.k === 'ghost') return this.ghosts?.request(e.index, nowUs);
     if (this.store === null) {
       if (e.k === 'coordinator-tick' && this.memory?.id === e.id) this.memory.tick(e.gen, nowUs);
       return;

@@ -46,7 +46,7 @@ import { seededRandom, type Random } from '@tokenlease/shared/testing';
 import type { Partition } from './network.js';
 import { windowPool, type DurableSpec, type Fault, type ShadowSpec, type SimConfig } from './sim-config.js';
 import type { WorkloadName, WorkloadSpec } from './workload.js';
-import { SIM_OWNERSHIP_TTL_MS } from './sim-events.js';
+import { DURABLE_MEMBERS, SIM_OWNERSHIP_TTL_MS } from './sim-events.js';
 
 const WORKLOADS: readonly WorkloadName[] = ['steady', 'bursty', 'diurnal', 'zipf', 'churn', 'weighted'];
 const TTLS_MS = [200, 500, 1000, 2000] as const;
@@ -220,7 +220,10 @@ function withDurableMode(base: SimConfig, faultWindowUs: number): SimConfig {
   const faults = base.faults.map((f) => (f.kind === 'restart-coordinator' ? failover(f.atUs) : f));
   for (let i = d.int(1, 2); i > 0; i -= 1) faults.push(failover(d.int(FAULTS_FROM_US, Math.max(FAULTS_FROM_US + 1, faultWindowUs - 1))));
   const writeUsMax = d.int(300, 3000);
-  const durable: DurableSpec = { writeUsMin: 100, writeUsMax, members: d.int(2, 3) };
+  const members = d.int(2, 3);
+  // Most durable runs have other pools too: configured ones, and template pools the catch-all makes on first use.
+  const ghosts = d.next() < 0.7 ? { pools: d.int(0, 3), templatePools: d.int(1, 2) } : undefined;
+  const durable: DurableSpec = { writeUsMin: 100, writeUsMax, members, ...(ghosts === undefined ? {} : { ghosts }) };
   return { ...base, faults, durable };
 }
 
@@ -270,7 +273,7 @@ export function describeScenario(c: SimConfig): string {
   const store =
     c.durable === undefined
       ? ''
-      : `durable (writes ${(c.durable.writeUsMin / 1000).toFixed(1)}–${(c.durable.writeUsMax / 1000).toFixed(1)} ms), `;
+      : `durable (${c.durable.members ?? DURABLE_MEMBERS} coordinators${describeGhosts(c.durable)}, writes ${(c.durable.writeUsMin / 1000).toFixed(1)}–${(c.durable.writeUsMax / 1000).toFixed(1)} ms), `;
   const mode = p.leaseMode === 'rate' ? `rate (refresh ${c.keeper?.refreshMs ?? 'default'} ms), ` : '';
   const reports = (c.keeper?.reportMs ?? 0) > 0 ? `, reports every ${c.keeper?.reportMs} ms` : '';
   const shadow = c.shadow === undefined ? '' : `, ${describeShadow(c.shadow)}`;
@@ -285,6 +288,10 @@ export function describeScenario(c: SimConfig): string {
     (faults.length > 0 ? `, faults: ${faults.join(' ')}` : '') +
     shadow
   );
+}
+
+function describeGhosts(d: DurableSpec): string {
+  return d.ghosts === undefined ? '' : ` with ${d.ghosts.pools} more pools and ${d.ghosts.templatePools} template pools`;
 }
 
 function describeShadow(spec: ShadowSpec): string {

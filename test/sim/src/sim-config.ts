@@ -208,6 +208,8 @@ export interface DurableSpec {
   readonly members?: number;
   /** Their ownership TTL, ms (default 600: a heartbeat every 200 ms). */
   readonly ownershipTtlMs?: number;
+  /** Other pools the coordinators own beside the run's, each asked for tokens by ghosts (ghosts.ts): configured ones, and template pools the catch-all makes; default none. */
+  readonly ghosts?: { readonly pools: number; readonly templatePools: number };
 }
 
 /**

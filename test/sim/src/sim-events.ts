@@ -44,6 +44,8 @@ export type Event =
   | { readonly k: 'store-answer'; readonly id: number; readonly ticket: number; readonly gen: number }
   /** An unsubscribe or bus flush `ticket` of durable process `id` is over. */
   | { readonly k: 'bus-done'; readonly id: number; readonly ticket: number }
+  /** Ghost `index` asks one of the other pools of a durable run for tokens (ghosts.ts). */
+  | { readonly k: 'ghost'; readonly index: number }
   | { readonly k: 'fault'; readonly index: number }
   | { readonly k: 'shadow-switch'; readonly index: number }
   | { readonly k: 'resume'; readonly id: string }

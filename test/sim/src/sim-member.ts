@@ -82,8 +82,8 @@ export class SimMember {
   private tickGen = 0;
   private tickAtUs = Infinity;
   private armed: { readonly fault: ReclaimFault; readonly untilUs: number } | null = null;
-  /** The epoch it last claimed the run's pool under (null: never). */
-  private claimedEpoch: number | null = null;
+  /** Per unit, the epoch it last claimed it under. */
+  private readonly claimedEpochs = new Map<string, number>();
 
   constructor(
     readonly id: number,
@@ -148,9 +148,9 @@ export class SimMember {
     }
     const result = this.answer(c, nowUs);
     if (c.call.op === 'write' && c.call.unit === POOL) this.noteOutcome(c.call.epoch);
-    const before = this.ownedEpoch();
+    const before = c.call.op === 'claim' ? (this.driver.ownedEpochs().get(c.call.unit) ?? null) : null;
     const commands = this.guard(() => this.driver.stored(ticket, result, nowUs));
-    if (c.call.op === 'claim' && c.call.unit === POOL && result.ok) this.noteClaim(result as StoreResult<'claim'>, before, nowUs);
+    if (c.call.op === 'claim' && result.ok) this.noteClaim(c.call.unit, result as StoreResult<'claim'>, before, nowUs);
     this.perform(commands, nowUs);
   }
 
@@ -214,7 +214,7 @@ export class SimMember {
       case 'flush-bus':
         return this.host.push(nowUs, { k: 'bus-done', id: this.id, ticket: c.ticket });
       case 'send':
-        return this.send(c.deliveries, c.producedUs, c.epoch);
+        return this.send(c.deliveries, c.producedUs, c.epoch, 'pool' in c.label ? c.label.pool : POOL);
       case 'internal-error':
         return this.host.failed(`coordinator ${this.member} failed on ${c.subject}: ${String(c.error)}`);
       case 'faults':
@@ -238,23 +238,25 @@ export class SimMember {
     else this.armed = null;
   }
 
-  /** send — replies leave; each grant must be backed by the store, and come from the lane of the ownership it holds now (the latest it claimed). */
-  private send(deliveries: readonly Delivery[], producedUs: number, epoch: number | null): void {
+  /** send — replies of `unit` leave; each grant must be backed by the store, and come from the lane of the ownership of `unit` held now (the latest claimed). */
+  private send(deliveries: readonly Delivery[], producedUs: number, epoch: number | null, unit: string): void {
     for (const { reply } of deliveries) {
       if (reply.kind !== 'grant') continue;
-      const grant = `grant of lease ${reply.leaseId} (seq ${reply.seq}, epoch ${reply.epoch}, ${reply.tokensGranted} tokens)`;
-      if (!this.spec.store.backs(reply)) this.host.violation(`${grant} sent by ${this.member} with no write of it the store accepted`);
-      if (epoch === null || epoch !== this.claimedEpoch)
+      const grant = `grant of lease ${reply.leaseId} of ${unit} (seq ${reply.seq}, epoch ${reply.epoch}, ${reply.tokensGranted} tokens)`;
+      if (!this.spec.store.backs(unit, reply))
+        this.host.violation(`${grant} sent by ${this.member} with no write of it the store accepted`);
+      if (epoch === null || epoch !== this.claimedEpochs.get(unit))
         this.host.violation(`${grant} sent by ${this.member} from the lane of epoch ${epoch ?? 'none'} after that ownership ended`);
     }
     this.host.send(deliveries, producedUs, epoch ?? 0);
   }
 
-  /** checkLog — a step-down of the run's pool must come once the store no longer names that ownership. */
+  /** checkLog — a step-down must come once the store no longer names that ownership. */
   private checkLog(fields: Readonly<Record<string, unknown>>, nowUs: number): void {
-    if (fields['event'] !== 'stepped-down' || fields['pool'] !== POOL) return;
+    if (fields['event'] !== 'stepped-down') return;
     const epoch = fields['epoch'] as number;
-    if (this.spec.store.owns(POOL, epoch, nowUs))
+    const unit = fields['pool'] as string;
+    if (this.spec.store.owns(unit, epoch, nowUs))
       this.host.violation(
         `${this.member} stepped down epoch ${epoch}, which the store still names the owner (${String(fields['reason'])})`,
       );
@@ -265,17 +267,21 @@ export class SimMember {
     if (now !== null && now !== epoch) this.lateOutcomes += 1;
   }
 
-  private noteClaim(result: StoreResult<'claim'>, before: number | null, nowUs: number): void {
-    if (!result.ok || !result.value.taken || this.ownedEpoch() !== result.value.epoch || before === result.value.epoch) return;
-    const preferred = preferredOwner(POOL, this.driver.members());
-    if (preferred !== this.member)
+  /** noteClaim — the claim of `unit` answered: if it took it, the checks hear of it, and of the run's pool's adoption. */
+  private noteClaim(unit: string, result: StoreResult<'claim'>, before: number | null, nowUs: number): void {
+    if (!result.ok || !result.value.taken) return;
+    const epoch = result.value.epoch;
+    if (this.driver.ownedEpochs().get(unit) !== epoch || before === epoch) return;
+    this.claimedEpochs.set(unit, epoch);
+    const preferred = preferredOwner(unit, this.driver.members());
+    if (this.driver.core.kindOf(unit) === 'fixed' && preferred !== this.member)
       this.host.violation(
-        `${this.member} claimed configured pool ${POOL} though its last heartbeat named ${preferred ?? 'nobody'} preferred`,
+        `${this.member} claimed configured pool ${unit} though its last heartbeat named ${preferred ?? 'nobody'} preferred`,
       );
-    this.claimedEpoch = result.value.epoch;
+    if (unit !== POOL) return;
     const state = result.value.state;
     this.host.adopted(this.driver.core.pool(POOL) as Pool<ReplyTo>, nowUs, state !== null && 'leases' in state ? state : null);
-    this.host.claimed(this.member, result.value.epoch);
+    this.host.claimed(this.member, epoch);
   }
 
   private wake(atUs: number, nowUs: number): void {

@@ -18,7 +18,7 @@
  * - A landed write replaces the level, sets the upserted leases and deletes
  *   the removed ones.
  *
- * It also keeps, per lease, every accepted write of it (epoch and sequence
+ * It also keeps, per unit and lease, every accepted write of it (gone with the unit's records) (epoch and sequence
  * number), so the simulator can tell whether a grant a coordinator sends is
  * backed by the store (`backs`: write before reply as the store saw it, the
  * rule of harness/store-history.ts `unwrittenGrants`).
@@ -31,13 +31,13 @@ interface Unit {
   epochs: number;
   levelTokens: number | null;
   readonly leases: Map<string, PersistedLease>;
+  /** Per lease id, the epoch and sequence number of each accepted write of it (a removal: every sequence number, `removed`). */
+  readonly written: Map<string, Array<{ epoch: number; lastSeq: number; removed: boolean }>>;
 }
 
 export class SimStore {
   private readonly members = new Map<string, number>();
   private readonly units = new Map<string, Unit>();
-  /** Per lease id, the epoch and sequence number of each accepted write of it (a removal: every sequence number, `removed`). */
-  private readonly written = new Map<string, Array<{ epoch: number; lastSeq: number; removed: boolean }>>();
   writes = 0;
   fencedWrites = 0;
 
@@ -101,8 +101,8 @@ export class SimStore {
    * the write, or the reply a new owner makes up for a request the store
    * kept as held).
    */
-  backs(grant: LeaseGrant): boolean {
-    return (this.written.get(grant.leaseId) ?? []).some((w) =>
+  backs(unit: string, grant: LeaseGrant): boolean {
+    return (this.units.get(unit)?.written.get(grant.leaseId) ?? []).some((w) =>
       grant.tokensGranted > 0
         ? !w.removed && w.lastSeq >= grant.seq && w.epoch === grant.epoch
         : w.lastSeq >= grant.seq && w.epoch <= grant.epoch,
@@ -130,11 +130,11 @@ export class SimStore {
       u.levelTokens = changes.levelTokens;
       for (const lease of changes.upserts) {
         u.leases.set(lease.agentId, lease);
-        this.wrote(lease.leaseId, { epoch, lastSeq: lease.lastSeq, removed: false });
+        wrote(u, lease.leaseId, { epoch, lastSeq: lease.lastSeq, removed: false });
       }
       for (const agentId of changes.removes) {
         const leaseId = u.leases.get(agentId)?.leaseId;
-        if (leaseId !== undefined) this.wrote(leaseId, { epoch, lastSeq: Number.MAX_SAFE_INTEGER, removed: true });
+        if (leaseId !== undefined) wrote(u, leaseId, { epoch, lastSeq: Number.MAX_SAFE_INTEGER, removed: true });
         u.leases.delete(agentId);
       }
     });
@@ -153,16 +153,10 @@ export class SimStore {
   private unit(name: string): Unit {
     let u = this.units.get(name);
     if (u === undefined) {
-      u = { owner: null, epochs: 0, levelTokens: null, leases: new Map() };
+      u = { owner: null, epochs: 0, levelTokens: null, leases: new Map(), written: new Map() };
       this.units.set(name, u);
     }
     return u;
-  }
-
-  private wrote(leaseId: string, write: { epoch: number; lastSeq: number; removed: boolean }): void {
-    const list = this.written.get(leaseId) ?? [];
-    list.push(write);
-    this.written.set(leaseId, list);
   }
 
   /** snapshot — the state a new owner reads; null when nothing was ever written. */
@@ -170,4 +164,10 @@ export class SimStore {
     if (u.levelTokens === null && u.leases.size === 0) return null;
     return { levelTokens: u.levelTokens ?? 0, leases: [...u.leases.values()] };
   }
+}
+
+function wrote(u: Unit, leaseId: string, write: { epoch: number; lastSeq: number; removed: boolean }): void {
+  const list = u.written.get(leaseId) ?? [];
+  list.push(write);
+  u.written.set(leaseId, list);
 }

@@ -225,6 +225,7 @@ class Simulation {
       case 'coordinator-tick':
       case 'store-answer':
       case 'bus-done':
+      case 'ghost':
         return this.coordinators.handle(e, this.now);
       case 'coordinator-up':
         return this.coordinators.up(this.now);
