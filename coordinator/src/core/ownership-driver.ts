@@ -644,7 +644,12 @@ export class OwnershipDriver<R> {
   /** event — runs `f` at `nowUs` and returns the commands it made. */
   private event(nowUs: number, f: () => void): OwnershipCommand<R>[] {
     this.nowUs = nowUs;
-    f();
+    try {
+      f();
+    } catch (error) {
+      // A broken invariant: said loudly, and what was decided before it is still carried out.
+      this.log('error', { event: 'driver-failed', err: error }, 'the ownership driver failed while handling an event');
+    }
     const out = this.out;
     this.out = [];
     return out;

@@ -251,8 +251,10 @@ export class SimMember {
     this.host.send(deliveries, producedUs, epoch ?? 0);
   }
 
-  /** checkLog — a step-down must come once the store no longer names that ownership. */
+  /** checkLog — the driver never fails; a step-down comes once the store no longer names that ownership. */
   private checkLog(fields: Readonly<Record<string, unknown>>, nowUs: number): void {
+    if (fields['event'] === 'driver-failed')
+      this.host.failed(`coordinator ${this.member}: ${String(fields['event'])}: ${String(fields['err'])}`);
     if (fields['event'] !== 'stepped-down') return;
     const epoch = fields['epoch'] as number;
     const unit = fields['pool'] as string;
