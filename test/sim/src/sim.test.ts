@@ -129,6 +129,16 @@ describe('the simulator', () => {
     expect(durable.every((c) => describeScenario(c).startsWith('durable'))).toBe(true);
   });
 
+  it('draws durable scenarios with several coordinators, most of them owning other pools and template pools too, and says so', () => {
+    const durable = Array.from({ length: 200 }, (_, i) => randomScenario(9000 + i)).filter((c) => c.durable !== undefined);
+    const members = new Set(durable.map((c) => c.durable?.members));
+    expect(members).toEqual(new Set([2, 3]));
+    const several = durable.filter((c) => (c.durable?.ghosts?.templatePools ?? 0) > 0);
+    expect(several.length).toBeGreaterThan(0.5 * durable.length);
+    expect(several.some((c) => (c.durable?.ghosts?.pools ?? 0) > 0)).toBe(true);
+    expect(several.every((c) => / more pools and \d template pools/.test(describeScenario(c)))).toBe(true);
+  });
+
   it('draws re-claims with a write out for a share of the durable seeds, its outcome landing late, and says so', () => {
     const configs = Array.from({ length: 200 }, (_, i) => randomScenario(9000 + i));
     const durable = configs.filter((c) => c.durable !== undefined);
