@@ -158,10 +158,12 @@ describe('OwnershipDriver', () => {
     ]);
   });
 
-  it('stops: hands every unit over, drops the member, then says stopped', () => {
+  it('stops: drains protocol v1, hands every unit over, drops the member, then says stopped', () => {
     const loop = new Loop();
     loop.own();
     loop.take(loop.driver.stop(2 * S));
+    expect(loop.waiting('release')).toEqual([]);
+    loop.busDone(2 * S); // protocol v1's subscription drained: then the hand-overs start
     loop.busDone(2 * S);
     expect(loop.waiting('release').map((c) => 'unit' in c && c.unit)).toEqual(['p', CATCH_ALL_UNIT]);
     loop.answer('release', true, 2 * S);

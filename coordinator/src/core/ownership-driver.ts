@@ -105,6 +105,8 @@ export class OwnershipDriver<R> {
   private stopping = false;
   /** Set once `stop` has waited for the running heartbeat: the core is not ticked any more. */
   private ticksOver = false;
+  /** Set once `stop` has drained the subscription of protocol v1's subjects. */
+  private legacyStopped = false;
   private nowUs: number;
   private out: OwnershipCommand<R>[] = [];
   private tickets = 0;
@@ -233,9 +235,13 @@ export class OwnershipDriver<R> {
     return this.event(nowUs, () => {
       if (this.stopping) return;
       this.stopping = true;
-      this.emit({ kind: 'unsubscribe', key: LEGACY_KEY, ticket: this.ticket() });
       this.beats.stop();
-      if (!this.beats.running) this.leave();
+      const ticket = this.ticket();
+      this.bus.set(ticket, () => {
+        this.legacyStopped = true;
+        this.leave();
+      });
+      this.emit({ kind: 'unsubscribe', key: LEGACY_KEY, ticket });
     });
   }
 
@@ -583,9 +589,9 @@ export class OwnershipDriver<R> {
     else this.beatIfDue();
   }
 
-  /** leave — the end of stop: every unit handed over (the catch-all hands its template pools over), then the member dropped. */
+  /** leave — the end of stop, once protocol v1's subscription is drained and no heartbeat runs: every unit handed over (the catch-all hands its template pools over), then the member dropped. */
   private leave(): void {
-    if (this.ticksOver) return;
+    if (this.ticksOver || !this.legacyStopped || this.beats.running) return;
     this.ticksOver = true;
     const units = [...this.owned.keys()].filter((u) => u === CATCH_ALL_UNIT || this.core.kindOf(u) !== 'template');
     const arrive = join(units.length, () =>
