@@ -39,6 +39,15 @@ describe('BeatPlan', () => {
     expect(plan.dueUs()).toBe(3000 * MS);
   });
 
+  it('takes a request while a heartbeat runs as met by that one', () => {
+    const plan = new BeatPlan(1000);
+    plan.start(0);
+    plan.begin(0);
+    plan.request(5 * MS);
+    plan.end(true, 10 * MS);
+    expect(plan.dueUs()).toBe(1000 * MS);
+  });
+
   it('is due at once on request, and never after stop', () => {
     const plan = new BeatPlan(1000);
     plan.start(0);

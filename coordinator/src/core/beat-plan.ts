@@ -46,9 +46,9 @@ export class BeatPlan {
     this.askedUs = nowUs;
   }
 
-  /** request — a heartbeat due now (one running already counts). */
+  /** request — a heartbeat due now; nothing while one runs (it counts). */
   request(nowUs: number): void {
-    if (this.anchorUs !== null) this.askedUs = Math.min(this.askedUs, nowUs);
+    if (this.anchorUs !== null && !this.busy) this.askedUs = Math.min(this.askedUs, nowUs);
   }
 
   /** dueUs — when the next heartbeat is due, µs; Infinity while one runs, before `start` and after `stop`. */
