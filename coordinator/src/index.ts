@@ -57,3 +57,7 @@ export { RelayCredit } from './core/relay-credit.js';
 export { Uplink, type UplinkOptions } from './core/uplink.js';
 export { parseRelayConfig, type RelayConfig, type UplinkSettings } from './core/relay-config.js';
 export { RelayDriver, type RelayCommand, type RelayDriverOptions, type RelayLog, type UpstreamOutcome } from './core/relay-driver.js';
+export { OwnershipDriver, LEGACY_KEY, OWNER_SEEN_US, type Held, type OwnershipDriverOptions } from './core/ownership-driver.js';
+export type { OwnershipCommand, ReplyLabel, LogLine } from './core/ownership-commands.js';
+export type { StoreCall, StoreResult, StoreAnswers, StoreOp, Members } from './core/ownership-store.js';
+export { BeatPlan, HEARTBEAT_RETRY_MS } from './core/beat-plan.js';

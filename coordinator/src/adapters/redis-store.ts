@@ -46,7 +46,7 @@ import {
   type RedisConnectOptions,
   type RedisField,
 } from '../core/redis-options.js';
-import { decodePersistedLease, encodePersistedLease, parseLevelTokens, type PoolChanges, type StoredPool } from '../core/pool-state.js';
+import { decodePersistedLease, encodePersistedLease, parseLevelTokens, type PoolChanges } from '../core/pool-state.js';
 
 const CLAIM = `
 local cur = redis.call('HGET', KEYS[1], 'member')
@@ -101,21 +101,9 @@ return {impossible, redis.call('ZRANGE', KEYS[1], 0, -1)}`;
 /** OWNERSHIP_TTL_MS_MAX — the longest ownership TTL; an owner record or heartbeat further ahead is damaged. */
 export const OWNERSHIP_TTL_MS_MAX = 600_000;
 
-/**
- * Claim — the outcome of a claim: taken with an epoch and the stored state
- * (damaged state is returned as such, for the pool to start afresh), or
- * held by another member. `clearedOwner`: a damaged owner record (one that
- * would never expire) was deleted to take it.
- */
-export type Claim =
-  | { readonly taken: true; readonly epoch: number; readonly state: StoredPool; readonly clearedOwner: boolean }
-  | { readonly taken: false; readonly heldForMs: number };
-
-/** Members — the live members, and how many impossible heartbeats were dropped. */
-export interface Members {
-  readonly members: string[];
-  readonly droppedImpossible: number;
-}
+/** Claim, Members — what a claim and a heartbeat answer (core/ownership-store.ts, where the ownership driver reads them). */
+export type { Claim, Members } from '../core/ownership-store.js';
+import type { Claim, Members } from '../core/ownership-store.js';
 
 /** StateStore — pool state and ownership records; every method rejects with CoordinatorError('store-unavailable') when the store cannot answer. */
 export interface StateStore {

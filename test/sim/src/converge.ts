@@ -6,7 +6,7 @@
  */
 import type { Fault, SimConfig, SimResult } from './sim-config.js';
 import { SLICE_US } from './sim-metrics.js';
-import { RECLAIM_ARMED_US } from './sim-events.js';
+import { RECLAIM_ARMED_US, SIM_OWNERSHIP_TTL_MS } from './sim-events.js';
 import { runSimulation } from './simulation.js';
 
 const US_PER_S = 1_000_000;
@@ -37,9 +37,9 @@ function faultSpanUs(f: Fault, ttlUs: number): number {
     case 'restart-coordinator':
       return f.downUs + ttlUs;
     case 'failover-coordinator':
-      return Math.max(f.downUs, f.deposedUs ?? 0) + ttlUs;
+      return Math.max(f.downUs, f.deposedUs ?? 0) + 2 * SIM_OWNERSHIP_TTL_MS * 1000 + ttlUs;
     case 'reclaim-coordinator':
-      return RECLAIM_ARMED_US + Math.max(f.reclaimUs, f.lateUs) + ttlUs;
+      return RECLAIM_ARMED_US + f.lateUs + SIM_OWNERSHIP_TTL_MS * 1000 + ttlUs;
     case 'crash-relay':
       return f.downUs + ttlUs;
     case 'pause-relay':

@@ -13,7 +13,7 @@
  * that crashes; those extra draws come from a second stream of the seed.
  * A share `RECLAIM_SHARE` of the durable scenarios also have one or two
  * re-claims (an owner whose ownership lapses with a write out steps down
- * and claims the pool again itself while that write's outcome, written,
+ * and claims the pool again itself, as its driver decides, while that write's outcome, written,
  * fenced or unavailable, lands late), half of them with slow writes (up to
  * `SLOW_WRITE_US_MAX`); those draws come from a stream of their own, so
  * every other scenario is the one its seed drew before.
@@ -46,6 +46,7 @@ import { seededRandom, type Random } from '@tokenlease/shared/testing';
 import type { Partition } from './network.js';
 import { windowPool, type DurableSpec, type Fault, type ShadowSpec, type SimConfig } from './sim-config.js';
 import type { WorkloadName, WorkloadSpec } from './workload.js';
+import { DURABLE_MEMBERS, SIM_OWNERSHIP_TTL_MS } from './sim-events.js';
 
 const WORKLOADS: readonly WorkloadName[] = ['steady', 'bursty', 'diurnal', 'zipf', 'churn', 'weighted'];
 const TTLS_MS = [200, 500, 1000, 2000] as const;
@@ -53,8 +54,8 @@ export const DURABLE_SHARE = 0.4;
 export const RECLAIM_SHARE = 0.5;
 /** SLOW_WRITE_US_MAX — the slowest store write a re-claim scenario with slow writes draws, µs. */
 const SLOW_WRITE_US_MAX = 50_000;
-/** The longest a re-claim waits after the lapse for its step-down, then for its claim, µs (a heartbeat of a 1 s ownership TTL). */
-const RECLAIM_STEP_US_MAX = 350_000;
+/** The longest a re-claim takes after the lapse, µs: a heartbeat interval of the simulated ownership TTL, the renewal's and the claim's store calls. */
+const RECLAIM_US_MAX = (SIM_OWNERSHIP_TTL_MS * 1000) / 3;
 export const RATE_SHARE = 0.3;
 const REFRESHES_MS = [50, 100, 250, 500, 1000, 2000] as const;
 export const WINDOW_SHARE = 0.3;
@@ -218,7 +219,11 @@ function withDurableMode(base: SimConfig, faultWindowUs: number): SimConfig {
   };
   const faults = base.faults.map((f) => (f.kind === 'restart-coordinator' ? failover(f.atUs) : f));
   for (let i = d.int(1, 2); i > 0; i -= 1) faults.push(failover(d.int(FAULTS_FROM_US, Math.max(FAULTS_FROM_US + 1, faultWindowUs - 1))));
-  const durable: DurableSpec = { writeUsMin: 100, writeUsMax: d.int(300, 3000) };
+  const writeUsMax = d.int(300, 3000);
+  const members = d.int(2, 3);
+  // Most durable runs have other pools too: configured ones, and template pools the catch-all makes on first use.
+  const ghosts = d.next() < 0.7 ? { pools: d.int(0, 3), templatePools: d.int(1, 2) } : undefined;
+  const durable: DurableSpec = { writeUsMin: 100, writeUsMax, members, ...(ghosts === undefined ? {} : { ghosts }) };
   return { ...base, faults, durable };
 }
 
@@ -234,12 +239,12 @@ function withReclaims(base: SimConfig, faultWindowUs: number): SimConfig {
     d.next() < 0.5 ? { ...base.durable, writeUsMax: Math.max(base.durable.writeUsMax, d.int(5000, SLOW_WRITE_US_MAX)) } : base.durable;
   const faults = [...base.faults];
   for (let i = d.int(1, 2); i > 0; i -= 1) {
-    const stepDownUs = d.int(0, RECLAIM_STEP_US_MAX);
-    const reclaimUs = stepDownUs + d.int(0, RECLAIM_STEP_US_MAX);
-    const lateUs = d.next() < 0.8 ? reclaimUs + d.int(1, 3 * durable.writeUsMax + 100_000) : d.int(0, reclaimUs);
+    // Mostly after the re-claim (a heartbeat, a renewal and a claim after the lapse), else before it.
+    const reclaimUs = RECLAIM_US_MAX + 3 * durable.writeUsMax;
+    const lateUs = d.next() < 0.8 ? reclaimUs + d.int(1, 3 * durable.writeUsMax + 100_000) : d.int(0, durable.writeUsMax);
     const outcome = (['written', 'fenced', 'unavailable'] as const)[d.int(0, 2)] ?? 'fenced';
     const atUs = d.int(FAULTS_FROM_US, Math.max(FAULTS_FROM_US + 1, faultWindowUs - 1));
-    faults.push({ kind: 'reclaim-coordinator', atUs, stepDownUs, reclaimUs, lateUs, outcome });
+    faults.push({ kind: 'reclaim-coordinator', atUs, lateUs, outcome });
   }
   return { ...base, faults, durable };
 }
@@ -268,7 +273,7 @@ export function describeScenario(c: SimConfig): string {
   const store =
     c.durable === undefined
       ? ''
-      : `durable (writes ${(c.durable.writeUsMin / 1000).toFixed(1)}–${(c.durable.writeUsMax / 1000).toFixed(1)} ms), `;
+      : `durable (${c.durable.members ?? DURABLE_MEMBERS} coordinators${describeGhosts(c.durable)}, writes ${(c.durable.writeUsMin / 1000).toFixed(1)}–${(c.durable.writeUsMax / 1000).toFixed(1)} ms), `;
   const mode = p.leaseMode === 'rate' ? `rate (refresh ${c.keeper?.refreshMs ?? 'default'} ms), ` : '';
   const reports = (c.keeper?.reportMs ?? 0) > 0 ? `, reports every ${c.keeper?.reportMs} ms` : '';
   const shadow = c.shadow === undefined ? '' : `, ${describeShadow(c.shadow)}`;
@@ -285,6 +290,10 @@ export function describeScenario(c: SimConfig): string {
   );
 }
 
+function describeGhosts(d: DurableSpec): string {
+  return d.ghosts === undefined ? '' : ` with ${d.ghosts.pools} more pools and ${d.ghosts.templatePools} template pools`;
+}
+
 function describeShadow(spec: ShadowSpec): string {
   const at = spec.switchesUs.map((us, i) => `${i % 2 === 0 ? 'on' : 'off'} ${(us / 1000).toFixed(0)}`).join(', ');
   const idle = spec.idleAgent;
@@ -296,8 +305,7 @@ function describeShadow(spec: ShadowSpec): string {
 }
 
 function faultName(f: Fault): string {
-  if (f.kind === 'reclaim-coordinator')
-    return `reclaim(${f.outcome} ${(f.lateUs / 1000).toFixed(0)} ms late, claimed after ${(f.reclaimUs / 1000).toFixed(0)} ms)`;
+  if (f.kind === 'reclaim-coordinator') return `reclaim(${f.outcome} ${(f.lateUs / 1000).toFixed(0)} ms late)`;
   if (f.kind !== 'failover-coordinator') return f.kind;
   return f.deposedUs === undefined
     ? `failover(down ${(f.downUs / 1000).toFixed(0)} ms)`

@@ -127,30 +127,28 @@ export type Fault =
   | { readonly kind: 'pause-agent'; readonly agent: number; readonly atUs: number; readonly forUs: number }
   | { readonly kind: 'restart-coordinator'; readonly atUs: number; readonly downUs: number }
   /**
-   * Durable mode only. The owner crashes at `atUs` (or, with `deposedUs`,
-   * its ownership lapses then: it runs on for `deposedUs`, every write it
-   * makes from then on refused); a standby takes the pool over from the
-   * store `downUs` later (the ownership TTL), under the next epoch.
+   * Durable mode only. The pool's owner crashes at `atUs` (a new process, a
+   * new member, starts `downUs` later), or, with `deposedUs`, is deposed:
+   * its ownership record lapses then and its store calls fail for
+   * `deposedUs`, so it serves on until the store answers it again and its
+   * own driver steps it down; meanwhile the other members claim the pool as
+   * their heartbeats and the ownership TTL allow, under the next epoch.
    */
   | { readonly kind: 'failover-coordinator'; readonly atUs: number; readonly downUs: number; readonly deposedUs?: number }
   /**
-   * Durable mode only. The owner gives the pool up and claims it again
-   * itself with a write still out, as one whose ownership lapsed while its
-   * renewals could not reach the store does: at `atUs` (or, when no write
-   * of the owner is in flight then, at the start of its next write, if that
-   * starts within RECLAIM_ARMED_US) its ownership lapses in the store. The
-   * write in flight is held: its outcome lands `lateUs` after the lapse, as
-   * `outcome`: `written` (it reached the store before the lapse), `fenced`
-   * (it reaches the store only then) or `unavailable` (it never does). The
-   * owner steps down `stepDownUs` after the lapse and claims the pool again
-   * `reclaimUs` after it (at least `stepDownUs`): the next epoch, the pool
-   * adopted again from the store, unless another process owns it by then.
+   * Durable mode only. The owner's record of the pool lapses with a write
+   * out, as when its renewals could not reach the store: at `atUs` (or, when
+   * no write of the pool is in flight then, at the start of its next write,
+   * if that starts within RECLAIM_ARMED_US). The write in flight is held:
+   * its outcome lands `lateUs` after the lapse, as `outcome`: `written` (it
+   * reached the store before the lapse), `fenced` (it reaches it only then)
+   * or `unavailable` (it never does). The owner's driver learns of the lapse
+   * at its next heartbeat, steps down and claims the pool again (it is still
+   * the preferred member), under the next epoch, with what the store holds.
    */
   | {
       readonly kind: 'reclaim-coordinator';
       readonly atUs: number;
-      readonly stepDownUs: number;
-      readonly reclaimUs: number;
       readonly lateUs: number;
       readonly outcome: 'written' | 'fenced' | 'unavailable';
     }
@@ -198,13 +196,20 @@ export interface TreeSpec {
 }
 
 /**
- * DurableSpec — the coordinator keeps its pool in a store (the Redis mode):
- * replies leave only after the changes behind them are written, and a write
- * takes a uniform time in [writeUsMin, writeUsMax] µs.
+ * DurableSpec — the coordinators keep their pools in a store (the Redis
+ * mode), each running the real ownership driver: replies leave only after
+ * the changes behind them are written, and a store call takes a uniform
+ * time in [writeUsMin, writeUsMax] µs.
  */
 export interface DurableSpec {
   readonly writeUsMin: number;
   readonly writeUsMax: number;
+  /** How many coordinators share the store (default 2); every store call takes a write's time. */
+  readonly members?: number;
+  /** Their ownership TTL, ms (default 600: a heartbeat every 200 ms). */
+  readonly ownershipTtlMs?: number;
+  /** Other pools the coordinators own beside the run's, each asked for tokens by ghosts (ghosts.ts): configured ones, and template pools the catch-all makes; default none. */
+  readonly ghosts?: { readonly pools: number; readonly templatePools: number };
 }
 
 /**
@@ -214,9 +219,10 @@ export interface DurableSpec {
  * coordinator that replies before the
  * write lands; a takeover that forgets the kept leases; a durable
  * coordinator that claimed its pool again and lets the outcome of a write
- * of the ownership it gave up act on the new one (sim-coordinator.ts: the
- * outcome goes to the new ownership's lane, which sends what that write
- * did not cover, or asks the new ownership to step down); a rate-lease agent
+ * of the ownership it gave up act on the new one; one that claims a pool
+ * again without waiting for its old ownership's write to settle; one whose
+ * catch-all serves a configured pool it does not own (broken-ownership.ts
+ * for these four, sim-member.ts for the kept leases); a rate-lease agent
  * that accrues its new rate from when it sent the renewal rather than from
  * the reply's arrival, or that keeps accruing its old rate while the
  * renewal is in flight (see sim-agent.ts); a window pool's coordinator that
@@ -238,7 +244,9 @@ export type Broken =
   | 'window-early-release'
   | 'rate-over-refill'
   | 'relay-no-ttl-cap'
-  | 'spend-after-upstream-lost';
+  | 'spend-after-upstream-lost'
+  | 'claim-before-settle'
+  | 'catch-all-serves-configured';
 
 export interface SimConfig {
   readonly seed: number;

@@ -42,12 +42,12 @@ export type Event =
   | { readonly k: 'attempt-failed'; readonly to: ReplyTo; readonly code: string }
   | { readonly k: 'coordinator-tick'; readonly id: number; readonly gen: number }
   | { readonly k: 'coordinator-up' }
-  /** Write `write` of process `id` lands (`gen`: its landing as last scheduled; a held write's first one is stale). */
-  | { readonly k: 'write-landed'; readonly id: number; readonly write: number; readonly gen: number }
-  /** Process `id` steps its ownership of `epoch` down (nothing if it holds another by then). */
-  | { readonly k: 'step-down'; readonly id: number; readonly epoch: number }
-  /** Process `id`, which gave the pool up, claims it again. */
-  | { readonly k: 'coordinator-reclaim'; readonly id: number }
+  /** Store call `ticket` of durable process `id` lands (`gen`: its landing as last scheduled; a held write's first one is stale). */
+  | { readonly k: 'store-answer'; readonly id: number; readonly ticket: number; readonly gen: number }
+  /** An unsubscribe or bus flush `ticket` of durable process `id` is over. */
+  | { readonly k: 'bus-done'; readonly id: number; readonly ticket: number }
+  /** Ghost `index` asks one of the other pools of a durable run for tokens (ghosts.ts). */
+  | { readonly k: 'ghost'; readonly index: number }
   | { readonly k: 'fault'; readonly index: number }
   | { readonly k: 'shadow-switch'; readonly index: number }
   | { readonly k: 'resume'; readonly id: string }
@@ -79,3 +79,7 @@ export const AUDIT_EVERY_US = 250_000;
  * by then: the fault does nothing.
  */
 export const RECLAIM_ARMED_US = 500_000;
+/** DURABLE_MEMBERS — how many durable coordinators a run has when its spec does not say. */
+export const DURABLE_MEMBERS = 2;
+/** SIM_OWNERSHIP_TTL_MS — the ownership TTL of the simulated durable coordinators when their spec does not say, ms (a heartbeat every third). */
+export const SIM_OWNERSHIP_TTL_MS = 600;

@@ -4,12 +4,13 @@
  * return and close is theirs; this file only carries their commands out)
  * on one virtual clock, connected by a modelled network, driven by a workload and
  * a fault plan, all from one seed. Same seed, same run, event for event.
- * The coordinator keeps its pool in memory, or (durable mode) in a modelled
- * store that it writes before it replies, and fails over to a standby, or
- * gives the pool up and claims it again itself with a write still out
- * (coordinators.ts). In durable mode every grant sent must be backed by a
- * write the store accepted, and no ownership may be asked to step down
- * while the store names it the owner (sim-coordinator.ts).
+ * The coordinator keeps its pool in memory, or (durable mode) several
+ * coordinators run the real ownership driver over a modelled store that
+ * they write before they reply: they fail over, are deposed, or give the
+ * pool up and claim it again with a write still out (coordinators.ts). In
+ * durable mode every grant sent must be backed by a write the store
+ * accepted, no ownership may step down while the store names it the owner,
+ * and only the preferred member claims a configured pool (sim-member.ts).
  *
  * After every admission it checks the envelope B + A + r·T over every
  * window (exact; A is the pool's allowance, 0 unless set), for a window
@@ -224,12 +225,12 @@ class Simulation {
       case 'attempt-failed':
         return this.withAgent(e.to.id, (a) => this.failed(a, e.to, e.code));
       case 'coordinator-tick':
-      case 'write-landed':
-      case 'step-down':
-      case 'coordinator-reclaim':
+      case 'store-answer':
+      case 'bus-done':
+      case 'ghost':
         return this.coordinators.handle(e, this.now);
       case 'coordinator-up':
-        return this.coordinators.start(this.now);
+        return this.coordinators.up(this.now);
       case 'fault':
         return this.fault(e.index);
       case 'shadow-switch':
@@ -286,14 +287,10 @@ class Simulation {
   }
 
   private toCoordinator(to: ReplyTo, subject: string, bytes: Uint8Array): void {
-    const coordinator = this.coordinators.route();
-    if (coordinator === null) {
-      // No coordinator subscribed: NATS answers "no responders" at once.
-      const code = 'bus-no-responders';
-      for (const at of this.network.arrivals(to.slot, this.now)) this.queue.push(at, { k: 'attempt-failed', to, code });
-      return;
-    }
-    coordinator.receive(to, subject, bytes, this.now);
+    if (this.coordinators.receive(to, subject, bytes, this.now)) return;
+    // No coordinator subscribed: NATS answers "no responders" at once.
+    const code = 'bus-no-responders';
+    for (const at of this.network.arrivals(to.slot, this.now)) this.queue.push(at, { k: 'attempt-failed', to, code });
   }
 
   /**

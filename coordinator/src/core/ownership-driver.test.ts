@@ -1,0 +1,175 @@
+/**
+ * OwnershipDriver at fixed instants (µs), its store answered by hand: what
+ * it claims and subscribes on a heartbeat, that a hand-over releases only
+ * once the pool's write settled, that a fenced write steps the ownership
+ * down, what the catch-all does with a configured pool's request, and stop.
+ *
+ * Member "m1" alone (or with "m2"); pool "p" (the standard pool), template
+ * "tenant:*"; ownership TTL 3 s (heartbeat every second).
+ */
+import { describe, expect, it } from 'vitest';
+import { encodeMessage, subjectFor } from '@tokenlease/shared';
+import { parseCoordinatorConfig } from './config.js';
+import type { OwnershipCommand } from './ownership-commands.js';
+import { OwnershipDriver } from './ownership-driver.js';
+import type { StoreCall, StoreResult } from './ownership-store.js';
+import { CATCH_ALL_UNIT, preferredOwner } from './ownership.js';
+import { MS, S, STANDARD_POOL_FIELDS, acquireOf } from './pool.fixtures.js';
+
+type Command = OwnershipCommand<string>;
+
+const config = parseCoordinatorConfig('ownership-driver.test.yaml', {
+  quietPeriodMs: 1000,
+  pools: { p: STANDARD_POOL_FIELDS },
+  templates: { 'tenant:*': { capacity: 10, refill: '10/s', leaseTtlMs: 1000, maxLeaseTokens: 5 } },
+});
+
+/** Loop — the driver and the commands it gave that wait for an answer. */
+class Loop {
+  readonly driver = new OwnershipDriver<string>({ config, member: 'm1', ownershipTtlMs: 3000, startUs: 0 });
+  readonly seen: Command[] = [];
+  private readonly calls: Array<{ ticket: number; call: StoreCall }> = [];
+  private readonly tickets: number[] = [];
+
+  take(commands: Command[]): Command[] {
+    this.seen.push(...commands);
+    for (const c of commands) {
+      if (c.kind === 'store') this.calls.push(c);
+      if (c.kind === 'unsubscribe' || c.kind === 'flush-bus') this.tickets.push(c.ticket);
+    }
+    return commands;
+  }
+
+  /** calls — the store calls of `op` waiting for an answer. */
+  waiting(op: StoreCall['op']): StoreCall[] {
+    return this.calls.filter((c) => c.call.op === op).map((c) => c.call);
+  }
+
+  /** answer — answers the first waiting call of `op` with `value`; the commands that made. */
+  answer(op: StoreCall['op'], value: unknown, nowUs: number): Command[] {
+    const i = this.calls.findIndex((c) => c.call.op === op);
+    const [c] = this.calls.splice(i, 1);
+    if (c === undefined) throw new Error(`no ${op} waits`);
+    return this.take(this.driver.stored(c.ticket, { ok: true, value } as StoreResult, nowUs));
+  }
+
+  /** busDone — every unsubscribe and bus flush waiting ends now. */
+  busDone(nowUs: number): void {
+    for (const t of this.tickets.splice(0)) this.take(this.driver.done(t, nowUs));
+  }
+
+  /** own — started alone at 0: owns "p" (epoch 5, level 100) and the catch-all (epoch 9). */
+  own(): void {
+    this.take(this.driver.start(0));
+    this.answer('heartbeat', { members: ['m1'], droppedImpossible: 0 }, 0);
+    this.answer('claim', { taken: true, epoch: 5, state: { levelTokens: 100, leases: [] }, clearedOwner: false }, 0);
+    this.answer('claim', { taken: true, epoch: 9, state: null, clearedOwner: false }, 0);
+    this.busDone(0);
+  }
+}
+
+const acquire = (agentId: string, seq: number, pool = 'p'): [string, Uint8Array] => {
+  const req = acquireOf({ agentId, seq, pool });
+  return [subjectFor('tokenlease', 'acquire', pool), encodeMessage(req)];
+};
+const of = <K extends Command['kind']>(commands: readonly Command[], kind: K): Array<Extract<Command, { kind: K }>> =>
+  commands.filter((c): c is Extract<Command, { kind: K }> => c.kind === kind);
+
+describe('OwnershipDriver', () => {
+  it('claims the units it is preferred for on the first heartbeat and subscribes each as its kind says', () => {
+    const loop = new Loop();
+    loop.own();
+    expect(loop.driver.ownedEpochs()).toEqual(
+      new Map([
+        ['p', 5],
+        [CATCH_ALL_UNIT, 9],
+      ]),
+    );
+    expect(of(loop.seen, 'subscribe').map((s) => [s.key, s.subject, s.queueGroup])).toEqual([
+      ['*v1', 'tokenlease.v1.>', 'tokenlease-catch-all'],
+      ['p', 'tokenlease.v2.*.p.*', 'tokenlease-coordinators'],
+      [CATCH_ALL_UNIT, 'tokenlease.v2.*.*.*', 'tokenlease-catch-all'],
+    ]);
+    expect(of(loop.seen, 'log').filter((l) => l.line.fields['event'] === 'pool-owned')).toHaveLength(2);
+    expect(loop.driver.serving()).toBe(true);
+  });
+
+  it('sends a grant only once its write landed, and steps the ownership down when the write is fenced', () => {
+    const loop = new Loop();
+    loop.own();
+    const sent = loop.take(loop.driver.message('p', ...acquire('a1', 1), 'a1#1', 2 * S));
+    expect(of(sent, 'send')).toEqual([]);
+    expect(loop.waiting('write')).toMatchObject([{ unit: 'p', epoch: 5 }]);
+    const landed = loop.answer('write', true, 2 * S + 5 * MS);
+    expect(of(landed, 'send').flatMap((s) => s.deliveries.map((d) => d.reply.kind))).toEqual(['grant']);
+    loop.take(loop.driver.message('p', ...acquire('a2', 1), 'a2#1', 3 * S));
+    const fenced = loop.answer('write', false, 3 * S + 5 * MS);
+    expect(of(fenced, 'send').flatMap((s) => s.deliveries.map((d) => d.reply.kind === 'error' && d.reply.code))).toEqual(['not-owner']);
+    expect(of(fenced, 'log').map((l) => l.line.fields['event'])).toContain('stepped-down');
+    expect(loop.driver.ownedEpochs().has('p')).toBe(false);
+    expect(of(fenced, 'unsubscribe').map((u) => u.key)).toEqual(['p']);
+  });
+
+  it('hands a pool over only once its write in flight settled: the release waits for the outcome', () => {
+    const loop = new Loop();
+    loop.own();
+    loop.take(loop.driver.message('p', ...acquire('a1', 1), 'a1#1', 2 * S));
+    // A member preferred for "p" joins: the next heartbeat hands "p" over.
+    const other = ['m2', 'm3', 'm4', 'm5'].find((m) => preferredOwner('p', ['m1', m]) === m) as string;
+    loop.take(loop.driver.tick(3 * S));
+    loop.answer('heartbeat', { members: ['m1', other], droppedImpossible: 0 }, 3 * S);
+    loop.answer('renew', true, 3 * S);
+    loop.answer('renew', true, 3 * S);
+    loop.busDone(3 * S);
+    const releases = (): StoreCall[] => loop.waiting('release').filter((c) => 'unit' in c && c.unit === 'p');
+    expect(releases()).toEqual([]);
+    expect(loop.driver.ownedEpochs().get('p')).toBe(5);
+    const landed = loop.answer('write', true, 3 * S + 10 * MS);
+    expect(of(landed, 'send').flatMap((s) => s.deliveries.map((d) => d.reply.kind))).toEqual(['grant']);
+    expect(releases()).toEqual([{ op: 'release', unit: 'p', epoch: 5 }]);
+    expect(loop.driver.ownedEpochs().has('p')).toBe(false);
+  });
+
+  it('answers a configured pool’s request on the catch-all not-owner when the store names no owner, and leaves it when it names one', () => {
+    const loop = new Loop();
+    loop.own();
+    loop.take(loop.driver.message(CATCH_ALL_UNIT, ...acquire('a1', 1), 'a1#1', 2 * S));
+    expect(loop.waiting('owner-of')).toEqual([{ op: 'owner-of', unit: 'p' }]);
+    const none = loop.answer('owner-of', null, 2 * S);
+    expect(of(none, 'send').map((s) => s.deliveries[0]?.reply)).toMatchObject([{ kind: 'error', code: 'not-owner', retryAfterMs: 1000 }]);
+    loop.take(loop.driver.message(CATCH_ALL_UNIT, ...acquire('a1', 2), 'a1#2', 2 * S));
+    expect(of(loop.answer('owner-of', 'm2', 2 * S), 'send')).toEqual([]);
+    // Trusted for OWNER_SEEN_US: the store is not asked again.
+    loop.take(loop.driver.message(CATCH_ALL_UNIT, ...acquire('a1', 3), 'a1#3', 2 * S + 100 * MS));
+    expect(loop.waiting('owner-of')).toEqual([]);
+  });
+
+  it('claims a template pool on its first request; requests meanwhile wait for that one claim', () => {
+    const loop = new Loop();
+    loop.own();
+    loop.take(loop.driver.message(CATCH_ALL_UNIT, ...acquire('a1', 1, 'tenant:x'), 'a1#1', 2 * S));
+    loop.take(loop.driver.message(CATCH_ALL_UNIT, ...acquire('a2', 1, 'tenant:x'), 'a2#1', 2 * S));
+    expect(loop.waiting('claim')).toEqual([{ op: 'claim', unit: 'tenant:x', ttlMs: 3000 }]);
+    loop.answer('claim', { taken: false, heldForMs: 100 }, 2 * S);
+    const refused = of(loop.seen, 'send').flatMap((s) => s.deliveries.map((d) => [d.to, d.reply.kind === 'error' && d.reply.code]));
+    expect(refused).toEqual([
+      ['a1#1', 'not-owner'],
+      ['a2#1', 'not-owner'],
+    ]);
+  });
+
+  it('stops: drains protocol v1, hands every unit over, drops the member, then says stopped', () => {
+    const loop = new Loop();
+    loop.own();
+    loop.take(loop.driver.stop(2 * S));
+    expect(loop.waiting('release')).toEqual([]);
+    loop.busDone(2 * S); // protocol v1's subscription drained: then the hand-overs start
+    loop.busDone(2 * S);
+    expect(loop.waiting('release').map((c) => 'unit' in c && c.unit)).toEqual(['p', CATCH_ALL_UNIT]);
+    loop.answer('release', true, 2 * S);
+    loop.answer('release', true, 2 * S);
+    expect(loop.waiting('heartbeat')).toEqual([{ op: 'heartbeat', ttlMs: 0 }]);
+    expect(of(loop.answer('heartbeat', { members: [], droppedImpossible: 0 }, 2 * S), 'stopped')).toHaveLength(1);
+    expect(loop.driver.serving()).toBe(false);
+  });
+});
