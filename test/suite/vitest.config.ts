@@ -2,7 +2,7 @@ import { defineConfig, mergeConfig } from 'vitest/config';
 import base from '../vitest.base.ts';
 
 // Integration suites start real servers and processes (NATS, Redis,
-// coordinators, agents, the README's commands), each on ports and subject
+// coordinators, agents, the documented commands), each on ports and subject
 // prefixes of its own: two files run at a time, one per core, since most of
 // their time is spent waiting on real processes and the clock; every loop
 // inside is bounded and nothing in them is timed to the millisecond. (Three

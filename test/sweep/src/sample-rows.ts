@@ -1,6 +1,6 @@
 /**
  * Made-up sweep rows for tests and for previewing the report before the
- * simulator exists. The numbers only imitate the shape the README's sweep table shows
+ * simulator exists. The numbers only imitate the shape the sweep table of docs/lease-sizing.md shows
  * for 20 agents at 1.5× the refill rate (B = 500): small leases reach the
  * ideal bucket at more round-trips, large strict leases collapse, a large
  * allowance recovers part of it. They are not measurements.

@@ -103,7 +103,7 @@ export function whatIf(arrivals: readonly Arrival[], limits: readonly WhatIfLimi
   });
 }
 
-/** WHAT_IF_COLUMNS — the what-if table's columns and what each means (the table, the HTML report and the README use these). */
+/** WHAT_IF_COLUMNS — the what-if table's columns and what each means (the table, the HTML report and docs/lease-sizing.md use these). */
 export const WHAT_IF_COLUMNS: ReadonlyArray<readonly [string, string]> = [
   ['limit', 'the candidate capacity B and refill r'],
   ['offered', 'requests offered (the same arrivals as every row of the sweep)'],

@@ -12,7 +12,7 @@
  * compose agent's command.
  */
 import { execFileSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AgentMetrics } from '@tokenlease/agent';
 import { Registry } from 'prom-client';
@@ -73,15 +73,22 @@ describe('the compose stack, without Docker', () => {
   const nats = serverForSuite(provideNats);
   const redis = serverForSuite(provideRedis);
 
-  it("sends the image build nothing installed or built here, and publishes no host port the README's sample apps use", () => {
+  it('sends the image build nothing installed or built here, and publishes no host port the sample apps of README.md and docs/ use', () => {
     const ignored = readFileSync(join(REPO_ROOT, '.dockerignore'), 'utf8')
       .split('\n')
       .map((line) => line.trim())
       .filter((line) => line !== '' && !line.startsWith('#'));
     for (const pattern of ['**/node_modules', '**/dist', '.git']) expect(ignored).toContain(pattern);
     const hostPorts = Object.values(services).flatMap((service) => (service.ports ?? []).map((mapping) => mapping.split(':').at(-2)));
-    const readme = readFileSync(join(REPO_ROOT, 'README.md'), 'utf8');
-    const samplePorts = [...readme.matchAll(/listen\((?:\{ port: )?(\d+)/g)].map((m) => m[1]);
+    // The sample apps live in docs/quickstart.md since the README became an entry point; read every page.
+    const pages = [
+      'README.md',
+      ...readdirSync(join(REPO_ROOT, 'docs'))
+        .filter((name) => name.endsWith('.md'))
+        .map((name) => join('docs', name)),
+    ];
+    const docs = pages.map((page) => readFileSync(join(REPO_ROOT, page), 'utf8')).join('\n');
+    const samplePorts = [...docs.matchAll(/listen\((?:\{ port: )?(\d+)/g)].map((m) => m[1]);
     expect(samplePorts.length).toBeGreaterThan(0);
     for (const port of samplePorts) expect(hostPorts, `host port ${port ?? ''}`).not.toContain(port);
   });

@@ -1,9 +1,14 @@
 /**
- * Every `npm run …` command README.md shows in a code block works: a
- * command on the front door that fails is a broken promise.
+ * Every `npm run …` command that README.md or a page of docs/ shows in a
+ * code block works: a documented command that fails is a broken promise.
+ * The README is an entry point whose only commands are `npm ci && npm
+ * start` and `npm test` (run by CI itself); the tools' commands moved with
+ * their sections to docs/ (tools.md, lease-sizing.md, production.md,
+ * configuration.md, development.md), so this test reads README.md and every
+ * docs/*.md, and a command keeps its plan wherever it is shown.
  *
  * Each command has a plan below, and a command without one fails the test,
- * so a new or changed command in the README gets a decision:
+ * so a new or changed command in the docs gets a decision:
  * - as written, when it finishes within its bound on the 2-core
  *   development machine (the bound is several times what it takes there);
  * - with `--quick` appended, when the tool has that short mode: every part
@@ -22,7 +27,7 @@
  * command, linked into node_modules/.bin by npm), then runs that bin with
  * node from the repository root. It does not start turbo inside turbo.
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 import { basename, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { spawnNode, stop } from '@tokenlease/harness/processes';
@@ -175,7 +180,16 @@ function rootScripts(): Record<string, string> {
   return (JSON.parse(readFileSync(resolve(REPO_ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
 }
 
-/** readmeCommands — the `npm run` lines of README.md's fenced code blocks, continuations joined and comments dropped. */
+/** DOCUMENTS — README.md and every docs/*.md, relative to the repository root: where the commands are read from. */
+const DOCUMENTS = [
+  'README.md',
+  ...readdirSync(resolve(REPO_ROOT, 'docs'))
+    .filter((name) => name.endsWith('.md'))
+    .sort()
+    .map((name) => `docs/${name}`),
+];
+
+/** readmeCommands — the `npm run` lines of a Markdown file's fenced code blocks, continuations joined and comments dropped. */
 function readmeCommands(markdown: string): string[] {
   const commands: string[] = [];
   let inBlock = false;
@@ -210,7 +224,7 @@ function scriptFile(name: string): string {
   return resolve(REPO_ROOT, 'node_modules', '.bin', match[1]);
 }
 
-/** split — `npm run [-s] <name> [-- args]` into the script name and its arguments (the README's commands quote nothing). */
+/** split — `npm run [-s] <name> [-- args]` into the script name and its arguments (the documented commands quote nothing). */
 function split(command: string): { readonly name: string; readonly args: string[] } {
   if (/['"`$]/.test(command)) throw new Error(`quoting in ${JSON.stringify(command)}: teach this test to split it`);
   // -s (npm's --silent) only keeps npm's own lines off stdout; the bin runs the same.
@@ -232,18 +246,18 @@ async function run(
   return { code, stdout: child.lines.join('\n'), stderr: child.stderr(), ms: performance.now() - started };
 }
 
-describe('the README commands', () => {
-  const commands = readmeCommands(readFileSync(resolve(REPO_ROOT, 'README.md'), 'utf8'));
+describe('the commands of README.md and docs/*.md', () => {
+  const commands = [...new Set(DOCUMENTS.flatMap((file) => readmeCommands(readFileSync(resolve(REPO_ROOT, file), 'utf8'))))];
 
   it('are found, and each has a plan', () => {
     expect(commands.length).toBeGreaterThan(0);
     expect(
       commands.filter((c) => !PLANS.has(c)),
-      'README commands without a plan in readme-commands.test.ts',
+      'commands of README.md or docs/*.md without a plan in readme-commands.test.ts',
     ).toEqual([]);
     expect(
       [...PLANS.keys()].filter((c) => !commands.includes(c)),
-      'plans for commands the README no longer shows',
+      'plans for commands neither README.md nor docs/*.md shows any more',
     ).toEqual([]);
   });
 
