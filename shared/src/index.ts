@@ -1,8 +1,9 @@
 /**
  * @tokenlease/shared — the protocol, its limits and codec, and the exact
  * integer token arithmetic both sides compute with. Nothing here opens a
- * connection: reaching NATS is `@tokenlease/shared/nats`, and the fixtures
- * tests share are `@tokenlease/shared/testing`.
+ * connection or reads a clock: reaching NATS is `@tokenlease/shared/nats`,
+ * the process's clock `@tokenlease/shared/clock`, and the fixtures tests
+ * share are `@tokenlease/shared/testing`.
  */
 export { TokenleaseError, assertInvariant, type SharedErrorCode, type ErrorDetails } from './errors.js';
 
@@ -82,9 +83,6 @@ export {
   type ReloadCommand,
   type ReloadOutcome,
 } from './protocol/operator.js';
-
-// The process's monotonic clock, in whole microseconds: what adapters hand their cores.
-export { hostMonoNowUs } from './adapters/host-clock.js';
 
 // The lease client: the rules every client of a coordinator (an agent's keeper, a relay's uplink) keeps alike.
 export { SECRET_PATTERN, grantProblem, type GrantCheckLimits } from './core/lease-client-grant.js';

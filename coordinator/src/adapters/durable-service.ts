@@ -9,7 +9,8 @@
  * against the bus and the store, feeds every result back, and tells the
  * logger and the metrics what the driver says happened.
  */
-import { hostMonoNowUs, isOperatorSubject } from '@tokenlease/shared';
+import { isOperatorSubject } from '@tokenlease/shared';
+import { hostMonoNowUs } from '@tokenlease/shared/clock';
 import { type Bus, type BusHandler, type ReplyPort } from '@tokenlease/shared/nats';
 import type { Logger } from 'pino';
 import type { CoordinatorConfig } from '../core/config.js';

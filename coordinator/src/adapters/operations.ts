@@ -24,14 +24,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import {
-  encodeMessage,
-  hostMonoNowUs,
-  NAMES_LIST_MAX,
-  MESSAGE_TEXT_LENGTH_MAX,
-  operatorServiceSubject,
-  type ReloadOutcome,
-} from '@tokenlease/shared';
+import { encodeMessage, NAMES_LIST_MAX, MESSAGE_TEXT_LENGTH_MAX, operatorServiceSubject, type ReloadOutcome } from '@tokenlease/shared';
+import { hostMonoNowUs } from '@tokenlease/shared/clock';
 import { type Bus, type BusHandler } from '@tokenlease/shared/nats';
 import type { Logger } from 'pino';
 import type { CoordinatorConfig } from '../core/config.js';

@@ -26,7 +26,7 @@
 import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import { NATS_ENV_USAGE, NATS_FLAG_OPTIONS, NATS_FLAGS_USAGE } from '@tokenlease/shared/nats';
-import { hostMonoNowUs } from '@tokenlease/shared';
+import { hostMonoNowUs } from '@tokenlease/shared/clock';
 import type { CoordinatorConfig } from '../core/config.js';
 import { CoordinatorError } from '../errors.js';
 import { answeredInfo, failer, helpText, logLevelOf, openBus, stopOnSignals, VERSION_FLAG, type Fail, type Flags } from './cli-common.js';

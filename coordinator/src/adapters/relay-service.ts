@@ -15,7 +15,6 @@ import {
   decodeReply,
   encodeMessage,
   formatRate,
-  hostMonoNowUs,
   isOperatorSubject,
   parseSubject,
   serviceSubject,
@@ -23,6 +22,7 @@ import {
   type LeaseRequest,
   type LeaseReturn,
 } from '@tokenlease/shared';
+import { hostMonoNowUs } from '@tokenlease/shared/clock';
 import type { Bus, ReplyPort } from '@tokenlease/shared/nats';
 import type { Logger } from 'pino';
 import type { CoordinatorConfig } from '../core/config.js';

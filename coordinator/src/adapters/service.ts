@@ -8,15 +8,8 @@
  * coordinator subscribes for on its own.
  */
 import { randomInt } from 'node:crypto';
-import {
-  COORDINATOR_QUEUE_GROUP,
-  formatRate,
-  isOperatorSubject,
-  legacySubject,
-  parseSubject,
-  serviceSubject,
-  hostMonoNowUs,
-} from '@tokenlease/shared';
+import { COORDINATOR_QUEUE_GROUP, formatRate, isOperatorSubject, legacySubject, parseSubject, serviceSubject } from '@tokenlease/shared';
+import { hostMonoNowUs } from '@tokenlease/shared/clock';
 import { type Bus, type BusHandler, type ReplyPort } from '@tokenlease/shared/nats';
 import type { Logger } from 'pino';
 import { CoordinatorCore } from '../core/coordinator-core.js';

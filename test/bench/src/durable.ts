@@ -9,7 +9,7 @@
  * append-only, fsync always), with each write confirmed by one replica
  * (WAIT 1, the cluster's default) and without.
  */
-import { connectRedisStore, resolveRedisOptions, type PoolChanges, type RedisConnectOptions } from '@tokenlease/coordinator';
+import { connectRedisStore, resolveRedisOptions, type PoolChanges, type RedisConnectOptions } from '@tokenlease/coordinator/internal';
 import type { LeaseGrant } from '@tokenlease/shared';
 import { provideRedis } from '@tokenlease/harness/redis';
 import { startRedisCluster } from '@tokenlease/harness/redis-cluster';

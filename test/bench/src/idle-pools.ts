@@ -12,7 +12,7 @@
  * second of virtual time (a core at rest costs this share of one CPU), and
  * each renewal's `receive` plus the deadline read after it, p99 in µs.
  */
-import { CoordinatorCore, parseCoordinatorConfig, TICK_MS_MAX } from '@tokenlease/coordinator';
+import { CoordinatorCore, parseCoordinatorConfig, TICK_MS_MAX } from '@tokenlease/coordinator/internal';
 import { encodeMessage, subjectFor, type LeaseRequest } from '@tokenlease/shared';
 
 const PREFIX = 'tokenlease';

@@ -22,7 +22,7 @@
  * halved or thirded the figure at a load average of 8–10 on two cores. So
  * a figure is acquires per second of one core given to the coordinator.
  */
-import { CoordinatorCore, parseCoordinatorConfig, TICK_MS_MAX } from '@tokenlease/coordinator';
+import { CoordinatorCore, parseCoordinatorConfig, TICK_MS_MAX } from '@tokenlease/coordinator/internal';
 import { subjectFor, type Reply } from '@tokenlease/shared';
 import { seededRandom, type Random } from '@tokenlease/shared/testing';
 import { SimulatedAgents } from './simulated-agents.js';

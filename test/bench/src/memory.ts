@@ -3,7 +3,7 @@
  * heap bytes per live lease, and per template pool once it has been
  * forgotten (idle eviction), both measured on the real core.
  */
-import { CoordinatorCore, parseCoordinatorConfig } from '@tokenlease/coordinator';
+import { CoordinatorCore, parseCoordinatorConfig } from '@tokenlease/coordinator/internal';
 import { encodeMessage, subjectFor } from '@tokenlease/shared';
 import { acquireRequest } from '@tokenlease/shared/testing';
 

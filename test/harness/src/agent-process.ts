@@ -21,7 +21,7 @@
 import { closeSync, openSync, writeSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { Agent, AgentMetrics, type KeeperOptions } from '@tokenlease/agent';
-import { hostMonoNowUs } from '@tokenlease/shared';
+import { hostMonoNowUs } from '@tokenlease/shared/clock';
 import { Registry } from 'prom-client';
 import { driveTraffic } from './drive.js';
 import { seededRandom } from '@tokenlease/shared/testing';

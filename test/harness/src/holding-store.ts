@@ -14,7 +14,7 @@
  * - `written`: it reached Redis when it was made, before the lapse; only
  *   its answer comes late.
  */
-import { CoordinatorError, type PoolChanges, type StateStore } from '@tokenlease/coordinator';
+import { CoordinatorError, type PoolChanges, type StateStore } from '@tokenlease/coordinator/internal';
 
 /** HeldOutcome — how a held write settles (see the module comment). */
 export type HeldOutcome = 'unavailable' | 'fenced' | 'written';

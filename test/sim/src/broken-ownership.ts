@@ -17,7 +17,7 @@
  *   does not own for one of its own: it claims it on a request, as it would
  *   a template pool, and serves it, whichever member is preferred for it.
  */
-import { OwnershipDriver, type Delivery, type Held, type OwnershipDriverOptions } from '@tokenlease/coordinator';
+import { OwnershipDriver, type Delivery, type Held, type OwnershipDriverOptions } from '@tokenlease/coordinator/internal';
 import type { Broken } from './sim-config.js';
 import type { ReplyTo } from './sim-events.js';
 

@@ -23,7 +23,7 @@
  *   subject that matches (a NATS queue group), chosen at random; none at
  *   all: the agent hears "no responders" at once.
  */
-import { CoordinatorCore, type CoordinatorConfig, type Pool } from '@tokenlease/coordinator';
+import { CoordinatorCore, type CoordinatorConfig, type Pool } from '@tokenlease/coordinator/internal';
 import type { Random } from '@tokenlease/shared/testing';
 import { SimCoordinator } from './sim-coordinator.js';
 import { SimMember, type MemberHost } from './sim-member.js';

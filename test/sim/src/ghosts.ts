@@ -11,7 +11,7 @@
  * them, across every claim, hand-over, step-down and eviction. (The run's
  * own pool is judged on what its agents admit, by simulation.ts.)
  */
-import { parseCoordinatorConfig, type CoordinatorConfig, type Delivery } from '@tokenlease/coordinator';
+import { parseCoordinatorConfig, type CoordinatorConfig, type Delivery } from '@tokenlease/coordinator/internal';
 import { encodeMessage, makeRate, subjectFor } from '@tokenlease/shared';
 import { EnvelopeWatch, type Random } from '@tokenlease/shared/testing';
 import { PREFIX, type Event, type ReplyTo } from './sim-events.js';

@@ -40,7 +40,7 @@ import {
   type RelayConfig,
   type RelayCreditFactory,
   type UplinkSettings,
-} from '@tokenlease/coordinator';
+} from '@tokenlease/coordinator/internal';
 import { encodeMessage, subjectFor, type LeaseRequest, type LeaseReturn } from '@tokenlease/shared';
 import type { Broken, RelayFault, SimPool, TreeSpec } from './sim-config.js';
 import { relayOfSlot } from './tree.js';

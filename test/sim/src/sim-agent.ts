@@ -27,7 +27,7 @@ import {
   type KeeperOptions,
   type LeaseKeeper,
   type PoolWaiters,
-} from '@tokenlease/agent';
+} from '@tokenlease/agent/internal';
 import { ANONYMOUS_IDENTITY } from '@tokenlease/shared';
 import type { Random } from '@tokenlease/shared/testing';
 import type { Broken } from './sim-config.js';

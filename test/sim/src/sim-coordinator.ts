@@ -5,7 +5,7 @@
  *
  * A crash loses the memory, the held requests and the unsent replies.
  */
-import type { CoordinatorConfig, CoordinatorCore, Delivery } from '@tokenlease/coordinator';
+import type { CoordinatorConfig, CoordinatorCore, Delivery } from '@tokenlease/coordinator/internal';
 import { COORDINATOR_TICK_US_MAX, type Event, type ReplyTo } from './sim-events.js';
 
 /** CoordinatorHost — what a coordinator process needs from the simulation. */

@@ -1,7 +1,7 @@
 /**
  * The simulator's events and timing constants.
  */
-import { TICK_MS_MAX as COORDINATOR_TICK_MS_MAX } from '@tokenlease/coordinator';
+import { TICK_MS_MAX as COORDINATOR_TICK_MS_MAX } from '@tokenlease/coordinator/internal';
 import type { LeaseRequest, LeaseReturn, Reply } from '@tokenlease/shared';
 import type { Arrival } from './workload.js';
 

@@ -33,7 +33,7 @@ import {
   type Pool,
   type StoreCall,
   type StoreResult,
-} from '@tokenlease/coordinator';
+} from '@tokenlease/coordinator/internal';
 import { ownershipDriver } from './broken-ownership.js';
 import type { Broken, Fault } from './sim-config.js';
 import type { CoordinatorHost } from './sim-coordinator.js';

@@ -23,7 +23,7 @@
  * backed by the store (`backs`: write before reply as the store saw it, the
  * rule of harness/store-history.ts `unwrittenGrants`).
  */
-import type { Claim, Members, PersistedLease, PersistedPool, PoolChanges, StoreAnswers, StoreCall } from '@tokenlease/coordinator';
+import type { Claim, Members, PersistedLease, PersistedPool, PoolChanges, StoreAnswers, StoreCall } from '@tokenlease/coordinator/internal';
 import type { LeaseGrant } from '@tokenlease/shared';
 
 interface Unit {

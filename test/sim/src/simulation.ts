@@ -29,7 +29,7 @@
  * after every action of its keeper and polled at the queue's next
  * deadline, on the agent's clock.
  */
-import type { CoordinatorConfig, Delivery, PersistedPool, Pool } from '@tokenlease/coordinator';
+import type { CoordinatorConfig, Delivery, PersistedPool, Pool } from '@tokenlease/coordinator/internal';
 import { encodeMessage, type Reply } from '@tokenlease/shared';
 import { seededRandom, type Random } from '@tokenlease/shared/testing';
 import { EnvelopeWatch, WindowWatch } from './checks.js';
@@ -46,7 +46,7 @@ import { makeWorkload, type Arrival, type Workload } from './workload.js';
 import { SimLimiter } from './sim-limiter.js';
 import { SimMetrics } from './sim-metrics.js';
 import { AUDIT_EVERY_US, CLOSE_PHASE_US, COORDINATOR_TICK_US_MAX, POOL, PREFIX, type Event, type ReplyTo } from './sim-events.js';
-import type { AgentCommand } from '@tokenlease/agent';
+import type { AgentCommand } from '@tokenlease/agent/internal';
 import type { Admission } from '@tokenlease/shared/testing';
 
 /** The workload draws from its own stream: the run's seed with these bits flipped, so it is the same whatever else the seed drives. */

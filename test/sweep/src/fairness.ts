@@ -12,7 +12,7 @@
  * demand must get equal tokens to score 1; an agent that wanted less than
  * its share is fair when it got what it wanted.
  */
-import { exactShares, waterFill } from '@tokenlease/coordinator';
+import { exactShares, waterFill } from '@tokenlease/coordinator/internal';
 
 /** Demand above the fair share by less than this fraction of it is rounding, not saturation. */
 const SATURATION_TOLERANCE = 1e-9;

@@ -19,7 +19,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { closeSync, openSync, writeSync } from 'node:fs';
 import { Arrivals } from '@tokenlease/harness/traffic';
-import { hostMonoNowUs } from '@tokenlease/shared';
+import { hostMonoNowUs } from '@tokenlease/shared/clock';
 import { seededRandom } from '@tokenlease/shared/testing';
 import { makeDecider, type ClientConfig, type Decider } from './decider.js';
 import { LatencyHistogram } from './latency.js';

@@ -5,7 +5,8 @@
  * bench that talks to Redis directly.
  */
 import { Agent } from '@tokenlease/agent';
-import { ExactBucket, hostMonoNowUs, makeRate } from '@tokenlease/shared';
+import { ExactBucket, makeRate } from '@tokenlease/shared';
+import { hostMonoNowUs } from '@tokenlease/shared/clock';
 import type { DeciderKind } from './systems.js';
 import { redisDecider } from './redis-deciders.js';
 

@@ -15,7 +15,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
-import { hostMonoNowUs, makeRate, type PoolStatus } from '@tokenlease/shared';
+import { makeRate, type PoolStatus } from '@tokenlease/shared';
+import { hostMonoNowUs } from '@tokenlease/shared/clock';
 import { checkEnvelope, type Admission, seedFromEnv, seededRandom, type Random } from '@tokenlease/shared/testing';
 import {
   currentOwner,

@@ -32,7 +32,8 @@ import {
   startDurableService,
   type DurableServiceOptions,
 } from '@tokenlease/coordinator';
-import { hostMonoNowUs, makeRate, type Reply } from '@tokenlease/shared';
+import { makeRate, type Reply } from '@tokenlease/shared';
+import { hostMonoNowUs } from '@tokenlease/shared/clock';
 import { connectBus } from '@tokenlease/shared/nats';
 import { checkEnvelope, seededRandom, type Admission } from '@tokenlease/shared/testing';
 import type { GrantLine } from '@tokenlease/harness/coordinator-log';

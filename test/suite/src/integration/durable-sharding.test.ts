@@ -12,8 +12,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Agent } from '@tokenlease/agent';
-import { connectRedisStore, preferredOwner } from '@tokenlease/coordinator';
-import { hostMonoNowUs, makeRate } from '@tokenlease/shared';
+import { connectRedisStore, preferredOwner } from '@tokenlease/coordinator/internal';
+import { makeRate } from '@tokenlease/shared';
+import { hostMonoNowUs } from '@tokenlease/shared/clock';
 import { checkEnvelope, type Admission, seededRandom } from '@tokenlease/shared/testing';
 import { driveTraffic } from '@tokenlease/harness/drive';
 import { scratchDir, startCoordinator, StatusProbe, writeConfig } from '@tokenlease/harness/fleet';

@@ -10,7 +10,7 @@
  */
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CATCH_ALL_UNIT, preferredOwner } from '@tokenlease/coordinator';
+import { CATCH_ALL_UNIT, preferredOwner } from '@tokenlease/coordinator/internal';
 import { makeRate } from '@tokenlease/shared';
 import { acquireRequest, checkEnvelope, seedFromEnv } from '@tokenlease/shared/testing';
 import { readAdmissionLog, scratchDir, startAgentProcess, startCoordinator, StatusProbe, writeConfig } from '@tokenlease/harness/fleet';

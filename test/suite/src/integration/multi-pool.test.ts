@@ -5,7 +5,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { Agent } from '@tokenlease/agent';
-import { hostMonoNowUs, makeRate } from '@tokenlease/shared';
+import { makeRate } from '@tokenlease/shared';
+import { hostMonoNowUs } from '@tokenlease/shared/clock';
 import { checkEnvelope, type Admission, seedFromEnv } from '@tokenlease/shared/testing';
 import { scratchDir, startCoordinator, writeConfig } from '@tokenlease/harness/fleet';
 import { provideNats } from '@tokenlease/harness/nats';

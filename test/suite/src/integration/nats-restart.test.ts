@@ -6,7 +6,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { Agent, type AgentEvent } from '@tokenlease/agent';
-import { hostMonoNowUs, makeRate } from '@tokenlease/shared';
+import { makeRate } from '@tokenlease/shared';
+import { hostMonoNowUs } from '@tokenlease/shared/clock';
 import { checkEnvelope, type Admission, seedFromEnv, seededRandom } from '@tokenlease/shared/testing';
 import { driveTraffic } from '@tokenlease/harness/drive';
 import { scratchDir, startCoordinator, writeConfig } from '@tokenlease/harness/fleet';

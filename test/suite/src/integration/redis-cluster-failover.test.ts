@@ -28,7 +28,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { hostMonoNowUs, makeRate } from '@tokenlease/shared';
+import { makeRate } from '@tokenlease/shared';
+import { hostMonoNowUs } from '@tokenlease/shared/clock';
 import { checkEnvelope } from '@tokenlease/shared/testing';
 import { leaseAdmissions, readAdmissionLog, scratchDir, startAgentProcess, startCoordinator, writeConfig } from '@tokenlease/harness/fleet';
 import { logEvents, type CoordinatorEvent } from '@tokenlease/harness/log-events';

@@ -17,7 +17,7 @@ import {
   resolveRedisOptions,
   type PersistedLease,
   type StateStore,
-} from '@tokenlease/coordinator';
+} from '@tokenlease/coordinator/internal';
 import type { LeaseGrant } from '@tokenlease/shared';
 import { freePort } from '@tokenlease/harness/ports';
 import { redisCommand } from '@tokenlease/harness/redis-raw';

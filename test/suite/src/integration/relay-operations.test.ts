@@ -16,7 +16,8 @@
  */
 import { writeFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { hostMonoNowUs, makeRate } from '@tokenlease/shared';
+import { makeRate } from '@tokenlease/shared';
+import { hostMonoNowUs } from '@tokenlease/shared/clock';
 import { checkEnvelope } from '@tokenlease/shared/testing';
 import { readAdmissionLog, reloadBySighup, startRelay, StatusProbe } from '@tokenlease/harness/fleet';
 import { logEvents, waitForEvent } from '@tokenlease/harness/log-events';

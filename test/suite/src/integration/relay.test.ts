@@ -7,7 +7,8 @@
  */
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { hostMonoNowUs, makeRate } from '@tokenlease/shared';
+import { makeRate } from '@tokenlease/shared';
+import { hostMonoNowUs } from '@tokenlease/shared/clock';
 import { checkEnvelope } from '@tokenlease/shared/testing';
 import { readAdmissionLog, startAgentProcess, startRelay } from '@tokenlease/harness/fleet';
 import { parseLogLine } from '@tokenlease/harness/log-events';

@@ -27,7 +27,8 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
-import { hostMonoNowUs, makeRate, type Rate } from '@tokenlease/shared';
+import { makeRate, type Rate } from '@tokenlease/shared';
+import { hostMonoNowUs } from '@tokenlease/shared/clock';
 import { checkEnvelope, type Admission } from '@tokenlease/shared/testing';
 import { describe, expect, it } from 'vitest';
 import {

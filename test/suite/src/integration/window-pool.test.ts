@@ -16,7 +16,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hostMonoNowUs, makeRate } from '@tokenlease/shared';
+import { makeRate } from '@tokenlease/shared';
+import { hostMonoNowUs } from '@tokenlease/shared/clock';
 import { checkEnvelope, checkWindows, type Admission, type Random } from '@tokenlease/shared/testing';
 import { currentOwner, ownershipEvents, waitForOwned } from '@tokenlease/harness/coordinator-log';
 import { readAdmissionLog, scratchDir, startAgentProcess, startCoordinator, writeConfig } from '@tokenlease/harness/fleet';

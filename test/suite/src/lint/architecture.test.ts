@@ -144,6 +144,8 @@ describe('tokenlease/pure-core', () => {
     ],
     ['Date and Date.now in types', 'export type Clock = typeof Date.now;\nexport let when: Date | undefined;'],
     ['other globals through globalThis', 'export const n = globalThis.Number.MAX_SAFE_INTEGER;'],
+    // The main entry of shared passes on no adapter: the whole of it is fit for a core.
+    ['the whole of the shared entry', "import * as shared from '@tokenlease/shared';\nexport const s = shared;"],
     [
       "a core's name from an entry that also passes on adapters",
       "import { resolveNatsOptions } from '@tokenlease/shared/nats';\nexport const r = resolveNatsOptions;",
