@@ -66,18 +66,23 @@ const LANES = [
  * failureOf — what a failed lane said about its failure: for each turbo task
  * it names as failed, that task's lines from vitest's "Failed Tests" header
  * on (or its last lines); for a lane without turbo tasks, the same of the
- * lane. At most FAILURE_LINES lines, colours stripped.
+ * lane. About FAILURE_LINES lines in all, shared among the failing tasks
+ * (at least 15 each), colours stripped.
  */
 function failureOf(seen) {
   const plain = seen.map((line) => line.replace(COLOUR, ''));
-  const tasks = [...new Set(plain.flatMap((line) => [...line.matchAll(/Failed:\s+(\S+)#(\S+)/g)].map((m) => `${m[1]}:${m[2]}: `)))];
+  // turbo's summary: `Failed:    @tokenlease/chaos#test, @tokenlease/sim#test`.
+  const failedLists = plain.flatMap((line) => (/^\s*Failed:\s+(.*)$/.exec(line)?.[1] ?? '').split(',')).map((task) => task.trim());
+  const tasks = [...new Set(failedLists.filter((task) => task.includes('#')).map((task) => `${task.replace('#', ':')}: `))];
   const groups = tasks.length > 0 ? tasks.map((task) => plain.filter((line) => line.startsWith(task))) : [plain];
+  // Each failing task gets its share of the lines, so every one of them is named.
+  const share = Math.max(15, Math.floor(FAILURE_LINES / groups.length));
   const out = [];
   for (const group of groups) {
     const header = group.findIndex((line) => /Failed Tests? \d+|FAIL /.test(line));
-    out.push(...(header >= 0 ? group.slice(header) : group.slice(-FAILURE_LINES)));
+    out.push(...(header >= 0 ? group.slice(header) : group.slice(-share)).slice(0, share));
   }
-  return out.slice(0, FAILURE_LINES);
+  return out;
 }
 
 const seen = LANES.map(() => []);

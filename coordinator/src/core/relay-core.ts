@@ -124,7 +124,14 @@ export class RelayCore<R> {
     return this.core.receive(subject, payload, replyTo, nowUs);
   }
 
+  /**
+   * tick — the downstream core's tick, every pool with an uplink made due
+   * first: a relay's credit moves with its uplinks (a lease from the root
+   * granted, lost or ended), not only with requests and the pools' own
+   * deadlines, and a relay already looks at every uplink when it is woken.
+   */
   tick(nowUs: number): Delivery<R>[] {
+    for (const name of this.uplinks.keys()) this.core.wake(name);
     return this.core.tick(nowUs);
   }
 

@@ -57,7 +57,9 @@ export async function redisPrimaryFailover(options: ScenarioOptions): Promise<Sc
   return withPrivateNats(async (nats) => {
     const cluster = await startRedisCluster({ replicasPerPrimary: 2 });
     try {
-      const runMs = options.short ? 8000 : 12_000;
+      // Long enough after the promotion (about 2.5 s after the kill) for a full second at 90% of r,
+      // even when the agents share a busy machine.
+      const runMs = options.short ? 10_000 : 12_000;
       return await runScenario(
         'redis-primary-failover',
         nats.url,

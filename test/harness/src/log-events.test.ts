@@ -1,7 +1,8 @@
 /**
  * Log lines read as data: lines as the coordinator (pino) and agent
  * processes print them, matched by their fields; and every event name the
- * tools wait for is one the coordinator's adapters really log.
+ * tools wait for is one the coordinator really logs: its adapters, or the
+ * log commands of its drivers (ownership, relay) that the adapters carry out.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -55,11 +56,13 @@ describe('matching lines by their fields', () => {
 });
 
 describe('the coordinator event names', () => {
-  it("are all logged by the coordinator's adapters", () => {
-    const adapters = join(dirname(createRequire(import.meta.url).resolve('@tokenlease/coordinator')), 'adapters');
+  it("are all logged by the coordinator's adapters or its drivers' log commands", () => {
+    const dist = dirname(createRequire(import.meta.url).resolve('@tokenlease/coordinator'));
     const logged = new Set<string>();
-    for (const file of readdirSync(adapters).filter((name) => name.endsWith('.js'))) {
-      for (const [, name] of readFileSync(join(adapters, file), 'utf8').matchAll(/\bevent: '([a-z-]+)'/g)) logged.add(name ?? '');
+    for (const folder of [join(dist, 'adapters'), join(dist, 'core')]) {
+      for (const file of readdirSync(folder).filter((name) => name.endsWith('.js'))) {
+        for (const [, name] of readFileSync(join(folder, file), 'utf8').matchAll(/\bevent: '([a-z-]+)'/g)) logged.add(name ?? '');
+      }
     }
     expect(COORDINATOR_EVENTS.filter((name) => !logged.has(name))).toEqual([]);
   });

@@ -12,7 +12,6 @@
  * coordinator's log, its metrics or its status page.
  */
 import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Agent } from '@tokenlease/agent';
 import { createHttpLimit, keyPoolName, type HttpLimitOptions } from '@tokenlease/agent/http';
 import { fastifyRateLimit } from '@tokenlease/agent/fastify';
@@ -21,6 +20,7 @@ import express from 'express';
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import { parseList, type Item } from 'structured-headers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { get, listen, type Reply } from '../http-client.js';
 import { scratchDir, startCoordinator, StatusProbe, writeConfig } from '@tokenlease/harness/fleet';
 import { provideNats, type NatsHandle } from '@tokenlease/harness/nats';
 import { freePort } from '@tokenlease/harness/ports';
@@ -48,17 +48,6 @@ const HAMMER_MS = 3000;
 const RAW_KEY = 'ann-raw-user-key-7f3a9c';
 const LONG_KEY = `eyJ${'k'.repeat(2045)}`;
 
-interface Reply {
-  readonly status: number;
-  readonly headers: Headers;
-  readonly body: string;
-}
-
-async function get(base: string, path = '/', headers: Record<string, string> = {}): Promise<Reply> {
-  const res = await fetch(`${base}${path}`, { headers });
-  return { status: res.status, headers: res.headers, body: await res.text() };
-}
-
 /** hammer — `workers` clients asking `path` back to back for `ms`; every reply. */
 async function hammer(base: string, path: string, ms: number, workers = 4): Promise<Reply[]> {
   const replies: Reply[] = [];
@@ -69,12 +58,6 @@ async function hammer(base: string, path: string, ms: number, workers = 4): Prom
     }),
   );
   return replies;
-}
-
-function listen(server: Server): Promise<string> {
-  return new Promise((resolve) =>
-    server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)),
-  );
 }
 
 /** Promise — a policy's q and w as the structured-field parser reads them. */

@@ -10,7 +10,6 @@
  * lease, and the envelope over every admission.
  */
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Agent, type AgentEvent } from '@tokenlease/agent';
 import { createHttpLimit, keyPoolName, type HttpLimitOptions } from '@tokenlease/agent/http';
 import { fastifyRateLimit } from '@tokenlease/agent/fastify';
@@ -18,6 +17,7 @@ import { checkEnvelope, type Admission } from '@tokenlease/shared/testing';
 import express from 'express';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { get, listen } from '../http-client.js';
 import { scratchDir, startCoordinator, StatusProbe, writeConfig } from '@tokenlease/harness/fleet';
 import { provideNats, type NatsHandle } from '@tokenlease/harness/nats';
 import { stopAll } from '@tokenlease/harness/processes';
@@ -37,26 +37,9 @@ const TEMPLATES = { 'tenant:*': { capacity: 5, refill: '5/s', leaseTtlMs: 1000 }
 const LIMIT_ITEM = /^"([^"\\]+)";r=(\d+);t=(\d+)(;pk=:[A-Za-z0-9+/=]+:)?$/;
 const KEY_SECRET = 'the http-middleware key secret!';
 
-interface Reply {
-  readonly status: number;
-  readonly headers: Headers;
-  readonly body: string;
-}
-
-async function get(base: string, path = '/', headers: Record<string, string> = {}): Promise<Reply> {
-  const res = await fetch(`${base}${path}`, { headers });
-  return { status: res.status, headers: res.headers, body: await res.text() };
-}
-
 /** items — a structured-field list's members (this test's values hold no commas inside strings). */
 function items(field: string | null): string[] {
   return field === null ? [] : field.split(',').map((m) => m.trim());
-}
-
-function listen(server: Server): Promise<string> {
-  return new Promise((resolve) =>
-    server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)),
-  );
 }
 
 /** An Express app limited by `options`, logging each admission on the agent's clock. */
