@@ -234,10 +234,11 @@ export class StatusProbe {
     return new StatusProbe(await connectNats(resolved, { name: 'tokenlease-test-probe' }), options.identity ?? ANONYMOUS_IDENTITY);
   }
 
-  async status(pool: string, prefix: string = DEFAULT_SUBJECT_PREFIX, agentId?: string): Promise<PoolStatus> {
+  /** status — the pool's status op, answered within `timeoutMs` (default 2 s) or rejected. */
+  async status(pool: string, prefix: string = DEFAULT_SUBJECT_PREFIX, agentId?: string, timeoutMs = 2000): Promise<PoolStatus> {
     const query =
       agentId === undefined ? { v: 2 as const, op: 'status' as const, pool } : { v: 2 as const, op: 'status' as const, pool, agentId };
-    const bytes = await this.bus.request(subjectFor(prefix, 'status', pool, this.identity), encodeMessage(query), 2000);
+    const bytes = await this.bus.request(subjectFor(prefix, 'status', pool, this.identity), encodeMessage(query), timeoutMs);
     const decoded = decodeReply(bytes);
     if (!decoded.ok || decoded.value.kind !== 'status') throw new Error(`unexpected status reply: ${new TextDecoder().decode(bytes)}`);
     return decoded.value;
