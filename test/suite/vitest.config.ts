@@ -1,24 +1,5 @@
 import { defineConfig, mergeConfig } from 'vitest/config';
-import { BaseSequencer, type TestSpecification } from 'vitest/node';
 import base from '../vitest.base.ts';
-
-/**
- * The integration files that take longest in a full run on the 2-core
- * machine (readme-commands about 3.5 minutes, the others 50–90 s), started
- * first so that the two workers end together instead of one waiting on a
- * long file begun late; the rest in vitest's own order.
- */
-const LONGEST_FIRST = ['readme-commands', 'hostile-clients', 'secured-nats', 'json-output', 'packed'];
-
-class LongestFirst extends BaseSequencer {
-  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
-    const rank = (file: TestSpecification): number => {
-      const i = LONGEST_FIRST.findIndex((name) => file.moduleId.endsWith(`/${name}.test.ts`));
-      return i < 0 ? LONGEST_FIRST.length : i;
-    };
-    return [...(await super.sort(files))].sort((a, b) => rank(a) - rank(b));
-  }
-}
 
 // Integration suites start real servers and processes (NATS, Redis,
 // coordinators, agents, the documented commands), each on ports and subject
@@ -35,7 +16,6 @@ export default mergeConfig(
   defineConfig({
     test: {
       maxWorkers: 2,
-      sequence: { sequencer: LongestFirst },
       projects: [
         { extends: true, test: { name: 'lint', include: ['src/lint/**/*.test.ts'], sequence: { groupOrder: 0 } } },
         {
