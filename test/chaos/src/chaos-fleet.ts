@@ -55,6 +55,18 @@ export const POOL = 'api';
 export const OWNERSHIP_TTL_MS = 1000;
 /** How long after SIGSTOP or SIGCONT the kernel is asked for the process's state, ms. */
 const SIGNAL_SETTLE_MS = 50;
+/** How long a process's state may take to follow a SIGSTOP or SIGCONT on a busy machine, ms. */
+const SIGNAL_STATE_WITHIN_MS = 2000;
+
+/** untilState — whether `pid`'s state (procState) satisfies `ok` within SIGNAL_STATE_WITHIN_MS, read every SIGNAL_SETTLE_MS. */
+async function untilState(pid: number, ok: (state: string | null) => boolean): Promise<boolean> {
+  const deadline = performance.now() + SIGNAL_STATE_WITHIN_MS;
+  for (;;) {
+    if (ok(procState(pid))) return true;
+    if (performance.now() > deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, SIGNAL_SETTLE_MS));
+  }
+}
 
 export class ChaosFleet {
   readonly coordinators: Child[] = [];
@@ -200,14 +212,15 @@ export class ChaosFleet {
 
   /** pauseAgent — SIGSTOP for `forMs`, then SIGCONT; true when /proc showed it stopped, then running again. */
   async pauseAgent(agent: AgentHandle, forMs: number, during: () => Promise<void> = async () => {}): Promise<boolean> {
+    const startedMs = performance.now();
     agent.child.proc.kill('SIGSTOP');
-    await new Promise((resolve) => setTimeout(resolve, SIGNAL_SETTLE_MS));
-    const stopped = procState(agent.child.pid) === 'T';
-    await Promise.all([during(), new Promise((resolve) => setTimeout(resolve, Math.max(0, forMs - SIGNAL_SETTLE_MS)))]);
+    // A busy machine can take a while to stop a process: its state is read until it says stopped, bounded.
+    const stopped = await untilState(agent.child.pid, (state) => state === 'T');
+    const waitedMs = performance.now() - startedMs;
+    await Promise.all([during(), new Promise((resolve) => setTimeout(resolve, Math.max(0, forMs - waitedMs)))]);
     agent.child.proc.kill('SIGCONT');
-    await new Promise((resolve) => setTimeout(resolve, SIGNAL_SETTLE_MS));
-    const state = procState(agent.child.pid);
-    return stopped && state !== null && state !== 'T';
+    const resumed = await untilState(agent.child.pid, (state) => state !== null && state !== 'T');
+    return stopped && resumed;
   }
 
   /** stopAgent — SIGTERM: the agent returns its lease and exits; true when it exited with 0. */
