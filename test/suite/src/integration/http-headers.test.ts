@@ -262,9 +262,13 @@ describe('HTTP headers a client can trust', () => {
         s.send('ok');
       },
     );
-    app.get('/items/:id', createHttpLimit({ agent, keySecret: SECRET, pools: [{ name: 'route', key: { route: true } }] }), (_q, s) => {
-      s.send('ok');
-    });
+    app.get(
+      '/items/:id',
+      createHttpLimit({ agent, keySecret: SECRET, graceMs: 5000, pools: [{ name: 'route', key: { route: true } }] }),
+      (_q, s) => {
+        s.send('ok');
+      },
+    );
     const server = createServer(app);
     servers.push(server);
     const base = await listen(server);
@@ -287,6 +291,8 @@ describe('HTTP headers a client can trust', () => {
     await fastify.register(fastifyRateLimit, {
       agent: fastAgent,
       keySecret: SECRET,
+      // Each key's first request waits for its new pool's first grant, however busy the machine.
+      graceMs: 5000,
       pools: [{ name: 'user', key: async (request: FastifyRequest & WithUser) => Promise.resolve(request.user?.id) }],
     });
     fastify.get('/me', () => 'ok');
