@@ -257,7 +257,12 @@ describe('HTTP headers a client can trust', () => {
     });
     app.get(
       '/me',
-      createHttpLimit({ agent, keySecret: SECRET, pools: [{ name: 'user', key: (req: express.Request & WithUser) => req.user?.id }] }),
+      createHttpLimit({
+        agent,
+        keySecret: SECRET,
+        graceMs: 5000,
+        pools: [{ name: 'user', key: (req: express.Request & WithUser) => req.user?.id }],
+      }),
       (_q, s) => {
         s.send('ok');
       },
