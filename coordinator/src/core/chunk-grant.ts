@@ -15,9 +15,13 @@
  *   whose hold ends gets what there is; one that may not wait gets nothing
  *   while others wait before it.
  * - No lease keeps more than its weighted share of B, `B × w / Σw` over the
- *   live leases, past its TTL while another request waits: renewed above
+ *   live leases, past its TTL while the pool is contended: renewed above
  *   that share, it is answered with no top-up and the time it has left,
- *   not extended, so it lapses and its tokens go round.
+ *   not extended, so it lapses and its tokens go round. Contended means a
+ *   request waits now or waited within the last TTL (`contendedUntilUs`):
+ *   a rule that looked only at the instant of each renewal let renewals
+ *   that land between another agent's holds (many identities renewing
+ *   often) keep the pool from it for good.
  */
 import type { LeaseRequest, Reply } from '@tokenlease/shared';
 import type { LeaseRecord } from './lease-table.js';
@@ -41,7 +45,7 @@ export function acquireChunk<R>(p: PoolParts<R>, req: LeaseRequest, record: Leas
   record.lastReply = null;
   p.changed?.add(req.agentId);
   const wantTokens = Math.max(0, Math.min(req.tokensWanted, p.config.maxLeaseTokens - record.boundTokens));
-  if (p.waiters.size > 0 && record.boundTokens > shareTokens(p, record)) {
+  if (contended(p, nowUs) && record.boundTokens > shareTokens(p, record)) {
     renewUnextended(p, record, wantTokens > 0, to, nowUs, out);
     return;
   }
@@ -53,16 +57,29 @@ export function acquireChunk<R>(p: PoolParts<R>, req: LeaseRequest, record: Leas
     grant(p, record, wantTokens, to, nowUs, out);
   } else if (holdUs === 0) {
     // It may not wait and others are waiting first: renew only, and say when to ask again.
+    markContended(p, nowUs);
     grant(p, record, wantTokens, to, nowUs, out, 0);
   } else {
+    markContended(p, nowUs);
     p.waiters.push({ record, wantTokens, thresholdTokens, to, deadlineUs: nowUs + holdUs, heldAtUs: nowUs });
   }
+}
+
+/** contended — whether a request waits now or waited within the last TTL. */
+function contended<R>(p: PoolParts<R>, nowUs: number): boolean {
+  return p.waiters.size > 0 || nowUs < p.contendedUntilUs;
+}
+
+/** markContended — a request waits (or waited until) `nowUs`: the pool counts as contended for one TTL more. */
+function markContended<R>(p: PoolParts<R>, nowUs: number): void {
+  p.contendedUntilUs = Math.max(p.contendedUntilUs, nowUs + p.ttlUs);
 }
 
 /** serveWaiters — grants turns to the head of the queue while the level holds one, then answers holds that ended. */
 export function serveWaiters<R>(p: PoolParts<R>, nowUs: number, out: Delivery<R>[]): void {
   for (let head = p.waiters.head(); head !== undefined && p.credit.has(head.thresholdTokens); head = p.waiters.head()) {
     p.waiters.remove(head.record.agentId);
+    markContended(p, nowUs);
     p.tally.held(nowUs - head.heldAtUs);
     // With others still waiting, a turn is its threshold; a lone waiter
     // (or one at the back) takes what it wants of what there is.
@@ -70,6 +87,7 @@ export function serveWaiters<R>(p: PoolParts<R>, nowUs: number, out: Delivery<R>
     grant(p, head.record, head.wantTokens, head.to, nowUs, out, tokensMax, head.heldAtUs);
   }
   for (const w of p.waiters.takeDue(nowUs)) {
+    markContended(p, nowUs);
     p.tally.held(nowUs - w.heldAtUs);
     grant(p, w.record, w.wantTokens, w.to, nowUs, out, Infinity, w.heldAtUs);
   }

@@ -68,6 +68,41 @@ describe('fair holding', () => {
     expect(honestTokens).toBeGreaterThanOrEqual(20);
   });
 
+  it('lets renewals that land between another agent’s holds lapse too: shares hold over a TTL, not at one instant', () => {
+    const pool = makePool();
+    const hoarders = ['h1', 'h2', 'h3', 'h4', 'h5'];
+    const leaseIds = new Map(
+      hoarders.map((id) => [id, grantOf(acquire(pool, FULL_AT, { agentId: id, seq: 1, tokensWanted: 20 })).leaseId]),
+    );
+    let seq = 1;
+    let honestTokens = 0;
+    let hoarderRenewalsExtended = 0;
+    for (let t = FULL_AT + 100 * MS; t <= FULL_AT + 3 * S; t += 100 * MS) {
+      // The honest agent waits 50 ms and its hold ends; the hoarders renew 25 ms later, when nobody waits.
+      for (const d of [...acquire(pool, t, { agentId: 'honest', seq, holdMs: 50, tokensWanted: 20 }), ...tick(pool, t + 50 * MS)]) {
+        if (d.reply.kind === 'grant' && d.to.startsWith('honest')) honestTokens += d.reply.tokensGranted;
+      }
+      seq += 1;
+      for (const id of hoarders) {
+        const replies = acquire(pool, t + 75 * MS, {
+          agentId: id,
+          seq,
+          leaseId: leaseIds.get(id) ?? null,
+          tokensLeft: 20,
+          tokensWanted: 20,
+        });
+        const g = replies.find((d) => d.to === `${id}#${seq}`)?.reply;
+        if (g?.kind === 'grant') {
+          if (g.ttlMs >= 1000) hoarderRenewalsExtended += 1;
+          leaseIds.set(id, g.leaseId);
+        }
+      }
+    }
+    // Without the window, the hoarders' renewals (never while the honest agent waits) are extended for good: 0 tokens.
+    expect(honestTokens).toBeGreaterThanOrEqual(100);
+    expect(hoarderRenewalsExtended).toBeLessThan(50);
+  });
+
   it('answers a renewal over its share while others wait with no tokens and only the time its lease has left', () => {
     const pool = makePool();
     const g = grantOf(acquire(pool, FULL_AT, { agentId: 'big', seq: 1, tokensWanted: 20 }));

@@ -21,6 +21,14 @@ export interface PoolParts<R> {
   readonly leases: LeaseTable;
   readonly credit: Credit;
   readonly waiters: HoldQueue<R>;
+  /**
+   * Until when the pool counts as contended, µs: one TTL past the last
+   * instant a request waited (held, or turned away because others were
+   * waiting). Shares are enforced over that window, not only at the
+   * instant someone waits, so renewals that land between another agent's
+   * holds cannot keep more than their share (chunk-grant.ts).
+   */
+  contendedUntilUs: number;
   /** Until when the pool grants nothing and refills nothing (after a start), µs. */
   readonly quietUntilUs: number;
   readonly ttlUs: number;
@@ -63,6 +71,7 @@ export function makePoolParts<R>(
     leases: new LeaseTable(idPrefix),
     credit: creditOf?.(config, scale) ?? makeCredit(config, scale, quietUntilUs),
     waiters: new HoldQueue<R>(),
+    contendedUntilUs: 0,
     quietUntilUs,
     ttlUs: config.leaseTtlMs * US_PER_MS,
     periodUs: config.refill.periodMs * US_PER_MS,

@@ -71,6 +71,7 @@ export function reconfigureParts<R>(old: PoolParts<R>, config: PoolConfig, nowUs
     leases,
     credit,
     waiters: new HoldQueue<R>(),
+    contendedUntilUs: old.contendedUntilUs,
     quietUntilUs: old.quietUntilUs,
     ttlUs: config.leaseTtlMs * US_PER_MS,
     periodUs,

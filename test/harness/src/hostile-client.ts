@@ -13,7 +13,9 @@
  *   about its live lease (its id read from `status`), under a secret of the
  *   attacker's; `acquire-as` with a sequence near 2^53.
  * - `hoard`: `identities` agents, each holding a lease of `tokens` and
- *   renewing it every 50 ms without spending anything.
+ *   renewing it every 50 ms without spending anything; `betweenHolds`:
+ *   each round waits (reading the pool's status) until no request is held,
+ *   so that no renewal lands while another agent waits.
  * - `prototype-classes`: acquires whose agent class is an Object.prototype name.
  * - `template-reports`: one-way reports for `count` new names under a template prefix.
  * - `hold-flood`: `count` acquires with distinct ids that wait (holdMs) at once.
@@ -47,7 +49,7 @@ import { connectNats, NATS_ENV, resolveNatsOptions, type Bus } from '@tokenlease
 
 export type HostileAttack =
   | { readonly kind: 'return-as' | 'report-as' | 'acquire-as'; readonly victim: string }
-  | { readonly kind: 'hoard'; readonly identities: number; readonly tokens: number }
+  | { readonly kind: 'hoard'; readonly identities: number; readonly tokens: number; readonly betweenHolds?: boolean }
   | { readonly kind: 'prototype-classes' }
   | { readonly kind: 'template-reports'; readonly templatePrefix: string; readonly count: number }
   | { readonly kind: 'hold-flood'; readonly count: number; readonly holdMs: number }
@@ -153,12 +155,22 @@ class Attacker {
     }
   }
 
-  async hoard(identities: number, tokens: number, until: () => boolean): Promise<void> {
+  /** waitUntilNoneHeld — reads the pool's status until it holds no request (or the run ends). */
+  async waitUntilNoneHeld(until: () => boolean): Promise<void> {
+    while (!until()) {
+      const reply = await this.ask('status', { v: 2, op: 'status', pool: this.config.pool });
+      if (reply?.kind === 'status' && reply.waiting === 0) return;
+      await sleep(1);
+    }
+  }
+
+  async hoard(identities: number, tokens: number, betweenHolds: boolean, until: () => boolean): Promise<void> {
     const ids = Array.from({ length: identities }, (_, i) => `hoarder-${i}-${process.pid}`);
     const held = new Map<string, { leaseId: string | null; tokens: number; seq: number }>(
       ids.map((id) => [id, { leaseId: null, tokens: 0, seq: 0 }]),
     );
     while (!until()) {
+      if (betweenHolds) await this.waitUntilNoneHeld(until);
       await Promise.all(
         ids.map(async (id) => {
           const h = held.get(id) as { leaseId: string | null; tokens: number; seq: number };
@@ -166,7 +178,8 @@ class Attacker {
           const want = Math.max(0, tokens - h.tokens);
           const reply = await this.ask(
             'acquire',
-            this.acquire(id, h.seq, { leaseId: h.leaseId, tokensLeft: h.tokens, tokensWanted: want }),
+            // It waits for what it wants (as an honest agent would), so that it fills the pool when alone.
+            this.acquire(id, h.seq, { leaseId: h.leaseId, tokensLeft: h.tokens, tokensWanted: want, holdMs: want > 0 ? 200 : 0 }),
           );
           if (reply?.kind !== 'grant') return;
           // Never spends: it keeps what it was told it holds.
@@ -205,7 +218,7 @@ async function run(a: Attacker, until: () => boolean): Promise<void> {
     case 'acquire-as':
       return a.impersonate(attack.kind, attack.victim, until);
     case 'hoard':
-      return a.hoard(attack.identities, attack.tokens, until);
+      return a.hoard(attack.identities, attack.tokens, attack.betweenHolds ?? false, until);
     case 'prototype-classes':
       for (let round = 0; !until(); round += 1) {
         await Promise.all(

@@ -130,6 +130,52 @@ describe('hostile clients over real NATS', () => {
     expect(admitted).toBeGreaterThan(((100 * (RUN_MS - TTL_MS)) / 1000 / 6) * 0.5);
   });
 
+  it('five identities that hold the whole pool and renew only while nobody waits let a newcomer have its share', async () => {
+    runs += 1;
+    const dir = scratchDir();
+    const prefix = `tlhostile${seed}x${runs}`;
+    const coordinator = await startCoordinator(
+      nats.url,
+      writeConfig(dir, { subjectPrefix: prefix, quietPeriodMs: TTL_MS, pools: { api: POOL } }),
+    );
+    const hoarders = await startHostileClient({
+      natsUrl: nats.url,
+      subjectPrefix: prefix,
+      pool: 'api',
+      // Longer than the honest agent's start and run.
+      durationMs: 2 * RUN_MS + 4000,
+      attack: { kind: 'hoard', identities: 5, tokens: 20, betweenHolds: true },
+    });
+    // The hoarders hold all of B before the honest agent arrives.
+    let status = await probe.status('api', prefix);
+    for (let i = 0; i < 200 && !(status.leases === 5 && status.leasedTokens === CAPACITY); i += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      status = await probe.status('api', prefix);
+    }
+    expect(status).toMatchObject({ leases: 5, leasedTokens: CAPACITY });
+    const logPath = join(dir, 'victim.log');
+    const victim = await startAgentProcess({
+      natsUrl: nats.url,
+      subjectPrefix: prefix,
+      pool: 'api',
+      name: 'victim',
+      seed,
+      durationMs: 2 * RUN_MS,
+      logPath,
+      traffic: { kind: 'steady', perSecond: 300 },
+    });
+    await victim.exited;
+    expect(hoarders.proc.exitCode, 'the hoarders stopped before the honest agent did').toBeNull();
+    await hoarders.exited;
+    const admitted = honest({ prefix, coordinator, victim, victimId: '', logPath });
+    // Six takers of one pool, the refill over the honest agent's run shared by turns: its fair share.
+    const fairShare = (100 * 2 * RUN_MS) / 1000 / 6;
+    console.log(
+      `hostile-clients hoard between holds: victim admitted ${admitted} (fair share ${fairShare.toFixed(1)}); hoarders ${JSON.stringify(hostileOutcome(hoarders).replies)}`,
+    );
+    expect(admitted).toBeGreaterThan(0.8 * fairShare);
+  });
+
   it('agent classes named after Object.prototype members crash nothing', async () => {
     const run = await start({ api: { ...POOL, classWeights: { gold: 2 } }, trickle: { ...POOL, leaseMode: 'rate' } });
     const [outcome] = await Promise.all([
