@@ -19,6 +19,7 @@ import { LEGACY_KEY, OwnershipDriver } from '../core/ownership-driver.js';
 import type { StoreCall, StoreResult } from '../core/ownership-store.js';
 import type { OwnershipView, ServiceObserver } from './metrics.js';
 import type { StateStore } from './redis-store.js';
+import { intakeLoop } from './intake-loop.js';
 import { INTERNAL_ERROR, REFUSAL_LOG_INTERVAL_MS, ReplyLog } from './reply-log.js';
 import type { Served } from './service.js';
 import { TickTimer } from './tick-timer.js';
@@ -138,22 +139,20 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
   }
 
   /**
-   * handlerOf — the bus handler of subscription `key`: every request screened
-   * first (one whose reply would go to another identity's inbox is dropped,
+   * handlerOf — the bus handler of subscription `key`: every request taken
+   * in and handled in its turn (intake-loop.ts), screened first (one whose
+   * reply would go to another identity's inbox is dropped,
    * core/reply-inbox.ts); operator requests are operations.ts's (which
    * screens them), so a pool's subscription leaves them alone.
    */
   function handlerOf(key: string): BusHandler {
-    const handle = replies.screened(
-      () => core.config,
-      (subject, payload, port) => {
-        const startUs = nowUs();
-        perform(driver.message(key, subject, payload, port, startUs), startUs);
-      },
-    );
-    if (key === LEGACY_KEY) return handle;
+    const take = intake.through((subject, payload, port) => {
+      const startUs = nowUs();
+      perform(driver.message(key, subject, payload, port, startUs), startUs);
+    });
+    if (key === LEGACY_KEY) return take;
     return (subject, payload, port) => {
-      if (!isOperatorSubject(config.subjectPrefix, subject)) handle(subject, payload, port);
+      if (!isOperatorSubject(config.subjectPrefix, subject)) take(subject, payload, port);
     };
   }
 
@@ -161,8 +160,17 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
     const subscription = subscriptions.get(key);
     subscriptions.delete(key);
     await subscription?.stop();
+    // What it took in is handled before the driver hears the subscription is gone.
+    intake.drainNow();
   }
 
+  // One intake for every subscription: requests screened, then handled in turns per identity (intake-loop.ts).
+  const intake = intakeLoop(
+    replies,
+    () => core.config,
+    nowUs,
+    (error, subject) => logger.error({ event: 'request-failed', err: error, subject }, 'internal error while handling a request'),
+  );
   perform(driver.start(nowUs()));
 
   return {

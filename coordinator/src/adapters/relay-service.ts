@@ -31,6 +31,7 @@ import type { RelayConfig } from '../core/relay-config.js';
 import type { RelayCore, UplinkIdentity } from '../core/relay-core.js';
 import { RelayDriver, type RelayCommand, type UpstreamOutcome } from '../core/relay-driver.js';
 import type { ServiceObserver } from './metrics.js';
+import { intakeLoop } from './intake-loop.js';
 import { REFUSAL_LOG_INTERVAL_MS, ReplyLog } from './reply-log.js';
 import type { Served } from './service.js';
 import { TickTimer } from './tick-timer.js';
@@ -105,17 +106,21 @@ export function startRelayService(options: RelayServiceOptions): RelayService {
     (error) => logger.error({ event: 'tick-failed', err: error }, 'tick failed'),
   );
   // Screened first: a request whose reply would go to another identity's inbox is dropped (core/reply-inbox.ts).
-  const handle = replies.screened(
+  // Then taken in and handled in turns per identity, so one agent's flood delays itself (intake-loop.ts).
+  const intake = intakeLoop(
+    replies,
     () => driver.relay.core.config,
-    (subject, payload, port) => {
-      const startUs = nowUs();
-      carry(driver.request(subject, payload, port, startUs));
-      replies.observer?.handled(parseSubject(prefix, subject)?.op ?? '(bad subject)', (nowUs() - startUs) / 1e6);
-    },
+    nowUs,
+    (error, subject) => logger.error({ event: 'request-failed', err: error, subject }, 'internal error while handling a request'),
   );
+  const take = intake.through((subject, payload, port) => {
+    const startUs = nowUs();
+    carry(driver.request(subject, payload, port, startUs));
+    replies.observer?.handled(parseSubject(prefix, subject)?.op ?? '(bad subject)', (nowUs() - startUs) / 1e6);
+  });
   // Operator requests are operations.ts's, which screens them on its own subscriptions.
   const subscription = bus.serve(serviceSubject(prefix), COORDINATOR_QUEUE_GROUP, (subject, payload, port) => {
-    if (!isOperatorSubject(prefix, subject)) handle(subject, payload, port);
+    if (!isOperatorSubject(prefix, subject)) take(subject, payload, port);
   });
 
   const announce = (): void => announceServing(logger, config, epoch);
@@ -149,6 +154,7 @@ export function startRelayService(options: RelayServiceOptions): RelayService {
       stopping = true;
       timer.stop();
       await subscription.stop();
+      intake.drainNow();
       const returned = carryOut(driver.stop(nowUs()));
       replies.flush();
       await returned;

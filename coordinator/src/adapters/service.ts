@@ -2,8 +2,9 @@
  * The coordinator's NATS service: subscribes to every v2 subject under the
  * prefix in a queue group, hands each message to the core, sends the
  * replies the core returns, and calls `tick` when the core's next deadline
- * comes. Logs every refusal (who sent what, and why) with pino, and tells
- * an observer (the metrics) what it sent and how long handling took.
+ * comes. Requests are handled in turns per identity (intake-loop.ts).
+ * Logs every refusal (who sent what, and why) with pino, and tells an
+ * observer (the metrics) what it sent and how long handling took.
  * Operator ops (`pools`, `reload`) are left to operations.ts, which every
  * coordinator subscribes for on its own.
  */
@@ -16,6 +17,7 @@ import { CoordinatorCore } from '../core/coordinator-core.js';
 import type { CoordinatorConfig } from '../core/config.js';
 import type { ReconfigureSummary } from '../core/pool-registry.js';
 import type { ServiceObserver } from './metrics.js';
+import { intakeLoop } from './intake-loop.js';
 import { INTERNAL_ERROR, REFUSAL_LOG_INTERVAL_MS, ReplyLog } from './reply-log.js';
 import { TickTimer } from './tick-timer.js';
 
@@ -82,7 +84,7 @@ export function startCoordinatorService(options: ServiceOptions): CoordinatorSer
       replies.send(core.receive(subject, payload, port, nowUs()), nowUs(), { subject });
     }),
   );
-  const handle = screened((subject, payload, port) => {
+  const handle: BusHandler = (subject, payload, port) => {
     const op = parseSubject(prefix, subject)?.op;
     const startUs = nowUs();
     try {
@@ -95,10 +97,18 @@ export function startCoordinatorService(options: ServiceOptions): CoordinatorSer
     }
     replies.faults(core.takeFaults());
     timer.schedule(core.touchedDeadlineUs());
-  });
+  };
+  // Requests are taken in, then screened and handled in turns per identity, so a client that floods delays itself (intake-loop.ts).
+  const intake = intakeLoop(
+    replies,
+    () => core.config,
+    nowUs,
+    (error, subject) => logger.error({ event: 'request-failed', err: error, subject }, 'internal error while handling a request'),
+  );
+  const take = intake.through(handle);
   // Operator requests are operations.ts's, which screens them on its own subscriptions.
   const subscription = bus.serve(serviceSubject(config.subjectPrefix), COORDINATOR_QUEUE_GROUP, (subject, payload, port) => {
-    if (!isOperatorSubject(prefix, subject)) handle(subject, payload, port);
+    if (!isOperatorSubject(prefix, subject)) take(subject, payload, port);
   });
 
   // Announced once the server has the subscription: a request sent after the line finds a responder.
@@ -145,6 +155,7 @@ export function startCoordinatorService(options: ServiceOptions): CoordinatorSer
       stopped = true;
       timer.stop();
       await Promise.all([subscription.stop(), legacy.stop()]);
+      intake.drainNow();
       core.flushEach(nowUs(), sendByPool);
       replies.flush();
       logger.info({ event: 'stopped', epoch }, 'coordinator stopped');

@@ -18,12 +18,16 @@
  *   so that no renewal lands while another agent waits.
  * - `prototype-classes`: acquires whose agent class is an Object.prototype name.
  * - `template-reports`: one-way reports for `count` new names under a template prefix.
- * - `hold-flood`: `count` acquires with distinct ids that wait (holdMs) at once.
+ * - `hold-flood`: `count` acquires with distinct ids that wait (holdMs) at
+ *   once; each one shed at the coordinator's intake asks again when told.
  * - `rogue-responder`: answers every request on the service subject with a
  *   grant of 2^52 tokens for 24 h, as no honest coordinator would.
  * - `operator-ops`: `count` operator requests (`pools` or `reload`) at once
  *   under `identity`, on the pool token `_` or `poolToken`, each waiting up
  *   to 5 s for its answer.
+ * - `flood`: renewals of one token by 100 agent ids under `identity`,
+ *   `perSecond` of them (published in batches every millisecond or so),
+ *   without asking for answers.
  * - `make-pools`: acquires of one token for `count` new names under a
  *   template prefix, 100 at a time, so that the coordinator holds that many
  *   pools.
@@ -61,7 +65,8 @@ export type HostileAttack =
       readonly count: number;
       readonly poolToken?: string;
     }
-  | { readonly kind: 'make-pools'; readonly templatePrefix: string; readonly count: number };
+  | { readonly kind: 'make-pools'; readonly templatePrefix: string; readonly count: number }
+  | { readonly kind: 'flood'; readonly identity: string; readonly perSecond: number };
 
 export interface HostileConfig {
   readonly natsUrl: string;
@@ -247,11 +252,16 @@ async function run(a: Attacker, until: () => boolean): Promise<void> {
       return;
     case 'hold-flood': {
       const pending: Promise<unknown>[] = [];
-      for (let i = 0; i < attack.count && !until(); i += 1) {
-        pending.push(
-          a.ask('acquire', a.acquire(`flood-${i}-${process.pid}`, 1, { holdMs: attack.holdMs, tokensWanted: 1_000_000 }), pool, 120_000),
-        );
-      }
+      // Each asks again when its request was shed at the coordinator's intake, until it is held (or answered).
+      const held = async (i: number): Promise<void> => {
+        const message = a.acquire(`flood-${i}-${process.pid}`, 1, { holdMs: attack.holdMs, tokensWanted: 1_000_000 });
+        for (;;) {
+          const reply = await a.ask('acquire', message, pool, 120_000);
+          if (reply?.kind !== 'error' || reply.code !== 'unavailable' || until()) return;
+          await sleep(reply.retryAfterMs);
+        }
+      };
+      for (let i = 0; i < attack.count && !until(); i += 1) pending.push(held(i));
       await a.bus.flush();
       while (!until()) await sleep(20);
       return;
@@ -261,6 +271,24 @@ async function run(a: Attacker, until: () => boolean): Promise<void> {
       const subject = `${a.config.subjectPrefix}.v2.${op}.${poolToken}.${identity}`;
       const message: Request = op === 'pools' ? { v: 2, op, pool: '_', limit: 1000 } : { v: 2, op, pool: '_' };
       await Promise.all(Array.from({ length: count }, () => a.ask(op, message, pool, 5000, subject)));
+      return;
+    }
+    case 'flood': {
+      const subject = subjectFor(a.config.subjectPrefix, 'acquire', pool, attack.identity);
+      const seqs = new Array<number>(100).fill(0);
+      const startedMs = performance.now();
+      while (!until()) {
+        // Catch up to perSecond × elapsed, then let the connection write.
+        const due = Math.floor(((performance.now() - startedMs) * attack.perSecond) / 1000);
+        for (; a.sent < due;) {
+          const k = a.sent % 100;
+          seqs[k] = (seqs[k] ?? 0) + 1;
+          a.sent += 1;
+          a.bus.publish(subject, encodeMessage(a.acquire(`flood-${k}-${process.pid}`, seqs[k] ?? 1, { tokensWanted: 1, holdMs: 0 })));
+        }
+        await sleep(1);
+      }
+      await a.bus.flush();
       return;
     }
     case 'make-pools':

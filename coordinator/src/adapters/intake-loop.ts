@@ -1,0 +1,87 @@
+/**
+ * The intake loop: requests off the bus go into one FairIntake
+ * (core/fair-intake.ts) as they arrive, and are screened and handled
+ * from it in turns per identity, a slice of the event loop at a time. The
+ * bus is read again between slices, so a request that arrives behind a
+ * flood is taken in, and handled in its turn, within about one slice. A
+ * request a full intake sheds is answered `unavailable` with a retry hint
+ * at once, and counted and logged like any refusal.
+ */
+import type { BusHandler, ReplyPort } from '@tokenlease/shared/nats';
+import type { CoordinatorConfig } from '../core/config.js';
+import { FairIntake, shedReply } from '../core/fair-intake.js';
+import type { ReplyLog } from './reply-log.js';
+
+/** INTAKE_SLICE_MS — the longest the loop handles requests before it lets the bus be read again. */
+export const INTAKE_SLICE_MS = 5;
+
+interface Message {
+  readonly subject: string;
+  readonly payload: Uint8Array;
+  readonly port: ReplyPort;
+  readonly handle: BusHandler;
+}
+
+export interface IntakeLoop {
+  /** through — a bus handler that takes each request in, and in its turn screens it (ReplyLog.screened) and has `handle` handle it. */
+  through(handle: BusHandler): BusHandler;
+  /** drainNow — handles every request queued, in turns, now (before a stop). */
+  drainNow(): void;
+}
+
+/**
+ * intakeLoop — one intake for every subscription of a service; `failed`:
+ * told what a handler threw (the loop goes on with the next request);
+ * `capacity`: requests queued in all before shedding.
+ */
+export function intakeLoop(
+  replies: ReplyLog,
+  config: () => CoordinatorConfig,
+  nowUs: () => number,
+  failed: (error: unknown, subject: string) => void,
+  capacity?: number,
+  nowMs: () => number = () => performance.now(),
+): IntakeLoop {
+  const intake = new FairIntake<Message>(capacity);
+  const tellShed = replies.screened(config, (subject, payload, port) =>
+    replies.send([{ to: port, reply: shedReply(payload) }], nowUs(), { subject }),
+  );
+  let scheduled = false;
+
+  const drain = (untilMs: number): void => {
+    for (let m = intake.take(); m !== undefined; m = intake.take()) {
+      try {
+        m.handle(m.subject, m.payload, m.port);
+      } catch (error) {
+        failed(error, m.subject);
+      }
+      if (nowMs() >= untilMs) break;
+    }
+  };
+  const slice = (): void => {
+    scheduled = false;
+    drain(nowMs() + INTAKE_SLICE_MS);
+    if (intake.size > 0) schedule();
+  };
+  const schedule = (): void => {
+    if (scheduled) return;
+    scheduled = true;
+    setImmediate(slice);
+  };
+
+  return {
+    through(handle: BusHandler): BusHandler {
+      // Taking in does as little as it can (reading must outpace a flood): screening and all else come in the request's turn.
+      const screened = replies.screened(config, handle);
+      return (subject, payload, port) => {
+        // The identity is the subject's last token (a malformed subject is the core's to refuse, in its turn).
+        const offered = intake.offer(subject.slice(subject.lastIndexOf('.') + 1), { subject, payload, port, handle: screened });
+        const shed = offered.shed;
+        // One that names no reply subject has nobody to tell; one whose reply may not go where it asks is dropped as screening drops it.
+        if (shed !== null && shed.port.replySubject !== null) tellShed(shed.subject, shed.payload, shed.port);
+        schedule();
+      };
+    },
+    drainNow: () => drain(Infinity),
+  };
+}
