@@ -4,12 +4,14 @@
  *
  * Sends `count` acquires to `pool`, each from a distinct agent id with its
  * own secret, wanting a token and willing to wait `holdMs`, as requests with a
- * long timeout, and never waits for a reply before sending the next. Prints
+ * long timeout, and never waits for a reply before sending the next; one
+ * shed at the coordinator's intake is sent again after the wait its
+ * answer names, so that all of them end up held. Prints
  * JSON lines: `{"type":"sending"}` before the first, `{"type":"sent",
  * "count","ms"}` once NATS has them all, and on SIGTERM `{"type":"done",
  * "answered"}`: how many were answered (so were not held) by then.
  */
-import { encodeMessage, subjectFor, type LeaseRequest } from '@tokenlease/shared';
+import { decodeReply, encodeMessage, subjectFor, type LeaseRequest } from '@tokenlease/shared';
 import { connectBus } from '@tokenlease/shared/nats';
 
 /** Longer than any bench runs: a request is never given up while the bench measures. */
@@ -52,12 +54,19 @@ async function main(): Promise<void> {
       demandPerSecond: 1,
       holdMs,
     };
-    bus.request(subject, encodeMessage(req), REQUEST_TIMEOUT_MS).then(
-      () => {
-        if (!closing) answered += 1;
-      },
-      () => undefined,
-    );
+    const send = (): void => {
+      bus.request(subject, encodeMessage(req), REQUEST_TIMEOUT_MS).then(
+        (bytes) => {
+          // Shed at the coordinator's intake (more than its turn allows): asks again when told.
+          const reply = decodeReply(bytes);
+          if (reply.ok && reply.value.kind === 'error' && reply.value.code === 'unavailable' && !closing) {
+            setTimeout(send, reply.value.retryAfterMs);
+          } else if (!closing) answered += 1;
+        },
+        () => undefined,
+      );
+    };
+    send();
     if (i % CHUNK === CHUNK - 1) await new Promise((resolve) => setImmediate(resolve));
   }
   await bus.flush();
