@@ -1,0 +1,92 @@
+/**
+ * The intake loop on its own: requests handled a slice at a time in turns
+ * per identity, a full intake's shed request answered `unavailable` with
+ * its seq (or dropped unanswered where screening would drop it), a handler
+ * that throws reported and the loop going on, and `drainNow` handling all.
+ */
+import { pino } from 'pino';
+import { describe, expect, it } from 'vitest';
+import { decodeReply } from '@tokenlease/shared';
+import type { ReplyPort } from '@tokenlease/shared/nats';
+import { parseCoordinatorConfig } from '../core/config.js';
+import { intakeLoop } from './intake-loop.js';
+import { ReplyLog } from './reply-log.js';
+
+const open = parseCoordinatorConfig('intake.yaml', { pools: { api: { capacity: 10, refill: '10/s' } } });
+const bound = parseCoordinatorConfig('intake.yaml', { bindIdentity: true, pools: { api: { capacity: 10, refill: '10/s' } } });
+
+function setup(config = open, capacity = 100) {
+  const replies = new ReplyLog(pino({ level: 'silent' }), 'tokenlease', () => 0);
+  const handled: string[] = [];
+  const failures: string[] = [];
+  const loop = intakeLoop(
+    replies,
+    () => config,
+    () => 0,
+    (error, subject) => failures.push(`${subject}: ${String(error)}`),
+    capacity,
+  );
+  const take = loop.through((_subject, payload) => {
+    const text = new TextDecoder().decode(payload);
+    if (text === 'throw') throw new Error('broken');
+    handled.push(text);
+  });
+  return { loop, take, handled, failures };
+}
+
+const subject = (identity: string): string => `tokenlease.v2.acquire.api.${identity}`;
+const bytes = (text: string): Uint8Array => new TextEncoder().encode(text);
+const port = (replySubject: string | null, answers: Uint8Array[] = []): ReplyPort => ({
+  respond: (b) => answers.push(b) > 0,
+  replySubject,
+});
+const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+describe('intakeLoop', () => {
+  it('handles nothing while taking in, then each identity in turn', async () => {
+    const { take, handled } = setup();
+    for (let i = 0; i < 3; i += 1) take(subject('flood'), bytes(`f${i}`), port(null));
+    take(subject('quiet'), bytes('q0'), port(null));
+    expect(handled).toEqual([]);
+    await turn();
+    await turn();
+    expect(handled).toEqual(['f0', 'q0', 'f1', 'f2']);
+  });
+
+  it('answers a shed request unavailable with its seq, at once, and never handles it', async () => {
+    const { take, handled } = setup(open, 2);
+    const answers: Uint8Array[] = [];
+    for (let seq = 1; seq <= 3; seq += 1) take(subject('flood'), bytes(`{"seq":${seq}}`), port('_INBOX.flood', answers));
+    expect(answers).toHaveLength(1);
+    const reply = decodeReply(answers[0] ?? new Uint8Array());
+    expect(reply.ok && reply.value).toMatchObject({ kind: 'error', code: 'unavailable', seq: 3, retryAfterMs: 250 });
+    await turn();
+    expect(handled).toEqual(['{"seq":1}', '{"seq":2}']);
+  });
+
+  it('with bound identities, drops a shed request whose reply names another identity’s inbox, unanswered', () => {
+    const { take } = setup(bound, 1);
+    const answers: Uint8Array[] = [];
+    take(subject('flood'), bytes('{"seq":1}'), port('_INBOX_flood.a'));
+    take(subject('flood'), bytes('{"seq":2}'), port('_INBOX_victim.a', answers));
+    expect(answers).toEqual([]);
+  });
+
+  it('reports a handler that throws and goes on with the next request', async () => {
+    const { take, handled, failures } = setup();
+    take(subject('a'), bytes('throw'), port(null));
+    take(subject('b'), bytes('after'), port(null));
+    await turn();
+    expect(failures).toEqual([`${subject('a')}: Error: broken`]);
+    expect(handled).toEqual(['after']);
+  });
+
+  it('drainNow handles everything taken in, in turns', () => {
+    const { loop, take, handled } = setup();
+    take(subject('a'), bytes('a0'), port(null));
+    take(subject('a'), bytes('a1'), port(null));
+    take(subject('b'), bytes('b0'), port(null));
+    loop.drainNow();
+    expect(handled).toEqual(['a0', 'b0', 'a1']);
+  });
+});
