@@ -48,6 +48,9 @@ describe('parseCoordinatorConfig accepts a valid document and fills in defaults'
           leaseMode: 'chunk',
           maxLeases: 100_000,
           maxWaiting: 10_000,
+          maxLeasesPerIdentity: 50_000, // ceil(maxLeases / 2)
+          maxWaitingPerIdentity: 5_000, // ceil(maxWaiting / 2)
+          classIdentities: new Map(),
           shadow: false,
           window: null,
         },
@@ -65,6 +68,9 @@ describe('parseCoordinatorConfig accepts a valid document and fills in defaults'
           leaseMode: 'chunk',
           maxLeases: 100_000,
           maxWaiting: 10_000,
+          maxLeasesPerIdentity: 50_000, // ceil(maxLeases / 2)
+          maxWaitingPerIdentity: 5_000, // ceil(maxWaiting / 2)
+          classIdentities: new Map(),
           shadow: false,
           window: null,
         },
@@ -131,6 +137,9 @@ describe('parseCoordinatorConfig accepts a valid document and fills in defaults'
       leaseMode: 'chunk',
       maxLeases: 100_000,
       maxWaiting: 10_000,
+      maxLeasesPerIdentity: 50_000,
+      maxWaitingPerIdentity: 5_000,
+      classIdentities: new Map(),
       shadow: false,
       window: null,
     });

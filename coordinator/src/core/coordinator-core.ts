@@ -297,7 +297,7 @@ export class CoordinatorCore<R> {
       return out;
     }
     // Only an acquire makes a pool from a template: a return, report or status for one that is not there finds nothing.
-    const pool = req.op === 'acquire' ? this.pools.get(req.pool, nowUs) : this.pools.existing(req.pool);
+    const pool = req.op === 'acquire' ? this.pools.get(req.pool, nowUs, parts.identity) : this.pools.existing(req.pool);
     if (pool === undefined) {
       const why =
         req.op === 'acquire'
@@ -311,30 +311,35 @@ export class CoordinatorCore<R> {
       out.push(refusal(replyTo, 'unknown-pool', seq, message));
       return out;
     }
-    if (pool === 'too-many') {
-      out.push({
-        to: replyTo,
-        reply: {
-          v: 2,
-          kind: 'error',
-          seq,
-          code: 'unavailable',
-          fault: 'peer',
-          message: `pool ${JSON.stringify(req.pool)}: its template has as many pools as it may hold`,
-          retryAfterMs: 1000,
-        },
-      });
+    if (pool === 'too-many' || pool === 'identity-too-many') {
+      out.push(this.templateFull(replyTo, seq, req.pool, pool === 'too-many' ? null : parts.identity));
       return out;
     }
     this.touched = pool;
     try {
-      this.dispatch(pool, req, replyTo, nowUs, out);
+      this.dispatch(pool, req, parts.identity, replyTo, nowUs, out);
     } catch (error) {
       this.contain(pool, error, nowUs, out, 0);
       if (!out.some((d) => d.to === replyTo)) out.push(internalError(replyTo, seq, req.pool));
     }
     if (this.touched !== null) this.changed.add(this.touched);
     return out;
+  }
+
+  /**
+   * templateFull — the refusal of a new template pool `name`: its template
+   * holds `maxPools` pools, or (`identity` not null) that identity made its
+   * `maxPoolsPerIdentity` of them. Ask again once one may have been
+   * forgotten: at the soonest a second (an idle pool lingers its template's
+   * `idleEvictMs`, but another may be forgotten any moment).
+   */
+  private templateFull(to: R, seq: number | null, name: string, identity: string | null): Delivery<R> {
+    const template = JSON.stringify(this.pools.templateKeyOf(name));
+    const message =
+      identity === null
+        ? `pool ${JSON.stringify(name)}: its template has as many pools as it may hold`
+        : `pool ${JSON.stringify(name)}: identity ${JSON.stringify(identity)} made as many pools of template ${template} as one identity may (maxPoolsPerIdentity)`;
+    return { to, reply: { v: 2, kind: 'error', seq, code: 'unavailable', fault: 'peer', message: clipped(message), retryAfterMs: 1000 } };
   }
 
   /**
@@ -507,10 +512,11 @@ export class CoordinatorCore<R> {
     return this.pools.size;
   }
 
-  private dispatch(pool: Pool<R>, req: Request, replyTo: R, nowUs: number, out: Delivery<R>[]): void {
+  /** dispatch — `req`, sent under the identity token `identity`, to `pool`. */
+  private dispatch(pool: Pool<R>, req: Request, identity: string, replyTo: R, nowUs: number, out: Delivery<R>[]): void {
     switch (req.op) {
       case 'acquire':
-        pool.acquire(req, replyTo, nowUs, out);
+        pool.acquire(req, replyTo, nowUs, out, identity);
         return;
       case 'return':
         pool.giveBack(req, replyTo, nowUs, out);
@@ -551,7 +557,7 @@ export function agentOfIdentity(agentId: string, identity: string): boolean {
 }
 
 function hasCounts(c: PoolTallyCounts): boolean {
-  return c.leasesExpired + c.holdsUs.length + c.holdsDropped + c.leasesOpened + c.leasesReturned > 0;
+  return c.leasesExpired + c.holdsUs.length + c.holdsDropped + c.leasesOpened + c.leasesReturned + c.classClaimsRefused > 0;
 }
 
 /**
