@@ -18,6 +18,14 @@
  *   the subject (the identity, or `<identity>.` and more): NATS permissions
  *   pin that token to each user, so one credential cannot act as another's
  *   agents. Otherwise `forbidden`, and nothing changes.
+ * - Each acquire counts under the subject's identity token: the lease it
+ *   opens, the request it holds and the template pool it makes are that
+ *   identity's, within its caps per identity (pool-parts.ts,
+ *   pool-registry.ts), and the class it claims weighs only if the
+ *   configuration grants it to that identity (`classIdentities`). What this
+ *   protects depends on who vouches for the token: with `bindIdentity` and
+ *   NATS permissions pinning it to each user, a credential; without, the
+ *   sender's word.
  * - `nowUs` is an integer count of microseconds of a monotonic clock.
  * - A fault is contained to its pool: when handling a pool throws (a broken
  *   invariant), every reply that call produced for it becomes an `internal`
