@@ -34,8 +34,8 @@
  *   `agentClass` (a class granted to another identity), each asking for
  *   the most a lease may hold, spending it at once and asking again.
  *
- * Replies are counted by code (or kind); an error is also counted as
- * `<code>:<fault>` (whose fault a refusal says it is).
+ * Replies are counted by code (or kind); a lease-exhaustion attack also
+ * counts each refusal of a new lease as `<code>:<fault>` (whose fault it says).
  *
  * Every request goes under the attack's `identity` when it has one (else
  * ANONYMOUS_IDENTITY), and its replies come to `_INBOX_<identity>`.
@@ -136,7 +136,6 @@ class Attacker {
       const moved = reply?.kind === 'receipt' && reply.tokensReturned > 0;
       const key = reply === null ? 'undecodable' : reply.kind === 'error' ? reply.code : moved ? 'receipt-with-tokens' : reply.kind;
       this.count(key);
-      if (reply?.kind === 'error') this.count(`${reply.code}:${reply.fault}`);
       return decoded.ok ? decoded.value : null;
     } catch (error) {
       this.latenciesMs.push(performance.now() - startedMs);
@@ -225,7 +224,10 @@ async function exhaustLeases(a: Attacker, until: () => boolean): Promise<void> {
       const agentId = `${a.identity}.x${next}-${process.pid}`;
       const reply = await a.ask('acquire', a.acquire(agentId, 1, fields));
       if (reply?.kind === 'grant') held.set(agentId, { leaseId: reply.leaseId, seq: 1 });
-      else if (reply?.kind === 'error') await sleep(1);
+      else if (reply?.kind === 'error') {
+        a.count(`${reply.code}:${reply.fault}`);
+        await sleep(1);
+      }
     }
   };
   const renewer = async (): Promise<void> => {
