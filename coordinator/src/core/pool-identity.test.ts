@@ -180,6 +180,27 @@ describe('classes bound to identities', () => {
 describe('through the coordinator core', () => {
   const MALLORY = 'mallory';
 
+  it('applies new caps per identity and class grants in place on a reload: no lease is renewed under a new id', () => {
+    const doc = (fields: Record<string, unknown>): CoordinatorConfig =>
+      parseCoordinatorConfig('reload.yaml', {
+        quietPeriodMs: 1000,
+        pools: { api: { capacity: 100, refill: '100/s', leaseTtlMs: 1000, classWeights: { premium: 4 }, ...fields } },
+      });
+    const core = new CoordinatorCore<string>(doc({}), 1, 0);
+    const first = send(core, acquireRequest({ pool: 'api', agentId: 'svc.a', leaseSecret: SECRET, agentClass: 'premium' }), 'svc', 2 * S);
+    expect(first).toMatchObject({ kind: 'grant' });
+    const summary = core.reconfigure(doc({ maxLeasesPerIdentity: 1, classIdentities: { premium: ['other'] } }), 2 * S, () => undefined);
+    expect(summary.changed).toEqual(['api']);
+    const leaseId = first.kind === 'grant' ? first.leaseId : null;
+    const renewal = acquireRequest({ pool: 'api', agentId: 'svc.a', leaseSecret: SECRET, seq: 2, leaseId, agentClass: 'premium' });
+    expect(send(core, renewal, 'svc', 2 * S + MS)).toMatchObject({ kind: 'grant', leaseId });
+    expect(core.pool('api')?.leases.get('svc.a')?.weight).toBe(1);
+    expect(send(core, acquireRequest({ pool: 'api', agentId: 'svc.b', leaseSecret: SECRET }), 'svc', 2 * S + MS)).toMatchObject({
+      code: 'unavailable',
+      fault: 'peer',
+    });
+  });
+
   function send(c: CoordinatorCore<string>, req: Request, identity: string, nowUs: number): Reply {
     const out = c.receive(subjectFor('tokenlease', req.op, req.pool, identity), encodeMessage(req), 'to', nowUs);
     expect(out).toHaveLength(1);

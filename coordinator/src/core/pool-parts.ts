@@ -134,7 +134,9 @@ export function retryAfterMs<R>(p: PoolParts<R>, missingTokens: number, nowUs: n
 /**
  * weightOf — the weight of a request in the pool's turns and shares: its
  * class's weight (no class, or an unlisted one: 1), or for a relay class
- * the fleet weight it states (absent: 1), at most the class's limit.
+ * the fleet weight it states (absent: 1), at most the class's limit. The
+ * pool passes the request as `grantedClaim` left it, so a class claimed
+ * beyond its grant has already been dropped.
  */
 export function weightOf<R>(p: PoolParts<R>, req: Pick<LeaseRequest, 'agentClass' | 'fleetWeight'>): number {
   if (req.agentClass === undefined) return 1;
