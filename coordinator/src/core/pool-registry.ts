@@ -232,11 +232,6 @@ export class PoolRegistry<R> {
     return made;
   }
 
-  /** makerOf — the identity token whose request made the template pool `name`, or null (none held, configured, or adopted). */
-  makerOf(name: string): string | null {
-    return this.made.get(name)?.maker ?? null;
-  }
-
   /** remember — holds `made` under `name`, counted for its template and its maker. */
   private remember(name: string, made: Made<R>): void {
     this.made.set(name, made);
