@@ -217,12 +217,20 @@ export class CoordinatorCore<R> {
    * adopt — (durable mode) takes the pool `name` over at `nowUs` under
    * `epoch`, with the store's `state` (null: no record, so it starts full);
    * 'damaged': taken over, but the state was not adopted (`pool(name).damage`
-   * says why) and the pool starts empty and quiet for one TTL.
+   * says why) and the pool starts empty and quiet for one TTL. `maker`:
+   * the identity whose request made this coordinator claim a template pool,
+   * counted against its `maxPoolsPerIdentity` (null: none).
    */
-  adopt(name: string, epoch: number, nowUs: number, state: StoredPool): 'adopted' | 'damaged' | 'too-many' | 'unknown' {
+  adopt(
+    name: string,
+    epoch: number,
+    nowUs: number,
+    state: StoredPool,
+    maker: string | null = null,
+  ): 'adopted' | 'damaged' | 'too-many' | 'unknown' {
     assertTimeUs(nowUs);
     const before = this.pools.existing(name);
-    const pool = this.pools.adopt(name, epoch, nowUs, state);
+    const pool = this.pools.adopt(name, epoch, nowUs, state, maker);
     if (pool === undefined || pool === 'too-many') return pool ?? 'unknown';
     if (before !== undefined && before !== pool) this.schedule.forget(before);
     this.reschedule(pool);
@@ -332,6 +340,16 @@ export class CoordinatorCore<R> {
     }
     if (this.touched !== null) this.changed.add(this.touched);
     return out;
+  }
+
+  /**
+   * makerRefusal — (durable mode, before a claim) the refusal of a request
+   * under `identity` that would make this coordinator claim the template
+   * pool `name` when that identity made as many of its template's pools as
+   * one may; null when it may.
+   */
+  makerRefusal(name: string, identity: string, to: R): Delivery<R> | null {
+    return this.pools.makerRefusal(name, identity) === null ? null : this.templateFull(to, null, name, identity);
   }
 
   /**

@@ -17,7 +17,9 @@
  *   have made at most `maxPoolsPerIdentity` still held (`identity-too-many`),
  *   so that no one identity can fill a template for the others. Counted per
  *   template and identity as pools are made and forgotten (O(1) per
- *   request); a pool adopted from a store in durable mode has no maker.
+ *   request). Durable mode: the identity whose request made this
+ *   coordinator claim the pool (checked before the claim); a pool it took
+ *   over otherwise (a rebalance, a failover) has no maker.
  * - A pool whose handling broke an invariant is replaced (`restart`) by a
  *   fresh one, empty and quiet for the quiet period from the fault, exactly
  *   as after a restart of the process: leases of the broken pool can be
@@ -140,8 +142,10 @@ export class PoolRegistry<R> {
    * adopt — (durable mode) the pool `name` taken over at `nowUs` under
    * `epoch` with the store's `state`; 'too-many' when its template is full,
    * undefined when `name` is no pool. A pool already held is kept as it is.
+   * `maker`: the identity whose request made this coordinator claim a
+   * template pool (null: a claim of its own, such as a rebalance).
    */
-  adopt(name: string, epoch: number, nowUs: number, state: StoredPool): Pool<R> | 'too-many' | undefined {
+  adopt(name: string, epoch: number, nowUs: number, state: StoredPool, maker: string | null = null): Pool<R> | 'too-many' | undefined {
     const held = this.existing(name);
     if (held !== undefined) return held;
     const config = this.config.pools.find((p) => p.name === name);
@@ -156,7 +160,7 @@ export class PoolRegistry<R> {
     if (count >= template.maxPools) return 'too-many';
     const pool = Pool.takeOver<R>({ ...template.pool, name }, epoch, nowUs, state);
     pool.touch(nowUs);
-    this.remember(name, { pool, template, maker: null });
+    this.remember(name, { pool, template, maker });
     return pool;
   }
 
@@ -230,6 +234,18 @@ export class PoolRegistry<R> {
     made.touch(nowUs);
     this.remember(name, { pool: made, template, maker: identity });
     return made;
+  }
+
+  /**
+   * makerRefusal — (durable mode, before claiming) 'identity-too-many' when
+   * `identity` has made as many pools of `name`'s template as one identity
+   * may, else null (held already, no template, or room left).
+   */
+  makerRefusal(name: string, identity: string): 'identity-too-many' | null {
+    if (this.existing(name) !== undefined) return null;
+    const template = this.templateOf(name);
+    if (template === undefined) return null;
+    return this.makers.of(template, identity) >= template.maxPoolsPerIdentity ? 'identity-too-many' : null;
   }
 
   /** remember — holds `made` under `name`, counted for its template and its maker. */
