@@ -7,7 +7,7 @@
  *   retry is not counted again, so a grant is counted once;
  * - what only the core knows, drained from its tallies (pool-tally.ts)
  *   every second and at every scrape: leases opened and expired, tokens
- *   lost at expiry, hold times.
+ *   lost at expiry, hold times, class claims not granted to their identity.
  * Gauges (capacity, allowance, level, leased, leases, waiting, refill) are
  * read at each scrape from the pools' last step, all in one pass, so one
  * scrape is one consistent picture: level + leased ≤ capacity + allowance
@@ -75,6 +75,11 @@ export class CoordinatorMetrics implements ServiceObserver {
   private readonly returnedTokens = this.counter('tokenlease_returned_tokens_total', 'Unspent tokens returned to pools.', ['pool']);
   private readonly opened = this.counter('tokenlease_leases_opened_total', 'Leases opened (each lease id once).', ['pool']);
   private readonly expiries = this.counter('tokenlease_lease_expiries_total', 'Leases ended by their expiry.', ['pool']);
+  private readonly classClaimsRefused = this.counter(
+    'tokenlease_class_claims_refused_total',
+    'Requests that claimed an agent class (or fleet weight) the configuration grants to other identities only: they weighed 1.',
+    ['pool'],
+  );
   private readonly expiredTokens = this.counter(
     'tokenlease_expired_tokens_total',
     'Tokens still bound in leases when they expired: lost to the pool (under-admission).',
@@ -218,6 +223,7 @@ export class CoordinatorMetrics implements ServiceObserver {
     const label = { pool: this.poolLabel(pool) };
     if (c.leasesOpened > 0) this.opened.inc(label, c.leasesOpened);
     if (c.leasesExpired > 0) this.expiries.inc(label, c.leasesExpired);
+    if (c.classClaimsRefused > 0) this.classClaimsRefused.inc(label, c.classClaimsRefused);
     if (c.tokensExpired > 0) this.expiredTokens.inc(label, c.tokensExpired);
     for (const us of c.holdsUs) this.holds.observe(label, us / 1e6);
   }

@@ -48,6 +48,9 @@ describe('parseCoordinatorConfig accepts a valid document and fills in defaults'
           leaseMode: 'chunk',
           maxLeases: 100_000,
           maxWaiting: 10_000,
+          maxLeasesPerIdentity: 50_000, // ceil(maxLeases / 2)
+          maxWaitingPerIdentity: 5_000, // ceil(maxWaiting / 2)
+          classIdentities: new Map(),
           shadow: false,
           window: null,
         },
@@ -65,6 +68,9 @@ describe('parseCoordinatorConfig accepts a valid document and fills in defaults'
           leaseMode: 'chunk',
           maxLeases: 100_000,
           maxWaiting: 10_000,
+          maxLeasesPerIdentity: 50_000, // ceil(maxLeases / 2)
+          maxWaitingPerIdentity: 5_000, // ceil(maxWaiting / 2)
+          classIdentities: new Map(),
           shadow: false,
           window: null,
         },
@@ -90,6 +96,30 @@ describe('parseCoordinatorConfig accepts a valid document and fills in defaults'
     const pool = onlyPool(parseCoordinatorConfig(SOURCE, onePool({ capacity, refill: '1/s' })));
     expect(pool.maxLeaseTokens).toBe(maxLeaseTokens);
     expect(pool.minGrantTokens).toBe(minGrantTokens);
+  });
+
+  it.each<[number, number, number, number]>([
+    // maxLeases, maxLeasesPerIdentity = ceil(maxLeases/2); maxWaiting, maxWaitingPerIdentity = ceil(maxWaiting/2)
+    [1, 1, 0, 0],
+    [2, 1, 1, 1],
+    [3, 2, 3, 2],
+    [200, 100, 10_000, 5_000],
+  ])(
+    'maxLeases %i defaults maxLeasesPerIdentity to %i; maxWaiting %i, maxWaitingPerIdentity to %i',
+    (maxLeases, leases, maxWaiting, waiting) => {
+      const pool = onlyPool(parseCoordinatorConfig(SOURCE, onePool({ capacity: 10, refill: '1/s', maxLeases, maxWaiting })));
+      expect([pool.maxLeasesPerIdentity, pool.maxWaitingPerIdentity]).toEqual([leases, waiting]);
+    },
+  );
+
+  it('defaults a template’s maxPoolsPerIdentity to half its maxPools, and keeps an explicit one', () => {
+    const config = parseCoordinatorConfig(SOURCE, {
+      templates: { 'a:*': { capacity: 10, refill: '1/s' }, 'b:*': { capacity: 10, refill: '1/s', maxPools: 7, maxPoolsPerIdentity: 7 } },
+    });
+    expect(config.templates.map((t) => [t.maxPools, t.maxPoolsPerIdentity])).toEqual([
+      [100_000, 50_000],
+      [7, 7],
+    ]);
   });
 
   it.each<[number, number]>([
@@ -131,6 +161,9 @@ describe('parseCoordinatorConfig accepts a valid document and fills in defaults'
       leaseMode: 'chunk',
       maxLeases: 100_000,
       maxWaiting: 10_000,
+      maxLeasesPerIdentity: 50_000,
+      maxWaitingPerIdentity: 5_000,
+      classIdentities: new Map(),
       shadow: false,
       window: null,
     });
@@ -264,6 +297,64 @@ describe('parseCoordinatorConfig refuses a bad document, naming file, pool and f
       'operatorIdentities',
       undefined,
       'at most 100',
+    ],
+    [
+      'maxLeasesPerIdentity above maxLeases',
+      onePool({ ...ok, maxLeases: 10, maxLeasesPerIdentity: 11 }),
+      'maxLeasesPerIdentity',
+      'api',
+      '[1, 10]',
+    ],
+    ['maxLeasesPerIdentity 0', onePool({ ...ok, maxLeasesPerIdentity: 0 }), 'maxLeasesPerIdentity', 'api', 'got 0'],
+    [
+      'maxWaitingPerIdentity above maxWaiting',
+      onePool({ ...ok, maxWaiting: 0, maxWaitingPerIdentity: 1 }),
+      'maxWaitingPerIdentity',
+      'api',
+      '[0, 0]',
+    ],
+    [
+      'maxPoolsPerIdentity above maxPools',
+      { templates: { 'tenant:*': { ...ok, maxPools: 5, maxPoolsPerIdentity: 6 } } },
+      'maxPoolsPerIdentity',
+      'tenant:*',
+      '[1, 5]',
+    ],
+    ['classIdentities a list', onePool({ ...ok, classIdentities: ['svc'] }), 'classIdentities', 'api', 'must be a mapping'],
+    [
+      'classIdentities of a class that is not weighed',
+      onePool({ ...ok, classWeights: { gold: 2 }, classIdentities: { premium: ['svc'] } }),
+      'classIdentities',
+      'api',
+      'class "premium" is in neither classWeights nor relayClasses',
+    ],
+    [
+      'classIdentities with a bad class name',
+      onePool({ ...ok, classIdentities: { 'a b': ['svc'] } }, {}),
+      'classIdentities',
+      'api',
+      'class "a b" must be',
+    ],
+    [
+      'classIdentities with a wildcard identity',
+      onePool({ ...ok, classWeights: { gold: 2 }, classIdentities: { gold: ['svc.*'] } }),
+      'classIdentities.gold',
+      'api',
+      'entry "svc.*" is no identity token',
+    ],
+    [
+      'classIdentities naming an identity twice',
+      onePool({ ...ok, classWeights: { gold: 2 }, classIdentities: { gold: ['svc', 'svc'] } }),
+      'classIdentities.gold',
+      'api',
+      'names "svc" twice',
+    ],
+    [
+      'top-level classIdentities not a list',
+      onePool(ok, { classIdentities: { gold: 'svc' } }),
+      'classIdentities.gold',
+      undefined,
+      'must be a list of at most 1000 identity tokens',
     ],
   ];
 

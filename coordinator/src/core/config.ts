@@ -42,21 +42,37 @@
  *   stream of new agent ids can pass).
  * - `maxWaiting` [10000]: requests the pool holds at once; a request that
  *   would wait beyond that is refused `unavailable`.
+ * - `maxLeasesPerIdentity` [ceil(maxLeases / 2)] and `maxWaitingPerIdentity`
+ *   [ceil(maxWaiting / 2)]: the same caps for the requests of one identity
+ *   token (the subject's), so that no one identity can fill the pool and
+ *   lock the others out: whatever it does, at least the other half is
+ *   theirs. Beyond it: `unavailable` with `fault: 'peer'`. At most the pool
+ *   cap itself (which is what setting them to it means: no per-identity cap).
+ * - `classIdentities` [{}]: agent class → the identity tokens that may claim
+ *   it (at most CLASS_IDENTITIES_MAX each). A class named here weighs its
+ *   `classWeights` weight, or states a fleet weight under its
+ *   `relayClasses` limit, only in a request of one of those identities;
+ *   anyone else's claim of it weighs 1 (the default), is served, and is
+ *   counted for operators. A class not named here is open to every
+ *   identity. Merged with the top-level `classIdentities`: a pool's own
+ *   entry for a class replaces the top-level one.
  * - `shadow` [false]: shadow mode. Grants say so and agents admit what they
  *   would deny, counting it apart; the pool leases exactly as it would
  *   otherwise. A top-level `shadow: true` puts every pool (templates too) in
  *   shadow mode at once, whatever its own field says: the emergency switch.
  *
  * Templates (`templates: { "tenant:*": { ...pool fields, idleEvictMs
- * [max(60000, leaseTtlMs)], maxPools [100000] } }`) make per-tenant pools on
- * first use; see TemplateConfig.
+ * [max(60000, leaseTtlMs)], maxPools [100000], maxPoolsPerIdentity
+ * [ceil(maxPools / 2)] } }`) make per-tenant pools on first use; see
+ * TemplateConfig.
  *
  * Top-level fields besides `pools` and `templates`: `subjectPrefix`
  * ['tokenlease'], `quietPeriodMs` [the longest TTL], `bindIdentity`
  * [false], `shadow` [false], and `operatorIdentities` [[]]: the identity
  * tokens (at most OPERATOR_IDENTITIES_MAX, distinct) whose `pools` and
  * `reload` requests are answered; see operator-access.ts for who may when
- * it is empty.
+ * it is empty; `classIdentities` [{}], as a pool's, for every pool and
+ * template.
  */
 import {
   makeRate,
@@ -104,6 +120,16 @@ export interface PoolConfig {
   readonly leaseMode: LeaseMode;
   readonly maxLeases: number;
   readonly maxWaiting: number;
+  /** The most live leases one identity token may hold here at once (≤ maxLeases). */
+  readonly maxLeasesPerIdentity: number;
+  /** The most requests of one identity token held here at once (≤ maxWaiting). */
+  readonly maxWaitingPerIdentity: number;
+  /**
+   * Classes granted to some identities only: class → the identity tokens
+   * whose requests may claim it (its weight, or a fleet weight). A class
+   * not in it is open to all. A Map of Sets: class and identity come off the wire.
+   */
+  readonly classIdentities: ReadonlyMap<string, ReadonlySet<string>>;
   /** Whether grants put agents in shadow mode: the pool's own `shadow` or the configuration's fleet-wide one. */
   readonly shadow: boolean;
   /** A sliding-window pool: at most `limit` (= capacity) in every window of `windowMs` (= the refill period); null for a bucket. */
@@ -131,6 +157,8 @@ export interface TemplateConfig {
   readonly idleEvictMs: number;
   /** Most pools this template may have at once; requests for more are refused. */
   readonly maxPools: number;
+  /** Most of them one identity token may have made and still held (≤ maxPools); its requests for more are refused. */
+  readonly maxPoolsPerIdentity: number;
 }
 
 export interface CoordinatorConfig {
@@ -166,14 +194,28 @@ const POOL_KEYS = new Set([
   'leaseMode',
   'maxLeases',
   'maxWaiting',
+  'maxLeasesPerIdentity',
+  'maxWaitingPerIdentity',
+  'classIdentities',
   'shadow',
   'window',
 ]);
 export const CLASS_WEIGHT_MAX = 1000;
-const TOP_KEYS = new Set(['subjectPrefix', 'quietPeriodMs', 'pools', 'templates', 'bindIdentity', 'shadow', 'operatorIdentities']);
+const TOP_KEYS = new Set([
+  'subjectPrefix',
+  'quietPeriodMs',
+  'pools',
+  'templates',
+  'bindIdentity',
+  'shadow',
+  'operatorIdentities',
+  'classIdentities',
+]);
 /** OPERATOR_IDENTITIES_MAX — the most identity tokens `operatorIdentities` may name. */
 export const OPERATOR_IDENTITIES_MAX = 100;
-const TEMPLATE_KEYS = new Set([...POOL_KEYS, 'idleEvictMs', 'maxPools']);
+/** CLASS_IDENTITIES_MAX — the most identity tokens `classIdentities` may grant one class. */
+export const CLASS_IDENTITIES_MAX = 1000;
+const TEMPLATE_KEYS = new Set([...POOL_KEYS, 'idleEvictMs', 'maxPools', 'maxPoolsPerIdentity']);
 
 type Doc = Readonly<Record<string, unknown>>;
 
@@ -248,7 +290,18 @@ function readWindow(where: Where, doc: Doc): WindowLimit | null {
   return { limit: rate.tokens, windowMs: rate.periodMs };
 }
 
-function readPool(source: string, name: string, doc: unknown, fleetShadow: boolean, template = false): PoolConfig {
+/** Fleet — what the top level of a document gives every pool: the shadow switch and class grants. */
+interface Fleet {
+  readonly shadow: boolean;
+  readonly classIdentities: ReadonlyMap<string, ReadonlySet<string>>;
+}
+
+/** halfOf — the default per-identity share of a cap: half of it, rounded up (a cap of 1 stays 1). */
+function halfOf(cap: number): number {
+  return Math.ceil(cap / 2);
+}
+
+function readPool(source: string, name: string, doc: unknown, fleet: Fleet, template = false): PoolConfig {
   const where: Where = new Where(source, name);
   const problem = poolNameProblem(template ? name.slice(0, -1) : name);
   if (problem !== null || (template && !name.endsWith('*'))) {
@@ -284,6 +337,8 @@ function readPool(source: string, name: string, doc: unknown, fleetShadow: boole
   }
   const maxLeases = where.int(doc, 'maxLeases', 1, LEASES_MAX, DEFAULT_MAX_LEASES);
   const maxWaiting = where.int(doc, 'maxWaiting', 0, LEASES_MAX, DEFAULT_MAX_WAITING);
+  const maxLeasesPerIdentity = where.int(doc, 'maxLeasesPerIdentity', 1, maxLeases, halfOf(maxLeases));
+  const maxWaitingPerIdentity = where.int(doc, 'maxWaitingPerIdentity', 0, maxWaiting, halfOf(maxWaiting));
   const classWeights = readWeights(where, 'classWeights', doc['classWeights'], CLASS_WEIGHT_MAX);
   const relayClasses = readWeights(where, 'relayClasses', doc['relayClasses'], FLEET_WEIGHT_MAX);
   if (relayClasses.size > 0 && leaseMode === 'rate') where.fail('relayClasses', 'are for chunk pools: a relay leases chunks');
@@ -291,7 +346,13 @@ function readPool(source: string, name: string, doc: unknown, fleetShadow: boole
     if (classWeights.has(agentClass))
       where.fail('relayClasses', `class ${JSON.stringify(agentClass)} is also in classWeights: name it once`);
   }
-  const shadow = where.bool(doc, 'shadow', false) || fleetShadow;
+  const ownGrants = readClassIdentities(where, doc['classIdentities']);
+  for (const agentClass of ownGrants.keys()) {
+    if (!classWeights.has(agentClass) && !relayClasses.has(agentClass))
+      where.fail('classIdentities', `class ${JSON.stringify(agentClass)} is in neither classWeights nor relayClasses: nothing to grant`);
+  }
+  const classIdentities = new Map([...fleet.classIdentities, ...ownGrants]);
+  const shadow = where.bool(doc, 'shadow', false) || fleet.shadow;
   return {
     name,
     capacity,
@@ -306,6 +367,9 @@ function readPool(source: string, name: string, doc: unknown, fleetShadow: boole
     leaseMode,
     maxLeases,
     maxWaiting,
+    maxLeasesPerIdentity,
+    maxWaitingPerIdentity,
+    classIdentities,
     shadow,
     window,
   };
@@ -325,16 +389,34 @@ function readWeights(where: Where, field: string, value: unknown, max: number): 
   return weights;
 }
 
-function readTemplate(source: string, key: string, doc: unknown, fleetShadow: boolean): TemplateConfig {
-  const pool = readPool(source, key, doc, fleetShadow, true);
+function readTemplate(source: string, key: string, doc: unknown, fleet: Fleet): TemplateConfig {
+  const pool = readPool(source, key, doc, fleet, true);
   const where: Where = new Where(source, key);
   const fields = doc as Doc;
+  const maxPools = where.int(fields, 'maxPools', 1, 10_000_000, DEFAULT_MAX_POOLS);
   return {
     prefix: key.slice(0, -1),
     pool,
     idleEvictMs: where.int(fields, 'idleEvictMs', pool.leaseTtlMs, 86_400_000, Math.max(DEFAULT_IDLE_EVICT_MS, pool.leaseTtlMs)),
-    maxPools: where.int(fields, 'maxPools', 1, 10_000_000, DEFAULT_MAX_POOLS),
+    maxPools,
+    maxPoolsPerIdentity: where.int(fields, 'maxPoolsPerIdentity', 1, maxPools, halfOf(maxPools)),
   };
+}
+
+/**
+ * readClassIdentities — `classIdentities`: a mapping of agent class to a
+ * list of distinct identity tokens (at most CLASS_IDENTITIES_MAX); absent: none.
+ */
+function readClassIdentities(where: Where, value: unknown): Map<string, ReadonlySet<string>> {
+  const field = 'classIdentities';
+  const grants = new Map<string, ReadonlySet<string>>();
+  if (value === undefined) return grants;
+  if (!isDoc(value)) return where.fail(field, 'must be a mapping of agent class to a list of identity tokens');
+  for (const [agentClass, list] of Object.entries(value)) {
+    if (!isProtocolId(agentClass)) where.fail(field, `class ${JSON.stringify(agentClass)} must be ${ID_FORM}`);
+    grants.set(agentClass, readIdentityList(where, `${field}.${agentClass}`, list, CLASS_IDENTITIES_MAX));
+  }
+  return grants;
 }
 
 /** parseCoordinatorConfig — validates a parsed document; throws `CoordinatorError('config-invalid')`. */
@@ -349,9 +431,10 @@ export function parseCoordinatorConfig(source: string, doc: unknown): Coordinato
   if (Object.keys(poolsDoc).length + Object.keys(templatesDoc).length === 0) {
     where.fail('pools', 'must name at least one pool (or give "templates")');
   }
-  const shadow = where.bool(doc, 'shadow', false);
-  const pools = Object.entries(poolsDoc).map(([name, poolDoc]) => readPool(source, name, poolDoc, shadow));
-  const templates = Object.entries(templatesDoc).map(([key, templateDoc]) => readTemplate(source, key, templateDoc, shadow));
+  const fleet: Fleet = { shadow: where.bool(doc, 'shadow', false), classIdentities: readClassIdentities(where, doc['classIdentities']) };
+  const shadow = fleet.shadow;
+  const pools = Object.entries(poolsDoc).map(([name, poolDoc]) => readPool(source, name, poolDoc, fleet));
+  const templates = Object.entries(templatesDoc).map(([key, templateDoc]) => readTemplate(source, key, templateDoc, fleet));
   const subjectPrefix = doc['subjectPrefix'] ?? DEFAULT_SUBJECT_PREFIX;
   if (typeof subjectPrefix !== 'string') where.fail('subjectPrefix', 'must be a string');
   try {
@@ -369,10 +452,13 @@ export function parseCoordinatorConfig(source: string, doc: unknown): Coordinato
 
 /** readOperatorIdentities — a list of distinct identity tokens (subject tokens), at most OPERATOR_IDENTITIES_MAX; absent: none. */
 function readOperatorIdentities(where: Where, value: unknown): ReadonlySet<string> {
-  const field = 'operatorIdentities';
   if (value === undefined) return new Set();
-  if (!Array.isArray(value) || value.length > OPERATOR_IDENTITIES_MAX)
-    where.fail(field, `must be a list of at most ${OPERATOR_IDENTITIES_MAX} identity tokens`);
+  return readIdentityList(where, 'operatorIdentities', value, OPERATOR_IDENTITIES_MAX);
+}
+
+/** readIdentityList — a list of at most `max` distinct identity tokens (subject tokens). */
+function readIdentityList(where: Where, field: string, value: unknown, max: number): ReadonlySet<string> {
+  if (!Array.isArray(value) || value.length > max) where.fail(field, `must be a list of at most ${max} identity tokens`);
   const identities = new Set<string>();
   for (const identity of value as unknown[]) {
     const problem = poolNameProblem(identity);

@@ -191,7 +191,7 @@ describe('adopt', () => {
     const g = grantOf(send(durable, acquireReq('p', { agentId: 'a', seq: 1 }), 'a#1', 2 * S));
     expect(durable.pool('p')?.takeChanges()).toEqual({
       levelTokens: 80,
-      upserts: [{ agentId: 'a', secret: SECRET, leaseId: g.leaseId, boundTokens: 20, lastSeq: 1, lastReply: g }],
+      upserts: [{ agentId: 'a', secret: SECRET, leaseId: g.leaseId, boundTokens: 20, lastSeq: 1, lastReply: g, identity: 'anon' }],
       removes: [],
     });
     const memory = memoryCore();

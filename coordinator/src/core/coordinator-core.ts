@@ -18,6 +18,14 @@
  *   the subject (the identity, or `<identity>.` and more): NATS permissions
  *   pin that token to each user, so one credential cannot act as another's
  *   agents. Otherwise `forbidden`, and nothing changes.
+ * - Each acquire counts under the subject's identity token: the lease it
+ *   opens, the request it holds and the template pool it makes are that
+ *   identity's, within its caps per identity (pool-parts.ts,
+ *   pool-registry.ts), and the class it claims weighs only if the
+ *   configuration grants it to that identity (`classIdentities`). What this
+ *   protects depends on who vouches for the token: with `bindIdentity` and
+ *   NATS permissions pinning it to each user, a credential; without, the
+ *   sender's word.
  * - `nowUs` is an integer count of microseconds of a monotonic clock.
  * - A fault is contained to its pool: when handling a pool throws (a broken
  *   invariant), every reply that call produced for it becomes an `internal`
@@ -209,12 +217,20 @@ export class CoordinatorCore<R> {
    * adopt — (durable mode) takes the pool `name` over at `nowUs` under
    * `epoch`, with the store's `state` (null: no record, so it starts full);
    * 'damaged': taken over, but the state was not adopted (`pool(name).damage`
-   * says why) and the pool starts empty and quiet for one TTL.
+   * says why) and the pool starts empty and quiet for one TTL. `maker`:
+   * the identity whose request made this coordinator claim a template pool,
+   * counted against its `maxPoolsPerIdentity` (null: none).
    */
-  adopt(name: string, epoch: number, nowUs: number, state: StoredPool): 'adopted' | 'damaged' | 'too-many' | 'unknown' {
+  adopt(
+    name: string,
+    epoch: number,
+    nowUs: number,
+    state: StoredPool,
+    maker: string | null = null,
+  ): 'adopted' | 'damaged' | 'too-many' | 'unknown' {
     assertTimeUs(nowUs);
     const before = this.pools.existing(name);
-    const pool = this.pools.adopt(name, epoch, nowUs, state);
+    const pool = this.pools.adopt(name, epoch, nowUs, state, maker);
     if (pool === undefined || pool === 'too-many') return pool ?? 'unknown';
     if (before !== undefined && before !== pool) this.schedule.forget(before);
     this.reschedule(pool);
@@ -297,7 +313,7 @@ export class CoordinatorCore<R> {
       return out;
     }
     // Only an acquire makes a pool from a template: a return, report or status for one that is not there finds nothing.
-    const pool = req.op === 'acquire' ? this.pools.get(req.pool, nowUs) : this.pools.existing(req.pool);
+    const pool = req.op === 'acquire' ? this.pools.get(req.pool, nowUs, parts.identity) : this.pools.existing(req.pool);
     if (pool === undefined) {
       const why =
         req.op === 'acquire'
@@ -311,30 +327,45 @@ export class CoordinatorCore<R> {
       out.push(refusal(replyTo, 'unknown-pool', seq, message));
       return out;
     }
-    if (pool === 'too-many') {
-      out.push({
-        to: replyTo,
-        reply: {
-          v: 2,
-          kind: 'error',
-          seq,
-          code: 'unavailable',
-          fault: 'peer',
-          message: `pool ${JSON.stringify(req.pool)}: its template has as many pools as it may hold`,
-          retryAfterMs: 1000,
-        },
-      });
+    if (pool === 'too-many' || pool === 'identity-too-many') {
+      out.push(this.templateFull(replyTo, seq, req.pool, pool === 'too-many' ? null : parts.identity));
       return out;
     }
     this.touched = pool;
     try {
-      this.dispatch(pool, req, replyTo, nowUs, out);
+      this.dispatch(pool, req, parts.identity, replyTo, nowUs, out);
     } catch (error) {
       this.contain(pool, error, nowUs, out, 0);
       if (!out.some((d) => d.to === replyTo)) out.push(internalError(replyTo, seq, req.pool));
     }
     if (this.touched !== null) this.changed.add(this.touched);
     return out;
+  }
+
+  /**
+   * makerRefusal — (durable mode, before a claim) the refusal of a request
+   * under `identity` that would make this coordinator claim the template
+   * pool `name` when that identity made as many of its template's pools as
+   * one may; null when it may.
+   */
+  makerRefusal(name: string, identity: string, to: R): Delivery<R> | null {
+    return this.pools.makerRefusal(name, identity) === null ? null : this.templateFull(to, null, name, identity);
+  }
+
+  /**
+   * templateFull — the refusal of a new template pool `name`: its template
+   * holds `maxPools` pools, or (`identity` not null) that identity made its
+   * `maxPoolsPerIdentity` of them. Ask again once one may have been
+   * forgotten: at the soonest a second (an idle pool lingers its template's
+   * `idleEvictMs`, but another may be forgotten any moment).
+   */
+  private templateFull(to: R, seq: number | null, name: string, identity: string | null): Delivery<R> {
+    const template = JSON.stringify(this.pools.templateKeyOf(name));
+    const message =
+      identity === null
+        ? `pool ${JSON.stringify(name)}: its template has as many pools as it may hold`
+        : `pool ${JSON.stringify(name)}: identity ${JSON.stringify(identity)} made as many pools of template ${template} as one identity may (maxPoolsPerIdentity)`;
+    return { to, reply: { v: 2, kind: 'error', seq, code: 'unavailable', fault: 'peer', message: clipped(message), retryAfterMs: 1000 } };
   }
 
   /**
@@ -507,10 +538,11 @@ export class CoordinatorCore<R> {
     return this.pools.size;
   }
 
-  private dispatch(pool: Pool<R>, req: Request, replyTo: R, nowUs: number, out: Delivery<R>[]): void {
+  /** dispatch — `req`, sent under the identity token `identity`, to `pool`. */
+  private dispatch(pool: Pool<R>, req: Request, identity: string, replyTo: R, nowUs: number, out: Delivery<R>[]): void {
     switch (req.op) {
       case 'acquire':
-        pool.acquire(req, replyTo, nowUs, out);
+        pool.acquire(req, replyTo, nowUs, out, identity);
         return;
       case 'return':
         pool.giveBack(req, replyTo, nowUs, out);
@@ -551,7 +583,7 @@ export function agentOfIdentity(agentId: string, identity: string): boolean {
 }
 
 function hasCounts(c: PoolTallyCounts): boolean {
-  return c.leasesExpired + c.holdsUs.length + c.holdsDropped + c.leasesOpened + c.leasesReturned > 0;
+  return c.leasesExpired + c.holdsUs.length + c.holdsDropped + c.leasesOpened + c.leasesReturned + c.classClaimsRefused > 0;
 }
 
 /**

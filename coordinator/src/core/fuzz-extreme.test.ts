@@ -32,7 +32,8 @@
  * - every pool held (configured, or made from a template) keeps
  *   level + leased ≤ capacity + allowance (its status at that instant, and
  *   exactly, in units), and its caps: maxLeases, maxWaiting, and per
- *   template maxPools;
+ *   template maxPools; each identity its shares, maxLeasesPerIdentity and
+ *   maxWaitingPerIdentity, counted as its records say;
  * - every request has had exactly one reply or is still held (a report:
  *   none, or one refusal); a retry of a held request takes its reply over;
  * - agent safety: what an honest agent may still spend is inside the live
@@ -66,7 +67,7 @@ import {
 } from '@tokenlease/shared';
 import type { PoolConfig } from './config.js';
 import { CoordinatorCore } from './coordinator-core.js';
-import type { Delivery } from './pool.js';
+import type { Delivery, Pool } from './pool.js';
 import {
   acquireOf,
   CHUNK_TEMPLATE,
@@ -628,6 +629,7 @@ class Simulation {
       // No stream of agent ids or requests grows a pool past its caps (the first hold is let in whatever maxWaiting says).
       ensure(s.leases <= pool.config.maxLeases, () => `${name} holds ${s.leases} leases, past maxLeases`);
       ensure(s.waiting <= Math.max(1, pool.config.maxWaiting), () => `${name} holds ${s.waiting} requests, past maxWaiting`);
+      this.checkIdentityCaps(name, pool);
     }
     // Every pool the core holds was checked: pools are made only by acquires, on names this run sent.
     ensure(held === this.core.poolCount, () => `the core holds ${this.core.poolCount} pools, ${held} of them known`);
@@ -638,6 +640,34 @@ class Simulation {
     this.expectNoFault();
     this.ledger.expectAnsweredOrHeld(heldTargets(this.core, this.poolNames));
     this.checkAgents();
+  }
+
+  /**
+   * checkIdentityCaps — no identity holds more of `pool` than its share
+   * (the first hold is let in whatever the caps say), and the counts the
+   * table and the queue keep per identity are what their records say.
+   */
+  checkIdentityCaps(name: string, pool: Pool<number>): void {
+    const leases = new Map<string, number>();
+    for (const r of pool.leases.all()) if (r.identity !== null) leases.set(r.identity, (leases.get(r.identity) ?? 0) + 1);
+    const waiting = new Map<string, number>();
+    for (const w of pool.heldRequests()) {
+      if (w.record.identity !== null) waiting.set(w.record.identity, (waiting.get(w.record.identity) ?? 0) + 1);
+    }
+    const { maxLeasesPerIdentity, maxWaitingPerIdentity } = pool.config;
+    for (const [identity, count] of leases) {
+      ensure(
+        pool.leases.leasesOf(identity) === count,
+        () => `${name}: identity ${identity} counted ${pool.leases.leasesOf(identity)} leases, holds ${count}`,
+      );
+      ensure(count <= maxLeasesPerIdentity, () => `${name}: identity ${identity} holds ${count} leases, past maxLeasesPerIdentity`);
+    }
+    for (const [identity, count] of waiting) {
+      ensure(
+        count <= Math.max(1, maxWaitingPerIdentity),
+        () => `${name}: identity ${identity} has ${count} requests held, past maxWaitingPerIdentity`,
+      );
+    }
   }
 
   expectNoFault(): void {

@@ -9,6 +9,8 @@
  *   removal), hold deadlines are a binary heap with lazy deletion
  *   (O(log n)), and the sum of the waiters' turns is kept as they change.
  * - Waiters whose holds end together are answered in arrival order.
+ * - Waiters are counted per identity (their lease's identity) as they come
+ *   and go, so a cap per identity is checked in O(1).
  */
 import type { LeaseRecord } from './lease-table.js';
 import { MinHeap } from './min-heap.js';
@@ -39,6 +41,8 @@ export class HoldQueue<R> {
   private readonly deadlines = new MinHeap<Entry<R>>();
   private arrivals = 0;
   private turnsSum = 0;
+  /** Held requests per identity token (identities with none are not kept). */
+  private readonly perIdentity = new Map<string, number>();
 
   get size(): number {
     return this.byAgent.size;
@@ -47,6 +51,11 @@ export class HoldQueue<R> {
   /** turnsTokens — Σ thresholdTokens over the waiters. */
   get turnsTokens(): number {
     return this.turnsSum;
+  }
+
+  /** waitingOf — held requests of leases opened under `identity`. */
+  waitingOf(identity: string): number {
+    return this.perIdentity.get(identity) ?? 0;
   }
 
   /** push — holds `waiter`; its agent must have no held request. */
@@ -58,6 +67,8 @@ export class HoldQueue<R> {
     this.byAgent.set(waiter.record.agentId, entry);
     this.deadlines.push(waiter.deadlineUs, entry);
     this.turnsSum += waiter.thresholdTokens;
+    const identity = waiter.record.identity;
+    if (identity !== null) this.perIdentity.set(identity, this.waitingOf(identity) + 1);
   }
 
   /** get — the held request of `agentId`, if any. */
@@ -108,6 +119,7 @@ export class HoldQueue<R> {
     this.first = null;
     this.last = null;
     this.turnsSum = 0;
+    this.perIdentity.clear();
     return all;
   }
 
@@ -124,6 +136,12 @@ export class HoldQueue<R> {
   private unlink(entry: Entry<R>): void {
     this.byAgent.delete(entry.waiter.record.agentId);
     this.turnsSum -= entry.waiter.thresholdTokens;
+    const identity = entry.waiter.record.identity;
+    if (identity !== null) {
+      const left = this.waitingOf(identity) - 1;
+      if (left <= 0) this.perIdentity.delete(identity);
+      else this.perIdentity.set(identity, left);
+    }
     if (entry.prev === null) this.first = entry.next;
     else entry.prev.next = entry.next;
     if (entry.next === null) this.last = entry.prev;

@@ -10,9 +10,9 @@ describe('LeaseTable soonest expiry', () => {
   it('follows opens, extensions of the soonest lease, removals and reclaims', () => {
     const table = new LeaseTable('e-');
     expect(table.earliestExpiryUs()).toBe(Infinity);
-    const a = table.open('a', SECRET, 1, 1_000);
-    const b = table.open('b', SECRET, 1, 2_000);
-    table.open('c', SECRET, 1, 3_000);
+    const a = table.open('a', SECRET, 1, 1_000, 'anon');
+    const b = table.open('b', SECRET, 1, 2_000, 'anon');
+    table.open('c', SECRET, 1, 3_000, 'anon');
     expect(table.earliestExpiryUs()).toBe(1_000);
     table.extend(b, 1_500); // never shortens
     expect(b.expiresAtUs).toBe(2_000);
@@ -32,8 +32,8 @@ describe('LeaseTable soonest expiry', () => {
 describe('LeaseTable weight sums', () => {
   it('sums the weights of all live leases, and of those whose agents report demand', () => {
     const table = new LeaseTable('w-');
-    const a = table.open('a', SECRET, 1, 1_000);
-    const b = table.open('b', SECRET, 1, 1_000);
+    const a = table.open('a', SECRET, 1, 1_000, 'anon');
+    const b = table.open('b', SECRET, 1, 1_000, 'anon');
     table.setWeight(a, 3);
     expect([table.weightsSum, table.demandingWeightsSum]).toEqual([4, 0]);
     table.setDemand(a, 10);

@@ -13,6 +13,10 @@
  * - A rate lease (rate-lease.ts) also has a rate ρ; the table keeps Σρ so
  *   the pool refills its level at what is left of the refill, and Σ weights
  *   for shares by weight.
+ * - A lease knows its identity: the subject's identity token of the
+ *   request that opened it (null for one kept by a store that did not say).
+ *   The table counts live leases per identity as they open and end, so a
+ *   cap per identity is checked in O(1).
  * - Work per operation does not grow with the number of leases: expiries
  *   are a binary heap with lazy deletion (an extension pushes a new entry;
  *   the heap is rebuilt once stale entries outnumber live ones), so finding
@@ -26,6 +30,8 @@ export interface LeaseRecord {
   readonly agentId: string;
   /** The secret of the request that opened the lease: every later request for it must present it. */
   readonly secret: string;
+  /** The identity token of the request that opened the lease (null: a stored lease that did not say); counted per identity. */
+  readonly identity: string | null;
   boundTokens: number;
   expiresAtUs: number;
   lastSeq: number;
@@ -56,6 +62,8 @@ export class LeaseTable {
   private demandingWeightSum = 0;
   private issued = 0;
   private readonly expiries = new MinHeap<LeaseRecord>();
+  /** Live leases per identity token (identities with none are not kept). */
+  private readonly perIdentity = new Map<string, number>();
   /** Parts of leases ended by `retire`, by agent: counted until their expiry. */
   private readonly retired = new Map<string, LeaseRecord>();
   /** generation — bumped by each reconfiguration of the pool; new leases carry it. */
@@ -107,15 +115,28 @@ export class LeaseTable {
     return this.byAgent.get(agentId);
   }
 
-  /** open — a new lease with a zero bound for `agentId`, which must hold none, bound to `secret`. */
-  open(agentId: string, secret: string, seq: number, expiresAtUs: number): LeaseRecord {
-    // A new lease accrues no rate before it is granted one: its accrual starts at its expiry.
-    return this.insert(null, agentId, secret, seq, expiresAtUs, expiresAtUs);
+  /** leasesOf — live leases opened under `identity` (0 for one with none). */
+  leasesOf(identity: string): number {
+    return this.perIdentity.get(identity) ?? 0;
   }
 
-  /** adopt — a lease kept by a previous owner, live until `expiresAtUs`; `agentId` must hold none here. */
-  adopt(agentId: string, secret: string, leaseId: string, boundTokens: number, lastSeq: number, expiresAtUs: number): LeaseRecord {
-    const record = this.insert(leaseId, agentId, secret, lastSeq, expiresAtUs, 0);
+  /** open — a new lease with a zero bound for `agentId`, which must hold none, bound to `secret`, opened under `identity`. */
+  open(agentId: string, secret: string, seq: number, expiresAtUs: number, identity: string): LeaseRecord {
+    // A new lease accrues no rate before it is granted one: its accrual starts at its expiry.
+    return this.insert(null, agentId, secret, identity, seq, expiresAtUs, expiresAtUs);
+  }
+
+  /** adopt — a lease kept by a previous owner (under `identity`, null: unknown), live until `expiresAtUs`; `agentId` must hold none here. */
+  adopt(
+    agentId: string,
+    secret: string,
+    identity: string | null,
+    leaseId: string,
+    boundTokens: number,
+    lastSeq: number,
+    expiresAtUs: number,
+  ): LeaseRecord {
+    const record = this.insert(leaseId, agentId, secret, identity, lastSeq, expiresAtUs, 0);
     this.setBound(record, boundTokens);
     return record;
   }
@@ -125,6 +146,7 @@ export class LeaseTable {
     leaseId: string | null,
     agentId: string,
     secret: string,
+    identity: string | null,
     lastSeq: number,
     expiresAtUs: number,
     accrualFromUs: number,
@@ -135,6 +157,7 @@ export class LeaseTable {
       leaseId: leaseId ?? `${this.idPrefix}${this.issued.toString(36)}`,
       agentId,
       secret,
+      identity,
       boundTokens: 0,
       expiresAtUs,
       lastSeq,
@@ -149,6 +172,7 @@ export class LeaseTable {
       generation: this.generation,
     };
     this.byAgent.set(agentId, record);
+    if (identity !== null) this.perIdentity.set(identity, this.leasesOf(identity) + 1);
     this.weightSum += record.weight;
     this.expiries.push(expiresAtUs, record);
     return record;
@@ -195,6 +219,7 @@ export class LeaseTable {
     this.setRate(record, 0);
     this.setDemand(record, 0);
     this.byAgent.delete(record.agentId);
+    this.uncount(record.identity);
     this.weightSum -= record.weight;
     if (this.byAgent.size === 0) [this.demandSum, this.demandingWeightSum] = [0, 0];
     this.compactExpiries();
@@ -273,6 +298,15 @@ export class LeaseTable {
       if (this.isCurrent(top.key, top.value)) return top.key;
       this.expiries.pop();
     }
+  }
+
+  /** uncount — one lease of `identity` fewer; an identity with none left is forgotten (memory follows live leases). */
+  private uncount(identity: string | null): void {
+    if (identity === null) return;
+    const left = this.leasesOf(identity) - 1;
+    assertInvariant(left >= 0, `identity ${identity} has no lease to end`);
+    if (left === 0) this.perIdentity.delete(identity);
+    else this.perIdentity.set(identity, left);
   }
 
   /** isCurrent — whether a heap entry still stands for a live lease's (or retired part's) expiry. */

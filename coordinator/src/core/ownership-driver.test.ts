@@ -9,7 +9,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { encodeMessage, subjectFor } from '@tokenlease/shared';
-import { parseCoordinatorConfig } from './config.js';
+import { parseCoordinatorConfig, type CoordinatorConfig } from './config.js';
 import type { OwnershipCommand } from './ownership-commands.js';
 import { OwnershipDriver } from './ownership-driver.js';
 import type { StoreCall, StoreResult } from './ownership-store.js';
@@ -26,10 +26,14 @@ const config = parseCoordinatorConfig('ownership-driver.test.yaml', {
 
 /** Loop — the driver and the commands it gave that wait for an answer. */
 class Loop {
-  readonly driver = new OwnershipDriver<string>({ config, member: 'm1', ownershipTtlMs: 3000, startUs: 0 });
+  readonly driver: OwnershipDriver<string>;
   readonly seen: Command[] = [];
   private readonly calls: Array<{ ticket: number; call: StoreCall }> = [];
   private readonly tickets: number[] = [];
+
+  constructor(served: CoordinatorConfig = config) {
+    this.driver = new OwnershipDriver<string>({ config: served, member: 'm1', ownershipTtlMs: 3000, startUs: 0 });
+  }
 
   take(commands: Command[]): Command[] {
     this.seen.push(...commands);
@@ -156,6 +160,33 @@ describe('OwnershipDriver', () => {
       ['a1#1', 'not-owner'],
       ['a2#1', 'not-owner'],
     ]);
+  });
+
+  it('counts a template pool claimed for a request as its identity’s: beyond maxPoolsPerIdentity it is refused before any claim', () => {
+    const fewPools = parseCoordinatorConfig('ownership-driver.test.yaml', {
+      quietPeriodMs: 1000,
+      pools: { p: STANDARD_POOL_FIELDS },
+      templates: { 'tenant:*': { capacity: 10, refill: '10/s', leaseTtlMs: 1000, maxLeaseTokens: 5, maxPools: 4 } },
+    });
+    const loop = new Loop(fewPools);
+    loop.own();
+    const ask = (pool: string, identity: string): Command[] => {
+      const req = acquireOf({ agentId: `${identity}.a`, seq: 1, pool });
+      return loop.take(
+        loop.driver.message(CATCH_ALL_UNIT, subjectFor('tokenlease', 'acquire', pool, identity), encodeMessage(req), pool, 2 * S),
+      );
+    };
+    for (const pool of ['tenant:m1', 'tenant:m2']) {
+      ask(pool, 'mallory');
+      loop.answer('claim', { taken: true, epoch: 11, state: null, clearedOwner: false }, 2 * S);
+      loop.busDone(2 * S);
+    }
+    const refused = of(ask('tenant:m3', 'mallory'), 'send').flatMap((c) => c.deliveries.map((d) => d.reply));
+    expect(refused).toMatchObject([{ kind: 'error', code: 'unavailable', fault: 'peer', retryAfterMs: 1000 }]);
+    expect(loop.waiting('claim')).toEqual([]);
+    // Another identity's request is claimed as before.
+    ask('tenant:h1', 'honest');
+    expect(loop.waiting('claim')).toEqual([{ op: 'claim', unit: 'tenant:h1', ttlMs: 3000 }]);
   });
 
   it('stops: drains protocol v1, hands every unit over, drops the member, then says stopped', () => {

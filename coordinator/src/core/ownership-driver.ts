@@ -93,6 +93,8 @@ export class OwnershipDriver<R> {
   private readonly prefix: string;
   private units: string[];
   private readonly owned = new Map<string, Held<R>>();
+  /** Template pools being claimed for a request: the identity of the first, which makes the pool (pool-registry.ts). */
+  private readonly makers = new Map<string, string>();
   private readonly tasks: PoolTasks;
   private readonly beats: BeatPlan;
   /** The lane of every pool not owned: it refuses grants and receipts and writes nothing. */
@@ -295,8 +297,15 @@ export class OwnershipDriver<R> {
     }
     if (route === 'ignore') return this.answerIfUnowned(pool, message); // its owner, if any, gets it on the pool's own subject
     if (route === 'serve') return this.handle(pool, message);
+    const identity = parseSubject(this.prefix, message.subject)?.identity ?? null;
+    const refusal = identity === null ? null : this.core.makerRefusal(pool, identity, message.to);
+    if (refusal !== null) return this.send([refusal], { subject: message.subject });
     const run = (): void => (this.core.pool(pool) === undefined ? this.refuseClaimless(message) : this.handle(pool, message));
-    if (this.tasks.awaitClaim(pool, run)) this.tasks.enqueue(pool, (done) => this.claimTemplatePool(pool, done));
+    if (this.tasks.awaitClaim(pool, run)) {
+      // The first request's identity makes the pool: counted against its maxPoolsPerIdentity once adopted.
+      if (identity !== null) this.makers.set(pool, identity);
+      this.tasks.enqueue(pool, (done) => this.claimTemplatePool(pool, done));
+    }
   }
 
   /** handle — the core handles a request for `pool`; its replies leave through the pool's write lane. */
@@ -400,6 +409,7 @@ export class OwnershipDriver<R> {
 
   private claimTemplatePool(pool: string, done: () => void): void {
     const finish = (): void => {
+      this.makers.delete(pool);
       for (const run of this.tasks.claimEnded(pool)) run();
       done();
     };
@@ -437,7 +447,7 @@ export class OwnershipDriver<R> {
 
   /** adopt — the core takes `unit` over now (the instant of the takeover) with `state`; false when it would not. */
   private adopt(unit: string, epoch: number, state: StoredPool): boolean {
-    const adopted = this.core.adopt(unit, epoch, this.nowUs, state);
+    const adopted = this.core.adopt(unit, epoch, this.nowUs, state, this.makers.get(unit) ?? null);
     if (adopted === 'damaged') {
       const fields = { event: 'state-invalid', pool: unit, reason: this.core.pool(unit)?.damage };
       this.log('error', fields, 'stored state not adopted: the pool starts empty and quiet for one TTL');

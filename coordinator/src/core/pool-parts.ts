@@ -143,7 +143,9 @@ export function retryAfterMs<R>(p: PoolParts<R>, missingTokens: number, nowUs: n
 /**
  * weightOf — the weight of a request in the pool's turns and shares: its
  * class's weight (no class, or an unlisted one: 1), or for a relay class
- * the fleet weight it states (absent: 1), at most the class's limit.
+ * the fleet weight it states (absent: 1), at most the class's limit. The
+ * pool passes the request as `grantedClaim` left it, so a class claimed
+ * beyond its grant has already been dropped.
  */
 export function weightOf<R>(p: PoolParts<R>, req: Pick<LeaseRequest, 'agentClass' | 'fleetWeight'>): number {
   if (req.agentClass === undefined) return 1;
@@ -153,21 +155,46 @@ export function weightOf<R>(p: PoolParts<R>, req: Pick<LeaseRequest, 'agentClass
 }
 
 /**
- * admissionRefusal — why `req` cannot be taken on without passing the
- * pool's caps (a new lease beyond `maxLeases`, a hold beyond `maxWaiting`),
- * or null. Checked before anything changes.
+ * grantedClaim — `req` as the pool weighs it from `identity`: a class that
+ * `classIdentities` grants to other identities only is dropped (and with
+ * it any fleet weight), so the request weighs 1, the default; `req` itself
+ * when its claim stands (no class, an open class, or one granted to it).
  */
-export function admissionRefusal<R>(p: PoolParts<R>, req: LeaseRequest, isNewLease: boolean, nowUs: number): Reply | null {
+export function grantedClaim(config: PoolConfig, req: LeaseRequest, identity: string): LeaseRequest {
+  if (req.agentClass === undefined) return req;
+  const granted = config.classIdentities.get(req.agentClass);
+  if (granted === undefined || granted.has(identity)) return req;
+  const { agentClass: _claimed, fleetWeight: _stated, ...unclaimed } = req;
+  return unclaimed;
+}
+
+/**
+ * admissionRefusal — why `req` cannot be taken on without passing the
+ * pool's caps (a new lease beyond `maxLeases`, a hold beyond `maxWaiting`)
+ * or those of the identity it counts under (`maxLeasesPerIdentity`,
+ * `maxWaitingPerIdentity`; null: a stored lease of no known identity, held
+ * to the pool's caps only), or null. Checked before anything changes, in
+ * O(1): the table and the queue keep their counts per identity.
+ */
+export function admissionRefusal<R>(
+  p: PoolParts<R>,
+  req: LeaseRequest,
+  isNewLease: boolean,
+  nowUs: number,
+  identity: string | null,
+): Reply | null {
   const { config, leases, waiters } = p;
   if (p.credit.leaseEndUs - nowUs < US_PER_MS) {
     const message = `pool ${JSON.stringify(config.name)} has no lease of its own from upstream now; ask again`;
     return unavailable(req.seq, message, Math.ceil(p.credit.waitUs(Infinity, nowUs) / US_PER_MS));
   }
+  const wouldWait = config.leaseMode === 'chunk' && req.holdMs > 0 && req.tokensWanted > 0 && waiters.size > 0;
+  const quotaRefusal = identity === null ? null : identityRefusal(p, req, isNewLease, wouldWait, identity);
+  if (quotaRefusal !== null) return quotaRefusal;
   if (isNewLease && leases.size >= config.maxLeases) {
     const waitMs = Math.ceil(Math.max(0, leases.earliestExpiryUs() - nowUs) / US_PER_MS);
     return unavailable(req.seq, `pool ${JSON.stringify(config.name)} holds its most leases (${config.maxLeases}); ask again`, waitMs);
   }
-  const wouldWait = config.leaseMode === 'chunk' && req.holdMs > 0 && req.tokensWanted > 0 && waiters.size > 0;
   if (wouldWait && waiters.size >= config.maxWaiting && waiters.get(req.agentId) === undefined) {
     return unavailable(
       req.seq,
@@ -178,13 +205,34 @@ export function admissionRefusal<R>(p: PoolParts<R>, req: LeaseRequest, isNewLea
   return null;
 }
 
-function unavailable(seq: number, message: string, retryAfterMs: number): Reply {
+/**
+ * identityRefusal — why `req` of `identity` would pass that identity's
+ * share of the pool (a new lease beyond `maxLeasesPerIdentity`, a hold
+ * beyond `maxWaitingPerIdentity`), or null. The refusal is the peer's:
+ * `unavailable`, `fault: 'peer'`, to ask again once a lease of its own may
+ * have lapsed (one TTL) or a hold ended (`maxHoldMs`).
+ */
+function identityRefusal<R>(p: PoolParts<R>, req: LeaseRequest, isNewLease: boolean, wouldWait: boolean, identity: string): Reply | null {
+  const { config, leases, waiters } = p;
+  const of = `identity ${JSON.stringify(identity)} in pool ${JSON.stringify(config.name)}`;
+  if (isNewLease && leases.leasesOf(identity) >= config.maxLeasesPerIdentity) {
+    const message = `${of} holds its most leases (maxLeasesPerIdentity ${config.maxLeasesPerIdentity}); ask again`;
+    return unavailable(req.seq, message, config.leaseTtlMs, 'peer');
+  }
+  if (wouldWait && waiters.waitingOf(identity) >= config.maxWaitingPerIdentity && waiters.get(req.agentId) === undefined) {
+    const message = `${of} has its most requests waiting (maxWaitingPerIdentity ${config.maxWaitingPerIdentity}); ask again`;
+    return unavailable(req.seq, message, config.maxHoldMs, 'peer');
+  }
+  return null;
+}
+
+function unavailable(seq: number, message: string, retryAfterMs: number, fault: 'peer' | 'coordinator' = 'coordinator'): Reply {
   return {
     v: 2,
     kind: 'error',
     seq,
     code: 'unavailable',
-    fault: 'coordinator',
+    fault,
     message,
     retryAfterMs: Math.min(DURATION_MS_MAX, Math.max(1, retryAfterMs)),
   };

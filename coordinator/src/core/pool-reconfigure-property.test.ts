@@ -251,7 +251,7 @@ function run(
             demandPerSecond: 100,
             holdMs: f.hold ? 100 : 0,
           };
-          pool.acquire(req, to, now, out);
+          pool.acquire(req, to, now, out, 'anon');
         }
         deliver(out);
         return;

@@ -89,15 +89,32 @@ export function convertRate(ratePerPeriod: number, fromPeriodUs: number, toPerio
   return ceil > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(ceil);
 }
 
-/** samePoolConfig — whether two configurations of a pool are the same in every field (weights compared entry by entry). */
+/** samePoolConfig — whether two configurations of a pool are the same in every field (weights and grants compared entry by entry). */
 export function samePoolConfig(a: PoolConfig, b: PoolConfig): boolean {
-  return a.shadow === b.shadow && sameLimits(a, b);
+  return a.shadow === b.shadow && sameIdentityRules(a, b) && sameLimits(a, b);
+}
+
+/**
+ * sameIdentityRules — whether two configurations of a pool admit each
+ * identity alike: its caps per identity and which identities may claim
+ * which class. These decide only admissions and weights from now on, so
+ * a change of them alone needs no new leases either (as `shadow`).
+ */
+function sameIdentityRules(a: PoolConfig, b: PoolConfig): boolean {
+  if (a.maxLeasesPerIdentity !== b.maxLeasesPerIdentity || a.maxWaitingPerIdentity !== b.maxWaitingPerIdentity) return false;
+  if (a.classIdentities.size !== b.classIdentities.size) return false;
+  for (const [cls, identities] of a.classIdentities) {
+    const other = b.classIdentities.get(cls);
+    if (other === undefined || other.size !== identities.size || [...identities].some((i) => !other.has(i))) return false;
+  }
+  return true;
 }
 
 /**
  * sameLimits — whether two configurations of a pool lease the same way:
  * every field but `shadow`, which only tells agents what to do with a
- * denial, so switching it needs no new leases.
+ * denial, and the identity rules (sameIdentityRules), which only decide
+ * admissions from now on: switching those needs no new leases.
  */
 export function sameLimits(a: PoolConfig, b: PoolConfig): boolean {
   const scalars: readonly (keyof PoolConfig)[] = [
@@ -135,7 +152,8 @@ export interface ConfigDiff {
 export function configDiff(previous: CoordinatorConfig, next: CoordinatorConfig): ConfigDiff {
   const before = new Map(previous.pools.map((p) => [p.name, p]));
   const after = new Map(next.pools.map((p) => [p.name, p]));
-  const templateKey = (t: CoordinatorConfig['templates'][number]): string => `${t.prefix}|${t.idleEvictMs}|${t.maxPools}`;
+  const templateKey = (t: CoordinatorConfig['templates'][number]): string =>
+    `${t.prefix}|${t.idleEvictMs}|${t.maxPools}|${t.maxPoolsPerIdentity}`;
   const templates = (c: CoordinatorConfig): Map<string, CoordinatorConfig['templates'][number]> =>
     new Map(c.templates.map((t) => [templateKey(t), t]));
   const a = templates(previous);

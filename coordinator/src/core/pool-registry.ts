@@ -12,7 +12,14 @@
  *   later starts full, exactly as the forgotten one was. Memory per
  *   forgotten pool: none.
  * - A template makes at most `maxPools` pools at once; beyond that the name
- *   is refused (`too-many`) rather than letting names exhaust memory.
+ *   is refused (`too-many`) rather than letting names exhaust memory. Of
+ *   those, one identity token (the one whose acquire made the pool) may
+ *   have made at most `maxPoolsPerIdentity` still held (`identity-too-many`),
+ *   so that no one identity can fill a template for the others. Counted per
+ *   template and identity as pools are made and forgotten (O(1) per
+ *   request). Durable mode: the identity whose request made this
+ *   coordinator claim the pool (checked before the claim); a pool it took
+ *   over otherwise (a rebalance, a failover) has no maker.
  * - A pool whose handling broke an invariant is replaced (`restart`) by a
  *   fresh one, empty and quiet for the quiet period from the fault, exactly
  *   as after a restart of the process: leases of the broken pool can be
@@ -57,6 +64,27 @@ export type PoolKind = 'fixed' | 'template' | null;
 interface Made<R> {
   readonly pool: Pool<R>;
   readonly template: TemplateConfig;
+  /** The identity token whose acquire made it (null: adopted from a store). */
+  readonly maker: string | null;
+}
+
+/** MakerCounts — pools held per template and per identity that made them (identities with none are not kept). */
+class MakerCounts {
+  private readonly counts = new Map<TemplateConfig, Map<string, number>>();
+
+  of(template: TemplateConfig, maker: string): number {
+    return this.counts.get(template)?.get(maker) ?? 0;
+  }
+
+  add<R>(made: Made<R>, delta: 1 | -1): void {
+    if (made.maker === null) return;
+    const byMaker = this.counts.get(made.template) ?? new Map<string, number>();
+    const count = (byMaker.get(made.maker) ?? 0) + delta;
+    if (count > 0) byMaker.set(made.maker, count);
+    else byMaker.delete(made.maker);
+    if (byMaker.size > 0) this.counts.set(made.template, byMaker);
+    else this.counts.delete(made.template);
+  }
 }
 
 export class PoolRegistry<R> {
@@ -65,6 +93,7 @@ export class PoolRegistry<R> {
   /** Pools removed from the configuration whose leases are lapsing. */
   private readonly retiring = new Map<string, Pool<R>>();
   private counts = new Map<TemplateConfig, number>();
+  private makers = new MakerCounts();
   private restarts = 0;
   private templates: readonly TemplateConfig[];
 
@@ -113,8 +142,10 @@ export class PoolRegistry<R> {
    * adopt — (durable mode) the pool `name` taken over at `nowUs` under
    * `epoch` with the store's `state`; 'too-many' when its template is full,
    * undefined when `name` is no pool. A pool already held is kept as it is.
+   * `maker`: the identity whose request made this coordinator claim a
+   * template pool (null: a claim of its own, such as a rebalance).
    */
-  adopt(name: string, epoch: number, nowUs: number, state: StoredPool): Pool<R> | 'too-many' | undefined {
+  adopt(name: string, epoch: number, nowUs: number, state: StoredPool, maker: string | null = null): Pool<R> | 'too-many' | undefined {
     const held = this.existing(name);
     if (held !== undefined) return held;
     const config = this.config.pools.find((p) => p.name === name);
@@ -129,8 +160,7 @@ export class PoolRegistry<R> {
     if (count >= template.maxPools) return 'too-many';
     const pool = Pool.takeOver<R>({ ...template.pool, name }, epoch, nowUs, state);
     pool.touch(nowUs);
-    this.made.set(name, { pool, template });
-    this.counts.set(template, count + 1);
+    this.remember(name, { pool, template, maker });
     return pool;
   }
 
@@ -146,11 +176,7 @@ export class PoolRegistry<R> {
       this.fixed.delete(name);
       return fixed;
     }
-    const made = this.made.get(name);
-    if (made === undefined) return undefined;
-    this.made.delete(name);
-    this.counts.set(made.template, (this.counts.get(made.template) ?? 1) - 1);
-    return made.pool;
+    return this.forget(name)?.pool;
   }
 
   /** renewed — a pool of `config` starting over at `nowUs`, quiet for `quietPeriodMs`, with lease ids of its own. */
@@ -175,7 +201,7 @@ export class PoolRegistry<R> {
     if (old === undefined) return undefined;
     const pool = this.renewed(old.config, nowUs, this.config.quietPeriodMs);
     if (fixed !== undefined) this.fixed.set(name, pool);
-    else if (made !== undefined) this.made.set(name, { pool, template: made.template });
+    else if (made !== undefined) this.made.set(name, { ...made, pool });
     else this.retiring.set(name, pool);
     return old;
   }
@@ -190,22 +216,52 @@ export class PoolRegistry<R> {
   }
 
   /**
-   * get — the pool named `name` (made from a template if need be),
-   * 'too-many', 'removed' (retiring: it grants nothing more), or undefined
-   * when no pool or template matches.
+   * get — the pool named `name` (made from a template if need be, for a
+   * request under the identity token `identity`), 'too-many' (its template
+   * is full), 'identity-too-many' (that identity made its most pools of
+   * it), 'removed' (retiring: it grants nothing more), or undefined when no
+   * pool or template matches. Refusals change nothing.
    */
-  get(name: string, nowUs: number): Pool<R> | 'too-many' | 'removed' | undefined {
+  get(name: string, nowUs: number, identity: string): Pool<R> | 'too-many' | 'identity-too-many' | 'removed' | undefined {
     if (this.retiring.has(name)) return 'removed';
     const pool = this.fixed.get(name) ?? this.made.get(name)?.pool;
     if (pool !== undefined || this.durable) return pool;
     const template = this.templateOf(name);
     if (template === undefined) return undefined;
-    const count = this.counts.get(template) ?? 0;
-    if (count >= template.maxPools) return 'too-many';
+    if ((this.counts.get(template) ?? 0) >= template.maxPools) return 'too-many';
+    if (this.makers.of(template, identity) >= template.maxPoolsPerIdentity) return 'identity-too-many';
     const made = this.fresh({ ...template.pool, name });
     made.touch(nowUs);
-    this.made.set(name, { pool: made, template });
-    this.counts.set(template, count + 1);
+    this.remember(name, { pool: made, template, maker: identity });
+    return made;
+  }
+
+  /**
+   * makerRefusal — (durable mode, before claiming) 'identity-too-many' when
+   * `identity` has made as many pools of `name`'s template as one identity
+   * may, else null (held already, no template, or room left).
+   */
+  makerRefusal(name: string, identity: string): 'identity-too-many' | null {
+    if (this.existing(name) !== undefined) return null;
+    const template = this.templateOf(name);
+    if (template === undefined) return null;
+    return this.makers.of(template, identity) >= template.maxPoolsPerIdentity ? 'identity-too-many' : null;
+  }
+
+  /** remember — holds `made` under `name`, counted for its template and its maker. */
+  private remember(name: string, made: Made<R>): void {
+    this.made.set(name, made);
+    this.counts.set(made.template, (this.counts.get(made.template) ?? 0) + 1);
+    this.makers.add(made, 1);
+  }
+
+  /** forget — drops the template pool `name`, and its counts; returns what was held, or undefined. */
+  private forget(name: string): Made<R> | undefined {
+    const made = this.made.get(name);
+    if (made === undefined) return undefined;
+    this.made.delete(name);
+    this.counts.set(made.template, (this.counts.get(made.template) ?? 1) - 1);
+    this.makers.add(made, -1);
     return made;
   }
 
@@ -247,11 +303,7 @@ export class PoolRegistry<R> {
       this.retiring.delete(name);
       return true;
     }
-    const made = this.made.get(name);
-    if (made === undefined) return false;
-    this.made.delete(name);
-    this.counts.set(made.template, (this.counts.get(made.template) ?? 1) - 1);
-    return true;
+    return this.forget(name) !== undefined;
   }
 
   /** holds — whether `pool` is the pool this registry holds under its name. */
@@ -277,10 +329,11 @@ export class PoolRegistry<R> {
     this.made.clear();
     this.retiring.clear();
     this.counts = new Map();
+    this.makers = new MakerCounts();
     const apply = (pool: Pool<R>, next: PoolConfig): Pool<R> => {
       if (samePoolConfig(pool.config, next)) return pool;
       if (sameLimits(pool.config, next)) {
-        // Only shadow mode switched: the next grants say so; leases, level and held requests stay as they are.
+        // Only shadow mode or identity rules switched: the next grants and admissions follow them; leases, level and held requests stay.
         pool.switchShadow(next);
         summary.changed.push(next.name);
         return pool;
@@ -316,8 +369,9 @@ export class PoolRegistry<R> {
         continue;
       }
       if (before.fixed.has(name) || before.retiring.has(name)) summary.rekinded.push(name);
-      this.made.set(name, { pool: apply(pool, { ...template.pool, name }), template });
-      this.counts.set(template, (this.counts.get(template) ?? 0) + 1);
+      // A pool that stays a template's keeps its maker (the same template or another): it still counts as that identity's.
+      const maker = before.made.get(name)?.maker ?? null;
+      this.remember(name, { pool: apply(pool, { ...template.pool, name }), template, maker });
     }
     return summary;
   }

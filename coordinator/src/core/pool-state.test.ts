@@ -44,6 +44,7 @@ describe('encodePersistedLease / decodePersistedLease', () => {
       { ...lease, boundTokens: 0, lastSeq: 0, lastReply: { ...grant, seq: 0, tokensGranted: 0, tokensHeld: 0, retryAfterMs: 1 } },
     ],
     ['a rate lease (ρ = 3 tokens per period)', { ...lease, ratePerPeriod: 3 }],
+    ['a lease opened under an identity', { ...lease, identity: 'checkout' }],
     [
       'the largest counts and a 128-character id',
       { ...lease, leaseId: 'x'.repeat(128), boundTokens: Number.MAX_SAFE_INTEGER, lastSeq: Number.MAX_SAFE_INTEGER, lastReply: null },
@@ -53,6 +54,16 @@ describe('encodePersistedLease / decodePersistedLease', () => {
     // The agent is the store's key, not part of the text.
     expect(text).not.toContain(kept.agentId);
     expect(decodePersistedLease('p', kept.agentId, text)).toEqual(kept);
+  });
+
+  it('reads a lease stored without an identity (before leases knew theirs) as one of no known identity', () => {
+    expect(JSON.parse(encodePersistedLease(lease))).not.toHaveProperty('identity');
+    expect(decodePersistedLease('p', 'agent-1', stored({}))).not.toHaveProperty('identity');
+  });
+
+  it.each([['a.b'], [''], [7], [null], ['x'.repeat(129)]])('refuses a stored identity %j as state-invalid', (identity) => {
+    const error = thrown(CoordinatorError, () => decodePersistedLease('p', 'agent-1', stored({ identity })));
+    expect(error).toMatchObject({ code: 'state-invalid', message: 'pool "p": stored lease of agent "agent-1" has an invalid identity' });
   });
 
   it('stores a chunk lease without ratePerPeriod, and reads a missing or zero one as a chunk lease', () => {

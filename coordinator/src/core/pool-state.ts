@@ -9,11 +9,14 @@
  * - The level is kept in whole tokens, rounded down: a fraction lost on a
  *   takeover is under-admission, never over-admission.
  * - A kept lease carries its agent's last sequence number and the reply to
- *   it, so a retry that reaches the new owner gets the original answer.
+ *   it, so a retry that reaches the new owner gets the original answer,
+ *   and the identity token it was opened under, so a new owner counts it
+ *   against that identity's caps. A lease kept without one (written before
+ *   leases knew their identity) still loads, and counts against none.
  * - Whatever comes back from the store is validated like a peer's message:
  *   a malformed record is a typed error, never a silently wrong pool.
  */
-import { decodeReply, encodeMessage, type LeaseGrant } from '@tokenlease/shared';
+import { decodeReply, encodeMessage, poolNameProblem, type LeaseGrant } from '@tokenlease/shared';
 import { CoordinatorError } from '../errors.js';
 import type { LeaseTable } from './lease-table.js';
 
@@ -28,6 +31,8 @@ export interface PersistedLease {
   readonly lastReply: LeaseGrant | null;
   /** ρ of a rate lease in tokens per refill period; absent or 0 for a chunk lease. */
   readonly ratePerPeriod?: number;
+  /** The identity token the lease was opened under; absent when not known. */
+  readonly identity?: string;
 }
 
 /** PersistedPool — a pool as kept in the store. */
@@ -70,6 +75,7 @@ export function encodePersistedLease(lease: PersistedLease): string {
     boundTokens: lease.boundTokens,
     lastSeq: lease.lastSeq,
     ...(lease.ratePerPeriod ? { ratePerPeriod: lease.ratePerPeriod } : {}),
+    ...(lease.identity === undefined ? {} : { identity: lease.identity }),
     lastReply: lease.lastReply === null ? null : textDecoder.decode(encodeMessage(lease.lastReply)),
   });
 }
@@ -105,6 +111,8 @@ export function decodePersistedLease(pool: string, agentId: string, text: string
     lastReply = decoded.value;
   }
   const ratePerPeriod = r['ratePerPeriod'] === undefined ? 0 : count('ratePerPeriod');
+  const identity = r['identity'];
+  if (identity !== undefined && poolNameProblem(identity) !== null) bad('has an invalid identity');
   const kept = {
     agentId,
     secret: secret as string,
@@ -112,6 +120,7 @@ export function decodePersistedLease(pool: string, agentId: string, text: string
     boundTokens: count('boundTokens'),
     lastSeq: count('lastSeq'),
     lastReply,
+    ...(identity === undefined ? {} : { identity: identity as string }),
   };
   return ratePerPeriod === 0 ? kept : { ...kept, ratePerPeriod };
 }
@@ -154,9 +163,9 @@ export class ChangeLog {
         removes.push(agentId);
         continue;
       }
-      const { secret, leaseId, lastSeq, lastReply, ratePerPeriod } = record;
+      const { secret, leaseId, lastSeq, lastReply, ratePerPeriod, identity } = record;
       const boundTokens = record === retired ? retired.boundTokens : record.boundTokens + (retired?.boundTokens ?? 0);
-      const kept = { agentId, secret, leaseId, boundTokens, lastSeq, lastReply };
+      const kept = { agentId, secret, leaseId, boundTokens, lastSeq, lastReply, ...(identity === null ? {} : { identity }) };
       upserts.push(ratePerPeriod === 0 ? kept : { ...kept, ratePerPeriod });
     }
     this.agents.clear();

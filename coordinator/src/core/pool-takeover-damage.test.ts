@@ -100,7 +100,7 @@ describe('Pool.takeOver of damaged state', () => {
     expect(pool.damage).toContain('together');
     const out: Delivery<string>[] = [];
     for (const kept of twenty(20))
-      pool.acquire(acquireOf({ agentId: kept.agentId, seq: kept.lastSeq, leaseId: kept.leaseId }), kept.agentId, 0, out);
+      pool.acquire(acquireOf({ agentId: kept.agentId, seq: kept.lastSeq, leaseId: kept.leaseId }), kept.agentId, 0, out, 'anon');
     const replayedTokens = out.reduce((sum, d) => sum + (d.reply.kind === 'grant' ? d.reply.tokensGranted : 0), 0);
     expect(replayedTokens).toBe(0);
     expect(pool.status(0, []).leasedTokens).toBe(0);
@@ -156,7 +156,7 @@ describe('stored state checked as a whole (property)', () => {
         expect(s.levelTokens + s.leasedTokens).toBeLessThanOrEqual(creditTokensMax);
         const out: Delivery<string>[] = [];
         for (const kept of leases)
-          pool.acquire(acquireOf({ agentId: kept.agentId, seq: kept.lastSeq, leaseId: kept.leaseId }), kept.agentId, 0, out);
+          pool.acquire(acquireOf({ agentId: kept.agentId, seq: kept.lastSeq, leaseId: kept.leaseId }), kept.agentId, 0, out, 'anon');
         const replayedTokens = out.reduce((x, d) => x + (d.reply.kind === 'grant' ? d.reply.tokensGranted : 0), 0);
         expect(replayedTokens).toBeLessThanOrEqual(pool.damage === null ? creditTokensMax : 0);
         if (pool.damage === null) adopted += 1;

@@ -89,7 +89,7 @@ const kept = (agentId: string, boundTokens: number, fields: Partial<PersistedLea
 
 const stateOf = (levelTokens: number, leases: readonly PersistedLease[] = []): PersistedPool => ({ levelTokens, leases });
 
-/** upsert — a chunk lease as takeChanges reports it. */
+/** upsert — a chunk lease as takeChanges reports it (opened under the fixtures' identity: its agent id). */
 const upsert = (agentId: string, leaseId: string, boundTokens: number, lastSeq: number, lastReply: LeaseGrant | null): PersistedLease => ({
   agentId,
   secret: SECRET,
@@ -97,6 +97,7 @@ const upsert = (agentId: string, leaseId: string, boundTokens: number, lastSeq: 
   boundTokens,
   lastSeq,
   lastReply,
+  identity: agentId,
 });
 
 function giveBack(
@@ -696,7 +697,7 @@ class FailoverRun {
       a.outstanding = { req, firstSentUs: this.nowUs };
     }
     const out: Delivery<string>[] = [];
-    this.pool.acquire(a.outstanding.req, a.id, this.nowUs, out);
+    this.pool.acquire(a.outstanding.req, a.id, this.nowUs, out, 'anon');
     this.settle(out, op.crash);
     if (op.spendAll) this.spend(a, this.usable(a));
   }
@@ -756,7 +757,7 @@ class FailoverRun {
     for (const a of this.agents) {
       if (a.outstanding === null) continue;
       const out: Delivery<string>[] = [];
-      this.pool.acquire(a.outstanding.req, a.id, this.nowUs, out);
+      this.pool.acquire(a.outstanding.req, a.id, this.nowUs, out, 'anon');
       this.settle(out, 'none');
     }
   }

@@ -40,7 +40,8 @@ import { ChangeLog, type PersistedLease, type PersistedPool } from './pool-state
 export function adoptKept<R>(p: PoolParts<R>, takeoverUs: number, state: PersistedPool | null): void {
   p.changed = new ChangeLog();
   for (const kept of state?.leases ?? []) {
-    const record = p.leases.adopt(kept.agentId, kept.secret, kept.leaseId, kept.boundTokens, kept.lastSeq, takeoverUs + p.ttlUs);
+    const identity = kept.identity ?? null;
+    const record = p.leases.adopt(kept.agentId, kept.secret, identity, kept.leaseId, kept.boundTokens, kept.lastSeq, takeoverUs + p.ttlUs);
     record.heldTokens = kept.boundTokens;
     record.accrualFromUs = takeoverUs;
     record.isRate = p.config.leaseMode === 'rate';

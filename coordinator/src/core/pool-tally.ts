@@ -27,11 +27,19 @@ export interface PoolTallyCounts {
   readonly holdsDropped: number;
   readonly leasesOpened: number;
   readonly leasesReturned: number;
+  /** Requests that claimed a class the configuration grants to other identities only, and so weighed 1. */
+  readonly classClaimsRefused: number;
 }
 
 export class PoolTally {
   private holdsUs: number[] = [];
   private holdsDropped = 0;
+  private classClaimsRefused = 0;
+
+  /** classClaimRefused — a request claimed a class not granted to its identity (it weighed 1). */
+  classClaimRefused(): void {
+    this.classClaimsRefused += 1;
+  }
 
   /** held — a held request was answered after `heldUs` µs. */
   held(heldUs: number): void {
@@ -46,11 +54,13 @@ export class PoolTally {
       tokensExpired: leases.expiredTokens,
       holdsUs: this.holdsUs,
       holdsDropped: this.holdsDropped,
+      classClaimsRefused: this.classClaimsRefused,
     };
     leases.expiredLeases = 0;
     leases.expiredTokens = 0;
     this.holdsUs = [];
     this.holdsDropped = 0;
+    this.classClaimsRefused = 0;
     return counts;
   }
 }

@@ -74,16 +74,19 @@ export function acquireOf(fields: AcquireFields & { readonly pool?: string }): L
  * acquire — sends an acquire to `pool` at `nowUs`, replying to `to`
  * ("<agentId>#<seq>" when absent), and returns the deliveries. Unset fields:
  * no lease id, 0 tokens left, 20 wanted, demand 0, holdMs 0 (answer at once).
+ * It is sent under the identity token `identity`: each agent its own
+ * (its agent id) unless a test says, so caps per identity stay out of
+ * tests of other things.
  */
 export function acquire(
   pool: Pool<string>,
   nowUs: number,
-  fields: AcquireFields,
+  fields: AcquireFields & { readonly identity?: string },
   to = `${fields.agentId}#${fields.seq}`,
 ): Delivery<string>[] {
   const out: Delivery<string>[] = [];
-  const req = acquireOf(fields);
-  pool.acquire(req, to, nowUs, out);
+  const { identity = fields.agentId, ...request } = fields;
+  pool.acquire(acquireOf(request), to, nowUs, out, identity);
   return out;
 }
 

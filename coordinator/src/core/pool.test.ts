@@ -215,12 +215,13 @@ describe('expiry', () => {
 describe('LeaseTable (the pool’s lease records)', () => {
   it('opens one lease per agent with a fresh id and a zero bound', () => {
     const table = new LeaseTable('3-');
-    const a = table.open('a', SECRET, 5, 2 * S);
-    const b = table.open('b', SECRET, 1, 3 * S);
+    const a = table.open('a', SECRET, 5, 2 * S, 'anon');
+    const b = table.open('b', SECRET, 1, 3 * S, 'anon');
     expect(a).toEqual({
       leaseId: '3-1',
       agentId: 'a',
       secret: SECRET,
+      identity: 'anon',
       boundTokens: 0,
       expiresAtUs: 2 * S,
       lastSeq: 5,
@@ -237,16 +238,16 @@ describe('LeaseTable (the pool’s lease records)', () => {
     expect(b.leaseId).toBe('3-2');
     expect(table.get('a')).toBe(a);
     expect(table.size).toBe(2);
-    expect(() => table.open('a', SECRET, 6, 4 * S)).toThrow(TokenleaseError);
+    expect(() => table.open('a', SECRET, 6, 4 * S, 'anon')).toThrow(TokenleaseError);
     // Ids are not reused after a lease ends.
     table.remove(a);
-    expect(table.open('a', SECRET, 7, 4 * S).leaseId).toBe('3-3');
+    expect(table.open('a', SECRET, 7, 4 * S, 'anon').leaseId).toBe('3-3');
   });
 
   it('keeps the sum of bounds through setBound, remove and reclaimExpired', () => {
     const table = new LeaseTable('x-');
-    const a = table.open('a', SECRET, 1, 2 * S);
-    const b = table.open('b', SECRET, 1, 3 * S);
+    const a = table.open('a', SECRET, 1, 2 * S, 'anon');
+    const b = table.open('b', SECRET, 1, 3 * S, 'anon');
     table.setBound(a, 7);
     table.setBound(b, 5);
     table.setBound(a, 2);
@@ -263,7 +264,7 @@ describe('LeaseTable (the pool’s lease records)', () => {
 
   it.each<[number]>([[-1], [1.5], [Number.NaN], [2 ** 53]])('refuses a bound of %d and changes nothing', (bound) => {
     const table = new LeaseTable('x-');
-    const a = table.open('a', SECRET, 1, S);
+    const a = table.open('a', SECRET, 1, S, 'anon');
     table.setBound(a, 4);
     expect(() => table.setBound(a, bound)).toThrow(TokenleaseError);
     expect(a.boundTokens).toBe(4);

@@ -31,7 +31,15 @@ import type { PoolConfig } from './config.js';
 import { acquireChunk, serveWaiters, grant, type Delivery } from './chunk-grant.js';
 import type { Waiter } from './hold-queue.js';
 import { LeaseTable, staleSequenceReply, type LeaseRecord } from './lease-table.js';
-import { admissionRefusal, forbidden, leaseExpiryUs, makePoolParts, type CreditFactory, type PoolParts } from './pool-parts.js';
+import {
+  admissionRefusal,
+  forbidden,
+  grantedClaim,
+  leaseExpiryUs,
+  makePoolParts,
+  type CreditFactory,
+  type PoolParts,
+} from './pool-parts.js';
 import { isDamaged, type PoolChanges, type StoredPool } from './pool-state.js';
 import { reconfigureParts, sameLimits } from './pool-reconfigure.js';
 import type { PoolTallyCounts } from './pool-tally.js';
@@ -146,8 +154,13 @@ export class Pool<R> {
     return this.parts.credit.fullAtUs();
   }
 
-  /** acquire — grants, renews or holds `req`; replies go to `out`. */
-  acquire(req: LeaseRequest, to: R, nowUs: number, out: Delivery<R>[]): void {
+  /**
+   * acquire — grants, renews or holds `req`, sent under the identity token
+   * `identity` (the subject's); replies go to `out`. A new lease is that
+   * identity's (counted against its caps); a class the configuration does
+   * not grant to it weighs 1 (grantedClaim), and is counted in the tally.
+   */
+  acquire(req: LeaseRequest, to: R, nowUs: number, out: Delivery<R>[], identity: string): void {
     this.touch(nowUs);
     this.tick(nowUs, out);
     const p = this.parts;
@@ -161,7 +174,7 @@ export class Pool<R> {
       else out.push({ to, reply: staleSequenceReply(req.seq, existing.lastSeq) });
       return;
     }
-    const refusal = admissionRefusal(p, req, existing === undefined, nowUs);
+    const refusal = admissionRefusal(p, req, existing === undefined, nowUs, existing === undefined ? identity : existing.identity);
     if (refusal !== null) {
       out.push({ to, reply: refusal });
       return;
@@ -175,13 +188,15 @@ export class Pool<R> {
       record = undefined;
     } else if (record !== undefined && req.leaseId === record.leaseId) p.leases.clearRetired(req.agentId);
     if (record === undefined) {
-      record = p.leases.open(req.agentId, req.leaseSecret, req.seq, leaseExpiryUs(p, nowUs));
+      record = p.leases.open(req.agentId, req.leaseSecret, req.seq, leaseExpiryUs(p, nowUs), identity);
       record.isRate = p.config.leaseMode === 'rate';
       this.opened += 1;
     }
-    record.agentClass = req.agentClass ?? null;
-    if (record.isRate) acquireRate(p, req, record, to, nowUs, out);
-    else acquireChunk(p, req, record, to, nowUs, out);
+    const claim = grantedClaim(p.config, req, identity);
+    if (claim !== req) p.tally.classClaimRefused();
+    record.agentClass = claim.agentClass ?? null;
+    if (record.isRate) acquireRate(p, claim, record, to, nowUs, out);
+    else acquireChunk(p, claim, record, to, nowUs, out);
     p.credit.settle(nowUs, p.leases.boundTokensSum);
   }
 
@@ -283,9 +298,10 @@ export class Pool<R> {
   }
 
   /**
-   * switchShadow — from now on grants carry `config.shadow`; `config` must
-   * lease as the pool does (sameLimits): nothing else changes, no lease is
-   * renewed early or dropped.
+   * switchShadow — from now on grants carry `config.shadow`, and requests
+   * are admitted by its identity rules (caps per identity, class grants);
+   * `config` must lease as the pool does (sameLimits): nothing else
+   * changes, no lease is renewed early or dropped.
    */
   switchShadow(config: PoolConfig): void {
     assertInvariant(sameLimits(this.partsNow.config, config), `pool ${config.name}: switchShadow with other limits`);

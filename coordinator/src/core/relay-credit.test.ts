@@ -26,7 +26,7 @@ describe('RelayCredit', () => {
   it('grants nothing before the root has granted: acquires are refused unavailable and change nothing', () => {
     const { pool } = relayPool();
     const out: Delivery<string>[] = [];
-    pool.acquire(acquireOf({ agentId: 'a', seq: 1 }), 'a', 10 * MS, out);
+    pool.acquire(acquireOf({ agentId: 'a', seq: 1 }), 'a', 10 * MS, out, 'anon');
     expect(out[0]?.reply).toMatchObject({ kind: 'error', code: 'unavailable', retryAfterMs: 100 });
     expect(pool.leases.size).toBe(0);
   });
@@ -35,8 +35,8 @@ describe('RelayCredit', () => {
     const { pool, credit } = relayPool();
     credit.applyGrant({ leaseId: 'L', tokensGranted: 30, tokensHeld: 30, endUs: 5 * S }, 0, 0);
     const out: Delivery<string>[] = [];
-    pool.acquire(acquireOf({ agentId: 'a', seq: 1, tokensWanted: 20 }), 'a', 10 * MS, out);
-    pool.acquire(acquireOf({ agentId: 'b', seq: 1, tokensWanted: 20 }), 'b', 20 * MS, out);
+    pool.acquire(acquireOf({ agentId: 'a', seq: 1, tokensWanted: 20 }), 'a', 10 * MS, out, 'anon');
+    pool.acquire(acquireOf({ agentId: 'b', seq: 1, tokensWanted: 20 }), 'b', 20 * MS, out, 'anon');
     expect(out.map((d) => (d.reply.kind === 'grant' ? d.reply.tokensGranted : -1))).toEqual([20, 10]);
     pool.tick(900 * MS, out);
     expect(credit.levelTokens).toBe(0);
@@ -47,10 +47,10 @@ describe('RelayCredit', () => {
     const { pool, credit } = relayPool();
     credit.applyGrant({ leaseId: 'L', tokensGranted: 40, tokensHeld: 40, endUs: 600 * MS }, 0, 0);
     const out: Delivery<string>[] = [];
-    pool.acquire(acquireOf({ agentId: 'a', seq: 1 }), 'a', 100 * MS, out);
+    pool.acquire(acquireOf({ agentId: 'a', seq: 1 }), 'a', 100 * MS, out, 'anon');
     expect(grantOf(out).ttlMs).toBe(500);
     expect(pool.leases.get('a')?.expiresAtUs).toBe(600 * MS);
-    pool.acquire(acquireOf({ agentId: 'b', seq: 1 }), 'b', 599_500, out);
+    pool.acquire(acquireOf({ agentId: 'b', seq: 1 }), 'b', 599_500, out, 'anon');
     expect(out[out.length - 1]?.reply).toMatchObject({ kind: 'error', code: 'unavailable' });
   });
 
@@ -58,7 +58,7 @@ describe('RelayCredit', () => {
     const { pool, credit } = relayPool();
     credit.applyGrant({ leaseId: 'L', tokensGranted: 40, tokensHeld: 40, endUs: 500 * MS }, 0, 0);
     const out: Delivery<string>[] = [];
-    pool.acquire(acquireOf({ agentId: 'a', seq: 1 }), 'a', 0, out);
+    pool.acquire(acquireOf({ agentId: 'a', seq: 1 }), 'a', 0, out, 'anon');
     pool.tick(500 * MS, out);
     expect(credit.levelTokens).toBe(0);
     expect(pool.leases.size).toBe(0);
@@ -68,7 +68,7 @@ describe('RelayCredit', () => {
     const { pool, credit } = relayPool();
     credit.applyGrant({ leaseId: 'L', tokensGranted: 20, tokensHeld: 20, endUs: 5 * S }, 0, 0);
     const out: Delivery<string>[] = [];
-    pool.acquire(acquireOf({ agentId: 'a', seq: 1 }), 'a', 0, out);
+    pool.acquire(acquireOf({ agentId: 'a', seq: 1 }), 'a', 0, out, 'anon');
     const leaseId = grantOf(out).leaseId;
     pool.giveBack({ v: 2, op: 'return', agentId: 'a', pool: 'p', leaseSecret: SECRET, seq: 2, leaseId, tokensLeft: 15 }, 'a', MS, out);
     expect(credit.levelTokens).toBe(15);
@@ -94,7 +94,7 @@ describe('RelayCredit', () => {
     const { pool, credit } = relayPool();
     credit.applyGrant({ leaseId: 'L', tokensGranted: 20, tokensHeld: 20, endUs: 1 * S }, 0, 0);
     const out: Delivery<string>[] = [];
-    pool.acquire(acquireOf({ agentId: 'a', seq: 1, tokensWanted: 10 }), 'a', 0, out);
+    pool.acquire(acquireOf({ agentId: 'a', seq: 1, tokensWanted: 10 }), 'a', 0, out, 'anon');
     credit.applyGrant({ leaseId: 'M', tokensGranted: 30, tokensHeld: 30, endUs: 3 * S }, pool.leases.boundTokensSum, 100 * MS);
     expect(credit.levelTokens).toBe(10);
     expect(credit.leaseEndUs).toBe(1 * S);

@@ -12,7 +12,7 @@ import { SECRET } from './pool.fixtures.js';
 function table(n: number, demandOf: (i: number) => number, weightOf: (i: number) => number = () => 1): LeaseTable {
   const t = new LeaseTable('t-');
   for (let i = 0; i < n; i += 1) {
-    const r = t.open(`a${i}`, SECRET, 1, 1_000_000);
+    const r = t.open(`a${i}`, SECRET, 1, 1_000_000, 'anon');
     r.demandPerSecond = demandOf(i);
     t.setWeight(r, weightOf(i));
   }

@@ -57,7 +57,10 @@ export function idlePools(pools: number, restMs: number): IdlePoolFigures {
   const config = parseCoordinatorConfig('bench', {
     subjectPrefix: PREFIX,
     pools: {},
-    templates: { 'tenant:*': { capacity: 10, refill: '10/s', leaseTtlMs: TTL_MS, idleEvictMs: 3_600_000, maxPools: pools } },
+    // One client makes every pool: its identity may make them all.
+    templates: {
+      'tenant:*': { capacity: 10, refill: '10/s', leaseTtlMs: TTL_MS, idleEvictMs: 3_600_000, maxPools: pools, maxPoolsPerIdentity: pools },
+    },
   });
   const core = new CoordinatorCore<number>(config, 1, 0);
   // Past the quiet period, then one acquire per tenant: `pools` pools, each with a lease.

@@ -160,6 +160,8 @@ export interface HostileOutcome {
   readonly sent: number;
   readonly replies: Record<string, number>;
   readonly latencyMs: { readonly p50: number; readonly max: number };
+  /** Tokens granted to a greedy attack (`false-class`); 0 for the others. */
+  readonly spentTokens: number;
 }
 
 /** hostileOutcome — a finished hostile client's HostileOutcome. */

@@ -31,6 +31,20 @@
  * - `make-pools`: acquires of one token for `count` new names under a
  *   template prefix, 100 at a time, so that the coordinator holds that many
  *   pools.
+ * - `lease-exhaustion`: under `identity`, acquires of 0 tokens for fresh
+ *   agent ids (`<identity>.x<n>`), INFLIGHT at a time, as fast as they are
+ *   answered, each lease it gets renewed for 0 tokens every RENEW_EVERY_MS:
+ *   to fill the pool's `maxLeases` with leases that cost nothing, and keep
+ *   them filled.
+ * - `false-class`: `agents` greedy agents under `identity` claiming
+ *   `agentClass` (a class granted to another identity), each asking for
+ *   the most a lease may hold, spending it at once and asking again.
+ *
+ * Replies are counted by code (or kind); a lease-exhaustion attack also
+ * counts each refusal of a new lease as `<code>:<fault>` (whose fault it says).
+ *
+ * Every request goes under the attack's `identity` when it has one (else
+ * ANONYMOUS_IDENTITY), and its replies come to `_INBOX_<identity>`.
  *
  * The done line also says how long the requests took to be answered
  * (`latencyMs`: p50 and max over those answered or failed).
@@ -38,6 +52,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { randomBytes } from 'node:crypto';
 import {
+  ANONYMOUS_IDENTITY,
   COORDINATOR_QUEUE_GROUP,
   decodeOperatorReply,
   decodeReply,
@@ -66,7 +81,9 @@ export type HostileAttack =
       readonly poolToken?: string;
     }
   | { readonly kind: 'make-pools'; readonly templatePrefix: string; readonly count: number }
-  | { readonly kind: 'flood'; readonly identity: string; readonly perSecond: number };
+  | { readonly kind: 'flood'; readonly identity: string; readonly perSecond: number }
+  | { readonly kind: 'lease-exhaustion'; readonly identity: string }
+  | { readonly kind: 'false-class'; readonly identity: string; readonly agentClass: string; readonly agents: number };
 
 export interface HostileConfig {
   readonly natsUrl: string;
@@ -80,6 +97,8 @@ export interface HostileConfig {
 
 const PROTOTYPE_NAMES = ['constructor', '__proto__', 'toString', 'hasOwnProperty', 'valueOf', '__defineGetter__', 'isPrototypeOf'];
 const RENEW_EVERY_MS = 50;
+/** Requests a lease-exhaustion attack keeps in flight at once. */
+const INFLIGHT = 32;
 const SEQ_NEAR_MAX = Number.MAX_SAFE_INTEGER - 1000;
 
 const secret = (): string => randomBytes(16).toString('base64url');
@@ -88,6 +107,8 @@ class Attacker {
   readonly replies = new Map<string, number>();
   readonly latenciesMs: number[] = [];
   sent = 0;
+  /** Tokens granted to (and so spent by) a greedy attack. */
+  spentTokens = 0;
   private readonly mySecret = secret();
 
   constructor(
@@ -95,8 +116,17 @@ class Attacker {
     readonly config: HostileConfig,
   ) {}
 
+  /** The identity token its requests go under: the attack's, or ANONYMOUS_IDENTITY. */
+  get identity(): string {
+    return 'identity' in this.config.attack ? this.config.attack.identity : ANONYMOUS_IDENTITY;
+  }
+
   subject(op: Op, pool = this.config.pool): string {
-    return subjectFor(this.config.subjectPrefix, op, pool);
+    return subjectFor(this.config.subjectPrefix, op, pool, this.identity);
+  }
+
+  count(key: string): void {
+    this.replies.set(key, (this.replies.get(key) ?? 0) + 1);
   }
 
   /** ask — one request; counts its reply by code (or kind), or the failure, and how long it took. */
@@ -112,12 +142,12 @@ class Attacker {
       // A receipt that moved tokens is told apart: the one outcome an impersonated return must never have.
       const moved = reply?.kind === 'receipt' && reply.tokensReturned > 0;
       const key = reply === null ? 'undecodable' : reply.kind === 'error' ? reply.code : moved ? 'receipt-with-tokens' : reply.kind;
-      this.replies.set(key, (this.replies.get(key) ?? 0) + 1);
+      this.count(key);
       return decoded.ok ? decoded.value : null;
     } catch (error) {
       this.latenciesMs.push(performance.now() - startedMs);
       const key = error instanceof Error && 'code' in error ? String((error as { code: unknown }).code) : 'failed';
-      this.replies.set(key, (this.replies.get(key) ?? 0) + 1);
+      this.count(key);
       return null;
     }
   }
@@ -194,6 +224,57 @@ class Attacker {
       );
       await sleep(RENEW_EVERY_MS);
     }
+  }
+}
+
+/**
+ * exhaustLeases — opens 0-token leases under fresh ids of the attacker's
+ * identity, INFLIGHT at a time, and keeps every lease it got alive by
+ * renewing it (for 0 tokens) every RENEW_EVERY_MS, until `until`.
+ */
+async function exhaustLeases(a: Attacker, until: () => boolean): Promise<void> {
+  const held = new Map<string, { leaseId: string; seq: number }>();
+  const fields = { tokensWanted: 0, demandPerSecond: 0 };
+  let next = 0;
+  const opener = async (): Promise<void> => {
+    while (!until()) {
+      next += 1;
+      const agentId = `${a.identity}.x${next}-${process.pid}`;
+      const reply = await a.ask('acquire', a.acquire(agentId, 1, fields));
+      if (reply?.kind === 'grant') held.set(agentId, { leaseId: reply.leaseId, seq: 1 });
+      else if (reply?.kind === 'error') {
+        a.count(`${reply.code}:${reply.fault}`);
+        await sleep(1);
+      }
+    }
+  };
+  const renewer = async (): Promise<void> => {
+    while (!until()) {
+      await Promise.all(
+        [...held].map(async ([agentId, lease]) => {
+          lease.seq += 1;
+          const reply = await a.ask('acquire', a.acquire(agentId, lease.seq, { ...fields, leaseId: lease.leaseId }));
+          if (reply?.kind === 'grant') lease.leaseId = reply.leaseId;
+          else held.delete(agentId);
+        }),
+      );
+      await sleep(RENEW_EVERY_MS);
+    }
+  };
+  await Promise.all([renewer(), ...Array.from({ length: INFLIGHT }, opener)]);
+}
+
+/** claimClass — one greedy agent claiming `agentClass`: asks for a full lease (held), spends it at once, asks again. */
+async function claimClass(a: Attacker, agentId: string, agentClass: string, until: () => boolean): Promise<void> {
+  let leaseId: string | null = null;
+  for (let seq = 1; !until(); seq += 1) {
+    const wanted = { leaseId, tokensLeft: 0, tokensWanted: 1_000_000, holdMs: 250, agentClass };
+    const reply = await a.ask('acquire', a.acquire(agentId, seq, wanted));
+    if (reply?.kind === 'grant') {
+      leaseId = reply.leaseId;
+      a.spentTokens += reply.tokensGranted;
+      if (reply.tokensGranted === 0) await sleep(Math.max(1, reply.retryAfterMs));
+    } else await sleep(reply?.kind === 'error' ? Math.max(1, reply.retryAfterMs) : 10);
   }
 }
 
@@ -291,6 +372,15 @@ async function run(a: Attacker, until: () => boolean): Promise<void> {
       await a.bus.flush();
       return;
     }
+    case 'lease-exhaustion':
+      return exhaustLeases(a, until);
+    case 'false-class':
+      await Promise.all(
+        Array.from({ length: attack.agents }, (_, i) =>
+          claimClass(a, `${attack.identity}.fc${i}-${process.pid}`, attack.agentClass, until),
+        ),
+      );
+      return;
     case 'make-pools':
       for (let i = 0; i < attack.count && !until(); i += 100) {
         const names = Array.from({ length: Math.min(100, attack.count - i) }, (_, j) => `${attack.templatePrefix}${i + j}`);
@@ -335,7 +425,7 @@ async function main(): Promise<void> {
   const at = (q: number): number => Math.round(sorted[Math.floor(q * (sorted.length - 1))] ?? 0);
   const latencyMs = { p50: at(0.5), max: at(1) };
   process.stdout.write(
-    `${JSON.stringify({ type: 'done', sent: attacker.sent, replies: Object.fromEntries(attacker.replies), latencyMs })}\n`,
+    `${JSON.stringify({ type: 'done', sent: attacker.sent, replies: Object.fromEntries(attacker.replies), latencyMs, spentTokens: attacker.spentTokens })}\n`,
   );
   await bus.close();
 }

@@ -26,6 +26,8 @@ import {
 import type { HostileAttack } from '@tokenlease/harness/hostile-client';
 import { logEvents } from '@tokenlease/harness/log-events';
 import { provideNats, type NatsHandle } from '@tokenlease/harness/nats';
+import { freePort } from '@tokenlease/harness/ports';
+import { scrape } from '@tokenlease/harness/scrape';
 import { operatorCliScript } from '@tokenlease/harness/paths';
 import { spawnNode, stop, stopAll, type Child } from '@tokenlease/harness/processes';
 
@@ -204,6 +206,110 @@ describe('hostile clients over real NATS', () => {
     for (const name of ['tenant:fake0', 'tenant:fake4999']) await expect(probe.status(name, run.prefix)).rejects.toThrow(/unknown-pool/);
   });
 
+  /**
+   * identityRun — a coordinator binding identities, serving `api` as
+   * `pool`, the hostile client `hostile` under its identity, and then
+   * (after `headStartMs`) an honest agent of identity "honest" offering
+   * 300/s for RUN_MS; returns the honest admissions (envelope checked), the
+   * attacker's outcome and the pool's most leases seen meanwhile.
+   */
+  async function identityRun(
+    pool: Record<string, unknown>,
+    hostile: HostileAttack,
+    headStartMs: number,
+  ): Promise<{ admitted: number; outcome: HostileOutcome; leasesMax: number; joinedAfterMs: number; claimsRefused: number }> {
+    runs += 1;
+    const dir = scratchDir();
+    const prefix = `tlhostile${seed}x${runs}`;
+    const config = { subjectPrefix: prefix, quietPeriodMs: TTL_MS, bindIdentity: true, pools: { api: pool } };
+    const port = await freePort();
+    const coordinator = await startCoordinator(nats.url, writeConfig(dir, config), { http: `127.0.0.1:${port}` });
+    const startedMs = performance.now();
+    const attacker = await startHostileClient({
+      natsUrl: nats.url,
+      subjectPrefix: prefix,
+      pool: 'api',
+      durationMs: headStartMs + RUN_MS + 1000,
+      attack: hostile,
+    });
+    // Identities are bound: the probe's replies come to the anonymous identity's own inbox.
+    const watcher = await StatusProbe.connect(nats.url, { nats: { inboxPrefix: '_INBOX_anon' } });
+    let leasesMax = 0;
+    const watch = async (untilMs: number): Promise<void> => {
+      while (performance.now() < untilMs) {
+        leasesMax = Math.max(leasesMax, (await watcher.status('api', prefix)).leases);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    };
+    await watch(startedMs + headStartMs);
+    const joinedAfterMs = performance.now() - startedMs;
+    const logPath = join(dir, 'honest.log');
+    const victim = await startAgentProcess({
+      natsUrl: nats.url,
+      subjectPrefix: prefix,
+      identity: 'honest',
+      pool: 'api',
+      name: 'honest',
+      seed,
+      durationMs: RUN_MS,
+      logPath,
+      traffic: { kind: 'steady', perSecond: 300 },
+    });
+    await Promise.all([victim.exited.then(() => stop(attacker)), watch(performance.now() + RUN_MS)]);
+    await attacker.exited;
+    await watcher.close();
+    const metrics = await scrape(`http://127.0.0.1:${port}/metrics`);
+    const claimsRefused = metrics.find((m) => m.name === 'tokenlease_class_claims_refused_total' && m.labels['pool'] === 'api')?.value ?? 0;
+    const admitted = honest({ prefix, coordinator, victim, victimId: '', logPath });
+    return { admitted, outcome: hostileOutcome(attacker), leasesMax, joinedAfterMs, claimsRefused };
+  }
+
+  it('one identity filling maxLeases with 0-token leases under fresh ids does not lock out a new agent of another', async () => {
+    // A small maxLeases, as an attacker would find it: 200 leases, of which one identity may hold 100 (maxLeasesPerIdentity).
+    const attack: HostileAttack = { kind: 'lease-exhaustion', identity: 'mallory' };
+    // Control: no cap per identity (maxLeasesPerIdentity = maxLeases), as before it existed.
+    const open = await identityRun({ ...POOL, maxLeases: 200, maxLeasesPerIdentity: 200 }, attack, 1500);
+    const { admitted, outcome, leasesMax, joinedAfterMs } = await identityRun({ ...POOL, maxLeases: 200 }, attack, 1500);
+    // Its fair share: the only taker of tokens, it may have the level of B it finds and the whole refill of its run.
+    const fairTokens = CAPACITY + (100 * RUN_MS) / 1000;
+    console.log(
+      `hostile-clients lease-exhaustion: without a cap per identity, an honest agent joining ${open.joinedAfterMs.toFixed(0)} ms into the attack ` +
+        `admitted ${open.admitted} (pool leases at most ${open.leasesMax}); with the default cap, joining after ${joinedAfterMs.toFixed(0)} ms, ` +
+        `${admitted} = ${((100 * admitted) / fairTokens).toFixed(0)}% of its fair share ${fairTokens} (B + r·T of its run); pool leases at most ${leasesMax} of 200; ` +
+        `attacker sent ${outcome.sent}, replies ${JSON.stringify(outcome.replies)}`,
+    );
+    expect(admitted).toBeGreaterThan(open.admitted);
+    expect(outcome.replies['unavailable:peer'] ?? 0).toBeGreaterThan(0);
+    expect(outcome.replies['grant'] ?? 0).toBeGreaterThanOrEqual(100);
+    expect(leasesMax).toBeLessThanOrEqual(200);
+    expect(admitted).toBeGreaterThanOrEqual(0.8 * fairTokens);
+  });
+
+  it('an identity claiming a class granted to another weighs 1: an honest agent keeps its equal share', async () => {
+    // Holds long enough for a weight-4 turn (4 × minGrantTokens 5 = 20 tokens, 200 ms of refill) to accrue.
+    const premium = { ...POOL, maxHoldMs: 250, classWeights: { premium: 4 }, classIdentities: { premium: ['svc'] } };
+    const attack: HostileAttack = { kind: 'false-class', identity: 'mallory', agentClass: 'premium', agents: 1 };
+    // Control: the same claim, granted to the claimant, takes its weight of 4.
+    const granted = await identityRun({ ...premium, classIdentities: { premium: ['mallory'] } }, attack, 0);
+    const refused = await identityRun(premium, attack, 0);
+    // Equal weights: half of the refill after the quiet period, less the holding slack: one hold's refill (its first
+    // request may wait a whole hold behind the claimant's turn, and its last one may end after its run).
+    const holdSlackTokens = (100 * premium.maxHoldMs) / 1000;
+    const fairTokens = (0.5 * 100 * (RUN_MS - TTL_MS)) / 1000 - holdSlackTokens;
+    const share = (run: { admitted: number; outcome: HostileOutcome; claimsRefused: number }): string =>
+      `honest ${run.admitted} (${((100 * run.admitted) / fairTokens).toFixed(0)}% of its fair share ${fairTokens} = half the refill after the quiet period − one hold), claimant ${run.outcome.spentTokens}, ` +
+      `claims counted as refused ${run.claimsRefused}, claimant's replies ${JSON.stringify(run.outcome.replies)}`;
+    console.log(
+      `hostile-clients false-class: premium (weight 4) granted to the claimant: ${share(granted)}; ` +
+        `granted to another identity only: ${share(refused)}`,
+    );
+    expect(refused.admitted).toBeGreaterThanOrEqual(0.8 * fairTokens);
+    expect(refused.admitted).toBeGreaterThan(granted.admitted);
+    // The operator sees the claims the configuration does not grant, in the coordinator's metrics.
+    expect(refused.claimsRefused).toBeGreaterThan(0);
+    expect(granted.claimsRefused).toBe(0);
+  });
+
   it('50,000 requests held on one pool leave another pool answering at once', async () => {
     runs += 1;
     const prefix = `tlhostile${seed}x${runs}`;
@@ -326,7 +432,8 @@ describe('hostile clients over real NATS', () => {
       subjectPrefix: prefix,
       quietPeriodMs: TTL_MS,
       pools: { api: POOL },
-      templates: { 'k:*': { ...POOL, maxPools: 30_000 } },
+      // One client makes all 20,000: its identity may (the default would be half of maxPools).
+      templates: { 'k:*': { ...POOL, maxPools: 30_000, maxPoolsPerIdentity: 30_000 } },
     };
     const coordinator = await startCoordinator(nats.url, writeConfig(scratchDir(), config));
     const made = await hostile(prefix, { kind: 'make-pools', templatePrefix: 'k:', count: 20_000 });
