@@ -16,6 +16,7 @@ import {
   type NatsConnection,
 } from '@tokenlease/shared/nats';
 import { AgentError, type AgentErrorCode } from '../errors.js';
+import { BackgroundBus } from './background-bus.js';
 
 /** AgentNatsOptions — how to log in and which TLS files to use; each overrides its environment variable (NATS_USER, …). */
 export interface AgentNatsOptions {
@@ -64,6 +65,17 @@ export interface AgentConnectionOptions {
   readonly bus?: Bus;
   /** Where NATS_* settings are read from (default `process.env`; `{}` reads none). */
   readonly env?: Readonly<Record<string, string | undefined>>;
+  /**
+   * Start without waiting for NATS (default false): `Agent.connect` resolves
+   * once the settings are checked, and the connection is opened in the
+   * background, tried again (250 ms, doubling to 5 s) until it is made.
+   * Until then every limiter is as with no coordinator answering: no lease,
+   * so the fallback rate if one is set, else denials `no-lease`, and the
+   * middleware's `unavailable` policy. Each failed attempt is an `error`
+   * event, the first connection a `reconnect` event. Bad settings still
+   * reject at once (`invalid-argument`).
+   */
+  readonly connectInBackground?: boolean;
 }
 
 /** What a failed connection's code becomes for the agent's callers. */
@@ -89,6 +101,10 @@ export async function openAgentBus(
   identity: string,
   agentId: string,
 ): Promise<{ readonly bus: Bus; readonly owned: boolean }> {
+  const background = options.connectInBackground;
+  if (background !== undefined && typeof background !== 'boolean') {
+    throw new AgentError('invalid-argument', `option connectInBackground must be true or false, got ${JSON.stringify(background)}`);
+  }
   if (options.bus !== undefined) return { bus: options.bus, owned: false };
   if (options.connection !== undefined) return { bus: busFromConnection(options.connection), owned: false };
   const given = natsOptionsLayer({ ...options.nats, url: options.natsUrl, inboxPrefix: options.inboxPrefix });
@@ -98,7 +114,12 @@ export async function openAgentBus(
       [given, natsEnvLayer(options.env ?? process.env)],
       inboxPrefix === undefined ? {} : { inboxPrefix },
     );
-    return { bus: await connectNats(resolved, { name: `tokenlease-agent ${agentId}` }), owned: true };
+    const name = { name: `tokenlease-agent ${agentId}` };
+    if (background === true) {
+      const open = (): Promise<Bus> => connectNats(resolved, name);
+      return { bus: new BackgroundBus(open, resolved.servers.join(',')), owned: true };
+    }
+    return { bus: await connectNats(resolved, name), owned: true };
   } catch (error) {
     if (!(error instanceof TokenleaseError)) throw error;
     throw new AgentError(CODES.get(error.code) ?? 'unreachable', error.message, { cause: error });
