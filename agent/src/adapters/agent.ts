@@ -45,6 +45,8 @@ const HOSTNAME_LENGTH_MAX = 64;
 const AGENT_ID_RANDOM_BYTES = 4;
 /** Random bytes of the lease secret: 128 bits. */
 const LEASE_SECRET_BYTES = 16;
+/** Random bytes of a moved agent id's suffix: 96 bits, 16 base64url characters. */
+const ID_SUFFIX_BYTES = 12;
 
 export type AgentEvent = DriverEvent | BusEvent;
 
@@ -187,6 +189,8 @@ export class Agent implements LimiterHost {
       // 128 random bits that bind this agent's leases; sent only to coordinators, never logged.
       secret: randomBytes(LEASE_SECRET_BYTES).toString('base64url'),
       random: Math.random,
+      // 96 fresh random bits for each move after `forbidden`: where this agent goes next is nobody's guess.
+      idSuffix: () => randomBytes(ID_SUFFIX_BYTES).toString('base64url'),
     });
     this.emit = options.onEvent ?? (() => {});
     bus.onEvent((event) => this.emit(event));

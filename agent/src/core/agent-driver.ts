@@ -139,6 +139,8 @@ export interface AgentDriverOptions {
   readonly secret: string;
   /** Uniform in [0, 1): the keepers' back-off draws. */
   readonly random: () => number;
+  /** Fresh randomness for a moved agent id: 16 to 32 base64url characters a call (moved-id.ts); the agent's are cryptographic. */
+  readonly idSuffix: () => string;
 }
 
 export class AgentDriver<W extends PoolWaiters = PoolWaiters> {
@@ -184,7 +186,15 @@ export class AgentDriver<W extends PoolWaiters = PoolWaiters> {
     const base = this.options.keeper;
     const options = Object.keys(overrides).length === 0 ? base : keeperOptions({ ...base, ...overrides });
     const nextSeq = (floor = 0): number => (this.seq = Math.max(this.seq, floor) + 1);
-    const keeper = new LeaseKeeper(this.options.agentId, name, nextSeq, options, this.options.random, this.options.secret);
+    const keeper = new LeaseKeeper(
+      this.options.agentId,
+      name,
+      nextSeq,
+      options,
+      this.options.random,
+      this.options.secret,
+      this.options.idSuffix,
+    );
     return new AgentPool(keeper, this.options.prefixes, makeWaiters);
   }
 

@@ -28,6 +28,12 @@ export const BASE: Partial<KeeperOptions> = {
   assumedTtlMs: 2000,
 };
 
+/** testIdSuffix — a suffix source for moved ids: `suffix-000000001`, `suffix-000000002`, … (fresh per call, as the agent's random ones are). */
+export function testIdSuffix(): () => string {
+  let moves = 0;
+  return () => `suffix-${String((moves += 1)).padStart(9, '0')}`;
+}
+
 /**
  * keeperWith — a keeper with sequence numbers 101, 102, … (above the floor
  * the keeper names, as the agent's counter does) and the jitter draw `random`.
@@ -38,7 +44,7 @@ export function keeperWith(options: Partial<KeeperOptions> = {}, random = 0.5): 
     seq = Math.max(seq, floor) + 1;
     return seq;
   };
-  return new LeaseKeeper('agent-1', 'pool-a', nextSeq, keeperOptions({ ...BASE, ...options }), () => random, TEST_SECRET);
+  return new LeaseKeeper('agent-1', 'pool-a', nextSeq, keeperOptions({ ...BASE, ...options }), () => random, TEST_SECRET, testIdSuffix());
 }
 
 /** grant — a grant of 100 tokens (a lease holding what it grants) under lease L1 for `seq`, with `fields` overridden. */

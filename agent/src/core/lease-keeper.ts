@@ -29,8 +29,9 @@
  *   refusal means a lease under another secret holds this agent id (a
  *   client that took the id while this keeper held no lease, or a previous
  *   incarnation that used the same id): the keeper moves to a fresh id,
- *   `<agentId>~<n>`, and asks again after the shortest back-off, instead of
- *   waiting for that lease to lapse. A `stale-sequence` refusal names the
+ *   `<agentId>.~<random>` (moved-id.ts: no one who knows the agent's id can
+ *   hold it in advance), and asks again after the shortest back-off,
+ *   instead of waiting for that lease to lapse. A `stale-sequence` refusal names the
  *   floor to ask above, and the next request goes at once above it.
  * - A grant no honest coordinator would send is refused as an error and
  *   changes nothing (the lease client's check, @tokenlease/shared).
@@ -67,6 +68,7 @@ import { DemandWatch } from './demand-watch.js';
 import type { KeeperOptions } from './keeper-options.js';
 import type { InFlight, KeeperStats, SendAction } from './keeper-types.js';
 import { LeaseSlot } from './lease-slot.js';
+import { movedAgentId } from './moved-id.js';
 import { RateRenewal } from './rate-renewal.js';
 import { RequestCycle } from './request-cycle.js';
 import { RoundTrip } from './round-trip.js';
@@ -123,8 +125,8 @@ export class LeaseKeeper {
   private rejection: string | null = null;
   /** The sequence floor a stale-sequence refusal named: the next request goes above it. */
   private seqFloor = 0;
-  /** How many times a `forbidden` refusal moved this keeper to a fresh agent id. */
-  private idMoves = 0;
+  /** The id a `forbidden` refusal last moved this keeper to; null: not moved. */
+  private movedId: string | null = null;
   /** The pool's limits from the last grant; null before any. */
   private poolLimits: PoolLimits | null = null;
   /** Until when the coordinator expects the pool to be short (its last hint), µs; 0: not short. */
@@ -137,7 +139,8 @@ export class LeaseKeeper {
   /**
    * LeaseKeeper — `agentId`'s keeper for `pool`. `nextSeq(floor)` returns the
    * agent's next sequence number, above `floor`; `secret` (at least 128
-   * random bits, base64url) binds its leases. Throws AgentError
+   * random bits, base64url) binds its leases; `idSuffix` draws the fresh
+   * suffix of a moved id (moved-id.ts). Throws AgentError
    * ('invalid-argument') for a secret that is not one.
    */
   constructor(
@@ -147,6 +150,7 @@ export class LeaseKeeper {
     private readonly options: KeeperOptions,
     random: () => number,
     private readonly secret: string,
+    private readonly idSuffix: () => string,
   ) {
     if (!SECRET_PATTERN.test(secret))
       throw new AgentError('invalid-argument', 'the lease secret must be 22 to 128 characters of base64url', { pool });
@@ -165,9 +169,9 @@ export class LeaseKeeper {
     return this.slot.pool;
   }
 
-  /** agentId — the id this keeper asks under: the agent's, or `<agentId>~<n>` after `forbidden` moved it n times. */
+  /** agentId — the id this keeper asks under: the agent's, or the fresh one the last `forbidden` moved it to. */
   get agentId(): string {
-    return this.idMoves === 0 ? this.baseAgentId : `${this.baseAgentId}~${this.idMoves}`;
+    return this.movedId ?? this.baseAgentId;
   }
 
   /** leaseId — the lease this keeper holds or last held, or null. */
@@ -303,7 +307,7 @@ export class LeaseKeeper {
       this.cycle.deferUntil(nowUs);
     } else if (reply.kind === 'error' && reply.code === 'forbidden' && op === 'acquire') {
       // Another secret holds this id: a fresh id, not a wait for that lease to lapse.
-      this.idMoves += 1;
+      this.movedId = movedAgentId(this.baseAgentId, this.idSuffix());
       this.heldLeaseId = null;
       this.cycle.refused(nowUs, reply.code, reply.message, 0);
     } else if (reply.kind === 'error') {

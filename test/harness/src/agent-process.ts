@@ -37,6 +37,8 @@ export interface AgentProcessConfig {
   readonly failoverPrefixes?: readonly string[];
   readonly pool: string;
   readonly name: string;
+  /** Its agent id, when not the default `[<identity>.]<name>-<pid>`: one a test can give an attacker before the agent starts. */
+  readonly agentId?: string;
   readonly seed: number;
   readonly durationMs: number;
   readonly traffic: Traffic;
@@ -62,7 +64,7 @@ async function main(): Promise<void> {
   const config = JSON.parse(process.argv[2] ?? '{}') as Omit<AgentProcessConfig, 'natsUrl'>;
   const agent = await Agent.connect({
     clock: hostMonoNowUs,
-    agentId: `${config.identity === undefined ? '' : `${config.identity}.`}${config.name}-${process.pid}`,
+    agentId: config.agentId ?? `${config.identity === undefined ? '' : `${config.identity}.`}${config.name}-${process.pid}`,
     ...(config.identity === undefined ? {} : { identity: config.identity }),
     onEvent: (event) => print({ type: 'event', name: config.name, event: event.type, ...('code' in event ? { code: event.code } : {}) }),
     ...(config.subjectPrefix === undefined ? {} : { subjectPrefix: config.subjectPrefix }),

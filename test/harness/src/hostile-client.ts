@@ -25,6 +25,11 @@
  * - `make-pools`: acquires of one token for `count` new names under a
  *   template prefix, 100 at a time, so that the coordinator holds that many
  *   pools.
+ * - `squat`: knowing the victim's agent id, holds (and renews every 50 ms)
+ *   a lease of no tokens under that id, under each of the ids an agent
+ *   once moved to after `forbidden` (`<victim>~1` … `<victim>~20`) and
+ *   under a few guesses of the random form (`<victim>.~<random>`), for the
+ *   whole run.
  *
  * The done line also says how long the requests took to be answered
  * (`latencyMs`: p50 and max over those answered or failed).
@@ -59,7 +64,8 @@ export type HostileAttack =
       readonly count: number;
       readonly poolToken?: string;
     }
-  | { readonly kind: 'make-pools'; readonly templatePrefix: string; readonly count: number };
+  | { readonly kind: 'make-pools'; readonly templatePrefix: string; readonly count: number }
+  | { readonly kind: 'squat'; readonly victim: string };
 
 export interface HostileConfig {
   readonly natsUrl: string;
@@ -74,6 +80,9 @@ export interface HostileConfig {
 const PROTOTYPE_NAMES = ['constructor', '__proto__', 'toString', 'hasOwnProperty', 'valueOf', '__defineGetter__', 'isPrototypeOf'];
 const RENEW_EVERY_MS = 50;
 const SEQ_NEAR_MAX = Number.MAX_SAFE_INTEGER - 1000;
+/** A squatter takes the ids `<victim>~1` … `<victim>~SQUAT_MOVES`, and this many random guesses. */
+const SQUAT_MOVES = 20;
+const SQUAT_GUESSES = 5;
 
 const secret = (): string => randomBytes(16).toString('base64url');
 
@@ -153,8 +162,20 @@ class Attacker {
     }
   }
 
+  /** squat — `victim`'s id, its once-predictable successors and a few random guesses, each held by a lease of no tokens. */
+  async squat(victim: string, until: () => boolean): Promise<void> {
+    const moves = Array.from({ length: SQUAT_MOVES }, (_, i) => `${victim}~${i + 1}`);
+    const guesses = Array.from({ length: SQUAT_GUESSES }, () => `${victim}.~${randomBytes(12).toString('base64url')}`);
+    return this.holdIds([victim, ...moves, ...guesses], 0, until);
+  }
+
   async hoard(identities: number, tokens: number, until: () => boolean): Promise<void> {
     const ids = Array.from({ length: identities }, (_, i) => `hoarder-${i}-${process.pid}`);
+    return this.holdIds(ids, tokens, until);
+  }
+
+  /** holdIds — a lease of `tokens` under each of `ids`, renewed every RENEW_EVERY_MS without spending anything. */
+  private async holdIds(ids: readonly string[], tokens: number, until: () => boolean): Promise<void> {
     const held = new Map<string, { leaseId: string | null; tokens: number; seq: number }>(
       ids.map((id) => [id, { leaseId: null, tokens: 0, seq: 0 }]),
     );
@@ -206,6 +227,8 @@ async function run(a: Attacker, until: () => boolean): Promise<void> {
       return a.impersonate(attack.kind, attack.victim, until);
     case 'hoard':
       return a.hoard(attack.identities, attack.tokens, until);
+    case 'squat':
+      return a.squat(attack.victim, until);
     case 'prototype-classes':
       for (let round = 0; !until(); round += 1) {
         await Promise.all(

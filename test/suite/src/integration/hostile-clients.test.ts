@@ -121,6 +121,49 @@ describe('hostile clients over real NATS', () => {
     },
   );
 
+  it('a squatter holding the victim’s id and every id it could predict after it does not lock the victim out', async () => {
+    runs += 1;
+    const dir = scratchDir();
+    const prefix = `tlhostile${seed}x${runs}`;
+    const coordinator = await startCoordinator(
+      nats.url,
+      writeConfig(dir, { subjectPrefix: prefix, quietPeriodMs: TTL_MS, pools: { api: POOL } }),
+    );
+    // The id is known before the victim starts: the squatter holds it first, as one who read it from a log would.
+    const victimId = `victim-${seed}-${runs}`;
+    const squatter = await startHostileClient({
+      natsUrl: nats.url,
+      subjectPrefix: prefix,
+      pool: 'api',
+      durationMs: RUN_MS + 1000,
+      attack: { kind: 'squat', victim: victimId },
+    });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const logPath = join(dir, 'victim.log');
+    const victim = await startAgentProcess({
+      natsUrl: nats.url,
+      subjectPrefix: prefix,
+      pool: 'api',
+      name: 'victim',
+      agentId: victimId,
+      seed,
+      durationMs: RUN_MS,
+      logPath,
+      traffic: { kind: 'steady', perSecond: 300 },
+    });
+    await Promise.all([victim.exited, squatter.exited]);
+    const outcome = hostileOutcome(squatter);
+    const admitted = honest({ prefix, coordinator, victim, victimId, logPath });
+    // The squatter's leases hold no tokens: the victim's fair share is the whole refill after the quiet period.
+    const fairShare = (100 * (RUN_MS - TTL_MS)) / 1000;
+    console.log(
+      `hostile-clients squat: victim admitted ${admitted} = ${((100 * admitted) / fairShare).toFixed(0)}% of its fair share ${fairShare}; ` +
+        `squatter sent ${outcome.sent}, replies ${JSON.stringify(outcome.replies)}`,
+    );
+    expect(outcome.replies['grant'] ?? 0).toBeGreaterThan(0);
+    expect(admitted).toBeGreaterThanOrEqual(0.8 * fairShare);
+  });
+
   it('five identities renewing leases without spending do not keep an honest agent from the pool', async () => {
     const run = await start();
     const outcome = await attack(run, { kind: 'hoard', identities: 5, tokens: 20 });
