@@ -86,6 +86,7 @@ export {
 
 // The lease client: the rules every client of a coordinator (an agent's keeper, a relay's uplink) keeps alike.
 export { SECRET_PATTERN, grantProblem, type GrantCheckLimits } from './core/lease-client-grant.js';
+export { expectedLimitsFormProblem, expectedLimitsProblem, type ExpectedLimits } from './core/expected-limits.js';
 export { clientLeaseEndUs, seqAbove, staleSeqFloor } from './core/lease-client.js';
 export {
   DRIFT_MARGIN_MAX,

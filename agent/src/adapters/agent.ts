@@ -88,16 +88,16 @@ export interface AgentOptions extends AgentConnectionOptions {
 }
 
 /** LimiterOptions — per-pool settings of `agent.limiter(pool, options)`. */
-export interface LimiterOptions extends Pick<Partial<KeeperOptions>, 'fallbackPerSecond' | 'fallbackBurstTokens'> {
+export interface LimiterOptions extends Pick<Partial<KeeperOptions>, PerPoolOption> {
   /** True: this pool is in shadow mode in this service whatever the coordinator says (see Limiter.forceShadow). */
   readonly shadow?: boolean;
 }
 
+/** The keeper options a limiter may set for its own pool over the agent's. */
+type PerPoolOption = 'fallbackPerSecond' | 'fallbackBurstTokens' | 'expectedLimits';
+
 /** pickDefined — `{ [key]: value }` when `options` has `key` set, else `{}`. */
-function pickDefined<K extends 'fallbackPerSecond' | 'fallbackBurstTokens'>(
-  options: LimiterOptions | undefined,
-  key: K,
-): Partial<Pick<KeeperOptions, K>> {
+function pickDefined<K extends PerPoolOption>(options: LimiterOptions | undefined, key: K): Partial<Pick<KeeperOptions, K>> {
   const value = options?.[key];
   return value === undefined ? {} : ({ [key]: value } as Partial<Pick<KeeperOptions, K>>);
 }
@@ -222,8 +222,10 @@ export class Agent implements LimiterHost {
    * limiter — the handle for `pool`, created (and its first lease
    * requested) on first use. `options.fallbackPerSecond` and
    * `fallbackBurstTokens` set this pool's local fallback (see
-   * KeeperOptions.fallbackPerSecond) over the agent's; they count only
-   * when the limiter is created. `options.shadow` (a boolean), given on any
+   * KeeperOptions.fallbackPerSecond) over the agent's, and
+   * `options.expectedLimits` what this pool is expected to allow (see
+   * KeeperOptions.expectedLimits); they count only when the limiter is
+   * created. `options.shadow` (a boolean), given on any
    * call, sets `limiter.forceShadow`: true puts this pool in shadow mode in
    * this service whatever the coordinator says. Throws
    * AgentError('invalid-argument').
@@ -245,8 +247,12 @@ export class Agent implements LimiterHost {
       if (error instanceof TokenleaseError) throw new AgentError('invalid-argument', error.message, { pool, cause: error });
       throw error;
     }
-    const fallback = { ...pickDefined(options, 'fallbackPerSecond'), ...pickDefined(options, 'fallbackBurstTokens') };
-    const opened = this.driver.open(pool, fallback, (p) => new Entry(p, this, this.tick));
+    const overrides = {
+      ...pickDefined(options, 'fallbackPerSecond'),
+      ...pickDefined(options, 'fallbackBurstTokens'),
+      ...pickDefined(options, 'expectedLimits'),
+    };
+    const opened = this.driver.open(pool, overrides, (p) => new Entry(p, this, this.tick));
     const keeper = opened.keeper;
     keeper.slot.onLow = () => this.wake(keeper);
     if (shadow !== undefined) keeper.slot.shadowForced = shadow;

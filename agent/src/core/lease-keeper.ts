@@ -34,7 +34,10 @@
  *   instead of waiting for that lease to lapse. A `stale-sequence` refusal names the
  *   floor to ask above, and the next request goes at once above it.
  * - A grant no honest coordinator would send is refused as an error and
- *   changes nothing (the lease client's check, @tokenlease/shared).
+ *   changes nothing (the lease client's check, @tokenlease/shared). With
+ *   `expectedLimits`, so is one beyond the limits the agent was configured
+ *   to expect, or beyond what such a pool could have granted by then
+ *   (grant-budget.ts: what the keeper gives back unspent counts back).
  * - Every mode a grant carries (its shadow flag, its rate, the largest
  *   cost it fits) lives and dies with its lease: at the lease's expiry or
  *   return the slot enforces, accrues nothing and refuses no cost as
@@ -65,6 +68,7 @@ import {
 } from '@tokenlease/shared';
 import { AgentError } from '../errors.js';
 import { DemandWatch } from './demand-watch.js';
+import { GrantBudget } from './grant-budget.js';
 import type { KeeperOptions } from './keeper-options.js';
 import type { InFlight, KeeperStats, SendAction } from './keeper-types.js';
 import { LeaseSlot } from './lease-slot.js';
@@ -135,6 +139,8 @@ export class LeaseKeeper {
   private unknownPoolNews = false;
   /** A release asked for while a request was in flight: sent when it settles. */
   private releasePending = false;
+  /** What grants may add up to by the expected limits; null: none expected. */
+  private readonly budget: GrantBudget | null;
 
   /**
    * LeaseKeeper — `agentId`'s keeper for `pool`. `nextSeq(floor)` returns the
@@ -163,6 +169,8 @@ export class LeaseKeeper {
     const burstTokens = options.fallbackBurstTokens || Math.max(1, options.fallbackPerSecond);
     this.slot.configureFallback(options.fallbackPerSecond, burstTokens, 0);
     this.ttlUs = options.assumedTtlMs * US_PER_MS;
+    const rttMaxUs = (options.holdMs + options.replyTimeoutMs) * US_PER_MS;
+    this.budget = options.expectedLimits === null ? null : new GrantBudget(options.expectedLimits, rttMaxUs, 0);
   }
 
   get pool(): string {
@@ -293,7 +301,9 @@ export class LeaseKeeper {
     const seqFloor = staleSeqFloor(reply);
     if (reply.kind === 'grant' && flight.message.op === 'acquire') {
       const sameLease = reply.leaseId === this.heldLeaseId && this.slot.hasLease;
-      const problem = grantProblem(reply, flight.message, this.options, sameLease ? this.capacityTokens : 0);
+      const problem =
+        grantProblem(reply, flight.message, this.options, sameLease ? this.capacityTokens : 0) ??
+        this.chargeBudget(reply, flight, sameLease, nowUs);
       if (problem === null) this.applyGrant(reply, flight, nowUs);
       else {
         this.rejection = problem;
@@ -363,6 +373,15 @@ export class LeaseKeeper {
     return deadline;
   }
 
+  /** chargeBudget — takes `reply`'s tokens from the grant budget and returns null, or says why they do not fit (changing nothing). */
+  private chargeBudget(reply: LeaseGrant, flight: InFlight, sameLease: boolean, nowUs: number): string | null {
+    if (this.budget === null || flight.message.op !== 'acquire') return null;
+    const heldTokens = sameLease ? flight.message.tokensLeft : 0;
+    // A new lease replaces the one in hand: its unspent balance is given up, as on a return.
+    const creditTokens = !sameLease && this.slot.hasLease ? this.slot.balanceTokens : 0;
+    return this.budget.charge(reply.tokensGranted, heldTokens, creditTokens, flight.firstSentAtUs, nowUs);
+  }
+
   /** chunkLeaseId — the id of the chunk lease held, or null (none held, or a rate lease). */
   private chunkLeaseId(): string | null {
     return this.slot.hasLease && !this.rate.held ? this.heldLeaseId : null;
@@ -418,8 +437,11 @@ export class LeaseKeeper {
    */
   private endLease(nowUs: number): number {
     const s = this.slot;
+    // A rate lease's balance accrued by itself, never charged to the budget: nothing of it is credited back.
+    const chargedTokens = this.rate.held ? 0 : s.balanceTokens;
     this.rate.returning(nowUs);
     const tokensLeft = s.balanceTokens;
+    this.budget?.credit(chargedTokens, nowUs);
     s.balanceTokens = 0;
     s.hasLease = false;
     s.expiresAtUs = 0;

@@ -19,6 +19,10 @@
  * - `hold-flood`: `count` acquires with distinct ids that wait (holdMs) at once.
  * - `rogue-responder`: answers every request on the service subject with a
  *   grant of 2^52 tokens for 24 h, as no honest coordinator would.
+ * - `rogue-smart`: answers every acquire on the service subject with a
+ *   grant that looks honest: what was asked, up to the lease limit it
+ *   states, under a fresh lease id, for 10 s, stating the pool limits it
+ *   was given (`limits`), all consistent with one another.
  * - `operator-ops`: `count` operator requests (`pools` or `reload`) at once
  *   under `identity`, on the pool token `_` or `poolToken`, each waiting up
  *   to 5 s for its answer.
@@ -40,6 +44,7 @@ import {
   COORDINATOR_QUEUE_GROUP,
   decodeOperatorReply,
   decodeReply,
+  decodeRequest,
   encodeMessage,
   serviceSubject,
   subjectFor,
@@ -57,6 +62,7 @@ export type HostileAttack =
   | { readonly kind: 'template-reports'; readonly templatePrefix: string; readonly count: number }
   | { readonly kind: 'hold-flood'; readonly count: number; readonly holdMs: number }
   | { readonly kind: 'rogue-responder' }
+  | { readonly kind: 'rogue-smart'; readonly limits: RogueLimits }
   | {
       readonly kind: 'operator-ops';
       readonly op: 'pools' | 'reload';
@@ -66,6 +72,14 @@ export type HostileAttack =
     }
   | { readonly kind: 'make-pools'; readonly templatePrefix: string; readonly count: number }
   | { readonly kind: 'squat'; readonly victim: string };
+
+/** RogueLimits — the pool limits a smart rogue states in its grants. */
+export interface RogueLimits {
+  readonly capacityTokens: number;
+  readonly maxLeaseTokens: number;
+  readonly refillTokens: number;
+  readonly refillPeriodMs: number;
+}
 
 export interface HostileConfig {
   readonly natsUrl: string;
@@ -218,6 +232,36 @@ function rogueGrant(seq: number): LeaseGrant {
   };
 }
 
+/** smartGrant — a plausible-looking grant for `request` under the stated `limits`: what it asked, up to the lease limit, a fresh lease. */
+function smartGrant(request: Extract<Request, { op: 'acquire' }>, limits: RogueLimits, leaseNo: number): LeaseGrant {
+  const tokensGranted = Math.min(request.tokensWanted, limits.maxLeaseTokens);
+  return {
+    v: 2,
+    kind: 'grant',
+    seq: request.seq,
+    leaseId: `rogue-${leaseNo}`,
+    tokensGranted,
+    tokensHeld: tokensGranted,
+    ttlMs: 10_000,
+    epoch: 1,
+    ...limits,
+    retryAfterMs: 0,
+  };
+}
+
+/** serveAsRogue — answers requests on the service subject with `answer(request)` (null: no answer) until `until`. */
+async function serveAsRogue(a: Attacker, until: () => boolean, answer: (payload: Uint8Array) => LeaseGrant | null): Promise<void> {
+  const sub = a.bus.serve(serviceSubject(a.config.subjectPrefix), COORDINATOR_QUEUE_GROUP, (_subject, payload, port) => {
+    const grant = answer(payload);
+    if (grant === null) return;
+    a.sent += 1;
+    port.respond(encodeMessage(grant));
+  });
+  await a.bus.flush();
+  while (!until()) await sleep(20);
+  await sub.stop();
+}
+
 async function run(a: Attacker, until: () => boolean): Promise<void> {
   const { attack, pool } = a.config;
   switch (attack.kind) {
@@ -281,16 +325,16 @@ async function run(a: Attacker, until: () => boolean): Promise<void> {
         );
       }
       return;
-    case 'rogue-responder': {
-      const sub = a.bus.serve(serviceSubject(a.config.subjectPrefix), COORDINATOR_QUEUE_GROUP, (_subject, payload, port) => {
-        const seq = (JSON.parse(new TextDecoder().decode(payload)) as { seq?: number }).seq ?? 0;
-        a.sent += 1;
-        port.respond(encodeMessage(rogueGrant(seq)));
+    case 'rogue-responder':
+      return serveAsRogue(a, until, (payload) => rogueGrant((JSON.parse(new TextDecoder().decode(payload)) as { seq?: number }).seq ?? 0));
+    case 'rogue-smart': {
+      let leases = 0;
+      return serveAsRogue(a, until, (payload) => {
+        const decoded = decodeRequest(payload);
+        if (!decoded.ok || decoded.value.op !== 'acquire') return null;
+        leases += 1;
+        return smartGrant(decoded.value, attack.limits, leases);
       });
-      await a.bus.flush();
-      while (!until()) await sleep(20);
-      await sub.stop();
-      return;
     }
   }
 }

@@ -59,8 +59,13 @@ describe('hostile clients over real NATS', () => {
     await nats.stop();
   });
 
-  /** start — a coordinator of `pools` and an honest agent offering 300/s to `pool` for RUN_MS, logging every admission. */
-  async function start(pools: Record<string, unknown> = { api: POOL }, extra: Record<string, unknown> = {}, pool = 'api'): Promise<Run> {
+  /** start — a coordinator of `pools` and an honest agent (keeper options `keeper`) offering 300/s to `pool` for RUN_MS, logging every admission. */
+  async function start(
+    pools: Record<string, unknown> = { api: POOL },
+    extra: Record<string, unknown> = {},
+    pool = 'api',
+    keeper: Record<string, unknown> = {},
+  ): Promise<Run> {
     runs += 1;
     const dir = scratchDir();
     const prefix = `tlhostile${seed}x${runs}`;
@@ -78,6 +83,7 @@ describe('hostile clients over real NATS', () => {
       durationMs: RUN_MS,
       logPath,
       traffic: { kind: 'steady', perSecond: 300 },
+      keeper,
     });
     const ready = JSON.parse(victim.lines.find((l) => l.includes('"type":"ready"')) ?? '{}') as { agentId?: string };
     return { prefix, coordinator, victim, victimId: ready.agentId ?? '', logPath };
@@ -325,6 +331,78 @@ describe('hostile clients over real NATS', () => {
     );
     expect(poolsListed).toBe(20_001);
     expect(coordinator.proc.exitCode).toBeNull();
+  });
+
+  /** againstRogue — an honest agent (keeper options `keeper`) offering 300/s to "api" for RUN_MS, with `rogue` the only responder. */
+  async function againstRogue(
+    name: string,
+    rogue: HostileAttack,
+    keeper: Record<string, unknown>,
+  ): Promise<{ admissions: ReturnType<typeof readAdmissionLog>; victim: Child; outcome: HostileOutcome }> {
+    const dir = scratchDir();
+    runs += 1;
+    const prefix = `tlrogue${seed}x${runs}`;
+    const responder = await startHostileClient({
+      natsUrl: nats.url,
+      subjectPrefix: prefix,
+      pool: 'api',
+      durationMs: RUN_MS,
+      attack: rogue,
+    });
+    const logPath = join(dir, 'victim.log');
+    const victim = await startAgentProcess({
+      natsUrl: nats.url,
+      subjectPrefix: prefix,
+      pool: 'api',
+      name,
+      seed,
+      durationMs: RUN_MS - 500,
+      logPath,
+      traffic: { kind: 'steady', perSecond: 300 },
+      keeper,
+    });
+    await Promise.all([victim.exited, responder.exited]);
+    return { admissions: readAdmissionLog(logPath), victim, outcome: hostileOutcome(responder) };
+  }
+
+  // What the agent is configured to expect of "api": the real pool's limits.
+  const EXPECTED = { capacityTokens: CAPACITY, maxLeaseTokens: 20, refillTokens: 100, refillPeriodMs: 1000 };
+  const GENEROUS = { capacityTokens: 1_000_000_000, maxLeaseTokens: 1_000_000, refillTokens: 1_000_000_000, refillPeriodMs: 1000 };
+
+  it('a smart rogue stating generous limits of its own is believed by an agent that expects nothing', async () => {
+    const { admissions, outcome } = await againstRogue('believer', { kind: 'rogue-smart', limits: GENEROUS }, {});
+    const report = checkEnvelope(admissions, CAPACITY, REFILL);
+    console.log(
+      `hostile-clients rogue-smart, no expected limits: ${report.admittedTokens} admitted in ${RUN_MS - 500} ms on a pool of ${CAPACITY} at 100/s ` +
+        `(worst window over B + r·T by ${report.worstExcessTokens}); rogue sent ${outcome.sent} grants`,
+    );
+    expect(report.ok).toBe(false);
+  });
+
+  it('an agent that expects the pool’s limits admits normally from the real coordinator', async () => {
+    const run = await start({ api: POOL }, {}, 'api', { expectedLimits: EXPECTED });
+    await run.victim.exited;
+    const admitted = honest(run);
+    const implausible = logEvents(run.victim.lines, { type: 'event', event: 'implausible-grant' }).length;
+    console.log(`hostile-clients expected limits, real coordinator: ${admitted} admitted, ${implausible} implausible-grant events`);
+    expect(implausible).toBe(0);
+    expect(admitted).toBeGreaterThan(fairFloor);
+  });
+
+  it.each([
+    ['generous limits', GENEROUS],
+    ['the expected limits themselves, granted as fast as asked', EXPECTED],
+  ] as const)('an agent that expects the pool’s limits admits within them from a smart rogue stating %s', async (_name, limits) => {
+    const { admissions, victim, outcome } = await againstRogue('expecting', { kind: 'rogue-smart', limits }, { expectedLimits: EXPECTED });
+    const report = checkEnvelope(admissions, CAPACITY, REFILL);
+    const implausible = logEvents(victim.lines, { type: 'event', event: 'implausible-grant' }).length;
+    console.log(
+      `hostile-clients rogue-smart stating ${JSON.stringify(limits)}, expectedLimits set: ${report.admittedTokens} admitted, ` +
+        `worst window ${report.worstExcessTokens} over B + r·T; ${implausible} implausible-grant events; rogue sent ${outcome.sent} grants`,
+    );
+    expect(outcome.sent).toBeGreaterThan(0);
+    expect(report.ok, `worst window over by ${report.worstExcessTokens}: ${JSON.stringify(report.worstWindow)}`).toBe(true);
+    expect(implausible).toBeGreaterThan(0);
   });
 
   it('an agent refuses the grants of a rogue responder: 2^52 tokens for 24 h admit nothing', async () => {
