@@ -69,6 +69,7 @@ export {
   FLEET_WEIGHT_MAX,
 } from './protocol/limits.js';
 export { ID_FORM, isProtocolId } from './protocol/ids.js';
+export { GRANT_SIGNATURE_PATTERN, grantSigningText, type GrantBinding } from './protocol/grant-signature.js';
 export { decodeOperatorReply, decodeReply, decodeRequest, encodeMessage, type DecodeFailure, type Decoded } from './protocol/codec.js';
 export {
   NAMES_LIST_MAX,

@@ -14,7 +14,7 @@
  * from `agent.limiter(pool)` while anything still holds it (a weak
  * reference here, so an unused one is collected).
  */
-import { randomBytes } from 'node:crypto';
+import { randomBytes, type KeyObject } from 'node:crypto';
 import { hostname } from 'node:os';
 import {
   encodeMessage,
@@ -27,12 +27,13 @@ import {
 } from '@tokenlease/shared';
 import { type Bus, type BusEvent } from '@tokenlease/shared/nats';
 import { AgentDriver, AgentPool, type AgentCommand, type DriverEvent, type PoolWaiters } from '../core/agent-driver.js';
-import type { LeaseKeeper } from '../core/lease-keeper.js';
+import type { GrantVerifier, LeaseKeeper } from '../core/lease-keeper.js';
 import { keeperOptions, type KeeperOptions } from '../core/keeper-options.js';
 import { takeAllAt, type SlotCharge } from '../core/take-all.js';
 import { TAKE_TIMEOUT_MS_DEFAULT } from '../core/take-queue.js';
 import { US_PER_MS } from '../core/units.js';
 import { AgentError } from '../errors.js';
+import { grantVerifierOf } from './grant-verifier.js';
 import { Limiter, type LimiterHost } from './limiter.js';
 import { openAgentBus, type AgentConnectionOptions } from './agent-bus.js';
 
@@ -72,6 +73,14 @@ export interface AgentOptions extends AgentConnectionOptions {
    */
   readonly failoverPrefixes?: readonly string[];
   readonly keeper?: Partial<KeeperOptions>;
+  /**
+   * The Ed25519 public keys (PEM strings or KeyObjects) of the coordinators
+   * whose grants this agent accepts: given any, a grant not signed for its
+   * request by one of them is refused as implausible (event
+   * `implausible-grant`), nothing of it spendable. More than one while a
+   * signing key is rotated. Default none: grants need no signature.
+   */
+  readonly grantPublicKeys?: readonly (string | KeyObject)[];
   readonly onEvent?: (event: AgentEvent) => void;
   /**
    * Monotonic clock in µs for expiry and the fast path; default
@@ -167,6 +176,7 @@ export class Agent implements LimiterHost {
     private readonly ownsBus: boolean,
     readonly agentId: string,
     options: AgentOptions,
+    verifyGrant: GrantVerifier | null,
   ) {
     this.clock = options.clock ?? performanceNowUs;
     const prefix = options.subjectPrefix ?? DEFAULT_SUBJECT_PREFIX;
@@ -191,6 +201,7 @@ export class Agent implements LimiterHost {
       random: Math.random,
       // 96 fresh random bits for each move after `forbidden`: where this agent goes next is nobody's guess.
       idSuffix: () => randomBytes(ID_SUFFIX_BYTES).toString('base64url'),
+      verifyGrant,
     });
     this.emit = options.onEvent ?? (() => {});
     bus.onEvent((event) => this.emit(event));
@@ -210,8 +221,9 @@ export class Agent implements LimiterHost {
       throw new AgentError('invalid-argument', error instanceof Error ? error.message : String(error), { cause: error });
     }
     const agentId = options.agentId ?? (identity === ANONYMOUS_IDENTITY ? defaultAgentId() : `${identity}.${defaultAgentId()}`);
+    const verifyGrant = grantVerifierOf(options.grantPublicKeys);
     const { bus, owned } = await openAgentBus(options, identity, agentId);
-    return new Agent(bus, owned, agentId, options);
+    return new Agent(bus, owned, agentId, options, verifyGrant);
   }
 
   get closed(): boolean {

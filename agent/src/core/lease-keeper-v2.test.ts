@@ -12,7 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { AgentError } from '../errors.js';
 import { keeperOptions } from './keeper-options.js';
 import { LeaseKeeper, type SendAction } from './lease-keeper.js';
-import { acquireIn, askFor, BASE, grantFor, keeperWith, only, TEST_SECRET, testIdSuffix } from './lease-keeper.fixtures.js';
+import { acquireIn, askFor, BASE, grantFor, keeperWith, only, TEST_SECRET, testHooks } from './lease-keeper.fixtures.js';
 
 function errorReply(seq: number, code: ErrorCode, retryAfterMs: number, seqFloor?: number): Reply {
   const floor = seqFloor === undefined ? {} : { seqFloor };
@@ -105,7 +105,7 @@ function countingKeeper(): { keeper: LeaseKeeper; floors: number[] } {
     seq = Math.max(seq, floor) + 1;
     return seq;
   };
-  return { keeper: new LeaseKeeper('agent-1', 'pool-a', nextSeq, keeperOptions(BASE), () => 0.5, TEST_SECRET, testIdSuffix()), floors };
+  return { keeper: new LeaseKeeper('agent-1', 'pool-a', nextSeq, keeperOptions(BASE), () => 0.5, TEST_SECRET, testHooks()), floors };
 }
 
 describe('LeaseKeeper stale-sequence refusals', () => {
@@ -201,7 +201,7 @@ describe('LeaseKeeper secret', () => {
       keeperOptions({ ...BASE, reportMs: 100 }),
       () => 0.5,
       secret,
-      testIdSuffix(),
+      testHooks(),
     );
     const sent: SendAction['message'][] = [];
     const record = (actions: readonly SendAction[]): readonly SendAction[] => {
@@ -238,7 +238,7 @@ describe('LeaseKeeper secret', () => {
           keeperOptions(BASE),
           () => 0.5,
           secret,
-          testIdSuffix(),
+          testHooks(),
         ),
     );
     expect(error.code).toBe('invalid-argument');

@@ -38,6 +38,8 @@
  *   `expectedLimits`, so is one beyond the limits the agent was configured
  *   to expect, or beyond what such a pool could have granted by then
  *   (grant-budget.ts: what the keeper gives back unspent counts back).
+ *   With a grant verifier (the agent's public keys), so is a grant not
+ *   signed for this request by one of them (shared grant-signature.ts).
  * - Every mode a grant carries (its shadow flag, its rate, the largest
  *   cost it fits) lives and dies with its lease: at the lease's expiry or
  *   return the slot enforces, accrues nothing and refuses no cost as
@@ -59,6 +61,7 @@
 import {
   clientLeaseEndUs,
   grantProblem,
+  grantSigningText,
   SECRET_PATTERN,
   staleSeqFloor,
   type LeaseGrant,
@@ -70,7 +73,7 @@ import { AgentError } from '../errors.js';
 import { DemandWatch } from './demand-watch.js';
 import { GrantBudget } from './grant-budget.js';
 import type { KeeperOptions } from './keeper-options.js';
-import type { InFlight, KeeperStats, SendAction } from './keeper-types.js';
+import type { InFlight, KeeperHooks, KeeperStats, SendAction } from './keeper-types.js';
 import { LeaseSlot } from './lease-slot.js';
 import { movedAgentId } from './moved-id.js';
 import { RateRenewal } from './rate-renewal.js';
@@ -79,7 +82,7 @@ import { RoundTrip } from './round-trip.js';
 import { US_PER_MS } from './units.js';
 import { UsageReports } from './usage-report.js';
 
-export type { KeeperStats, SendAction } from './keeper-types.js';
+export type { GrantVerifier, KeeperHooks, KeeperStats, SendAction } from './keeper-types.js';
 
 /** PoolLimits — a pool's limits as its last grant told them: the quota and window a limiter can show. */
 export interface PoolLimits {
@@ -145,8 +148,8 @@ export class LeaseKeeper {
   /**
    * LeaseKeeper — `agentId`'s keeper for `pool`. `nextSeq(floor)` returns the
    * agent's next sequence number, above `floor`; `secret` (at least 128
-   * random bits, base64url) binds its leases; `idSuffix` draws the fresh
-   * suffix of a moved id (moved-id.ts). Throws AgentError
+   * random bits, base64url) binds its leases; `hooks` draw the fresh suffix
+   * of a moved id and check grants' signatures. Throws AgentError
    * ('invalid-argument') for a secret that is not one.
    */
   constructor(
@@ -156,7 +159,7 @@ export class LeaseKeeper {
     private readonly options: KeeperOptions,
     random: () => number,
     private readonly secret: string,
-    private readonly idSuffix: () => string,
+    private readonly hooks: KeeperHooks,
   ) {
     if (!SECRET_PATTERN.test(secret))
       throw new AgentError('invalid-argument', 'the lease secret must be 22 to 128 characters of base64url', { pool });
@@ -302,6 +305,7 @@ export class LeaseKeeper {
     if (reply.kind === 'grant' && flight.message.op === 'acquire') {
       const sameLease = reply.leaseId === this.heldLeaseId && this.slot.hasLease;
       const problem =
+        this.signatureProblem(reply, flight.message) ??
         grantProblem(reply, flight.message, this.options, sameLease ? this.capacityTokens : 0) ??
         this.chargeBudget(reply, flight, sameLease, nowUs);
       if (problem === null) this.applyGrant(reply, flight, nowUs);
@@ -317,7 +321,7 @@ export class LeaseKeeper {
       this.cycle.deferUntil(nowUs);
     } else if (reply.kind === 'error' && reply.code === 'forbidden' && op === 'acquire') {
       // Another secret holds this id: a fresh id, not a wait for that lease to lapse.
-      this.movedId = movedAgentId(this.baseAgentId, this.idSuffix());
+      this.movedId = movedAgentId(this.baseAgentId, this.hooks.idSuffix());
       this.heldLeaseId = null;
       this.cycle.refused(nowUs, reply.code, reply.message, 0);
     } else if (reply.kind === 'error') {
@@ -371,6 +375,15 @@ export class LeaseKeeper {
       deadline = Math.min(deadline, Math.max(notBeforeUs, actAtUs), s.expiresAtUs);
     }
     return deadline;
+  }
+
+  /** signatureProblem — why `reply` is not signed for `request` by a key the agent trusts, or null (or no keys configured). */
+  private signatureProblem(reply: LeaseGrant, request: LeaseRequest): string | null {
+    const verify = this.hooks.verifyGrant;
+    if (verify === null) return null;
+    if (reply.sig === undefined) return 'carries no signature, and this agent accepts only signed grants';
+    const text = grantSigningText(reply, { agentId: request.agentId, pool: request.pool });
+    return verify(text, reply.sig) ? null : 'carries a signature that none of the configured keys made for this request';
   }
 
   /** chargeBudget — takes `reply`'s tokens from the grant budget and returns null, or says why they do not fit (changing nothing). */

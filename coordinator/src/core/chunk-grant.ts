@@ -19,7 +19,7 @@
  *   that share, it is answered with no top-up and the time it has left,
  *   not extended, so it lapses and its tokens go round.
  */
-import type { LeaseRequest, Reply } from '@tokenlease/shared';
+import type { GrantBinding, LeaseRequest, Reply } from '@tokenlease/shared';
 import type { LeaseRecord } from './lease-table.js';
 import { grantReply, grantTtlMs, leaseExpiryUs, retryAfterMs, weightOf, US_PER_MS, type PoolParts } from './pool-parts.js';
 
@@ -27,6 +27,8 @@ import { grantReply, grantTtlMs, leaseExpiryUs, retryAfterMs, weightOf, US_PER_M
 export interface Delivery<R> {
   readonly to: R;
   readonly reply: Reply;
+  /** For a grant: the request it answers, which a signature binds it to (the adapter signs, given a key). */
+  readonly grantFor?: GrantBinding;
   /** True when `reply` is the original answer repeated to a retry (counted once by metrics). */
   readonly repeat?: boolean;
 }
@@ -98,7 +100,7 @@ export function grant<R>(
   const reply = grantReply(p, record, tokensGranted, retryMs, grantTtlMs(p, receivedUs));
   record.lastReply = reply;
   p.changed?.add(record.agentId);
-  out.push({ to, reply });
+  out.push({ to, reply, grantFor: bindingOf(p, record) });
   p.credit.check(p.leases.boundTokensSum);
 }
 
@@ -113,7 +115,7 @@ function renewUnextended<R>(p: PoolParts<R>, record: LeaseRecord, short: boolean
   const ttlMs = Math.max(1, Math.floor((record.expiresAtUs - nowUs) / US_PER_MS));
   const reply = grantReply(p, record, 0, short ? ttlMs : 0, ttlMs);
   record.lastReply = reply;
-  out.push({ to, reply });
+  out.push({ to, reply, grantFor: bindingOf(p, record) });
 }
 
 /**
@@ -124,4 +126,9 @@ function renewUnextended<R>(p: PoolParts<R>, record: LeaseRecord, short: boolean
 function fairRest<R>(p: PoolParts<R>, headTurnTokens: number): number {
   const turns = p.waiters.turnsTokens + headTurnTokens;
   return Math.floor((p.credit.levelTokens * headTurnTokens) / turns);
+}
+
+/** bindingOf — the request a grant to `record` answers, for its signature: the lease's agent and the pool. */
+export function bindingOf<R>(p: PoolParts<R>, record: LeaseRecord): GrantBinding {
+  return { agentId: record.agentId, pool: p.config.name };
 }

@@ -48,6 +48,8 @@ export interface AgentProcessConfig {
   /** Force shadow mode for the pool in this agent, whatever the coordinator says. */
   readonly shadow?: boolean;
   readonly statsEveryMs?: number;
+  /** The coordinators' grant-signing public keys (PEM) the agent accepts grants from (AgentOptions.grantPublicKeys). */
+  readonly grantPublicKeys?: readonly string[];
   /** Lease keeper options (e.g. refreshMs, reportMs). */
   readonly keeper?: Partial<KeeperOptions>;
   /** Serve the agent's metrics on this port (0: one the system picks)… */
@@ -70,6 +72,7 @@ async function main(): Promise<void> {
     ...(config.subjectPrefix === undefined ? {} : { subjectPrefix: config.subjectPrefix }),
     ...(config.failoverPrefixes === undefined ? {} : { failoverPrefixes: config.failoverPrefixes }),
     ...(config.keeper === undefined ? {} : { keeper: config.keeper }),
+    ...(config.grantPublicKeys === undefined ? {} : { grantPublicKeys: config.grantPublicKeys }),
   });
   const limiter = agent.limiter(config.pool, config.shadow === undefined ? undefined : { shadow: config.shadow });
   const metricsUrl =

@@ -22,7 +22,9 @@
  * - `rogue-smart`: answers every acquire on the service subject with a
  *   grant that looks honest: what was asked, up to the lease limit it
  *   states, under a fresh lease id, for 10 s, stating the pool limits it
- *   was given (`limits`), all consistent with one another.
+ *   was given (`limits`), all consistent with one another; with `sign`,
+ *   each signed for its request as a coordinator would, but by a key of
+ *   its own.
  * - `operator-ops`: `count` operator requests (`pools` or `reload`) at once
  *   under `identity`, on the pool token `_` or `poolToken`, each waiting up
  *   to 5 s for its answer.
@@ -39,13 +41,14 @@
  * (`latencyMs`: p50 and max over those answered or failed).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { randomBytes } from 'node:crypto';
+import { generateKeyPairSync, randomBytes, sign } from 'node:crypto';
 import {
   COORDINATOR_QUEUE_GROUP,
   decodeOperatorReply,
   decodeReply,
   decodeRequest,
   encodeMessage,
+  grantSigningText,
   serviceSubject,
   subjectFor,
   type LeaseGrant,
@@ -62,7 +65,7 @@ export type HostileAttack =
   | { readonly kind: 'template-reports'; readonly templatePrefix: string; readonly count: number }
   | { readonly kind: 'hold-flood'; readonly count: number; readonly holdMs: number }
   | { readonly kind: 'rogue-responder' }
-  | { readonly kind: 'rogue-smart'; readonly limits: RogueLimits }
+  | { readonly kind: 'rogue-smart'; readonly limits: RogueLimits; readonly sign?: boolean }
   | {
       readonly kind: 'operator-ops';
       readonly op: 'pools' | 'reload';
@@ -329,11 +332,16 @@ async function run(a: Attacker, until: () => boolean): Promise<void> {
       return serveAsRogue(a, until, (payload) => rogueGrant((JSON.parse(new TextDecoder().decode(payload)) as { seq?: number }).seq ?? 0));
     case 'rogue-smart': {
       let leases = 0;
+      const { privateKey } = generateKeyPairSync('ed25519');
       return serveAsRogue(a, until, (payload) => {
         const decoded = decodeRequest(payload);
         if (!decoded.ok || decoded.value.op !== 'acquire') return null;
         leases += 1;
-        return smartGrant(decoded.value, attack.limits, leases);
+        const request = decoded.value;
+        const grant = smartGrant(request, attack.limits, leases);
+        if (attack.sign !== true) return grant;
+        const text = grantSigningText(grant, { agentId: request.agentId, pool: request.pool });
+        return { ...grant, sig: sign(null, Buffer.from(text), privateKey).toString('base64url') };
       });
     }
   }

@@ -8,6 +8,8 @@
  *
  * Pool "api": capacity 100, refill 100/s, TTL 500 ms, leases of at most 20.
  */
+import { generateKeyPairSync } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeRate } from '@tokenlease/shared';
@@ -333,11 +335,12 @@ describe('hostile clients over real NATS', () => {
     expect(coordinator.proc.exitCode).toBeNull();
   });
 
-  /** againstRogue — an honest agent (keeper options `keeper`) offering 300/s to "api" for RUN_MS, with `rogue` the only responder. */
+  /** againstRogue — an honest agent (keeper options `keeper`, grant keys `grantPublicKeys`) offering 300/s to "api" for RUN_MS, with `rogue` the only responder. */
   async function againstRogue(
     name: string,
     rogue: HostileAttack,
     keeper: Record<string, unknown>,
+    grantPublicKeys?: readonly string[],
   ): Promise<{ admissions: ReturnType<typeof readAdmissionLog>; victim: Child; outcome: HostileOutcome }> {
     const dir = scratchDir();
     runs += 1;
@@ -360,6 +363,7 @@ describe('hostile clients over real NATS', () => {
       logPath,
       traffic: { kind: 'steady', perSecond: 300 },
       keeper,
+      ...(grantPublicKeys === undefined ? {} : { grantPublicKeys }),
     });
     await Promise.all([victim.exited, responder.exited]);
     return { admissions: readAdmissionLog(logPath), victim, outcome: hostileOutcome(responder) };
@@ -403,6 +407,63 @@ describe('hostile clients over real NATS', () => {
     expect(outcome.sent).toBeGreaterThan(0);
     expect(report.ok, `worst window over by ${report.worstExcessTokens}: ${JSON.stringify(report.worstWindow)}`).toBe(true);
     expect(implausible).toBeGreaterThan(0);
+  });
+
+  describe('signed grants', () => {
+    const signing = generateKeyPairSync('ed25519');
+    const publicPem = signing.publicKey.export({ type: 'spki', format: 'pem' }).toString();
+    // A key of a rotation that has not begun signing yet: listed beside the current one.
+    const nextPem = generateKeyPairSync('ed25519').publicKey.export({ type: 'spki', format: 'pem' }).toString();
+
+    it('an agent with the public key admits normally from a coordinator that signs with the private one', async () => {
+      const dir = scratchDir();
+      const keyPath = join(dir, 'grant-signing.pem');
+      writeFileSync(keyPath, signing.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(), { mode: 0o600 });
+      runs += 1;
+      const prefix = `tlhostile${seed}x${runs}`;
+      const coordinator = await startCoordinator(
+        nats.url,
+        writeConfig(dir, { subjectPrefix: prefix, quietPeriodMs: TTL_MS, pools: { api: POOL } }),
+        {
+          args: ['--grant-signing-key', keyPath],
+        },
+      );
+      const logPath = join(dir, 'victim.log');
+      const victim = await startAgentProcess({
+        natsUrl: nats.url,
+        subjectPrefix: prefix,
+        pool: 'api',
+        name: 'victim',
+        seed,
+        durationMs: RUN_MS,
+        logPath,
+        traffic: { kind: 'steady', perSecond: 300 },
+        grantPublicKeys: [nextPem, publicPem],
+      });
+      await victim.exited;
+      const admitted = honest({ prefix, coordinator, victim, victimId: '', logPath });
+      const implausible = logEvents(victim.lines, { type: 'event', event: 'implausible-grant' }).length;
+      console.log(`hostile-clients signed grants, real coordinator: ${admitted} admitted, ${implausible} implausible-grant events`);
+      expect(implausible).toBe(0);
+      expect(admitted).toBeGreaterThan(fairFloor);
+      expect(coordinator.lines.join('\n')).not.toContain(keyPath);
+    });
+
+    it.each([
+      ['unsigned', false],
+      ['signed by another key', true],
+    ] as const)('an agent with the public key admits nothing from a smart rogue whose grants are %s', async (_name, sign) => {
+      const { admissions, victim, outcome } = await againstRogue('signed-only', { kind: 'rogue-smart', limits: EXPECTED, sign }, {}, [
+        publicPem,
+      ]);
+      const implausible = logEvents(victim.lines, { type: 'event', event: 'implausible-grant' }).length;
+      console.log(
+        `hostile-clients rogue-smart ${sign ? 'signed by its own key' : 'unsigned'}: ${admissions.length} admissions; ${implausible} implausible-grant events; rogue sent ${outcome.sent} grants`,
+      );
+      expect(outcome.sent).toBeGreaterThan(0);
+      expect(admissions).toEqual([]);
+      expect(implausible).toBeGreaterThan(0);
+    });
   });
 
   it('an agent refuses the grants of a rogue responder: 2^52 tokens for 24 h admit nothing', async () => {
