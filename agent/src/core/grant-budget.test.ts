@@ -35,6 +35,14 @@ describe('GrantBudget', () => {
     expect(b.charge(grant, heldTokens, 0, T0 + 5_000_000 - rttUs, T0 + 5_000_000) === null).toBe(fits);
   });
 
+  it('a grant decided before its reply was delayed is not refused for the delay: the round-trip’s refill counts', () => {
+    const b = budget();
+    // Drained by a grant decided at once but delivered 50 ms later; the next, sent then, gets the 5 tokens of those 50 ms at once.
+    expect(b.charge(100, 0, 0, T0, T0 + 50_000)).toBeNull();
+    expect(b.charge(5, 0, 0, T0 + 50_000, T0 + 50_000)).toBeNull();
+    expect(b.charge(1, 0, 0, T0 + 50_000, T0 + 50_000)).not.toBeNull();
+  });
+
   it('tokens given back unspent can be granted again at once', () => {
     const b = budget();
     expect(b.charge(100, 0, 0, T0, T0)).toBeNull();
