@@ -17,4 +17,5 @@ export { AgentError, type AgentErrorCode } from './errors.js';
 export type { KeeperStats, PoolLimits } from './core/lease-keeper.js';
 export { LeaseSlot, type DenialReason } from './core/lease-slot.js';
 export { DEFAULT_KEEPER_OPTIONS, type KeeperOptions } from './core/keeper-options.js';
+export type { ExpectedLimits } from '@tokenlease/shared';
 export { TAKE_TIMEOUT_MS_DEFAULT } from './core/take-queue.js';

@@ -69,6 +69,7 @@ export {
   FLEET_WEIGHT_MAX,
 } from './protocol/limits.js';
 export { ID_FORM, isProtocolId } from './protocol/ids.js';
+export { GRANT_SIGNATURE_PATTERN, grantSigningText, type GrantBinding } from './protocol/grant-signature.js';
 export { decodeOperatorReply, decodeReply, decodeRequest, encodeMessage, type DecodeFailure, type Decoded } from './protocol/codec.js';
 export {
   NAMES_LIST_MAX,
@@ -86,6 +87,7 @@ export {
 
 // The lease client: the rules every client of a coordinator (an agent's keeper, a relay's uplink) keeps alike.
 export { SECRET_PATTERN, grantProblem, type GrantCheckLimits } from './core/lease-client-grant.js';
+export { expectedLimitsFormProblem, expectedLimitsProblem, type ExpectedLimits } from './core/expected-limits.js';
 export { clientLeaseEndUs, seqAbove, staleSeqFloor } from './core/lease-client.js';
 export {
   DRIFT_MARGIN_MAX,

@@ -6,7 +6,7 @@ import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { keeperOptions } from '../core/keeper-options.js';
 import { LeaseKeeper } from '../core/lease-keeper.js';
-import { TEST_SECRET } from '../core/lease-keeper.fixtures.js';
+import { TEST_SECRET, testHooks } from '../core/lease-keeper.fixtures.js';
 import { AgentMetrics } from './agent-metrics.js';
 import { Limiter } from './limiter.js';
 
@@ -20,6 +20,7 @@ function limiterOf(pool: string, balanceTokens: number): Limiter {
     keeperOptions(),
     () => 0.5,
     TEST_SECRET,
+    testHooks(),
   );
   Object.assign(keeper.slot, { hasLease: true, balanceTokens, expiresAtUs: NOW_US + 60_000_000, costMaxTokens: 10 });
   return new Limiter(keeper, { clock: () => NOW_US, wake: () => undefined });

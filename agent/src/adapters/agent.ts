@@ -14,7 +14,7 @@
  * from `agent.limiter(pool)` while anything still holds it (a weak
  * reference here, so an unused one is collected).
  */
-import { randomBytes } from 'node:crypto';
+import { randomBytes, type KeyObject } from 'node:crypto';
 import { hostname } from 'node:os';
 import {
   encodeMessage,
@@ -27,12 +27,13 @@ import {
 } from '@tokenlease/shared';
 import { type Bus, type BusEvent } from '@tokenlease/shared/nats';
 import { AgentDriver, AgentPool, type AgentCommand, type DriverEvent, type PoolWaiters } from '../core/agent-driver.js';
-import type { LeaseKeeper } from '../core/lease-keeper.js';
+import type { GrantVerifier, LeaseKeeper } from '../core/lease-keeper.js';
 import { keeperOptions, type KeeperOptions } from '../core/keeper-options.js';
 import { takeAllAt, type SlotCharge } from '../core/take-all.js';
 import { TAKE_TIMEOUT_MS_DEFAULT } from '../core/take-queue.js';
 import { US_PER_MS } from '../core/units.js';
 import { AgentError } from '../errors.js';
+import { grantVerifierOf } from './grant-verifier.js';
 import { Limiter, type LimiterHost } from './limiter.js';
 import { openAgentBus, type AgentConnectionOptions } from './agent-bus.js';
 
@@ -45,6 +46,8 @@ const HOSTNAME_LENGTH_MAX = 64;
 const AGENT_ID_RANDOM_BYTES = 4;
 /** Random bytes of the lease secret: 128 bits. */
 const LEASE_SECRET_BYTES = 16;
+/** Random bytes of a moved agent id's suffix: 96 bits, 16 base64url characters. */
+const ID_SUFFIX_BYTES = 12;
 
 export type AgentEvent = DriverEvent | BusEvent;
 
@@ -70,6 +73,14 @@ export interface AgentOptions extends AgentConnectionOptions {
    */
   readonly failoverPrefixes?: readonly string[];
   readonly keeper?: Partial<KeeperOptions>;
+  /**
+   * The Ed25519 public keys (PEM strings or KeyObjects) of the coordinators
+   * whose grants this agent accepts: given any, a grant not signed for its
+   * request by one of them is refused as implausible (event
+   * `implausible-grant`), nothing of it spendable. More than one while a
+   * signing key is rotated. Default none: grants need no signature.
+   */
+  readonly grantPublicKeys?: readonly (string | KeyObject)[];
   readonly onEvent?: (event: AgentEvent) => void;
   /**
    * Monotonic clock in µs for expiry and the fast path; default
@@ -86,16 +97,16 @@ export interface AgentOptions extends AgentConnectionOptions {
 }
 
 /** LimiterOptions — per-pool settings of `agent.limiter(pool, options)`. */
-export interface LimiterOptions extends Pick<Partial<KeeperOptions>, 'fallbackPerSecond' | 'fallbackBurstTokens'> {
+export interface LimiterOptions extends Pick<Partial<KeeperOptions>, PerPoolOption> {
   /** True: this pool is in shadow mode in this service whatever the coordinator says (see Limiter.forceShadow). */
   readonly shadow?: boolean;
 }
 
+/** The keeper options a limiter may set for its own pool over the agent's. */
+type PerPoolOption = 'fallbackPerSecond' | 'fallbackBurstTokens' | 'expectedLimits';
+
 /** pickDefined — `{ [key]: value }` when `options` has `key` set, else `{}`. */
-function pickDefined<K extends 'fallbackPerSecond' | 'fallbackBurstTokens'>(
-  options: LimiterOptions | undefined,
-  key: K,
-): Partial<Pick<KeeperOptions, K>> {
+function pickDefined<K extends PerPoolOption>(options: LimiterOptions | undefined, key: K): Partial<Pick<KeeperOptions, K>> {
   const value = options?.[key];
   return value === undefined ? {} : ({ [key]: value } as Partial<Pick<KeeperOptions, K>>);
 }
@@ -165,6 +176,7 @@ export class Agent implements LimiterHost {
     private readonly ownsBus: boolean,
     readonly agentId: string,
     options: AgentOptions,
+    verifyGrant: GrantVerifier | null,
   ) {
     this.clock = options.clock ?? performanceNowUs;
     const prefix = options.subjectPrefix ?? DEFAULT_SUBJECT_PREFIX;
@@ -187,6 +199,9 @@ export class Agent implements LimiterHost {
       // 128 random bits that bind this agent's leases; sent only to coordinators, never logged.
       secret: randomBytes(LEASE_SECRET_BYTES).toString('base64url'),
       random: Math.random,
+      // 96 fresh random bits for each move after `forbidden`: where this agent goes next is nobody's guess.
+      idSuffix: () => randomBytes(ID_SUFFIX_BYTES).toString('base64url'),
+      verifyGrant,
     });
     this.emit = options.onEvent ?? (() => {});
     bus.onEvent((event) => this.emit(event));
@@ -206,8 +221,9 @@ export class Agent implements LimiterHost {
       throw new AgentError('invalid-argument', error instanceof Error ? error.message : String(error), { cause: error });
     }
     const agentId = options.agentId ?? (identity === ANONYMOUS_IDENTITY ? defaultAgentId() : `${identity}.${defaultAgentId()}`);
+    const verifyGrant = grantVerifierOf(options.grantPublicKeys);
     const { bus, owned } = await openAgentBus(options, identity, agentId);
-    return new Agent(bus, owned, agentId, options);
+    return new Agent(bus, owned, agentId, options, verifyGrant);
   }
 
   get closed(): boolean {
@@ -218,8 +234,10 @@ export class Agent implements LimiterHost {
    * limiter — the handle for `pool`, created (and its first lease
    * requested) on first use. `options.fallbackPerSecond` and
    * `fallbackBurstTokens` set this pool's local fallback (see
-   * KeeperOptions.fallbackPerSecond) over the agent's; they count only
-   * when the limiter is created. `options.shadow` (a boolean), given on any
+   * KeeperOptions.fallbackPerSecond) over the agent's, and
+   * `options.expectedLimits` what this pool is expected to allow (see
+   * KeeperOptions.expectedLimits); they count only when the limiter is
+   * created. `options.shadow` (a boolean), given on any
    * call, sets `limiter.forceShadow`: true puts this pool in shadow mode in
    * this service whatever the coordinator says. Throws
    * AgentError('invalid-argument').
@@ -241,8 +259,12 @@ export class Agent implements LimiterHost {
       if (error instanceof TokenleaseError) throw new AgentError('invalid-argument', error.message, { pool, cause: error });
       throw error;
     }
-    const fallback = { ...pickDefined(options, 'fallbackPerSecond'), ...pickDefined(options, 'fallbackBurstTokens') };
-    const opened = this.driver.open(pool, fallback, (p) => new Entry(p, this, this.tick));
+    const overrides = {
+      ...pickDefined(options, 'fallbackPerSecond'),
+      ...pickDefined(options, 'fallbackBurstTokens'),
+      ...pickDefined(options, 'expectedLimits'),
+    };
+    const opened = this.driver.open(pool, overrides, (p) => new Entry(p, this, this.tick));
     const keeper = opened.keeper;
     keeper.slot.onLow = () => this.wake(keeper);
     if (shadow !== undefined) keeper.slot.shadowForced = shadow;

@@ -169,6 +169,32 @@ describe('HttpLimit, what express-rate-limit users reach for', () => {
     );
   });
 
+  it('charges a rule’s pool with the limits it expects: grants within them admit, grants beyond them do not', async () => {
+    // The stand-in grants as a pool of B 100, leases of 10, 10/s and an allowance of 5.
+    const real = { capacityTokens: 100, maxLeaseTokens: 10, refillTokens: 10, refillPeriodMs: 1000, allowanceTokens: 5 };
+    await withLimit({ pools: [{ name: 'api', expectedLimits: real }] }, async (limit) => {
+      expect((await limit.check(view({}))).admitted).toBe(true);
+    });
+    await withLimit(
+      { graceMs: 200, pools: [{ name: 'api', expectedLimits: { ...real, capacityTokens: 50, maxLeaseTokens: 5 } }] },
+      async (limit) => {
+        expect((await limit.check(view({}))).admitted).toBe(false);
+      },
+    );
+  });
+
+  it('refuses expected limits that are not, at construction', async () => {
+    const agent = await Agent.connect({ bus: grantingBus([]) });
+    try {
+      const expectedLimits = { capacityTokens: 10, maxLeaseTokens: 20, refillTokens: 1, refillPeriodMs: 1000 };
+      expect(() => new HttpLimit({ agent, pools: [{ name: 'api', expectedLimits }] })).toThrow(
+        /pool api: option expectedLimits maxLeaseTokens/,
+      );
+    } finally {
+      await agent.close();
+    }
+  });
+
   it('refuses a status outside 400–599, a message that is neither text nor an object, and a skip that is not a function', async () => {
     const agent = await Agent.connect({ bus: grantingBus([]) });
     try {

@@ -35,7 +35,7 @@ import {
   type Refusal,
 } from '../core/http-policy.js';
 import { checkKeySecret, DIGEST_CHARS, digestName, keyDigest, type KeySecret } from './key-hash.js';
-import { POOL_NAME_LENGTH_MAX } from '@tokenlease/shared';
+import { expectedLimitsFormProblem, POOL_NAME_LENGTH_MAX, type ExpectedLimits } from '@tokenlease/shared';
 
 /** RequestView — what the middleware reads of a request, and the framework's own request (`native`). */
 export interface RequestView<Req> {
@@ -71,6 +71,8 @@ export interface PoolRule<Req = unknown> {
   readonly missingKeyStatus?: 400 | 401;
   /** True: this pool (every key's, with `key`) is in shadow mode in this service whatever the coordinator says. */
   readonly shadow?: boolean;
+  /** What this pool (every key's, with `key`) is expected to allow: grants beyond it are refused (KeeperOptions.expectedLimits). */
+  readonly expectedLimits?: ExpectedLimits;
 }
 
 /** HttpLimitOptions — the middleware's options. */
@@ -169,6 +171,8 @@ function checkRule<Req>(rule: PoolRule<Req>): void {
     );
   if (rule.shadow !== undefined && typeof rule.shadow !== 'boolean')
     throw new AgentError('invalid-argument', `pool ${rule.name}: option shadow must be true or false`);
+  const expected = rule.expectedLimits === undefined ? null : expectedLimitsFormProblem(rule.expectedLimits);
+  if (expected !== null) throw new AgentError('invalid-argument', `pool ${rule.name}: option expectedLimits ${expected}`);
 }
 
 export class HttpLimit<Req> {
@@ -221,7 +225,10 @@ export class HttpLimit<Req> {
         pool = digestName(rule.name, partitionKey);
       }
       const cost = typeof rule.cost === 'function' ? rule.cost(request.native) : (rule.cost ?? 1);
-      const limiter = this.options.agent.limiter(pool, rule.shadow === undefined ? undefined : { shadow: rule.shadow });
+      const limiter = this.options.agent.limiter(pool, {
+        ...(rule.shadow === undefined ? {} : { shadow: rule.shadow }),
+        ...(rule.expectedLimits === undefined ? {} : { expectedLimits: rule.expectedLimits }),
+      });
       charges.push({ limiter, cost, policy: rule.name, partitionKey });
     }
     const agent = this.options.agent;

@@ -7,7 +7,7 @@ import { AgentError } from '../errors.js';
 import { keeperOptions } from '../core/keeper-options.js';
 import { LeaseKeeper } from '../core/lease-keeper.js';
 import { Limiter, type LimiterHost } from './limiter.js';
-import { TEST_SECRET } from '../core/lease-keeper.fixtures.js';
+import { TEST_SECRET, testHooks } from '../core/lease-keeper.fixtures.js';
 
 /** A limiter on a keeper holding a live lease of `balanceTokens` (50 at most), its clock the fake timers' clock. */
 function limiterWith(balanceTokens: number): { limiter: Limiter; keeper: LeaseKeeper; wakes: () => number } {
@@ -18,6 +18,7 @@ function limiterWith(balanceTokens: number): { limiter: Limiter; keeper: LeaseKe
     keeperOptions(),
     () => 0.5,
     TEST_SECRET,
+    testHooks(),
   );
   let wakes = 0;
   const host: LimiterHost = { clock: () => Date.now() * 1000, wake: () => (wakes += 1) };

@@ -22,7 +22,7 @@ import type { Reply } from '@tokenlease/shared';
 import { propertySeed } from '@tokenlease/shared/testing';
 import { AgentDriver, KEEPER_TICK_MS_MAX, type AgentCommand, type AgentPool, type PoolWaiters } from './agent-driver.js';
 import { keeperOptions } from './keeper-options.js';
-import { BASE, grantFor, TEST_SECRET } from './lease-keeper.fixtures.js';
+import { BASE, grantFor, TEST_SECRET, testIdSuffix } from './lease-keeper.fixtures.js';
 
 class Waiters implements PoolWaiters {
   waiting = false;
@@ -87,6 +87,7 @@ class Run {
     limiterIdleMs: IDLE_MS,
     secret: TEST_SECRET,
     random: () => 0.5,
+    idSuffix: testIdSuffix(),
   });
   readonly pools: AgentPool<Waiters>[];
   /** The last request sent per pool, its answer still owed. */

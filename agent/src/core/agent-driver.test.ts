@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { encodeMessage, type LeaseRequest, type Reply } from '@tokenlease/shared';
 import { AgentDriver, KEEPER_TICK_MS_MAX, type AgentCommand, type AgentPool, type PoolWaiters } from './agent-driver.js';
 import { keeperOptions } from './keeper-options.js';
-import { BASE, grantFor, TEST_SECRET } from './lease-keeper.fixtures.js';
+import { BASE, grantFor, TEST_SECRET, testIdSuffix } from './lease-keeper.fixtures.js';
 
 /** Waiters that count how often they were served and cancelled; `waiting` as set. */
 class CountingWaiters implements PoolWaiters {
@@ -37,6 +37,7 @@ function driverWith(prefixes: readonly string[] = ['tl']): AgentDriver<CountingW
     limiterIdleMs: IDLE_MS,
     secret: TEST_SECRET,
     random: () => 0.5,
+    idSuffix: testIdSuffix(),
   });
 }
 

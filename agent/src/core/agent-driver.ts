@@ -37,7 +37,7 @@
  */
 import { decodeReply, subjectFor, type LeaseReport, type LeaseRequest, type LeaseReturn, type Reply } from '@tokenlease/shared';
 import { keeperOptions, type KeeperOptions } from './keeper-options.js';
-import { LeaseKeeper, type SendAction } from './lease-keeper.js';
+import { LeaseKeeper, type GrantVerifier, type SendAction } from './lease-keeper.js';
 import { PrefixRoute } from './prefix-route.js';
 import { US_PER_MS } from './units.js';
 
@@ -139,6 +139,10 @@ export interface AgentDriverOptions {
   readonly secret: string;
   /** Uniform in [0, 1): the keepers' back-off draws. */
   readonly random: () => number;
+  /** Fresh randomness for a moved agent id: 16 to 32 base64url characters a call (moved-id.ts); the agent's are cryptographic. */
+  readonly idSuffix: () => string;
+  /** Checks grants' signatures (the agent's public keys); absent or null: grants need none. */
+  readonly verifyGrant?: GrantVerifier | null;
 }
 
 export class AgentDriver<W extends PoolWaiters = PoolWaiters> {
@@ -184,7 +188,10 @@ export class AgentDriver<W extends PoolWaiters = PoolWaiters> {
     const base = this.options.keeper;
     const options = Object.keys(overrides).length === 0 ? base : keeperOptions({ ...base, ...overrides });
     const nextSeq = (floor = 0): number => (this.seq = Math.max(this.seq, floor) + 1);
-    const keeper = new LeaseKeeper(this.options.agentId, name, nextSeq, options, this.options.random, this.options.secret);
+    const keeper = new LeaseKeeper(this.options.agentId, name, nextSeq, options, this.options.random, this.options.secret, {
+      idSuffix: this.options.idSuffix,
+      verifyGrant: this.options.verifyGrant ?? null,
+    });
     return new AgentPool(keeper, this.options.prefixes, makeWaiters);
   }
 

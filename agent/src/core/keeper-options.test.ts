@@ -25,12 +25,20 @@ describe('keeperOptions', () => {
     ['driftMargin at 0', { driftMargin: 0 }],
     ['driftMargin just under 0.5', { driftMargin: 0.499 }],
     ['idleReturnMs at one day', { idleReturnMs: 86_400_000 }],
+    [
+      'expectedLimits of B 100, leases of 20, 100/s',
+      { expectedLimits: { capacityTokens: 100, maxLeaseTokens: 20, refillTokens: 100, refillPeriodMs: 1000 } },
+    ],
+    [
+      'expectedLimits with an allowance',
+      { expectedLimits: { ...{ capacityTokens: 100, maxLeaseTokens: 20, refillTokens: 100, refillPeriodMs: 1000 }, allowanceTokens: 50 } },
+    ],
   ];
   it.each(accepted)('accepts %s', (_name, given) => {
     expect(keeperOptions(given)).toMatchObject(given);
   });
 
-  const refused: readonly [keyof KeeperOptions, Partial<KeeperOptions>][] = [
+  const refused: readonly [string, Partial<KeeperOptions>][] = [
     ['holdMs', { holdMs: -1 }],
     ['holdMs', { holdMs: 60_001 }],
     ['holdMs', { holdMs: 1.5 }],
@@ -49,6 +57,18 @@ describe('keeperOptions', () => {
     ['driftMargin', { driftMargin: -0.01 }],
     ['driftMargin', { driftMargin: 0.5 }],
     ['driftMargin', { driftMargin: Number.NaN }],
+    ['expectedLimits', { expectedLimits: { capacityTokens: 100 } as never }],
+    ['maxLeaseTokens', { expectedLimits: { capacityTokens: 100, maxLeaseTokens: 101, refillTokens: 1, refillPeriodMs: 1 } }],
+    ['refillPeriodMs', { expectedLimits: { capacityTokens: 100, maxLeaseTokens: 10, refillTokens: 1, refillPeriodMs: 0 } }],
+    [
+      'allowanceTokens',
+      { expectedLimits: { capacityTokens: 100, maxLeaseTokens: 10, refillTokens: 1, refillPeriodMs: 1, allowanceTokens: -1 } },
+    ],
+    [
+      'unknown field',
+      { expectedLimits: { capacityTokens: 100, maxLeaseTokens: 10, refillTokens: 1, refillPeriodMs: 1, capacity: 5 } as never },
+    ],
+    ['capacity', { expectedLimits: { capacityTokens: 2 ** 52, maxLeaseTokens: 10, refillTokens: 7, refillPeriodMs: 86_400_000 } }],
   ];
   it.each(refused)('refuses a bad %s (%j) with invalid-argument naming the field', (field, given) => {
     const error = thrown(AgentError, () => keeperOptions(given));

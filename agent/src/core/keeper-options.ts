@@ -6,6 +6,10 @@
  */
 import {
   DRIFT_MARGIN_MAX,
+  expectedLimitsFormProblem,
+  makeRate,
+  tokenScale,
+  type ExpectedLimits,
   LEASE_CLIENT_DEFAULTS,
   leaseClientSettingProblem,
   WIRE_TOKENS_MAX,
@@ -60,6 +64,18 @@ export interface KeeperOptions {
    * implausible (the lease client's check). Default: the coordinator's own maximum.
    */
   readonly leaseTtlMsMax: number;
+  /**
+   * What this agent expects of the pool, from its own configuration: B
+   * (`capacityTokens`), the largest lease, the refill, and A. A grant
+   * stating more, or more than such a pool could have granted by then
+   * (grant-budget.ts), is refused as implausible and nothing of it is
+   * spendable: a responder that is not the pool's coordinator cannot make
+   * the agent admit beyond `B + A + r·T` (plus the refill of one
+   * round-trip), whatever limits it states. Set it no lower than the
+   * pool's real limits, or honest grants are refused. null (default): only
+   * the grants' own limits are checked.
+   */
+  readonly expectedLimits: ExpectedLimits | null;
 }
 
 export const DEFAULT_KEEPER_OPTIONS: KeeperOptions = {
@@ -78,6 +94,7 @@ export const DEFAULT_KEEPER_OPTIONS: KeeperOptions = {
   reportMs: 0,
   rateDriftMargin: 0.001,
   leaseTtlMsMax: LEASE_CLIENT_DEFAULTS.leaseTtlMsMax,
+  expectedLimits: null,
 };
 
 /** The options every lease client shares, checked by the lease client's rules. */
@@ -101,7 +118,11 @@ export function keeperOptions(given: Partial<KeeperOptions> = {}): KeeperOptions
     const rule = leaseClientSettingProblem(field, o[field]);
     check(rule === null, field, rule ?? '', o[field]);
   }
-  const ms = (field: Exclude<keyof KeeperOptions, keyof LeaseClientSettings | 'rateDriftMargin'>, min: number, max: number): void => {
+  const ms = (
+    field: Exclude<keyof KeeperOptions, keyof LeaseClientSettings | 'rateDriftMargin' | 'expectedLimits'>,
+    min: number,
+    max: number,
+  ): void => {
     const v = o[field];
     check(Number.isSafeInteger(v) && v >= min && v <= max, field, `must be an integer in [${min}, ${max}]`, v);
   };
@@ -115,5 +136,18 @@ export function keeperOptions(given: Partial<KeeperOptions> = {}): KeeperOptions
   ms('reportMs', 0, 3_600_000);
   const margin = `must be in [0, ${DRIFT_MARGIN_MAX})`;
   check(o.rateDriftMargin >= 0 && o.rateDriftMargin < DRIFT_MARGIN_MAX, 'rateDriftMargin', margin, o.rateDriftMargin);
+  if (o.expectedLimits !== null) checkExpected(o.expectedLimits);
   return o;
+}
+
+/** checkExpected — throws AgentError('invalid-argument') unless `expected` is ExpectedLimits whose B + A fits its refill's units. */
+function checkExpected(expected: unknown): void {
+  const problem = expectedLimitsFormProblem(expected);
+  if (problem !== null) throw new AgentError('invalid-argument', `option expectedLimits ${problem}`);
+  const e = expected as ExpectedLimits;
+  try {
+    tokenScale(e.capacityTokens + (e.allowanceTokens ?? 0), makeRate(e.refillTokens, e.refillPeriodMs));
+  } catch (error) {
+    throw new AgentError('invalid-argument', `option expectedLimits: ${error instanceof Error ? error.message : String(error)}`);
+  }
 }

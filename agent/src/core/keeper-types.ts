@@ -33,3 +33,14 @@ export interface KeeperStats {
   lastErrorCode: string | null;
   lastErrorMessage: string | null;
 }
+
+/** GrantVerifier — whether `sig` is a valid signature of `text` by one of the agent's configured keys. */
+export type GrantVerifier = (text: string, sig: string) => boolean;
+
+/** KeeperHooks — what the keeper is given besides its options: its draws of randomness and its grant check by signature. */
+export interface KeeperHooks {
+  /** Fresh randomness for a moved agent id: 16 to 32 base64url characters a call (moved-id.ts). */
+  readonly idSuffix: () => string;
+  /** Checks each grant's signature (shared grant-signature.ts); null: grants need none. */
+  readonly verifyGrant: GrantVerifier | null;
+}

@@ -27,7 +27,7 @@ import { describe, expect, it } from 'vitest';
 import { propertySeed } from '@tokenlease/shared/testing';
 import { keeperOptions, type KeeperOptions } from './keeper-options.js';
 import { LeaseKeeper, type SendAction } from './lease-keeper.js';
-import { TEST_SECRET } from './lease-keeper.fixtures.js';
+import { TEST_SECRET, testHooks } from './lease-keeper.fixtures.js';
 
 type Step =
   | { readonly kind: 'take'; readonly dtUs: number; readonly cost: number }
@@ -384,7 +384,7 @@ describe('LeaseKeeper property', () => {
         let seq = 0;
         let draw = 0;
         const random = (): number => draws[draw++ % draws.length] as number;
-        const model = new Model(new LeaseKeeper('agent-p', 'pool-p', () => ++seq, opts, random, TEST_SECRET), opts);
+        const model = new Model(new LeaseKeeper('agent-p', 'pool-p', () => ++seq, opts, random, TEST_SECRET, testHooks()), opts);
         for (const s of steps) {
           play(model, s);
           model.check();

@@ -12,7 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { AgentError } from '../errors.js';
 import { keeperOptions } from './keeper-options.js';
 import { LeaseKeeper, type SendAction } from './lease-keeper.js';
-import { acquireIn, askFor, BASE, grantFor, keeperWith, only, TEST_SECRET } from './lease-keeper.fixtures.js';
+import { acquireIn, askFor, BASE, grantFor, keeperWith, only, TEST_SECRET, testHooks } from './lease-keeper.fixtures.js';
 
 function errorReply(seq: number, code: ErrorCode, retryAfterMs: number, seqFloor?: number): Reply {
   const floor = seqFloor === undefined ? {} : { seqFloor };
@@ -105,7 +105,7 @@ function countingKeeper(): { keeper: LeaseKeeper; floors: number[] } {
     seq = Math.max(seq, floor) + 1;
     return seq;
   };
-  return { keeper: new LeaseKeeper('agent-1', 'pool-a', nextSeq, keeperOptions(BASE), () => 0.5, TEST_SECRET), floors };
+  return { keeper: new LeaseKeeper('agent-1', 'pool-a', nextSeq, keeperOptions(BASE), () => 0.5, TEST_SECRET, testHooks()), floors };
 }
 
 describe('LeaseKeeper stale-sequence refusals', () => {
@@ -157,8 +157,13 @@ describe('LeaseKeeper forbidden refusals', () => {
     expect(keeper.stats).toMatchObject({ failures: 1, lastErrorCode: 'forbidden' });
     expect(keeper.nextDeadlineUs()).toBe(8_500);
     expect(keeper.tick(8_499)).toEqual([]);
-    expect(acquireIn(keeper.tick(8_500))).toMatchObject({ seq: first.seq + 1, agentId: 'agent-1~1', leaseId: null, tokensLeft: 0 });
-    expect(keeper.agentId).toBe('agent-1~1');
+    expect(acquireIn(keeper.tick(8_500))).toMatchObject({
+      seq: first.seq + 1,
+      agentId: 'agent-1.~suffix-000000001',
+      leaseId: null,
+      tokensLeft: 0,
+    });
+    expect(keeper.agentId).toBe('agent-1.~suffix-000000001');
   });
 
   it('to a renewal: the lease held still spends until its own expiry, and the next ask is a new lease under a fresh id', () => {
@@ -166,7 +171,19 @@ describe('LeaseKeeper forbidden refusals', () => {
     expect(keeper.onReply(renew.seq, errorReply(renew.seq, 'forbidden', 800), 21_000)).toEqual([]);
     expect(keeper.slot.takeAt(70, 21_000)).toBe(true);
     const next = acquireIn(keeper.tick(28_500));
-    expect(next).toMatchObject({ agentId: 'agent-1~1', leaseId: null, tokensLeft: 0 });
+    expect(next).toMatchObject({ agentId: 'agent-1.~suffix-000000001', leaseId: null, tokensLeft: 0 });
+  });
+
+  it('each forbidden moves to another fresh id drawn for that move, never one counted from the agent id', () => {
+    const keeper = keeperWith();
+    const first = acquireIn(keeper.tick(0));
+    expect(keeper.slot.takeAt(1, 500)).toBe(false);
+    keeper.onReply(first.seq, errorReply(first.seq, 'forbidden', 800), 1_000);
+    const second = acquireIn(keeper.tick(keeper.nextDeadlineUs()));
+    keeper.onReply(second.seq, errorReply(second.seq, 'forbidden', 800), 20_000);
+    expect(keeper.slot.takeAt(1, 20_500)).toBe(false);
+    const third = acquireIn(keeper.tick(keeper.nextDeadlineUs()));
+    expect([first.agentId, second.agentId, third.agentId]).toEqual(['agent-1', 'agent-1.~suffix-000000001', 'agent-1.~suffix-000000002']);
   });
 });
 
@@ -184,6 +201,7 @@ describe('LeaseKeeper secret', () => {
       keeperOptions({ ...BASE, reportMs: 100 }),
       () => 0.5,
       secret,
+      testHooks(),
     );
     const sent: SendAction['message'][] = [];
     const record = (actions: readonly SendAction[]): readonly SendAction[] => {
@@ -220,6 +238,7 @@ describe('LeaseKeeper secret', () => {
           keeperOptions(BASE),
           () => 0.5,
           secret,
+          testHooks(),
         ),
     );
     expect(error.code).toBe('invalid-argument');

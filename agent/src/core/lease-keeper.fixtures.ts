@@ -11,7 +11,7 @@
 import type { LeaseGrant, LeaseRequest } from '@tokenlease/shared';
 import { expect } from 'vitest';
 import { keeperOptions, type KeeperOptions } from './keeper-options.js';
-import { LeaseKeeper, type SendAction } from './lease-keeper.js';
+import { LeaseKeeper, type GrantVerifier, type KeeperHooks, type SendAction } from './lease-keeper.js';
 
 /** TEST_SECRET — the lease secret of the keepers under test. */
 export const TEST_SECRET = 'test-secret-of-128-bits-xyz';
@@ -28,6 +28,17 @@ export const BASE: Partial<KeeperOptions> = {
   assumedTtlMs: 2000,
 };
 
+/** testIdSuffix — a suffix source for moved ids: `suffix-000000001`, `suffix-000000002`, … (fresh per call, as the agent's random ones are). */
+export function testIdSuffix(): () => string {
+  let moves = 0;
+  return () => `suffix-${String((moves += 1)).padStart(9, '0')}`;
+}
+
+/** testHooks — keeper hooks for tests: moved ids from testIdSuffix, and `verifyGrant` (default none). */
+export function testHooks(verifyGrant: GrantVerifier | null = null): KeeperHooks {
+  return { idSuffix: testIdSuffix(), verifyGrant };
+}
+
 /**
  * keeperWith — a keeper with sequence numbers 101, 102, … (above the floor
  * the keeper names, as the agent's counter does) and the jitter draw `random`.
@@ -38,7 +49,7 @@ export function keeperWith(options: Partial<KeeperOptions> = {}, random = 0.5): 
     seq = Math.max(seq, floor) + 1;
     return seq;
   };
-  return new LeaseKeeper('agent-1', 'pool-a', nextSeq, keeperOptions({ ...BASE, ...options }), () => random, TEST_SECRET);
+  return new LeaseKeeper('agent-1', 'pool-a', nextSeq, keeperOptions({ ...BASE, ...options }), () => random, TEST_SECRET, testHooks());
 }
 
 /** grant — a grant of 100 tokens (a lease holding what it grants) under lease L1 for `seq`, with `fields` overridden. */

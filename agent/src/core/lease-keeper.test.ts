@@ -8,7 +8,7 @@ import { encodeMessage } from '@tokenlease/shared';
 import { describe, expect, it } from 'vitest';
 import { keeperOptions, type KeeperOptions } from './keeper-options.js';
 import { LeaseKeeper } from './lease-keeper.js';
-import { acquireIn, askFor, grant, grantFor, keeperWith, only, TEST_SECRET } from './lease-keeper.fixtures.js';
+import { acquireIn, askFor, grant, grantFor, keeperWith, only, TEST_SECRET, testHooks } from './lease-keeper.fixtures.js';
 
 /** Agent-side lease life of a grant, µs: ttl·(1 − drift), rounded down. */
 const lifeUs = (ttlMs: number, driftMargin = 0.05): number => Math.floor(ttlMs * 1000 * (1 - driftMargin));
@@ -299,6 +299,7 @@ describe('agent class', () => {
       keeperOptions({ agentClass: 'premium' }),
       () => 0.5,
       TEST_SECRET,
+      testHooks(),
     );
     const sent = withClass.tick(0)[0]?.message;
     expect(sent).toMatchObject({ op: 'acquire', agentClass: 'premium' });
@@ -309,6 +310,7 @@ describe('agent class', () => {
       keeperOptions(),
       () => 0.5,
       TEST_SECRET,
+      testHooks(),
     );
     expect('agentClass' in (without.tick(0)[0]?.message ?? {})).toBe(false);
   });

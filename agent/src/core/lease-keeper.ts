@@ -29,11 +29,17 @@
  *   refusal means a lease under another secret holds this agent id (a
  *   client that took the id while this keeper held no lease, or a previous
  *   incarnation that used the same id): the keeper moves to a fresh id,
- *   `<agentId>~<n>`, and asks again after the shortest back-off, instead of
- *   waiting for that lease to lapse. A `stale-sequence` refusal names the
+ *   `<agentId>.~<random>` (moved-id.ts: no one who knows the agent's id can
+ *   hold it in advance), and asks again after the shortest back-off,
+ *   instead of waiting for that lease to lapse. A `stale-sequence` refusal names the
  *   floor to ask above, and the next request goes at once above it.
  * - A grant no honest coordinator would send is refused as an error and
- *   changes nothing (the lease client's check, @tokenlease/shared).
+ *   changes nothing (the lease client's check, @tokenlease/shared). With
+ *   `expectedLimits`, so is one beyond the limits the agent was configured
+ *   to expect, or beyond what such a pool could have granted by then
+ *   (grant-budget.ts: what the keeper gives back unspent counts back).
+ *   With a grant verifier (the agent's public keys), so is a grant not
+ *   signed for this request by one of them (shared grant-signature.ts).
  * - Every mode a grant carries (its shadow flag, its rate, the largest
  *   cost it fits) lives and dies with its lease: at the lease's expiry or
  *   return the slot enforces, accrues nothing and refuses no cost as
@@ -55,6 +61,7 @@
 import {
   clientLeaseEndUs,
   grantProblem,
+  grantSigningText,
   SECRET_PATTERN,
   staleSeqFloor,
   type LeaseGrant,
@@ -64,16 +71,18 @@ import {
 } from '@tokenlease/shared';
 import { AgentError } from '../errors.js';
 import { DemandWatch } from './demand-watch.js';
+import { GrantBudget } from './grant-budget.js';
 import type { KeeperOptions } from './keeper-options.js';
-import type { InFlight, KeeperStats, SendAction } from './keeper-types.js';
+import type { InFlight, KeeperHooks, KeeperStats, SendAction } from './keeper-types.js';
 import { LeaseSlot } from './lease-slot.js';
+import { movedAgentId } from './moved-id.js';
 import { RateRenewal } from './rate-renewal.js';
 import { RequestCycle } from './request-cycle.js';
 import { RoundTrip } from './round-trip.js';
 import { US_PER_MS } from './units.js';
 import { UsageReports } from './usage-report.js';
 
-export type { KeeperStats, SendAction } from './keeper-types.js';
+export type { GrantVerifier, KeeperHooks, KeeperStats, SendAction } from './keeper-types.js';
 
 /** PoolLimits — a pool's limits as its last grant told them: the quota and window a limiter can show. */
 export interface PoolLimits {
@@ -123,8 +132,8 @@ export class LeaseKeeper {
   private rejection: string | null = null;
   /** The sequence floor a stale-sequence refusal named: the next request goes above it. */
   private seqFloor = 0;
-  /** How many times a `forbidden` refusal moved this keeper to a fresh agent id. */
-  private idMoves = 0;
+  /** The id a `forbidden` refusal last moved this keeper to; null: not moved. */
+  private movedId: string | null = null;
   /** The pool's limits from the last grant; null before any. */
   private poolLimits: PoolLimits | null = null;
   /** Until when the coordinator expects the pool to be short (its last hint), µs; 0: not short. */
@@ -133,11 +142,14 @@ export class LeaseKeeper {
   private unknownPoolNews = false;
   /** A release asked for while a request was in flight: sent when it settles. */
   private releasePending = false;
+  /** What grants may add up to by the expected limits; null: none expected. */
+  private readonly budget: GrantBudget | null;
 
   /**
    * LeaseKeeper — `agentId`'s keeper for `pool`. `nextSeq(floor)` returns the
    * agent's next sequence number, above `floor`; `secret` (at least 128
-   * random bits, base64url) binds its leases. Throws AgentError
+   * random bits, base64url) binds its leases; `hooks` draw the fresh suffix
+   * of a moved id and check grants' signatures. Throws AgentError
    * ('invalid-argument') for a secret that is not one.
    */
   constructor(
@@ -147,6 +159,7 @@ export class LeaseKeeper {
     private readonly options: KeeperOptions,
     random: () => number,
     private readonly secret: string,
+    private readonly hooks: KeeperHooks,
   ) {
     if (!SECRET_PATTERN.test(secret))
       throw new AgentError('invalid-argument', 'the lease secret must be 22 to 128 characters of base64url', { pool });
@@ -159,15 +172,17 @@ export class LeaseKeeper {
     const burstTokens = options.fallbackBurstTokens || Math.max(1, options.fallbackPerSecond);
     this.slot.configureFallback(options.fallbackPerSecond, burstTokens, 0);
     this.ttlUs = options.assumedTtlMs * US_PER_MS;
+    const rttMaxUs = (options.holdMs + options.replyTimeoutMs) * US_PER_MS;
+    this.budget = options.expectedLimits === null ? null : new GrantBudget(options.expectedLimits, rttMaxUs, 0);
   }
 
   get pool(): string {
     return this.slot.pool;
   }
 
-  /** agentId — the id this keeper asks under: the agent's, or `<agentId>~<n>` after `forbidden` moved it n times. */
+  /** agentId — the id this keeper asks under: the agent's, or the fresh one the last `forbidden` moved it to. */
   get agentId(): string {
-    return this.idMoves === 0 ? this.baseAgentId : `${this.baseAgentId}~${this.idMoves}`;
+    return this.movedId ?? this.baseAgentId;
   }
 
   /** leaseId — the lease this keeper holds or last held, or null. */
@@ -289,7 +304,10 @@ export class LeaseKeeper {
     const seqFloor = staleSeqFloor(reply);
     if (reply.kind === 'grant' && flight.message.op === 'acquire') {
       const sameLease = reply.leaseId === this.heldLeaseId && this.slot.hasLease;
-      const problem = grantProblem(reply, flight.message, this.options, sameLease ? this.capacityTokens : 0);
+      const problem =
+        this.signatureProblem(reply, flight.message) ??
+        grantProblem(reply, flight.message, this.options, sameLease ? this.capacityTokens : 0) ??
+        this.chargeBudget(reply, flight, sameLease, nowUs);
       if (problem === null) this.applyGrant(reply, flight, nowUs);
       else {
         this.rejection = problem;
@@ -303,7 +321,7 @@ export class LeaseKeeper {
       this.cycle.deferUntil(nowUs);
     } else if (reply.kind === 'error' && reply.code === 'forbidden' && op === 'acquire') {
       // Another secret holds this id: a fresh id, not a wait for that lease to lapse.
-      this.idMoves += 1;
+      this.movedId = movedAgentId(this.baseAgentId, this.hooks.idSuffix());
       this.heldLeaseId = null;
       this.cycle.refused(nowUs, reply.code, reply.message, 0);
     } else if (reply.kind === 'error') {
@@ -357,6 +375,24 @@ export class LeaseKeeper {
       deadline = Math.min(deadline, Math.max(notBeforeUs, actAtUs), s.expiresAtUs);
     }
     return deadline;
+  }
+
+  /** signatureProblem — why `reply` is not signed for `request` by a key the agent trusts, or null (or no keys configured). */
+  private signatureProblem(reply: LeaseGrant, request: LeaseRequest): string | null {
+    const verify = this.hooks.verifyGrant;
+    if (verify === null) return null;
+    if (reply.sig === undefined) return 'carries no signature, and this agent accepts only signed grants';
+    const text = grantSigningText(reply, { agentId: request.agentId, pool: request.pool });
+    return verify(text, reply.sig) ? null : 'carries a signature that none of the configured keys made for this request';
+  }
+
+  /** chargeBudget — takes `reply`'s tokens from the grant budget and returns null, or says why they do not fit (changing nothing). */
+  private chargeBudget(reply: LeaseGrant, flight: InFlight, sameLease: boolean, nowUs: number): string | null {
+    if (this.budget === null || flight.message.op !== 'acquire') return null;
+    const heldTokens = sameLease ? flight.message.tokensLeft : 0;
+    // A new lease replaces the one in hand: its unspent balance is given up, as on a return.
+    const creditTokens = !sameLease && this.slot.hasLease ? this.slot.balanceTokens : 0;
+    return this.budget.charge(reply.tokensGranted, heldTokens, creditTokens, flight.firstSentAtUs, nowUs);
   }
 
   /** chunkLeaseId — the id of the chunk lease held, or null (none held, or a rate lease). */
@@ -414,8 +450,11 @@ export class LeaseKeeper {
    */
   private endLease(nowUs: number): number {
     const s = this.slot;
+    // A rate lease's balance accrued by itself, never charged to the budget: nothing of it is credited back.
+    const chargedTokens = this.rate.held ? 0 : s.balanceTokens;
     this.rate.returning(nowUs);
     const tokensLeft = s.balanceTokens;
+    this.budget?.credit(chargedTokens, nowUs);
     s.balanceTokens = 0;
     s.hasLease = false;
     s.expiresAtUs = 0;

@@ -35,6 +35,7 @@ import { CoordinatorError } from '../errors.js';
 import { REDIS_ENV, resolveRedisOptions } from '../core/redis-options.js';
 import { loadConfigFile } from './config-file.js';
 import { answeredInfo, failer, helpText, logLevelOf, openBus, stopOnSignals, VERSION_FLAG, type Fail, type Flags } from './cli-common.js';
+import { GRANT_SIGNING_KEY_ENV, GRANT_SIGNING_KEY_FLAG, grantSignerFrom } from './grant-signer.js';
 import { createLogger } from './logger.js';
 import { connectRedisStore, type StateStore } from './redis-store.js';
 import { DEFAULT_OWNERSHIP_TTL_MS, startDurableService } from './durable-service.js';
@@ -49,7 +50,8 @@ const USAGE =
   '         [--redis-replicas <n>] [--redis-replica-timeout-ms <ms>] (--redis redis[s]+cluster://host:port,host:port for a cluster,\n' +
   '         redis+sentinel://host:port,host:port/<master> through Sentinel)\n' +
   '         [--ownership-ttl-ms <ms>] [--member <name>] [--redis-prefix <prefix>] [--http <host:port>]\n' +
-  `       ${NATS_ENV_USAGE}; ${Object.values(REDIS_ENV).join(', ')}`;
+  '         [--grant-signing-key <Ed25519 private key PEM file>]\n' +
+  `       ${NATS_ENV_USAGE}; ${Object.values(REDIS_ENV).join(', ')}; ${GRANT_SIGNING_KEY_ENV}`;
 
 const HELP = helpText(
   USAGE,
@@ -85,6 +87,7 @@ function parse(): Flags {
         member: { type: 'string' },
         'redis-prefix': { type: 'string' },
         http: { type: 'string' },
+        ...GRANT_SIGNING_KEY_FLAG,
         help: { type: 'boolean', short: 'h' },
         ...VERSION_FLAG,
       },
@@ -137,6 +140,7 @@ async function main(): Promise<void> {
   const memberFlag = values['member'];
   const member = typeof memberFlag === 'string' ? memberFlag : `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
   if (!/^[\x21-\x7e]{1,128}$/.test(member)) fail(2, `--member must be 1 to 128 printable ASCII characters without spaces`);
+  const signGrant = grantSignerFrom(values, process.env, fail);
   const redisPrefix = values['redis-prefix'];
   const store = await openStore(values, typeof redisPrefix === 'string' ? redisPrefix : config.subjectPrefix, logger);
   let bus: Bus;
@@ -159,6 +163,8 @@ async function main(): Promise<void> {
     store === null
       ? startCoordinatorService({ config, bus, logger })
       : startDurableService({ config, bus, logger, store, member, ownershipTtlMs });
+  // Set in the tick the service started in: no request is handled before it, so no grant leaves unsigned.
+  service.replies.signGrant = signGrant;
 
   // Operations: metrics, the --http endpoint, reloads on SIGHUP and operator requests (operations.ts).
   const durable = 'storeUp' in service ? service : null;

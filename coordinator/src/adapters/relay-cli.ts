@@ -31,6 +31,7 @@ import type { CoordinatorConfig } from '../core/config.js';
 import { CoordinatorError } from '../errors.js';
 import { answeredInfo, failer, helpText, logLevelOf, openBus, stopOnSignals, VERSION_FLAG, type Fail, type Flags } from './cli-common.js';
 import { loadRelayConfigFile } from './config-file.js';
+import { GRANT_SIGNING_KEY_ENV, GRANT_SIGNING_KEY_FLAG, grantSignerFrom } from './grant-signer.js';
 import { createLogger } from './logger.js';
 import { startOperations } from './operations.js';
 import { RelayMetrics } from './relay-metrics.js';
@@ -38,8 +39,9 @@ import { startRelayService } from './relay-service.js';
 
 const USAGE =
   'usage: tokenlease-relay --config <relay.yaml|relay.json> [--relay-id <name>] [--log-level <level>] [--http <host:port>]\n' +
+  '         [--grant-signing-key <Ed25519 private key PEM file>]\n' +
   `         ${NATS_FLAGS_USAGE}\n` +
-  `       ${NATS_ENV_USAGE}`;
+  `       ${NATS_ENV_USAGE}; ${GRANT_SIGNING_KEY_ENV}`;
 
 const HELP = helpText(
   USAGE,
@@ -61,6 +63,7 @@ function parse(): Flags {
         'relay-id': { type: 'string' },
         'log-level': { type: 'string' },
         http: { type: 'string' },
+        ...GRANT_SIGNING_KEY_FLAG,
         ...NATS_FLAG_OPTIONS,
         help: { type: 'boolean', short: 'h' },
         ...VERSION_FLAG,
@@ -91,10 +94,13 @@ async function main(): Promise<void> {
   }
   // Under an upstream identity its replies come to the inbox that identity's NATS user may read.
   const identity = config.uplink.identity;
+  const signGrant = grantSignerFrom(values, process.env, fail);
   const bus = await openBus(BIN, values, fail, identity === null ? undefined : `_INBOX_${identity}`);
   bus.onEvent((event) => logger.warn({ event: 'nats-connection', connection: event }, 'nats connection event'));
   stopOnSignals(logger, () => service.stop().then(() => bus.drain()));
   const service = startRelayService({ config, bus, logger, relayId });
+  // Set in the tick the service started in: no request is handled before it, so no grant leaves unsigned.
+  service.replies.signGrant = signGrant;
 
   const loadConfig = async (path: string): Promise<CoordinatorConfig> => {
     const next = await loadRelayConfigFile(path);

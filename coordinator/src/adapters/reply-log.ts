@@ -9,19 +9,23 @@
  * At most REFUSAL_KEYS_MAX pool-and-code pairs are told apart; refusals of
  * further pools are counted under pool "*".
  *
+ * Given a signer (`signGrant`), it signs every grant as it leaves, over the
+ * grant and the request it answers (the delivery's `grantFor`).
+ *
  * It also screens requests before they are handled (`screened`): one whose
  * reply may not go where it asks (core/reply-inbox.ts) is dropped, counted
  * and logged like a refusal (event `request-dropped`, code
  * `reply-elsewhere`), with its subject's pool and the reason, never its
  * payload.
  */
-import { encodeMessage, parseSubject } from '@tokenlease/shared';
+import { encodeMessage, grantSigningText, parseSubject, type GrantBinding, type Reply } from '@tokenlease/shared';
 import { type BusHandler, type ReplyPort } from '@tokenlease/shared/nats';
 import type { Logger } from 'pino';
 import type { CoordinatorConfig } from '../core/config.js';
 import type { PoolFault } from '../core/coordinator-core.js';
 import type { Delivery } from '../core/pool.js';
 import { replyInboxProblem } from '../core/reply-inbox.js';
+import type { GrantSigner } from './grant-signer.js';
 import type { ServiceObserver } from './metrics.js';
 
 /** REFUSAL_LOG_INTERVAL_MS — at most one refusal line per pool and code in this time. */
@@ -48,11 +52,13 @@ export class ReplyLog {
     private readonly intervalMs = REFUSAL_LOG_INTERVAL_MS,
     /** Told of every reply sent (the metrics); settable once the service runs. */
     public observer: ServiceObserver | null = null,
+    /** Signs each grant sent; null: grants go unsigned. */
+    public signGrant: GrantSigner | null = null,
   ) {}
 
   /** send — encodes and sends each delivery; `where` is the pool, or the request subject it is read from. */
   send(deliveries: readonly Delivery<ReplyPort>[], tUs: number, where?: { pool?: string; subject?: string }): void {
-    for (const { to, reply, repeat } of deliveries) {
+    for (const { to, reply, repeat, grantFor } of deliveries) {
       if (this.observer !== null) this.observer.replied(this.poolNameOf(where), reply, repeat === true);
       if (reply.kind === 'error')
         this.refused(this.poolOf(where), reply.code, { fault: reply.fault, seq: reply.seq, reason: reply.message });
@@ -61,8 +67,15 @@ export class ReplyLog {
         const pool = this.poolNameOf(where);
         this.logger.debug({ event: 'grant', pool, leaseId, seq, tokensGranted, tokensHeld, ttlMs, epoch, tUs }, 'grant');
       }
-      to.respond(encodeMessage(reply));
+      to.respond(encodeMessage(this.signed(reply, grantFor)));
     }
+  }
+
+  /** signed — `reply`, a grant signed for `grantFor` when there is a signer (and only then a `sig`). */
+  private signed(reply: Reply, grantFor: GrantBinding | undefined): Reply {
+    if (reply.kind !== 'grant' || this.signGrant === null || grantFor === undefined) return reply;
+    const { sig: _unsigned, ...grant } = reply;
+    return { ...grant, sig: this.signGrant(grantSigningText(grant, grantFor)) };
   }
 
   /**

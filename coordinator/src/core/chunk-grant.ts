@@ -23,7 +23,7 @@
  *   that land between another agent's holds (many identities renewing
  *   often) keep the pool from it for good.
  */
-import type { LeaseRequest, Reply } from '@tokenlease/shared';
+import type { GrantBinding, LeaseRequest, Reply } from '@tokenlease/shared';
 import type { LeaseRecord } from './lease-table.js';
 import { grantReply, grantTtlMs, leaseExpiryUs, retryAfterMs, weightOf, US_PER_MS, type PoolParts } from './pool-parts.js';
 
@@ -31,6 +31,8 @@ import { grantReply, grantTtlMs, leaseExpiryUs, retryAfterMs, weightOf, US_PER_M
 export interface Delivery<R> {
   readonly to: R;
   readonly reply: Reply;
+  /** For a grant: the request it answers, which a signature binds it to (the adapter signs, given a key). */
+  readonly grantFor?: GrantBinding;
   /** True when `reply` is the original answer repeated to a retry (counted once by metrics). */
   readonly repeat?: boolean;
 }
@@ -116,7 +118,7 @@ export function grant<R>(
   const reply = grantReply(p, record, tokensGranted, retryMs, grantTtlMs(p, receivedUs));
   record.lastReply = reply;
   p.changed?.add(record.agentId);
-  out.push({ to, reply });
+  out.push({ to, reply, grantFor: bindingOf(p, record) });
   p.credit.check(p.leases.boundTokensSum);
 }
 
@@ -131,7 +133,7 @@ function renewUnextended<R>(p: PoolParts<R>, record: LeaseRecord, short: boolean
   const ttlMs = Math.max(1, Math.floor((record.expiresAtUs - nowUs) / US_PER_MS));
   const reply = grantReply(p, record, 0, short ? ttlMs : 0, ttlMs);
   record.lastReply = reply;
-  out.push({ to, reply });
+  out.push({ to, reply, grantFor: bindingOf(p, record) });
 }
 
 /**
@@ -142,4 +144,9 @@ function renewUnextended<R>(p: PoolParts<R>, record: LeaseRecord, short: boolean
 function fairRest<R>(p: PoolParts<R>, headTurnTokens: number): number {
   const turns = p.waiters.turnsTokens + headTurnTokens;
   return Math.floor((p.credit.levelTokens * headTurnTokens) / turns);
+}
+
+/** bindingOf — the request a grant to `record` answers, for its signature: the lease's agent and the pool. */
+export function bindingOf<R>(p: PoolParts<R>, record: LeaseRecord): GrantBinding {
+  return { agentId: record.agentId, pool: p.config.name };
 }

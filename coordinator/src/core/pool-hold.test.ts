@@ -102,7 +102,7 @@ describe('idempotent retries', () => {
     expect(served(out)).toEqual([['second', 5]]);
     // A later retry gets the same reply from the cache.
     const third = acquire(pool, 1_006 * MS, { agentId: 'a', seq: 1 }, 'third');
-    expect(third).toEqual([{ to: 'third', reply: out[0]?.reply, repeat: true }]);
+    expect(third).toEqual([{ to: 'third', reply: out[0]?.reply, repeat: true, grantFor: { agentId: 'a', pool: 'p' } }]);
   });
 });
 

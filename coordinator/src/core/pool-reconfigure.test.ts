@@ -74,7 +74,7 @@ describe('a pool reconfigured while it serves', () => {
     const first = acquire(pool, FULL_AT, { agentId: 'a', seq: 1, tokensWanted: 10 });
     reconfigure(pool, FULL_AT + 1 * MS, { capacity: 50 });
     const retry = acquire(pool, FULL_AT + 2 * MS, { agentId: 'a', seq: 1, tokensWanted: 10 }, 'retry');
-    expect(retry).toEqual([{ to: 'retry', reply: first[0]?.reply, repeat: true }]);
+    expect(retry).toEqual([{ to: 'retry', reply: first[0]?.reply, repeat: true, grantFor: { agentId: 'a', pool: 'p' } }]);
   });
 
   it('answers held requests under the old configuration before the change', () => {

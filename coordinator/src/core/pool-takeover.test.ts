@@ -240,7 +240,9 @@ describe('takeOver', () => {
       const pool = takeOver(stateOf(50, [kept('a', 20, { lastSeq: 7, lastReply: reply })]));
       tick(pool, T0 + 5 * MS);
       const snapshot = internals(pool);
-      expect(acquire(pool, T0 + 5 * MS, { agentId: 'a', seq: 7 }, 'retry')).toStrictEqual([{ to: 'retry', reply, repeat: true }]);
+      expect(acquire(pool, T0 + 5 * MS, { agentId: 'a', seq: 7 }, 'retry')).toStrictEqual([
+        { to: 'retry', reply, repeat: true, grantFor: { agentId: 'a', pool: 'p' } },
+      ]);
       expect(internals(pool)).toBe(snapshot);
       expect(pool.takeChanges()).toBeNull();
     });
@@ -268,7 +270,7 @@ describe('takeOver', () => {
         { leaseId: null, tokensLeft: 0, tokensWanted: 1 },
       ]) {
         expect(acquire(pool, T0 + 5 * MS, { agentId: 'a', seq: 4, ...body }, 'retry')).toStrictEqual([
-          { to: 'retry', reply: expected, repeat: true },
+          { to: 'retry', reply: expected, repeat: true, grantFor: { agentId: 'a', pool: 'p' } },
         ]);
       }
       expect(credit(status(pool, T0 + 5 * MS))).toEqual({ level: 55, leased: 10, leases: 1 });

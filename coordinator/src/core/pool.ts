@@ -28,7 +28,7 @@
  */
 import { assertInvariant, type LeaseReport, type LeaseRequest, type LeaseReturn, type PoolStatus, type Reply } from '@tokenlease/shared';
 import type { PoolConfig } from './config.js';
-import { acquireChunk, serveWaiters, grant, type Delivery } from './chunk-grant.js';
+import { acquireChunk, bindingOf, serveWaiters, grant, type Delivery } from './chunk-grant.js';
 import type { Waiter } from './hold-queue.js';
 import { LeaseTable, staleSequenceReply, type LeaseRecord } from './lease-table.js';
 import {
@@ -377,7 +377,7 @@ export class Pool<R> {
 
   private repeat(record: LeaseRecord, to: R, out: Delivery<R>[]): void {
     if (record.lastReply !== null) {
-      out.push({ to, reply: record.lastReply, repeat: true });
+      out.push({ to, reply: record.lastReply, repeat: true, grantFor: bindingOf(this.parts, record) });
       return;
     }
     // Still held: answer the retry's reply target instead of the first one.

@@ -13,7 +13,7 @@
  *   comes from the level, of which each renewal may take its weight's part.
  */
 import { assertInvariant, type LeaseGrant, type LeaseRequest } from '@tokenlease/shared';
-import type { Delivery } from './chunk-grant.js';
+import { bindingOf, type Delivery } from './chunk-grant.js';
 import type { LeaseRecord } from './lease-table.js';
 import { grantReply, retryAfterMs, weightOf, type PoolParts } from './pool-parts.js';
 import { decideRateGrant, heldAt } from './rate-lease.js';
@@ -55,5 +55,5 @@ export function acquireRate<R>(p: PoolParts<R>, req: LeaseRequest, record: Lease
   const rate = { tokensPerPeriod: d.ratePerPeriod, periodMs: p.config.refill.periodMs, capTokens: d.capTokens };
   const reply: LeaseGrant = { ...base, tokensHeld: held + d.topUp, rate };
   record.lastReply = reply;
-  out.push({ to, reply });
+  out.push({ to, reply, grantFor: bindingOf(p, record) });
 }

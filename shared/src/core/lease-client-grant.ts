@@ -10,18 +10,23 @@
  * - holds more than the pool's `maxLeaseTokens`, or that exceeds its capacity;
  * - lasts longer than the client's `leaseTtlMsMax`;
  * - names another capacity than the grant before it on the same lease;
- * - gives a rate above the pool's refill, or a cap above `maxLeaseTokens`.
+ * - gives a rate above the pool's refill, or a cap above `maxLeaseTokens`;
+ * - states more than the client's own expected limits, when it has them
+ *   (expected-limits.ts): the limits a grant states are the responder's
+ *   word, the expected ones the client's configuration.
  * A client may refuse more on its own account (a relay: a grant for
  * another pool than the one it serves); never less.
  */
 import type { LeaseGrant, LeaseRequest } from '../protocol/messages.js';
+import { expectedLimitsProblem, type ExpectedLimits } from './expected-limits.js';
 
 /** SECRET_PATTERN — a lease secret: 22 (128 bits) to 128 characters of base64url. */
 export const SECRET_PATTERN = /^[A-Za-z0-9_-]{22,128}$/;
 
-/** GrantCheckLimits — the client's own limit a grant is checked against: the longest TTL it accepts, ms. */
+/** GrantCheckLimits — the client's own limits a grant is checked against: the longest TTL it accepts, ms, and what it expects of the pool (null or absent: nothing). */
 export interface GrantCheckLimits {
   readonly leaseTtlMsMax: number;
+  readonly expectedLimits?: ExpectedLimits | null;
 }
 
 /**
@@ -45,5 +50,6 @@ export function grantProblem(grant: LeaseGrant, request: LeaseRequest, limits: G
   if (rate !== undefined && (rate.tokensPerPeriod > grant.refillTokens || rate.capTokens > grant.maxLeaseTokens)) {
     return `gives a rate of ${rate.tokensPerPeriod} or a cap of ${rate.capTokens} beyond the pool's refill or lease limit`;
   }
-  return null;
+  const expected = limits.expectedLimits;
+  return expected === undefined || expected === null ? null : expectedLimitsProblem(grant, expected);
 }

@@ -106,6 +106,7 @@ describe('round trips', () => {
     ['ErrorReply of a stale sequence with its floor', { ...errorReply, seqFloor: 43 }],
     ['ErrorReply forbidden', { ...errorReply, code: 'forbidden' }],
     ['LeaseGrant of a pool in shadow mode', { ...grant, shadow: true }],
+    ['LeaseGrant signed', { ...grant, sig: 'A'.repeat(85) + '_' }],
     ['LeaseGrant of a pool with an allowance', { ...grant, allowanceTokens: 25 }],
     ['LeaseGrant of a sliding-window pool', { ...grant, window: true }],
     ['ErrorReply without a seq', { ...errorReply, seq: null, code: 'bad-request', fault: 'coordinator' }],
@@ -245,6 +246,8 @@ describe('refusals', () => {
     expectRefused(decodeReply(bytes({ ...grant, refillTokens: undefined })), 'bad-request', 42);
     expectRefused(decodeReply(bytes({ ...grant, refillPeriodMs: 0 })), 'bad-request', 42);
     expectRefused(decodeReply(bytes({ ...grant, shadow: 'yes' })), 'bad-request', 42);
+    for (const sig of ['', 'A'.repeat(85), 'A'.repeat(87), `${'A'.repeat(84)}==`, 7])
+      expectRefused(decodeReply(bytes({ ...grant, sig })), 'bad-request', 42);
   });
 
   it('refuses a grant whose allowance is not a whole number of tokens, or whose window flag is not a boolean', () => {

@@ -6,6 +6,7 @@
  * later minor revision can add fields; a different `v` is refused with
  * `unsupported-version`.
  */
+import { GRANT_SIGNATURE_PATTERN } from './grant-signature.js';
 import { boolField, FieldProblem, idField, intField, nullableIdField, numberField, oneOf, textField, type Fields } from './fields.js';
 import {
   LEASE_SECRET_LENGTH_MAX,
@@ -65,6 +66,14 @@ function poolField(obj: Fields): string {
   const problem = poolNameProblem(obj['pool']);
   if (problem !== null) throw new FieldProblem('pool', problem);
   return obj['pool'] as string;
+}
+
+/** signatureField — a grant's signature: GRANT_SIGNATURE_PATTERN. */
+function signatureField(obj: Fields): string {
+  const value = obj['sig'];
+  if (typeof value !== 'string' || !GRANT_SIGNATURE_PATTERN.test(value))
+    throw new FieldProblem('sig', 'must be 86 characters of base64url');
+  return value;
 }
 
 /** secretField — a lease secret: LEASE_SECRET_LENGTH_MIN to _MAX characters of base64url. */
@@ -166,6 +175,7 @@ function readReply(obj: Fields): Reply {
         ...(obj['window'] === undefined ? {} : { window: boolField(obj, 'window') }),
         ...(obj['rate'] === undefined ? {} : { rate: readLeaseRate(obj['rate']) }),
         ...(obj['shadow'] === undefined ? {} : { shadow: boolField(obj, 'shadow') }),
+        ...(obj['sig'] === undefined ? {} : { sig: signatureField(obj) }),
       };
     case 'receipt':
       return { v: 2, kind, seq: intField(obj, 'seq', 0, SEQ_MAX), tokensReturned: tokens('tokensReturned') };

@@ -137,6 +137,8 @@ export interface LeaseGrant {
   readonly rate?: LeaseRate;
   /** Present and true while the pool is in shadow mode: agents admit, and count what they would have denied. */
   readonly shadow?: boolean;
+  /** Present when the coordinator signs its grants: Ed25519 over the grant and its request, base64url (grant-signature.ts). */
+  readonly sig?: string;
 }
 
 /** ReturnReceipt — the tokens a return moved back into the pool. */

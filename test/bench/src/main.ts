@@ -17,6 +17,8 @@
  * 6. Acquire latency on one pool of a coordinator process while another
  *    pool holds 50,000 waiting requests (crowded-pool.ts); its coordinator
  *    starts first, so its one-minute quiet period passes during the rest.
+ * 7. Signed grants: µs to sign one on the coordinator and to check one on
+ *    the agent (grant-signing.ts).
  * `--quick` runs every one of them at a small scale (args.ts QUICK_SCALE).
  * Prints readable lines, then one JSON line of the figures; with --json
  * (args.ts) only the JSON line goes to stdout, the readable lines to stderr.
@@ -33,6 +35,7 @@ import { durableFigures } from './durable.js';
 import { bytesPerCall, timeCalls } from './measure.js';
 import { leaseScaling } from './lease-scaling.js';
 import { idlePools } from './idle-pools.js';
+import { grantSigningFigures } from './grant-signing.js';
 import { memoryFigures } from './memory.js';
 import { adoptionFigures } from './adoption.js';
 import { HOT_POOL, hotLimiter, waitForBalance } from './hot-limiter.js';
@@ -191,6 +194,7 @@ async function main(): Promise<void> {
     const durable = await durableFigures(scale.durableWrites);
     const scaling = [...leaseScaling('rate', scale.scalingMs), ...leaseScaling('chunk', scale.scalingMs)];
     const idle = idlePools(scale.idlePools, scale.idleRestMs);
+    const signing = grantSigningFigures(Math.ceil(scale.fastPathBatches / 10));
     const say = args.json ? console.error : console.log;
     // The service's view (per-key limiters, the HTTP middleware) prints its own lines: to stderr under --json.
     const log = console.log;
@@ -206,6 +210,7 @@ async function main(): Promise<void> {
       scaling,
       idle,
       crowded,
+      signing,
       machine,
       nats: `${nats.source} ${nats.url}`,
       scale: args.quick ? ('quick' as const) : ('full' as const),

@@ -5,6 +5,7 @@
  */
 import type { CrowdFigures, LatencyFigures } from './crowded-pool.js';
 import type { DurableFigures, WriteFigures } from './durable.js';
+import type { GrantSigningFigures } from './grant-signing.js';
 import type { IdlePoolFigures } from './idle-pools.js';
 import { LEASE_COUNTS, type LeaseCount, type LeaseModeName, type ScalingFigure } from './lease-scaling.js';
 import type { Timing } from './measure.js';
@@ -32,6 +33,7 @@ export interface BenchFigures {
   readonly scaling: readonly ScalingFigure[];
   readonly idle: IdlePoolFigures;
   readonly crowded: CrowdFigures;
+  readonly signing: GrantSigningFigures;
   /** The machine: its CPUs and its 1-minute load average when the bench started and ended (other work on it moves every figure). */
   readonly machine: { readonly cpus: number; readonly loadAverageStart: number; readonly loadAverageEnd: number };
   /** Where NATS came from, and its URL. */
@@ -91,6 +93,7 @@ export function readableLines(figures: BenchFigures): string[] {
     scalingLine(figures, 'chunk'),
     `coordinator at rest with ${figures.idle.pools} idle template pools: ${figures.idle.restCpuMsPerSecond} ms of CPU per second; a renewal meanwhile ${figures.idle.renewalUsMedian} µs median, ${figures.idle.renewalUsP99} µs p99`,
     ...crowdLines(figures.crowded),
+    `signed grants: ${(figures.signing.sign.nsMedian / 1000).toFixed(1)} µs to sign one on the coordinator (p99 ${(figures.signing.sign.nsP99 / 1000).toFixed(1)} µs), ${(figures.signing.verify.nsMedian / 1000).toFixed(1)} µs to check one on the agent (p99 ${(figures.signing.verify.nsP99 / 1000).toFixed(1)} µs)`,
     `${figures.scale === 'quick' ? 'QUICK SCALE (--quick): a check that every measurement runs, not figures to quote; ' : ''}NATS: ${figures.nats}; node ${process.version}; ${figures.machine.cpus} CPUs, load average (1 min) ${figures.machine.loadAverageStart.toFixed(2)} at start, ${figures.machine.loadAverageEnd.toFixed(2)} at end`,
   ];
 }
@@ -134,6 +137,10 @@ export function figuresJson(figures: BenchFigures): Record<string, number | bool
     idleRestCpuMsPerSecond: figures.idle.restCpuMsPerSecond,
     idleRenewalUsMedian: figures.idle.renewalUsMedian,
     idleRenewalUsP99: figures.idle.renewalUsP99,
+    grantSignNsMedian: figures.signing.sign.nsMedian,
+    grantSignNsP99: figures.signing.sign.nsP99,
+    grantVerifyNsMedian: figures.signing.verify.nsMedian,
+    grantVerifyNsP99: figures.signing.verify.nsP99,
     quietAcquireMsP50Baseline: c.baseline.p50Ms,
     quietAcquireMsP99Baseline: c.baseline.p99Ms,
     quietAcquireMsMaxBaseline: c.baseline.maxMs,

@@ -37,6 +37,8 @@ export interface AgentProcessConfig {
   readonly failoverPrefixes?: readonly string[];
   readonly pool: string;
   readonly name: string;
+  /** Its agent id, when not the default `[<identity>.]<name>-<pid>`: one a test can give an attacker before the agent starts. */
+  readonly agentId?: string;
   readonly seed: number;
   readonly durationMs: number;
   readonly traffic: Traffic;
@@ -46,6 +48,8 @@ export interface AgentProcessConfig {
   /** Force shadow mode for the pool in this agent, whatever the coordinator says. */
   readonly shadow?: boolean;
   readonly statsEveryMs?: number;
+  /** The coordinators' grant-signing public keys (PEM) the agent accepts grants from (AgentOptions.grantPublicKeys). */
+  readonly grantPublicKeys?: readonly string[];
   /** Lease keeper options (e.g. refreshMs, reportMs). */
   readonly keeper?: Partial<KeeperOptions>;
   /** Serve the agent's metrics on this port (0: one the system picks)… */
@@ -62,12 +66,13 @@ async function main(): Promise<void> {
   const config = JSON.parse(process.argv[2] ?? '{}') as Omit<AgentProcessConfig, 'natsUrl'>;
   const agent = await Agent.connect({
     clock: hostMonoNowUs,
-    agentId: `${config.identity === undefined ? '' : `${config.identity}.`}${config.name}-${process.pid}`,
+    agentId: config.agentId ?? `${config.identity === undefined ? '' : `${config.identity}.`}${config.name}-${process.pid}`,
     ...(config.identity === undefined ? {} : { identity: config.identity }),
     onEvent: (event) => print({ type: 'event', name: config.name, event: event.type, ...('code' in event ? { code: event.code } : {}) }),
     ...(config.subjectPrefix === undefined ? {} : { subjectPrefix: config.subjectPrefix }),
     ...(config.failoverPrefixes === undefined ? {} : { failoverPrefixes: config.failoverPrefixes }),
     ...(config.keeper === undefined ? {} : { keeper: config.keeper }),
+    ...(config.grantPublicKeys === undefined ? {} : { grantPublicKeys: config.grantPublicKeys }),
   });
   const limiter = agent.limiter(config.pool, config.shadow === undefined ? undefined : { shadow: config.shadow });
   const metricsUrl =

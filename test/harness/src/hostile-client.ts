@@ -22,6 +22,12 @@
  *   once; each one shed at the coordinator's intake asks again when told.
  * - `rogue-responder`: answers every request on the service subject with a
  *   grant of 2^52 tokens for 24 h, as no honest coordinator would.
+ * - `rogue-smart`: answers every acquire on the service subject with a
+ *   grant that looks honest: what was asked, up to the lease limit it
+ *   states, under a fresh lease id, for 10 s, stating the pool limits it
+ *   was given (`limits`), all consistent with one another; with `sign`,
+ *   each signed for its request as a coordinator would, but by a key of
+ *   its own.
  * - `operator-ops`: `count` operator requests (`pools` or `reload`) at once
  *   under `identity`, on the pool token `_` or `poolToken`, each waiting up
  *   to 5 s for its answer.
@@ -45,18 +51,25 @@
  *
  * Every request goes under the attack's `identity` when it has one (else
  * ANONYMOUS_IDENTITY), and its replies come to `_INBOX_<identity>`.
+ * - `squat`: knowing the victim's agent id, holds (and renews every 50 ms)
+ *   a lease of no tokens under that id, under each of the ids an agent
+ *   once moved to after `forbidden` (`<victim>~1` … `<victim>~20`) and
+ *   under a few guesses of the random form (`<victim>.~<random>`), for the
+ *   whole run.
  *
  * The done line also says how long the requests took to be answered
  * (`latencyMs`: p50 and max over those answered or failed).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { randomBytes } from 'node:crypto';
+import { generateKeyPairSync, randomBytes, sign } from 'node:crypto';
 import {
   ANONYMOUS_IDENTITY,
   COORDINATOR_QUEUE_GROUP,
   decodeOperatorReply,
   decodeReply,
+  decodeRequest,
   encodeMessage,
+  grantSigningText,
   serviceSubject,
   subjectFor,
   type LeaseGrant,
@@ -73,6 +86,7 @@ export type HostileAttack =
   | { readonly kind: 'template-reports'; readonly templatePrefix: string; readonly count: number }
   | { readonly kind: 'hold-flood'; readonly count: number; readonly holdMs: number }
   | { readonly kind: 'rogue-responder' }
+  | { readonly kind: 'rogue-smart'; readonly limits: RogueLimits; readonly sign?: boolean }
   | {
       readonly kind: 'operator-ops';
       readonly op: 'pools' | 'reload';
@@ -83,7 +97,16 @@ export type HostileAttack =
   | { readonly kind: 'make-pools'; readonly templatePrefix: string; readonly count: number }
   | { readonly kind: 'flood'; readonly identity: string; readonly perSecond: number }
   | { readonly kind: 'lease-exhaustion'; readonly identity: string }
-  | { readonly kind: 'false-class'; readonly identity: string; readonly agentClass: string; readonly agents: number };
+  | { readonly kind: 'false-class'; readonly identity: string; readonly agentClass: string; readonly agents: number }
+  | { readonly kind: 'squat'; readonly victim: string };
+
+/** RogueLimits — the pool limits a smart rogue states in its grants. */
+export interface RogueLimits {
+  readonly capacityTokens: number;
+  readonly maxLeaseTokens: number;
+  readonly refillTokens: number;
+  readonly refillPeriodMs: number;
+}
 
 export interface HostileConfig {
   readonly natsUrl: string;
@@ -100,6 +123,9 @@ const RENEW_EVERY_MS = 50;
 /** Requests a lease-exhaustion attack keeps in flight at once. */
 const INFLIGHT = 32;
 const SEQ_NEAR_MAX = Number.MAX_SAFE_INTEGER - 1000;
+/** A squatter takes the ids `<victim>~1` … `<victim>~SQUAT_MOVES`, and this many random guesses. */
+const SQUAT_MOVES = 20;
+const SQUAT_GUESSES = 5;
 
 const secret = (): string => randomBytes(16).toString('base64url');
 
@@ -199,8 +225,24 @@ class Attacker {
     }
   }
 
+  /** squat — `victim`'s id, its once-predictable successors and a few random guesses, each held by a lease of no tokens. */
+  async squat(victim: string, until: () => boolean): Promise<void> {
+    const moves = Array.from({ length: SQUAT_MOVES }, (_, i) => `${victim}~${i + 1}`);
+    const guesses = Array.from({ length: SQUAT_GUESSES }, () => `${victim}.~${randomBytes(12).toString('base64url')}`);
+    return this.holdIds([victim, ...moves, ...guesses], 0, until);
+  }
+
   async hoard(identities: number, tokens: number, betweenHolds: boolean, until: () => boolean): Promise<void> {
     const ids = Array.from({ length: identities }, (_, i) => `hoarder-${i}-${process.pid}`);
+    return this.holdIds(ids, tokens, until, betweenHolds);
+  }
+
+  /**
+   * holdIds — a lease of `tokens` under each of `ids`, renewed every
+   * RENEW_EVERY_MS without spending anything; `betweenHolds`: each round
+   * only once the pool holds no request.
+   */
+  private async holdIds(ids: readonly string[], tokens: number, until: () => boolean, betweenHolds = false): Promise<void> {
     const held = new Map<string, { leaseId: string | null; tokens: number; seq: number }>(
       ids.map((id) => [id, { leaseId: null, tokens: 0, seq: 0 }]),
     );
@@ -296,6 +338,36 @@ function rogueGrant(seq: number): LeaseGrant {
   };
 }
 
+/** smartGrant — a plausible-looking grant for `request` under the stated `limits`: what it asked, up to the lease limit, a fresh lease. */
+function smartGrant(request: Extract<Request, { op: 'acquire' }>, limits: RogueLimits, leaseNo: number): LeaseGrant {
+  const tokensGranted = Math.min(request.tokensWanted, limits.maxLeaseTokens);
+  return {
+    v: 2,
+    kind: 'grant',
+    seq: request.seq,
+    leaseId: `rogue-${leaseNo}`,
+    tokensGranted,
+    tokensHeld: tokensGranted,
+    ttlMs: 10_000,
+    epoch: 1,
+    ...limits,
+    retryAfterMs: 0,
+  };
+}
+
+/** serveAsRogue — answers requests on the service subject with `answer(request)` (null: no answer) until `until`. */
+async function serveAsRogue(a: Attacker, until: () => boolean, answer: (payload: Uint8Array) => LeaseGrant | null): Promise<void> {
+  const sub = a.bus.serve(serviceSubject(a.config.subjectPrefix), COORDINATOR_QUEUE_GROUP, (_subject, payload, port) => {
+    const grant = answer(payload);
+    if (grant === null) return;
+    a.sent += 1;
+    port.respond(encodeMessage(grant));
+  });
+  await a.bus.flush();
+  while (!until()) await sleep(20);
+  await sub.stop();
+}
+
 async function run(a: Attacker, until: () => boolean): Promise<void> {
   const { attack, pool } = a.config;
   switch (attack.kind) {
@@ -305,6 +377,8 @@ async function run(a: Attacker, until: () => boolean): Promise<void> {
       return a.impersonate(attack.kind, attack.victim, until);
     case 'hoard':
       return a.hoard(attack.identities, attack.tokens, attack.betweenHolds ?? false, until);
+    case 'squat':
+      return a.squat(attack.victim, until);
     case 'prototype-classes':
       for (let round = 0; !until(); round += 1) {
         await Promise.all(
@@ -389,16 +463,21 @@ async function run(a: Attacker, until: () => boolean): Promise<void> {
         );
       }
       return;
-    case 'rogue-responder': {
-      const sub = a.bus.serve(serviceSubject(a.config.subjectPrefix), COORDINATOR_QUEUE_GROUP, (_subject, payload, port) => {
-        const seq = (JSON.parse(new TextDecoder().decode(payload)) as { seq?: number }).seq ?? 0;
-        a.sent += 1;
-        port.respond(encodeMessage(rogueGrant(seq)));
+    case 'rogue-responder':
+      return serveAsRogue(a, until, (payload) => rogueGrant((JSON.parse(new TextDecoder().decode(payload)) as { seq?: number }).seq ?? 0));
+    case 'rogue-smart': {
+      let leases = 0;
+      const { privateKey } = generateKeyPairSync('ed25519');
+      return serveAsRogue(a, until, (payload) => {
+        const decoded = decodeRequest(payload);
+        if (!decoded.ok || decoded.value.op !== 'acquire') return null;
+        leases += 1;
+        const request = decoded.value;
+        const grant = smartGrant(request, attack.limits, leases);
+        if (attack.sign !== true) return grant;
+        const text = grantSigningText(grant, { agentId: request.agentId, pool: request.pool });
+        return { ...grant, sig: sign(null, Buffer.from(text), privateKey).toString('base64url') };
       });
-      await a.bus.flush();
-      while (!until()) await sleep(20);
-      await sub.stop();
-      return;
     }
   }
 }

@@ -114,6 +114,7 @@ export class SimAgent implements PoolWaiters {
       limiterIdleMs: SIM_LIMITER_IDLE_MS,
       secret: simSecret(id),
       random: () => random.next(),
+      idSuffix: () => simIdSuffix(random),
     });
     this.pool = this.driver.open(SIM_POOL, {}, () => this);
     this.takes = new TakeQueue<SimTake>(this.pool.keeper);
@@ -233,4 +234,13 @@ export class SimAgent implements PoolWaiters {
 /** simSecret — the lease secret of agent `id`: fixed by the id (so a run's random draws stay as they were), distinct per incarnation. */
 function simSecret(id: string): string {
   return `sim-secret-${id.replace(/[^A-Za-z0-9_-]/g, '_')}`.padEnd(22, '0');
+}
+
+const BASE64URL = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+
+/** simIdSuffix — a moved id's suffix drawn from the run's seeded random: 16 base64url characters, the same for the same seed. */
+function simIdSuffix(random: Random): string {
+  let suffix = '';
+  for (let i = 0; i < 16; i += 1) suffix += BASE64URL[random.int(0, 63)];
+  return suffix;
 }

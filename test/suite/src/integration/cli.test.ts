@@ -75,6 +75,22 @@ describe('tokenlease-coordinator CLI', () => {
     expect(broken.stderr).toMatch(/not valid YAML/);
   });
 
+  it('refuses a grant signing key that is not one, status 2, naming neither its path nor its text', async () => {
+    const config = writeConfig(dir, { pools: { api: { capacity: 10, refill: '1/s' } } });
+    const textPath = join(dir, 'secret-key-name.pem');
+    writeFileSync(textPath, 'my-secret-passphrase\n');
+    for (const [path, why] of [
+      [textPath, /--grant-signing-key: the file does not hold a private key in PEM/],
+      [join(dir, 'secret-missing-name.pem'), /--grant-signing-key: the grant signing key file could not be read/],
+    ] as const) {
+      const { code, stderr } = await run(['--config', config, '--memory', '--grant-signing-key', path]);
+      expect(code).toBe(2);
+      expect(stderr).toMatch(why);
+      expect(stderr.split('\n')).toHaveLength(1);
+      expect(stderr).not.toMatch(/secret-key-name|secret-missing-name|my-secret/);
+    }
+  });
+
   it('says it cannot reach NATS, status 1, without a stack trace', async () => {
     const path = writeConfig(dir, { pools: { api: { capacity: 10, refill: '10/s' } } });
     const port = await freePort();

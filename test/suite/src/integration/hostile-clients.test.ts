@@ -8,6 +8,8 @@
  *
  * Pool "api": capacity 100, refill 100/s, TTL 500 ms, leases of at most 20.
  */
+import { generateKeyPairSync } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeRate } from '@tokenlease/shared';
@@ -67,8 +69,13 @@ describe('hostile clients over real NATS', () => {
     await nats.stop();
   });
 
-  /** start — a coordinator of `pools` and an honest agent offering 300/s to `pool` for RUN_MS, logging every admission. */
-  async function start(pools: Record<string, unknown> = { api: POOL }, extra: Record<string, unknown> = {}, pool = 'api'): Promise<Run> {
+  /** start — a coordinator of `pools` and an honest agent (keeper options `keeper`) offering 300/s to `pool` for RUN_MS, logging every admission. */
+  async function start(
+    pools: Record<string, unknown> = { api: POOL },
+    extra: Record<string, unknown> = {},
+    pool = 'api',
+    keeper: Record<string, unknown> = {},
+  ): Promise<Run> {
     runs += 1;
     const dir = scratchDir();
     const prefix = `tlhostile${seed}x${runs}`;
@@ -86,6 +93,7 @@ describe('hostile clients over real NATS', () => {
       durationMs: RUN_MS,
       logPath,
       traffic: { kind: 'steady', perSecond: 300 },
+      keeper,
     });
     const ready = JSON.parse(victim.lines.find((l) => l.includes('"type":"ready"')) ?? '{}') as { agentId?: string };
     return { prefix, coordinator, victim, victimId: ready.agentId ?? '', logPath };
@@ -128,6 +136,49 @@ describe('hostile clients over real NATS', () => {
       expect(admitted).toBeGreaterThan(fairFloor);
     },
   );
+
+  it('a squatter holding the victim’s id and every id it could predict after it does not lock the victim out', async () => {
+    runs += 1;
+    const dir = scratchDir();
+    const prefix = `tlhostile${seed}x${runs}`;
+    const coordinator = await startCoordinator(
+      nats.url,
+      writeConfig(dir, { subjectPrefix: prefix, quietPeriodMs: TTL_MS, pools: { api: POOL } }),
+    );
+    // The id is known before the victim starts: the squatter holds it first, as one who read it from a log would.
+    const victimId = `victim-${seed}-${runs}`;
+    const squatter = await startHostileClient({
+      natsUrl: nats.url,
+      subjectPrefix: prefix,
+      pool: 'api',
+      durationMs: RUN_MS + 1000,
+      attack: { kind: 'squat', victim: victimId },
+    });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const logPath = join(dir, 'victim.log');
+    const victim = await startAgentProcess({
+      natsUrl: nats.url,
+      subjectPrefix: prefix,
+      pool: 'api',
+      name: 'victim',
+      agentId: victimId,
+      seed,
+      durationMs: RUN_MS,
+      logPath,
+      traffic: { kind: 'steady', perSecond: 300 },
+    });
+    await Promise.all([victim.exited, squatter.exited]);
+    const outcome = hostileOutcome(squatter);
+    const admitted = honest({ prefix, coordinator, victim, victimId, logPath });
+    // The squatter's leases hold no tokens: the victim's fair share is the whole refill after the quiet period.
+    const fairShare = (100 * (RUN_MS - TTL_MS)) / 1000;
+    console.log(
+      `hostile-clients squat: victim admitted ${admitted} = ${((100 * admitted) / fairShare).toFixed(0)}% of its fair share ${fairShare}; ` +
+        `squatter sent ${outcome.sent}, replies ${JSON.stringify(outcome.replies)}`,
+    );
+    expect(outcome.replies['grant'] ?? 0).toBeGreaterThan(0);
+    expect(admitted).toBeGreaterThanOrEqual(0.8 * fairShare);
+  });
 
   it('five identities renewing leases without spending do not keep an honest agent from the pool', async () => {
     const run = await start();
@@ -482,6 +533,137 @@ describe('hostile clients over real NATS', () => {
     );
     expect(poolsListed).toBe(20_001);
     expect(coordinator.proc.exitCode).toBeNull();
+  });
+
+  /** againstRogue — an honest agent (keeper options `keeper`, grant keys `grantPublicKeys`) offering 300/s to "api" for RUN_MS, with `rogue` the only responder. */
+  async function againstRogue(
+    name: string,
+    rogue: HostileAttack,
+    keeper: Record<string, unknown>,
+    grantPublicKeys?: readonly string[],
+  ): Promise<{ admissions: ReturnType<typeof readAdmissionLog>; victim: Child; outcome: HostileOutcome }> {
+    const dir = scratchDir();
+    runs += 1;
+    const prefix = `tlrogue${seed}x${runs}`;
+    const responder = await startHostileClient({
+      natsUrl: nats.url,
+      subjectPrefix: prefix,
+      pool: 'api',
+      durationMs: RUN_MS,
+      attack: rogue,
+    });
+    const logPath = join(dir, 'victim.log');
+    const victim = await startAgentProcess({
+      natsUrl: nats.url,
+      subjectPrefix: prefix,
+      pool: 'api',
+      name,
+      seed,
+      durationMs: RUN_MS - 500,
+      logPath,
+      traffic: { kind: 'steady', perSecond: 300 },
+      keeper,
+      ...(grantPublicKeys === undefined ? {} : { grantPublicKeys }),
+    });
+    await Promise.all([victim.exited, responder.exited]);
+    return { admissions: readAdmissionLog(logPath), victim, outcome: hostileOutcome(responder) };
+  }
+
+  // What the agent is configured to expect of "api": the real pool's limits.
+  const EXPECTED = { capacityTokens: CAPACITY, maxLeaseTokens: 20, refillTokens: 100, refillPeriodMs: 1000 };
+  const GENEROUS = { capacityTokens: 1_000_000_000, maxLeaseTokens: 1_000_000, refillTokens: 1_000_000_000, refillPeriodMs: 1000 };
+
+  it('a smart rogue stating generous limits of its own is believed by an agent that expects nothing', async () => {
+    const { admissions, outcome } = await againstRogue('believer', { kind: 'rogue-smart', limits: GENEROUS }, {});
+    const report = checkEnvelope(admissions, CAPACITY, REFILL);
+    console.log(
+      `hostile-clients rogue-smart, no expected limits: ${report.admittedTokens} admitted in ${RUN_MS - 500} ms on a pool of ${CAPACITY} at 100/s ` +
+        `(worst window over B + r·T by ${report.worstExcessTokens}); rogue sent ${outcome.sent} grants`,
+    );
+    expect(report.ok).toBe(false);
+  });
+
+  it('an agent that expects the pool’s limits admits normally from the real coordinator', async () => {
+    const run = await start({ api: POOL }, {}, 'api', { expectedLimits: EXPECTED });
+    await run.victim.exited;
+    const admitted = honest(run);
+    const implausible = logEvents(run.victim.lines, { type: 'event', event: 'implausible-grant' }).length;
+    console.log(`hostile-clients expected limits, real coordinator: ${admitted} admitted, ${implausible} implausible-grant events`);
+    expect(implausible).toBe(0);
+    expect(admitted).toBeGreaterThan(fairFloor);
+  });
+
+  it.each([
+    ['generous limits', GENEROUS],
+    ['the expected limits themselves, granted as fast as asked', EXPECTED],
+  ] as const)('an agent that expects the pool’s limits admits within them from a smart rogue stating %s', async (_name, limits) => {
+    const { admissions, victim, outcome } = await againstRogue('expecting', { kind: 'rogue-smart', limits }, { expectedLimits: EXPECTED });
+    const report = checkEnvelope(admissions, CAPACITY, REFILL);
+    const implausible = logEvents(victim.lines, { type: 'event', event: 'implausible-grant' }).length;
+    console.log(
+      `hostile-clients rogue-smart stating ${JSON.stringify(limits)}, expectedLimits set: ${report.admittedTokens} admitted, ` +
+        `worst window ${report.worstExcessTokens} over B + r·T; ${implausible} implausible-grant events; rogue sent ${outcome.sent} grants`,
+    );
+    expect(outcome.sent).toBeGreaterThan(0);
+    expect(report.ok, `worst window over by ${report.worstExcessTokens}: ${JSON.stringify(report.worstWindow)}`).toBe(true);
+    expect(implausible).toBeGreaterThan(0);
+  });
+
+  describe('signed grants', () => {
+    const signing = generateKeyPairSync('ed25519');
+    const publicPem = signing.publicKey.export({ type: 'spki', format: 'pem' }).toString();
+    // A key of a rotation that has not begun signing yet: listed beside the current one.
+    const nextPem = generateKeyPairSync('ed25519').publicKey.export({ type: 'spki', format: 'pem' }).toString();
+
+    it('an agent with the public key admits normally from a coordinator that signs with the private one', async () => {
+      const dir = scratchDir();
+      const keyPath = join(dir, 'grant-signing.pem');
+      writeFileSync(keyPath, signing.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(), { mode: 0o600 });
+      runs += 1;
+      const prefix = `tlhostile${seed}x${runs}`;
+      const coordinator = await startCoordinator(
+        nats.url,
+        writeConfig(dir, { subjectPrefix: prefix, quietPeriodMs: TTL_MS, pools: { api: POOL } }),
+        {
+          args: ['--grant-signing-key', keyPath],
+        },
+      );
+      const logPath = join(dir, 'victim.log');
+      const victim = await startAgentProcess({
+        natsUrl: nats.url,
+        subjectPrefix: prefix,
+        pool: 'api',
+        name: 'victim',
+        seed,
+        durationMs: RUN_MS,
+        logPath,
+        traffic: { kind: 'steady', perSecond: 300 },
+        grantPublicKeys: [nextPem, publicPem],
+      });
+      await victim.exited;
+      const admitted = honest({ prefix, coordinator, victim, victimId: '', logPath });
+      const implausible = logEvents(victim.lines, { type: 'event', event: 'implausible-grant' }).length;
+      console.log(`hostile-clients signed grants, real coordinator: ${admitted} admitted, ${implausible} implausible-grant events`);
+      expect(implausible).toBe(0);
+      expect(admitted).toBeGreaterThan(fairFloor);
+      expect(coordinator.lines.join('\n')).not.toContain(keyPath);
+    });
+
+    it.each([
+      ['unsigned', false],
+      ['signed by another key', true],
+    ] as const)('an agent with the public key admits nothing from a smart rogue whose grants are %s', async (_name, sign) => {
+      const { admissions, victim, outcome } = await againstRogue('signed-only', { kind: 'rogue-smart', limits: EXPECTED, sign }, {}, [
+        publicPem,
+      ]);
+      const implausible = logEvents(victim.lines, { type: 'event', event: 'implausible-grant' }).length;
+      console.log(
+        `hostile-clients rogue-smart ${sign ? 'signed by its own key' : 'unsigned'}: ${admissions.length} admissions; ${implausible} implausible-grant events; rogue sent ${outcome.sent} grants`,
+      );
+      expect(outcome.sent).toBeGreaterThan(0);
+      expect(admissions).toEqual([]);
+      expect(implausible).toBeGreaterThan(0);
+    });
   });
 
   it('an agent refuses the grants of a rogue responder: 2^52 tokens for 24 h admit nothing', async () => {
