@@ -267,6 +267,8 @@ export class AgentDriver<W extends PoolWaiters = PoolWaiters> {
 
   /** sweep — at `nowUs`, drops every pool quiet and idle for `limiterIdleMs`; stops the sweep once none is left. */
   sweep(nowUs: number): readonly AgentCommand<W>[] {
+    // A sweep the adapter had due when the agent stopped: the sweep is off already.
+    if (this.stopped) return [];
     const out: AgentCommand<W>[] = [];
     const idleUs = this.options.limiterIdleMs * US_PER_MS;
     for (const pool of this.pools.values()) {
@@ -297,6 +299,7 @@ export class AgentDriver<W extends PoolWaiters = PoolWaiters> {
   stop(): readonly AgentCommand<W>[] {
     this.closing = true;
     this.stopped = true;
+    this.sweeping = false;
     const out: AgentCommand<W>[] = [{ type: 'sweep-every', periodMs: null }];
     for (const pool of this.pools.values()) out.push({ type: 'wake-at', pool, atUs: Infinity, delayMs: Infinity });
     return out;
