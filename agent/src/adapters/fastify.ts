@@ -9,15 +9,42 @@
  * that registered it, not only inside a child scope. It moves bytes only:
  * HttpLimit charges the pools, HttpPolicy decides statuses and fields.
  * Typed structurally, so the agent needs no Fastify at build or run time.
+ *
+ * Per route, as @fastify/rate-limit users write it, a route's
+ * `config.rateLimit` overrides the plugin's options for that route:
+ *
+ *   app.get('/search', { config: { rateLimit: { pools: [{ name: 'search' }] } } }, handler);
+ *   app.get('/health', { config: { rateLimit: false } }, handler); // not limited
+ *
+ * and `global: false` limits only the routes that say so. A route's
+ * options are checked when the route is added (a bad one fails the
+ * route's registration), and each route's limit is made once.
  */
+import { AgentError } from '../errors.js';
 import { HttpLimit, type HttpLimitOptions, type RequestView, type Verdict } from './http-limit.js';
+
+/** RouteRateLimit — a route's `config.rateLimit`: false (not limited), or options over the plugin's (all but the agent). */
+export type RouteRateLimit<Req = FastifyRequestLike> = false | Partial<Omit<HttpLimitOptions<Req>, 'agent'>>;
+
+/** FastifyRateLimitOptions — HttpLimitOptions, `pools` optional with `global: false` (each limited route names its own). */
+export type FastifyRateLimitOptions<Req = FastifyRequestLike> = Omit<HttpLimitOptions<Req>, 'pools'> & {
+  readonly pools?: HttpLimitOptions<Req>['pools'];
+  /** False: only routes with a `config.rateLimit` of their own are limited. Default true. */
+  readonly global?: boolean;
+};
 
 /** What the hook reads of a Fastify request; key and cost functions get the request itself. */
 export interface FastifyRequestLike {
   readonly headers: Readonly<Record<string, string | string[] | undefined>>;
   readonly ip: string;
   readonly url: string;
-  readonly routeOptions?: { readonly url?: string | undefined };
+  readonly routeOptions?: { readonly url?: string | undefined; readonly config?: unknown };
+}
+
+/** What the plugin reads of a route as it is added. */
+interface RouteOptionsLike {
+  readonly url?: string;
+  readonly config?: unknown;
 }
 
 /** What the hook writes on a Fastify reply. */
@@ -30,6 +57,14 @@ interface FastifyReplyLike {
 /** What the plugin needs of a Fastify instance. */
 interface FastifyLike {
   addHook(name: 'onRequest', hook: (request: FastifyRequestLike, reply: FastifyReplyLike) => Promise<void>): unknown;
+  addHook(name: 'onRoute', hook: (route: RouteOptionsLike) => void): unknown;
+}
+
+/** routeRateLimit — a route config's `rateLimit`: undefined when it has none. */
+function routeRateLimit(config: unknown): unknown {
+  return typeof config === 'object' && config !== null && Object.hasOwn(config, 'rateLimit')
+    ? (config as { rateLimit: unknown }).rateLimit
+    : undefined;
 }
 
 /** viewOf — what the hook reads of `request`: the route is the route's pattern (`routeOptions.url`), never the raw path. */
@@ -60,16 +95,43 @@ function answer(reply: FastifyReplyLike, verdict: Verdict): void {
  * fastifyRateLimit — the plugin; `options` as HttpLimitOptions. Registering
  * it with bad options fails the registration with AgentError('invalid-argument').
  */
-export function fastifyRateLimit(fastify: FastifyLike, options: HttpLimitOptions<FastifyRequestLike>, done: (error?: Error) => void): void {
-  let limit: HttpLimit<FastifyRequestLike>;
+export function fastifyRateLimit(fastify: FastifyLike, options: FastifyRateLimitOptions, done: (error?: Error) => void): void {
+  let everyRoute: HttpLimit<FastifyRequestLike> | null;
   try {
-    limit = new HttpLimit(options);
+    if (options.global !== undefined && typeof options.global !== 'boolean')
+      throw new AgentError('invalid-argument', `option global must be true or false, got ${JSON.stringify(options.global)}`);
+    everyRoute = options.global === false ? null : new HttpLimit({ ...options, pools: options.pools ?? [] });
   } catch (error) {
     done(error instanceof Error ? error : new Error(String(error)));
     return;
   }
+  // Each route's own limit, made once, keyed by its `config.rateLimit` object (Fastify copies the config, not what it holds).
+  const routes = new WeakMap<object, HttpLimit<FastifyRequestLike>>();
+  const routeLimit = (own: unknown, url: string | undefined): HttpLimit<FastifyRequestLike> => {
+    if (typeof own !== 'object' || own === null || Array.isArray(own))
+      throw new AgentError('invalid-argument', `route ${url ?? '?'}: config.rateLimit must be false or an object of options`);
+    let limit = routes.get(own);
+    if (limit === undefined) {
+      const merged = { ...options, ...(own as RouteRateLimit), agent: options.agent };
+      try {
+        limit = new HttpLimit({ ...merged, pools: merged.pools ?? [] });
+      } catch (error) {
+        if (error instanceof AgentError)
+          throw new AgentError('invalid-argument', `route ${url ?? '?'}: ${error.message}`, { cause: error });
+        throw error;
+      }
+      routes.set(own, limit);
+    }
+    return limit;
+  };
+  fastify.addHook('onRoute', (route) => {
+    const own = routeRateLimit(route.config);
+    if (own !== undefined && own !== false) routeLimit(own, route.url);
+  });
   fastify.addHook('onRequest', async (request, reply) => {
-    answer(reply, await limit.check(viewOf(request)));
+    const own = routeRateLimit(request.routeOptions?.config);
+    const limit = own === undefined ? everyRoute : own === false ? null : routeLimit(own, request.routeOptions?.url);
+    if (limit !== null) answer(reply, await limit.check(viewOf(request)));
   });
   done();
 }

@@ -31,6 +31,7 @@ const POOLS = {
   fresh: { capacity: 50, refill: '50/s', leaseTtlMs: 1000, maxLeaseTokens: 10 },
   burst: { capacity: 50, refill: '10/s', leaseTtlMs: 1000, maxLeaseTokens: 10 },
   plain: { capacity: 10, refill: '10/s', leaseTtlMs: 1000 },
+  route: { capacity: 5, refill: '1/s', leaseTtlMs: 1000 },
 };
 const TEMPLATES = { 'tenant:*': { capacity: 5, refill: '5/s', leaseTtlMs: 1000 } };
 
@@ -133,6 +134,39 @@ describe('HTTP middleware', () => {
     const report = checkEnvelope(log, 20, { tokens: 20, periodMs: 1000 });
     expect(report.ok, JSON.stringify(report.worstWindow)).toBe(true);
     expect(report.admittedTokens).toBe(ok.length);
+  });
+
+  it('Fastify: a route’s config.rateLimit limits that route alone, or exempts it; a bad one fails the route', async () => {
+    const agent = await newAgent();
+    const perRoute = Fastify();
+    fastifies.push(perRoute);
+    await perRoute.register(fastifyRateLimit, { agent, global: false });
+    perRoute.get('/limited', { config: { rateLimit: { pools: [{ name: 'route' }] } } }, () => 'ok');
+    perRoute.get('/open', () => 'ok');
+    expect(() => perRoute.get('/bad', { config: { rateLimit: { pools: [] } } }, () => 'ok')).toThrow(
+      /route \/bad: option pools names no pool/,
+    );
+    const base = await perRoute.listen({ port: 0, host: '127.0.0.1' });
+    const limited = await Promise.all(Array.from({ length: 12 }, () => get(base, '/limited')));
+    const open = await Promise.all(Array.from({ length: 12 }, () => get(base, '/open')));
+    const admitted = limited.filter((r) => r.status === 200).length;
+    expect(admitted).toBeGreaterThanOrEqual(1);
+    expect(admitted).toBeLessThanOrEqual(6); // B = 5, and 1/s
+    expect(limited.filter((r) => r.status === 429).length).toBe(12 - admitted);
+    expect(items(limited.find((r) => r.status === 200)?.headers.get('ratelimit-policy') ?? null)).toEqual(['"route";q=6;w=1']);
+    expect(open.map((r) => r.status)).toEqual(Array.from({ length: 12 }, () => 200));
+    expect(open.every((r) => r.headers.get('ratelimit') === null)).toBe(true);
+
+    const everyRoute = Fastify();
+    fastifies.push(everyRoute);
+    await everyRoute.register(fastifyRateLimit, { agent, pools: [{ name: 'global' }] });
+    everyRoute.get('/', () => 'ok');
+    everyRoute.get('/health', { config: { rateLimit: false } }, () => 'ok');
+    const base2 = await everyRoute.listen({ port: 0, host: '127.0.0.1' });
+    const [limitedReply, healthReply] = [await get(base2, '/'), await get(base2, '/health')];
+    expect(items(limitedReply.headers.get('ratelimit-policy'))).toEqual(['"global";q=200;w=1']);
+    expect(healthReply.status).toBe(200);
+    expect(healthReply.headers.get('ratelimit-policy')).toBeNull();
   });
 
   it('Fastify: a global and a tenant pool charged together or not at all; no key, no shared pool', async () => {
