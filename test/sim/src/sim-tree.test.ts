@@ -173,9 +173,12 @@ describe('a tree of relays', () => {
     expect(late.length).toBeGreaterThan(0);
   });
 
+  // Whether a2.0 holds a lease when it crashes depends on the seed (seeds 2, 4, 5, 7 and 8 of 1–8 when this was written).
   it('audits a crashed agent’s lease at its relay (the audit can fail there)', () => {
-    const impatient = runSimulation({ ...everyFault(1), reclaimDeadlineUs: 1 });
-    expect(impatient.violations.some((v) => /lease of a2\.0 .* not reclaimed/.test(v))).toBe(true);
+    const caught = [1, 2, 3, 4].filter((seed) =>
+      runSimulation({ ...everyFault(seed), reclaimDeadlineUs: 1 }).violations.some((v) => /lease of a2\.0 .* not reclaimed/.test(v)),
+    );
+    expect(caught.length).toBeGreaterThan(0);
   });
 
   // Four saturating agents on the root and four under one relay. Asking as
@@ -277,9 +280,9 @@ describe('a tree of relays', () => {
   });
 
   // Whether a seed's bursts fall where the lost lease's level is spent varies: the broken relay goes over
-  // the envelope on most seeds (10 of these 12 when this was written), the honest one on none.
+  // the envelope on most seeds (18 of these 24, 23 of seeds 1–30, when this was written), the honest one on none.
   it('catches a relay whose agents keep spending after its upstream lease is lost: the envelope fails at the root on most seeds', () => {
-    const seeds = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12];
+    const seeds = Array.from({ length: 24 }, (_, i) => i + 1);
     let caught = 0;
     for (const seed of seeds) {
       const honest = runSimulation(upstreamLost(seed, false));
@@ -291,7 +294,7 @@ describe('a tree of relays', () => {
         `sim: spend-after-upstream-lost (seed ${seed}): honest closest ${(-honest.worstExcessTokens).toFixed(1)} under, broken ${broken.worstExcessTokens.toFixed(1)} over the envelope${over ? '' : ' (not caught)'}`,
       );
     }
-    expect(caught, `caught on ${caught} of ${seeds.length} seeds`).toBeGreaterThanOrEqual(9);
+    expect(caught, `caught on ${caught} of ${seeds.length} seeds`).toBeGreaterThanOrEqual(16);
   });
 
   it('asks the root far less than a flat fleet of the same size for about the same admissions', () => {
