@@ -4,9 +4,9 @@
  * fleet offered enough demand to saturate the pool then (≥ 1.5·r in every
  * second of the window); null when it did not, or the window is under 3 s.
  */
-import type { Fault, SimConfig, SimResult } from './sim-config.js';
+import type { SimConfig, SimResult } from './sim-config.js';
+import { faultsEndUs } from './fault-span.js';
 import { SLICE_US } from './sim-metrics.js';
-import { RECLAIM_ARMED_US, SIM_OWNERSHIP_TTL_MS } from './sim-events.js';
 import { runSimulation } from './simulation.js';
 
 const US_PER_S = 1_000_000;
@@ -18,35 +18,6 @@ const WINDOW_US_MIN = 3_000_000;
 const SATURATING_LOAD = 1.5;
 /** The share of the fault-free twin's admitted rate a fleet must reach after its faults. */
 const CONVERGED_SHARE_MIN = 0.75;
-
-export function faultsEndUs(config: SimConfig): number {
-  const ends = [
-    ...config.faults.map((f) => f.atUs + faultSpanUs(f, config.pool.leaseTtlMs * 1000)),
-    ...config.partitions.map((p) => p.toUs),
-  ];
-  return ends.length === 0 ? 0 : Math.max(...ends);
-}
-
-/** faultSpanUs — how long after it starts a fault lasts: a coordinator's (or deposed owner's) absence counts one TTL more, while the leases it stranded or kept run out. */
-function faultSpanUs(f: Fault, ttlUs: number): number {
-  switch (f.kind) {
-    case 'pause-agent':
-      return f.forUs;
-    case 'crash-agent':
-      return f.downUs;
-    case 'restart-coordinator':
-      return f.downUs + ttlUs;
-    case 'failover-coordinator':
-      return Math.max(f.downUs, f.deposedUs ?? 0) + 2 * SIM_OWNERSHIP_TTL_MS * 1000 + ttlUs;
-    case 'reclaim-coordinator':
-      return RECLAIM_ARMED_US + f.lateUs + SIM_OWNERSHIP_TTL_MS * 1000 + ttlUs;
-    case 'crash-relay':
-      return f.downUs + ttlUs;
-    case 'pause-relay':
-    case 'partition-relay':
-      return f.forUs + ttlUs;
-  }
-}
 
 export function recoveredRate(config: SimConfig, result: SimResult): number | null {
   const fromUs = faultsEndUs(config) + config.pool.leaseTtlMs * 1000 + SETTLE_US;
