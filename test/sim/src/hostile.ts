@@ -19,8 +19,8 @@ import { POOL, PREFIX, type Event, type ReplyTo } from './sim-events.js';
 
 /** HOSTILE_SLOT — the network slot of hostile clients (no agent's, relay's or ghost's): never partitioned, but as lossy as any. */
 const HOSTILE_SLOT = -2_000_000;
-/** How soon a sybil waiting for the pool to hold nobody reads its status again, µs (a status request each millisecond). */
-const STATUS_POLL_US = 1000;
+/** How soon a sybil waiting for the pool to hold nobody reads its status again, µs (a status request every 5 ms). */
+const STATUS_POLL_US = 5000;
 /** How often the flooder tops its requests in flight up (after losses), µs. */
 const FLOOD_TICK_US = 20_000;
 /** A flooder's request unanswered this long past its hold is taken for lost, µs. */

@@ -5,7 +5,8 @@
  * Runs N random scenarios (seeds S, S+1, …) through the simulator and
  * prints one line each, then a summary (memory and durable scenarios,
  * how many of them in rate mode and how many window pools, failovers,
- * re-claims and takeovers, violations); exits 1 if any check failed, printing the
+ * re-claims and takeovers, scenarios with hostile clients and those judged
+ * for fair shares, violations); exits 1 if any check failed, printing the
  * command that replays the failing seed alone. `--pools` picks the pools
  * drawn: the usual mix (default), buckets only, or window pools only.
  *
@@ -18,7 +19,7 @@
 import { parseArgs } from 'node:util';
 import { describeScenario, randomScenario, SCENARIO_DURATION_US_DEFAULT, SCENARIO_MIXES, type ScenarioMix } from './scenario.js';
 import { convergenceProblem, recoveredRate } from './converge.js';
-import { fairShareProblem } from './hostile-fairness.js';
+import { fairShareProblem, judgesShares } from './hostile-fairness.js';
 import type { SimConfig, SimResult } from './sim-config.js';
 import { runSimulation } from './simulation.js';
 import { TREE_AGENTS_DEFAULT } from './tree.js';
@@ -49,7 +50,7 @@ class Tally {
 
   add(config: SimConfig, result: SimResult, violations: number, unfair: boolean): void {
     if (config.hostile !== undefined) this.hostile += 1;
-    if (config.hostile !== undefined && result.fairShare !== null) this.fairJudged += 1;
+    if (config.hostile !== undefined && judgesShares(config) && result.fairShare !== null) this.fairJudged += 1;
     if (unfair) this.unfair += 1;
     const failovers = config.faults.filter((f) => f.kind === 'failover-coordinator');
     if (config.durable !== undefined) this.durable += 1;

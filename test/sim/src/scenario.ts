@@ -44,7 +44,7 @@
  * A share `HOSTILE_SHARE` of scenarios have hostile clients beside the
  * honest agents (hostile.ts), from a sixth stream: sybils (half of them),
  * a flooder (a quarter) or both. There are enough sybils to hold all of B
- * with full leases (2 to `SYBILS_MAX`), renewing every 5–200 ms, most of
+ * with full leases (2 to `SYBILS_MAX`), renewing every 10–200 ms, most of
  * them only while the pool's status shows no request held; the flooder
  * keeps 2–`FLOOD_IN_FLIGHT_MAX` acquires of fresh agent ids out at once.
  * With them the fair-share check applies (hostile-fairness.ts).
@@ -103,7 +103,7 @@ export const HOSTILE_SHARE = 0.3;
 /** SYBILS_MAX — the most sybils a scenario draws. */
 const SYBILS_MAX = 8;
 /** FLOOD_IN_FLIGHT_MAX — the most acquires a scenario's flooder keeps out at once. */
-const FLOOD_IN_FLIGHT_MAX = 16;
+const FLOOD_IN_FLIGHT_MAX = 8;
 const RECLAIM_SEED_SALT = 0x2ec1a1;
 
 export function randomScenario(seed: number, durationUs = SCENARIO_DURATION_US_DEFAULT, mix: ScenarioMix = 'mixed'): SimConfig {
@@ -166,7 +166,7 @@ function withHostiles(base: SimConfig): SimConfig {
   if (d.next() >= HOSTILE_SHARE) return base;
   const kind = d.next();
   const count = Math.min(SYBILS_MAX, Math.max(2, Math.ceil(base.pool.capacity / base.pool.maxLeaseTokens)));
-  const sybils = { count, tokens: base.pool.maxLeaseTokens, renewMs: d.int(5, 200), betweenHolds: d.next() < 0.8 };
+  const sybils = { count, tokens: base.pool.maxLeaseTokens, renewMs: d.int(10, 200), betweenHolds: d.next() < 0.8 };
   const flooder = { inFlight: d.int(2, FLOOD_IN_FLIGHT_MAX) };
   const hostile: HostileSpec = kind < 0.5 ? { sybils } : kind < 0.75 ? { flooder } : { sybils, flooder };
   return { ...base, hostile };

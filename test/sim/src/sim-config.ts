@@ -292,8 +292,8 @@ export interface SimConfig {
  * - `sybils`: `count` identities that each fill a chunk lease of `tokens`
  *   and renew it every `renewMs` without spending anything; with
  *   `betweenHolds`, each renewal waits until the pool's status says no
- *   request is held (the `waiting` a status request shows, read at once:
- *   a stronger attacker than one a round-trip behind).
+ *   request is held (the `waiting` a status request shows, read every
+ *   5 ms and at once: a stronger attacker than one a round-trip behind).
  * - `flooder`: one client that keeps `inFlight` acquires out at once, each
  *   under a fresh agent id, wanting a full lease and willing to be held;
  *   every answer (or a request lost) sends the next at once.
