@@ -16,7 +16,6 @@ import { DEFAULT_KEEPER_OPTIONS } from '@tokenlease/agent';
 import { makeRate } from '@tokenlease/shared';
 import { seedFromEnv } from '@tokenlease/shared/testing';
 import { convergenceProblem, recoveredRate } from './converge.js';
-import { fairShareProblem } from './hostile-fairness.js';
 import { describeScenario, randomScenario, RATE_SCENARIO_DRIFT_MAX, SCENARIO_DRIFT_MAX } from './scenario.js';
 import { windowPool } from './sim-config.js';
 import { SLICE_US } from './sim-metrics.js';
@@ -51,8 +50,7 @@ describe('the simulator', () => {
       if (config.pool.window === true) windows += 1;
       takeovers += result.takeovers;
       const converged = convergenceProblem(config, result);
-      const unfair = fairShareProblem(config, result);
-      const problems = [...result.violations, ...(converged === null ? [] : [converged]), ...(unfair === null ? [] : [unfair])];
+      const problems = converged === null ? [...result.violations] : [...result.violations, converged];
       if (problems.length > 0) {
         failures.push(
           `seed ${config.seed} (${describeScenario(config)}):\n  ${problems.slice(0, 5).join('\n  ')}\n  replay: npm run sim -- --scenarios 1 --seed ${config.seed}`,
