@@ -4,9 +4,9 @@
  * fleet offered enough demand to saturate the pool then (≥ 1.5·r in every
  * second of the window); null when it did not, or the window is under 3 s.
  */
-import type { Fault, SimConfig, SimResult } from './sim-config.js';
+import type { SimConfig, SimResult } from './sim-config.js';
+import { faultsEndUs } from './fault-span.js';
 import { SLICE_US } from './sim-metrics.js';
-import { RECLAIM_ARMED_US, SIM_OWNERSHIP_TTL_MS } from './sim-events.js';
 import { runSimulation } from './simulation.js';
 
 const US_PER_S = 1_000_000;
@@ -18,35 +18,6 @@ const WINDOW_US_MIN = 3_000_000;
 const SATURATING_LOAD = 1.5;
 /** The share of the fault-free twin's admitted rate a fleet must reach after its faults. */
 const CONVERGED_SHARE_MIN = 0.75;
-
-export function faultsEndUs(config: SimConfig): number {
-  const ends = [
-    ...config.faults.map((f) => f.atUs + faultSpanUs(f, config.pool.leaseTtlMs * 1000)),
-    ...config.partitions.map((p) => p.toUs),
-  ];
-  return ends.length === 0 ? 0 : Math.max(...ends);
-}
-
-/** faultSpanUs — how long after it starts a fault lasts: a coordinator's (or deposed owner's) absence counts one TTL more, while the leases it stranded or kept run out. */
-function faultSpanUs(f: Fault, ttlUs: number): number {
-  switch (f.kind) {
-    case 'pause-agent':
-      return f.forUs;
-    case 'crash-agent':
-      return f.downUs;
-    case 'restart-coordinator':
-      return f.downUs + ttlUs;
-    case 'failover-coordinator':
-      return Math.max(f.downUs, f.deposedUs ?? 0) + 2 * SIM_OWNERSHIP_TTL_MS * 1000 + ttlUs;
-    case 'reclaim-coordinator':
-      return RECLAIM_ARMED_US + f.lateUs + SIM_OWNERSHIP_TTL_MS * 1000 + ttlUs;
-    case 'crash-relay':
-      return f.downUs + ttlUs;
-    case 'pause-relay':
-    case 'partition-relay':
-      return f.forUs + ttlUs;
-  }
-}
 
 export function recoveredRate(config: SimConfig, result: SimResult): number | null {
   const fromUs = faultsEndUs(config) + config.pool.leaseTtlMs * 1000 + SETTLE_US;
@@ -70,7 +41,7 @@ const CONFIRM_EXTRA_US = 20_000_000;
  * convergenceProblem — once the faults have settled, a saturated fleet must
  * admit at least 75% of what the same fleet (same seed, no faults) admits in
  * the same window; null when it does or the check does not apply (a
- * window pool, for now). A fleet that falls short is judged again over a
+ * window pool, for now; a run with hostile clients). A fleet that falls short is judged again over a
  * run 20 s longer, both ways: with few agents, lost messages and short
  * TTLs a few seconds of the fault-free twin itself swing between 60% and
  * 100% of r (seed 1406960398), while a fleet that is really stuck stays so.
@@ -80,6 +51,10 @@ export function convergenceProblem(config: SimConfig, result: SimResult): string
   // few seconds after the faults hold between k−1 and k+1 windows' worth depending on the phase, which a
   // takeover (everything cools for W) shifts; comparing them with the twin's says nothing about liveness.
   if (config.pool.window === true) return null;
+  // Not with hostile clients: the honest agents' rate is then what the attackers leave them, which swings
+  // with when the sybils' leases lapse (2–30% of r either side of the faults, rate pools, seeds 100276 and
+  // 100440); what the attackers take is the fair-share check's (hostile-fairness.ts).
+  if (config.hostile !== undefined) return null;
   if (judge(config, result) === null) return null;
   const longer = { ...config, durationUs: config.durationUs + CONFIRM_EXTRA_US };
   return judge(longer, runSimulation(longer));

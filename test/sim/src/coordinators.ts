@@ -182,6 +182,7 @@ export class Coordinators {
 
   /** receive — a request reaches one process per queue group whose subscription matches; false when none. */
   receive(to: ReplyTo, subject: string, bytes: Uint8Array, nowUs: number): boolean {
+    if (this.sim.broken === 'instant-only-waiters') this.forgetContention();
     if (this.store === null) {
       if (this.memory === null || !this.memory.serving) return false;
       this.memory.receive(to, subject, bytes, nowUs);
@@ -196,6 +197,18 @@ export class Coordinators {
     const picks = [...groups.values()].map((g) => g[this.random.int(0, g.length - 1)] as { member: SimMember; key: string });
     for (const { member, key } of picks) member.message(key, to, subject, bytes, nowUs);
     return picks.length > 0;
+  }
+
+  /**
+   * forgetContention — (broken on purpose: `instant-only-waiters`) every
+   * live process's pool forgets that a request waited within the last TTL,
+   * before a request reaches it, so a renewal counts the pool contended only
+   * while a request waits at its instant: the rule before holding fairness
+   * was decided over a TTL. Nothing else of the pool changes.
+   */
+  private forgetContention(): void {
+    const pools = [this.memory?.core.pool(POOL), ...[...this.members.values()].map((m) => m.driver.core.pool(POOL))];
+    for (const pool of pools) if (pool !== undefined) pool.parts.contendedUntilUs = 0;
   }
 
   /** ownerPool — the pool as its owner (the live member owning it under the newest epoch) holds it, if any. */

@@ -5,7 +5,8 @@
  * Runs N random scenarios (seeds S, S+1, …) through the simulator and
  * prints one line each, then a summary (memory and durable scenarios,
  * how many of them in rate mode and how many window pools, failovers,
- * re-claims and takeovers, violations); exits 1 if any check failed, printing the
+ * re-claims and takeovers, scenarios with hostile clients and those judged
+ * for fair shares, violations); exits 1 if any check failed, printing the
  * command that replays the failing seed alone. `--pools` picks the pools
  * drawn: the usual mix (default), buckets only, or window pools only.
  *
@@ -18,6 +19,7 @@
 import { parseArgs } from 'node:util';
 import { describeScenario, randomScenario, SCENARIO_DURATION_US_DEFAULT, SCENARIO_MIXES, type ScenarioMix } from './scenario.js';
 import { convergenceProblem, recoveredRate } from './converge.js';
+import { fairShareProblem, judgesShares } from './hostile-fairness.js';
 import type { SimConfig, SimResult } from './sim-config.js';
 import { runSimulation } from './simulation.js';
 import { TREE_AGENTS_DEFAULT } from './tree.js';
@@ -41,9 +43,15 @@ class Tally {
   lateOutcomes = 0;
   takeovers = 0;
   fencedWrites = 0;
+  hostile = 0;
+  fairJudged = 0;
+  unfair = 0;
   violations = 0;
 
-  add(config: SimConfig, result: SimResult, violations: number): void {
+  add(config: SimConfig, result: SimResult, violations: number, unfair: boolean): void {
+    if (config.hostile !== undefined) this.hostile += 1;
+    if (config.hostile !== undefined && judgesShares(config) && result.fairShare !== null) this.fairJudged += 1;
+    if (unfair) this.unfair += 1;
     const failovers = config.faults.filter((f) => f.kind === 'failover-coordinator');
     if (config.durable !== undefined) this.durable += 1;
     if (config.pool.leaseMode === 'rate') this.rate += 1;
@@ -67,7 +75,8 @@ class Tally {
       `${this.failovers} failovers (${this.deposed} of a deposed owner), ${this.reclaimFaults} re-claim faults ` +
       `(${this.reclaims} re-claims, ${this.lateOutcomes} outcomes landing after their ownership ended), ` +
       `${this.takeovers} takeovers from the store, ` +
-      `${this.fencedWrites} writes fenced; ${this.violations} violations`
+      `${this.fencedWrites} writes fenced; ${this.hostile} with hostile clients (${this.fairJudged} judged for fair shares, ${this.unfair} unfair); ` +
+      `${this.violations} violations`
     );
   }
 }
@@ -120,10 +129,11 @@ function main(): number {
     simulated += result.simulatedSeconds;
     const recovered = recoveredRate(config, result);
     const converged = convergenceProblem(config, result);
-    const violations = converged === null ? result.violations : [...result.violations, converged];
+    const fair = fairShareProblem(config, result);
+    const violations = [...result.violations, ...(converged === null ? [] : [converged]), ...(fair === null ? [] : [fair])];
     const ok = violations.length === 0;
     if (!ok) failed += 1;
-    tally.add(config, result, violations.length);
+    tally.add(config, result, violations.length, fair !== null);
     const line =
       values.json === true
         ? JSON.stringify({

@@ -40,11 +40,19 @@
  * times its share after it, and sometimes one agent partitioned across it;
  * the checks judge what is admitted beyond leases from one TTL after each
  * switch back. Those draws come from a fifth stream.
+ *
+ * A share `HOSTILE_SHARE` of scenarios have hostile clients beside the
+ * honest agents (hostile.ts), from a sixth stream: sybils (half of them),
+ * a flooder (a quarter) or both. There are enough sybils to hold all of B
+ * with full leases (2 to `SYBILS_MAX`), renewing every 10–200 ms, most of
+ * them only while the pool's status shows no request held; the flooder
+ * keeps 2–`FLOOD_IN_FLIGHT_MAX` acquires of fresh agent ids out at once.
+ * With them the fair-share check applies (hostile-fairness.ts).
  */
 import { makeRate } from '@tokenlease/shared';
 import { seededRandom, type Random } from '@tokenlease/shared/testing';
 import type { Partition } from './network.js';
-import { windowPool, type DurableSpec, type Fault, type ShadowSpec, type SimConfig } from './sim-config.js';
+import { windowPool, type DurableSpec, type Fault, type HostileSpec, type ShadowSpec, type SimConfig } from './sim-config.js';
 import type { WorkloadName, WorkloadSpec } from './workload.js';
 import { DURABLE_MEMBERS, SIM_OWNERSHIP_TTL_MS } from './sim-events.js';
 
@@ -90,6 +98,12 @@ const WINDOW_MODE_SEED_SALT = 0x3d0f5a11;
 const SHADOW_MODE_SEED_SALT = 0x5ad0;
 export const SHADOW_SHARE = 0.25;
 const DURABLE_MODE_SEED_SALT = 0xd0ab1e;
+const HOSTILE_SEED_SALT = 0x5b11;
+export const HOSTILE_SHARE = 0.3;
+/** SYBILS_MAX — the most sybils a scenario draws. */
+const SYBILS_MAX = 8;
+/** FLOOD_IN_FLIGHT_MAX — the most acquires a scenario's flooder keeps out at once. */
+const FLOOD_IN_FLIGHT_MAX = 8;
 const RECLAIM_SEED_SALT = 0x2ec1a1;
 
 export function randomScenario(seed: number, durationUs = SCENARIO_DURATION_US_DEFAULT, mix: ScenarioMix = 'mixed'): SimConfig {
@@ -140,7 +154,22 @@ export function randomScenario(seed: number, durationUs = SCENARIO_DURATION_US_D
   };
   const window = mix === 'window' ? withWindowMode(base, true) : withRateMode(base);
   const pool = mix === 'mixed' ? withWindowMode(window, false) : window;
-  return withShadowSwitches(withReclaims(withDurableMode(pool, faultWindowUs), faultWindowUs), faultWindowUs);
+  return withHostiles(withShadowSwitches(withReclaims(withDurableMode(pool, faultWindowUs), faultWindowUs), faultWindowUs));
+}
+
+/**
+ * withHostiles — `base` with hostile clients beside its agents, for a share
+ * of seeds: sybils enough to hold B with full leases, a flooder, or both.
+ */
+function withHostiles(base: SimConfig): SimConfig {
+  const d = seededRandom(base.seed ^ HOSTILE_SEED_SALT);
+  if (d.next() >= HOSTILE_SHARE) return base;
+  const kind = d.next();
+  const count = Math.min(SYBILS_MAX, Math.max(2, Math.ceil(base.pool.capacity / base.pool.maxLeaseTokens)));
+  const sybils = { count, tokens: base.pool.maxLeaseTokens, renewMs: d.int(10, 200), betweenHolds: d.next() < 0.8 };
+  const flooder = { inFlight: d.int(2, FLOOD_IN_FLIGHT_MAX) };
+  const hostile: HostileSpec = kind < 0.5 ? { sybils } : kind < 0.75 ? { flooder } : { sybils, flooder };
+  return { ...base, hostile };
 }
 
 /**
@@ -277,6 +306,7 @@ export function describeScenario(c: SimConfig): string {
   const mode = p.leaseMode === 'rate' ? `rate (refresh ${c.keeper?.refreshMs ?? 'default'} ms), ` : '';
   const reports = (c.keeper?.reportMs ?? 0) > 0 ? `, reports every ${c.keeper?.reportMs} ms` : '';
   const shadow = c.shadow === undefined ? '' : `, ${describeShadow(c.shadow)}`;
+  const hostile = c.hostile === undefined ? '' : `, ${describeHostile(c.hostile)}`;
   const limits =
     p.window === true
       ? `window N=${p.capacity} per W=${p.refill.periodMs} ms`
@@ -286,12 +316,23 @@ export function describeScenario(c: SimConfig): string {
     `${c.workload.name}×${c.workload.load.toFixed(2)}, latency ${(c.network.latencyUs / 1000).toFixed(1)} ms, ` +
     `loss ${(c.network.lossRate * 100).toFixed(1)}%, dup ${(c.network.duplicateRate * 100).toFixed(1)}%` +
     (faults.length > 0 ? `, faults: ${faults.join(' ')}` : '') +
-    shadow
+    shadow +
+    hostile
   );
 }
 
 function describeGhosts(d: DurableSpec): string {
   return d.ghosts === undefined ? '' : ` with ${d.ghosts.pools} more pools and ${d.ghosts.templatePools} template pools`;
+}
+
+function describeHostile(spec: HostileSpec): string {
+  const s = spec.sybils;
+  const sybils =
+    s === undefined
+      ? []
+      : [`${s.count} sybils of ${s.tokens} renewing every ${s.renewMs} ms${s.betweenHolds ? ' while none is held' : ''}`];
+  const flooder = spec.flooder === undefined ? [] : [`a flooder with ${spec.flooder.inFlight} fresh ids in flight`];
+  return `hostile: ${[...sybils, ...flooder].join(' and ')}`;
 }
 
 function describeShadow(spec: ShadowSpec): string {

@@ -8,6 +8,7 @@ import { makeRate, type Rate } from '@tokenlease/shared';
 import type { Admission } from '@tokenlease/shared/testing';
 import type { NetworkSpec, Partition } from './network.js';
 import type { WorkloadSpec } from './workload.js';
+import type { FairShareReport } from './fair-share.js';
 
 export interface SimPool {
   readonly capacity: number;
@@ -231,7 +232,11 @@ export interface DurableSpec {
  * pass the refill by 1/64 (overRefillConfigOf); a relay whose grants to its agents carry its
  * pool's full TTL, not cut to the end of its own lease from the root
  * (relays.ts); a relay whose agents keep spending after its upstream lease
- * is lost, its credit serving on past that lease's end (relays.ts).
+ * is lost, its credit serving on past that lease's end (relays.ts); a
+ * chunk pool that counts itself contended only while a request waits at
+ * the instant of a renewal, as it once did, not within a TTL of one
+ * (`instant-only-waiters`, coordinators.ts), which sybils that renew
+ * between holds turn into a pool kept from the honest agents.
  */
 export type Broken =
   | 'spend-past-expiry'
@@ -246,7 +251,8 @@ export type Broken =
   | 'relay-no-ttl-cap'
   | 'spend-after-upstream-lost'
   | 'claim-before-settle'
-  | 'catch-all-serves-configured';
+  | 'catch-all-serves-configured'
+  | 'instant-only-waiters';
 
 export interface SimConfig {
   readonly seed: number;
@@ -276,6 +282,28 @@ export interface SimConfig {
   readonly recordAdmissions?: boolean;
   /** Shadow mode switched on and off during the run (flat fleets only); absent: the pool enforces throughout. */
   readonly shadow?: ShadowSpec;
+  /** Hostile clients beside the honest agents (flat fleets only; hostile.ts); absent: none. */
+  readonly hostile?: HostileSpec;
+}
+
+/**
+ * HostileSpec — hostile clients that speak the protocol from agent ids of
+ * their own, beside the run's honest agents, from the start of the run:
+ * - `sybils`: `count` identities that each fill a chunk lease of `tokens`
+ *   and renew it every `renewMs` without spending anything; with
+ *   `betweenHolds`, each renewal waits until the pool's status says no
+ *   request is held (the `waiting` a status request shows, read every
+ *   5 ms and at once: a stronger attacker than one a round-trip behind).
+ * - `flooder`: one client that keeps `inFlight` acquires out at once, each
+ *   under a fresh agent id, wanting a full lease and willing to be held;
+ *   every answer (or a request lost) sends the next at once.
+ * What they take counts in the fair shares of the honest agents
+ * (fair-share.ts), one share per sybil and per request the flooder keeps
+ * out: the core today shares a pool per agent id, not per identity.
+ */
+export interface HostileSpec {
+  readonly sybils?: { readonly count: number; readonly tokens: number; readonly renewMs: number; readonly betweenHolds: boolean };
+  readonly flooder?: { readonly inFlight: number };
 }
 
 export interface SimResult {
@@ -325,4 +353,8 @@ export interface SimResult {
   readonly lateOutcomes: number;
   /** Every admission in time order (instants µs from the simulation's start), when `recordAdmissions` asked; else empty. */
   readonly admissions: readonly Admission[];
+  /** Each honest agent's fair share once the faults settled, and what it got (fair-share.ts); null where the check does not apply. */
+  readonly fairShare: FairShareReport | null;
+  /** Tokens granted to hostile clients (0 without). */
+  readonly hostileGrantedTokens: number;
 }

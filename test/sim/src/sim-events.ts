@@ -53,6 +53,8 @@ export type Event =
   | { readonly k: 'resume'; readonly id: string }
   | { readonly k: 'take-deadline'; readonly id: string }
   | { readonly k: 'audit' }
+  /** Hostile client `index` acts (hostile.ts): a sybil renews, or the flooder tops its requests up. */
+  | { readonly k: 'hostile'; readonly index: number }
   | { readonly k: 'to-relay'; readonly relay: number; readonly to: ReplyTo; readonly subject: string; readonly bytes: Uint8Array }
   | { readonly k: 'relay-reply'; readonly to: ReplyTo; readonly reply: Reply }
   | { readonly k: 'relay-tick'; readonly relay: number; readonly gen: number }

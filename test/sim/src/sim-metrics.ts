@@ -58,7 +58,16 @@ export class SimMetrics {
 
   result(
     seed: number,
-    checks: Pick<SimResult, 'worstExcessTokens' | 'fullestWindowTokens' | 'admissions' | 'shadowAdmittedTokens' | 'shadowJudgedTokens'>,
+    checks: Pick<
+      SimResult,
+      | 'worstExcessTokens'
+      | 'fullestWindowTokens'
+      | 'admissions'
+      | 'shadowAdmittedTokens'
+      | 'shadowJudgedTokens'
+      | 'fairShare'
+      | 'hostileGrantedTokens'
+    >,
     simulatedSeconds: number,
     events: number,
     store: Pick<SimResult, 'takeovers' | 'storeWrites' | 'fencedWrites' | 'reclaims' | 'lateOutcomes' | 'relayRestarts'>,

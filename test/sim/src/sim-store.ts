@@ -97,9 +97,9 @@ export class SimStore {
    * backs — whether an accepted write holds the state behind `grant`: one of
    * its lease at its sequence number or later, under its epoch (a grant of
    * tokens), or under its epoch or an earlier one, its removal included (a
-   * grant of none: a renewal, which the lease's expiry may overtake before
-   * the write, or the reply a new owner makes up for a request the store
-   * kept as held).
+   * grant of none: a renewal, which the lease's expiry, or the agent's next
+   * lease replacing it, may overtake before the write, or the reply a new
+   * owner makes up for a request the store kept as held).
    */
   backs(unit: string, grant: LeaseGrant): boolean {
     return (this.units.get(unit)?.written.get(grant.leaseId) ?? []).some((w) =>
@@ -129,6 +129,11 @@ export class SimStore {
     const applied = this.ifOwner(unit, member, epoch, nowUs, (u) => {
       u.levelTokens = changes.levelTokens;
       for (const lease of changes.upserts) {
+        // A new lease of the agent replaces its old one in the store: that is the old one's removal (an agent
+        // renewing every few ms may see its lease expire and open the next before one write takes both).
+        const replaced = u.leases.get(lease.agentId)?.leaseId;
+        if (replaced !== undefined && replaced !== lease.leaseId)
+          wrote(u, replaced, { epoch, lastSeq: Number.MAX_SAFE_INTEGER, removed: true });
         u.leases.set(lease.agentId, lease);
         wrote(u, lease.leaseId, { epoch, lastSeq: lease.lastSeq, removed: false });
       }

@@ -45,6 +45,8 @@ import { SimAgent } from './sim-agent.js';
 import { makeWorkload, type Arrival, type Workload } from './workload.js';
 import { SimLimiter } from './sim-limiter.js';
 import { SimMetrics } from './sim-metrics.js';
+import { FairShareWatch, fairShareApplies, fairShareWindow } from './fair-share.js';
+import { Hostiles } from './hostile.js';
 import { AUDIT_EVERY_US, CLOSE_PHASE_US, COORDINATOR_TICK_US_MAX, POOL, PREFIX, type Event, type ReplyTo } from './sim-events.js';
 import type { AgentCommand } from '@tokenlease/agent/internal';
 import type { Admission } from '@tokenlease/shared/testing';
@@ -102,6 +104,10 @@ class Simulation {
   private shadowJudgedFromUs = 0;
   /** When the pool last switched back to enforcing; null before any switch, or while in shadow mode. */
   private shadowOffUs: number | null = null;
+  /** The run's hostile clients; null without. */
+  private readonly hostiles: Hostiles | null;
+  /** Each honest agent's share once the faults settled; null where the product promises none (fair-share.ts). */
+  private readonly fairShares: FairShareWatch | null;
 
   constructor(private readonly config: SimConfig) {
     this.random = seededRandom(config.seed);
@@ -143,6 +149,33 @@ class Simulation {
     const served = servedConfigOf(config, POOL) ?? this.coordinatorConfig;
     this.coordinators = new Coordinators(served, config, this.coordinatorHost(), seededRandom(config.seed ^ 0x570e));
     this.relays = config.tree === undefined ? null : new Relays(config.tree, p, this.relaysHost(), config.broken);
+    if (config.hostile !== undefined && config.tree !== undefined) throw new Error('hostile clients need a flat fleet');
+    const limits = { maxLeaseTokens: p.maxLeaseTokens, maxHoldMs: holdMsMax };
+    this.hostiles = config.hostile === undefined ? null : new Hostiles(config.hostile, limits, this.hostileHost(), this.endUs);
+    this.fairShares = this.fairShareWatch();
+  }
+
+  private hostileHost(): ConstructorParameters<typeof Hostiles>[2] {
+    return {
+      push: (atUs, event) => this.queue.push(atUs, event),
+      send: (to, subject, bytes) => {
+        for (const at of this.network.arrivals(to.slot, this.now)) this.queue.push(at, { k: 'to-coordinator', to, subject, bytes });
+      },
+      waiting: () => this.coordinators.ownerPool()?.snapshot().waiting ?? 0,
+    };
+  }
+
+  /** fairShareWatch — the honest agents' fair shares, judged once the faults settled, where the product promises them. */
+  private fairShareWatch(): FairShareWatch | null {
+    const window = fairShareWindow(this.config);
+    if (window === null || !fairShareApplies(this.config)) return null;
+    const p = this.config.pool;
+    const weights = Array.from({ length: this.config.agents }, (_, slot) => {
+      const agentClass = this.config.agentClasses?.[slot] ?? null;
+      return agentClass === null ? 1 : (p.classWeights?.[agentClass] ?? 1);
+    });
+    const refillPerSecond = (p.refill.tokens * 1000) / p.refill.periodMs;
+    return new FairShareWatch(window, refillPerSecond, weights, p.maxLeaseTokens);
   }
 
   private relaysHost(): ConstructorParameters<typeof Relays>[2] {
@@ -184,6 +217,7 @@ class Simulation {
     this.config.faults.forEach((fault, index) => this.queue.push(this.warmupUs + fault.atUs, { k: 'fault', index }));
     this.config.shadow?.switchesUs.forEach((atUs, index) => this.queue.push(this.warmupUs + atUs, { k: 'shadow-switch', index }));
     this.queue.push(AUDIT_EVERY_US, { k: 'audit' });
+    this.hostiles?.start(this.now);
     this.drain(this.endUs);
     for (const agent of this.agents.values()) {
       if (agent.alive && !agent.paused(this.now)) this.carry(agent, agent.driver.close(agent.localUs(this.now)));
@@ -221,6 +255,7 @@ class Simulation {
       case 'to-coordinator':
         return this.toCoordinator(e.to, e.subject, e.bytes);
       case 'to-agent':
+        if (Hostiles.isHostile(e.to)) return this.hostiles?.reply(e.to, e.reply, this.now);
         return this.withAgent(e.to.id, (a) => this.reply(a, e.to, e.reply));
       case 'attempt-failed':
         return this.withAgent(e.to.id, (a) => this.failed(a, e.to, e.code));
@@ -241,6 +276,8 @@ class Simulation {
         return this.withAgent(e.id, (a) => this.limiter.deadline(a));
       case 'audit':
         return this.audit();
+      case 'hostile':
+        return this.hostiles?.act(e.index, this.now);
       default: // a relay's event
         return this.relays?.handle(e, this.now);
     }
@@ -254,8 +291,10 @@ class Simulation {
     else f(agent);
   }
 
-  /** audit — every lease of a crashed agent is reclaimed by its deadline. */
+  /** audit — every lease of a crashed agent is reclaimed by its deadline; the hostile participants are sampled. */
   private audit(): void {
+    const hostiles = this.hostiles;
+    if (hostiles !== null) this.fairShares?.sampleHostile(hostiles.sybilCount + hostiles.floodLeases(this.now), this.now - this.warmupUs);
     const rootPool = this.coordinators.ownerPool();
     for (const [id, { slot, diedUs, deadlineUs }] of this.deaths) {
       const relay = this.relays?.relayOf(slot) ?? null;
@@ -306,6 +345,11 @@ class Simulation {
     for (const { to, reply } of deliveries) {
       if (to.relay !== undefined) {
         this.relays?.fromRoot(to, reply, this.now);
+        continue;
+      }
+      if (Hostiles.isHostile(to)) {
+        // A hostile client spends nothing: its grants count in its fair shares, not in the agents' checks.
+        for (const at of this.network.arrivals(to.slot, this.now)) this.queue.push(at, { k: 'to-agent', to, reply });
         continue;
       }
       const key = reply.kind === 'grant' ? `${to.id}:${to.seq}:${reply.leaseId}` : `${to.id}:${to.seq}`;
@@ -426,6 +470,7 @@ class Simulation {
 
   private arrive(a: Arrival): void {
     this.m.offered(a.agent, a.cost, this.now - this.warmupUs);
+    this.fairShares?.offer(a.agent, a.cost, this.now - this.warmupUs);
     const agent = this.slots[a.agent];
     if (agent === null || agent === undefined) {
       this.m.deniedCount += 1;
@@ -445,6 +490,7 @@ class Simulation {
     let totalTokens = 0;
     for (const cost of costs) {
       this.m.admitted(agent.slot, cost, this.now - this.warmupUs);
+      this.fairShares?.admit(agent.slot, cost, this.now - this.warmupUs);
       totalTokens += cost;
     }
     let judgedTokens = totalTokens;
@@ -533,6 +579,7 @@ class Simulation {
   }
 
   private result(): SimResult {
+    const fairShare = this.fairShares?.report() ?? null;
     const c = this.coordinators;
     this.m.rootRoundTrips += this.relays?.upstreamAttempts ?? 0;
     const store = {
@@ -549,6 +596,8 @@ class Simulation {
       shadowJudgedTokens: this.m.shadowJudgedTokens,
       fullestWindowTokens: this.windows === null ? null : (this.windows.fullest?.admittedTokens ?? 0),
       admissions: this.admissions,
+      fairShare,
+      hostileGrantedTokens: this.hostiles?.grantedTokens ?? 0,
     };
     return this.m.result(this.config.seed, checks, this.now / 1e6, this.events, store);
   }
