@@ -137,7 +137,18 @@ describe('hostile clients over real NATS', () => {
     },
   );
 
-  it('a squatter holding the victim’s id and every id it could predict after it does not lock the victim out', async () => {
+  /**
+   * attackFirst — a coordinator of pool "api", then `hostile` for `hostileMs`,
+   * and once `ready` resolves an honest agent (id `victimId`, if given)
+   * offering 300/s for `victimMs`; resolves when both are done.
+   */
+  async function attackFirst(
+    hostile: HostileAttack,
+    hostileMs: number,
+    ready: (prefix: string) => Promise<void>,
+    victimMs: number,
+    victimId?: string,
+  ): Promise<{ run: Run; outcome: HostileOutcome }> {
     runs += 1;
     const dir = scratchDir();
     const prefix = `tlhostile${seed}x${runs}`;
@@ -145,31 +156,44 @@ describe('hostile clients over real NATS', () => {
       nats.url,
       writeConfig(dir, { subjectPrefix: prefix, quietPeriodMs: TTL_MS, pools: { api: POOL } }),
     );
-    // The id is known before the victim starts: the squatter holds it first, as one who read it from a log would.
-    const victimId = `victim-${seed}-${runs}`;
-    const squatter = await startHostileClient({
+    const attacker = await startHostileClient({
       natsUrl: nats.url,
       subjectPrefix: prefix,
       pool: 'api',
-      durationMs: RUN_MS + 1000,
-      attack: { kind: 'squat', victim: victimId },
+      durationMs: hostileMs,
+      attack: hostile,
     });
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await ready(prefix);
     const logPath = join(dir, 'victim.log');
     const victim = await startAgentProcess({
       natsUrl: nats.url,
       subjectPrefix: prefix,
       pool: 'api',
       name: 'victim',
-      agentId: victimId,
+      ...(victimId === undefined ? {} : { agentId: victimId }),
       seed,
-      durationMs: RUN_MS,
+      durationMs: victimMs,
       logPath,
       traffic: { kind: 'steady', perSecond: 300 },
     });
-    await Promise.all([victim.exited, squatter.exited]);
-    const outcome = hostileOutcome(squatter);
-    const admitted = honest({ prefix, coordinator, victim, victimId, logPath });
+    await victim.exited;
+    expect(attacker.proc.exitCode, 'the attacker stopped before the honest agent did').toBeNull();
+    await attacker.exited;
+    return { run: { prefix, coordinator, victim, victimId: victimId ?? '', logPath }, outcome: hostileOutcome(attacker) };
+  }
+
+  it('a squatter holding the victim’s id and every id it could predict after it does not lock the victim out', async () => {
+    // The id is known before the victim starts: the squatter holds it first, as one who read it from a log would.
+    const victimId = `victim-${seed}-${runs + 1}`;
+    const { run, outcome } = await attackFirst(
+      { kind: 'squat', victim: victimId },
+      // Longer than the honest agent's start and run.
+      RUN_MS + 4000,
+      () => new Promise((resolve) => setTimeout(resolve, 300)),
+      RUN_MS,
+      victimId,
+    );
+    const admitted = honest(run);
     // The squatter's leases hold no tokens: the victim's fair share is the whole refill after the quiet period.
     const fairShare = (100 * (RUN_MS - TTL_MS)) / 1000;
     console.log(
@@ -190,47 +214,27 @@ describe('hostile clients over real NATS', () => {
   });
 
   it('five identities that hold the whole pool and renew only while nobody waits let a newcomer have its share', async () => {
-    runs += 1;
-    const dir = scratchDir();
-    const prefix = `tlhostile${seed}x${runs}`;
-    const coordinator = await startCoordinator(
-      nats.url,
-      writeConfig(dir, { subjectPrefix: prefix, quietPeriodMs: TTL_MS, pools: { api: POOL } }),
-    );
-    const hoarders = await startHostileClient({
-      natsUrl: nats.url,
-      subjectPrefix: prefix,
-      pool: 'api',
-      // Longer than the honest agent's start and run.
-      durationMs: 2 * RUN_MS + 4000,
-      attack: { kind: 'hoard', identities: 5, tokens: 20, betweenHolds: true },
-    });
     // The hoarders hold all of B before the honest agent arrives.
-    let status = await probe.status('api', prefix);
-    for (let i = 0; i < 200 && !(status.leases === 5 && status.leasedTokens === CAPACITY); i += 1) {
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      status = await probe.status('api', prefix);
-    }
-    expect(status).toMatchObject({ leases: 5, leasedTokens: CAPACITY });
-    const logPath = join(dir, 'victim.log');
-    const victim = await startAgentProcess({
-      natsUrl: nats.url,
-      subjectPrefix: prefix,
-      pool: 'api',
-      name: 'victim',
-      seed,
-      durationMs: 2 * RUN_MS,
-      logPath,
-      traffic: { kind: 'steady', perSecond: 300 },
-    });
-    await victim.exited;
-    expect(hoarders.proc.exitCode, 'the hoarders stopped before the honest agent did').toBeNull();
-    await hoarders.exited;
-    const admitted = honest({ prefix, coordinator, victim, victimId: '', logPath });
+    const holdAll = async (prefix: string): Promise<void> => {
+      let status = await probe.status('api', prefix);
+      for (let i = 0; i < 200 && !(status.leases === 5 && status.leasedTokens === CAPACITY); i += 1) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        status = await probe.status('api', prefix);
+      }
+      expect(status).toMatchObject({ leases: 5, leasedTokens: CAPACITY });
+    };
+    // The hoarders run longer than the honest agent's start and run.
+    const { run, outcome } = await attackFirst(
+      { kind: 'hoard', identities: 5, tokens: 20, betweenHolds: true },
+      2 * RUN_MS + 4000,
+      holdAll,
+      2 * RUN_MS,
+    );
+    const admitted = honest(run);
     // Six takers of one pool, the refill over the honest agent's run shared by turns: its fair share.
     const fairShare = (100 * 2 * RUN_MS) / 1000 / 6;
     console.log(
-      `hostile-clients hoard between holds: victim admitted ${admitted} (fair share ${fairShare.toFixed(1)}); hoarders ${JSON.stringify(hostileOutcome(hoarders).replies)}`,
+      `hostile-clients hoard between holds: victim admitted ${admitted} (fair share ${fairShare.toFixed(1)}); hoarders ${JSON.stringify(outcome.replies)}`,
     );
     expect(admitted).toBeGreaterThan(0.8 * fairShare);
   });
