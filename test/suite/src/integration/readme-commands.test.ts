@@ -274,8 +274,7 @@ describe('the commands of README.md and docs/*.md', () => {
       });
       continue;
     }
-    // Side by side: each is a process of its own, and the longest (the simulator, bench:compare) need not wait for each other.
-    it.concurrent(`${command} (${plan.how}: ${plan.why})`, { timeout: plan.boundMs + 10 * S }, async () => {
+    it(`${command} (${plan.how}: ${plan.why})`, { timeout: plan.boundMs + 10 * S }, async () => {
       const { name, args } = split(command);
       const file = scriptFile(name);
       plan.parse?.(args);
