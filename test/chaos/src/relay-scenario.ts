@@ -65,7 +65,8 @@ function perSecond(fleet: ChaosFleet, ids: ReadonlySet<string>, fromUs: number, 
 /** 6. SIGKILL a relay mid-lease: its agents strand at most what it held, the root's credit lapses, the rest goes on. */
 export async function killRelay(options: ScenarioOptions): Promise<ScenarioRow> {
   return withPrivateNats(async (nats) => {
-    const runMs = options.short ? 6000 : 10_000;
+    // Long enough that the root's agents still run in the second after the lapse, however slowly a busy machine starts the relays' agents.
+    const runMs = options.short ? 9000 : 10_000;
     return await runScenario(
       'kill-relay',
       nats.url,
