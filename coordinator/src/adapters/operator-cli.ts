@@ -15,7 +15,9 @@
  * --timeout-ms (a single answer, default 2000), --window-ms (how long
  * answers of every coordinator are gathered, default 500). A coordinator
  * over its listing budget answers a page `unavailable` with a wait: the
- * page is asked again after it, at most LISTING_RETRIES times.
+ * page is asked again after it, at most LISTING_RETRIES times; so is a
+ * page none answered within the window while coordinators are there (one
+ * busy with other listings may answer late).
  *
  * Exit status: 0 done; 1 NATS unreachable or no coordinator answered;
  * 2 usage; 3 the coordinator refused the request (e.g. an unknown pool);
@@ -173,8 +175,12 @@ async function ask(bus: Bus, subject: string, request: Request, timeoutMs: numbe
   }
 }
 
-/** gather — one request, every coordinator's reply within the window (refusals too, when `refusals`); none at all is status 1. */
-async function gather(bus: Bus, subject: string, request: Request, o: Options, refusals = false): Promise<Reply[]> {
+/**
+ * gather — one request, every coordinator's reply within the window
+ * (refusals too, when `refusals`); none at all is status 1, unless
+ * `noneIsEmpty` (then an empty list: the caller may ask again).
+ */
+async function gather(bus: Bus, subject: string, request: Request, o: Options, refusals = false, noneIsEmpty = false): Promise<Reply[]> {
   let replies: Uint8Array[];
   try {
     replies = await bus.gather(subject, encodeMessage(request), o.windowMs, 10_000);
@@ -182,7 +188,8 @@ async function gather(bus: Bus, subject: string, request: Request, o: Options, r
     if (error instanceof TokenleaseError) throw new Failure(EXIT.unreachable, `no coordinator answered on ${subject}: ${error.code}`);
     throw error;
   }
-  if (replies.length === 0) throw new Failure(EXIT.unreachable, `no coordinator answered on ${subject} within ${o.windowMs} ms`);
+  if (replies.length === 0 && !noneIsEmpty)
+    throw new Failure(EXIT.unreachable, `no coordinator answered on ${subject} within ${o.windowMs} ms`);
   return replies.map((bytes) => decoded(bytes, refusals));
 }
 
@@ -193,11 +200,18 @@ async function status(bus: Bus, pool: string, o: Options): Promise<PoolStatus> {
   return reply;
 }
 
-/** page — every coordinator's page after `after`, asked again (after the longest wait any gave) while one says it is over its listing budget. */
+/**
+ * page — every coordinator's page after `after`, asked again (after the
+ * longest wait any gave) while one says it is over its listing budget, and
+ * at once while none answered within the window (coordinators exist, since
+ * NATS found responders, but a busy one may answer late), at most
+ * LISTING_RETRIES times each.
+ */
 async function page(bus: Bus, after: string | undefined, o: Options): Promise<PoolList[]> {
   const query: Request = { v: 2, op: 'pools', pool: '_', limit: PAGE_LIMIT, ...(after === undefined ? {} : { after }) };
   for (let attempt = 0; ; attempt += 1) {
-    const replies = await gather(bus, operatorSubject(o.prefix, 'pools', o.identity), query, o, true);
+    const replies = await gather(bus, operatorSubject(o.prefix, 'pools', o.identity), query, o, true, attempt < LISTING_RETRIES);
+    if (replies.length === 0) continue;
     const busy = replies.filter((r) => r.kind === 'error' && r.code === 'unavailable');
     const refused = replies.find((r) => r.kind === 'error' && (r.code !== 'unavailable' || attempt >= LISTING_RETRIES));
     if (refused?.kind === 'error') throw new Failure(EXIT.refused, `refused (${refused.code}): ${refused.message}`);
