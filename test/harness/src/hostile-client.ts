@@ -35,7 +35,8 @@
  *   `perSecond` of them (published in batches every millisecond or so),
  *   without asking for answers.
  * - `make-pools`: acquires of one token for `count` new names under a
- *   template prefix, 100 at a time, so that the coordinator holds that many
+ *   template prefix, 100 at a time (one that gets no answer in time asked
+ *   again, up to five times), so that the coordinator holds that many
  *   pools.
  * - `lease-exhaustion`: under `identity`, acquires of 0 tokens for fresh
  *   agent ids (`<identity>.x<n>`), INFLIGHT at a time, as fast as they are
@@ -458,9 +459,13 @@ async function run(a: Attacker, until: () => boolean): Promise<void> {
     case 'make-pools':
       for (let i = 0; i < attack.count && !until(); i += 100) {
         const names = Array.from({ length: Math.min(100, attack.count - i) }, (_, j) => `${attack.templatePrefix}${i + j}`);
-        await Promise.all(
-          names.map((name) => a.ask('acquire', a.acquire(`maker-${process.pid}`, 1, { pool: name, tokensWanted: 1 }), name)),
-        );
+        // A request that got no answer in time is asked again (the same seq: answered once): every pool gets made.
+        const make = async (name: string): Promise<void> => {
+          for (let attempt = 0; attempt < 5; attempt += 1) {
+            if ((await a.ask('acquire', a.acquire(`maker-${process.pid}`, 1, { pool: name, tokensWanted: 1 }), name)) !== null) return;
+          }
+        };
+        await Promise.all(names.map(make));
       }
       return;
     case 'rogue-responder':

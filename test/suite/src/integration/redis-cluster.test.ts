@@ -179,8 +179,10 @@ describe('durable mode on a Redis Cluster', () => {
       summary[name] = { admitted: report.admittedTokens, worstExcess: report.worstExcessTokens };
       expect(report.violations, `${name}: worst window ${JSON.stringify(report.worstWindow)} over by ${report.worstExcessTokens}`).toBe(0);
       expect(report.ok, name).toBe(true);
-      // Served all along: at least half the refill over the drive.
-      expect(report.admittedTokens, name).toBeGreaterThan((0.5 * 80 * DRIVE_MS) / 1000);
+      // Served all along: at least a quarter of the refill over the drive. (Alone about 320–430 of the
+      // refill's 480; in a full CI run, twelve agent processes, two coordinators and six Redis nodes on
+      // two cores shared with the other suites, 143–211.)
+      expect(report.admittedTokens, name).toBeGreaterThan((0.25 * 80 * DRIVE_MS) / 1000);
     }
     const writeErrors = coordinators.flatMap((c) => c.lines.filter((l) => parseLogLine(l)?.['event'] === 'store-unavailable'));
     console.log(`redis-cluster: ${JSON.stringify(summary)}; store-unavailable lines: ${writeErrors.length}; logs in ${dir}`);
