@@ -64,11 +64,13 @@ export type Offered<T> = { readonly queued: true; readonly shed: T | null } | { 
 
 /**
  * DEFAULT_INTAKE_CAPACITY — requests queued in all before the longest queue
- * sheds: about 100 ms of work at full speed. More only delays the
- * flooder's own answers further, and keeps the buffers its messages were
- * read into alive for the garbage collector to walk.
+ * sheds: a few seconds of work, about 16 MB of messages. Turns, not the
+ * capacity, keep a flood from delaying others; shedding only bounds memory.
+ * A smaller intake sheds a burst that would have been served (50,000 held
+ * requests at once), and every shed request comes back 250 ms later: a
+ * burst several times the capacity is then answered many times over.
  */
-export const DEFAULT_INTAKE_CAPACITY = 4096;
+export const DEFAULT_INTAKE_CAPACITY = 65_536;
 
 export class FairIntake<T> {
   private readonly queues = new Map<string, Fifo<T>>();
