@@ -18,8 +18,9 @@
  *   so that no renewal lands while another agent waits.
  * - `prototype-classes`: acquires whose agent class is an Object.prototype name.
  * - `template-reports`: one-way reports for `count` new names under a template prefix.
- * - `hold-flood`: `count` acquires with distinct ids that wait (holdMs) at
- *   once; each one shed at the coordinator's intake asks again when told.
+ * - `hold-flood`: `count` acquires with distinct ids that wait (holdMs),
+ *   1,000 every 50 ms; each one shed at the coordinator's intake asks again
+ *   when told.
  * - `rogue-responder`: answers every request on the service subject with a
  *   grant of 2^52 tokens for 24 h, as no honest coordinator would.
  * - `rogue-smart`: answers every acquire on the service subject with a
@@ -417,7 +418,11 @@ async function run(a: Attacker, until: () => boolean): Promise<void> {
           await sleep(reply.retryAfterMs);
         }
       };
-      for (let i = 0; i < attack.count && !until(); i += 1) pending.push(held(i));
+      // 1,000 at a time, 20,000 a second: a burst the coordinator's intake takes in without shedding most of it.
+      for (let i = 0; i < attack.count && !until(); i += 1) {
+        pending.push(held(i));
+        if (i % 1000 === 999) await sleep(50);
+      }
       await a.bus.flush();
       while (!until()) await sleep(20);
       return;
