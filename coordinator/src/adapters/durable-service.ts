@@ -9,7 +9,6 @@
  * against the bus and the store, feeds every result back, and tells the
  * logger and the metrics what the driver says happened.
  */
-import { isOperatorSubject } from '@tokenlease/shared';
 import { hostMonoNowUs } from '@tokenlease/shared/clock';
 import { type Bus, type BusHandler, type ReplyPort } from '@tokenlease/shared/nats';
 import type { Logger } from 'pino';
@@ -140,20 +139,16 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
 
   /**
    * handlerOf — the bus handler of subscription `key`: every request taken
-   * in and handled in its turn (intake-loop.ts), screened first (one whose
-   * reply would go to another identity's inbox is dropped,
-   * core/reply-inbox.ts); operator requests are operations.ts's (which
-   * screens them), so a pool's subscription leaves them alone.
+   * in, then screened (one whose reply would go to another identity's inbox
+   * is dropped, core/reply-inbox.ts) and handled in its turn
+   * (intake-loop.ts); operator requests are operations.ts's, so a pool's
+   * subscription leaves them alone.
    */
   function handlerOf(key: string): BusHandler {
-    const take = intake.through((subject, payload, port) => {
+    return intake.through((subject, payload, port) => {
       const startUs = nowUs();
       perform(driver.message(key, subject, payload, port, startUs), startUs);
-    });
-    if (key === LEGACY_KEY) return take;
-    return (subject, payload, port) => {
-      if (!isOperatorSubject(config.subjectPrefix, subject)) take(subject, payload, port);
-    };
+    }, key === LEGACY_KEY);
   }
 
   async function unsubscribe(key: string): Promise<void> {
@@ -165,12 +160,7 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
   }
 
   // One intake for every subscription: requests screened, then handled in turns per identity (intake-loop.ts).
-  const intake = intakeLoop(
-    replies,
-    () => core.config,
-    nowUs,
-    (error, subject) => logger.error({ event: 'request-failed', err: error, subject }, 'internal error while handling a request'),
-  );
+  const intake = intakeLoop(replies, () => core.config, nowUs, logger);
   perform(driver.start(nowUs()));
 
   return {

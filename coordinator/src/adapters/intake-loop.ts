@@ -7,7 +7,9 @@
  * request a full intake sheds is answered `unavailable` with a retry hint
  * at once, and counted and logged like any refusal.
  */
+import { isOperatorSubject } from '@tokenlease/shared';
 import type { BusHandler, ReplyPort } from '@tokenlease/shared/nats';
+import type { Logger } from 'pino';
 import type { CoordinatorConfig } from '../core/config.js';
 import { FairIntake, shedReply } from '../core/fair-intake.js';
 import type { ReplyLog } from './reply-log.js';
@@ -23,22 +25,27 @@ interface Message {
 }
 
 export interface IntakeLoop {
-  /** through — a bus handler that takes each request in, and in its turn screens it (ReplyLog.screened) and has `handle` handle it. */
-  through(handle: BusHandler): BusHandler;
+  /**
+   * through — a bus handler that takes each request in, and in its turn
+   * screens it (ReplyLog.screened) and has `handle` handle it. Operator
+   * requests (`pools`, `reload`) are operations.ts's, which screens them
+   * on its own subscriptions: they are left alone, unless `operatorOps`.
+   */
+  through(handle: BusHandler, operatorOps?: boolean): BusHandler;
   /** drainNow — handles every request queued, in turns, now (before a stop). */
   drainNow(): void;
 }
 
 /**
- * intakeLoop — one intake for every subscription of a service; `failed`:
- * told what a handler threw (the loop goes on with the next request);
- * `capacity`: requests queued in all before shedding.
+ * intakeLoop — one intake for every subscription of a service; what a
+ * handler throws is logged (`request-failed`) and the loop goes on with the
+ * next request; `capacity`: requests queued in all before shedding.
  */
 export function intakeLoop(
   replies: ReplyLog,
   config: () => CoordinatorConfig,
   nowUs: () => number,
-  failed: (error: unknown, subject: string) => void,
+  logger: Logger,
   capacity?: number,
   nowMs: () => number = () => performance.now(),
 ): IntakeLoop {
@@ -53,7 +60,7 @@ export function intakeLoop(
       try {
         m.handle(m.subject, m.payload, m.port);
       } catch (error) {
-        failed(error, m.subject);
+        logger.error({ event: 'request-failed', err: error, subject: m.subject }, 'internal error while handling a request');
       }
       if (nowMs() >= untilMs) break;
     }
@@ -70,10 +77,11 @@ export function intakeLoop(
   };
 
   return {
-    through(handle: BusHandler): BusHandler {
+    through(handle: BusHandler, operatorOps = false): BusHandler {
       // Taking in does as little as it can (reading must outpace a flood): screening and all else come in the request's turn.
       const screened = replies.screened(config, handle);
       return (subject, payload, port) => {
+        if (!operatorOps && isOperatorSubject(config().subjectPrefix, subject)) return;
         // The identity is the subject's last token (a malformed subject is the core's to refuse, in its turn).
         const offered = intake.offer(subject.slice(subject.lastIndexOf('.') + 1), { subject, payload, port, handle: screened });
         const shed = offered.shed;

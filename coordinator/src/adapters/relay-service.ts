@@ -15,7 +15,6 @@ import {
   decodeReply,
   encodeMessage,
   formatRate,
-  isOperatorSubject,
   parseSubject,
   serviceSubject,
   subjectFor,
@@ -107,21 +106,13 @@ export function startRelayService(options: RelayServiceOptions): RelayService {
   );
   // Screened first: a request whose reply would go to another identity's inbox is dropped (core/reply-inbox.ts).
   // Then taken in and handled in turns per identity, so one agent's flood delays itself (intake-loop.ts).
-  const intake = intakeLoop(
-    replies,
-    () => driver.relay.core.config,
-    nowUs,
-    (error, subject) => logger.error({ event: 'request-failed', err: error, subject }, 'internal error while handling a request'),
-  );
+  const intake = intakeLoop(replies, () => driver.relay.core.config, nowUs, logger);
   const take = intake.through((subject, payload, port) => {
     const startUs = nowUs();
     carry(driver.request(subject, payload, port, startUs));
     replies.observer?.handled(parseSubject(prefix, subject)?.op ?? '(bad subject)', (nowUs() - startUs) / 1e6);
   });
-  // Operator requests are operations.ts's, which screens them on its own subscriptions.
-  const subscription = bus.serve(serviceSubject(prefix), COORDINATOR_QUEUE_GROUP, (subject, payload, port) => {
-    if (!isOperatorSubject(prefix, subject)) take(subject, payload, port);
-  });
+  const subscription = bus.serve(serviceSubject(prefix), COORDINATOR_QUEUE_GROUP, take);
 
   const announce = (): void => announceServing(logger, config, epoch);
   bus.flush().then(announce, (error: unknown) => {

@@ -9,7 +9,7 @@
  * coordinator subscribes for on its own.
  */
 import { randomInt } from 'node:crypto';
-import { COORDINATOR_QUEUE_GROUP, formatRate, isOperatorSubject, legacySubject, parseSubject, serviceSubject } from '@tokenlease/shared';
+import { COORDINATOR_QUEUE_GROUP, formatRate, legacySubject, parseSubject, serviceSubject } from '@tokenlease/shared';
 import { hostMonoNowUs } from '@tokenlease/shared/clock';
 import { type Bus, type BusHandler, type ReplyPort } from '@tokenlease/shared/nats';
 import type { Logger } from 'pino';
@@ -99,17 +99,8 @@ export function startCoordinatorService(options: ServiceOptions): CoordinatorSer
     timer.schedule(core.touchedDeadlineUs());
   };
   // Requests are taken in, then screened and handled in turns per identity, so a client that floods delays itself (intake-loop.ts).
-  const intake = intakeLoop(
-    replies,
-    () => core.config,
-    nowUs,
-    (error, subject) => logger.error({ event: 'request-failed', err: error, subject }, 'internal error while handling a request'),
-  );
-  const take = intake.through(handle);
-  // Operator requests are operations.ts's, which screens them on its own subscriptions.
-  const subscription = bus.serve(serviceSubject(config.subjectPrefix), COORDINATOR_QUEUE_GROUP, (subject, payload, port) => {
-    if (!isOperatorSubject(prefix, subject)) take(subject, payload, port);
-  });
+  const intake = intakeLoop(replies, () => core.config, nowUs, logger);
+  const subscription = bus.serve(serviceSubject(config.subjectPrefix), COORDINATOR_QUEUE_GROUP, intake.through(handle));
 
   // Announced once the server has the subscription: a request sent after the line finds a responder.
   const announce = (): void =>
