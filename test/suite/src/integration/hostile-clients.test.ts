@@ -674,29 +674,9 @@ describe('hostile clients over real NATS', () => {
   });
 
   it('an agent refuses the grants of a rogue responder: 2^52 tokens for 24 h admit nothing', async () => {
-    const dir = scratchDir();
-    const prefix = `tlrogue${seed}`;
-    const rogue = await startHostileClient({
-      natsUrl: nats.url,
-      subjectPrefix: prefix,
-      pool: 'api',
-      durationMs: RUN_MS,
-      attack: { kind: 'rogue-responder' },
-    });
-    const logPath = join(dir, 'victim.log');
-    const victim = await startAgentProcess({
-      natsUrl: nats.url,
-      subjectPrefix: prefix,
-      pool: 'api',
-      name: 'victim',
-      seed,
-      durationMs: RUN_MS - 500,
-      logPath,
-      traffic: { kind: 'steady', perSecond: 300 },
-    });
-    await Promise.all([victim.exited, rogue.exited]);
-    expect(hostileOutcome(rogue).sent).toBeGreaterThan(0);
-    expect(readAdmissionLog(logPath)).toEqual([]);
+    const { admissions, victim, outcome } = await againstRogue('victim', { kind: 'rogue-responder' }, {});
+    expect(outcome.sent).toBeGreaterThan(0);
+    expect(admissions).toEqual([]);
     expect(logEvents(victim.lines, { type: 'event', event: 'implausible-grant' }).length).toBeGreaterThan(0);
   });
 });
