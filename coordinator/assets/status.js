@@ -1,6 +1,7 @@
 // The status page's script: it reads /api/status every second and draws
-// the pools, their credit and leases, the grants and refusals of the last
-// minutes, and ownership (durable mode). Every name is set as text with
+// the pools, their credit, leases and the calls their agents reported, the
+// grants, refusals and denied calls of the last minutes, the per-key pools
+// with the most denied calls, and ownership (durable mode). Every name is set as text with
 // textContent, never as markup, so a pool or agent name cannot inject
 // anything; the server's Content-Security-Policy allows this one script only.
 'use strict';
@@ -26,7 +27,7 @@ function drawChart(series) {
   chart.replaceChildren();
   const width = 600;
   const height = 160;
-  const top = Math.max(1, ...series.map((s) => Math.max(s.grants, s.refusals)));
+  const top = Math.max(1, ...series.map((s) => Math.max(s.grants, s.refusals, s.deniedCalls ?? 0)));
   for (const f of [0, 0.5, 1]) {
     const y = height - 15 - f * (height - 30);
     chart.append(svg('line', { x1: 30, x2: width, y1: y, y2: y, class: 'grid' }));
@@ -46,13 +47,37 @@ function drawChart(series) {
   const line = (field, className) => {
     const points = series.map((s, i) => {
       const x = 30 + (i / Math.max(1, n - 1)) * (width - 30);
-      const y = height - 15 - (s[field] / top) * (height - 30);
+      const y = height - 15 - ((s[field] ?? 0) / top) * (height - 30);
       return `${x.toFixed(1)},${y.toFixed(1)}`;
     });
     chart.append(svg('polyline', { points: points.join(' '), class: className }));
   };
   line('grants', 'grants');
   line('refusals', 'refusals');
+  line('deniedCalls', 'denied');
+}
+
+function callsText(calls) {
+  if (calls === undefined || calls === null) return null;
+  const shadow = calls.shadowDenied > 0 ? ` · would-be denied ${calls.shadowDenied} (shadow)` : '';
+  return `calls admitted ${calls.admitted} · denied ${calls.denied}${shadow} (by agents, as reported)`;
+}
+
+function drawTopDenied(top) {
+  const section = document.getElementById('top-denied');
+  section.hidden = top === undefined || top.length === 0;
+  if (section.hidden) return;
+  const table = el('table');
+  const head = el('tr');
+  for (const h of ['pool (keyed hash)', 'template', 'denied calls', 'admitted calls']) head.append(el('th', h));
+  table.append(head);
+  for (const pool of top) {
+    const row = el('tr');
+    row.dataset.pool = pool.name;
+    row.append(el('td', pool.name), el('td', pool.template ?? '-'), el('td', pool.calls.denied), el('td', pool.calls.admitted));
+    table.append(row);
+  }
+  document.getElementById('denied').replaceChildren(table);
 }
 
 function bar(pool) {
@@ -111,6 +136,8 @@ function drawPool(pool) {
   ];
   if (pool.quietMs > 0) facts.push(`quiet for ${pool.quietMs} ms`);
   card.append(el('p', facts.join(' · '), 'facts'));
+  const calls = callsText(pool.calls);
+  if (calls !== null) card.append(el('p', calls, 'facts calls'));
   if (pool.leases.length > 0) card.append(leaseTable(pool));
   if (pool.leaseCount > pool.leases.length) card.append(el('p', `and ${pool.leaseCount - pool.leases.length} more lease(s)`, 'muted'));
   return card;
@@ -149,6 +176,7 @@ function draw(status) {
   document.getElementById('updated').textContent = `updated ${new Date().toLocaleTimeString()}`;
   drawChart(status.history);
   drawOwnership(status.ownership);
+  drawTopDenied(status.topDenied);
   const pools = document.getElementById('pools');
   pools.replaceChildren(...status.pools.map(drawPool));
   if (status.poolsNotShown > 0) pools.append(el('p', `and ${status.poolsNotShown} more pool(s)`, 'muted'));

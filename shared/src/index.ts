@@ -71,6 +71,7 @@ export {
 export { ID_FORM, isProtocolId } from './protocol/ids.js';
 export { GRANT_SIGNATURE_PATTERN, grantSigningText, type GrantBinding } from './protocol/grant-signature.js';
 export { decodeOperatorReply, decodeReply, decodeRequest, encodeMessage, type DecodeFailure, type Decoded } from './protocol/codec.js';
+export { CALLS_MAX, NO_CALLS, type CallCounts } from './protocol/calls.js';
 export {
   NAMES_LIST_MAX,
   OPERATOR_POOL_TOKEN,

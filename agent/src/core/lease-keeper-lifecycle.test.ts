@@ -148,13 +148,14 @@ describe('LeaseKeeper idle return', () => {
       seq: 102,
       leaseId: 'L1',
       tokensLeft: 70,
+      calls: { admitted: 1, denied: 0, shadowDenied: 0 },
     });
     expect(keeper.slot.takeAt(1, 3_010_000)).toBe(false);
     expect(keeper.slot.lastDenial).toBe('no-lease');
     const after = keeper.onReply(102, receipt(102, 70), 3_011_000);
     expect(keeper.stats.tokensReturned).toBe(70);
     // The denial just above is new demand: ask afresh, under no lease.
-    expect(acquireIn(after)).toMatchObject({ leaseId: null, tokensLeft: 0 });
+    expect(acquireIn(after)).toMatchObject({ leaseId: null, tokensLeft: 0, calls: { admitted: 0, denied: 1, shadowDenied: 0 } });
   });
 
   it('counts waiting take() calls as activity', () => {

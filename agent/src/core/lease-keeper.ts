@@ -23,6 +23,8 @@
  * - A rate lease (the grant carries a rate) fills by itself: it renews once
  *   per `refreshMs` (sooner when demand doubled), stops accruing when it
  *   sends and accrues again from the reply's arrival (rate-renewal.ts).
+ * - Every acquire and return tells the calls decided since the last one
+ *   answered (call-reports.ts), for operators.
  * - Usage reports (`reportMs`) tell a chunk lease's balance between
  *   renewals, only while nothing is in flight (usage-report.ts).
  * - Every message about a lease carries the agent's secret. A `forbidden`
@@ -64,6 +66,7 @@ import {
   grantSigningText,
   SECRET_PATTERN,
   staleSeqFloor,
+  type CallCounts,
   type LeaseGrant,
   type LeaseRequest,
   type LeaseReturn,
@@ -81,6 +84,7 @@ import { RequestCycle } from './request-cycle.js';
 import { RoundTrip } from './round-trip.js';
 import { US_PER_MS } from './units.js';
 import { UsageReports } from './usage-report.js';
+import { CallReports } from './call-reports.js';
 
 export type { GrantVerifier, KeeperHooks, KeeperStats, SendAction } from './keeper-types.js';
 
@@ -123,6 +127,7 @@ export class LeaseKeeper {
   private readonly demand: DemandWatch;
   private readonly rate: RateRenewal;
   private readonly reports: UsageReports;
+  private readonly calls: CallReports;
   private readonly roundTrip = new RoundTrip();
   private lastTickUs = 0;
   private closing = false;
@@ -169,6 +174,7 @@ export class LeaseKeeper {
     this.rate = new RateRenewal(this.slot, options);
     const source = { pool, secret, nextSeq: () => this.takeSeq(), agentId: () => this.agentId };
     this.reports = new UsageReports(source, options.reportMs, this.stats);
+    this.calls = new CallReports(this.slot);
     const burstTokens = options.fallbackBurstTokens || Math.max(1, options.fallbackPerSecond);
     this.slot.configureFallback(options.fallbackPerSecond, burstTokens, 0);
     this.ttlUs = options.assumedTtlMs * US_PER_MS;
@@ -308,13 +314,17 @@ export class LeaseKeeper {
         this.signatureProblem(reply, flight.message) ??
         grantProblem(reply, flight.message, this.options, sameLease ? this.capacityTokens : 0) ??
         this.chargeBudget(reply, flight, sameLease, nowUs);
+      // The coordinator counted the calls when it accepted the request, whatever this keeper makes of the grant.
+      this.calls.answered(flight.message.calls);
       if (problem === null) this.applyGrant(reply, flight, nowUs);
       else {
         this.rejection = problem;
         this.cycle.refused(nowUs, 'implausible-grant', problem, 0);
       }
-    } else if (reply.kind === 'receipt' && op === 'return') this.stats.tokensReturned += reply.tokensReturned;
-    else if (reply.kind === 'error' && seqFloor !== null) {
+    } else if (reply.kind === 'receipt' && op === 'return') {
+      this.stats.tokensReturned += reply.tokensReturned;
+      this.calls.answered(flight.message.calls);
+    } else if (reply.kind === 'error' && seqFloor !== null) {
       // Our sequence fell behind the coordinator's (a restart, a lost counter): ask again at once above its floor.
       this.seqFloor = Math.max(this.seqFloor, seqFloor);
       this.cycle.refused(nowUs, reply.code, reply.message, 0);
@@ -416,6 +426,7 @@ export class LeaseKeeper {
       demandPerSecond: this.demand.perSecondOnWire(this.rate.held && s.hasLease && s.balanceTokens >= s.rateCapTokens),
       holdMs: this.options.holdMs,
       ...(this.options.agentClass === null ? {} : { agentClass: this.options.agentClass }),
+      ...this.callsField(),
     };
     this.demand.asked();
     this.stats.requests += 1;
@@ -436,6 +447,7 @@ export class LeaseKeeper {
       seq: this.takeSeq(),
       leaseId,
       tokensLeft,
+      ...this.callsField(),
     };
     return this.cycle.launch(message, nowUs);
   }
@@ -461,6 +473,12 @@ export class LeaseKeeper {
     s.shadowGranted = false;
     s.costMaxTokens = Infinity;
     return tokensLeft;
+  }
+
+  /** callsField — the `calls` field of the next request: the calls not yet told, or nothing. */
+  private callsField(): { calls?: CallCounts } {
+    const calls = this.calls.pending();
+    return calls === null ? {} : { calls };
   }
 
   /** takeSeq — the next sequence number, above any floor the coordinator named. */

@@ -86,6 +86,11 @@ export class CoordinatorMetrics implements ServiceObserver {
     ['pool'],
   );
   private readonly refusals = this.counter('tokenlease_refusals_total', 'Requests refused, by error code.', ['pool', 'code']);
+  private readonly agentCalls = this.counter(
+    'tokenlease_agent_calls_total',
+    'Calls (tryTake, HTTP requests) agents decided locally and reported, by decision (admitted, denied, shadow-denied: shadow mode admitted what enforcing would deny).',
+    ['pool', 'decision'],
+  );
   private readonly reloads = this.counter('tokenlease_reloads_total', 'Configuration reloads, by outcome (applied, unchanged, refused).', [
     'outcome',
   ]);
@@ -226,6 +231,11 @@ export class CoordinatorMetrics implements ServiceObserver {
     if (c.classClaimsRefused > 0) this.classClaimsRefused.inc(label, c.classClaimsRefused);
     if (c.tokensExpired > 0) this.expiredTokens.inc(label, c.tokensExpired);
     for (const us of c.holdsUs) this.holds.observe(label, us / 1e6);
+    const { admitted, denied, shadowDenied } = c.calls;
+    if (admitted > 0) this.agentCalls.inc({ ...label, decision: 'admitted' }, admitted);
+    if (denied > 0) this.agentCalls.inc({ ...label, decision: 'denied' }, denied);
+    if (shadowDenied > 0) this.agentCalls.inc({ ...label, decision: 'shadow-denied' }, shadowDenied);
+    if (denied > 0) this.history.add('deniedCalls', denied);
   }
 
   private counter<T extends string>(name: string, help: string, labelNames: readonly T[]): Counter<T> {
@@ -333,17 +343,26 @@ export class CoordinatorMetrics implements ServiceObserver {
 /** HISTORY_SECONDS — how far back the status page's chart goes. */
 export const HISTORY_SECONDS = 300;
 
-type HistoryField = 'grants' | 'grantedTokens' | 'refusals';
+/** HistorySecond — one second's grants, granted tokens and refusals by the coordinator, and calls agents reported denying. */
+export interface HistorySecond {
+  t: number;
+  grants: number;
+  grantedTokens: number;
+  refusals: number;
+  deniedCalls: number;
+}
+
+type HistoryField = Exclude<keyof HistorySecond, 't'>;
 
 /** HistoryRing — per-second counts of the last HISTORY_SECONDS (wall-clock seconds: it is shown, not computed with). */
 export class HistoryRing {
-  private readonly seconds: { t: number; grants: number; grantedTokens: number; refusals: number }[] = [];
+  private readonly seconds: HistorySecond[] = [];
 
   add(field: HistoryField, n: number): void {
     const t = Math.floor(Date.now() / 1000);
     let last = this.seconds[this.seconds.length - 1];
     if (last === undefined || last.t !== t) {
-      last = { t, grants: 0, grantedTokens: 0, refusals: 0 };
+      last = { t, grants: 0, grantedTokens: 0, refusals: 0, deniedCalls: 0 };
       this.seconds.push(last);
       while (this.seconds.length > HISTORY_SECONDS) this.seconds.shift();
     }
@@ -351,11 +370,12 @@ export class HistoryRing {
   }
 
   /** series — one entry per second of the last HISTORY_SECONDS up to now, zeros where nothing happened. */
-  series(): { t: number; grants: number; grantedTokens: number; refusals: number }[] {
+  series(): HistorySecond[] {
     const now = Math.floor(Date.now() / 1000);
     const byT = new Map(this.seconds.map((s) => [s.t, s]));
     const out = [];
-    for (let t = now - HISTORY_SECONDS + 1; t <= now; t += 1) out.push(byT.get(t) ?? { t, grants: 0, grantedTokens: 0, refusals: 0 });
+    for (let t = now - HISTORY_SECONDS + 1; t <= now; t += 1)
+      out.push(byT.get(t) ?? { t, grants: 0, grantedTokens: 0, refusals: 0, deniedCalls: 0 });
     return out;
   }
 }

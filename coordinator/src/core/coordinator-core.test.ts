@@ -94,6 +94,7 @@ describe('routing', () => {
       leases: 1,
       waiting: 0,
       quietMs: 0,
+      calls: { admitted: 0, denied: 0, shadowDenied: 0 },
     });
     const out = send(
       core,
@@ -103,6 +104,29 @@ describe('routing', () => {
     );
     expect(out).toEqual([{ to: 'inbox-2', reply: { v: 2, kind: 'receipt', seq: 2, tokensReturned: 15 } }]);
     expect(statusOf(core, 'p', FULL_AT)).toMatchObject({ levelTokens: 100, leasedTokens: 0, leases: 0 });
+  });
+
+  it('counts the calls agents report once per request accepted: not on a retry, a stale or foreign request, nor a return that finds nothing', () => {
+    const core = makeCore();
+    const calls = (admitted: number, denied: number, shadowDenied = 0) => ({ calls: { admitted, denied, shadowDenied } });
+    const g = grantOf(send(core, { ...acquireReq({ agentId: 'a', seq: 1, tokensWanted: 5 }), ...calls(7, 3) }, 'i', FULL_AT));
+    // A retry of seq 1 gets the original reply and is not counted again; an older seq is stale.
+    send(core, { ...acquireReq({ agentId: 'a', seq: 1, tokensWanted: 5 }), ...calls(7, 3) }, 'i', FULL_AT);
+    send(core, { ...acquireReq({ agentId: 'a', seq: 0, tokensWanted: 5 }), ...calls(100, 100) }, 'i', FULL_AT);
+    // Another secret for the same agent id is forbidden, and counts nothing.
+    send(core, { ...acquireReq({ agentId: 'a', seq: 5, tokensWanted: 5 }), leaseSecret: 'B'.repeat(22), ...calls(100, 100) }, 'i', FULL_AT);
+    expect(statusOf(core, 'p', FULL_AT).calls).toEqual({ admitted: 7, denied: 3, shadowDenied: 0 });
+    grantOf(send(core, { ...acquireReq({ agentId: 'b', seq: 1, tokensWanted: 5 }), ...calls(1, 2, 4) }, 'j', FULL_AT));
+    const ret = { v: 2, op: 'return', leaseSecret: SECRET, agentId: 'a', pool: 'p', leaseId: g.leaseId, tokensLeft: 5 } as const;
+    send(core, { ...ret, seq: 2, ...calls(5, 0) }, 'i', FULL_AT);
+    send(core, { ...ret, seq: 2, ...calls(5, 0) }, 'i', FULL_AT);
+    send(core, { ...ret, seq: 3, ...calls(50, 50) }, 'i', FULL_AT);
+    expect(statusOf(core, 'p', FULL_AT).calls).toEqual({ admitted: 13, denied: 5, shadowDenied: 4 });
+    const tallies: Record<string, unknown>[] = [];
+    core.takeTallies((pool, counts) => tallies.push({ pool, calls: counts.calls }));
+    expect(tallies).toEqual([{ pool: 'p', calls: { admitted: 13, denied: 5, shadowDenied: 4 } }]);
+    core.takeTallies((pool, counts) => tallies.push({ pool, calls: counts.calls }));
+    expect(tallies).toHaveLength(1);
   });
 
   it('keeps pools apart', () => {

@@ -52,6 +52,7 @@ import {
   decodeRequest,
   isOperatorOp,
   MESSAGE_TEXT_LENGTH_MAX,
+  NO_CALLS,
   parseSubject,
   PROTOCOL_VERSION,
   subjectVersion,
@@ -583,7 +584,10 @@ export function agentOfIdentity(agentId: string, identity: string): boolean {
 }
 
 function hasCounts(c: PoolTallyCounts): boolean {
-  return c.leasesExpired + c.holdsUs.length + c.holdsDropped + c.leasesOpened + c.leasesReturned + c.classClaimsRefused > 0;
+  return (
+    c.leasesExpired + c.holdsUs.length + c.holdsDropped + c.leasesOpened + c.leasesReturned + c.classClaimsRefused > 0 ||
+    c.calls !== NO_CALLS
+  );
 }
 
 /**

@@ -49,6 +49,14 @@ describe('views', () => {
     [20, 10, 10, '[#######===]'],
   ])('bar(%i, %i, %i)', (level, leased, capacity, want) => expect(bar(level, leased, capacity, 10)).toBe(want));
 
+  it('shows the calls agents reported, where coordinators tell them', () => {
+    const told = { ...summary('api'), coordinator: 'c1', calls: { admitted: 120, denied: 4_000, shadowDenied: 0 } };
+    const older = { ...summary('old'), coordinator: 'c2' };
+    expect(formatPools([told, older])).toMatch(/ REFILL +ADMITTED +DENIED\napi .* 1\/1000ms +120 +4000\nold .* 1\/1000ms +- +-$/);
+    const shadow = { ...told, pool: 'dry', calls: { admitted: 9, denied: 0, shadowDenied: 31 } };
+    expect(formatPools([told, shadow])).toMatch(/ ADMITTED +DENIED +SHADOW-DENIED\napi .* 120 +4000 +0\ndry .* 9 +0 +31$/);
+  });
+
   it('prints a table and reload outcomes', () => {
     expect(formatPools([{ ...summary('api'), coordinator: 'c1' }])).toMatch(
       /^POOL +KIND +COORDINATOR .*\napi +configured +c1 +10 +5 +3 +1 +0 +1\/1000ms$/,
@@ -60,7 +68,7 @@ describe('views', () => {
     ).toBe('c1: applied (added b; changed a): applied x');
     const window = { ...summary('search'), windowMs: 60_000, coolingTokens: 4, coordinator: 'c1' };
     expect(formatPools([{ ...summary('api'), coordinator: 'c1' }, window])).toMatch(
-      /^POOL +KIND .* REFILL +COOLING\napi +configured +c1 +10 +5 +3 +1 +0 +1\/1000ms *\nsearch +configured +c1 +10 +5 +3 +1 +0 +window 60000ms +4$/,
+      /^POOL +KIND .* REFILL +COOLING\napi +configured +c1 +10 +5 +3 +1 +0 +1\/1000ms +-\nsearch +configured +c1 +10 +5 +3 +1 +0 +window 60000ms +4$/,
     );
   });
 });

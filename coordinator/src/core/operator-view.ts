@@ -40,7 +40,12 @@ export function table(rows: readonly (readonly string[])[]): string {
 export function formatPools(pools: readonly HeldBy[]): string {
   if (pools.length === 0) return 'no pools held';
   const header = ['POOL', 'KIND', 'COORDINATOR', 'CAPACITY', 'LEVEL', 'LEASED', 'LEASES', 'WAITING', 'REFILL'];
-  if (pools.some((p) => p.windowMs !== undefined)) header.push('COOLING');
+  const windows = pools.some((p) => p.windowMs !== undefined);
+  if (windows) header.push('COOLING');
+  // Calls agents decided locally and reported: what their clients saw admitted and refused.
+  const calls = pools.some((p) => p.calls !== undefined);
+  const shadow = pools.some((p) => (p.calls?.shadowDenied ?? 0) > 0);
+  if (calls) header.push('ADMITTED', 'DENIED', ...(shadow ? ['SHADOW-DENIED'] : []));
   const rows = pools.map((p) => [
     p.pool,
     p.shadow ? `${p.kind} (shadow)` : p.kind,
@@ -51,7 +56,9 @@ export function formatPools(pools: readonly HeldBy[]): string {
     String(p.leases),
     String(p.waiting),
     p.windowMs === undefined ? `${p.refillTokens}/${p.refillPeriodMs}ms` : `window ${p.windowMs}ms`,
-    ...(p.windowMs === undefined ? [] : [String(p.coolingTokens ?? 0)]),
+    ...(windows ? [p.windowMs === undefined ? '-' : String(p.coolingTokens ?? 0)] : []),
+    ...(calls ? [p.calls?.admitted, p.calls?.denied].map((n) => (n === undefined ? '-' : String(n))) : []),
+    ...(shadow ? [p.calls === undefined ? '-' : String(p.calls.shadowDenied)] : []),
   ]);
   return table([header, ...rows]);
 }
@@ -71,6 +78,10 @@ export function formatStatus(s: PoolStatus): string {
     `  ${bar(s.levelTokens, s.leasedTokens, s.capacityTokens)}  # level  = leased  . room`,
     `  capacity ${s.capacityTokens}  level ${s.levelTokens}  leased ${s.leasedTokens} in ${s.leases} lease(s)  waiting ${s.waiting}`,
   ];
+  if (s.calls !== undefined) {
+    const shadow = s.calls.shadowDenied > 0 ? `  would-be denied ${s.calls.shadowDenied} (shadow)` : '';
+    lines.push(`  calls its agents reported: admitted ${s.calls.admitted}  denied ${s.calls.denied}${shadow}`);
+  }
   if (s.quietMs > 0) lines.push(`  quiet for ${s.quietMs} ms more (grants nothing until then)`);
   if (s.agentLease === null) lines.push('  agent: holds no lease here');
   else if (s.agentLease !== undefined) {

@@ -119,5 +119,6 @@ export function summarize<R>(held: HeldPool<R>, nowUs: number): PoolSummary {
     epoch: s.epoch,
     shadow: c.shadow,
     ...(c.window === null ? {} : { windowMs: c.window.windowMs, coolingTokens: s.coolingTokens }),
+    calls: s.calls,
   };
 }

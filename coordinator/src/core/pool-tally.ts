@@ -10,7 +10,11 @@
  * - Hold times are kept as samples, at most HOLD_SAMPLES_MAX between two
  *   takes; the rest are counted in `holdsDropped`, never kept (bounded
  *   memory whatever the scrape interval).
+ * - Calls agents report (shared calls.ts) are counted twice over: since the
+ *   last take, for metrics, and in all since the pool was made, for the
+ *   status page and pool listings (`callTotals`).
  */
+import { NO_CALLS, type CallCounts } from '@tokenlease/shared';
 import type { LeaseTable } from './lease-table.js';
 
 /** HOLD_SAMPLES_MAX — hold time samples kept between two takes. */
@@ -29,12 +33,28 @@ export interface PoolTallyCounts {
   readonly leasesReturned: number;
   /** Requests that claimed a class the configuration grants to other identities only, and so weighed 1. */
   readonly classClaimsRefused: number;
+  /** Calls agents reported deciding locally. */
+  readonly calls: CallCounts;
 }
 
 export class PoolTally {
   private holdsUs: number[] = [];
   private holdsDropped = 0;
   private classClaimsRefused = 0;
+  private calls: CallCounts = NO_CALLS;
+  private totals: CallCounts = NO_CALLS;
+
+  /** callTotals — the calls agents reported since the pool was made. */
+  get callTotals(): CallCounts {
+    return this.totals;
+  }
+
+  /** reported — an accepted request told `calls` (absent: none). */
+  reported(calls: CallCounts | undefined): void {
+    if (calls === undefined) return;
+    this.calls = addCalls(this.calls, calls);
+    this.totals = addCalls(this.totals, calls);
+  }
 
   /** classClaimRefused — a request claimed a class not granted to its identity (it weighed 1). */
   classClaimRefused(): void {
@@ -55,12 +75,20 @@ export class PoolTally {
       holdsUs: this.holdsUs,
       holdsDropped: this.holdsDropped,
       classClaimsRefused: this.classClaimsRefused,
+      calls: this.calls,
     };
     leases.expiredLeases = 0;
     leases.expiredTokens = 0;
     this.holdsUs = [];
     this.holdsDropped = 0;
     this.classClaimsRefused = 0;
+    this.calls = NO_CALLS;
     return counts;
   }
+}
+
+/** addCalls — `a` and `b` added, each count at most Number.MAX_SAFE_INTEGER (a total never wraps or loses precision). */
+function addCalls(a: CallCounts, b: CallCounts): CallCounts {
+  const add = (x: number, y: number): number => Math.min(Number.MAX_SAFE_INTEGER, x + y);
+  return { admitted: add(a.admitted, b.admitted), denied: add(a.denied, b.denied), shadowDenied: add(a.shadowDenied, b.shadowDenied) };
 }

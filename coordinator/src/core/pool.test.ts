@@ -56,6 +56,7 @@ describe('quiet period and refill', () => {
       leases: 0,
       waiting: 0,
       quietMs,
+      calls: { admitted: 0, denied: 0, shadowDenied: 0 },
     });
   });
 

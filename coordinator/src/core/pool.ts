@@ -26,7 +26,15 @@
  *   while it serves: pool-reconfigure.ts (a lease of the old one is never
  *   renewed under its id: its agent gets a new lease).
  */
-import { assertInvariant, type LeaseReport, type LeaseRequest, type LeaseReturn, type PoolStatus, type Reply } from '@tokenlease/shared';
+import {
+  assertInvariant,
+  type CallCounts,
+  type LeaseReport,
+  type LeaseRequest,
+  type LeaseReturn,
+  type PoolStatus,
+  type Reply,
+} from '@tokenlease/shared';
 import type { PoolConfig } from './config.js';
 import { acquireChunk, bindingOf, serveWaiters, grant, type Delivery } from './chunk-grant.js';
 import type { Waiter } from './hold-queue.js';
@@ -62,6 +70,8 @@ export interface PoolSnapshot {
   readonly epoch: number;
   /** A window pool's tokens on their way back to the level (0 for a bucket pool). */
   readonly coolingTokens: number;
+  /** Calls its agents reported deciding since the pool was made (shared calls.ts). */
+  readonly calls: CallCounts;
 }
 
 export class Pool<R> {
@@ -180,6 +190,7 @@ export class Pool<R> {
       return;
     }
     this.dropWaiter(req.agentId, req.seq, out);
+    p.tally.reported(req.calls);
     let record = existing;
     if (record !== undefined && record.generation < p.leases.generation) {
       // Granted under a configuration since replaced: never renewed under its id (an agent refuses a grant that
@@ -213,6 +224,7 @@ export class Pool<R> {
     let tokensReturned = 0;
     if (record !== undefined && record.leaseId === req.leaseId && req.seq > record.lastSeq) {
       this.dropWaiter(req.agentId, req.seq, out);
+      p.tally.reported(req.calls);
       tokensReturned = Math.min(req.tokensLeft, this.spendable(record, nowUs));
       p.leases.remove(record);
       p.leases.clearRetired(req.agentId);
@@ -294,6 +306,7 @@ export class Pool<R> {
       leases: p.leases.size,
       waiting: p.waiters.size,
       quietMs: Math.ceil(Math.max(0, p.quietUntilUs - nowUs) / 1000),
+      calls: p.tally.callTotals,
     };
   }
 
@@ -331,6 +344,7 @@ export class Pool<R> {
       quietUntilUs: p.quietUntilUs,
       epoch: p.epoch,
       coolingTokens: p.credit instanceof WindowCredit ? p.credit.coolingTokens : 0,
+      calls: p.tally.callTotals,
     };
   }
 

@@ -258,5 +258,6 @@ function viewOf<R>(pool: Pool<R>): DownstreamView {
     waitingTurnsTokens: p.waiters.turnsTokens,
     waiting: p.waiters.size,
     fleetWeight: p.leases.demandingWeightsSum,
+    calls: p.tally.callTotals,
   };
 }

@@ -10,7 +10,13 @@
  *   first, then template pools by leased tokens), with the counts of those
  *   left out. Names are data: the page escapes them (it sets text, never
  *   markup).
+ * - Each pool shows the calls its agents reported deciding (admitted,
+ *   denied, shadow-denied: shared calls.ts), so the page shows the 429s
+ *   clients get although agents deny locally; and the TOP_DENIED_MAX
+ *   template pools (per-key pools, their names keyed hashes) with the most
+ *   denied calls, whether or not they are among the pools shown.
  */
+import type { CallCounts } from '@tokenlease/shared';
 import type { HeldPool } from './coordinator-core.js';
 import type { LeaseRecord } from './lease-table.js';
 
@@ -18,6 +24,8 @@ import type { LeaseRecord } from './lease-table.js';
 export const LEASES_SHOWN_MAX = 50;
 /** POOLS_SHOWN_MAX — pools listed. */
 export const POOLS_SHOWN_MAX = 200;
+/** TOP_DENIED_MAX — template pools listed by denied calls. */
+export const TOP_DENIED_MAX = 10;
 
 export interface LeaseView {
   readonly agentId: string;
@@ -49,13 +57,24 @@ export interface PoolView {
   readonly leaseCount: number;
   readonly quietMs: number;
   readonly epoch: number;
+  /** Calls its agents reported deciding since this coordinator made the pool. */
+  readonly calls: CallCounts;
   readonly leases: readonly LeaseView[];
+}
+
+/** DeniedView — a template pool among those with the most denied calls. */
+export interface DeniedView {
+  readonly name: string;
+  readonly template: string | null;
+  readonly calls: CallCounts;
 }
 
 export interface StatusView {
   readonly pools: readonly PoolView[];
   /** Pools held but not listed (beyond POOLS_SHOWN_MAX). */
   readonly poolsNotShown: number;
+  /** Template pools with denied calls, most denied first, at most TOP_DENIED_MAX. */
+  readonly topDenied: readonly DeniedView[];
 }
 
 /** statusView — the pools of `held` as of their last step, seen at `nowUs`. */
@@ -64,7 +83,23 @@ export function statusView<R>(held: Iterable<HeldPool<R>>, nowUs: number): Statu
   const rank = (h: HeldPool<R>): number => (h.kind === 'template' ? 1 : 0);
   all.sort((a, b) => rank(a) - rank(b) || leasedOf(b) - leasedOf(a) || (a.name < b.name ? -1 : 1));
   const shown = all.slice(0, POOLS_SHOWN_MAX);
-  return { pools: shown.map((h) => poolView(h, nowUs)), poolsNotShown: all.length - shown.length };
+  return { pools: shown.map((h) => poolView(h, nowUs)), poolsNotShown: all.length - shown.length, topDenied: topDenied(all) };
+}
+
+/** topDenied — the template pools of `all` with the most denied calls (ties by name), at most TOP_DENIED_MAX. */
+function topDenied<R>(all: readonly HeldPool<R>[]): DeniedView[] {
+  const top: DeniedView[] = [];
+  for (const h of all) {
+    if (h.kind !== 'template') continue;
+    const calls = h.pool.snapshot().calls;
+    if (calls.denied === 0) continue;
+    const last = top[TOP_DENIED_MAX - 1];
+    if (last !== undefined && calls.denied <= last.calls.denied) continue;
+    top.push({ name: h.name, template: h.template, calls });
+    top.sort((a, b) => b.calls.denied - a.calls.denied || (a.name < b.name ? -1 : 1));
+    if (top.length > TOP_DENIED_MAX) top.pop();
+  }
+  return top;
 }
 
 function leasedOf<R>(h: HeldPool<R>): number {
@@ -93,6 +128,7 @@ function poolView<R>(h: HeldPool<R>, nowUs: number): PoolView {
     leaseCount: s.leases,
     quietMs: Math.ceil(Math.max(0, s.quietUntilUs - nowUs) / 1000),
     epoch: s.epoch,
+    calls: s.calls,
     leases: records.map((r) => leaseView(r, nowUs)),
   };
 }

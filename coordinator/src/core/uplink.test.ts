@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { FLEET_WEIGHT_MAX, type LeaseGrant } from '@tokenlease/shared';
+import { FLEET_WEIGHT_MAX, NO_CALLS, type LeaseGrant } from '@tokenlease/shared';
 import { parseCoordinatorConfig } from './config.js';
 import { RelayCredit } from './relay-credit.js';
 import { Uplink, type DownstreamView } from './uplink.js';
 
 const MS = 1000;
-const IDLE: DownstreamView = { leasedTokens: 0, demandPerSecond: 0, waitingTurnsTokens: 0, waiting: 0, fleetWeight: 0 };
+const IDLE: DownstreamView = { leasedTokens: 0, demandPerSecond: 0, waitingTurnsTokens: 0, waiting: 0, fleetWeight: 0, calls: NO_CALLS };
 
 function makeUplink(agentClass: string | null = null): { uplink: Uplink; credit: RelayCredit } {
   const config = parseCoordinatorConfig('relay.yaml', {
@@ -67,12 +67,27 @@ describe('Uplink', () => {
     expect(plain).not.toHaveProperty('fleetWeight');
   });
 
+  it("tells the root the downstream agents' calls since its last granted acquire, again after an error", () => {
+    const { uplink } = makeUplink();
+    const reported = { admitted: 40, denied: 7, shadowDenied: 0 };
+    const first = uplink.poll(0, { ...IDLE, calls: reported });
+    expect(first?.calls).toEqual(reported);
+    const unavailable = { v: 2, kind: 'error', seq: 1, code: 'unavailable', fault: 'coordinator', message: 'x', retryAfterMs: 0 } as const;
+    uplink.onReply(unavailable, 1 * MS, 0);
+    const more = { admitted: 45, denied: 9, shadowDenied: 1 };
+    const second = uplink.poll(100 * MS, { ...IDLE, calls: more });
+    expect(second?.calls).toEqual(more);
+    expect(uplink.onReply(grant({ seq: second?.seq ?? 0 }), 101 * MS, 0)).toMatchObject({ kind: 'granted' });
+    const third = uplink.poll(2_000 * MS, { ...IDLE, calls: { admitted: 50, denied: 9, shadowDenied: 1 } });
+    expect(third?.calls).toEqual({ admitted: 5, denied: 0, shadowDenied: 0 });
+  });
+
   it('does not ask again every gap while its agents hold all the root lets one lease hold', () => {
     const { uplink, credit } = makeUplink();
     uplink.poll(0, IDLE);
     uplink.onReply(grant({ tokensGranted: 10, tokensHeld: 10, maxLeaseTokens: 10 }), 5 * MS, 0);
     credit.take(10);
-    const busy: DownstreamView = { leasedTokens: 10, demandPerSecond: 500, waitingTurnsTokens: 0, waiting: 0, fleetWeight: 3 };
+    const busy: DownstreamView = { ...IDLE, leasedTokens: 10, demandPerSecond: 500, fleetWeight: 3 };
     // Level empty, demand high, but the lease is at the root's limit: nothing to gain before the renewal (TTL/3).
     expect(uplink.poll(100 * MS, busy)).toBeNull();
     expect(uplink.nextDueUs()).toBe(1005 * MS);

@@ -34,6 +34,9 @@
  *   relay whose agents hold the whole lease asks on its schedule, not every
  *   gap. A relay short of tokens asks to be held, as an agent does, so it
  *   keeps its place in the root's turns.
+ * - Each acquire tells the root the calls the downstream agents reported
+ *   since the last acquire the root granted (shared calls.ts), so the
+ *   root's operators see the whole fleet's admissions and denials.
  */
 import {
   clientLeaseEndUs,
@@ -42,6 +45,8 @@ import {
   seqAbove,
   staleSeqFloor,
   WIRE_TOKENS_MAX,
+  NO_CALLS,
+  type CallCounts,
   type LeaseGrant,
   type LeaseRequest,
   type LeaseReturn,
@@ -80,6 +85,8 @@ export interface DownstreamView {
   readonly waiting: number;
   /** Σ weight over the live downstream leases whose agents report demand: the fleet the relay speaks for. */
   readonly fleetWeight: number;
+  /** The calls the downstream agents reported since the relayed pool was made. */
+  readonly calls: CallCounts;
 }
 
 /** UplinkOutcome — what a reply did, for the adapter's log. */
@@ -112,6 +119,8 @@ export class Uplink {
   private low = false;
   /** The most the root lets one lease hold, as its last grant said (Infinity before any). */
   private leaseLimitTokens = Infinity;
+  /** The downstream calls the root has been told (as of the last granted acquire). */
+  private toldCalls: CallCounts = NO_CALLS;
 
   constructor(
     private readonly pool: PoolConfig,
@@ -158,6 +167,7 @@ export class Uplink {
       demandPerSecond: view.demandPerSecond,
       holdMs: view.waiting > 0 || this.low ? this.options.holdMs : 0,
       ...(this.options.agentClass ? { agentClass: this.options.agentClass, fleetWeight: fleetWeightOf(view) } : {}),
+      ...this.callsField(view.calls),
     };
     this.inFlight = { request, firstSendUs: nowUs, lastSendUs: nowUs };
     return request;
@@ -184,6 +194,12 @@ export class Uplink {
     const creditProblem = this.credit.grantProblem(grant, leasedTokens);
     if (creditProblem !== null) return this.refuse(nowUs, creditProblem);
     this.inFlight = null;
+    const told = f.request.calls ?? NO_CALLS;
+    this.toldCalls = {
+      admitted: this.toldCalls.admitted + told.admitted,
+      denied: this.toldCalls.denied + told.denied,
+      shadowDenied: this.toldCalls.shadowDenied + told.shadowDenied,
+    };
     this.credit.applyGrant(grant, leasedTokens, nowUs);
     this.leaseLimitTokens = reply.maxLeaseTokens;
     this.dueUs = nowUs + Math.floor((reply.ttlMs * US_PER_MS) / 3);
@@ -206,6 +222,17 @@ export class Uplink {
     this.credit.lapse();
     const { agentId, leaseSecret } = this.options;
     return { v: 2, op: 'return', agentId, pool: this.pool.name, leaseSecret, seq, leaseId, tokensLeft };
+  }
+
+  /** callsField — the `calls` field of an acquire: the downstream calls of `totals` not yet told, or nothing. */
+  private callsField(totals: CallCounts): { calls?: CallCounts } {
+    const told = this.toldCalls;
+    const calls = {
+      admitted: Math.max(0, totals.admitted - told.admitted),
+      denied: Math.max(0, totals.denied - told.denied),
+      shadowDenied: Math.max(0, totals.shadowDenied - told.shadowDenied),
+    };
+    return calls.admitted > 0 || calls.denied > 0 || calls.shadowDenied > 0 ? { calls } : {};
   }
 
   /** takeSeq — the next sequence number, above any floor the root named. */

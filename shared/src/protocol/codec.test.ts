@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { propertySeed } from '../testing/seed.js';
 import { decodeReply, decodeRequest, encodeMessage, type Decoded } from './codec.js';
+import { CALLS_MAX } from './calls.js';
 import { FLEET_WEIGHT_MAX, HOLD_MS_MAX, MESSAGE_BYTES_MAX } from './limits.js';
 import type {
   ErrorReply,
@@ -91,6 +92,8 @@ describe('round trips', () => {
     ['LeaseRequest of an agent class', { ...acquire, agentClass: 'premium' }],
     ['LeaseRequest of a relay, with its fleet weight', { ...acquire, agentClass: 'relay-eu', fleetWeight: FLEET_WEIGHT_MAX }],
     ['LeaseReport', { ...giveBack, op: 'report' }],
+    ['LeaseRequest telling its calls', { ...acquire, calls: { admitted: 12, denied: CALLS_MAX, shadowDenied: 0 } }],
+    ['LeaseReturn telling its calls', { ...giveBack, calls: { admitted: 0, denied: 3, shadowDenied: 5 } }],
   ])('%s', (_name, request) => {
     expect(decodeRequest(encodeMessage(request))).toEqual({ ok: true, value: request });
   });
@@ -190,6 +193,11 @@ describe('refusals', () => {
     ['fleetWeight over FLEET_WEIGHT_MAX', { ...acquire, fleetWeight: FLEET_WEIGHT_MAX + 1 }, 42],
     ['fractional fleetWeight', { ...acquire, fleetWeight: 2.5 }, 42],
     ['fleetWeight as a string', { ...acquire, fleetWeight: '3' }, 42],
+    ['calls that are not an object', { ...acquire, calls: 5 }, 42],
+    ['calls as a list', { ...acquire, calls: [1, 2, 3] }, 42],
+    ['a negative count of calls', { ...giveBack, calls: { admitted: 1, denied: -1, shadowDenied: 0 } }, 44],
+    ['calls over CALLS_MAX', { ...acquire, calls: { admitted: CALLS_MAX + 1, denied: 0, shadowDenied: 0 } }, 42],
+    ['calls missing a count', { ...acquire, calls: { admitted: 1, denied: 0 } }, 42],
     ['return without a leaseId', { ...giveBack, leaseId: null }, 44],
     ['agentId with a space', { ...acquire, agentId: 'agent 7' }, 42],
     ['agentId of 129 chars', { ...acquire, agentId: 'a'.repeat(129) }, 42],

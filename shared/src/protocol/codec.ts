@@ -6,6 +6,7 @@
  * later minor revision can add fields; a different `v` is refused with
  * `unsupported-version`.
  */
+import { readCallCounts } from './calls.js';
 import { GRANT_SIGNATURE_PATTERN } from './grant-signature.js';
 import { boolField, FieldProblem, idField, intField, nullableIdField, numberField, oneOf, textField, type Fields } from './fields.js';
 import {
@@ -100,8 +101,9 @@ function readRequest(obj: Fields): Request {
   const leaseSecret = secretField(obj);
   const seq = intField(obj, 'seq', 0, SEQ_MAX);
   const tokensLeft = intField(obj, 'tokensLeft', 0, WIRE_TOKENS_MAX);
+  const calls = op !== 'report' && obj['calls'] !== undefined ? { calls: readCallCounts(obj, 'calls') } : {};
   if (op === 'return' || op === 'report')
-    return { v: 2, op, agentId, pool, leaseSecret, seq, leaseId: idField(obj, 'leaseId'), tokensLeft };
+    return { v: 2, op, agentId, pool, leaseSecret, seq, leaseId: idField(obj, 'leaseId'), tokensLeft, ...calls };
   return {
     v: 2,
     op,
@@ -116,6 +118,7 @@ function readRequest(obj: Fields): Request {
     holdMs: intField(obj, 'holdMs', 0, HOLD_MS_MAX),
     ...(obj['agentClass'] === undefined ? {} : { agentClass: idField(obj, 'agentClass') }),
     ...(obj['fleetWeight'] === undefined ? {} : { fleetWeight: intField(obj, 'fleetWeight', 1, FLEET_WEIGHT_MAX) }),
+    ...calls,
   };
 }
 
@@ -191,6 +194,7 @@ function readReply(obj: Fields): Reply {
         leases: tokens('leases'),
         waiting: tokens('waiting'),
         quietMs: intField(obj, 'quietMs', 0, DURATION_MS_MAX),
+        ...(obj['calls'] === undefined ? {} : { calls: readCallCounts(obj, 'calls') }),
         ...(obj['agentLease'] === undefined ? {} : { agentLease: readAgentLease(obj['agentLease']) }),
       };
     case 'error':

@@ -13,6 +13,7 @@
  * token in the subject; the pool's refill in every grant; `forbidden`
  * refusals; `seqFloor` on `stale-sequence`.
  */
+import type { CallCounts } from './calls.js';
 import type { PoolList, PoolsQuery, ReloadCommand, ReloadOutcome } from './operator.js';
 import type { Op } from './subjects.js';
 
@@ -45,6 +46,8 @@ export interface LeaseRequest {
    * pool lists in `relayClasses`, up to the most it allows; absent: 1.
    */
   readonly fleetWeight?: number;
+  /** Calls the agent decided since its last request answered with a grant or receipt (calls.ts); absent: none. */
+  readonly calls?: CallCounts;
 }
 
 /**
@@ -61,6 +64,8 @@ export interface LeaseReturn {
   readonly seq: number;
   readonly leaseId: string;
   readonly tokensLeft: number;
+  /** Calls the agent decided since its last request answered with a grant or receipt (calls.ts); absent: none. */
+  readonly calls?: CallCounts;
 }
 
 /**
@@ -164,6 +169,8 @@ export interface PoolStatus {
   readonly waiting: number;
   /** Ms until the pool grants again after a restart; 0 when it grants now. */
   readonly quietMs: number;
+  /** Calls the pool's agents told this coordinator they decided since it made the pool (calls.ts); absent from older coordinators. */
+  readonly calls?: CallCounts;
   /** The asked-for agent's lease, or null when it holds none; absent when no agent was asked for. */
   readonly agentLease?: AgentLease | null;
 }

@@ -93,6 +93,14 @@ describe('operator replies', () => {
     expect(decodeOperatorReply(bytes({ ...list, pools: [{ ...summary, windowMs: 0, coolingTokens: 7 }] })).ok).toBe(false);
   });
 
+  it('reads the calls agents reported in a pool summary, and refuses malformed ones', () => {
+    const counted = { ...list, pools: [{ ...summary, calls: { admitted: 3, denied: 4_000, shadowDenied: 0 } }] };
+    expect(decodeOperatorReply(encodeMessage(counted))).toEqual({ ok: true, value: counted });
+    expect(decodeOperatorReply(bytes({ ...list, pools: [{ ...summary, calls: { admitted: -1, denied: 0, shadowDenied: 0 } }] })).ok).toBe(
+      false,
+    );
+  });
+
   it('reads a pool summary without shadow (an older coordinator) as not shadowed', () => {
     const { shadow: _shadow, ...older } = summary;
     const decoded = decodeOperatorReply(bytes({ ...list, pools: [older] }));

@@ -23,6 +23,7 @@
  * token than `_` with a refusal, and may defer a `pools` page beyond its
  * listing budget (`unavailable`, with the wait).
  */
+import { readCallCounts, type CallCounts } from './calls.js';
 import { boolField, FieldProblem, intField, oneOf, textField, type Fields } from './fields.js';
 import { DURATION_MS_MAX, MESSAGE_TEXT_LENGTH_MAX, SEQ_MAX, WIRE_TOKENS_MAX } from './limits.js';
 import { poolNameProblem } from './subjects.js';
@@ -76,6 +77,8 @@ export interface PoolSummary {
   readonly windowMs?: number;
   /** A window pool's tokens cooling on their way back to the level; absent for a bucket pool. */
   readonly coolingTokens?: number;
+  /** Calls the pool's agents told this coordinator they decided (calls.ts); absent from older coordinators. */
+  readonly calls?: CallCounts;
 }
 
 /** PoolList — a page of the pools one coordinator holds; `next` is the last name listed when more follow, else null. */
@@ -153,6 +156,7 @@ function readSummary(value: unknown, index: number): PoolSummary {
     ...(s['windowMs'] === undefined
       ? {}
       : { windowMs: intField(s, 'windowMs', 1, DURATION_MS_MAX), coolingTokens: tokens('coolingTokens') }),
+    ...(s['calls'] === undefined ? {} : { calls: readCallCounts(s, 'calls') }),
   };
 }
 

@@ -8,8 +8,10 @@
  * bucket, a drained one and a sliding-window pool; a request that can
  * never fit is a 413 without `Retry-After`; key functions get the
  * framework's own request (`req.user`), a 2 KB key works, a route key is
- * the route's pattern; and no raw key reaches a NATS subject, the
- * coordinator's log, its metrics or its status page.
+ * the route's pattern; no raw key reaches a NATS subject, the
+ * coordinator's log, its metrics or its status page; and operators see
+ * what clients saw: the status page, `tokenlease pools` and /metrics count
+ * every 429 the agents answered locally, within a lease's life.
  */
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { Agent } from '@tokenlease/agent';
@@ -22,9 +24,10 @@ import { parseList, type Item } from 'structured-headers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { get, listen, type Reply } from '../http-client.js';
 import { scratchDir, startCoordinator, StatusProbe, writeConfig } from '@tokenlease/harness/fleet';
+import { operatorCliScript } from '@tokenlease/harness/paths';
 import { provideNats, type NatsHandle } from '@tokenlease/harness/nats';
 import { freePort } from '@tokenlease/harness/ports';
-import { stopAll, type Child } from '@tokenlease/harness/processes';
+import { spawnNode, stopAll, type Child } from '@tokenlease/harness/processes';
 
 const PREFIX = `tlhdr${process.pid}`;
 const S = 1000;
@@ -38,6 +41,7 @@ const POOLS = {
   hdrained: BUCKET,
   hwindow: { window: { limit: 15, windowMs: 2000 }, leaseTtlMs: 1000, maxLeaseTokens: 5 },
   hcostly: { capacity: 10, refill: '10/s', leaseTtlMs: 1000 },
+  hcounted: BUCKET,
 };
 const TEMPLATES = {
   'user:*': { capacity: 5, refill: '5/s', leaseTtlMs: 1000 },
@@ -181,6 +185,59 @@ describe('HTTP headers a client can trust', () => {
     const replies = await hammer(base, '/', HAMMER_MS);
     expect(replies.filter((r) => r.status === 429).length).toBeGreaterThan(0);
     kept('express full', replies, 'hexpress', log);
+  });
+
+  it('operators see what clients saw: the status page, `tokenlease pools` and /metrics count every 429 agents answered locally', async () => {
+    const agent = await newAgent();
+    const app = express();
+    app.get('/', createHttpLimit({ agent, pools: [{ name: 'hcounted' }], graceMs: 0 }), (_req, res) => {
+      res.send('ok');
+    });
+    const server = createServer(app);
+    servers.push(server);
+    const replies = await hammer(await listen(server), '/', HAMMER_MS);
+    const seen = { admitted: replies.filter((r) => r.status === 200).length, denied: replies.filter((r) => r.status === 429).length };
+    expect(seen.denied, 'the hammer got 429s').toBeGreaterThan(0);
+    expect(seen.admitted + seen.denied).toBe(replies.length);
+    const endedAt = Date.now();
+    // The agent tells its calls with its next request to the coordinator: a lease's life (1 s) at most after the last 429.
+    type Counted = { admitted: number; denied: number };
+    const fromPage = async (): Promise<Counted | undefined> => {
+      const api = (await (await fetch(`${statusBase}/api/status`)).json()) as { pools: { name: string; calls?: Counted }[] };
+      return api.pools.find((p) => p.name === 'hcounted')?.calls;
+    };
+    const fromCli = async (): Promise<Counted | undefined> => {
+      const child = spawnNode('tokenlease', operatorCliScript(), ['pools', '--json', '--nats', nats.url, '--prefix', PREFIX]);
+      await child.exited;
+      const listed = JSON.parse(child.lines.join('\n')) as { pools: { pool: string; calls?: Counted }[] };
+      return listed.pools.find((p) => p.pool === 'hcounted')?.calls;
+    };
+    let page: Counted | undefined;
+    while (Date.now() - endedAt < 10 * S) {
+      page = await fromPage();
+      if (page !== undefined && page.denied >= seen.denied && page.admitted >= seen.admitted) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const tookMs = Date.now() - endedAt;
+    console.log(
+      `http-headers counted: clients saw ${JSON.stringify(seen)}; the status page showed ${JSON.stringify(page)} ${tookMs} ms after the last reply`,
+    );
+    expect(page).toMatchObject(seen);
+    expect(tookMs, 'the denials shown within a lease life (1 s) and a second of slack').toBeLessThan(2 * S);
+    expect(await fromCli()).toMatchObject(seen);
+    // The metrics take what the core counted once a second.
+    const fromMetrics = async (): Promise<Counted> => {
+      const text = await (await fetch(`${statusBase}/metrics`)).text();
+      const count = (decision: string): number =>
+        Number(new RegExp(`^tokenlease_agent_calls_total\\{pool="hcounted",decision="${decision}"\\} (\\d+)$`, 'm').exec(text)?.[1]);
+      return { admitted: count('admitted'), denied: count('denied') };
+    };
+    let counted = await fromMetrics();
+    for (const by = Date.now() + 3 * S; (counted.admitted !== seen.admitted || counted.denied !== seen.denied) && Date.now() < by;) {
+      await new Promise((r) => setTimeout(r, 200));
+      counted = await fromMetrics();
+    }
+    expect(counted).toEqual(seen);
   });
 
   it('Fastify, full bucket: no window of w seconds exceeds q', async () => {

@@ -3,14 +3,16 @@
  * agent processes under each, over real NATS, one relay SIGKILLed mid-run:
  * the root's B + r·T holds over the merged admission logs of the whole
  * tree, and what the killed relay's agents admit after the kill is at most
- * what that relay held from the root (its last upstream grant's bound).
+ * what that relay held from the root (its last upstream grant's bound);
+ * and the root's status counts the calls the agents under the relays
+ * decided, as the relays passed them up.
  */
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { makeRate } from '@tokenlease/shared';
 import { hostMonoNowUs } from '@tokenlease/shared/clock';
 import { checkEnvelope } from '@tokenlease/shared/testing';
-import { readAdmissionLog, startAgentProcess, startRelay } from '@tokenlease/harness/fleet';
+import { readAdmissionLog, startAgentProcess, startRelay, StatusProbe } from '@tokenlease/harness/fleet';
 import { parseLogLine } from '@tokenlease/harness/log-events';
 import { provideNats } from '@tokenlease/harness/nats';
 import { startRelayRoot, startSteadyAgents, writeRelayConfig } from '../relay-tree.js';
@@ -91,6 +93,13 @@ describe('relays under a root coordinator over real NATS', () => {
     // The tree does its job: the live relay's agents keep admitting, and the whole tree admits most of the refill.
     expect(underLive).toBeGreaterThan(0.3 * ((400 * RUN_MS) / 1000) * 0.5);
     expect(report.admittedTokens).toBeGreaterThan(0.4 * ((400 * (RUN_MS - 1000)) / 1000));
+    // Calls decided under the relays reach the root's status (the killed relay's last ones are lost with it).
+    const probe = await StatusProbe.connect(nats().url);
+    const calls = (await probe.status(POOL, root)).calls;
+    await probe.close();
+    console.log(`relay: the root counted ${JSON.stringify(calls)} calls; the agents' logs hold ${all.length} admissions`);
+    expect(calls?.admitted).toBeGreaterThan(0.5 * byRelay.filter((l) => l.relay === 1).flatMap((l) => l.admissions).length);
+    expect(calls?.admitted).toBeLessThanOrEqual(all.length);
   });
 
   it('moves the agents of a killed relay to the root when they list it, and the envelope holds', { timeout: 60_000 }, async () => {

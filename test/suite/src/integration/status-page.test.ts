@@ -4,6 +4,9 @@
  * agent id and an agent class made of `<`, `"`, `'`, `&`, `/` and `=`, and
  * `>` where ids allow it) must be shown as text, update itself, and run no
  * injected script: no dialog, no injected element, nothing set on window.
+ * It also shows the calls agents reported: a pool's admitted and denied
+ * calls, a third line in the chart, and the per-key pool whose agent is
+ * denied (the hostile template pool) among the most denied.
  * A screenshot is written to reports/status-page.png (gitignored).
  *
  * The browser is found by configuration: CHROMIUM_PATH, else
@@ -60,7 +63,8 @@ describe('the status page in a browser', () => {
     const configPath = writeConfig(dir, {
       subjectPrefix: prefix,
       pools: { api: fields, [HOSTILE_POOL]: fields, search: { window: '40/1s', leaseTtlMs: 1000 } },
-      templates: { 'tenant:*': { ...fields, capacity: 50 } },
+      // The tenant's agent asks 80/s of 40/s: denied about half the time.
+      templates: { 'tenant:*': { ...fields, capacity: 50, refill: '40/s' } },
     });
     const port = await freePort();
     await startCoordinator(nats.url, configPath, { http: `127.0.0.1:${port}` });
@@ -116,14 +120,30 @@ describe('the status page in a browser', () => {
     expect(hostile?.cells).toContain(HOSTILE_CLASS);
     // It updates itself: more refreshes, and the chart draws grants.
     await page.waitForFunction(`Number(document.body.dataset.updates) >= ${updatesBefore + 3}`, { timeout: 10_000 });
-    expect(await page.evaluate(`document.querySelectorAll('#chart polyline').length`)).toBe(2);
+    expect(await page.evaluate(`document.querySelectorAll('#chart polyline').length`)).toBe(3);
+    // The calls agents reported: the template pool's agent is denied, and its pool listed as such.
+    await page.waitForFunction(
+      `[...document.querySelectorAll('#denied tr')].some((row) => row.dataset.pool === ${JSON.stringify(HOSTILE_TENANT)})`,
+      {
+        timeout: 10_000,
+      },
+    );
+    const deniedRow = (await page.evaluate(
+      `[...[...document.querySelectorAll('#denied tr')].find((row) => row.dataset.pool === ${JSON.stringify(HOSTILE_TENANT)}).querySelectorAll('td')].map((td) => td.textContent)`,
+    )) as string[];
+    expect(deniedRow[0]).toBe(HOSTILE_TENANT);
+    expect(Number(deniedRow[2])).toBeGreaterThan(0);
+    const apiCalls = (await page.evaluate(
+      `${cardsOf}.find((card) => card.dataset.pool === 'api').querySelector('.calls').textContent`,
+    )) as string;
+    expect(Number(/calls admitted (\d+)/.exec(apiCalls)?.[1])).toBeGreaterThan(0);
     const grantLevels = (await page.evaluate(
       `new Set((document.querySelector('#chart polyline.grants').getAttribute('points') || '').split(' ').map((p) => p.split(',')[1])).size`,
     )) as number;
     expect(grantLevels).toBeGreaterThan(1);
     // Nothing injected ran or was built.
     const injected = await page.evaluate(
-      `({ elements: document.querySelectorAll('#pools img, #pools svg, #pools script, #owned img, #owned script').length, title: document.title })`,
+      `({ elements: document.querySelectorAll('#pools img, #pools svg, #pools script, #owned img, #owned script, #denied img, #denied svg, #denied script').length, title: document.title })`,
     );
     expect(injected).toEqual({ elements: 0, title: 'tokenlease coordinator' });
     expect(dialogs).toEqual([]);
