@@ -29,6 +29,34 @@ const US_PER_S = 1_000_000;
 /** Scenarios a run simulates unless --scenarios says. */
 const SCENARIOS_DEFAULT = 100;
 
+/** USAGE — the `--help` text. */
+export const USAGE = `Usage: tokenlease-sim [flags]   (in the repository: npm run sim -- [flags])
+
+Runs random scenarios (seeds S, S+1, ...) of the real coordinator and agent
+cores in virtual time, under message loss, partitions, crashes, pauses,
+clock drift, failover and hostile clients, and checks after every admission
+that no window of length T admitted more than B + A + r*T. Prints one line
+per scenario and a summary; exits 1 if any check failed, printing the
+command that replays the failing seed alone.
+
+  --scenarios N        scenarios to run (default ${SCENARIOS_DEFAULT})
+  --seed S             the first scenario's seed (default: random, printed)
+  --duration Ns        simulated traffic per scenario (default ${SCENARIO_DURATION_US_DEFAULT / US_PER_S}s)
+  --pools MIX          the pools drawn: ${SCENARIO_MIXES.join(', ')} (default mixed)
+  --json               one JSON object per scenario instead of its text line
+  --tree K             tree scenarios instead: K relays over --agents N agents (default ${TREE_AGENTS_DEFAULT}),
+                       each next to its flat twin, with utilization and round-trips at the root
+  --agents N           agents of a tree scenario
+  --calm               tree scenarios without relay and agent faults
+  --help               this text
+
+Examples:
+  tokenlease-sim --scenarios 1000 --seed 1
+  tokenlease-sim --scenarios 1 --seed 1294299812 --duration 20s
+  tokenlease-sim --tree 4 --agents 24 --scenarios 5
+
+Docs: the README of the repository and its docs/tools.md.`;
+
 /** Tally — what a batch of scenarios did, for the summary line. */
 class Tally {
   durable = 0;
@@ -92,8 +120,13 @@ function main(): number {
       tree: { type: 'string' },
       agents: { type: 'string' },
       calm: { type: 'boolean' },
+      help: { type: 'boolean' },
     },
   });
+  if (values.help === true) {
+    console.log(USAGE);
+    return 0;
+  }
   const scenarios = values.scenarios === undefined ? SCENARIOS_DEFAULT : Number(values.scenarios);
   const seed = values.seed === undefined ? Math.floor(Math.random() * 2 ** 31) : Number(values.seed);
   const durationS = values.duration === undefined ? SCENARIO_DURATION_US_DEFAULT / US_PER_S : Number(values.duration.replace(/s$/, ''));

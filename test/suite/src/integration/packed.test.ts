@@ -10,6 +10,7 @@
  * into another, where each bin runs, the chaos suite against real
  * processes it starts from the installed harness and coordinator.
  */
+import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -61,8 +62,22 @@ describe('the packed tarballs', () => {
     for (const { dir: name, paths } of product) {
       expect(paths, `${name}'s tarball`).toContain('dist/index.js');
       expect(paths, `${name}'s tarball`).toContain('dist/index.d.ts');
+    }
+    // Every tarball, the tools' too, says what it is and where it comes from, as `npm view` would show it.
+    for (const { dir: name, paths, tarball } of packed) {
       expect(paths, `${name}'s tarball`).toContain('README.md');
       expect(paths, `${name}'s tarball`).toContain('LICENSE');
+      const manifest = JSON.parse(execFileSync('tar', ['-xzOf', tarball, 'package/package.json'], { encoding: 'utf8' })) as Record<
+        string,
+        unknown
+      >;
+      expect(manifest, `${name}'s package.json`).toMatchObject({
+        license: 'Apache-2.0',
+        homepage: expect.stringMatching(/^https:\/\//) as unknown,
+        repository: { type: 'git', url: expect.stringMatching(/^git\+https:\/\/.*\.git$/) as unknown, directory: name },
+        bugs: { url: expect.stringMatching(/^https:\/\//) as unknown },
+      });
+      expect((manifest['keywords'] as unknown[] | undefined)?.length ?? 0, `${name}'s keywords`).toBeGreaterThan(0);
     }
     app = join(dir, 'app');
     toolsApp = join(dir, 'tools-app');
