@@ -9,7 +9,7 @@
  * never fit is a 413 without `Retry-After`; key functions get the
  * framework's own request (`req.user`), a 2 KB key works, a route key is
  * the route's pattern; no raw key reaches a NATS subject, the
- * coordinator's log, its metrics or its status page; and operators see
+ * coordinator's log, its metrics, its status page or `tokenlease pools`; and operators see
  * what clients saw: the status page, `tokenlease pools` and /metrics count
  * every 429 the agents answered locally, within a lease's life.
  */
@@ -124,6 +124,14 @@ describe('HTTP headers a client can trust', () => {
   const servers: Server[] = [];
   const fastifies: FastifyInstance[] = [];
 
+  /** poolsListing — what `tokenlease pools --json` prints. */
+  async function poolsListing(): Promise<string> {
+    const child = spawnNode('tokenlease', operatorCliScript(), ['pools', '--json', '--nats', nats.url, '--prefix', PREFIX]);
+    const { code } = await child.exited;
+    expect(code, child.stderr()).toBe(0);
+    return child.lines.join('\n');
+  }
+
   async function newAgent(): Promise<Agent> {
     const agent = await Agent.connect({ natsUrl: nats.url, subjectPrefix: PREFIX });
     agents.push(agent);
@@ -207,9 +215,7 @@ describe('HTTP headers a client can trust', () => {
       return api.pools.find((p) => p.name === 'hcounted')?.calls;
     };
     const fromCli = async (): Promise<Counted | undefined> => {
-      const child = spawnNode('tokenlease', operatorCliScript(), ['pools', '--json', '--nats', nats.url, '--prefix', PREFIX]);
-      await child.exited;
-      const listed = JSON.parse(child.lines.join('\n')) as { pools: { pool: string; calls?: Counted }[] };
+      const listed = JSON.parse(await poolsListing()) as { pools: { pool: string; calls?: Counted }[] };
       return listed.pools.find((p) => p.pool === 'hcounted')?.calls;
     };
     let page: Counted | undefined;
@@ -364,7 +370,7 @@ describe('HTTP headers a client can trust', () => {
     expect(fastAgent.limiter(keyPoolName('user', RAW_KEY, SECRET)).stats().admittedTokens).toBe(1);
   });
 
-  it('no raw key in a NATS subject, the coordinator log, its metrics or its status page; the hashed pools are there', async () => {
+  it('no raw key in a NATS subject, the coordinator log, its metrics, its status page or the pool listing; the hashed pools are there', async () => {
     // Renewals and the coordinator's debug lines of the keyed pools of the test above have had time to flow.
     await new Promise((r) => setTimeout(r, 500));
     const hashed = keyPoolName('user', RAW_KEY, SECRET);
@@ -376,6 +382,7 @@ describe('HTTP headers a client can trust', () => {
       log: `${coordinator.lines.join('\n')}\n${coordinator.stderr()}`,
       metrics,
       page: `${page}\n${api}`,
+      'pool listings': await poolsListing(),
     };
     for (const [where, text] of Object.entries(places)) {
       expect(text.includes(RAW_KEY), `the raw key in ${where}`).toBe(false);
@@ -385,5 +392,6 @@ describe('HTTP headers a client can trust', () => {
     expect(places.subjects).toContain(hashed);
     expect(places.log).toContain(hashed);
     expect(places.page).toContain(hashed);
+    expect(places['pool listings']).toContain(hashed);
   });
 });
