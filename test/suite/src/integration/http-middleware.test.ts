@@ -35,12 +35,15 @@ const POOLS = {
   burst: { capacity: 50, refill: '10/s', leaseTtlMs: 1000, maxLeaseTokens: 10 },
   plain: { capacity: 10, refill: '10/s', leaseTtlMs: 1000 },
   route: { capacity: 5, refill: '1/s', leaseTtlMs: 1000 },
-  // Requests that do not count: one lease holds the whole pool, and lives long enough that no renewal falls in a test.
-  skipfail: { capacity: 5, refill: '5/s', leaseTtlMs: 3000, maxLeaseTokens: 5 },
-  skipok: { capacity: 5, refill: '5/s', leaseTtlMs: 3000, maxLeaseTokens: 5 },
-  skipjudge: { capacity: 5, refill: '5/s', leaseTtlMs: 3000, maxLeaseTokens: 5 },
-  skipclosed: { capacity: 5, refill: '5/s', leaseTtlMs: 3000, maxLeaseTokens: 5 },
 };
+/**
+ * Requests that do not count: one lease holds the whole pool, and lives long enough that no renewal falls in a
+ * test. On a coordinator of their own, started by the first test that needs them: their longer TTL is a longer
+ * quiet period, which would hold back the tests above (and shift them against the suites run beside this one).
+ */
+const SKIP_PREFIX = `${PREFIX}skip`;
+const SKIP_POOL = { capacity: 5, refill: '5/s', leaseTtlMs: 3000, maxLeaseTokens: 5 };
+const SKIP_POOLS = { skipfail: SKIP_POOL, skipok: SKIP_POOL, skipjudge: SKIP_POOL, skipclosed: SKIP_POOL };
 const TEMPLATES = { 'tenant:*': { capacity: 5, refill: '5/s', leaseTtlMs: 1000 } };
 
 const LIMIT_ITEM = /^"([^"\\]+)";r=(\d+);t=(\d+)(;pk=:[A-Za-z0-9+/=]+:)?$/;
@@ -71,8 +74,8 @@ async function expressApp(
  * holdWhole — `agent`'s lease on `pool` holds all of its `capacity`, and nothing waits: from here until the lease's
  * renewal, a few seconds on, the agent asks nothing, so no give-back is dropped for a renewal in between.
  */
-async function holdWhole(agent: Agent, pool: string, capacity: number): Promise<void> {
-  expect(await agent.limiter(pool).fits(capacity, { timeoutMs: 5 * S })).toBe(true);
+async function holdWhole(agent: Agent, pool: string): Promise<void> {
+  expect(await agent.limiter(pool).fits(SKIP_POOL.capacity, { timeoutMs: 5 * S })).toBe(true);
 }
 
 /** statuses — `count` requests to `path`, one after another (each ends, and gives back, before the next). */
@@ -87,10 +90,10 @@ function repeat<T>(value: T, count: number): T[] {
   return Array.from({ length: count }, () => value);
 }
 
-async function waitFull(probe: StatusProbe, pool: string, capacity: number): Promise<void> {
+async function waitFull(probe: StatusProbe, pool: string, capacity: number, prefix = PREFIX): Promise<void> {
   const deadline = Date.now() + 20 * S;
   for (;;) {
-    const status = await probe.status(pool, PREFIX);
+    const status = await probe.status(pool, prefix);
     if (status.levelTokens >= capacity && status.quietMs === 0) return;
     if (Date.now() > deadline) throw new Error(`pool ${pool} not full: ${JSON.stringify(status)}`);
     await new Promise((r) => setTimeout(r, 50));
@@ -103,6 +106,16 @@ describe('HTTP middleware', () => {
   const agents: Agent[] = [];
   const servers: Server[] = [];
   const fastifies: FastifyInstance[] = [];
+
+  let skipCoordinator: Promise<unknown> | null = null;
+
+  /** skipAgent — an agent of the skip pools' coordinator (started now if it is not yet), once `pool` is full. */
+  async function skipAgent(pool: keyof typeof SKIP_POOLS): Promise<Agent> {
+    skipCoordinator ??= startCoordinator(nats.url, writeConfig(scratchDir(), { subjectPrefix: SKIP_PREFIX, pools: SKIP_POOLS }));
+    await skipCoordinator;
+    await waitFull(probe, pool, SKIP_POOL.capacity, SKIP_PREFIX);
+    return newAgent({ subjectPrefix: SKIP_PREFIX });
+  }
 
   async function newAgent(options: { subjectPrefix?: string; onEvent?: (e: AgentEvent) => void } = {}): Promise<Agent> {
     const agent = await Agent.connect({ natsUrl: nats.url, subjectPrefix: PREFIX, ...options });
@@ -303,7 +316,7 @@ describe('HTTP middleware', () => {
   });
 
   it('Express, skipFailedRequests: 10 failing requests, then the limit of successful ones still gets through', async () => {
-    const agent = await newAgent();
+    const agent = await skipAgent('skipfail');
     const app = express();
     app.use(createHttpLimit({ agent, pools: [{ name: 'skipfail' }], graceMs: 0, skipFailedRequests: true }));
     app.get('/fail', (_req, res) => {
@@ -315,7 +328,7 @@ describe('HTTP middleware', () => {
     const server = createServer(app);
     servers.push(server);
     const base = await listen(server);
-    await holdWhole(agent, 'skipfail', 5);
+    await holdWhole(agent, 'skipfail');
     expect(await statuses(base, '/fail', 10)).toEqual(repeat(500, 10));
     // Without the give-backs the pool's 5 would have gone to the failures: 5 × 500, then 429s.
     expect(await statuses(base, '/', 6)).toEqual([...repeat(200, 5), 429]);
@@ -323,7 +336,7 @@ describe('HTTP middleware', () => {
   });
 
   it('Express, skipSuccessfulRequests: 10 successful requests, then the limit of failing ones still gets through', async () => {
-    const agent = await newAgent();
+    const agent = await skipAgent('skipok');
     const app = express();
     app.use(createHttpLimit({ agent, pools: [{ name: 'skipok' }], graceMs: 0, skipSuccessfulRequests: true }));
     app.get('/fail', (_req, res) => {
@@ -335,14 +348,14 @@ describe('HTTP middleware', () => {
     const server = createServer(app);
     servers.push(server);
     const base = await listen(server);
-    await holdWhole(agent, 'skipok', 5);
+    await holdWhole(agent, 'skipok');
     expect(await statuses(base, '/', 10)).toEqual(repeat(200, 10));
     expect(await statuses(base, '/fail', 6)).toEqual([...repeat(503, 5), 429]);
     expect(agent.limiter('skipok').stats()).toMatchObject({ admittedTokens: 15, refundedTokens: 10 });
   });
 
   it('Fastify, requestWasSuccessful: the service decides what failed (here only 5xx), with the request and the reply', async () => {
-    const agent = await newAgent();
+    const agent = await skipAgent('skipjudge');
     const app = Fastify();
     fastifies.push(app);
     const judged: string[] = [];
@@ -359,7 +372,7 @@ describe('HTTP middleware', () => {
     app.get('/fail', (_request, reply) => reply.code(502).send('bad gateway'));
     app.get('/missing', (_request, reply) => reply.code(404).send('no such thing'));
     const base = await app.listen({ port: 0, host: '127.0.0.1' });
-    await holdWhole(agent, 'skipjudge', 5);
+    await holdWhole(agent, 'skipjudge');
     expect(await statuses(base, '/fail', 10)).toEqual(repeat(502, 10));
     // A 404 is a success by this judge, so it counts (the default, status < 400, would have given it back).
     expect(await statuses(base, '/missing', 6)).toEqual([...repeat(404, 5), 429]);
@@ -368,7 +381,7 @@ describe('HTTP middleware', () => {
   });
 
   it('node:http, skipFailedRequests: a response closed before it finished (the client went away) gives its tokens back', async () => {
-    const agent = await newAgent();
+    const agent = await skipAgent('skipclosed');
     const limit = createHttpLimit({ agent, pools: [{ name: 'skipclosed' }], graceMs: 0, skipFailedRequests: true });
     const server = createServer((req, res) => {
       void limit(req, res).then((admitted) => {
@@ -377,7 +390,7 @@ describe('HTTP middleware', () => {
     });
     servers.push(server);
     const base = await listen(server);
-    await holdWhole(agent, 'skipclosed', 5);
+    await holdWhole(agent, 'skipclosed');
     await expect(fetch(`${base}/hang`, { signal: AbortSignal.timeout(200) })).rejects.toThrow();
     const limiter = agent.limiter('skipclosed');
     const deadline = Date.now() + 2 * S;
