@@ -4,6 +4,7 @@ export {
   keyPoolName,
   KEY_SECRET_BYTES_MIN,
   type CostFunction,
+  type FastifyReplyLike,
   type FastifyRequestLike,
   type HeaderFormat,
   type DenialMessage,
@@ -16,4 +17,6 @@ export {
   type Problem,
   type ProblemType,
   type RequestView,
+  type ResponseView,
+  type SuccessFunction,
 } from './adapters/fastify.js';

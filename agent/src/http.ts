@@ -1,11 +1,14 @@
 /** @tokenlease/agent/http — the rate limit as node:http and Express/Connect middleware (adapters/http.ts). */
 export {
   createHttpLimit,
+  type Charged,
   type HttpLimitMiddleware,
   type HttpLimitOptions,
   type KeySource,
   type PoolRule,
   type RequestView,
+  type ResponseView,
+  type SuccessFunction,
   type Verdict,
   type Problem,
   type ProblemType,

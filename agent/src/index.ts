@@ -1,6 +1,7 @@
 /**
  * @tokenlease/agent — the library a service embeds: the Agent and its
- * limiters (`tryTake`, `take`, `tryTakeAll`), their options, metrics and
+ * limiters (`tryTake`, `take`, `tryTakeAll`, and `giveBack` for requests
+ * that should not count), their options, metrics and
  * typed errors. The HTTP middleware is `@tokenlease/agent/http` and
  * `@tokenlease/agent/fastify`. The cores the agent runs (its driver, lease
  * keeper, take queue), which the project's tools drive directly, are
@@ -15,7 +16,7 @@ export { Limiter, type LimiterStats } from './adapters/limiter.js';
 export { AgentMetrics, AGENT_POOL_LABELS_MAX, type AgentMetricsOptions } from './adapters/agent-metrics.js';
 export { AgentError, type AgentErrorCode } from './errors.js';
 export type { KeeperStats, PoolLimits } from './core/lease-keeper.js';
-export { LeaseSlot, type DenialReason } from './core/lease-slot.js';
+export { LeaseSlot, RECEIPT_DENIED, RECEIPT_NONE, type DenialReason } from './core/lease-slot.js';
 export { DEFAULT_KEEPER_OPTIONS, type KeeperOptions } from './core/keeper-options.js';
 export type { ExpectedLimits } from '@tokenlease/shared';
 export { TAKE_TIMEOUT_MS_DEFAULT } from './core/take-queue.js';

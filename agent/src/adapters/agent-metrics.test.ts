@@ -108,4 +108,18 @@ describe('AgentMetrics', () => {
     expect(v.get('tokenlease_agent_denied_tokens_total{pool=api,reason=exhausted}')).toBe(1);
     expect(v.get('tokenlease_agent_shadow_active{pool=api}')).toBe(0);
   });
+
+  it('counts the tokens given back for requests that do not count, and the give-backs', async () => {
+    const registry = new Registry();
+    const metrics = new AgentMetrics(registry);
+    const api = limiterOf('api', 10);
+    metrics.track(api);
+    const receipt = api.tryTakeReceipt(4);
+    api.tryTakeReceipt(2);
+    expect(api.giveBack(4, receipt)).toBe(4);
+    const v = await values(registry);
+    expect(v.get('tokenlease_agent_admitted_tokens_total{pool=api}')).toBe(6);
+    expect(v.get('tokenlease_agent_refunded_tokens_total{pool=api}')).toBe(4);
+    expect(v.get('tokenlease_agent_refunds_total{pool=api}')).toBe(1);
+  });
 });

@@ -14,7 +14,8 @@
  * whether the fallback serves now, round-trips to the coordinator and
  * their latency (from the first send to the reply), request failures,
  * balance in hand, leases started and lease expiries, tokens granted and
- * returned, and the demand estimate. Several limiters of one pool (several
+ * returned, tokens given back for requests that do not count, and the
+ * demand estimate. Several limiters of one pool (several
  * agents in one process) add up.
  *
  * Label cardinality: the `pool` label is `poolLabel(pool)` (default the
@@ -50,7 +51,9 @@ type CountField =
   | 'leasesStarted'
   | 'leaseExpiries'
   | 'tokensGranted'
-  | 'tokensReturned';
+  | 'tokensReturned'
+  | 'refundedTokens'
+  | 'refundedCount';
 
 const COUNTERS: Readonly<Record<CountField, readonly [name: string, help: string]>> = {
   admittedTokens: ['tokenlease_agent_admitted_tokens_total', 'Tokens admitted from leases.'],
@@ -68,6 +71,11 @@ const COUNTERS: Readonly<Record<CountField, readonly [name: string, help: string
   leaseExpiries: ['tokenlease_agent_lease_expiries_total', 'Leases that expired in hand before a renewal or return.'],
   tokensGranted: ['tokenlease_agent_granted_tokens_total', 'Tokens granted to this process by coordinators.'],
   tokensReturned: ['tokenlease_agent_returned_tokens_total', 'Tokens this process returned to coordinators.'],
+  refundedTokens: [
+    'tokenlease_agent_refunded_tokens_total',
+    'Tokens given back to their lease for requests that do not count (skipFailedRequests, giveBack); admitted less refunded counted.',
+  ],
+  refundedCount: ['tokenlease_agent_refunds_total', 'Give-backs that returned tokens to their lease.'],
 };
 
 interface Tracked {
@@ -199,6 +207,8 @@ export class AgentMetrics {
         leaseExpiries: slot.leaseExpiries,
         tokensGranted: stats.tokensGranted,
         tokensReturned: stats.tokensReturned,
+        refundedTokens: stats.refundedTokens,
+        refundedCount: stats.refundedCount,
       };
       for (const [field, value] of Object.entries(counts) as [CountField, number][]) {
         const grew = value - (t.last.get(field) ?? 0);

@@ -29,7 +29,7 @@ import { type Bus, type BusEvent } from '@tokenlease/shared/nats';
 import { AgentDriver, AgentPool, type AgentCommand, type DriverEvent, type PoolWaiters } from '../core/agent-driver.js';
 import type { GrantVerifier, LeaseKeeper } from '../core/lease-keeper.js';
 import { keeperOptions, type KeeperOptions } from '../core/keeper-options.js';
-import { takeAllAt, type SlotCharge } from '../core/take-all.js';
+import { giveBackAllAt, takeAllAt, type SlotCharge } from '../core/take-all.js';
 import { TAKE_TIMEOUT_MS_DEFAULT } from '../core/take-queue.js';
 import { US_PER_MS } from '../core/units.js';
 import { AgentError } from '../errors.js';
@@ -279,11 +279,12 @@ export class Agent implements LimiterHost {
    * fits (Limiter.fits), then tries every part again at once, so nothing
    * is spent unless all of it is. Resolves true when admitted, false on
    * timeout; rejects (never throws) as `take` does, and for a charge list
-   * `tryTakeAll` refuses.
+   * `tryTakeAll` refuses. With `options.receipts`, an admission writes each
+   * part's receipt there, as `tryTakeAll` does.
    */
   async takeAll(
     charges: ReadonlyArray<{ readonly limiter: Limiter; readonly cost: number }>,
-    options: { readonly timeoutMs?: number } = {},
+    options: { readonly timeoutMs?: number; readonly receipts?: number[] } = {},
   ): Promise<boolean> {
     const timeoutMs = options.timeoutMs ?? TAKE_TIMEOUT_MS_DEFAULT;
     if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 0) {
@@ -291,7 +292,7 @@ export class Agent implements LimiterHost {
     }
     const deadlineUs = this.clock() + timeoutMs * US_PER_MS;
     for (;;) {
-      const denied = takeAllAt(charges, this.clock());
+      const denied = takeAllAt(charges, this.clock(), options.receipts);
       if (denied === -1) return true;
       const part = charges[denied] as { readonly limiter: Limiter; readonly cost: number };
       const leftMs = Math.floor((deadlineUs - this.clock()) / US_PER_MS);
@@ -335,11 +336,24 @@ export class Agent implements LimiterHost {
    * `lastDeniedIndex` names the part that was denied and its limiter's
    * `lastDenial` and `retryAfterMs` say why. Throws AgentError
    * ('invalid-argument') for a bad cost or a pool charged twice, before
-   * anything is spent.
+   * anything is spent. With `receipts` (an array kept and reused like the
+   * charge list), an admission writes each part's receipt at its index
+   * (Limiter.tryTakeReceipt), for `giveBackAll`.
    */
-  tryTakeAll(charges: readonly SlotCharge[]): boolean {
-    this.lastDeniedIndex = takeAllAt(charges, this.clock());
+  tryTakeAll(charges: readonly SlotCharge[], receipts?: number[]): boolean {
+    this.lastDeniedIndex = takeAllAt(charges, this.clock(), receipts);
     return this.lastDeniedIndex === -1;
+  }
+
+  /**
+   * giveBackAll — gives back every part of an admission by `tryTakeAll` or
+   * `takeAll` under the receipts it wrote: each pool gives back what its
+   * refund rules allow (Limiter.giveBack), the others keep theirs counted.
+   * Returns the tokens given back over all parts. Throws AgentError
+   * ('invalid-argument') for a bad cost, before anything is given back.
+   */
+  giveBackAll(charges: readonly SlotCharge[], receipts: readonly number[]): number {
+    return giveBackAllAt(charges, receipts, this.clock());
   }
 
   /** wake — runs the keeper's tick soon (once, however often it is called before then); a dropped limiter is revived. */

@@ -19,16 +19,21 @@
  * and `global: false` limits only the routes that say so. A route's
  * options are checked when the route is added (a bad one fails the
  * route's registration), and each route's limit is made once.
+ *
+ * With `skipFailedRequests` or `skipSuccessfulRequests` the hook watches
+ * `reply.raw` end ('finish', or 'close' before it finished: Fastify's
+ * onResponse misses a client that went away) and hands the outcome to
+ * HttpLimit; `requestWasSuccessful` gets the request and the reply.
  */
 import { AgentError } from '../errors.js';
-import { HttpLimit, type HttpLimitOptions, type RequestView, type Verdict } from './http-limit.js';
+import { HttpLimit, whenEnded, type EndingResponse, type HttpLimitOptions, type RequestView, type Verdict } from './http-limit.js';
 
 /** RouteRateLimit — a route's `config.rateLimit`: false (not limited), or options over the plugin's (all but the agent). */
-export type RouteRateLimit<Req = FastifyRequestLike> = false | Partial<Omit<HttpLimitOptions<Req>, 'agent'>>;
+export type RouteRateLimit<Req = FastifyRequestLike, Res = FastifyReplyLike> = false | Partial<Omit<HttpLimitOptions<Req, Res>, 'agent'>>;
 
 /** FastifyRateLimitOptions — HttpLimitOptions, `pools` optional with `global: false` (each limited route names its own). */
-export type FastifyRateLimitOptions<Req = FastifyRequestLike> = Omit<HttpLimitOptions<Req>, 'pools'> & {
-  readonly pools?: HttpLimitOptions<Req>['pools'];
+export type FastifyRateLimitOptions<Req = FastifyRequestLike, Res = FastifyReplyLike> = Omit<HttpLimitOptions<Req, Res>, 'pools'> & {
+  readonly pools?: HttpLimitOptions<Req, Res>['pools'];
   /** False: only routes with a `config.rateLimit` of their own are limited. Default true. */
   readonly global?: boolean;
 };
@@ -47,11 +52,13 @@ interface RouteOptionsLike {
   readonly config?: unknown;
 }
 
-/** What the hook writes on a Fastify reply. */
-interface FastifyReplyLike {
+/** What the hook writes on a Fastify reply, and reads of it as it ends; `requestWasSuccessful` gets the reply itself. */
+export interface FastifyReplyLike {
   header(name: string, value: string): unknown;
   code(status: number): unknown;
   send(body: Uint8Array): unknown;
+  readonly statusCode: number;
+  readonly raw: EndingResponse;
 }
 
 /** What the plugin needs of a Fastify instance. */
@@ -96,7 +103,7 @@ function answer(reply: FastifyReplyLike, verdict: Verdict): void {
  * it with bad options fails the registration with AgentError('invalid-argument').
  */
 export function fastifyRateLimit(fastify: FastifyLike, options: FastifyRateLimitOptions, done: (error?: Error) => void): void {
-  let everyRoute: HttpLimit<FastifyRequestLike> | null;
+  let everyRoute: HttpLimit<FastifyRequestLike, FastifyReplyLike> | null;
   try {
     if (options.global !== undefined && typeof options.global !== 'boolean')
       throw new AgentError('invalid-argument', `option global must be true or false, got ${JSON.stringify(options.global)}`);
@@ -106,8 +113,8 @@ export function fastifyRateLimit(fastify: FastifyLike, options: FastifyRateLimit
     return;
   }
   // Each route's own limit, made once, keyed by its `config.rateLimit` object (Fastify copies the config, not what it holds).
-  const routes = new WeakMap<object, HttpLimit<FastifyRequestLike>>();
-  const routeLimit = (own: unknown, url: string | undefined): HttpLimit<FastifyRequestLike> => {
+  const routes = new WeakMap<object, HttpLimit<FastifyRequestLike, FastifyReplyLike>>();
+  const routeLimit = (own: unknown, url: string | undefined): HttpLimit<FastifyRequestLike, FastifyReplyLike> => {
     if (typeof own !== 'object' || own === null || Array.isArray(own))
       throw new AgentError('invalid-argument', `route ${url ?? '?'}: config.rateLimit must be false or an object of options`);
     let limit = routes.get(own);
@@ -131,7 +138,12 @@ export function fastifyRateLimit(fastify: FastifyLike, options: FastifyRateLimit
   fastify.addHook('onRequest', async (request, reply) => {
     const own = routeRateLimit(request.routeOptions?.config);
     const limit = own === undefined ? everyRoute : own === false ? null : routeLimit(own, request.routeOptions?.url);
-    if (limit !== null) answer(reply, await limit.check(viewOf(request)));
+    if (limit === null) return;
+    const verdict = await limit.check(viewOf(request));
+    answer(reply, verdict);
+    const charged = verdict.admitted ? verdict.charged : undefined;
+    if (charged !== undefined)
+      whenEnded(reply.raw, (finished) => void limit.ended(charged, request, { statusCode: reply.raw.statusCode, native: reply }, finished));
   });
   done();
 }
@@ -143,6 +155,16 @@ Object.assign(fastifyRateLimit, {
   [Symbol.for('plugin-meta')]: { name: '@tokenlease/agent/fastify', fastify: '4.x || 5.x' },
 });
 
-export type { CostFunction, HttpLimitOptions, KeyFunction, KeySource, PoolRule, RequestView, SkipFunction } from './http-limit.js';
+export type {
+  CostFunction,
+  HttpLimitOptions,
+  KeyFunction,
+  KeySource,
+  PoolRule,
+  RequestView,
+  ResponseView,
+  SkipFunction,
+  SuccessFunction,
+} from './http-limit.js';
 export type { DenialMessage, HeaderFormat, Problem, ProblemType } from '../core/http-policy.js';
 export { keyPoolName, KEY_SECRET_BYTES_MIN, type KeySecret } from './key-hash.js';

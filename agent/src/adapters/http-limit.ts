@@ -15,10 +15,23 @@
  * a function of the framework's own request, sync or async) is hashed
  * under `keySecret` (adapters/key-hash.ts) into the pool's name; the raw
  * key is never kept.
+ *
+ * Requests that do not count (`skipFailedRequests`,
+ * `skipSuccessfulRequests`, as express-rate-limit has them): with either
+ * on, an admission keeps each pool's receipt (`Verdict.charged`), and the
+ * adapter calls `ended` when the response finishes or closes. A request
+ * that should not count then gives its tokens back to every pool it was
+ * charged, each as its refund rules allow (Limiter.giveBack: a give-back
+ * after a renewal, report, return or expiry is dropped and the request
+ * stays counted). A response closed before it finished failed; one that
+ * finished succeeded when `requestWasSuccessful` says so (default: status
+ * below 400); a judge that throws leaves the request counted.
  */
 import type { Agent } from './agent.js';
 import type { Limiter } from './limiter.js';
 import { AgentError } from '../errors.js';
+import { RECEIPT_DENIED } from '../core/lease-slot.js';
+import type { SlotCharge } from '../core/take-all.js';
 import {
   customised,
   denial,
@@ -49,12 +62,23 @@ export interface RequestView<Req> {
   readonly native: Req;
 }
 
+/** ResponseView — what the middleware reads of a response as it ends: its status, and the framework's own response (`native`). */
+export interface ResponseView<Res> {
+  readonly statusCode: number;
+  /** The framework's response: Express's `res`, Fastify's `reply`, node's ServerResponse. */
+  readonly native: Res;
+}
+
 /** KeyFunction — a request's key, sync or async; undefined or '' for none. (Declared as a method so a function of a wider request type fits.) */
 export type KeyFunction<Req> = { key(request: Req): string | undefined | Promise<string | undefined> }['key'];
 /** SkipFunction — whether a request goes unlimited. */
 export type SkipFunction<Req> = { skip(request: Req): boolean | Promise<boolean> }['skip'];
 /** CostFunction — a request's cost in tokens. */
 export type CostFunction<Req> = { cost(request: Req): number }['cost'];
+/** SuccessFunction — whether a request whose response finished succeeded, sync or async; given the framework's request and response. */
+export type SuccessFunction<Req, Res> = {
+  requestWasSuccessful(request: Req, response: Res): boolean | Promise<boolean>;
+}['requestWasSuccessful'];
 
 /** KeySource — where a rule's key comes from: a header, the client address, the route pattern, or a function of the request. */
 export type KeySource<Req = unknown> = { readonly header: string } | { readonly ip: true } | { readonly route: true } | KeyFunction<Req>;
@@ -75,8 +99,8 @@ export interface PoolRule<Req = unknown> {
   readonly expectedLimits?: ExpectedLimits;
 }
 
-/** HttpLimitOptions — the middleware's options. */
-export interface HttpLimitOptions<Req = unknown> {
+/** HttpLimitOptions — the middleware's options; `Res` is the framework's response, for `requestWasSuccessful`. */
+export interface HttpLimitOptions<Req = unknown, Res = unknown> {
   readonly agent: Agent;
   /** Pools charged together, all or nothing (e.g. a global pool and a tenant pool). At least one. */
   readonly pools: readonly PoolRule<Req>[];
@@ -107,11 +131,55 @@ export interface HttpLimitOptions<Req = unknown> {
    * header name. Default: none.
    */
   readonly shadowHeader?: boolean | string;
+  /**
+   * True: a request that failed (`requestWasSuccessful` false, or its
+   * response closed before it finished) gives its tokens back as it ends,
+   * so only the others count (within the refund rules: see above).
+   * Default false.
+   */
+  readonly skipFailedRequests?: boolean;
+  /** True: a request that succeeded gives its tokens back as it ends, so only failed ones count. Default false. */
+  readonly skipSuccessfulRequests?: boolean;
+  /** Whether a finished request succeeded, sync or async; default: its status is below 400. */
+  readonly requestWasSuccessful?: SuccessFunction<Req, Res>;
 }
 
-/** Verdict — admitted (with the fields to set; none for a skipped request) or refused (with the refusal, and the fields). */
+/** EndingResponse — what the adapters watch of a node response as it ends (node's ServerResponse, Express's `res`, Fastify's `reply.raw`). */
+export interface EndingResponse {
+  once(event: 'finish' | 'close', listener: () => void): unknown;
+  readonly writableFinished: boolean;
+  readonly statusCode: number;
+}
+
+/**
+ * whenEnded — calls `ended` once, as `response` ends: `finished` true on
+ * 'finish', false on a 'close' before it finished (the client went away,
+ * the handler destroyed it).
+ */
+export function whenEnded(response: EndingResponse, ended: (finished: boolean) => void): void {
+  let called = false;
+  const end = (finished: boolean): void => {
+    if (called) return;
+    called = true;
+    ended(finished);
+  };
+  response.once('finish', () => end(true));
+  response.once('close', () => end(response.writableFinished));
+}
+
+/** Charged — what an admitted request was charged and each part's receipt, for `HttpLimit.ended`. */
+export interface Charged {
+  readonly charges: readonly SlotCharge[];
+  readonly receipts: readonly number[];
+}
+
+/**
+ * Verdict — admitted (with the fields to set; none for a skipped request;
+ * `charged` when its tokens may be given back as it ends: hand it to
+ * `HttpLimit.ended`) or refused (with the refusal, and the fields).
+ */
 export type Verdict =
-  | { readonly admitted: true; readonly headers: ReadonlyArray<readonly [string, string]> }
+  | { readonly admitted: true; readonly headers: ReadonlyArray<readonly [string, string]>; readonly charged?: Charged }
   | { readonly admitted: false; readonly headers: ReadonlyArray<readonly [string, string]>; readonly refusal: Refusal };
 
 interface Charge {
@@ -148,6 +216,17 @@ function what<Req>(source: KeySource<Req>): string {
   return 'ip' in source ? 'client address' : 'route';
 }
 
+function checkFlag(name: string, value: unknown): boolean {
+  if (value !== undefined && typeof value !== 'boolean')
+    throw new AgentError('invalid-argument', `option ${name} must be true or false, got ${JSON.stringify(value)}`);
+  return value === true;
+}
+
+/** statusSuccessful — express-rate-limit's default judge: a status below 400 succeeded. */
+function statusSuccessful(response: ResponseView<unknown>): boolean {
+  return response.statusCode < 400;
+}
+
 function checkMs(name: string, value: number): number {
   if (!Number.isSafeInteger(value) || value < 0)
     throw new AgentError('invalid-argument', `option ${name} must be a whole number of ms >= 0, got ${value}`);
@@ -175,7 +254,7 @@ function checkRule<Req>(rule: PoolRule<Req>): void {
   if (expected !== null) throw new AgentError('invalid-argument', `pool ${rule.name}: option expectedLimits ${expected}`);
 }
 
-export class HttpLimit<Req> {
+export class HttpLimit<Req, Res = unknown> {
   private readonly waitMs: number;
   private readonly graceMs: number;
   private readonly failOpen: boolean;
@@ -183,9 +262,11 @@ export class HttpLimit<Req> {
   private readonly format: HeaderFormat;
   private readonly keySecret: Uint8Array | null;
   private readonly statusCode: number | null;
+  private readonly skipFailed: boolean;
+  private readonly skipSuccessful: boolean;
 
   /** HttpLimit — throws AgentError('invalid-argument') for bad options. */
-  constructor(private readonly options: HttpLimitOptions<Req>) {
+  constructor(private readonly options: HttpLimitOptions<Req, Res>) {
     if (options.pools.length === 0) throw new AgentError('invalid-argument', 'option pools names no pool');
     this.waitMs = checkMs('waitMs', options.waitMs ?? 0);
     this.graceMs = checkMs('graceMs', options.graceMs ?? GRACE_MS_DEFAULT);
@@ -206,6 +287,40 @@ export class HttpLimit<Req> {
     const message: unknown = options.message;
     if (message !== undefined && typeof message !== 'string' && (typeof message !== 'object' || message === null))
       throw new AgentError('invalid-argument', 'option message must be a string or an object');
+    this.skipFailed = checkFlag('skipFailedRequests', options.skipFailedRequests);
+    this.skipSuccessful = checkFlag('skipSuccessfulRequests', options.skipSuccessfulRequests);
+    if (options.requestWasSuccessful !== undefined && typeof options.requestWasSuccessful !== 'function')
+      throw new AgentError('invalid-argument', 'option requestWasSuccessful must be a function of the request and the response');
+  }
+
+  /** refunds — whether some requests give their tokens back as they end (skipFailedRequests or skipSuccessfulRequests). */
+  get refunds(): boolean {
+    return this.skipFailed || this.skipSuccessful;
+  }
+
+  /**
+   * ended — request `request`, admitted with `charged`, ended: its response
+   * finished (`finished`) or closed before. When it should not count (see
+   * the head), gives its tokens back to every pool it was charged. Returns
+   * the tokens given back (0: it counts, or the pools dropped the
+   * give-back). Never rejects.
+   */
+  async ended(charged: Charged, request: Req, response: ResponseView<Res>, finished: boolean): Promise<number> {
+    if (!(await this.uncounted(request, response, finished))) return 0;
+    return this.options.agent.giveBackAll(charged.charges, charged.receipts);
+  }
+
+  /** uncounted — whether a request that ended so does not count under the skip options. */
+  private async uncounted(request: Req, response: ResponseView<Res>, finished: boolean): Promise<boolean> {
+    if (!finished) return this.skipFailed;
+    const judge = this.options.requestWasSuccessful;
+    let successful: boolean;
+    try {
+      successful = judge === undefined ? statusSuccessful(response) : (await judge(request, response.native)) === true;
+    } catch {
+      return false; // no verdict: the request stays counted, the safe side
+    }
+    return successful ? this.skipSuccessful : this.skipFailed;
   }
 
   /** check — charges the request's pools; never rejects (a limiter error becomes a refusal). */
@@ -233,9 +348,13 @@ export class HttpLimit<Req> {
     }
     const agent = this.options.agent;
     const shadowBefore = this.shadowHeader === null ? null : charges.map((c) => c.limiter.slot.shadowDeniedCount);
-    let denied = agent.tryTakeAll(charges) ? -1 : agent.lastDeniedIndex;
-    if (denied !== -1) denied = await this.waitFor(charges, denied);
-    if (denied === -1) return { admitted: true, headers: this.withShadow(this.fields(charges), charges, shadowBefore) };
+    const receipts = this.refunds ? charges.map(() => RECEIPT_DENIED) : undefined;
+    let denied = agent.tryTakeAll(charges, receipts) ? -1 : agent.lastDeniedIndex;
+    if (denied !== -1) denied = await this.waitFor(charges, denied, receipts);
+    if (denied === -1) {
+      const headers = this.withShadow(this.fields(charges), charges, shadowBefore);
+      return receipts === undefined ? { admitted: true, headers } : { admitted: true, headers, charged: { charges, receipts } };
+    }
     const charge = charges[denied] as Charge;
     const limiter = charge.limiter;
     const reason = limiter.lastDenial;
@@ -278,8 +397,12 @@ export class HttpLimit<Req> {
     return headers;
   }
 
-  /** waitFor — after a denial by part `denied`: waits when allowed (see above); -1 once admitted, else the index denied last. */
-  private async waitFor(charges: readonly Charge[], denied: number): Promise<number> {
+  /**
+   * waitFor — after a denial by part `denied`: waits when allowed (see
+   * above); -1 once admitted (each part's receipt in `receipts`, when
+   * given), else the index denied last.
+   */
+  private async waitFor(charges: readonly Charge[], denied: number, receipts: number[] | undefined): Promise<number> {
     const agent = this.options.agent;
     const charge = charges[denied] as Charge;
     const reason = charge.limiter.lastDenial;
@@ -289,13 +412,17 @@ export class HttpLimit<Req> {
     const budgetMs = Math.max(this.waitMs, graceMs);
     if (budgetMs === 0) return denied;
     try {
-      const only = charges.length === 1;
-      if (only ? await charge.limiter.take(charge.cost, { timeoutMs: budgetMs }) : await agent.takeAll(charges, { timeoutMs: budgetMs }))
-        return -1;
+      if (charges.length > 1) {
+        if (await agent.takeAll(charges, receipts === undefined ? { timeoutMs: budgetMs } : { timeoutMs: budgetMs, receipts })) return -1;
+      } else {
+        const receipt = await charge.limiter.takeReceipt(charge.cost, { timeoutMs: budgetMs });
+        if (receipts !== undefined) receipts[0] = receipt;
+        if (receipt !== RECEIPT_DENIED) return -1;
+      }
     } catch (error) {
       // never-fits or unknown-pool, learnt while waiting: the try below records it on the slot.
       if (!(error instanceof AgentError)) throw error;
     }
-    return agent.tryTakeAll(charges) ? -1 : agent.lastDeniedIndex;
+    return agent.tryTakeAll(charges, receipts) ? -1 : agent.lastDeniedIndex;
   }
 }

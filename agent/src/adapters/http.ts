@@ -10,12 +10,27 @@
  *   admitted (the handler goes on), false after it answered the refusal.
  * Every response it touches gets the rate-limit fields (`RateLimit-Policy`
  * and `RateLimit` unless option `headers` says otherwise). Key and cost
- * functions get `req` itself: Express's request under Express.
+ * functions get `req` itself: Express's request under Express;
+ * `requestWasSuccessful` gets `req` and `res`. With `skipFailedRequests` or
+ * `skipSuccessfulRequests` it watches `res` end ('finish', or 'close'
+ * before it finished) and hands the outcome to HttpLimit.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { HttpLimit, type HttpLimitOptions, type RequestView, type Verdict } from './http-limit.js';
+import { HttpLimit, whenEnded, type HttpLimitOptions, type RequestView, type Verdict } from './http-limit.js';
 
-export type { CostFunction, HttpLimitOptions, KeyFunction, KeySource, PoolRule, RequestView, SkipFunction, Verdict } from './http-limit.js';
+export type {
+  Charged,
+  CostFunction,
+  HttpLimitOptions,
+  KeyFunction,
+  KeySource,
+  PoolRule,
+  RequestView,
+  ResponseView,
+  SkipFunction,
+  SuccessFunction,
+  Verdict,
+} from './http-limit.js';
 export type { DenialMessage, HeaderFormat, Problem, ProblemType } from '../core/http-policy.js';
 export { keyPoolName, KEY_SECRET_BYTES_MIN, type KeySecret } from './key-hash.js';
 
@@ -69,8 +84,10 @@ function answer(res: ServerResponse, verdict: Verdict): void {
  * createHttpLimit — the middleware for `options` (see HttpLimitOptions).
  * Throws AgentError('invalid-argument') for bad options.
  */
-export function createHttpLimit<Req extends IncomingMessage = IncomingMessage>(options: HttpLimitOptions<Req>): HttpLimitMiddleware<Req> {
-  const limit = new HttpLimit<Req>(options);
+export function createHttpLimit<Req extends IncomingMessage = IncomingMessage>(
+  options: HttpLimitOptions<Req, ServerResponse>,
+): HttpLimitMiddleware<Req> {
+  const limit = new HttpLimit<Req, ServerResponse>(options);
   return async (req, res, next) => {
     let verdict: Verdict;
     try {
@@ -81,7 +98,11 @@ export function createHttpLimit<Req extends IncomingMessage = IncomingMessage>(o
       return false;
     }
     answer(res, verdict);
-    if (verdict.admitted) next?.();
-    return verdict.admitted;
+    if (!verdict.admitted) return false;
+    const charged = verdict.charged;
+    if (charged !== undefined)
+      whenEnded(res, (finished) => void limit.ended(charged, req, { statusCode: res.statusCode, native: res }, finished));
+    next?.();
+    return true;
   };
 }

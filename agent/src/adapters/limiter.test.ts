@@ -1,11 +1,13 @@
 /**
  * Limiter.take: the adapter drives the pool's TakeQueue with one timer.
- * Fake timers stand in for the clock, so nothing sleeps.
+ * Fake timers stand in for the clock, so nothing sleeps. And give-backs:
+ * receipts from tryTakeReceipt and takeReceipt, giveBack, the stats.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { AgentError } from '../errors.js';
 import { keeperOptions } from '../core/keeper-options.js';
 import { LeaseKeeper } from '../core/lease-keeper.js';
+import { RECEIPT_DENIED, RECEIPT_NONE } from '../core/lease-slot.js';
 import { Limiter, type LimiterHost } from './limiter.js';
 import { TEST_SECRET, testHooks } from '../core/lease-keeper.fixtures.js';
 
@@ -118,5 +120,48 @@ describe('Limiter.take', () => {
     limiter.serveWaiters();
     await expect(taken).rejects.toMatchObject({ code: 'never-fits', pool: 'pool-a' });
     expect(keeper.waitingTokens).toBe(0);
+  });
+});
+
+describe('Limiter give-backs', () => {
+  beforeEach(() => {
+    vi.useFakeTimers({ now: 1_000_000 });
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('gives a take back under its receipt, once, and counts it in stats', () => {
+    const { limiter } = limiterWith(5);
+    const receipt = limiter.tryTakeReceipt(3);
+    expect(receipt).toBeGreaterThan(RECEIPT_NONE);
+    expect(limiter.tryTakeReceipt(3)).toBe(RECEIPT_DENIED);
+    expect(limiter.giveBack(3, receipt)).toBe(3);
+    expect(limiter.giveBack(3, receipt)).toBe(0);
+    expect(limiter.availableTokens).toBe(5);
+    expect(limiter.stats()).toMatchObject({ admittedTokens: 3, refundedTokens: 3, refundedCount: 1 });
+  });
+
+  it('drops a give-back once the keeper has told the coordinator the balance', () => {
+    const { limiter, keeper } = limiterWith(5);
+    const receipt = limiter.tryTakeReceipt(2);
+    keeper.slot.told(); // what sending a renewal or a report does
+    expect(limiter.giveBack(2, receipt)).toBe(0);
+    expect(limiter.stats()).toMatchObject({ balanceTokens: 3, refundedTokens: 0 });
+  });
+
+  it('gives a waiting take its receipt once admitted, and -1 when it times out', async () => {
+    const { limiter, keeper } = limiterWith(0);
+    const waited = limiter.takeReceipt(2, { timeoutMs: 500 });
+    const late = limiter.takeReceipt(5, { timeoutMs: 100 });
+    await vi.advanceTimersByTimeAsync(50);
+    keeper.slot.balanceTokens = 2;
+    limiter.serveWaiters();
+    const receipt = await waited;
+    expect(receipt).toBe(keeper.slot.toldGeneration);
+    await vi.advanceTimersByTimeAsync(100);
+    await expect(late).resolves.toBe(RECEIPT_DENIED);
+    expect(limiter.giveBack(2, receipt)).toBe(2);
+    expect(limiter.availableTokens).toBe(2);
   });
 });

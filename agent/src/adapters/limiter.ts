@@ -11,17 +11,40 @@
  * A limiter that has not heard from its pool yet (no grant, no refusal)
  * does not know the pool's limits: `take()` then waits for them before it
  * decides whether a cost can ever fit, and `ready()` waits for that word.
+ *
+ * Giving back: a take that should not count after all (a request that
+ * failed, under express-rate-limit's `skipFailedRequests`) takes a receipt,
+ * `tryTakeReceipt(cost)` or `await takeReceipt(cost)` (RECEIPT_DENIED, -1,
+ * when denied), and hands it to `giveBack(cost, receipt)` when it knows.
+ * The tokens go back to the lease they came from only if nothing has told
+ * the coordinator the balance since (no renewal, report or return, the
+ * same lease, still live); else the give-back is dropped and the take
+ * stays counted, the safe side (LeaseSlot's refund rules; docs/design.md,
+ * "Requests that are not counted"). What the fallback bucket or shadow
+ * mode admitted is never given back. `stats().refundedTokens` counts what
+ * was. The fleet's promise holds over counted takes: admitted less
+ * refunded.
  */
-import type { DenialReason, LeaseSlot } from '../core/lease-slot.js';
+import { RECEIPT_DENIED, type DenialReason, type LeaseSlot } from '../core/lease-slot.js';
 import type { LeaseKeeper, PoolLimits } from '../core/lease-keeper.js';
 import { TAKE_TIMEOUT_MS_DEFAULT, TakeQueue } from '../core/take-queue.js';
 import { US_PER_MS } from '../core/units.js';
 import type { AgentError } from '../errors.js';
 
-/** Settles one waiting `take()` promise: admitted or not, or rejected with why. */
+/** Settles one waiting `take()` promise: with the take's receipt (RECEIPT_DENIED: not admitted), or rejected with why. */
 interface Settle {
-  readonly done: (admitted: boolean) => void;
+  readonly done: (receipt: number) => void;
   readonly fail: (error: AgentError) => void;
+}
+
+/** admittedOf — a `take()`'s answer from its receipt. */
+function admittedOf(receipt: number): boolean {
+  return receipt !== RECEIPT_DENIED;
+}
+
+/** receiptOf — a `takeReceipt()`'s answer: the receipt itself. */
+function receiptOf(receipt: number): number {
+  return receipt;
 }
 
 function ignore(): void {}
@@ -71,6 +94,9 @@ export interface LimiterStats {
   /** Tokens and calls admitted only because of shadow mode: what enforcing would have denied (outside the global bound). */
   readonly shadowDeniedTokens: number;
   readonly shadowDeniedCount: number;
+  /** Tokens given back (`giveBack`), and the give-backs that returned any: admittedTokens less refundedTokens counted. */
+  readonly refundedTokens: number;
+  readonly refundedCount: number;
 }
 
 export class Limiter {
@@ -114,6 +140,27 @@ export class Limiter {
    */
   tryTakeAt(cost: number, nowUs: number): boolean {
     return this.keeper.slot.takeAt(cost, nowUs);
+  }
+
+  /**
+   * tryTakeReceipt — `tryTake`, returning a receipt for `giveBack`:
+   * RECEIPT_DENIED (-1) when denied; RECEIPT_NONE (0) when admitted with
+   * nothing to give back (the fallback bucket or shadow mode admitted it);
+   * else a positive number. Synchronous, allocates nothing.
+   */
+  tryTakeReceipt(cost = 1): number {
+    return this.slot.takeReceiptAt(cost, this.now());
+  }
+
+  /**
+   * giveBack — gives back `cost` tokens of the take that got `receipt`
+   * (see the class comment): returns the tokens given back, 0 when the
+   * give-back was dropped (the take stays counted) or the receipt says
+   * there is nothing to give. Throws AgentError('invalid-argument') for a
+   * bad cost. Give each receipt back once, with the cost it was taken with.
+   */
+  giveBack(cost: number, receipt: number): number {
+    return this.slot.giveBackAt(cost, receipt, this.now());
   }
 
   /** shadow — whether a cost this limiter would deny is admitted now (`forceShadow`, or a live lease granted in shadow mode). */
@@ -233,7 +280,16 @@ export class Limiter {
    * would-be denial when the lease cannot cover the cost.
    */
   take(cost = 1, options: { readonly timeoutMs?: number } = {}): Promise<boolean> {
-    return this.enqueue(cost, options.timeoutMs ?? TAKE_TIMEOUT_MS_DEFAULT, true);
+    return this.enqueue(cost, options.timeoutMs ?? TAKE_TIMEOUT_MS_DEFAULT, true, admittedOf);
+  }
+
+  /**
+   * takeReceipt — `take`, resolving with a receipt for `giveBack` instead
+   * of true (RECEIPT_NONE, 0, when there is nothing to give back) and
+   * RECEIPT_DENIED (-1) instead of false; rejects as `take` does.
+   */
+  takeReceipt(cost = 1, options: { readonly timeoutMs?: number } = {}): Promise<number> {
+    return this.enqueue(cost, options.timeoutMs ?? TAKE_TIMEOUT_MS_DEFAULT, true, receiptOf);
   }
 
   /**
@@ -243,17 +299,18 @@ export class Limiter {
    * part at once). The tokens may be gone by the next call.
    */
   fits(cost = 1, options: { readonly timeoutMs?: number } = {}): Promise<boolean> {
-    return this.enqueue(cost, options.timeoutMs ?? TAKE_TIMEOUT_MS_DEFAULT, false);
+    return this.enqueue(cost, options.timeoutMs ?? TAKE_TIMEOUT_MS_DEFAULT, false, admittedOf);
   }
 
-  private enqueue(cost: number, timeoutMs: number, spend: boolean): Promise<boolean> {
+  /** enqueue — a take (`spend`) or probe at the take queue, answered by `answer` of its receipt. */
+  private enqueue<T>(cost: number, timeoutMs: number, spend: boolean, answer: (receipt: number) => T): Promise<T> {
     let settle: Settle = UNSET;
-    const waiting = new Promise<boolean>((resolve, reject) => {
-      settle = { done: resolve, fail: reject };
+    const waiting = new Promise<T>((resolve, reject) => {
+      settle = { done: (receipt) => resolve(answer(receipt)), fail: reject };
     });
     const arrival = this.takes.arrive(cost, timeoutMs, settle, this.now(), spend);
     if (arrival.kind === 'refused') return Promise.reject(arrival.error);
-    if (arrival.kind === 'admitted') return Promise.resolve(true);
+    if (arrival.kind === 'admitted') return Promise.resolve(answer(arrival.receipt));
     this.arm();
     this.host.wake(this.keeper);
     return waiting;
@@ -286,6 +343,8 @@ export class Limiter {
       shadow: s.shadowAt(this.now()),
       shadowDeniedTokens: s.shadowDeniedTokens,
       shadowDeniedCount: s.shadowDeniedCount,
+      refundedTokens: s.refundedTokens,
+      refundedCount: s.refundedCount,
     };
   }
 
@@ -300,9 +359,9 @@ export class Limiter {
       }
     }
     if (this.takes.length === 0) return;
-    const { admitted, timedOut, refused } = this.takes.poll(this.now());
-    for (const settle of admitted) settle.done(true);
-    for (const settle of timedOut) settle.done(false);
+    const { admitted, receipts, timedOut, refused } = this.takes.poll(this.now());
+    admitted.forEach((settle, i) => settle.done(receipts[i] as number));
+    for (const settle of timedOut) settle.done(RECEIPT_DENIED);
     for (const { ticket, error } of refused) ticket.fail(error);
     this.arm();
   }
@@ -319,7 +378,7 @@ export class Limiter {
   cancelWaiters(final = true): void {
     const settles = final ? this.takes.close() : this.takes.drain();
     this.arm();
-    for (const settle of settles) settle.done(false);
+    for (const settle of settles) settle.done(RECEIPT_DENIED);
   }
 
   /** arm — keeps one timer set for the take queue's next deadline. */

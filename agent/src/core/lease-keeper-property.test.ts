@@ -1,5 +1,6 @@
 /**
- * LeaseKeeper property: random interleavings of admissions, ticks, grants
+ * LeaseKeeper property: random interleavings of admissions, give-backs
+ * (of any receipt so far, once or again), ticks, grants
  * (random TTL and size, same or new lease id), error replies, failures,
  * stale replies, close and time jumps, checked against an independent
  * model of what the agent may spend. Every grant is one an honest
@@ -13,9 +14,12 @@
  * - no admission at or after the agent-side expiry of the lease it was
  *   admitted under: first send of the granting sequence + ⌊ttl·(1 − drift)⌋;
  * - the balance never exceeds the coordinator's bound on the lease (the
- *   tokens reported left at send, less what was spent since, plus the grant
- *   under the same id; the grant alone under a new one);
- * - admitted + held + returned ≤ granted, in total;
+ *   tokens reported left at send, less what was counted since, plus the
+ *   grant under the same id; the grant alone under a new one), nor what
+ *   the keeper last told the coordinator (an acquire, a report, a return)
+ *   plus what was granted since: a give-back never undoes a take the
+ *   coordinator was told of;
+ * - counted (admitted less given back) + held + returned ≤ granted, in total;
  * - one request in flight; a retry repeats its sequence and message; no
  *   acquire after close; the keeper settles once its requests are answered.
  *
@@ -27,10 +31,13 @@ import { describe, expect, it } from 'vitest';
 import { propertySeed } from '@tokenlease/shared/testing';
 import { keeperOptions, type KeeperOptions } from './keeper-options.js';
 import { LeaseKeeper, type SendAction } from './lease-keeper.js';
+import { RECEIPT_DENIED } from './lease-slot.js';
 import { TEST_SECRET, testHooks } from './lease-keeper.fixtures.js';
 
 type Step =
   | { readonly kind: 'take'; readonly dtUs: number; readonly cost: number }
+  /** Gives back the take of a receipt picked from those so far (`again`: it may be picked again). */
+  | { readonly kind: 'giveBack'; readonly dtUs: number; readonly pick: number; readonly again: boolean }
   | { readonly kind: 'tick'; readonly dtUs: number }
   | { readonly kind: 'jump'; readonly dtUs: number }
   /** Moves the clock to just before, at or just after the lease's expiry (never back), then takes. */
@@ -61,6 +68,7 @@ const dtUs = fc.oneof(
 
 const step: fc.Arbitrary<Step> = fc.oneof(
   { weight: 30, arbitrary: fc.record({ kind: fc.constant('take' as const), dtUs, cost: fc.integer({ min: 1, max: 30 }) }) },
+  { weight: 15, arbitrary: fc.record({ kind: fc.constant('giveBack' as const), dtUs, pick: fc.nat(), again: fc.boolean() }) },
   { weight: 25, arbitrary: fc.record({ kind: fc.constant('tick' as const), dtUs }) },
   { weight: 4, arbitrary: fc.record({ kind: fc.constant('jump' as const), dtUs: fc.integer({ min: 0, max: 5_000_000 }) }) },
   {
@@ -133,13 +141,15 @@ const reached = {
   returned: 0,
   expiredOnTick: 0,
   reported: 0,
+  givenBack: 0,
+  giveBackDropped: 0,
 };
 
 interface Flight {
   readonly seq: number;
   readonly message: LeaseRequest | LeaseReturn;
   readonly firstSentUs: number;
-  readonly admittedAtSend: number;
+  readonly countedAtSend: number;
 }
 
 /** What the agent may do, worked out from the messages alone. */
@@ -150,9 +160,14 @@ class Model {
   lease: { readonly id: string; readonly expiresAtUs: number } | null = null;
   /** The coordinator's bound on the lease held: an upper bound on the balance. */
   boundTokens = 0;
+  /** What the keeper last told the coordinator the lease holds, plus what was granted since: an upper bound on the balance. */
+  toldTokens = 0;
   grantedTokens = 0;
   returnedTokens = 0;
   admittedTokens = 0;
+  refundedTokens = 0;
+  /** The receipts of the takes admitted so far, with their costs. */
+  readonly receipts: { readonly cost: number; readonly receipt: number }[] = [];
   knownTtlUs: number;
   closing = false;
   leases = 0;
@@ -176,6 +191,7 @@ class Model {
         expect(message.leaseId).toBe(this.lease?.id);
         expect(message.tokensLeft).toBeLessThanOrEqual(this.boundTokens);
         expect(message.tokensLeft).toBe(this.keeper.slot.balanceTokens);
+        this.toldTokens = message.tokensLeft;
         expect(this.sentSeqs, 'a reused sequence number').not.toContain(seq);
         this.sentSeqs.push(seq);
         reached.reported += 1;
@@ -189,8 +205,9 @@ class Model {
       expect(flight, 'a second request while one is in flight').toBeNull();
       expect(this.sentSeqs, 'a reused sequence number').not.toContain(seq);
       this.sentSeqs.push(seq);
-      this.inFlight = { seq, message, firstSentUs: this.nowUs, admittedAtSend: this.admittedTokens };
+      this.inFlight = { seq, message, firstSentUs: this.nowUs, countedAtSend: this.countedTokens };
       expect(message.tokensLeft).toBeLessThanOrEqual(this.boundTokens);
+      this.toldTokens = message.op === 'return' ? 0 : message.tokensLeft;
       if (message.op === 'return') {
         expect(this.keeper.slot.balanceTokens, 'a return zeroes the balance').toBe(0);
         this.returnedTokens += message.tokensLeft;
@@ -211,8 +228,9 @@ class Model {
     const tokensGranted = Math.min(s.tokens, request.tokensWanted);
     const tokensHeld = (sameId ? request.tokensLeft : 0) + tokensGranted;
     expect(tokensHeld, 'the keeper asked for more than a lease may hold').toBeLessThanOrEqual(LEASE_TOKENS_MAX);
-    const leftTokens = Math.max(0, request.tokensLeft - (this.admittedTokens - flight.admittedAtSend));
+    const leftTokens = Math.max(0, request.tokensLeft - (this.countedTokens - flight.countedAtSend));
     this.boundTokens = (sameId ? leftTokens : 0) + tokensGranted;
+    this.toldTokens = (sameId ? request.tokensLeft : 0) + tokensGranted;
     if (sameId) reached.sameLease += 1;
     else reached.newLease += 1;
     this.lease = { id: leaseId, expiresAtUs: flight.firstSentUs + Math.floor(s.ttlMs * 1000 * (1 - this.options.driftMargin)) };
@@ -237,11 +255,17 @@ class Model {
     };
   }
 
+  get countedTokens(): number {
+    return this.admittedTokens - this.refundedTokens;
+  }
+
   take(cost: number): void {
     const slot = this.keeper.slot;
     const fits = cost <= slot.balanceTokens && this.nowUs < slot.expiresAtUs;
-    const admitted = slot.takeAt(cost, this.nowUs);
+    const receipt = slot.takeReceiptAt(cost, this.nowUs);
+    const admitted = receipt !== RECEIPT_DENIED;
     expect(admitted).toBe(fits);
+    if (admitted) this.receipts.push({ cost, receipt });
     if (!admitted) {
       if (slot.lastDenial === 'expired') reached.deniedExpired += 1;
       return;
@@ -254,12 +278,32 @@ class Model {
     expect(this.boundTokens, 'admitted more than the lease holds').toBeGreaterThanOrEqual(0);
   }
 
+  /** giveBack — gives back a take picked from those so far; a refund lifts the bound by what it gave. */
+  giveBack(pick: number, again: boolean): void {
+    if (this.receipts.length === 0) return;
+    const index = pick % this.receipts.length;
+    const { cost, receipt } = this.receipts[index] as { readonly cost: number; readonly receipt: number };
+    if (!again) this.receipts.splice(index, 1);
+    const slot = this.keeper.slot;
+    const current = receipt === slot.toldGeneration && slot.hasLease && this.nowUs < slot.expiresAtUs;
+    const given = slot.giveBackAt(cost, receipt, this.nowUs);
+    expect(given).toBeGreaterThanOrEqual(0);
+    expect(given).toBeLessThanOrEqual(cost);
+    if (!current) expect(given, 'gave back a take the coordinator was told of, or to a lease not live').toBe(0);
+    if (given > 0) reached.givenBack += 1;
+    else reached.giveBackDropped += 1;
+    this.refundedTokens += given;
+    this.boundTokens += given;
+    expect(slot.refundedTokens).toBe(this.refundedTokens);
+  }
+
   check(): void {
     const slot = this.keeper.slot;
     expect(Number.isSafeInteger(slot.balanceTokens)).toBe(true);
     expect(slot.balanceTokens).toBeGreaterThanOrEqual(0);
     expect(slot.balanceTokens).toBeLessThanOrEqual(this.boundTokens);
-    expect(this.admittedTokens + slot.balanceTokens + this.returnedTokens).toBeLessThanOrEqual(this.grantedTokens);
+    if (slot.hasLease) expect(slot.balanceTokens, 'more than last told plus granted since').toBeLessThanOrEqual(this.toldTokens);
+    expect(this.countedTokens + slot.balanceTokens + this.returnedTokens).toBeLessThanOrEqual(this.grantedTokens);
     expect(this.keeper.stats.tokensGranted).toBe(this.grantedTokens);
     if (slot.hasLease) expect(slot.expiresAtUs).toBe(this.lease?.expiresAtUs);
   }
@@ -279,6 +323,8 @@ function play(model: Model, s: Step): void {
   switch (s.kind) {
     case 'take':
       return model.take(s.cost);
+    case 'giveBack':
+      return model.giveBack(s.pick, s.again);
     case 'edge':
       model.nowUs = Math.max(model.nowUs, keeper.slot.expiresAtUs + s.offsetUs);
       return model.take(s.cost);

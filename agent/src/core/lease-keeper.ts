@@ -35,6 +35,10 @@
  *   hold it in advance), and asks again after the shortest back-off,
  *   instead of waiting for that lease to lapse. A `stale-sequence` refusal names the
  *   floor to ask above, and the next request goes at once above it.
+ * - Whatever tells the coordinator the balance (an acquire, a report, a
+ *   return) or changes the lease (a new one installed, one ended) starts a
+ *   new told generation of the slot (`told()`): a take of an earlier one is
+ *   never given back (lease-slot.ts, refunds).
  * - A grant no honest coordinator would send is refused as an error and
  *   changes nothing (the lease client's check, @tokenlease/shared). With
  *   `expectedLimits`, so is one beyond the limits the agent was configured
@@ -172,7 +176,7 @@ export class LeaseKeeper {
     this.cycle = new RequestCycle(this.slot, options, this.stats, random);
     this.demand = new DemandWatch(this.slot, options);
     this.rate = new RateRenewal(this.slot, options);
-    const source = { pool, secret, nextSeq: () => this.takeSeq(), agentId: () => this.agentId };
+    const source = { pool, secret, nextSeq: () => this.takeSeq(), agentId: () => this.agentId, told: () => this.slot.told() };
     this.reports = new UsageReports(source, options.reportMs, this.stats);
     this.calls = new CallReports(this.slot);
     const burstTokens = options.fallbackBurstTokens || Math.max(1, options.fallbackPerSecond);
@@ -413,6 +417,7 @@ export class LeaseKeeper {
   private sendAcquire(tokensWanted: number, nowUs: number): readonly SendAction[] {
     const s = this.slot;
     this.rate.sending(nowUs);
+    s.told();
     const message: LeaseRequest = {
       v: 2,
       op: 'acquire',
@@ -467,6 +472,7 @@ export class LeaseKeeper {
     this.rate.returning(nowUs);
     const tokensLeft = s.balanceTokens;
     this.budget?.credit(chargedTokens, nowUs);
+    s.told();
     s.balanceTokens = 0;
     s.hasLease = false;
     s.expiresAtUs = 0;
@@ -505,6 +511,7 @@ export class LeaseKeeper {
     this.shortUntilUs = reply.retryAfterMs > 0 ? nowUs + reply.retryAfterMs * US_PER_MS : 0;
     const sameLease = reply.leaseId === this.heldLeaseId && s.hasLease;
     if (!sameLease) this.stats.leasesStarted += 1;
+    if (!sameLease) s.told();
     s.balanceTokens = (sameLease ? s.balanceTokens : 0) + reply.tokensGranted;
     this.rate.granted(reply, nowUs, sameLease, flight.message.op === 'acquire' ? flight.message.demandPerSecond : this.demand.perSecond);
     this.reports.granted(s.balanceTokens, nowUs);

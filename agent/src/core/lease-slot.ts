@@ -42,6 +42,22 @@
  *   slot enforces. So an agent idle across a switch back to enforcing
  *   cannot admit beyond its tokens on the strength of a lease it no longer
  *   holds (docs/design.md, "Modes live and die with their lease").
+ * - Refunds (docs/design.md, "Requests that are not counted"): tokens a
+ *   take spent from the lease may be given back to the same lease, so a
+ *   request that should not count (a failed one, say) is not counted. The
+ *   keeper calls `told()` whenever a message tells the coordinator the
+ *   balance (an acquire, a report, a return) and whenever a lease is
+ *   installed or ends; each call starts a new "told generation". A take's
+ *   receipt (`takeReceiptAt`) names the generation it spent in, and
+ *   `giveBackAt` gives back only while that generation lasts, the lease is
+ *   held and live, at most what takes spent from the lease in that
+ *   generation, and never above a rate lease's cap (the excess is
+ *   dropped). So the balance never passes what was last told plus what was
+ *   granted or accrued since: the coordinator's bound still covers it.
+ *   What fallback or shadow mode admitted spent nothing from the lease and
+ *   is never given back (its receipt is RECEIPT_NONE). A refund that is
+ *   dropped leaves the request counted: the safe side. The take path pays
+ *   one typed-array write for this (the spent-since-told counter).
  */
 import { AgentError } from '../errors.js';
 
@@ -89,7 +105,12 @@ const DENIED_UNKNOWN_POOL = 28;
 const DENIAL_FIELDS = DENIED_UNKNOWN_POOL + 1 - DENIED_TOKENS;
 const SHADOW_FORCED = DENIED_TOKENS + 2 * DENIAL_FIELDS;
 const SHADOW_GRANTED = SHADOW_FORCED + 1;
-const FIELDS = SHADOW_GRANTED + 1;
+// Refunds: the told generation, what the lease spent since it began, and what was given back.
+const TOLD_GENERATION = SHADOW_GRANTED + 1;
+const TOLD_SPENT = TOLD_GENERATION + 1;
+const REFUNDED_TOKENS = TOLD_SPENT + 1;
+const REFUNDED_COUNT = REFUNDED_TOKENS + 1;
+const FIELDS = REFUNDED_COUNT + 1;
 /** The denied-tokens field of each reason. */
 const DENIED_BY_REASON: Readonly<Record<DenialReason, number>> = {
   'no-lease': DENIED_NO_LEASE,
@@ -106,6 +127,10 @@ const UNITS_PER_TOKEN = 1_000_000;
 export const FALLBACK_PER_SECOND_MAX = 1e9;
 /** The largest fallback burst accepted, tokens: the full level, 10^15 units, is still an exact integer. */
 export const FALLBACK_BURST_TOKENS_MAX = 1e9;
+/** RECEIPT_DENIED — the receipt of a take that was denied: nothing to give back. */
+export const RECEIPT_DENIED = -1;
+/** RECEIPT_NONE — the receipt of a take admitted without spending from the lease (fallback, shadow mode): nothing to give back. */
+export const RECEIPT_NONE = 0;
 
 export class LeaseSlot {
   private readonly n = new Float64Array(FIELDS);
@@ -119,6 +144,8 @@ export class LeaseSlot {
 
   constructor(readonly pool: string) {
     this.n[COST_MAX] = Infinity;
+    // Generations start above RECEIPT_NONE, so no receipt of a take that spent nothing names one.
+    this.n[TOLD_GENERATION] = RECEIPT_NONE + 1;
   }
 
   /** Tokens the agent may still spend from its lease. */
@@ -328,6 +355,7 @@ export class LeaseSlot {
     const balance = n[BALANCE] as number;
     if (cost <= balance && nowUs < (n[EXPIRES_AT] as number) && cost >= 1 && Number.isSafeInteger(cost)) {
       n[BALANCE] = balance - cost;
+      n[TOLD_SPENT] = (n[TOLD_SPENT] as number) + cost;
       n[ADMITTED_TOKENS] = (n[ADMITTED_TOKENS] as number) + cost;
       n[ADMITTED_COUNT] = (n[ADMITTED_COUNT] as number) + 1;
       n[LAST_ADMIT] = nowUs;
@@ -343,6 +371,74 @@ export class LeaseSlot {
       return true;
     }
     return this.deny(cost, nowUs);
+  }
+
+  /**
+   * takeReceiptAt — `takeAt`, returning a receipt for `giveBackAt`:
+   * RECEIPT_DENIED (-1) when denied; RECEIPT_NONE (0) when admitted without
+   * spending from the lease (fallback, a would-be denial of shadow mode);
+   * else the told generation the cost was spent in (a positive integer).
+   * Allocates nothing.
+   */
+  takeReceiptAt(cost: number, nowUs: number): number {
+    const n = this.n;
+    const generation = n[TOLD_GENERATION] as number;
+    const admittedCount = n[ADMITTED_COUNT] as number;
+    if (!this.takeAt(cost, nowUs)) return RECEIPT_DENIED;
+    // Spent from the lease, and nothing told the coordinator the balance meanwhile.
+    return n[ADMITTED_COUNT] !== admittedCount && n[TOLD_GENERATION] === generation ? generation : RECEIPT_NONE;
+  }
+
+  /**
+   * giveBackAt — gives `cost` tokens of the take with `receipt` back to the
+   * lease at `nowUs`, under the refund rules (see the head): nothing unless
+   * the receipt names the current told generation and the lease is held
+   * and live; at most what the lease spent in that generation; a rate
+   * lease not above its cap. Returns the tokens given back (0: dropped, the
+   * take stays counted). Throws AgentError('invalid-argument') for a cost
+   * that is not a positive integer.
+   */
+  giveBackAt(cost: number, receipt: number, nowUs: number): number {
+    this.checkCost(cost);
+    const n = this.n;
+    if (receipt !== n[TOLD_GENERATION] || !this.hasLease || nowUs >= (n[EXPIRES_AT] as number)) return 0;
+    if (n[RATE_TOKENS] !== 0) this.accrue(nowUs);
+    const capTokens = n[RATE_CAP] as number;
+    const roomTokens = capTokens > 0 ? capTokens - (n[BALANCE] as number) : Infinity;
+    const tokens = Math.min(cost, n[TOLD_SPENT] as number, roomTokens);
+    if (tokens <= 0) return 0;
+    n[BALANCE] = (n[BALANCE] as number) + tokens;
+    n[TOLD_SPENT] = (n[TOLD_SPENT] as number) - tokens;
+    n[REFUNDED_TOKENS] = (n[REFUNDED_TOKENS] as number) + tokens;
+    n[REFUNDED_COUNT] = (n[REFUNDED_COUNT] as number) + 1;
+    return tokens;
+  }
+
+  /**
+   * told — the balance was just told to the coordinator (an acquire, a
+   * report, a return), or a lease was installed or ended: a new told
+   * generation begins, and no take of an earlier one is given back.
+   */
+  told(): void {
+    const n = this.n;
+    n[TOLD_GENERATION] = (n[TOLD_GENERATION] as number) + 1;
+    n[TOLD_SPENT] = 0;
+  }
+
+  /** The told generation now: the receipt a take spending from the lease gets (a positive integer). */
+  get toldGeneration(): number {
+    return this.n[TOLD_GENERATION] as number;
+  }
+  /** Tokens spent from the lease in this told generation: the most `giveBackAt` may give back now. */
+  get toldSpentTokens(): number {
+    return this.n[TOLD_SPENT] as number;
+  }
+  /** Tokens given back (`giveBackAt`), and the give-backs that returned any: admitted less refunded is what counted. */
+  get refundedTokens(): number {
+    return this.n[REFUNDED_TOKENS] as number;
+  }
+  get refundedCount(): number {
+    return this.n[REFUNDED_COUNT] as number;
   }
 
   /**

@@ -154,8 +154,9 @@ describe('TakeQueue in shadow mode', () => {
     const slot = slotWith({ ...LIVE, balanceTokens: 1 }, true).slot;
     const host = { slot, waitingTokens: 0 };
     const queue = new TakeQueue<string>(host);
-    expect(queue.arrive(4, 1000, 'a', 10)).toEqual({ kind: 'admitted' });
-    expect(queue.arrive(51, 1000, 'b', 10)).toEqual({ kind: 'admitted' });
+    // Would-be denials spend nothing: nothing to give back (RECEIPT_NONE).
+    expect(queue.arrive(4, 1000, 'a', 10)).toEqual({ kind: 'admitted', receipt: 0 });
+    expect(queue.arrive(51, 1000, 'b', 10)).toEqual({ kind: 'admitted', receipt: 0 });
     expect(queue.length).toBe(0);
     expect([slot.shadowDeniedTokens, slot.shadowDeniedTokensFor('never-fits'), host.waitingTokens]).toEqual([55, 51, 0]);
     expect(queue.arrive(1, 1000, 'c', 10).kind).toBe('admitted');

@@ -1,10 +1,11 @@
 /**
- * takeAllAt: several pools charged together or not at all, at fixed instants.
+ * takeAllAt: several pools charged together or not at all, at fixed
+ * instants; with receipts, given back together (giveBackAllAt).
  */
 import { describe, expect, it } from 'vitest';
 import { AgentError } from '../errors.js';
-import { LeaseSlot } from './lease-slot.js';
-import { takeAllAt, type SlotCharge } from './take-all.js';
+import { LeaseSlot, RECEIPT_DENIED } from './lease-slot.js';
+import { giveBackAllAt, takeAllAt, type SlotCharge } from './take-all.js';
 
 function slot(pool: string, balanceTokens: number, expiresAtUs = 1_000): LeaseSlot {
   const s = new LeaseSlot(pool);
@@ -52,5 +53,28 @@ describe('takeAllAt', () => {
 
   it('admits an empty charge list', () => {
     expect(takeAllAt([], 0)).toBe(-1);
+  });
+});
+
+describe('takeAllAt receipts and giveBackAllAt', () => {
+  it('writes each part its receipt on admission, none on a denial, and gives each part back by its own rules', () => {
+    const global = slot('global', 10);
+    const tenant = slot('tenant-a', 3);
+    const charges = [charge(global, 2), charge(tenant, 3)];
+    const receipts = [RECEIPT_DENIED, RECEIPT_DENIED];
+    expect(takeAllAt(charges, 500, receipts)).toBe(-1);
+    expect(receipts).toEqual([global.toldGeneration, tenant.toldGeneration]);
+    expect(takeAllAt(charges, 510, [7, 7])).toBe(1); // the tenant is empty: nothing spent, nothing written
+    global.told(); // the global pool's keeper renewed meanwhile: its part stays counted
+    expect(giveBackAllAt(charges, receipts, 600)).toBe(3);
+    expect([global.balanceTokens, tenant.balanceTokens]).toEqual([8, 3]);
+    expect([global.refundedTokens, tenant.refundedTokens]).toEqual([0, 3]);
+  });
+
+  it('throws for a bad cost before giving anything back', () => {
+    const global = slot('global', 10);
+    const receipt = global.takeReceiptAt(2, 500);
+    expect(() => giveBackAllAt([charge(global, 2), charge(slot('tenant-a', 3), 0)], [receipt, receipt], 600)).toThrow(AgentError);
+    expect(global.balanceTokens).toBe(8);
   });
 });

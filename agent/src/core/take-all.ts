@@ -14,9 +14,14 @@
  * shadow mode (spent if it fits, else a would-be denial counted on it and
  * admitted); when an enforced part cannot, the denial is recorded there
  * and the shadowed parts change as little as the others.
+ *
+ * Receipts: given an array `receipts` (kept and reused by the caller, as
+ * the charge list), an admission writes each part's receipt at its index
+ * (LeaseSlot.takeReceiptAt); `giveBackAllAt` gives every part back under
+ * its receipt, each pool by its own refund rules. A denial writes none.
  */
 import { AgentError } from '../errors.js';
-import type { LeaseSlot } from './lease-slot.js';
+import { RECEIPT_DENIED, type LeaseSlot } from './lease-slot.js';
 
 /** SlotCharge — one part: the limiter (anything holding the pool's slot) and the cost in tokens. */
 export interface SlotCharge {
@@ -24,8 +29,12 @@ export interface SlotCharge {
   readonly cost: number;
 }
 
-/** takeAllAt — -1 when every part was admitted at `nowUs`, else the index of the part that was denied. */
-export function takeAllAt(charges: readonly SlotCharge[], nowUs: number): number {
+/**
+ * takeAllAt — -1 when every part was admitted at `nowUs`, else the index of
+ * the part that was denied. With `receipts`, an admission writes each
+ * part's receipt at its index.
+ */
+export function takeAllAt(charges: readonly SlotCharge[], nowUs: number, receipts?: number[]): number {
   const count = charges.length;
   for (let i = 0; i < count; i += 1) {
     const charge = charges[i] as SlotCharge;
@@ -46,7 +55,25 @@ export function takeAllAt(charges: readonly SlotCharge[], nowUs: number): number
   }
   for (let i = 0; i < count; i += 1) {
     const charge = charges[i] as SlotCharge;
-    charge.limiter.slot.takeAt(charge.cost, nowUs);
+    if (receipts === undefined) charge.limiter.slot.takeAt(charge.cost, nowUs);
+    else receipts[i] = charge.limiter.slot.takeReceiptAt(charge.cost, nowUs);
   }
   return -1;
+}
+
+/**
+ * giveBackAllAt — gives each part of an admission back at `nowUs` under its
+ * receipt (`receipts[i]`, from `takeAllAt`); each pool gives back what its
+ * refund rules allow (LeaseSlot.giveBackAt). Returns the tokens given back
+ * over all parts. Throws AgentError('invalid-argument') for a bad cost,
+ * before anything is given back.
+ */
+export function giveBackAllAt(charges: readonly SlotCharge[], receipts: readonly number[], nowUs: number): number {
+  for (const charge of charges) charge.limiter.slot.checkCost(charge.cost);
+  let tokens = 0;
+  for (let i = 0; i < charges.length; i += 1) {
+    const charge = charges[i] as SlotCharge;
+    tokens += charge.limiter.slot.giveBackAt(charge.cost, receipts[i] ?? RECEIPT_DENIED, nowUs);
+  }
+  return tokens;
 }

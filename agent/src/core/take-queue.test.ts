@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { AgentError } from '../errors.js';
-import { LeaseSlot } from './lease-slot.js';
+import { LeaseSlot, RECEIPT_NONE } from './lease-slot.js';
 import { TakeQueue, type TakeQueueHost } from './take-queue.js';
 
 type Kind = 'admitted' | 'waiting';
@@ -145,12 +145,20 @@ describe('TakeQueue', () => {
     steps.forEach((step, index) => {
       if ('arrive' in step) {
         const arrival = queue.arrive(step.cost, step.timeoutMs, step.arrive, step.at);
-        expect({ index, arrival }).toEqual({ index, arrival: { kind: step.kind } });
+        // A take spent from the lease: its receipt is the slot's told generation, 1 (nothing told here).
+        expect({ index, arrival }).toEqual({
+          index,
+          arrival: step.kind === 'admitted' ? { kind: 'admitted', receipt: 1 } : { kind: step.kind },
+        });
       } else if ('add' in step) {
         host.slot.balanceTokens += step.add;
       } else if ('poll' in step) {
         const decisions = queue.poll(step.at);
-        expect({ index, decisions }).toEqual({ index, decisions: { admitted: step.poll, timedOut: step.timedOut ?? [], refused: [] } });
+        const receipts = step.poll.map(() => 1);
+        expect({ index, decisions }).toEqual({
+          index,
+          decisions: { admitted: step.poll, receipts, timedOut: step.timedOut ?? [], refused: [] },
+        });
       } else {
         expect(queue.close()).toEqual(step.close);
       }
@@ -165,7 +173,7 @@ describe('TakeQueue', () => {
     const { deniedTokens, deniedCount, wantedCostTokens, lastDenial } = host.slot;
     expect([deniedTokens, deniedCount, wantedCostTokens, lastDenial]).toEqual([4, 1, 4, 'exhausted']);
     expect(queue.arrive(2, 100, 'b', 0)).toEqual({ kind: 'waiting' }); // behind a waiter: not tried, so no denial
-    expect(queue.poll(50_000)).toEqual({ admitted: [], timedOut: [], refused: [] });
+    expect(queue.poll(50_000)).toEqual({ admitted: [], receipts: [], timedOut: [], refused: [] });
     expect([host.slot.deniedTokens, host.slot.deniedCount]).toEqual([4, 1]);
     expect(host.waitingTokens).toBe(6);
   });
@@ -176,8 +184,8 @@ describe('TakeQueue', () => {
     host.slot.startRate(10, 1_000_000, 10, 0);
     const queue = new TakeQueue<string>(host);
     expect(queue.arrive(2, 1000, 'a', 0)).toEqual({ kind: 'waiting' });
-    expect(queue.poll(199_999)).toEqual({ admitted: [], timedOut: [], refused: [] });
-    expect(queue.poll(200_000)).toEqual({ admitted: ['a'], timedOut: [], refused: [] });
+    expect(queue.poll(199_999)).toEqual({ admitted: [], receipts: [], timedOut: [], refused: [] });
+    expect(queue.poll(200_000)).toEqual({ admitted: ['a'], receipts: [1], timedOut: [], refused: [] });
     expect(host.slot.balanceTokens).toBe(0);
   });
 
@@ -186,9 +194,10 @@ describe('TakeQueue', () => {
     host.slot.configureFallback(10, 5, 0);
     const queue = new TakeQueue<string>(host);
     expect(queue.arrive(3, 1000, 'a', 0)).toEqual({ kind: 'waiting' });
-    expect(queue.poll(1_000)).toEqual({ admitted: [], timedOut: [], refused: [] });
+    expect(queue.poll(1_000)).toEqual({ admitted: [], receipts: [], timedOut: [], refused: [] });
     host.slot.fallbackActive = true;
-    expect(queue.poll(2_000)).toEqual({ admitted: ['a'], timedOut: [], refused: [] });
+    // From the fallback bucket: nothing of the lease to give back.
+    expect(queue.poll(2_000)).toEqual({ admitted: ['a'], receipts: [RECEIPT_NONE], timedOut: [], refused: [] });
     expect(host.slot.fallbackTokens).toBe(3);
   });
 
@@ -254,11 +263,24 @@ describe('TakeQueue', () => {
   it('admits a probe (spend false) when its cost fits, spending nothing', () => {
     const host = hostWith({ ...EMPTY, balanceTokens: 2 });
     const queue = new TakeQueue<string>(host);
-    expect(queue.arrive(2, 100, 'probe', 0, false)).toEqual({ kind: 'admitted' });
+    expect(queue.arrive(2, 100, 'probe', 0, false)).toEqual({ kind: 'admitted', receipt: RECEIPT_NONE });
     expect(queue.arrive(3, 100, 'probe-2', 0, false)).toEqual({ kind: 'waiting' });
     host.slot.balanceTokens = 3;
-    expect(queue.poll(1_000)).toEqual({ admitted: ['probe-2'], timedOut: [], refused: [] });
+    expect(queue.poll(1_000)).toEqual({ admitted: ['probe-2'], receipts: [RECEIPT_NONE], timedOut: [], refused: [] });
     expect([host.slot.balanceTokens, host.waitingTokens]).toEqual([3, 0]);
+  });
+
+  it("gives each admitted take the slot's receipt, so what a waiter spent can be given back", () => {
+    const host = hostWith({ ...EMPTY, balanceTokens: 1 });
+    const queue = new TakeQueue<string>(host);
+    expect(queue.arrive(1, 100, 'first', 0)).toEqual({ kind: 'admitted', receipt: 1 });
+    expect(queue.arrive(2, 100, 'waiter', 0)).toEqual({ kind: 'waiting' });
+    host.slot.told(); // an acquire left: a new told generation
+    host.slot.balanceTokens = 2;
+    expect(queue.poll(1_000)).toEqual({ admitted: ['waiter'], receipts: [2], timedOut: [], refused: [] });
+    expect(host.slot.giveBackAt(2, 2, 2_000)).toBe(2);
+    expect(host.slot.giveBackAt(1, 1, 2_000)).toBe(0); // the first take was told since
+    expect(host.slot.balanceTokens).toBe(2);
   });
 
   const deadlines: readonly [string, readonly [number, number][], number][] = [

@@ -31,6 +31,9 @@
  *   keeper asks for it; a waiter's cost leaves it when the waiter does.
  * - After `close` every waiter is handed back unadmitted and every new
  *   take is refused.
+ * - Every admitted take comes with the slot's receipt for it
+ *   (`LeaseSlot.takeReceiptAt`), so its tokens can be given back; a probe's
+ *   is RECEIPT_NONE.
  * - Shadow mode (the slot's `shadowAt`): a valid take is admitted at once,
  *   as `tryTake` admits it (spent when the lease holds it, else a would-be
  *   denial counted apart), never refused `never-fits` or `unknown-pool`
@@ -38,7 +41,7 @@
  *   admitted at the next poll.
  */
 import { AgentError } from '../errors.js';
-import type { LeaseSlot } from './lease-slot.js';
+import { RECEIPT_DENIED, RECEIPT_NONE, type LeaseSlot } from './lease-slot.js';
 import { US_PER_MS } from './units.js';
 
 /** TAKE_TIMEOUT_MS_DEFAULT — how long a `take()` waits when its caller does not say. */
@@ -50,13 +53,20 @@ export interface TakeQueueHost {
   waitingTokens: number;
 }
 
-/** TakeArrival — what became of an arriving take: admitted now, waiting, or refused with `error`. */
+/** TakeArrival — what became of an arriving take: admitted now (with the slot's receipt), waiting, or refused with `error`. */
 export type TakeArrival =
-  { readonly kind: 'admitted' } | { readonly kind: 'waiting' } | { readonly kind: 'refused'; readonly error: AgentError };
+  | { readonly kind: 'admitted'; readonly receipt: number }
+  | { readonly kind: 'waiting' }
+  | { readonly kind: 'refused'; readonly error: AgentError };
 
-/** TakeDecisions — the tickets of the waiters a poll admitted, of those that timed out and of those refused (with why), each in arrival order. */
+/**
+ * TakeDecisions — the tickets of the waiters a poll admitted (with each
+ * one's receipt at the same index), of those that timed out and of those
+ * refused (with why), each in arrival order.
+ */
 export interface TakeDecisions<T> {
   readonly admitted: readonly T[];
+  readonly receipts: readonly number[];
   readonly timedOut: readonly T[];
   readonly refused: ReadonlyArray<{ readonly ticket: T; readonly error: AgentError }>;
 }
@@ -69,9 +79,9 @@ interface Waiter<T> {
   readonly ticket: T;
 }
 
-const ADMITTED: TakeArrival = { kind: 'admitted' };
+const PROBE_ADMITTED: TakeArrival = { kind: 'admitted', receipt: RECEIPT_NONE };
 const WAITING: TakeArrival = { kind: 'waiting' };
-const NOTHING: TakeDecisions<never> = { admitted: [], timedOut: [], refused: [] };
+const NOTHING: TakeDecisions<never> = { admitted: [], receipts: [], timedOut: [], refused: [] };
 
 export class TakeQueue<T> {
   private waiters: Waiter<T>[] = [];
@@ -102,13 +112,14 @@ export class TakeQueue<T> {
     }
     if (!(cost >= 1 && Number.isSafeInteger(cost)))
       return refused('invalid-argument', `cost must be a positive integer, got ${cost}`, pool);
-    if (spend && slot.shadowAt(nowUs)) {
-      slot.takeAt(cost, nowUs);
-      return ADMITTED;
-    }
+    if (spend && slot.shadowAt(nowUs)) return { kind: 'admitted', receipt: slot.takeReceiptAt(cost, nowUs) };
     const problem = refusal(slot, cost);
     if (problem !== null) return { kind: 'refused', error: problem };
-    if (this.waiters.length === 0 && (spend ? slot.takeAt(cost, nowUs) : slot.canTakeAt(cost, nowUs))) return ADMITTED;
+    if (this.waiters.length === 0) {
+      if (!spend && slot.canTakeAt(cost, nowUs)) return PROBE_ADMITTED;
+      const receipt = spend ? slot.takeReceiptAt(cost, nowUs) : RECEIPT_DENIED;
+      if (receipt !== RECEIPT_DENIED) return { kind: 'admitted', receipt };
+    }
     this.waiters.push({ cost, spend, deadlineUs: nowUs + timeoutMs * US_PER_MS, ticket });
     this.host.waitingTokens += cost;
     return WAITING;
@@ -119,15 +130,18 @@ export class TakeQueue<T> {
     if (this.waiters.length === 0) return NOTHING;
     const slot = this.host.slot;
     const admitted: T[] = [];
+    const receipts: number[] = [];
     const timedOut: T[] = [];
     const shadow = slot.shadowAt(nowUs);
     const refusedNow = shadow ? [] : this.refuseHopeless();
     let head = 0;
     for (; head < this.waiters.length; head += 1) {
       const waiter = this.waiters[head] as Waiter<T>;
-      if (slot.canTakeAt(waiter.cost, nowUs) && (!waiter.spend || slot.takeAt(waiter.cost, nowUs))) admitted.push(waiter.ticket);
-      else if (shadow && (!waiter.spend || slot.takeAt(waiter.cost, nowUs))) admitted.push(waiter.ticket);
-      else if (nowUs >= waiter.deadlineUs) timedOut.push(waiter.ticket);
+      if (shadow || slot.canTakeAt(waiter.cost, nowUs)) {
+        // Fits (or shadow mode admits it): a take spends it now, a probe spends nothing.
+        receipts.push(waiter.spend ? slot.takeReceiptAt(waiter.cost, nowUs) : RECEIPT_NONE);
+        admitted.push(waiter.ticket);
+      } else if (nowUs >= waiter.deadlineUs) timedOut.push(waiter.ticket);
       else break;
       this.host.waitingTokens -= waiter.cost;
     }
@@ -144,7 +158,7 @@ export class TakeQueue<T> {
     this.waiters = still;
     return admitted.length === 0 && timedOut.length === 0 && refusedNow.length === 0
       ? NOTHING
-      : { admitted, timedOut, refused: refusedNow };
+      : { admitted, receipts, timedOut, refused: refusedNow };
   }
 
   /** refuseHopeless — takes out the waiters no wait can admit now that the pool's limits (or its absence) are known. */

@@ -11,6 +11,8 @@
  *   only when the balance fell since what was last told (a grant tells it).
  * - A report is published with a fresh sequence number and no reply awaited
  *   (`timeoutMs` 0): a lost one only leaves a bound higher than it could be.
+ * - A report tells the balance: it starts a new told generation of the
+ *   slot (`source.told`), so no take before it is given back after it.
  */
 import type { LeaseReport } from '@tokenlease/shared';
 import type { KeeperStats, SendAction } from './keeper-types.js';
@@ -25,6 +27,8 @@ export interface ReportSource {
   readonly pool: string;
   readonly secret: string;
   readonly nextSeq: () => number;
+  /** told — a report is about to tell the coordinator the balance (LeaseSlot.told: no take before it is given back). */
+  readonly told: () => void;
 }
 
 export class UsageReports {
@@ -59,6 +63,7 @@ export class UsageReports {
     if (balanceTokens >= this.reportedTokens) return NONE;
     this.reportedTokens = balanceTokens;
     this.stats.reports += 1;
+    this.source.told();
     const { pool, secret } = this.source;
     const agentId = this.source.agentId();
     const message: LeaseReport = {

@@ -7,7 +7,10 @@
  * unknown pools, a coordinator that cannot grant (fail closed or let
  * through), a fresh agent on a full pool admitting its first requests, a
  * burst on a full pool admitting the pool's capacity rather than one
- * lease, and the envelope over every admission.
+ * lease, the envelope over every admission, and requests that do not
+ * count (`skipFailedRequests`, `skipSuccessfulRequests`,
+ * `requestWasSuccessful`): they give their tokens back as they end, so the
+ * pool still serves its limit of the ones that do.
  */
 import { createServer, type Server } from 'node:http';
 import { Agent, type AgentEvent } from '@tokenlease/agent';
@@ -33,6 +36,14 @@ const POOLS = {
   plain: { capacity: 10, refill: '10/s', leaseTtlMs: 1000 },
   route: { capacity: 5, refill: '1/s', leaseTtlMs: 1000 },
 };
+/**
+ * Requests that do not count: one lease holds the whole pool, and lives long enough that no renewal falls in a
+ * test. On a coordinator of their own, started by the first test that needs them: their longer TTL is a longer
+ * quiet period, which would hold back the tests above (and shift them against the suites run beside this one).
+ */
+const SKIP_PREFIX = `${PREFIX}skip`;
+const SKIP_POOL = { capacity: 5, refill: '5/s', leaseTtlMs: 3000, maxLeaseTokens: 5 };
+const SKIP_POOLS = { skipfail: SKIP_POOL, skipok: SKIP_POOL, skipjudge: SKIP_POOL, skipclosed: SKIP_POOL };
 const TEMPLATES = { 'tenant:*': { capacity: 5, refill: '5/s', leaseTtlMs: 1000 } };
 
 const LIMIT_ITEM = /^"([^"\\]+)";r=(\d+);t=(\d+)(;pk=:[A-Za-z0-9+/=]+:)?$/;
@@ -59,10 +70,30 @@ async function expressApp(
   return { base: await listen(server), server };
 }
 
-async function waitFull(probe: StatusProbe, pool: string, capacity: number): Promise<void> {
+/**
+ * holdWhole — `agent`'s lease on `pool` holds all of its `capacity`, and nothing waits: from here until the lease's
+ * renewal, a few seconds on, the agent asks nothing, so no give-back is dropped for a renewal in between.
+ */
+async function holdWhole(agent: Agent, pool: string): Promise<void> {
+  expect(await agent.limiter(pool).fits(SKIP_POOL.capacity, { timeoutMs: 5 * S })).toBe(true);
+}
+
+/** statuses — `count` requests to `path`, one after another (each ends, and gives back, before the next). */
+async function statuses(base: string, path: string, count: number): Promise<number[]> {
+  const out: number[] = [];
+  for (let i = 0; i < count; i += 1) out.push((await get(base, path)).status);
+  return out;
+}
+
+/** repeat — `value` `count` times. */
+function repeat<T>(value: T, count: number): T[] {
+  return Array.from({ length: count }, () => value);
+}
+
+async function waitFull(probe: StatusProbe, pool: string, capacity: number, prefix = PREFIX): Promise<void> {
   const deadline = Date.now() + 20 * S;
   for (;;) {
-    const status = await probe.status(pool, PREFIX);
+    const status = await probe.status(pool, prefix);
     if (status.levelTokens >= capacity && status.quietMs === 0) return;
     if (Date.now() > deadline) throw new Error(`pool ${pool} not full: ${JSON.stringify(status)}`);
     await new Promise((r) => setTimeout(r, 50));
@@ -75,6 +106,16 @@ describe('HTTP middleware', () => {
   const agents: Agent[] = [];
   const servers: Server[] = [];
   const fastifies: FastifyInstance[] = [];
+
+  let skipCoordinator: Promise<unknown> | null = null;
+
+  /** skipAgent — an agent of the skip pools' coordinator (started now if it is not yet), once `pool` is full. */
+  async function skipAgent(pool: keyof typeof SKIP_POOLS): Promise<Agent> {
+    skipCoordinator ??= startCoordinator(nats.url, writeConfig(scratchDir(), { subjectPrefix: SKIP_PREFIX, pools: SKIP_POOLS }));
+    await skipCoordinator;
+    await waitFull(probe, pool, SKIP_POOL.capacity, SKIP_PREFIX);
+    return newAgent({ subjectPrefix: SKIP_PREFIX });
+  }
 
   async function newAgent(options: { subjectPrefix?: string; onEvent?: (e: AgentEvent) => void } = {}): Promise<Agent> {
     const agent = await Agent.connect({ natsUrl: nats.url, subjectPrefix: PREFIX, ...options });
@@ -272,5 +313,89 @@ describe('HTTP middleware', () => {
     expect(shut.headers.get('retry-after')).toMatch(/^[1-9]\d*$/);
     expect(JSON.parse(shut.body)).toMatchObject({ type: 'urn:tokenlease:problem:unavailable', status: 503 });
     expect((await get(base, '/open')).status).toBe(200);
+  });
+
+  it('Express, skipFailedRequests: 10 failing requests, then the limit of successful ones still gets through', async () => {
+    const agent = await skipAgent('skipfail');
+    const app = express();
+    app.use(createHttpLimit({ agent, pools: [{ name: 'skipfail' }], graceMs: 0, skipFailedRequests: true }));
+    app.get('/fail', (_req, res) => {
+      res.status(500).send('broken');
+    });
+    app.get('/', (_req, res) => {
+      res.send('ok');
+    });
+    const server = createServer(app);
+    servers.push(server);
+    const base = await listen(server);
+    await holdWhole(agent, 'skipfail');
+    expect(await statuses(base, '/fail', 10)).toEqual(repeat(500, 10));
+    // Without the give-backs the pool's 5 would have gone to the failures: 5 × 500, then 429s.
+    expect(await statuses(base, '/', 6)).toEqual([...repeat(200, 5), 429]);
+    expect(agent.limiter('skipfail').stats()).toMatchObject({ admittedTokens: 15, refundedTokens: 10, refundedCount: 10 });
+  });
+
+  it('Express, skipSuccessfulRequests: 10 successful requests, then the limit of failing ones still gets through', async () => {
+    const agent = await skipAgent('skipok');
+    const app = express();
+    app.use(createHttpLimit({ agent, pools: [{ name: 'skipok' }], graceMs: 0, skipSuccessfulRequests: true }));
+    app.get('/fail', (_req, res) => {
+      res.status(503).send('overloaded');
+    });
+    app.get('/', (_req, res) => {
+      res.send('ok');
+    });
+    const server = createServer(app);
+    servers.push(server);
+    const base = await listen(server);
+    await holdWhole(agent, 'skipok');
+    expect(await statuses(base, '/', 10)).toEqual(repeat(200, 10));
+    expect(await statuses(base, '/fail', 6)).toEqual([...repeat(503, 5), 429]);
+    expect(agent.limiter('skipok').stats()).toMatchObject({ admittedTokens: 15, refundedTokens: 10 });
+  });
+
+  it('Fastify, requestWasSuccessful: the service decides what failed (here only 5xx), with the request and the reply', async () => {
+    const agent = await skipAgent('skipjudge');
+    const app = Fastify();
+    fastifies.push(app);
+    const judged: string[] = [];
+    await app.register(fastifyRateLimit, {
+      agent,
+      pools: [{ name: 'skipjudge' }],
+      graceMs: 0,
+      skipFailedRequests: true,
+      requestWasSuccessful: async (request, reply) => {
+        judged.push(request.url);
+        return Promise.resolve(reply.statusCode < 500);
+      },
+    });
+    app.get('/fail', (_request, reply) => reply.code(502).send('bad gateway'));
+    app.get('/missing', (_request, reply) => reply.code(404).send('no such thing'));
+    const base = await app.listen({ port: 0, host: '127.0.0.1' });
+    await holdWhole(agent, 'skipjudge');
+    expect(await statuses(base, '/fail', 10)).toEqual(repeat(502, 10));
+    // A 404 is a success by this judge, so it counts (the default, status < 400, would have given it back).
+    expect(await statuses(base, '/missing', 6)).toEqual([...repeat(404, 5), 429]);
+    expect(judged).toEqual([...repeat('/fail', 10), ...repeat('/missing', 5)]);
+    expect(agent.limiter('skipjudge').stats()).toMatchObject({ refundedTokens: 10 });
+  });
+
+  it('node:http, skipFailedRequests: a response closed before it finished (the client went away) gives its tokens back', async () => {
+    const agent = await skipAgent('skipclosed');
+    const limit = createHttpLimit({ agent, pools: [{ name: 'skipclosed' }], graceMs: 0, skipFailedRequests: true });
+    const server = createServer((req, res) => {
+      void limit(req, res).then((admitted) => {
+        if (admitted && req.url !== '/hang') res.end('ok');
+      });
+    });
+    servers.push(server);
+    const base = await listen(server);
+    await holdWhole(agent, 'skipclosed');
+    await expect(fetch(`${base}/hang`, { signal: AbortSignal.timeout(200) })).rejects.toThrow();
+    const limiter = agent.limiter('skipclosed');
+    const deadline = Date.now() + 2 * S;
+    while (limiter.stats().refundedTokens === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    expect(limiter.stats()).toMatchObject({ admittedTokens: 1, refundedTokens: 1, refundedCount: 1 });
+    expect(await statuses(base, '/', 6)).toEqual([...repeat(200, 5), 429]);
   });
 });
