@@ -7,7 +7,7 @@ import { parseCoordinatorConfig, type CoordinatorConfig, type UplinkSettings } f
 import { makeRate, type Rate } from '@tokenlease/shared';
 import type { Admission } from '@tokenlease/shared/testing';
 import type { NetworkSpec, Partition } from './network.js';
-import type { WorkloadSpec } from './workload.js';
+import type { Workload, WorkloadSpec } from './workload.js';
 import type { FairShareReport } from './fair-share.js';
 
 export interface SimPool {
@@ -261,6 +261,12 @@ export interface SimConfig {
   readonly durationUs: number;
   readonly pool: SimPool;
   readonly workload: WorkloadSpec;
+  /**
+   * Arrivals given up front (a recorded trace the sweep replays) instead of
+   * drawing them from `workload`: every arrival before `durationUs`, agent
+   * slots below `agents`. Absent: the workload's own draw.
+   */
+  readonly replay?: Workload;
   readonly network: NetworkSpec;
   /** Partitions; times are µs from the start of traffic. */
   readonly partitions: readonly Partition[];

@@ -54,8 +54,9 @@ import type { Admission } from '@tokenlease/shared/testing';
 /** The workload draws from its own stream: the run's seed with these bits flipped, so it is the same whatever else the seed drives. */
 const WORKLOAD_SEED_SALT = 0x5eed;
 
-/** simWorkload — the arrivals a run of `config` sees (the same for every run with its seed and workload). */
+/** simWorkload — the arrivals a run of `config` sees (the same for every run with its seed and workload, or its replay). */
 export function simWorkload(config: SimConfig): Workload {
+  if (config.replay !== undefined) return config.replay;
   const refillPerSecond = (config.pool.refill.tokens * 1000) / config.pool.refill.periodMs;
   const workload = makeWorkload(
     config.workload,

@@ -40,6 +40,8 @@ export interface SweepArgs extends SweepInput {
   readonly whatIf: readonly WhatIfLimit[];
   /** `--help` was given: print USAGE; other flags were not validated. */
   readonly help: boolean;
+  /** `--trace FILE`: replay this recorded trace (trace.ts) instead of a workload; null: the workload. The file is read by the caller, not here. */
+  readonly tracePath: string | null;
   /** `--window N/W`: sweep a sliding-window pool of N per W (capacity N, refill N per W, chunk leases, no allowance); null: a bucket. */
   readonly window: SweepWindow | null;
 }
@@ -48,7 +50,8 @@ export interface SweepArgs extends SweepInput {
 export const MAX_COMBINATIONS = 1000;
 
 const TOKENS_MAX = 1_000_000_000;
-const AGENTS_MAX = 100_000;
+/** AGENTS_MAX — most agents a sweep simulates: `--agents`, and the distinct instances of a `--trace`. */
+export const AGENTS_MAX = 100_000;
 const LATENCY_US_MAX = 10_000_000;
 const DURATION_MS_MAX = 86_400_000;
 const SEED_MAX = 2 ** 32 - 1;
@@ -87,6 +90,10 @@ apart); the cost (msg/1k) weighs a report like a round-trip.
   --capacity B               pool capacity, tokens (default ${SWEEP_DEFAULTS.capacity})
   --refill RATE              refill rate like 500/s, 2/1000ms, 60/min (default ${SWEEP_DEFAULTS.refill})
   --workload NAME[:k=v,...]  demand shape (default ${SWEEP_DEFAULTS.workload}); see below
+  --trace FILE               replay a recorded trace instead of a workload: one agent per
+                             instance, each arrival at its time with its cost, for the
+                             trace's span (replaces --agents, --workload and --duration);
+                             JSON Lines or CSV, see docs/trace-format.md
   --window N/W               sweep a strict sliding-window pool instead: at most N in every
                              window of W, like 100/1s or 100/60s (replaces --capacity and
                              --refill; chunk leases, no allowance, no --html or --what-if);
@@ -139,6 +146,7 @@ const OPTIONS = {
   'target-utilization': { type: 'string' },
   'what-if': { type: 'string' },
   window: { type: 'string' },
+  trace: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -261,6 +269,7 @@ export function parseSweepArgs(argv: readonly string[], drawSeed: () => number =
 
   const agents = integer('--agents', text('agents'), 1, AGENTS_MAX, 'a number of agents');
   const window = v.window === undefined ? null : readWindowFlags(v);
+  const tracePath = v.trace === undefined ? null : readTraceFlags(v);
   const refill = window === null ? readRefill(text('refill')) : makeRate(window.limitTokens, window.windowMs);
   const capacityTokens = window?.limitTokens ?? integer('--capacity', text('capacity'), 1, TOKENS_MAX, 'a capacity in tokens');
   const workload = parseWorkload(text('workload'));
@@ -337,8 +346,24 @@ export function parseSweepArgs(argv: readonly string[], drawSeed: () => number =
     targetUtilization,
     whatIf,
     help,
+    tracePath,
     window,
   };
+}
+
+/** readTraceFlags — `--trace`'s file, refusing the flags the trace replaces. */
+function readTraceFlags(v: Values): string {
+  const path = v.trace ?? '';
+  if (path === '') throw new SweepArgsError('--trace', 'needs a file name, like --trace traffic.jsonl');
+  for (const flag of ['agents', 'workload', 'duration'] as const) {
+    if (v[flag] !== undefined)
+      throw new SweepArgsError(
+        `--${flag}`,
+        'does not apply with --trace, whose instances, arrivals and span give the fleet, the demand and the duration',
+      );
+  }
+  if (v.window !== undefined) throw new SweepArgsError('--window', 'does not take --trace yet: a trace replays against a bucket pool');
+  return path;
 }
 
 /** readWindowFlags — `--window`'s pool, refusing the flags a window pool has no use for. */
@@ -361,6 +386,11 @@ function defaultWindowSizes(limitTokens: number): string {
   return sizes.length > 0 ? sizes.join(',') : String(limitTokens);
 }
 
+/** demandLabel — what the arrivals are, for headers and reports: `trace FILE`, or the workload's canonical text. */
+export function demandLabel(args: Pick<SweepArgs, 'tracePath' | 'workload'>): string {
+  return args.tracePath === null ? formatWorkload(args.workload) : `trace ${args.tracePath}`;
+}
+
 /**
  * sweepArgsToArgv — flags that reproduce `args` exactly (every value spelled
  * out, the seed included, `--help` left out): `parseSweepArgs(sweepArgsToArgv(a))`
@@ -371,12 +401,11 @@ export function sweepArgsToArgv(args: SweepArgs): string[] {
     args.window === null
       ? ['--capacity', String(args.capacityTokens), '--refill', formatRate(args.refill)]
       : ['--window', formatWindow(args.window)];
+  const replayed = args.tracePath !== null;
   const argv = [
-    '--agents',
-    String(args.agents),
+    ...(replayed ? [`--trace=${args.tracePath}`] : ['--agents', String(args.agents)]),
     ...limits,
-    '--workload',
-    formatWorkload(args.workload),
+    ...(replayed ? [] : ['--workload', formatWorkload(args.workload)]),
     '--lease-sizes',
     args.leaseSizesTokens.join(','),
     '--ttls',
@@ -391,8 +420,7 @@ export function sweepArgsToArgv(args: SweepArgs): string[] {
     args.reportsMs.map((ms) => formatDurationUs(ms * 1000)).join(','),
     '--latency',
     formatDurationUs(args.latencyUs),
-    '--duration',
-    formatDurationUs(args.durationMs * 1000),
+    ...(replayed ? [] : ['--duration', formatDurationUs(args.durationMs * 1000)]),
     '--seed',
     String(args.seed),
     '--target-utilization',

@@ -2,7 +2,11 @@
  * The two baselines every sweep compares leases with, on the same arrivals:
  * - central: every request makes a round-trip to one exact shared bucket
  *   (decided one network delay after it was sent): exact, and maximal
- *   coordination.
+ *   coordination. The bucket starts full at time 0. Replaying a trace, it
+ *   decides each request at its arrival, in arrival order (a network of
+ *   `null`): a delay the same for every request would change nothing, and a
+ *   random one would reorder requests and make the count depend on the
+ *   seed; so its admissions are exactly an exact bucket's over the trace.
  * - local: each agent keeps its own bucket of capacity B/N refilled at r/N:
  *   no coordination, and capacity idles wherever demand is low.
  * Both let `take()` requests wait (reserve) up to their timeout.
@@ -35,17 +39,22 @@ function recorder(o: ReturnType<typeof outcome>, a: Arrival, replyUs: number): A
   };
 }
 
-/** central — a round-trip per request to one exact bucket across a network of `spec`. */
+/**
+ * central — a round-trip per request to one exact bucket across a network of
+ * `spec`; with `spec` null, each request is decided at its arrival, in order.
+ */
 export function central(
   workload: Workload,
   agents: number,
   capacity: number,
   rate: Rate,
-  spec: NetworkSpec,
+  spec: NetworkSpec | null,
   seed: number,
 ): BaselineOutcome {
-  const network = new Network({ ...spec, lossRate: 0, duplicateRate: 0 }, [], seededRandom(seed));
-  const decided = workload.arrivals.map((a) => ({ a, atUs: network.arrivals(a.agent, a.tUs)[0] ?? a.tUs })).sort((x, y) => x.atUs - y.atUs);
+  const network = spec === null ? null : new Network({ ...spec, lossRate: 0, duplicateRate: 0 }, [], seededRandom(seed));
+  const decided = workload.arrivals
+    .map((a) => ({ a, atUs: network === null ? a.tUs : (network.arrivals(a.agent, a.tUs)[0] ?? a.tUs) }))
+    .sort((x, y) => x.atUs - y.atUs);
   const o = outcome(agents);
   const bucket = new SharedBucket(capacity, rate, 0);
   for (const { a, atUs } of decided) {

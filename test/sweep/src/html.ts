@@ -13,7 +13,7 @@
  * against the refresh interval), then the full table. The x axis is logarithmic when its values span more than a factor 10.
  */
 import { formatRate } from '@tokenlease/shared';
-import { sweepArgsToArgv, type SweepArgs } from './args.js';
+import { demandLabel, sweepArgsToArgv, type SweepArgs } from './args.js';
 import { renderLineChart, seriesStyle, type ChartSeries, type ReferenceLine } from './chart.js';
 import { COST_NAME, messagesPer1k } from './cost.js';
 import { formatDurationMs, formatDurationUs } from './duration.js';
@@ -21,7 +21,6 @@ import { escapeHtml, formatCount, formatFixed, formatPercent } from './format.js
 import { recommendationHeadline, type Recommendation } from './recommend.js';
 import { isLeaseRow, isRateRow, STRATEGY_DESCRIPTIONS, type SweepRow } from './row.js';
 import { renderTableHtml, TABLE_COLUMNS } from './table.js';
-import { formatWorkload } from './workload.js';
 import { WHAT_IF_COLUMNS, whatIfCells, type WhatIfRow } from './what-if.js';
 
 /** HtmlReportInput — what the report shows; `generatedBy` names the tool and version (free text, escaped). */
@@ -72,7 +71,7 @@ function parameters(args: SweepArgs): string {
   const ttls = args.ttlsMs.map((ms) => formatDurationMs(ms)).join(', ');
   const pairs: readonly [string, string][] = [
     ['agents', String(args.agents)],
-    ['workload', formatWorkload(args.workload)],
+    ['workload', demandLabel(args)],
     ['capacity B', `${formatCount(args.capacityTokens)} tokens`],
     ['refill r', formatRate(args.refill)],
     ['lease sizes', `${args.leaseSizesTokens.map(formatCount).join(', ')} tokens`],
@@ -240,7 +239,7 @@ function legendNotes(): string {
  * `<!DOCTYPE html>`); no external resources, scripts or URLs; all text escaped.
  */
 export function renderHtml(input: HtmlReportInput): string {
-  const title = `tokenlease lease-size sweep: ${formatWorkload(input.args.workload)}`;
+  const title = `tokenlease lease-size sweep: ${demandLabel(input.args)}`;
   return [
     '<!DOCTYPE html>',
     '<html lang="en">',

@@ -9,18 +9,22 @@
  * an HTML report with charts (--html FILE). With --window N/W it sweeps a
  * strict sliding-window pool instead, against an exact central per-request
  * sliding-window log, every row checked for at most N in every window of W
- * (window-sweep.ts). Exits 2 with one line for a bad flag.
+ * (window-sweep.ts). With --trace FILE it replays a recorded trace
+ * (trace.ts) instead of a workload; the whole trace is read and checked
+ * before the first run, so a bad line reports nothing. Exits 2 with one line
+ * for a bad flag or a bad trace.
  */
 import { writeFileSync } from 'node:fs';
 import { formatRate } from '@tokenlease/shared';
 import { SweepArgsError } from './args-error.js';
-import { parseSweepArgs, sweepArgsToArgv, USAGE, type SweepArgs } from './args.js';
+import { AGENTS_MAX, demandLabel, parseSweepArgs, sweepArgsToArgv, USAGE, type SweepArgs } from './args.js';
 import { renderHtml } from './html.js';
 import { describeRecommendation, recommend } from './recommend.js';
-import { arrivalsOf, runSweep } from './run-sweep.js';
+import { arrivalsOf, runSweep, type SweepInput } from './run-sweep.js';
 import { tokenleaseSettings } from './settings.js';
 import { renderTable } from './table.js';
-import { formatWorkload } from './workload.js';
+import { TraceError } from './trace.js';
+import { readTraceFile } from './trace-file.js';
 import { formatWhatIf, renderWhatIf, whatIf } from './what-if.js';
 import { formatWindow } from './window-args.js';
 import { renderWindowTable, runWindowSweep, type SweepWindow } from './window-sweep.js';
@@ -42,14 +46,30 @@ function parse(): SweepArgs | null {
   }
 }
 
-function main(): void {
-  const args = parse();
-  if (args === null) return;
+/** withTrace — `args` with the trace's arrivals, fleet and span when --trace is given; exits 2 on a bad trace. */
+async function withTrace(args: SweepArgs): Promise<SweepArgs & SweepInput> {
+  if (args.tracePath === null) return args;
+  try {
+    const trace = await readTraceFile(args.tracePath, AGENTS_MAX);
+    return { ...args, agents: trace.instances.length, durationMs: trace.durationMs, trace: trace.workload };
+  } catch (error) {
+    if (error instanceof TraceError) {
+      console.error(`sweep: --trace ${error.message}`);
+      process.exit(2);
+    }
+    throw error;
+  }
+}
+
+async function main(): Promise<void> {
+  const parsed = parse();
+  if (parsed === null) return;
+  const args = await withTrace(parsed);
   const replay = `npm run sweep -- ${sweepArgsToArgv(args).join(' ')}`;
   const say = args.json ? (line: string): void => void process.stderr.write(`${line}\n`) : (line: string): void => console.log(line);
   const pool = args.window === null ? `B=${args.capacityTokens}, r=${formatRate(args.refill)}` : `window ${formatWindow(args.window)}`;
   say(
-    `sweep: ${args.agents} agents, ${pool}, workload ${formatWorkload(args.workload)}, ` +
+    `sweep: ${args.agents} agents, ${pool}, ${args.tracePath === null ? 'workload ' : ''}${demandLabel(args)}, ` +
       `latency ${args.latencyUs / 1000} ms, ${args.durationMs / 1000} s simulated per combination, seed ${args.seed}`,
   );
   say(`replay: ${replay}`);
@@ -72,7 +92,9 @@ function main(): void {
         parameters: {
           ...args,
           refill: formatRate(args.refill),
-          workload: formatWorkload(args.workload),
+          workload: demandLabel(args),
+          // The arrivals stay out of the JSON: --trace names the file they came from.
+          ...(args.trace === undefined ? {} : { trace: undefined }),
           whatIf: formatWhatIf(args.whatIf),
         },
         replay,
@@ -106,7 +128,7 @@ function windowMain(args: SweepArgs, window: SweepWindow, replay: string, say: (
   process.stderr.write('\n');
   const fullest = Math.max(...rows.map((row) => row.fullestWindowTokens));
   if (args.json) {
-    const parameters = { ...args, refill: formatRate(args.refill), workload: formatWorkload(args.workload), window: formatWindow(window) };
+    const parameters = { ...args, refill: formatRate(args.refill), workload: demandLabel(args), window: formatWindow(window) };
     console.log(JSON.stringify({ parameters, replay, rows }));
     return;
   }
@@ -114,4 +136,4 @@ function windowMain(args: SweepArgs, window: SweepWindow, replay: string, say: (
   say(`\nfullest window of any row: ${fullest} of N=${window.limitTokens} per ${formatWindow(window).split('/')[1]}`);
 }
 
-main();
+await main();

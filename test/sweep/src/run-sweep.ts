@@ -44,6 +44,14 @@ export interface SweepInput extends SettingsInput {
   readonly durationMs: number;
   /** Seed of every random draw of the run, in [0, 2^32 − 1]. */
   readonly seed: number;
+  /**
+   * Recorded arrivals to replay (trace.ts) instead of drawing `workload`'s:
+   * its agent slots below `agents`, its arrivals before `durationMs`. The
+   * central baseline then decides each request at its arrival, in arrival
+   * order, so it admits exactly what an exact bucket replayed over the
+   * trace admits. Absent: the workload's draw.
+   */
+  readonly trace?: Workload;
 }
 
 interface Common {
@@ -108,6 +116,7 @@ function simulatedRow(input: SweepInput, setting: Setting & { readonly ttlMs: nu
       ...(rate ? { leaseMode: 'rate' as const } : {}),
     },
     workload: input.workload,
+    ...(input.trace === undefined ? {} : { replay: input.trace }),
     network: { latencyUs: input.latencyUs, lossRate: 0, duplicateRate: 0 },
     partitions: [],
     faults: [],
@@ -143,11 +152,13 @@ function commonOf(input: SweepInput, workload: Workload): Common {
 }
 
 /**
- * arrivalsOf — the arrivals every row of the sweep faces. simWorkload reads
+ * arrivalsOf — the arrivals every row of the sweep faces: the trace's when
+ * one is replayed, else simWorkload's. simWorkload reads
  * the seed, fleet, duration, refill and workload of a config; the lease
  * fields are placeholders it never reads.
  */
 export function arrivalsOf(input: SweepInput): Workload {
+  if (input.trace !== undefined) return input.trace;
   return simWorkload({
     seed: input.seed,
     agents: input.agents,
@@ -179,7 +190,7 @@ export function runSweep(input: SweepInput, onRow: (row: SweepRow) => void = () 
         input.agents,
         input.capacityTokens,
         input.refill,
-        { latencyUs: input.latencyUs, lossRate: 0, duplicateRate: 0 },
+        input.trace === undefined ? { latencyUs: input.latencyUs, lossRate: 0, duplicateRate: 0 } : null,
         input.seed,
       ),
       common,
