@@ -34,6 +34,7 @@ describe('parseSweepArgs defaults', () => {
       targetUtilization: 0.97,
       whatIf: [],
       help: false,
+      tracePath: null,
       window: null,
     });
   });
@@ -271,6 +272,28 @@ describe('--window N/W', () => {
   });
 });
 
+describe('--trace FILE', () => {
+  it('takes the file to replay and leaves the fleet, demand and duration to it', () => {
+    expect(parse(['--trace', 'traffic.jsonl', '--capacity', '500']).tracePath).toBe('traffic.jsonl');
+    expect(parse([]).tracePath).toBeNull();
+  });
+
+  it.each([
+    [['--trace', 'x.jsonl', '--agents', '3'], '--agents', 'does not apply with --trace'],
+    [['--trace', 'x.jsonl', '--workload', 'steady'], '--workload', 'does not apply with --trace'],
+    [['--trace', 'x.jsonl', '--duration', '10s'], '--duration', 'does not apply with --trace'],
+    [['--trace', 'x.jsonl', '--window', '100/1s'], '--window', 'does not take --trace yet'],
+    [['--trace='], '--trace', 'needs a file name'],
+    [['--trace'], '--trace', 'needs a value'],
+    [['--trace', 'a', '--trace', 'b'], '--trace', 'is given twice'],
+  ])('refuses %j naming %s', (argv, flag, form) => {
+    const error = refusal(argv);
+    expect(error.flag).toBe(flag);
+    expect(error.message).toContain(form);
+    expect(error.message).not.toContain('\n');
+  });
+});
+
 describe('sweepArgsToArgv', () => {
   const cases: [string[]][] = [
     [[]],
@@ -283,6 +306,8 @@ describe('sweepArgsToArgv', () => {
     [['--window', '100/1s', '--lease-sizes', '1,100', '--json']],
     [['--window', '7/1500ms', '--allowances', '0', '--lease-modes', 'chunk']],
     [['--window', '100/min']],
+    [['--trace', 'traffic.jsonl', '--capacity', '500', '--json']],
+    [['--trace=a b,c.csv', '--what-if', '100@100/s']],
   ];
   it.each(cases)('replays %j exactly', (argv) => {
     const args = parse(argv);
