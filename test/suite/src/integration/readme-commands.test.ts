@@ -122,6 +122,15 @@ const PLANS: ReadonlyMap<string, Plan> = new Map<string, Plan>([
     },
   ],
   [
+    'npm run sweep -- --trace traffic.jsonl --capacity 500 --refill 1000/s --lease-sizes 5,10,25,50 --seed 2026 --json',
+    {
+      how: '--help',
+      boundMs: 30 * S,
+      why: 'it replays the reader’s own trace file, which the repository does not have; trace-replay.test.ts runs --trace --json on a generated one',
+      parse: (args) => parseSweepArgs(args),
+    },
+  ],
+  [
     'npm run sim -- --scenarios 1000 --seed 1',
     { how: 'as written', boundMs: 240 * S, why: 'about 30 s of CPU, 40-50 s on a busy machine' },
   ],
