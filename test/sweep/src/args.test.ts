@@ -35,6 +35,7 @@ describe('parseSweepArgs defaults', () => {
       whatIf: [],
       help: false,
       tracePath: null,
+      traceKey: null,
       window: null,
     });
   });
@@ -278,6 +279,11 @@ describe('--trace FILE', () => {
     expect(parse([]).tracePath).toBeNull();
   });
 
+  it('takes one key of the trace to replay alone', () => {
+    expect(parse(['--trace', 'traffic.jsonl', '--key', '9f2c1a']).traceKey).toBe('9f2c1a');
+    expect(parse(['--trace', 'traffic.jsonl']).traceKey).toBeNull();
+  });
+
   it.each([
     [['--trace', 'x.jsonl', '--agents', '3'], '--agents', 'does not apply with --trace'],
     [['--trace', 'x.jsonl', '--workload', 'steady'], '--workload', 'does not apply with --trace'],
@@ -286,6 +292,9 @@ describe('--trace FILE', () => {
     [['--trace='], '--trace', 'needs a file name'],
     [['--trace'], '--trace', 'needs a value'],
     [['--trace', 'a', '--trace', 'b'], '--trace', 'is given twice'],
+    [['--key', '9f2c1a'], '--key', 'give the trace too'],
+    [['--trace', 'x.jsonl', '--key='], '--key', 'must be a key of 1 to 256 characters'],
+    [['--trace', 'x.jsonl', '--key', 'k'.repeat(257)], '--key', 'must be a key of 1 to 256 characters'],
   ])('refuses %j naming %s', (argv, flag, form) => {
     const error = refusal(argv);
     expect(error.flag).toBe(flag);
@@ -308,6 +317,7 @@ describe('sweepArgsToArgv', () => {
     [['--window', '100/min']],
     [['--trace', 'traffic.jsonl', '--capacity', '500', '--json']],
     [['--trace=a b,c.csv', '--what-if', '100@100/s']],
+    [['--trace', 'traffic.jsonl', '--key', 'a key,with=signs']],
   ];
   it.each(cases)('replays %j exactly', (argv) => {
     const args = parse(argv);

@@ -17,6 +17,7 @@ import { SweepArgsError } from './args-error.js';
 import { formatDurationUs, parseDurationUs } from './duration.js';
 import type { SweepInput } from './run-sweep.js';
 import { LEASE_MODES, tokenleaseSettings, type LeaseMode } from './settings.js';
+import { TRACE_ID_CHARS_MAX } from './trace.js';
 import { formatWorkload, parseWorkload, workloadUsage } from './workload.js';
 import { formatWhatIf, parseWhatIf, type WhatIfLimit } from './what-if.js';
 import { formatWindow, parseWindow } from './window-args.js';
@@ -42,6 +43,8 @@ export interface SweepArgs extends SweepInput {
   readonly help: boolean;
   /** `--trace FILE`: replay this recorded trace (trace.ts) instead of a workload; null: the workload. The file is read by the caller, not here. */
   readonly tracePath: string | null;
+  /** `--key K` with `--trace`: replay only the arrivals of key K (a hashed key, as the trace holds it); null: every arrival. */
+  readonly traceKey: string | null;
   /** `--window N/W`: sweep a sliding-window pool of N per W (capacity N, refill N per W, chunk leases, no allowance); null: a bucket. */
   readonly window: SweepWindow | null;
 }
@@ -94,6 +97,8 @@ apart); the cost (msg/1k) weighs a report like a round-trip.
                              instance, each arrival at its time with its cost, for the
                              trace's span (replaces --agents, --workload and --duration);
                              JSON Lines or CSV, see docs/trace-format.md
+  --key K                    with --trace: replay only the arrivals of key K (as the trace
+                             holds it, a hashed key): what the limit does to one key's traffic
   --window N/W               sweep a strict sliding-window pool instead: at most N in every
                              window of W, like 100/1s or 100/60s (replaces --capacity and
                              --refill; chunk leases, no allowance, no --html or --what-if);
@@ -147,6 +152,7 @@ const OPTIONS = {
   'what-if': { type: 'string' },
   window: { type: 'string' },
   trace: { type: 'string' },
+  key: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -270,6 +276,7 @@ export function parseSweepArgs(argv: readonly string[], drawSeed: () => number =
   const agents = integer('--agents', text('agents'), 1, AGENTS_MAX, 'a number of agents');
   const window = v.window === undefined ? null : readWindowFlags(v);
   const tracePath = v.trace === undefined ? null : readTraceFlags(v);
+  const traceKey = readTraceKey(v);
   const refill = window === null ? readRefill(text('refill')) : makeRate(window.limitTokens, window.windowMs);
   const capacityTokens = window?.limitTokens ?? integer('--capacity', text('capacity'), 1, TOKENS_MAX, 'a capacity in tokens');
   const workload = parseWorkload(text('workload'));
@@ -347,6 +354,7 @@ export function parseSweepArgs(argv: readonly string[], drawSeed: () => number =
     whatIf,
     help,
     tracePath,
+    traceKey,
     window,
   };
 }
@@ -364,6 +372,15 @@ function readTraceFlags(v: Values): string {
   }
   if (v.window !== undefined) throw new SweepArgsError('--window', 'does not take --trace yet: a trace replays against a bucket pool');
   return path;
+}
+
+/** readTraceKey — `--key`'s key (only with --trace), or null. */
+function readTraceKey(v: Values): string | null {
+  if (v.key === undefined) return null;
+  if (v.trace === undefined) throw new SweepArgsError('--key', 'picks one key of a --trace; give the trace too');
+  if (v.key === '' || v.key.length > TRACE_ID_CHARS_MAX)
+    throw new SweepArgsError('--key', `must be a key of 1 to ${TRACE_ID_CHARS_MAX} characters, as the trace holds it`);
+  return v.key;
 }
 
 /** readWindowFlags — `--window`'s pool, refusing the flags a window pool has no use for. */
@@ -386,9 +403,10 @@ function defaultWindowSizes(limitTokens: number): string {
   return sizes.length > 0 ? sizes.join(',') : String(limitTokens);
 }
 
-/** demandLabel — what the arrivals are, for headers and reports: `trace FILE`, or the workload's canonical text. */
-export function demandLabel(args: Pick<SweepArgs, 'tracePath' | 'workload'>): string {
-  return args.tracePath === null ? formatWorkload(args.workload) : `trace ${args.tracePath}`;
+/** demandLabel — what the arrivals are, for headers and reports: `trace FILE` (and its key), or the workload's canonical text. */
+export function demandLabel(args: Pick<SweepArgs, 'tracePath' | 'traceKey' | 'workload'>): string {
+  if (args.tracePath === null) return formatWorkload(args.workload);
+  return `trace ${args.tracePath}${args.traceKey === null ? '' : ` key ${args.traceKey}`}`;
 }
 
 /**
@@ -404,6 +422,7 @@ export function sweepArgsToArgv(args: SweepArgs): string[] {
   const replayed = args.tracePath !== null;
   const argv = [
     ...(replayed ? [`--trace=${args.tracePath}`] : ['--agents', String(args.agents)]),
+    ...(args.traceKey === null ? [] : [`--key=${args.traceKey}`]),
     ...limits,
     ...(replayed ? [] : ['--workload', formatWorkload(args.workload)]),
     '--lease-sizes',

@@ -50,7 +50,7 @@ function parse(): SweepArgs | null {
 async function withTrace(args: SweepArgs): Promise<SweepArgs & SweepInput> {
   if (args.tracePath === null) return args;
   try {
-    const trace = await readTraceFile(args.tracePath, AGENTS_MAX);
+    const trace = await readTraceFile(args.tracePath, AGENTS_MAX, args.traceKey);
     return { ...args, agents: trace.instances.length, durationMs: trace.durationMs, trace: trace.workload };
   } catch (error) {
     if (error instanceof TraceError) {

@@ -12,9 +12,9 @@ import { TRACE_LINE_CHARS_MAX, TraceError, TraceReader, type Trace } from './tra
 
 const CHUNK_BYTES = 64 * 1024;
 
-/** readTraceFile — the replay of the trace at `path` (JSON Lines or CSV), at most `instancesMax` instances. */
-export async function readTraceFile(path: string, instancesMax: number): Promise<Trace> {
-  const reader = new TraceReader(path, instancesMax);
+/** readTraceFile — the replay of the trace at `path` (JSON Lines or CSV), at most `instancesMax` instances; `keyOnly`: that key's arrivals only. */
+export async function readTraceFile(path: string, instancesMax: number, keyOnly: string | null = null): Promise<Trace> {
+  const reader = new TraceReader(path, instancesMax, keyOnly);
   let pending = '';
   try {
     for await (const chunk of createReadStream(path, { encoding: 'utf8', highWaterMark: CHUNK_BYTES })) {

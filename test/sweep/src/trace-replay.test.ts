@@ -4,7 +4,8 @@
  * rows for chunk and rate leases and both baselines, none over the envelope,
  * and the central baseline admits exactly what an exact token bucket
  * (capacity B, refill r, full at time 0) admits replayed over the same
- * arrivals, recomputed here in integer arithmetic apart from the sweep's code.
+ * arrivals, recomputed here in integer arithmetic apart from the sweep's code;
+ * with `--key K`, the same over that key's arrivals alone.
  * The CLI is the built one (dist/main.js; `turbo run test` builds first).
  */
 import { execFileSync } from 'node:child_process';
@@ -24,6 +25,7 @@ interface Line {
   readonly tMs: number;
   readonly instance: string;
   readonly cost: number;
+  readonly key: string;
 }
 
 /** burstyTrace — 2,000 arrivals of 3 instances: bursts of 400 a few ms apart, 1.5 s of silence between. */
@@ -37,7 +39,7 @@ function burstyTrace(seed: number): Line[] {
   let tMs = 0;
   for (let i = 0; i < 2000; i += 1) {
     tMs += i > 0 && i % 400 === 0 ? 1500 : Math.floor(next() * 3);
-    lines.push({ tMs, instance: `svc-${Math.floor(next() * 3)}`, cost: 1 + Math.floor(next() * 3) });
+    lines.push({ tMs, instance: `svc-${Math.floor(next() * 3)}`, cost: 1 + Math.floor(next() * 3), key: i % 3 === 0 ? 'k-a' : 'k-b' });
   }
   return lines;
 }
@@ -100,6 +102,22 @@ describe(`--trace FILE --json (SEED=${SEED})`, () => {
     expect(bucket.count, 'the trace must overload the bucket to test anything').toBeLessThan(lines.length / 2);
     expect(central?.admitted).toBe(bucket.tokens);
     expect(central?.denialRate).toBeCloseTo((lines.length - bucket.count) / lines.length, 9);
+  });
+
+  it("replays one key alone with --key: its central baseline is the exact bucket over that key's arrivals", () => {
+    const keyed = JSON.parse(
+      execFileSync(process.execPath, [MAIN, ...argv, '--key', 'k-a', ...settings], {
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'ignore'],
+      }),
+    ) as { parameters: { workload: string }; rows: Row[] };
+    const ofKey = lines.filter((line) => line.key === 'k-a');
+    expect(keyed.parameters.workload).toBe(`trace ${path} key k-a`);
+    expect(keyed.rows.map((row) => row.overAdmitted)).toEqual([0, 0, 0, 0, 0]);
+    expect(keyed.rows.find((row) => row.strategy === 'central')?.admitted).toBe(exactBucketAdmits(ofKey).tokens);
+    // Not the whole trace under another name: a third of its arrivals, and the bucket refuses some of them too.
+    expect(ofKey.length).toBeLessThan(lines.length / 2);
+    expect(exactBucketAdmits(ofKey).count).toBeLessThan(ofKey.length);
   });
 
   it('stops at a bad line with exit 2, naming file, line and field, and prints no rows', () => {

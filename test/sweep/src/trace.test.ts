@@ -98,6 +98,23 @@ describe('TraceReader', () => {
     expect(got.message).toBe('t.jsonl:4: field "instance": "c" would be instance 3; the sweep simulates at most 2 agents');
   });
 
+  it("replays one key alone: every line still checked, only that key's arrivals kept, one slot per instance that served it", () => {
+    const text =
+      '{"tMs":0,"instance":"a","key":"k1"}\n{"tMs":1,"instance":"b","key":"k2","cost":4}\n{"tMs":2,"instance":"c"}\n{"tMs":3,"instance":"b","key":"k1","cost":2}';
+    const trace = readTraceLines('t.jsonl', text.split('\n'), 100, 'k1');
+    expect(trace.instances).toEqual(['a', 'b']);
+    expect(trace.workload.arrivals.map((a) => [a.tUs, a.agent, a.cost])).toEqual([
+      [0, 0, 1],
+      [3000, 1, 2],
+    ]);
+    // Another key's line is still read: a bad one stops the run, and so does time going backwards across keys.
+    expect(() => readTraceLines('t.jsonl', ['{"tMs":5,"instance":"a","key":"k2","cost":0}'], 100, 'k1')).toThrow(/t.jsonl:1: field "cost"/);
+    expect(() =>
+      readTraceLines('t.jsonl', ['{"tMs":5,"instance":"a","key":"k2"}', '{"tMs":4,"instance":"a","key":"k1"}'], 100, 'k1'),
+    ).toThrow(/t.jsonl:2: field "tMs" must not decrease/);
+    expect(() => readTraceLines('t.jsonl', text.split('\n'), 100, 'k9')).toThrow('t.jsonl: has no arrivals of key "k9"');
+  });
+
   it('refuses a trace without arrivals', () => {
     expect(refusal('tMs,instance,cost\n\n')).toMatchObject({
       code: 'empty',

@@ -93,9 +93,11 @@ export class TraceReader {
   private readonly arrivals: Arrival[] = [];
   private readonly offeredTokens: number[] = [];
 
+  /** `keyOnly`: replay only the arrivals of that key (every line is still checked, time order included); null: all. */
   constructor(
     private readonly file: string,
     private readonly instancesMax: number,
+    private readonly keyOnly: string | null = null,
   ) {}
 
   /** line — the next line, without its line ending (a trailing `\r` is dropped). Throws TraceError if it is bad. */
@@ -114,6 +116,8 @@ export class TraceReader {
   /** finish — the replay of every line read; throws TraceError for a trace without arrivals. */
   finish(): Trace {
     const last = this.arrivals[this.arrivals.length - 1];
+    if (last === undefined && this.keyOnly !== null)
+      throw new TraceError('empty', this.file, 0, null, `has no arrivals of key ${JSON.stringify(this.keyOnly)}`);
     if (last === undefined)
       throw new TraceError('empty', this.file, 0, null, 'has no arrivals; a trace needs at least one line after any header');
     const durationMs = Math.floor(last.tUs / 1000) + 1;
@@ -190,8 +194,12 @@ export class TraceReader {
     if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 1 || cost > TRACE_COST_MAX) {
       this.fail('cost', `must be a positive integer up to ${TRACE_COST_MAX} (tokens; default 1), not ${JSON.stringify(cost)}`);
     }
-    // Keys are validated now and kept for per-key reports to come (issue #35).
-    this.checkId('key', fields.key, false);
+    const key = this.checkId('key', fields.key, false);
+    if (this.keyOnly !== null && key !== this.keyOnly) {
+      // Another key's arrival: checked, ordered, not replayed.
+      this.lastTMs = tMs;
+      return;
+    }
     if (this.arrivals.length >= TRACE_ARRIVALS_MAX) {
       throw new TraceError(
         'too-many-arrivals',
@@ -245,8 +253,8 @@ export class TraceReader {
 }
 
 /** readTraceLines — a TraceReader fed every line of `lines`: the parsing of a trace held in memory (tests, small files). */
-export function readTraceLines(file: string, lines: Iterable<string>, instancesMax: number): Trace {
-  const reader = new TraceReader(file, instancesMax);
+export function readTraceLines(file: string, lines: Iterable<string>, instancesMax: number, keyOnly: string | null = null): Trace {
+  const reader = new TraceReader(file, instancesMax, keyOnly);
   for (const line of lines) reader.line(line);
   return reader.finish();
 }
