@@ -41,19 +41,19 @@ export class PoolTally {
   private holdsUs: number[] = [];
   private holdsDropped = 0;
   private classClaimsRefused = 0;
-  private calls: CallCounts = NO_CALLS;
-  private totals: CallCounts = NO_CALLS;
+  private readonly calls = new CallSums();
+  private readonly totals = new CallSums();
 
   /** callTotals — the calls agents reported since the pool was made. */
   get callTotals(): CallCounts {
-    return this.totals;
+    return this.totals.counts();
   }
 
-  /** reported — an accepted request told `calls` (absent: none). */
+  /** reported — an accepted request told `calls` (absent: none); allocates nothing. */
   reported(calls: CallCounts | undefined): void {
     if (calls === undefined) return;
-    this.calls = addCalls(this.calls, calls);
-    this.totals = addCalls(this.totals, calls);
+    this.calls.add(calls);
+    this.totals.add(calls);
   }
 
   /** classClaimRefused — a request claimed a class not granted to its identity (it weighed 1). */
@@ -75,20 +75,39 @@ export class PoolTally {
       holdsUs: this.holdsUs,
       holdsDropped: this.holdsDropped,
       classClaimsRefused: this.classClaimsRefused,
-      calls: this.calls,
+      calls: this.calls.counts(),
     };
     leases.expiredLeases = 0;
     leases.expiredTokens = 0;
     this.holdsUs = [];
     this.holdsDropped = 0;
     this.classClaimsRefused = 0;
-    this.calls = NO_CALLS;
+    this.calls.clear();
     return counts;
   }
 }
 
-/** addCalls — `a` and `b` added, each count at most Number.MAX_SAFE_INTEGER (a total never wraps or loses precision). */
-function addCalls(a: CallCounts, b: CallCounts): CallCounts {
-  const add = (x: number, y: number): number => Math.min(Number.MAX_SAFE_INTEGER, x + y);
-  return { admitted: add(a.admitted, b.admitted), denied: add(a.denied, b.denied), shadowDenied: add(a.shadowDenied, b.shadowDenied) };
+/** CallSums — running sums of calls, each at most Number.MAX_SAFE_INTEGER (a total never wraps or loses precision). */
+class CallSums {
+  private admitted = 0;
+  private denied = 0;
+  private shadowDenied = 0;
+
+  add(calls: CallCounts): void {
+    this.admitted = Math.min(Number.MAX_SAFE_INTEGER, this.admitted + calls.admitted);
+    this.denied = Math.min(Number.MAX_SAFE_INTEGER, this.denied + calls.denied);
+    this.shadowDenied = Math.min(Number.MAX_SAFE_INTEGER, this.shadowDenied + calls.shadowDenied);
+  }
+
+  /** counts — the sums, NO_CALLS itself when all three are 0. */
+  counts(): CallCounts {
+    const { admitted, denied, shadowDenied } = this;
+    return admitted === 0 && denied === 0 && shadowDenied === 0 ? NO_CALLS : { admitted, denied, shadowDenied };
+  }
+
+  clear(): void {
+    this.admitted = 0;
+    this.denied = 0;
+    this.shadowDenied = 0;
+  }
 }
