@@ -26,7 +26,7 @@
  * HttpLimit; `requestWasSuccessful` gets the request and the reply.
  */
 import { AgentError } from '../errors.js';
-import { HttpLimit, whenEnded, type EndingResponse, type HttpLimitOptions, type RequestView, type Verdict } from './http-limit.js';
+import { HttpLimit, type EndingResponse, type HttpLimitOptions, type RequestView, type Verdict } from './http-limit.js';
 
 /** RouteRateLimit — a route's `config.rateLimit`: false (not limited), or options over the plugin's (all but the agent). */
 export type RouteRateLimit<Req = FastifyRequestLike, Res = FastifyReplyLike> = false | Partial<Omit<HttpLimitOptions<Req, Res>, 'agent'>>;
@@ -141,9 +141,7 @@ export function fastifyRateLimit(fastify: FastifyLike, options: FastifyRateLimit
     if (limit === null) return;
     const verdict = await limit.check(viewOf(request));
     answer(reply, verdict);
-    const charged = verdict.admitted ? verdict.charged : undefined;
-    if (charged !== undefined)
-      whenEnded(reply.raw, (finished) => void limit.ended(charged, request, { statusCode: reply.raw.statusCode, native: reply }, finished));
+    limit.settleAtEnd(verdict, request, reply.raw, reply);
   });
   done();
 }

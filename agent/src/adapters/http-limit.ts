@@ -19,8 +19,9 @@
  * Requests that do not count (`skipFailedRequests`,
  * `skipSuccessfulRequests`, as express-rate-limit has them): with either
  * on, an admission keeps each pool's receipt (`Verdict.charged`), and the
- * adapter calls `ended` when the response finishes or closes. A request
- * that should not count then gives its tokens back to every pool it was
+ * adapter hands the response to `settleAtEnd`, which calls `ended` when it
+ * finishes or closes. A request that should not count then gives its
+ * tokens back to every pool it was
  * charged, each as its refund rules allow (Limiter.giveBack: a give-back
  * after a renewal, report, return or expiry is dropped and the request
  * stays counted). A response closed before it finished failed; one that
@@ -156,7 +157,7 @@ export interface EndingResponse {
  * 'finish', false on a 'close' before it finished (the client went away,
  * the handler destroyed it).
  */
-export function whenEnded(response: EndingResponse, ended: (finished: boolean) => void): void {
+function whenEnded(response: EndingResponse, ended: (finished: boolean) => void): void {
   let called = false;
   const end = (finished: boolean): void => {
     if (called) return;
@@ -308,6 +309,17 @@ export class HttpLimit<Req, Res = unknown> {
   async ended(charged: Charged, request: Req, response: ResponseView<Res>, finished: boolean): Promise<number> {
     if (!(await this.uncounted(request, response, finished))) return 0;
     return this.options.agent.giveBackAll(charged.charges, charged.receipts);
+  }
+
+  /**
+   * settleAtEnd — for an admitted `verdict` that may give its tokens back:
+   * watches `raw` (node's response under the framework's own, `native`)
+   * end, then `ended`. Nothing for a verdict without `charged`.
+   */
+  settleAtEnd(verdict: Verdict, request: Req, raw: EndingResponse, native: Res): void {
+    const charged = verdict.admitted ? verdict.charged : undefined;
+    if (charged === undefined) return;
+    whenEnded(raw, (finished) => void this.ended(charged, request, { statusCode: raw.statusCode, native }, finished));
   }
 
   /** uncounted — whether a request that ended so does not count under the skip options. */

@@ -16,7 +16,7 @@
  * before it finished) and hands the outcome to HttpLimit.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { HttpLimit, whenEnded, type HttpLimitOptions, type RequestView, type Verdict } from './http-limit.js';
+import { HttpLimit, type HttpLimitOptions, type RequestView, type Verdict } from './http-limit.js';
 
 export type {
   Charged,
@@ -99,9 +99,7 @@ export function createHttpLimit<Req extends IncomingMessage = IncomingMessage>(
     }
     answer(res, verdict);
     if (!verdict.admitted) return false;
-    const charged = verdict.charged;
-    if (charged !== undefined)
-      whenEnded(res, (finished) => void limit.ended(charged, req, { statusCode: res.statusCode, native: res }, finished));
+    limit.settleAtEnd(verdict, req, res, res);
     next?.();
     return true;
   };

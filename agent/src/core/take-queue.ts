@@ -115,9 +115,9 @@ export class TakeQueue<T> {
     if (spend && slot.shadowAt(nowUs)) return { kind: 'admitted', receipt: slot.takeReceiptAt(cost, nowUs) };
     const problem = refusal(slot, cost);
     if (problem !== null) return { kind: 'refused', error: problem };
-    if (this.waiters.length === 0) {
-      if (!spend && slot.canTakeAt(cost, nowUs)) return PROBE_ADMITTED;
-      const receipt = spend ? slot.takeReceiptAt(cost, nowUs) : RECEIPT_DENIED;
+    if (this.waiters.length === 0 && !spend && slot.canTakeAt(cost, nowUs)) return PROBE_ADMITTED;
+    if (this.waiters.length === 0 && spend) {
+      const receipt = slot.takeReceiptAt(cost, nowUs);
       if (receipt !== RECEIPT_DENIED) return { kind: 'admitted', receipt };
     }
     this.waiters.push({ cost, spend, deadlineUs: nowUs + timeoutMs * US_PER_MS, ticket });
