@@ -117,6 +117,31 @@ describe('HTTP middleware', () => {
     return newAgent({ subjectPrefix: SKIP_PREFIX });
   }
 
+  /**
+   * skipApp — an Express app limited on `pool` with `skip` options, answering `/` 200 and `/fail` `failStatus`,
+   * once `agent`'s lease holds the whole pool; its base URL.
+   */
+  async function skipApp(
+    agent: Agent,
+    pool: keyof typeof SKIP_POOLS,
+    skip: Pick<HttpLimitOptions, 'skipFailedRequests' | 'skipSuccessfulRequests'>,
+    failStatus: number,
+  ): Promise<string> {
+    const app = express();
+    app.use(createHttpLimit({ agent, pools: [{ name: pool }], graceMs: 0, ...skip }));
+    app.get('/fail', (_req, res) => {
+      res.status(failStatus).send('failed');
+    });
+    app.get('/', (_req, res) => {
+      res.send('ok');
+    });
+    const server = createServer(app);
+    servers.push(server);
+    const base = await listen(server);
+    await holdWhole(agent, pool);
+    return base;
+  }
+
   async function newAgent(options: { subjectPrefix?: string; onEvent?: (e: AgentEvent) => void } = {}): Promise<Agent> {
     const agent = await Agent.connect({ natsUrl: nats.url, subjectPrefix: PREFIX, ...options });
     agents.push(agent);
@@ -320,18 +345,7 @@ describe('HTTP middleware', () => {
 
   it('Express, skipFailedRequests: 10 failing requests, then the limit of successful ones still gets through', async () => {
     const agent = await skipAgent('skipfail');
-    const app = express();
-    app.use(createHttpLimit({ agent, pools: [{ name: 'skipfail' }], graceMs: 0, skipFailedRequests: true }));
-    app.get('/fail', (_req, res) => {
-      res.status(500).send('broken');
-    });
-    app.get('/', (_req, res) => {
-      res.send('ok');
-    });
-    const server = createServer(app);
-    servers.push(server);
-    const base = await listen(server);
-    await holdWhole(agent, 'skipfail');
+    const base = await skipApp(agent, 'skipfail', { skipFailedRequests: true }, 500);
     expect(await statuses(base, '/fail', 10)).toEqual(repeat(500, 10));
     // Without the give-backs the pool's 5 would have gone to the failures: 5 × 500, then 429s.
     expect(await statuses(base, '/', 6)).toEqual([...repeat(200, 5), 429]);
@@ -340,18 +354,7 @@ describe('HTTP middleware', () => {
 
   it('Express, skipSuccessfulRequests: 10 successful requests, then the limit of failing ones still gets through', async () => {
     const agent = await skipAgent('skipok');
-    const app = express();
-    app.use(createHttpLimit({ agent, pools: [{ name: 'skipok' }], graceMs: 0, skipSuccessfulRequests: true }));
-    app.get('/fail', (_req, res) => {
-      res.status(503).send('overloaded');
-    });
-    app.get('/', (_req, res) => {
-      res.send('ok');
-    });
-    const server = createServer(app);
-    servers.push(server);
-    const base = await listen(server);
-    await holdWhole(agent, 'skipok');
+    const base = await skipApp(agent, 'skipok', { skipSuccessfulRequests: true }, 503);
     expect(await statuses(base, '/', 10)).toEqual(repeat(200, 10));
     expect(await statuses(base, '/fail', 6)).toEqual([...repeat(503, 5), 429]);
     expect(agent.limiter('skipok').stats()).toMatchObject({ admittedTokens: 15, refundedTokens: 10 });
