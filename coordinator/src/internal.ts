@@ -13,6 +13,7 @@ export { type Claim } from './adapters/redis-store.js';
 export { checkRedisUrl } from './core/redis-options.js';
 export { parseClusterUrl, isClusterUrl, type RedisSeed, type ClusterUrl } from './core/redis-cluster-url.js';
 export { confirmWrite, type ConfirmedWrite } from './core/replica-confirm.js';
+export { onlineReplicas } from './core/replica-shortfall.js';
 export { CATCH_ALL_UNIT, preferredOwner, planOwnership, ownershipUnits, rendezvousScore, type OwnershipPlan } from './core/ownership.js';
 export {
   isDamaged,

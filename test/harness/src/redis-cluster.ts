@@ -12,6 +12,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { onlineReplicas } from '@tokenlease/coordinator/internal';
 import { findExecutable } from './binaries.js';
 import { freeClusterPort } from './ports.js';
 import { spawnProcess } from './processes.js';
@@ -92,10 +93,15 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
         `redis-cli --cluster create failed (${exit.code}): ${[...create.lines.slice(-20), create.stderr().slice(-2000)].join('\n')}`,
       );
     await handle.waitHealthy(20_000);
-    // Every replica attached to its primary, so a write can be confirmed from the start.
-    await waitUntil('Redis Cluster: every replica linked to its primary', 20_000, async () => {
+    // Every replica attached to its primary, and online as the primary sees it (what a coordinator counts before it
+    // trusts a write to be confirmed), so a write can be confirmed from the start. A replica reports its link up
+    // while its primary may still be sending it the first sync.
+    await waitUntil('Redis Cluster: every replica linked to its primary and online there', 20_000, async () => {
       const roles = await Promise.all(nodes.map((n) => command(n.port, 'ROLE')));
-      return roles.every((role) => Array.isArray(role) && (role[0] !== 'slave' || role[3] === 'connected'));
+      if (!roles.every((role) => Array.isArray(role) && (role[0] !== 'slave' || role[3] === 'connected'))) return false;
+      const primaries = nodes.filter((_, i) => (roles[i] as Resp[])[0] === 'master');
+      const infos = await Promise.all(primaries.map((n) => command(n.port, 'INFO', 'replication')));
+      return infos.every((info) => typeof info === 'string' && (onlineReplicas(info) ?? 0) >= replicas);
     });
   } catch (error) {
     await handle.stop();
