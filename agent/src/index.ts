@@ -1,7 +1,7 @@
 /**
  * @tokenlease/agent — the library a service embeds: the Agent and its
  * limiters (`tryTake`, `take`, `tryTakeAll`, and `giveBack` for requests
- * that should not count), their options, metrics and
+ * that should not count), their options, trace recording, metrics and
  * typed errors. The HTTP middleware is `@tokenlease/agent/http` and
  * `@tokenlease/agent/fastify`. The cores the agent runs (its driver, lease
  * keeper, take queue), which the project's tools drive directly, are
@@ -20,3 +20,4 @@ export { LeaseSlot, RECEIPT_DENIED, RECEIPT_NONE, type DenialReason } from './co
 export { DEFAULT_KEEPER_OPTIONS, type KeeperOptions } from './core/keeper-options.js';
 export type { ExpectedLimits } from '@tokenlease/shared';
 export { TAKE_TIMEOUT_MS_DEFAULT } from './core/take-queue.js';
+export type { RecordOptions, RecordingEvent, RecordingStats, RecordingStopReason } from './adapters/trace-recording.js';

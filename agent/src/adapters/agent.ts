@@ -29,13 +29,15 @@ import { type Bus, type BusEvent } from '@tokenlease/shared/nats';
 import { AgentDriver, AgentPool, type AgentCommand, type DriverEvent, type PoolWaiters } from '../core/agent-driver.js';
 import type { GrantVerifier, LeaseKeeper } from '../core/lease-keeper.js';
 import { keeperOptions, type KeeperOptions } from '../core/keeper-options.js';
-import { giveBackAllAt, takeAllAt, type SlotCharge } from '../core/take-all.js';
+import { giveBackAllAt, noteArrivalsAt, takeAllAt, type SlotCharge } from '../core/take-all.js';
+import type { LeaseSlot } from '../core/lease-slot.js';
 import { TAKE_TIMEOUT_MS_DEFAULT } from '../core/take-queue.js';
 import { US_PER_MS } from '../core/units.js';
 import { AgentError } from '../errors.js';
 import { grantVerifierOf } from './grant-verifier.js';
 import { Limiter, type LimiterHost } from './limiter.js';
 import { openAgentBus, type AgentConnectionOptions } from './agent-bus.js';
+import { TraceRecording, type RecordingEvent, type RecordingStats, type RecordOptions } from './trace-recording.js';
 
 /** Default for `limiterIdleMs`, ms. */
 const LIMITER_IDLE_MS_DEFAULT = 60_000;
@@ -49,7 +51,7 @@ const LEASE_SECRET_BYTES = 16;
 /** Random bytes of a moved agent id's suffix: 96 bits, 16 base64url characters. */
 const ID_SUFFIX_BYTES = 12;
 
-export type AgentEvent = DriverEvent | BusEvent;
+export type AgentEvent = DriverEvent | BusEvent | RecordingEvent;
 
 /** AgentOptions — how to reach NATS (AgentConnectionOptions), who the agent is, and how its leases are kept. */
 export interface AgentOptions extends AgentConnectionOptions {
@@ -94,6 +96,12 @@ export interface AgentOptions extends AgentConnectionOptions {
    * the agent, ms; default 60000. It is made again on use.
    */
   readonly limiterIdleMs?: number;
+  /**
+   * Record the arrivals of chosen pools to a trace file for
+   * `tokenlease-sweep --trace` (adapters/trace-recording.ts;
+   * docs/trace-format.md), from the start; `agent.record()` starts one later.
+   */
+  readonly record?: RecordOptions;
 }
 
 /** LimiterOptions — per-pool settings of `agent.limiter(pool, options)`. */
@@ -170,6 +178,7 @@ export class Agent implements LimiterHost {
   });
   private sweeper: NodeJS.Timeout | null = null;
   private onSettled: () => void = () => {};
+  private recording: TraceRecording | null = null;
 
   private constructor(
     private readonly bus: Bus,
@@ -205,6 +214,7 @@ export class Agent implements LimiterHost {
     });
     this.emit = options.onEvent ?? (() => {});
     bus.onEvent((event) => this.emit(event));
+    if (options.record !== undefined) this.record(options.record);
   }
 
   /**
@@ -223,7 +233,13 @@ export class Agent implements LimiterHost {
     const agentId = options.agentId ?? (identity === ANONYMOUS_IDENTITY ? defaultAgentId() : `${identity}.${defaultAgentId()}`);
     const verifyGrant = grantVerifierOf(options.grantPublicKeys);
     const { bus, owned } = await openAgentBus(options, identity, agentId);
-    return new Agent(bus, owned, agentId, options, verifyGrant);
+    try {
+      return new Agent(bus, owned, agentId, options, verifyGrant);
+    } catch (error) {
+      // A setting refused after the connection opened: close what this call opened.
+      if (owned) await bus.drain();
+      throw error;
+    }
   }
 
   get closed(): boolean {
@@ -267,6 +283,7 @@ export class Agent implements LimiterHost {
     const opened = this.driver.open(pool, overrides, (p) => new Entry(p, this, this.tick));
     const keeper = opened.keeper;
     keeper.slot.onLow = () => this.wake(keeper);
+    keeper.slot.arrivals = this.recording?.sinkFor(pool) ?? null;
     if (shadow !== undefined) keeper.slot.shadowForced = shadow;
     this.forgotten.register(opened.waiters, pool);
     this.run(this.driver.start(opened, this.clock()));
@@ -290,13 +307,39 @@ export class Agent implements LimiterHost {
     if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 0) {
       throw new AgentError('invalid-argument', `timeoutMs must be a non-negative integer, got ${timeoutMs}`);
     }
-    const deadlineUs = this.clock() + timeoutMs * US_PER_MS;
-    for (;;) {
-      const denied = takeAllAt(charges, this.clock(), options.receipts);
-      if (denied === -1) return true;
-      const part = charges[denied] as { readonly limiter: Limiter; readonly cost: number };
+    const nowUs = this.clock();
+    const denied = takeAllAt(charges, nowUs, options.receipts);
+    noteArrivalsAt(charges, nowUs);
+    return denied === -1 || this.waitAll(charges, denied, nowUs + timeoutMs * US_PER_MS, options.receipts);
+  }
+
+  /**
+   * retakeAll — `takeAll` for a call whose arrival a recording already
+   * noted (the HTTP middleware waiting after its first try): the same
+   * tries and wait, not recorded again.
+   */
+  async retakeAll(
+    charges: ReadonlyArray<{ readonly limiter: Limiter; readonly cost: number }>,
+    options: { readonly timeoutMs: number; readonly receipts?: number[] },
+  ): Promise<boolean> {
+    const nowUs = this.clock();
+    const denied = takeAllAt(charges, nowUs, options.receipts);
+    return denied === -1 || this.waitAll(charges, denied, nowUs + options.timeoutMs * US_PER_MS, options.receipts);
+  }
+
+  /** waitAll — after part `denied` was denied: waits in its pool's line until it fits, tries every part again, until `deadlineUs`. */
+  private async waitAll(
+    charges: ReadonlyArray<{ readonly limiter: Limiter; readonly cost: number }>,
+    denied: number,
+    deadlineUs: number,
+    receipts: number[] | undefined,
+  ): Promise<boolean> {
+    for (let part = denied; ;) {
+      const charge = charges[part] as { readonly limiter: Limiter; readonly cost: number };
       const leftMs = Math.floor((deadlineUs - this.clock()) / US_PER_MS);
-      if (leftMs <= 0 || !(await part.limiter.fits(part.cost, { timeoutMs: leftMs }))) return false;
+      if (leftMs <= 0 || !(await charge.limiter.fits(charge.cost, { timeoutMs: leftMs }))) return false;
+      part = takeAllAt(charges, this.clock(), receipts);
+      if (part === -1) return true;
     }
   }
 
@@ -341,8 +384,62 @@ export class Agent implements LimiterHost {
    * (Limiter.tryTakeReceipt), for `giveBackAll`.
    */
   tryTakeAll(charges: readonly SlotCharge[], receipts?: number[]): boolean {
+    const nowUs = this.clock();
+    this.lastDeniedIndex = takeAllAt(charges, nowUs, receipts);
+    noteArrivalsAt(charges, nowUs);
+    return this.lastDeniedIndex === -1;
+  }
+
+  /** retryTakeAll — `tryTakeAll` for a call whose arrival a recording already noted: the same decision, not recorded again. */
+  retryTakeAll(charges: readonly SlotCharge[], receipts?: number[]): boolean {
     this.lastDeniedIndex = takeAllAt(charges, this.clock(), receipts);
     return this.lastDeniedIndex === -1;
+  }
+
+  /**
+   * record — starts recording the arrivals of the pools `options` chooses
+   * to a trace file (adapters/trace-recording.ts): every limiter's take
+   * calls, `tryTakeAll` and `takeAll`, each call once. Throws
+   * AgentError('invalid-argument') for bad options, a file that cannot be
+   * opened, or while a recording runs; `closed` after close.
+   */
+  record(options: RecordOptions): void {
+    if (this.driver.closed) throw new AgentError('closed', 'the agent is closed');
+    if (this.recording !== null && !this.recording.stopped)
+      throw new AgentError('invalid-argument', `the agent records to ${this.recording.path} already; stopRecording() first`);
+    const recording = TraceRecording.start(options, this.agentId, this.clock, (event) => {
+      // It stopped (full, overflowed, a failed write, or stopRecording): the take paths need not call it any more.
+      this.detachArrivals();
+      this.emit(event);
+    });
+    this.recording = recording;
+    for (const slot of this.slots()) slot.arrivals = recording.sinkFor(slot.pool);
+  }
+
+  /** recordingStats — the running or last recording's progress, or null when none was started. */
+  recordingStats(): RecordingStats | null {
+    return this.recording?.stats() ?? null;
+  }
+
+  /** stopRecording — stops the recording (if any), writes what it holds and closes its file. Never rejects. */
+  async stopRecording(): Promise<void> {
+    if (this.recording === null) return;
+    this.detachArrivals();
+    await this.recording.stop();
+  }
+
+  /** detachArrivals — no pool notes arrivals any more: the take paths are back to one null check. */
+  private detachArrivals(): void {
+    for (const slot of this.slots()) slot.arrivals = null;
+  }
+
+  /** slots — the slot of every limiter the agent runs or may revive. */
+  private *slots(): Generator<LeaseSlot> {
+    for (const pool of this.driver.running()) yield pool.keeper.slot;
+    for (const entry of this.dropped.values()) {
+      const slot = entry.deref()?.pool.keeper.slot;
+      if (slot !== undefined) yield slot;
+    }
   }
 
   /**
@@ -386,6 +483,7 @@ export class Agent implements LimiterHost {
     clearTimeout(timer);
     // Whatever is still unanswered now is left to expire: stop acting on it.
     this.run(this.driver.stop());
+    await this.stopRecording();
     if (this.ownsBus) await this.bus.drain();
   }
 

@@ -49,6 +49,7 @@ import {
   type Refusal,
 } from '../core/http-policy.js';
 import { checkKeySecret, DIGEST_CHARS, digestName, keyDigest, type KeySecret } from './key-hash.js';
+import type { RecordOptions } from './trace-recording.js';
 import { expectedLimitsFormProblem, POOL_NAME_LENGTH_MAX, type ExpectedLimits } from '@tokenlease/shared';
 
 /** RequestView — what the middleware reads of a request, and the framework's own request (`native`). */
@@ -143,6 +144,15 @@ export interface HttpLimitOptions<Req = unknown, Res = unknown> {
   readonly skipSuccessfulRequests?: boolean;
   /** Whether a finished request succeeded, sync or async; default: its status is below 400. */
   readonly requestWasSuccessful?: SuccessFunction<Req, Res>;
+  /**
+   * Record every charged request's arrival at this middleware's pools (each
+   * rule's pool; every key's, `<name>:*`, for a keyed rule) to a trace file
+   * for `tokenlease-sweep --trace`: the agent's recording
+   * (Agent.record; adapters/trace-recording.ts) with `pools` chosen from
+   * the rules. Keys appear only hashed, as in pool names. The agent must
+   * not be recording already.
+   */
+  readonly record?: Omit<RecordOptions, 'pools'>;
 }
 
 /** EndingResponse — what the adapters watch of a node response as it ends (node's ServerResponse, Express's `res`, Fastify's `reply.raw`). */
@@ -255,6 +265,13 @@ function checkRule<Req>(rule: PoolRule<Req>): void {
   if (expected !== null) throw new AgentError('invalid-argument', `pool ${rule.name}: option expectedLimits ${expected}`);
 }
 
+/** recordOptions — the middleware's `record` option as the agent's: its rules' pools, every key's for a keyed rule. */
+function recordOptions<Req>(record: Omit<RecordOptions, 'pools'>, rules: readonly PoolRule<Req>[]): RecordOptions {
+  if (typeof record !== 'object' || record === null || 'pools' in record)
+    throw new AgentError('invalid-argument', "option record must be an object with a path (its pools are the rules' own)");
+  return { ...record, pools: rules.map((rule) => (rule.key === undefined ? rule.name : `${rule.name}:*`)) };
+}
+
 export class HttpLimit<Req, Res = unknown> {
   private readonly waitMs: number;
   private readonly graceMs: number;
@@ -292,6 +309,8 @@ export class HttpLimit<Req, Res = unknown> {
     this.skipSuccessful = checkFlag('skipSuccessfulRequests', options.skipSuccessfulRequests);
     if (options.requestWasSuccessful !== undefined && typeof options.requestWasSuccessful !== 'function')
       throw new AgentError('invalid-argument', 'option requestWasSuccessful must be a function of the request and the response');
+    // Last, once every other option is known good: it opens the trace file.
+    if (options.record !== undefined) options.agent.record(recordOptions(options.record, options.pools));
   }
 
   /** refunds — whether some requests give their tokens back as they end (skipFailedRequests or skipSuccessfulRequests). */
@@ -361,6 +380,7 @@ export class HttpLimit<Req, Res = unknown> {
     const agent = this.options.agent;
     const shadowBefore = this.shadowHeader === null ? null : charges.map((c) => c.limiter.slot.shadowDeniedCount);
     const receipts = this.refunds ? charges.map(() => RECEIPT_DENIED) : undefined;
+    // The request's arrival is recorded here, once (when recording); the waits and tries after it are not.
     let denied = agent.tryTakeAll(charges, receipts) ? -1 : agent.lastDeniedIndex;
     if (denied !== -1) denied = await this.waitFor(charges, denied, receipts);
     if (denied === -1) {
@@ -425,9 +445,9 @@ export class HttpLimit<Req, Res = unknown> {
     if (budgetMs === 0) return denied;
     try {
       if (charges.length > 1) {
-        if (await agent.takeAll(charges, receipts === undefined ? { timeoutMs: budgetMs } : { timeoutMs: budgetMs, receipts })) return -1;
+        if (await agent.retakeAll(charges, receipts === undefined ? { timeoutMs: budgetMs } : { timeoutMs: budgetMs, receipts })) return -1;
       } else {
-        const receipt = await charge.limiter.takeReceipt(charge.cost, { timeoutMs: budgetMs });
+        const receipt = await charge.limiter.retakeReceipt(charge.cost, { timeoutMs: budgetMs });
         if (receipts !== undefined) receipts[0] = receipt;
         if (receipt !== RECEIPT_DENIED) return -1;
       }
@@ -435,6 +455,6 @@ export class HttpLimit<Req, Res = unknown> {
       // never-fits or unknown-pool, learnt while waiting: the try below records it on the slot.
       if (!(error instanceof AgentError)) throw error;
     }
-    return agent.tryTakeAll(charges, receipts) ? -1 : agent.lastDeniedIndex;
+    return agent.retryTakeAll(charges, receipts) ? -1 : agent.lastDeniedIndex;
   }
 }

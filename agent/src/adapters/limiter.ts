@@ -131,7 +131,11 @@ export class Limiter {
    * apart (`stats().shadowDeniedTokens`).
    */
   tryTake(cost = 1): boolean {
-    return this.slot.takeAt(cost, this.now());
+    const nowUs = this.now();
+    const admitted = this.slot.takeAt(cost, nowUs);
+    const arrivals = this.slot.arrivals;
+    if (arrivals !== null) arrivals.note(cost, nowUs);
+    return admitted;
   }
 
   /**
@@ -139,7 +143,10 @@ export class Limiter {
    * the agent's clock (µs), e.g. to log admissions at their exact instant.
    */
   tryTakeAt(cost: number, nowUs: number): boolean {
-    return this.keeper.slot.takeAt(cost, nowUs);
+    const admitted = this.slot.takeAt(cost, nowUs);
+    const arrivals = this.slot.arrivals;
+    if (arrivals !== null) arrivals.note(cost, nowUs);
+    return admitted;
   }
 
   /**
@@ -149,7 +156,11 @@ export class Limiter {
    * else a positive number. Synchronous, allocates nothing.
    */
   tryTakeReceipt(cost = 1): number {
-    return this.slot.takeReceiptAt(cost, this.now());
+    const nowUs = this.now();
+    const receipt = this.slot.takeReceiptAt(cost, nowUs);
+    const arrivals = this.slot.arrivals;
+    if (arrivals !== null) arrivals.note(cost, nowUs);
+    return receipt;
   }
 
   /**
@@ -280,7 +291,7 @@ export class Limiter {
    * would-be denial when the lease cannot cover the cost.
    */
   take(cost = 1, options: { readonly timeoutMs?: number } = {}): Promise<boolean> {
-    return this.enqueue(cost, options.timeoutMs ?? TAKE_TIMEOUT_MS_DEFAULT, true, admittedOf);
+    return this.enqueue(cost, options.timeoutMs ?? TAKE_TIMEOUT_MS_DEFAULT, 'take', admittedOf);
   }
 
   /**
@@ -289,7 +300,16 @@ export class Limiter {
    * RECEIPT_DENIED (-1) instead of false; rejects as `take` does.
    */
   takeReceipt(cost = 1, options: { readonly timeoutMs?: number } = {}): Promise<number> {
-    return this.enqueue(cost, options.timeoutMs ?? TAKE_TIMEOUT_MS_DEFAULT, true, receiptOf);
+    return this.enqueue(cost, options.timeoutMs ?? TAKE_TIMEOUT_MS_DEFAULT, 'take', receiptOf);
+  }
+
+  /**
+   * retakeReceipt — `takeReceipt` for a call whose arrival a recording
+   * already noted (the HTTP middleware waiting after its first try): the
+   * same wait, not recorded again.
+   */
+  retakeReceipt(cost: number, options: { readonly timeoutMs: number }): Promise<number> {
+    return this.enqueue(cost, options.timeoutMs, 'retake', receiptOf);
   }
 
   /**
@@ -299,16 +319,25 @@ export class Limiter {
    * part at once). The tokens may be gone by the next call.
    */
   fits(cost = 1, options: { readonly timeoutMs?: number } = {}): Promise<boolean> {
-    return this.enqueue(cost, options.timeoutMs ?? TAKE_TIMEOUT_MS_DEFAULT, false, admittedOf);
+    return this.enqueue(cost, options.timeoutMs ?? TAKE_TIMEOUT_MS_DEFAULT, 'probe', admittedOf);
   }
 
-  /** enqueue — a take (`spend`) or probe at the take queue, answered by `answer` of its receipt. */
-  private enqueue<T>(cost: number, timeoutMs: number, spend: boolean, answer: (receipt: number) => T): Promise<T> {
+  /**
+   * enqueue — a take, a take already recorded (`retake`) or a probe at the
+   * take queue, answered by `answer` of its receipt. A take's arrival is
+   * recorded (when its pool is) whatever the answer, unless the call was
+   * refused for its arguments or because the agent closed.
+   */
+  private enqueue<T>(cost: number, timeoutMs: number, kind: 'take' | 'retake' | 'probe', answer: (receipt: number) => T): Promise<T> {
     let settle: Settle = UNSET;
     const waiting = new Promise<T>((resolve, reject) => {
       settle = { done: (receipt) => resolve(answer(receipt)), fail: reject };
     });
-    const arrival = this.takes.arrive(cost, timeoutMs, settle, this.now(), spend);
+    const nowUs = this.now();
+    const arrival = this.takes.arrive(cost, timeoutMs, settle, nowUs, kind !== 'probe');
+    // A request that came is recorded, admitted or not; a call refused for its arguments or after close is not one.
+    const came = arrival.kind !== 'refused' || (arrival.error.code !== 'invalid-argument' && arrival.error.code !== 'closed');
+    if (kind === 'take' && came) this.slot.arrivals?.note(cost, nowUs);
     if (arrival.kind === 'refused') return Promise.reject(arrival.error);
     if (arrival.kind === 'admitted') return Promise.resolve(answer(arrival.receipt));
     this.arm();

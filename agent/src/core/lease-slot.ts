@@ -60,6 +60,7 @@
  *   one typed-array write for this (the spent-since-told counter).
  */
 import { AgentError } from '../errors.js';
+import type { ArrivalSink } from './arrival-log.js';
 
 export type DenialReason = 'no-lease' | 'exhausted' | 'never-fits' | 'expired' | 'unknown-pool';
 
@@ -140,6 +141,8 @@ export class LeaseSlot {
   lastDenial: DenialReason = 'no-lease';
   /** Set while the coordinator's last word on this pool was `unknown-pool`. */
   unknownPool = false;
+  /** Where this pool's arrivals are recorded while a trace recording takes it (core/arrival-log.ts); null: not recorded. The limiter's take calls note them, not takeAt. */
+  arrivals: ArrivalSink | null = null;
   private roundTripSamplesUs: number[] = [];
 
   constructor(readonly pool: string) {

@@ -62,6 +62,19 @@ export function takeAllAt(charges: readonly SlotCharge[], nowUs: number, receipt
 }
 
 /**
+ * noteArrivalsAt — records one arrival of every part whose pool is recorded
+ * (LeaseSlot.arrivals) at `nowUs`: a call of `tryTakeAll` or `takeAll`,
+ * once, whatever it decided. No allocation.
+ */
+export function noteArrivalsAt(charges: readonly SlotCharge[], nowUs: number): void {
+  for (let i = 0; i < charges.length; i += 1) {
+    const charge = charges[i] as SlotCharge;
+    const arrivals = charge.limiter.slot.arrivals;
+    if (arrivals !== null) arrivals.note(charge.cost, nowUs);
+  }
+}
+
+/**
  * giveBackAllAt — gives each part of an admission back at `nowUs` under its
  * receipt (`receipts[i]`, from `takeAllAt`); each pool gives back what its
  * refund rules allow (LeaseSlot.giveBackAt). Returns the tokens given back

@@ -19,6 +19,8 @@
  *    starts first, so its one-minute quiet period passes during the rest.
  * 7. Signed grants: µs to sign one on the coordinator and to check one on
  *    the agent (grant-signing.ts).
+ * 8. Trace recording (recording.ts): tryTake's cost while its pool is
+ *    recorded, and the cost of writing each recorded arrival to the file.
  * `--quick` runs every one of them at a small scale (args.ts QUICK_SCALE).
  * Prints readable lines, then one JSON line of the figures; with --json
  * (args.ts) only the JSON line goes to stdout, the readable lines to stderr.
@@ -39,6 +41,7 @@ import { grantSigningFigures } from './grant-signing.js';
 import { memoryFigures } from './memory.js';
 import { adoptionFigures } from './adoption.js';
 import { HOT_POOL, hotLimiter, waitForBalance } from './hot-limiter.js';
+import { recordedBytesPerCall, recordingFigures } from './recording.js';
 import { figuresJson, readableLines, type FastPathFigures, type ProbeFigures } from './report.js';
 
 const LEASE_TOKENS = 10_000;
@@ -116,6 +119,8 @@ async function allocationProbe(natsUrl: string, prefix: string, calls: number): 
     clock: await bytesPerCall(l.clock, calls),
     deny: await bytesPerCall(l.deny, half),
     rateAt: await bytesPerCall(l.rateAt, calls),
+    // Last: recording 'hot' from here on.
+    recorded: await recordedBytesPerCall(agent, l.admit, calls),
   };
   await agent.close();
   process.stdout.write(`${JSON.stringify({ ...bytes, ...memoryFigures() })}\n`);
@@ -159,6 +164,7 @@ async function fastPathFigures(natsUrl: string, scale: BenchScale): Promise<Fast
   const all = timeCalls(l.admitAll, fewer, 1000);
   const deny = timeCalls(l.deny, fewer, 1000);
   const rate = timeCalls(l.rateAt, batches, 1000);
+  const recording = await recordingFigures(agent, l.admit, Math.min(batches, 1000));
   const e2e = await endToEnd(agent, scale.endToEndMs);
   await agent.close();
 
@@ -176,7 +182,7 @@ async function fastPathFigures(natsUrl: string, scale: BenchScale): Promise<Fast
   if (code !== 0) throw new Error(`allocation probe failed: ${probe.stderr()}`);
   const bytes = JSON.parse(probe.lines[probe.lines.length - 1] ?? '{}') as ProbeFigures;
   await stop(coordinator);
-  return { admit, all, deny, rate, e2e, e2eMs: scale.endToEndMs, leaseTokens: LEASE_TOKENS, bytes };
+  return { admit, all, deny, rate, recording, e2e, e2eMs: scale.endToEndMs, leaseTokens: LEASE_TOKENS, bytes };
 }
 
 async function main(): Promise<void> {

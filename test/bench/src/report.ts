@@ -9,10 +9,14 @@ import type { GrantSigningFigures } from './grant-signing.js';
 import type { IdlePoolFigures } from './idle-pools.js';
 import { LEASE_COUNTS, type LeaseCount, type LeaseModeName, type ScalingFigure } from './lease-scaling.js';
 import type { Timing } from './measure.js';
+import type { RecordingFigures } from './recording.js';
 
 /** ProbeFigures — what the allocation probe (a child under --expose-gc) measured: heap bytes per call, and the coordinator's memory. */
 export type ProbeFigures = Readonly<
-  Record<'admit' | 'admitAt' | 'admitAll' | 'clock' | 'deny' | 'rateAt' | 'bytesPerLease' | 'bytesPerEvictedPool' | 'poolsLeft', number>
+  Record<
+    'admit' | 'admitAt' | 'admitAll' | 'clock' | 'deny' | 'rateAt' | 'recorded' | 'bytesPerLease' | 'bytesPerEvictedPool' | 'poolsLeft',
+    number
+  >
 >;
 
 /** FastPathFigures — the agent's fast path and one agent end to end. */
@@ -21,6 +25,7 @@ export interface FastPathFigures {
   readonly all: Timing;
   readonly deny: Timing;
   readonly rate: Timing;
+  readonly recording: RecordingFigures;
   readonly e2e: { readonly admitsPerSecond: number; readonly roundTrips: number; readonly admitted: number };
   readonly e2eMs: number;
   readonly leaseTokens: number;
@@ -76,7 +81,7 @@ function writeLine(w: WriteFigures): string {
 
 /** readableLines — the figures in words, one subject a line. */
 export function readableLines(figures: BenchFigures): string[] {
-  const { admit, all, deny, rate, e2e, bytes } = figures.fastPath;
+  const { admit, all, deny, rate, recording, e2e, bytes } = figures.fastPath;
   const { durable } = figures;
   return [
     `tryTake admit: median ${admit.nsMedian} ns, p99 ${admit.nsP99} ns per call (${admit.calls} calls in batches of 1000); ${bytes.admit} heap bytes per call`,
@@ -84,6 +89,7 @@ export function readableLines(figures: BenchFigures): string[] {
     `tryTakeAll over 2 pools: median ${all.nsMedian} ns, p99 ${all.nsP99} ns per call; ${bytes.admitAll} heap bytes per call`,
     `tryTake deny:  median ${deny.nsMedian} ns, p99 ${deny.nsP99} ns per call; ${bytes.deny} heap bytes per call`,
     `rate lease tryTakeAt (accrues every call): median ${rate.nsMedian} ns, p99 ${rate.nsP99} ns per call; ${bytes.rateAt} heap bytes per call`,
+    `tryTake admit while its pool is recorded to a trace: median ${recording.take.nsMedian} ns, p99 ${recording.take.nsP99} ns per call (${admit.nsMedian} ns unrecorded, above); ${bytes.recorded} heap bytes per call; writing the trace off the request path: ${recording.writeNsPerArrival} ns and ${recording.bytesPerArrival} file bytes per arrival (${recording.arrivals} arrivals)`,
     `durable write before reply (Redis ${durable.redis}): median ${durable.writeUsMedian} µs, p99 ${durable.writeUsP99} µs per write; ${durable.writesPerSecond16Pools} writes/s with 16 pools writing at once`,
     `  on a Redis Cluster (3 primaries, 1 replica each), each write confirmed by a replica (WAIT 1): ${writeLine(durable.clusterConfirmed)}`,
     `  on the same cluster without replica confirmation: ${writeLine(durable.clusterUnconfirmed)}`,
@@ -100,7 +106,7 @@ export function readableLines(figures: BenchFigures): string[] {
 
 /** figuresJson — every figure under a name that carries its unit, and `quick` (true: the figures of `--quick`, not to quote). */
 export function figuresJson(figures: BenchFigures): Record<string, number | boolean> {
-  const { admit, all, deny, rate, e2e, bytes, leaseTokens } = figures.fastPath;
+  const { admit, all, deny, rate, recording, e2e, bytes, leaseTokens } = figures.fastPath;
   const { durable, crowded: c, machine } = figures;
   const scaling: Record<string, number> = {};
   for (const mode of ['rate', 'chunk'] as const)
@@ -118,6 +124,11 @@ export function figuresJson(figures: BenchFigures): Record<string, number | bool
     tryTakeDenyBytesPerCall: bytes.deny,
     rateTakeAtNsMedian: rate.nsMedian,
     rateTakeAtBytesPerCall: bytes.rateAt,
+    recordedTryTakeNsMedian: recording.take.nsMedian,
+    recordedTryTakeNsP99: recording.take.nsP99,
+    recordedTryTakeBytesPerCall: bytes.recorded,
+    recordingWriteNsPerArrival: recording.writeNsPerArrival,
+    recordingFileBytesPerArrival: recording.bytesPerArrival,
     durableWriteUsMedian: durable.writeUsMedian,
     durableWriteUsP99: durable.writeUsP99,
     durableWritesPerSecond16Pools: durable.writesPerSecond16Pools,
