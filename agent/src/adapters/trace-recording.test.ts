@@ -135,7 +135,7 @@ describe('trace recording', () => {
     for (let i = 0; i < 6; i += 1) api.tryTake();
     await agent.close();
     expect(linesOf(path)).toHaveLength(4);
-    expect(events.filter((e) => e.type === 'recording-stopped').map((e) => (e).reason)).toEqual(['overflow']);
+    expect(events.filter((e) => e.type === 'recording-stopped').map((e) => e.reason)).toEqual(['overflow']);
   });
 
   it('samples pools by name and records nothing of the others; stopRecording puts the take path back to no recording', async () => {
