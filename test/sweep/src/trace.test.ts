@@ -6,12 +6,23 @@
  * the line and the field; so do the whole trace's limits (span, instances,
  * emptiness).
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { TRACE_LINE_CHARS_MAX, TRACE_SPAN_MS_MAX, TRACE_TIME_MS_MAX, TraceError, type Trace, type TraceReadOptions } from './trace.js';
+import { BY_KEY_COLUMNS } from './by-key.js';
+import {
+  TRACE_COST_MAX,
+  TRACE_ID_CHARS_MAX,
+  TRACE_LINE_CHARS_MAX,
+  TRACE_SPAN_MS_MAX,
+  TRACE_TIME_MS_MAX,
+  TraceError,
+  type Trace,
+  type TraceReadOptions,
+} from './trace.js';
 import { readTraceFiles } from './trace-file.js';
 import { readTraceLines, TOKENLEASE_SOURCE } from './trace-source.js';
 
@@ -299,5 +310,26 @@ describe('readTraceFile', () => {
       code: 'unreadable',
       line: 0,
     });
+  });
+});
+
+describe('the documents', () => {
+  const root = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
+
+  it("state the reader's limits: the schema's bounds are the constants", () => {
+    const schema = JSON.parse(readFileSync(resolve(root, 'test/sweep/trace.schema.json'), 'utf8')) as {
+      properties: Record<string, { minimum?: number; maximum?: number; maxLength?: number }>;
+    };
+    expect(schema.properties['tMs']).toMatchObject({ minimum: 0, maximum: TRACE_TIME_MS_MAX });
+    expect(schema.properties['cost']).toMatchObject({ minimum: 1, maximum: TRACE_COST_MAX });
+    expect(schema.properties['instance']?.maxLength).toBe(TRACE_ID_CHARS_MAX);
+    expect(schema.properties['key']?.maxLength).toBe(TRACE_ID_CHARS_MAX);
+    expect(TRACE_TIME_MS_MAX).toBe(Math.floor(Number.MAX_SAFE_INTEGER / 1000));
+  });
+
+  it('describe every column of the per-key report as the sweep does', () => {
+    const doc = readFileSync(resolve(root, 'docs/trace-format.md'), 'utf8').replace(/’/g, "'");
+    for (const [name, meaning] of BY_KEY_COLUMNS)
+      expect(doc).toMatch(new RegExp(`\\| \`${name}\` +\\| ${meaning.replace(/[’]/g, "'").replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} \\|`));
   });
 });
