@@ -39,8 +39,11 @@ export interface AccessLogSource {
   readonly hashKey: (rawKey: string) => string;
 }
 
+/** NO_KEY — the values that mean a line has no key: absent, null, empty, or nginx's "-" for an empty variable. */
 const NO_KEY: ReadonlySet<unknown> = new Set([undefined, null, '', '-']);
+/** NUMERIC — a time string read as a number of the time's unit, not as a date. */
 const NUMERIC = /^\d+(?:\.\d+)?$/;
+/** WHOLE — a cost string read as a whole number of tokens. */
 const WHOLE = /^\d+$/;
 
 /** kind — what a JSON value is, for an error that must not show it. */

@@ -9,6 +9,7 @@
  * there is none. It copies no more than that value's text.
  */
 
+/** SPACE — JSON's whitespace between tokens. */
 const SPACE = ' \t\n\r';
 
 function skipSpace(text: string, at: number): number {

@@ -79,6 +79,7 @@ export const NO_TRACE: TraceArgs = {
   byKeyTop: null,
 };
 
+/** ACCESS_LOG_FLAGS — the flags only an access log takes. */
 const ACCESS_LOG_FLAGS = ['trace-field', 'key-rule', 'key-secret', 'key-pool'] as const;
 
 /** readTraceArgs — the trace flags of `v`, with `paths` the files of every --trace (and those listed after one), in order. */

@@ -17,6 +17,7 @@ import { DIGEST_CHARS, hashedKeyName } from '@tokenlease/shared/key-hash';
 export const KEY_SECRET_ENV = 'TOKENLEASE_KEY_SECRET';
 /** RANDOM_SECRET_BYTES — the size of a secret drawn for one run, bytes. */
 const RANDOM_SECRET_BYTES = 32;
+/** DIGEST — a key's digest in its pool name: base64url without padding. */
 const DIGEST = new RegExp(`^[A-Za-z0-9_-]{${DIGEST_CHARS}}$`);
 
 /** KeySecretSource — where the secret came from: `--key-secret`, the environment (KEY_SECRET_ENV), or drawn for this run. */

@@ -32,7 +32,9 @@ const DOUBLE_EXACT_BELOW = new Map<TimeUnit, number>([
   ['ms', 2 ** 43],
   ['us', 2 ** 53],
 ]);
+/** DECIMAL — digits, and maybe a point and more digits: no sign, no exponent, no space. */
 const DECIMAL = /^(\d+)(?:\.(\d+))?$/;
+/** ISO_DATE — an ISO 8601 / RFC 3339 date-time with its zone: date, T (t or a space), time, a fraction after . or , and Z or an offset. */
 const ISO_DATE = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:[.,](\d+))?(?:([Zz])|([+-])(\d{2}):?(\d{2}))$/;
 const SECONDS_PER_DAY = 86_400;
 const US_PER_SECOND = 1_000_000;

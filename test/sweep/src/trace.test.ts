@@ -209,6 +209,28 @@ describe('absolute times', () => {
   });
 });
 
+describe('keys', () => {
+  it("keeps each arrival's key, and refuses a key past the limit at its line without showing it", () => {
+    const lines = [
+      '{"tMs":0,"instance":"a","key":"k1"}',
+      '{"tMs":1,"instance":"a"}',
+      '{"tMs":2,"instance":"a","key":"k1"}',
+      '{"tMs":3,"instance":"a","key":"k2"}',
+    ];
+    const keep = { instancesMax: 100, keyOnly: null, keepKeys: true, keysMax: 2 };
+    expect(readTraceLines([['t.jsonl', lines]], TOKENLEASE_SOURCE, keep).keys).toEqual({ names: ['k1', 'k2'], ofArrival: [0, -1, 0, 1] });
+    let error: unknown;
+    try {
+      readTraceLines([['t.jsonl', [...lines, '{"tMs":4,"instance":"a","key":"secret-k3"}']]], TOKENLEASE_SOURCE, keep);
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toMatchObject({ code: 'too-many-keys', file: 't.jsonl', line: 5, field: 'key' });
+    expect((error as Error).message).toBe('t.jsonl:5: field "key": this would be key 3; --by-key reports at most 2 distinct keys');
+    expect(() => readTraceLines([['t.jsonl', ['{"tMs":0,"instance":"a"}']]], TOKENLEASE_SOURCE, keep)).toThrow('t.jsonl: has no keys');
+  });
+});
+
 describe('several files', () => {
   it('merges the arrivals by time: ties keep file order, then line order; an instance is one slot across files', () => {
     const trace = readFiles([

@@ -105,8 +105,10 @@ export interface TraceReadOptions {
   readonly instancesMax: number;
   /** Replay only the arrivals of this key (as the reports name it); every line is still checked. Null: all. */
   readonly keyOnly: string | null;
-  /** Keep each arrival's key (for the per-key report); at most TRACE_KEYS_MAX distinct keys. */
+  /** Keep each arrival's key (for the per-key report), at most `keysMax` distinct keys. */
   readonly keepKeys: boolean;
+  /** Most distinct keys kept; default TRACE_KEYS_MAX. */
+  readonly keysMax?: number;
 }
 
 /** TraceLineReader — the reader of one file's lines in one format; it adds each arrival to a TraceArrivals. */
@@ -268,13 +270,14 @@ export class TraceArrivals {
   private keyOf(key: string, file: number, line: number): number {
     const known = this.keyIndex.get(key);
     if (known !== undefined) return known;
-    if (this.keyIndex.size >= TRACE_KEYS_MAX) {
+    const keysMax = this.options.keysMax ?? TRACE_KEYS_MAX;
+    if (this.keyIndex.size >= keysMax) {
       this.fail(
         'too-many-keys',
         file,
         line,
         'key',
-        `field "key": this would be key ${this.keyIndex.size + 1}; --by-key reports at most ${TRACE_KEYS_MAX} distinct keys`,
+        `field "key": this would be key ${this.keyIndex.size + 1}; --by-key reports at most ${keysMax} distinct keys`,
       );
     }
     this.keyIndex.set(key, this.keyIndex.size);
