@@ -7,6 +7,7 @@
  * the line (a raw key least of all).
  */
 import { hashedKeyName } from '@tokenlease/shared/key-hash';
+import { seededRandom } from '@tokenlease/shared/testing';
 import { describe, expect, it } from 'vitest';
 import { ACCESS_LOG_DEFAULTS, parseTraceFields, type AccessLogFormat, type TraceFields } from './trace-fields.js';
 import { readTraceLines, TOKENLEASE_SOURCE, type TraceSource } from './trace-source.js';
@@ -36,16 +37,12 @@ interface Request {
 
 /** requests — 300 requests at distinct ms, 3 hosts, 4 keys and some without one, each taking up to 3 s. */
 function requests(): Request[] {
-  let state = 35;
-  const next = (): number => {
-    state = (Math.imul(state, 1_664_525) + 1_013_904_223) >>> 0;
-    return state / 2 ** 32;
-  };
+  const random = seededRandom(35);
   let tMs = START_MS + 123;
   return Array.from({ length: 300 }, (_, i) => {
-    tMs += 1 + Math.floor(next() * 20);
-    const keyAt = Math.floor(next() * 5);
-    return { tMs, host: i % 3, key: RAW_KEYS[keyAt] ?? null, durationMs: Math.floor(next() * 3000) };
+    tMs += 1 + Math.floor(random.next() * 20);
+    const keyAt = Math.floor(random.next() * 5);
+    return { tMs, host: i % 3, key: RAW_KEYS[keyAt] ?? null, durationMs: Math.floor(random.next() * 3000) };
   });
 }
 
