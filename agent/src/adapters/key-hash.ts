@@ -5,24 +5,20 @@
  * NATS subject, a log, a metric label, the status page or a pool listing,
  * and a key of any length names a pool of a bounded name.
  *
- * - The digest covers the rule's name and the key (`<rule> NUL <key>`,
- *   UTF-8), so one key under two rules names unrelated pools.
- * - Its first 16 bytes (128 bits) are kept: the pool is `<rule>:<digest>`
- *   with the digest in base64url (22 characters).
- * - Every instance of a service must use the same secret, or one key names
- *   a different pool on each. Anyone who holds the secret and a key finds
- *   its pool with `keyPoolName`; without the secret, a pool name tells
- *   nothing of the key, even for keys from a small set (addresses, ids).
+ * The construction (`<rule> NUL <key>`, the first 16 bytes, base64url, the
+ * pool `<rule>:<digest>`) is @tokenlease/shared/key-hash's, which the sweep
+ * uses too, so its reports name the pools the status page shows. Here: the
+ * agent's check of the secret, in the agent's error type.
+ *
+ * Every instance of a service must use the same secret, or one key names a
+ * different pool on each. Anyone who holds the secret and a key finds its
+ * pool with `keyPoolName`; without the secret, a pool name tells nothing of
+ * the key, even for keys from a small set (addresses, ids).
  */
-import { createHmac } from 'node:crypto';
+import { hashedKeyName, KEY_SECRET_BYTES_MIN } from '@tokenlease/shared/key-hash';
 import { AgentError } from '../errors.js';
 
-/** KEY_SECRET_BYTES_MIN — the shortest key secret accepted, bytes. */
-export const KEY_SECRET_BYTES_MIN = 16;
-/** DIGEST_BYTES — how much of the HMAC a pool name keeps. */
-const DIGEST_BYTES = 16;
-/** DIGEST_CHARS — the digest's length in base64url. */
-export const DIGEST_CHARS = 22;
+export { DIGEST_CHARS, KEY_SECRET_BYTES_MIN, digestName, keyDigest } from '@tokenlease/shared/key-hash';
 
 /** KeySecret — the secret of the keyed hash: a string (its UTF-8 bytes) or bytes. */
 export type KeySecret = string | Uint8Array;
@@ -39,22 +35,11 @@ export function checkKeySecret(secret: unknown): Uint8Array {
   return bytes;
 }
 
-/** keyDigest — the first 16 bytes of HMAC-SHA-256(secret, `<rule> NUL <key>`). */
-export function keyDigest(secret: Uint8Array, rule: string, key: string): Uint8Array {
-  const mac = createHmac('sha256', secret).update(rule, 'utf8').update('\0').update(key, 'utf8').digest();
-  return new Uint8Array(mac.buffer, mac.byteOffset, DIGEST_BYTES);
-}
-
-/** digestName — the pool `<rule>:<digest in base64url>`. */
-export function digestName(rule: string, digest: Uint8Array): string {
-  return `${rule}:${Buffer.from(digest).toString('base64url')}`;
-}
-
 /**
  * keyPoolName — the pool a keyed rule `rule` charges for `key` under
  * `secret`: what an operator who knows a key looks up in `tokenlease
  * pools` or on the status page.
  */
 export function keyPoolName(rule: string, key: string, secret: KeySecret): string {
-  return digestName(rule, keyDigest(checkKeySecret(secret), rule, key));
+  return hashedKeyName(checkKeySecret(secret), rule, key);
 }

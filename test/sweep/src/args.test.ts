@@ -1,6 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { MAX_TTL_MS, MIN_TTL_MS } from '@tokenlease/coordinator';
+import { inspect } from 'node:util';
+import { hashedKeyName } from '@tokenlease/shared/key-hash';
 import { thrown } from '@tokenlease/shared/testing';
 import { parseSweepArgs, sweepArgsToArgv, USAGE, type SweepArgs } from './args.js';
 import { SweepArgsError } from './args-error.js';
@@ -34,8 +36,12 @@ describe('parseSweepArgs defaults', () => {
       targetUtilization: 0.97,
       whatIf: [],
       help: false,
-      tracePath: null,
+      tracePaths: [],
+      traceFormat: 'tokenlease',
+      traceFields: null,
+      keyHash: null,
       traceKey: null,
+      byKeyTop: null,
       window: null,
     });
   });
@@ -275,13 +281,30 @@ describe('--window N/W', () => {
 
 describe('--trace FILE', () => {
   it('takes the file to replay and leaves the fleet, demand and duration to it', () => {
-    expect(parse(['--trace', 'traffic.jsonl', '--capacity', '500']).tracePath).toBe('traffic.jsonl');
-    expect(parse([]).tracePath).toBeNull();
+    expect(parse(['--trace', 'traffic.jsonl', '--capacity', '500']).tracePaths).toEqual(['traffic.jsonl']);
+    expect(parse([]).tracePaths).toEqual([]);
+  });
+
+  it('takes several files, as --trace each or listed after one (a shell glob), in command-line order', () => {
+    expect(parse(['--trace', 'a.jsonl', '--trace=b.csv', '--json']).tracePaths).toEqual(['a.jsonl', 'b.csv']);
+    expect(parse(['--trace', 'logs/1.jsonl', 'logs/2.jsonl', 'logs/3.jsonl', '--seed', '1', '--trace', 'z.jsonl']).tracePaths).toEqual([
+      'logs/1.jsonl',
+      'logs/2.jsonl',
+      'logs/3.jsonl',
+      'z.jsonl',
+    ]);
   });
 
   it('takes one key of the trace to replay alone', () => {
     expect(parse(['--trace', 'traffic.jsonl', '--key', '9f2c1a']).traceKey).toBe('9f2c1a');
     expect(parse(['--trace', 'traffic.jsonl']).traceKey).toBeNull();
+  });
+
+  it('takes --by-key with or without N', () => {
+    expect(parse(['--trace', 't.jsonl', '--by-key']).byKeyTop).toBe(20);
+    expect(parse(['--trace', 't.jsonl', '--by-key', '--json']).byKeyTop).toBe(20);
+    expect(parse(['--trace', 't.jsonl', '--by-key', '5']).byKeyTop).toBe(5);
+    expect(parse(['--trace', 't.jsonl', '--by-key=1000']).byKeyTop).toBe(1000);
   });
 
   it.each([
@@ -291,15 +314,99 @@ describe('--trace FILE', () => {
     [['--trace', 'x.jsonl', '--window', '100/1s'], '--window', 'does not take --trace yet'],
     [['--trace='], '--trace', 'needs a file name'],
     [['--trace'], '--trace', 'needs a value'],
-    [['--trace', 'a', '--trace', 'b'], '--trace', 'is given twice'],
+    [['--trace', 'a', '--trace', 'a'], '--trace', 'names "a" twice'],
+    [['stray.jsonl', '--trace', 'a'], '(arguments)', 'unexpected argument stray.jsonl'],
     [['--key', '9f2c1a'], '--key', 'give the trace too'],
+    [['--by-key'], '--by-key', 'give --trace FILE too'],
+    [['--trace-format', 'nginx-json'], '--trace-format', 'give --trace FILE too'],
     [['--trace', 'x.jsonl', '--key='], '--key', 'must be a key of 1 to 256 characters'],
     [['--trace', 'x.jsonl', '--key', 'k'.repeat(257)], '--key', 'must be a key of 1 to 256 characters'],
+    [['--trace', 'x.jsonl', '--by-key', '0'], '--by-key', 'in [1, 1000]'],
+    [['--trace', 'x.jsonl', '--by-key=1001'], '--by-key', 'in [1, 1000]'],
+    [['--trace', 'x.jsonl', '--by-key', '2', '--by-key'], '--by-key', 'is given twice'],
+    [['--trace', 'x.jsonl', '--trace-format', 'apache'], '--trace-format', 'use tokenlease, nginx-json, envoy-json'],
+    [['--trace', 'x.jsonl', '--trace-field', 'key=k'], '--trace-field', 'applies to access logs only'],
+    [['--trace', 'x.jsonl', '--key-secret', 'x'.repeat(16)], '--key-secret', 'applies to access logs only'],
   ])('refuses %j naming %s', (argv, flag, form) => {
     const error = refusal(argv);
     expect(error.flag).toBe(flag);
     expect(error.message).toContain(form);
     expect(error.message).not.toContain('\n');
+  });
+});
+
+describe('access logs: --trace-format, --trace-field, --key-rule, --key-secret', () => {
+  const SECRET = 'a-service-key-secret-0123';
+  const RAW = 'sk_live_RAW_KEY_4242';
+  const access = (argv: string[], keySecretEnv?: string): SweepArgs =>
+    parseSweepArgs(['--trace', 'access.log', '--trace-format', 'nginx-json', ...argv], () => SEED, {
+      keySecretEnv,
+      drawKeySecret: () => new TextEncoder().encode('drawn-for-this-run-only'),
+    });
+
+  it("takes the format's fields, overridden one by one", () => {
+    expect(access([]).traceFields).toEqual({
+      time: { text: 'msec', names: ['msec'] },
+      timeUnit: 's',
+      instance: { text: 'hostname', names: ['hostname'] },
+      cost: null,
+      key: null,
+    });
+    expect(
+      access(['--trace-field', 'key=headers.x-api-key', '--trace-field=time=ts:ms', '--trace-field', 'instance=']).traceFields,
+    ).toEqual({
+      time: { text: 'ts', names: ['ts'] },
+      timeUnit: 'ms',
+      instance: null,
+      cost: null,
+      key: { text: 'headers.x-api-key', names: ['headers', 'x-api-key'] },
+    });
+  });
+
+  it('hashes --key at once, under the secret from the flag, the environment or a random one, and keeps no raw key or secret', () => {
+    const fromEnv = access(['--key', RAW], SECRET);
+    expect(fromEnv.keyHash).toMatchObject({ rule: 'key', secretFrom: 'environment' });
+    expect(fromEnv.traceKey).toBe(hashedKeyName(new TextEncoder().encode(SECRET), 'key', RAW));
+    const fromFlag = access(['--key', RAW, '--key-secret', SECRET, '--key-rule', 'tenant'], 'another-secret-in-the-environment');
+    expect(fromFlag.keyHash).toMatchObject({ rule: 'tenant', secretFrom: 'flag' });
+    expect(fromFlag.traceKey).toBe(hashedKeyName(new TextEncoder().encode(SECRET), 'tenant', RAW));
+    expect(access(['--key', RAW]).keyHash?.secretFrom).toBe('random');
+    for (const args of [fromEnv, fromFlag]) {
+      const printed = `${JSON.stringify(args)} ${sweepArgsToArgv(args).join(' ')} ${inspect(args, { depth: null })}`;
+      expect(printed).not.toContain(RAW);
+      expect(printed).not.toContain(SECRET);
+    }
+  });
+
+  it('takes a key by its pool name with --key-pool', () => {
+    const name = hashedKeyName(new TextEncoder().encode(SECRET), 'key', RAW);
+    expect(access(['--key-pool', name], SECRET).traceKey).toBe(name);
+  });
+
+  it.each([
+    [['--trace-field', 'user=x'], '--trace-field', 'NAME one of time, instance, cost, key'],
+    [['--trace-field', 'key'], '--trace-field', 'is not NAME=PATH'],
+    [['--trace-field', 'key=a', '--trace-field', 'key=b'], '--trace-field', 'maps key twice'],
+    [['--trace-field', 'time='], '--trace-field', 'every line needs a time'],
+    [['--trace-field', 'key=a..b'], '--trace-field', 'has an empty name'],
+    [['--trace-field', 'key=a\\'], '--trace-field', 'lone \\'],
+    [['--key-rule', 'a.b'], '--key-rule', "may not contain '.'"],
+    [['--key-rule='], '--key-rule', 'must not be empty'],
+    [['--key-secret', 'short'], '--key-secret', 'at least 16 bytes'],
+    [['--key', RAW, '--key-pool', 'key:x'], '--key-pool', 'give one'],
+    [['--key-pool', 'key:tooShort'], '--key-pool', 'key: and 22 base64url characters'],
+    [['--key='], '--key', 'needs the raw key'],
+  ])('refuses %j naming %s', (argv, flag, form) => {
+    const error = thrown(SweepArgsError, () => access(argv));
+    expect(error.flag).toBe(flag);
+    expect(error.message).toContain(form);
+    expect(error.message).not.toContain(RAW);
+  });
+
+  it('refuses a short secret in the environment without showing it', () => {
+    const error = thrown(SweepArgsError, () => access([], 'short-secret'));
+    expect(error.flag).toBe('TOKENLEASE_KEY_SECRET');
+    expect(error.message).not.toContain('short-secret');
   });
 });
 
@@ -318,10 +425,27 @@ describe('sweepArgsToArgv', () => {
     [['--trace', 'traffic.jsonl', '--capacity', '500', '--json']],
     [['--trace=a b,c.csv', '--what-if', '100@100/s']],
     [['--trace', 'traffic.jsonl', '--key', 'a key,with=signs']],
+    [['--trace', 'a.jsonl', 'b c.csv', '--trace=-d.jsonl', '--by-key']],
+    [['--trace', 'x.log', '--trace-format', 'envoy-json', '--by-key', '7', '--key', 'raw key']],
+    [['--trace', 'x.log', '--trace-format', 'nginx-json', '--trace-field', 'key=a\\.b.c-d', '--trace-field', 'time=t:x:ms']],
+    [
+      [
+        '--trace',
+        'x.log',
+        '--trace-format',
+        'nginx-json',
+        '--trace-field',
+        'time=a\\:ms',
+        '--trace-field',
+        'instance=',
+        '--key-rule=tenant',
+      ],
+    ],
   ];
   it.each(cases)('replays %j exactly', (argv) => {
-    const args = parse(argv);
-    expect(parse(sweepArgsToArgv(args))).toEqual({ ...args, seedFromFlag: true });
+    const outside = { keySecretEnv: 'the-service-key-secret' };
+    const args = parseSweepArgs(argv, () => SEED, outside);
+    expect(parseSweepArgs(sweepArgsToArgv(args), () => SEED, outside)).toEqual({ ...args, seedFromFlag: true });
   });
 });
 

@@ -5,10 +5,13 @@
  * default filled in, lists sorted ascending without duplicates, the seed
  * always set) or throws a SweepArgsError whose one-line message names the
  * flag and the form it accepts; unknown flags, stray arguments, missing
- * values and flags given twice are refused the same way. Nothing here reads
- * a clock or the environment; the only randomness is the default seed, drawn
- * by an injectable function. `sweepArgsToArgv` prints flags that parse back
- * to the same SweepArgs, so a run can always be replayed.
+ * values and flags given twice are refused the same way (but --trace and
+ * --trace-field, which add up). Nothing here reads a clock or the
+ * environment (the key secret's variable is handed in); the only randomness
+ * is the default seed and an access log's default key secret, each drawn by
+ * an injectable function. `sweepArgsToArgv` prints flags that parse back to
+ * the same SweepArgs, so a run can always be replayed; the key secret is
+ * never printed (trace-args.ts).
  */
 import { parseArgs } from 'node:util';
 import { MAX_TTL_MS, MIN_TTL_MS } from '@tokenlease/coordinator';
@@ -17,7 +20,10 @@ import { SweepArgsError } from './args-error.js';
 import { formatDurationUs, parseDurationUs } from './duration.js';
 import type { SweepInput } from './run-sweep.js';
 import { LEASE_MODES, tokenleaseSettings, type LeaseMode } from './settings.js';
-import { TRACE_ID_CHARS_MAX } from './trace.js';
+import { BY_KEY_TOP_DEFAULT, BY_KEY_TOP_MAX } from './by-key.js';
+import { ACCESS_LOG_DEFAULTS, formatTraceFields } from './trace-fields.js';
+import { readTraceArgs, traceArgv, traceLabel, withByKeyValue, KEY_RULE_DEFAULT, type TraceArgs, type TraceOutside } from './trace-args.js';
+import { KEY_SECRET_ENV } from './trace-key-hash.js';
 import { formatWorkload, parseWorkload, workloadUsage } from './workload.js';
 import { formatWhatIf, parseWhatIf, type WhatIfLimit } from './what-if.js';
 import { formatWindow, parseWindow } from './window-args.js';
@@ -28,7 +34,7 @@ import type { SweepWindow } from './window-sweep.js';
  * whole tokens, ms and µs) and how the command reports it;
  * `targetUtilization` a fraction in (0, 1].
  */
-export interface SweepArgs extends SweepInput {
+export interface SweepArgs extends SweepInput, TraceArgs {
   /** True when the seed came from `--seed`, false when drawn at random. */
   readonly seedFromFlag: boolean;
   /** Print JSON rows instead of the table. */
@@ -41,10 +47,6 @@ export interface SweepArgs extends SweepInput {
   readonly whatIf: readonly WhatIfLimit[];
   /** `--help` was given: print USAGE; other flags were not validated. */
   readonly help: boolean;
-  /** `--trace FILE`: replay this recorded trace (trace.ts) instead of a workload; null: the workload. The file is read by the caller, not here. */
-  readonly tracePath: string | null;
-  /** `--key K` with `--trace`: replay only the arrivals of key K (a hashed key, as the trace holds it); null: every arrival. */
-  readonly traceKey: string | null;
   /** `--window N/W`: sweep a sliding-window pool of N per W (capacity N, refill N per W, chunk leases, no allowance); null: a bucket. */
   readonly window: SweepWindow | null;
 }
@@ -93,12 +95,33 @@ apart); the cost (msg/1k) weighs a report like a round-trip.
   --capacity B               pool capacity, tokens (default ${SWEEP_DEFAULTS.capacity})
   --refill RATE              refill rate like 500/s, 2/1000ms, 60/min (default ${SWEEP_DEFAULTS.refill})
   --workload NAME[:k=v,...]  demand shape (default ${SWEEP_DEFAULTS.workload}); see below
-  --trace FILE               replay a recorded trace instead of a workload: one agent per
+  --trace FILE ...           replay a recorded trace instead of a workload: one agent per
                              instance, each arrival at its time with its cost, for the
                              trace's span (replaces --agents, --workload and --duration);
-                             JSON Lines or CSV, see docs/trace-format.md
+                             several files (--trace a --trace b, or --trace logs/*.jsonl)
+                             are merged by time; times are ms from the trace's start or
+                             since the epoch, spanning at most 24h; see docs/trace-format.md
+  --trace-format F           tokenlease (JSON Lines or CSV, the default), nginx-json or
+                             envoy-json (JSON access logs, lines in any order)
+  --trace-field NAME=PATH    where an access log's time, instance, cost or key is, once per
+                             NAME: a field name, or names joined by . into nested objects
+                             (\\. for a dot in a name); time=PATH:s|ms|us gives a numeric
+                             time's unit (default s); NAME= maps none (no instance field:
+                             every line is the one instance "log").
+                             ${fieldDefaults('nginx-json')};
+                             ${fieldDefaults('envoy-json')} (ISO 8601)
+  --key-rule NAME            an access log's keys go by NAME:<digest>, the pools the
+                             middleware's keyed rule NAME charges (default ${KEY_RULE_DEFAULT})
+  --key-secret S             the middleware's keySecret (at least 16 bytes) that hashes an
+                             access log's keys; default $${KEY_SECRET_ENV}, else a
+                             random one (names then mean nothing outside the run); never printed
   --key K                    with --trace: replay only the arrivals of key K (as the trace
-                             holds it, a hashed key): what the limit does to one key's traffic
+                             holds it, a hashed key; an access log's raw key, hashed here):
+                             what the limit does to one key's traffic
+  --key-pool NAME            an access log's one key by its pool name (NAME:<digest>) instead
+  --by-key [N]               with --trace: also run every key through its own exact bucket at
+                             B/r and each --what-if limit, and list the N keys denied most
+                             (default ${BY_KEY_TOP_DEFAULT}, 1..${BY_KEY_TOP_MAX})
   --window N/W               sweep a strict sliding-window pool instead: at most N in every
                              window of W, like 100/1s or 100/60s (replaces --capacity and
                              --refill; chunk leases, no allowance, no --html or --what-if);
@@ -132,6 +155,13 @@ zipf:s=1.2,load=1.5 or bursty:on=500,off=1500,load=2; defaults shown):
 ${workloadUsage('  ')}
 `;
 
+/** fieldDefaults — a format's default fields as --trace-field would give them, unmapped ones left out. */
+function fieldDefaults(format: 'nginx-json' | 'envoy-json'): string {
+  const fields = ACCESS_LOG_DEFAULTS.get(format);
+  const given = fields === undefined ? [] : formatTraceFields(fields).filter((field) => !field.endsWith('='));
+  return `${format}: ${given.join(' ')}`;
+}
+
 const OPTIONS = {
   agents: { type: 'string' },
   capacity: { type: 'string' },
@@ -151,8 +181,14 @@ const OPTIONS = {
   'target-utilization': { type: 'string' },
   'what-if': { type: 'string' },
   window: { type: 'string' },
-  trace: { type: 'string' },
+  trace: { type: 'string', multiple: true },
+  'trace-format': { type: 'string' },
+  'trace-field': { type: 'string', multiple: true },
+  'key-rule': { type: 'string' },
+  'key-secret': { type: 'string' },
   key: { type: 'string' },
+  'key-pool': { type: 'string' },
+  'by-key': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -212,7 +248,7 @@ function rethrowParseError(error: unknown): never {
 
 function parseStrict(argv: readonly string[]) {
   try {
-    return parseArgs({ args: [...argv], options: OPTIONS, strict: true, allowPositionals: false, tokens: true });
+    return parseArgs({ args: withByKeyValue(argv), options: OPTIONS, strict: true, allowPositionals: true, tokens: true });
   } catch (error) {
     return rethrowParseError(error);
   }
@@ -220,16 +256,32 @@ function parseStrict(argv: readonly string[]) {
 
 type Values = ReturnType<typeof parseStrict>['values'];
 
-function readValues(argv: readonly string[]): Values {
+/** ADDING_UP — the flags that may be given more than once, each adding a value. */
+const ADDING_UP: ReadonlySet<string> = new Set(['trace', 'trace-field']);
+
+/**
+ * readValues — the flags' values, and the trace's files in command-line
+ * order: each --trace's, and the arguments after the first --trace (so a
+ * shell glob `--trace logs/*.jsonl` gives them all). Any other stray
+ * argument, and a flag given twice, is refused.
+ */
+function readValues(argv: readonly string[]): { readonly values: Values; readonly tracePaths: string[] } {
   const parsed = parseStrict(argv);
   const seen = new Set<string>();
+  const tracePaths: string[] = [];
   for (const token of parsed.tokens) {
+    if (token.kind === 'positional') {
+      if (tracePaths.length === 0)
+        throw new SweepArgsError('(arguments)', `unexpected argument ${token.value}; every value follows its flag, like --agents 20`);
+      tracePaths.push(token.value);
+    }
     if (token.kind !== 'option') continue;
-    if (seen.has(token.name))
+    if (token.name === 'trace') tracePaths.push(token.value ?? '');
+    if (seen.has(token.name) && !ADDING_UP.has(token.name))
       throw new SweepArgsError(`--${token.name}`, 'is given twice; give it once (lists take commas, like --ttls 1s,2s)');
     seen.add(token.name);
   }
-  return parsed.values;
+  return { values: parsed.values, tracePaths };
 }
 
 function readRefill(text: string): Rate {
@@ -264,19 +316,20 @@ function readFraction(flag: string, text: string): number {
  * parseSweepArgs — validates `argv` (the arguments after `--`, without the
  * node and script paths) into SweepArgs. Throws SweepArgsError on any bad
  * flag or value. `drawSeed` supplies the seed when `--seed` is absent
- * (default: Math.random, an integer in [0, 2^32 − 1]). With `--help` the
- * other values are not validated and the defaults are returned.
+ * (default: Math.random, an integer in [0, 2^32 − 1]); `outside`, the
+ * environment's key secret and the source of a random one (trace-args.ts).
+ * With `--help` the other values are not validated and the defaults are
+ * returned.
  */
-export function parseSweepArgs(argv: readonly string[], drawSeed: () => number = randomSeed): SweepArgs {
+export function parseSweepArgs(argv: readonly string[], drawSeed: () => number = randomSeed, outside: TraceOutside = {}): SweepArgs {
   const given = readValues(argv);
-  const help = given.help === true;
-  const v: Values = help ? {} : given;
+  const help = given.values.help === true;
+  const v: Values = help ? {} : given.values;
   const text = <K extends keyof typeof SWEEP_DEFAULTS>(key: K): string => v[key] ?? SWEEP_DEFAULTS[key];
 
   const agents = integer('--agents', text('agents'), 1, AGENTS_MAX, 'a number of agents');
   const window = v.window === undefined ? null : readWindowFlags(v);
-  const tracePath = v.trace === undefined ? null : readTraceFlags(v);
-  const traceKey = readTraceKey(v);
+  const traceArgs = readTraceArgs(v, help ? [] : given.tracePaths, outside);
   const refill = window === null ? readRefill(text('refill')) : makeRate(window.limitTokens, window.windowMs);
   const capacityTokens = window?.limitTokens ?? integer('--capacity', text('capacity'), 1, TOKENS_MAX, 'a capacity in tokens');
   const workload = parseWorkload(text('workload'));
@@ -353,34 +406,9 @@ export function parseSweepArgs(argv: readonly string[], drawSeed: () => number =
     targetUtilization,
     whatIf,
     help,
-    tracePath,
-    traceKey,
+    ...traceArgs,
     window,
   };
-}
-
-/** readTraceFlags — `--trace`'s file, refusing the flags the trace replaces. */
-function readTraceFlags(v: Values): string {
-  const path = v.trace ?? '';
-  if (path === '') throw new SweepArgsError('--trace', 'needs a file name, like --trace traffic.jsonl');
-  for (const flag of ['agents', 'workload', 'duration'] as const) {
-    if (v[flag] !== undefined)
-      throw new SweepArgsError(
-        `--${flag}`,
-        'does not apply with --trace, whose instances, arrivals and span give the fleet, the demand and the duration',
-      );
-  }
-  if (v.window !== undefined) throw new SweepArgsError('--window', 'does not take --trace yet: a trace replays against a bucket pool');
-  return path;
-}
-
-/** readTraceKey — `--key`'s key (only with --trace), or null. */
-function readTraceKey(v: Values): string | null {
-  if (v.key === undefined) return null;
-  if (v.trace === undefined) throw new SweepArgsError('--key', 'picks one key of a --trace; give the trace too');
-  if (v.key === '' || v.key.length > TRACE_ID_CHARS_MAX)
-    throw new SweepArgsError('--key', `must be a key of 1 to ${TRACE_ID_CHARS_MAX} characters, as the trace holds it`);
-  return v.key;
 }
 
 /** readWindowFlags — `--window`'s pool, refusing the flags a window pool has no use for. */
@@ -403,26 +431,25 @@ function defaultWindowSizes(limitTokens: number): string {
   return sizes.length > 0 ? sizes.join(',') : String(limitTokens);
 }
 
-/** demandLabel — what the arrivals are, for headers and reports: `trace FILE` (and its key), or the workload's canonical text. */
-export function demandLabel(args: Pick<SweepArgs, 'tracePath' | 'traceKey' | 'workload'>): string {
-  if (args.tracePath === null) return formatWorkload(args.workload);
-  return `trace ${args.tracePath}${args.traceKey === null ? '' : ` key ${args.traceKey}`}`;
+/** demandLabel — what the arrivals are, for headers and reports: `trace FILE` (its format, its key), or the workload's canonical text. */
+export function demandLabel(args: Pick<SweepArgs, 'tracePaths' | 'traceFormat' | 'traceKey' | 'workload'>): string {
+  return args.tracePaths.length === 0 ? formatWorkload(args.workload) : traceLabel(args);
 }
 
 /**
  * sweepArgsToArgv — flags that reproduce `args` exactly (every value spelled
  * out, the seed included, `--help` left out): `parseSweepArgs(sweepArgsToArgv(a))`
- * equals `a` apart from `seedFromFlag`, which becomes true.
+ * equals `a` apart from `seedFromFlag`, which becomes true, and an access
+ * log's key secret, which is never printed (give it in the environment).
  */
 export function sweepArgsToArgv(args: SweepArgs): string[] {
   const limits =
     args.window === null
       ? ['--capacity', String(args.capacityTokens), '--refill', formatRate(args.refill)]
       : ['--window', formatWindow(args.window)];
-  const replayed = args.tracePath !== null;
+  const replayed = args.tracePaths.length > 0;
   const argv = [
-    ...(replayed ? [`--trace=${args.tracePath}`] : ['--agents', String(args.agents)]),
-    ...(args.traceKey === null ? [] : [`--key=${args.traceKey}`]),
+    ...(replayed ? traceArgv(args) : ['--agents', String(args.agents)]),
     ...limits,
     ...(replayed ? [] : ['--workload', formatWorkload(args.workload)]),
     '--lease-sizes',

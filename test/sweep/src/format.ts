@@ -59,4 +59,11 @@ export function wrapText(text: string, indent: string, width: number): string[] 
   return lines;
 }
 
+/** textTable — rows of text cells as aligned lines: the first column left-aligned, the others right-aligned, two spaces between. */
+export function textTable(rows: readonly (readonly string[])[]): string[] {
+  const columns = Math.max(0, ...rows.map((row) => row.length));
+  const widths = Array.from({ length: columns }, (_, i) => Math.max(...rows.map((row) => (row[i] ?? '').length)));
+  return rows.map((row) => row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i] ?? 0) : cell.padStart(widths[i] ?? 0))).join('  '));
+}
+
 const ENTITIES: Readonly<Record<string, string>> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };

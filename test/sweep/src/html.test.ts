@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { makeRate } from '@tokenlease/shared';
 import { parseSweepArgs, type SweepArgs } from './args.js';
+import { byKey, type ByKeyReport } from './by-key.js';
 import { renderHtml } from './html.js';
 import { recommend, type Recommendation } from './recommend.js';
 import type { SweepRow } from './row.js';
@@ -37,9 +39,22 @@ function wellFormedProblems(html: string): string[] {
 const svgs = (html: string): string[] => html.match(/<svg[\s\S]*?<\/svg>/g) ?? [];
 const count = (text: string, pattern: RegExp): number => (text.match(pattern) ?? []).length;
 
-function page(rows: readonly SweepRow[], argv: string[] = [], generatedBy = 'tokenlease sweep (test)', rec?: Recommendation): string {
+function page(
+  rows: readonly SweepRow[],
+  argv: string[] = [],
+  generatedBy = 'tokenlease sweep (test)',
+  rec?: Recommendation,
+  byKeyReport: ByKeyReport | null = null,
+): string {
   const args: SweepArgs = parseSweepArgs(['--seed', '42', ...argv]);
-  return renderHtml({ rows, args, recommendation: rec ?? recommend(rows, args.targetUtilization), generatedBy });
+  return renderHtml({ rows, args, recommendation: rec ?? recommend(rows, args.targetUtilization), generatedBy, byKey: byKeyReport });
+}
+
+/** keyReport — a per-key report of one arrival per key name, under B=1, r=1/s and B=2, r=1/s. */
+function keyReport(names: readonly string[]): ByKeyReport {
+  const arrivals = names.map((_, i) => ({ tUs: i, agent: 0, incarnation: 0, cost: 2, waitMs: 0 }));
+  const limits = [1, 2].map((capacityTokens) => ({ capacityTokens, refill: makeRate(1, 1000) }));
+  return byKey(arrivals, { names, ofArrival: names.map((_, i) => i) }, limits, 20);
 }
 
 describe('renderHtml charts', () => {
@@ -178,6 +193,7 @@ describe('renderHtml page', () => {
     ['hostile html path', () => page(sampleSweepRows([0]), ['--html', `${hostile}.html`])],
     ['hostile reason', () => page(sampleSweepRows([0]), [], 'x', { row: null, reason: hostile, targetUtilization: 0.97 })],
     ['no rows', () => page([])],
+    ['a hostile key in the per-key report', () => page(sampleSweepRows([0]), [], 'x', undefined, keyReport([hostile, `"'&${hostile}`]))],
   ];
   it.each(cases)('%s: well-formed, escaped, with no script and no URL', (_name, render) => {
     const html = render();
@@ -203,6 +219,17 @@ describe('renderHtml page', () => {
     expect(html).toContain('Recommendation: maxLeaseTokens: 10, leaseTtlMs: 5000.');
     expect(count(html, /<tr[ >]/g)).toBe(rows.length + 1);
     expect(count(html, /<tr class="recommended">/g)).toBe(1);
+  });
+
+  it('shows the per-key report: each limit its totals and a table of its top keys, escaped', () => {
+    const html = page(sampleSweepRows([0]), [], 'x', undefined, keyReport(['key:AAA', hostile]));
+    expect(html).toContain('<section class="by-key">');
+    expect(html).toContain('<h3>B=1, r=1/s per key: 2 of 2 keys limited at least once, 2 of 2 calls denied (4 tokens)</h3>');
+    expect(html).toContain('<h3>B=2, r=1/s per key: 0 of 2 keys limited at least once, 0 of 2 calls denied (0 tokens)</h3>');
+    expect(html).toContain(
+      '<td>&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;</td><td>1</td><td>2</td><td>0</td><td>1</td><td>2</td><td>100.0</td>',
+    );
+    expect(page(sampleSweepRows([0]))).not.toContain('by-key');
   });
 
   it('marks a missing recommendation', () => {

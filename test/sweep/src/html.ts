@@ -10,7 +10,10 @@
  * messages per 1,000 admissions, round-trips plus usage reports (cost.ts),
  * against lease size; one line per TTL and usage-report interval, baselines
  * as dashed labelled reference lines) and a pair for rate leases (the same
- * against the refresh interval), then the full table. The x axis is logarithmic when its values span more than a factor 10.
+ * against the refresh interval), then the full table, the `--what-if` rows
+ * and the per-key report's top keys (`--by-key`), whose key text is a
+ * trace's and escaped like the rest. The x axis is logarithmic when its
+ * values span more than a factor 10.
  */
 import { formatRate } from '@tokenlease/shared';
 import { demandLabel, sweepArgsToArgv, type SweepArgs } from './args.js';
@@ -21,6 +24,9 @@ import { escapeHtml, formatCount, formatFixed, formatPercent } from './format.js
 import { recommendationHeadline, type Recommendation } from './recommend.js';
 import { isLeaseRow, isRateRow, STRATEGY_DESCRIPTIONS, type SweepRow } from './row.js';
 import { renderTableHtml, TABLE_COLUMNS } from './table.js';
+import { formatTraceFields } from './trace-fields.js';
+import { KEY_SECRET_ENV } from './trace-key-hash.js';
+import { BY_KEY_COLUMNS, byKeyCells, byKeyHeadline, type ByKeyReport } from './by-key.js';
 import { WHAT_IF_COLUMNS, whatIfCells, type WhatIfRow } from './what-if.js';
 
 /** HtmlReportInput — what the report shows; `generatedBy` names the tool and version (free text, escaped). */
@@ -30,6 +36,8 @@ export interface HtmlReportInput {
   readonly recommendation: Recommendation;
   /** What an ideal central bucket at each candidate limit denies (`--what-if`); none: no section. */
   readonly whatIf?: readonly WhatIfRow[];
+  /** The per-key report (`--by-key`); null or none: no section. */
+  readonly byKey?: ByKeyReport | null;
   readonly generatedBy: string;
 }
 
@@ -84,10 +92,27 @@ function parameters(args: SweepArgs): string {
     ['simulated time', `${formatDurationMs(args.durationMs)} per run`],
     ['seed', `${args.seed}${args.seedFromFlag ? '' : ' (random)'}`],
     ['target utilization', `${formatPercent(args.targetUtilization)}%`],
+    ...accessLogParameters(args),
   ];
   const items = pairs.map(([k, v]) => `<dt>${escapeHtml(k)}</dt><dd>${escapeHtml(v)}</dd>`).join('\n');
   const replay = ['npm', 'run', 'sweep', '--', ...sweepArgsToArgv(args)].map(shellWord).join(' ');
   return `<dl class="params">\n${items}\n</dl>\n<code class="replay">${escapeHtml(replay)}</code>`;
+}
+
+/** SECRET_FROM — where an access log's key secret came from, as the report says it. */
+const SECRET_FROM = new Map<string, string>([
+  ['flag', 'the secret of --key-secret'],
+  ['environment', `the secret of ${KEY_SECRET_ENV}`],
+  ['random', 'a random secret of this run only'],
+]);
+
+/** accessLogParameters — an access log's fields and how its keys are named; none for the tokenlease format. */
+function accessLogParameters(args: SweepArgs): [string, string][] {
+  if (args.traceFields === null || args.keyHash === null) return [];
+  return [
+    ['trace fields', formatTraceFields(args.traceFields).join(', ')],
+    ['key names', `${args.keyHash.rule}:<digest> under ${SECRET_FROM.get(args.keyHash.secretFrom) ?? ''}`],
+  ];
 }
 
 function recommendationSection(rec: Recommendation): string {
@@ -263,6 +288,7 @@ export function renderHtml(input: HtmlReportInput): string {
     `<div class="table-wrap">${renderTableHtml(input.rows, { marked: input.recommendation.row })}</div>`,
     '</section>',
     whatIfSection(input.whatIf ?? []),
+    byKeySection(input.byKey ?? null),
     '<section>',
     '<h2>What the table shows</h2>',
     legendNotes(),
@@ -273,23 +299,37 @@ export function renderHtml(input: HtmlReportInput): string {
   ].join('\n');
 }
 
+/** htmlTable — a table of text cells under `columns` (each header's title says what it means), every cell escaped. */
+function htmlTable(columns: ReadonlyArray<readonly [string, string]>, rows: readonly (readonly string[])[]): string {
+  const head = `<tr>${columns.map(([name, meaning]) => `<th title="${escapeHtml(meaning)}">${escapeHtml(name)}</th>`).join('')}</tr>`;
+  const body = rows.map((row) => `<tr>${row.map((cell) => `<td>${escapeHtml(cell)}</td>`).join('')}</tr>`).join('\n');
+  return `<div class="table-wrap"><table>\n${head}\n${body}\n</table></div>`;
+}
+
 /** whatIfSection — the `--what-if` rows as a table, with what each column means; empty without rows. */
 function whatIfSection(rows: readonly WhatIfRow[]): string {
   if (rows.length === 0) return '';
-  const head = `<tr>${WHAT_IF_COLUMNS.map(([name, meaning]) => `<th title="${escapeHtml(meaning)}">${escapeHtml(name)}</th>`).join('')}</tr>`;
-  const body = rows
-    .map(
-      (row) =>
-        `<tr>${whatIfCells(row)
-          .map((cell) => `<td>${escapeHtml(cell)}</td>`)
-          .join('')}</tr>`,
-    )
-    .join('\n');
   return [
     '<section class="what-if">',
     '<h2>What if: denials at candidate limits</h2>',
     '<p>An ideal central bucket at each limit (no latency, no leases) on the same arrivals, the sweep’s own limit first.</p>',
-    `<div class="table-wrap"><table>\n${head}\n${body}\n</table></div>`,
+    htmlTable(WHAT_IF_COLUMNS, rows.map(whatIfCells)),
+    '</section>',
+  ].join('\n');
+}
+
+/** byKeySection — the per-key report: for each limit its totals and a table of its top keys; empty without a report. */
+function byKeySection(report: ByKeyReport | null): string {
+  if (report === null) return '';
+  const without = report.arrivalsWithoutKey > 0 ? ` ${formatCount(report.arrivalsWithoutKey)} arrivals without a key are in none.` : '';
+  return [
+    '<section class="by-key">',
+    `<h2>By key: the ${formatCount(report.top)} keys denied most at each limit</h2>`,
+    `<p>Each key through its own exact bucket at each limit (as a template pool gives every key its own), full at the key’s first arrival, deciding each of its arrivals in order.${escapeHtml(without)}</p>`,
+    ...report.limits.flatMap((limit) => [
+      `<h3>${escapeHtml(byKeyHeadline(limit, report))}</h3>`,
+      htmlTable(BY_KEY_COLUMNS, limit.top.map(byKeyCells)),
+    ]),
     '</section>',
   ].join('\n');
 }

@@ -9,29 +9,34 @@
  * an HTML report with charts (--html FILE). With --window N/W it sweeps a
  * strict sliding-window pool instead, against an exact central per-request
  * sliding-window log, every row checked for at most N in every window of W
- * (window-sweep.ts). With --trace FILE it replays a recorded trace
- * (trace.ts) instead of a workload; the whole trace is read and checked
+ * (window-sweep.ts). With --trace FILE ... it replays a recorded trace or
+ * access logs (trace.ts) instead of a workload, and with --by-key adds a
+ * report over every key (by-key.ts); the whole trace is read and checked
  * before the first run, so a bad line reports nothing. Exits 2 with one line
- * for a bad flag or a bad trace.
+ * for a bad flag or a bad trace. With --json, stdout holds only the JSON.
  */
 import { writeFileSync } from 'node:fs';
 import { formatRate } from '@tokenlease/shared';
 import { SweepArgsError } from './args-error.js';
 import { AGENTS_MAX, demandLabel, parseSweepArgs, sweepArgsToArgv, USAGE, type SweepArgs } from './args.js';
+import { byKey, renderByKey, type ByKeyReport } from './by-key.js';
 import { renderHtml } from './html.js';
 import { describeRecommendation, recommend } from './recommend.js';
 import { arrivalsOf, runSweep, type SweepInput } from './run-sweep.js';
 import { tokenleaseSettings } from './settings.js';
 import { renderTable } from './table.js';
-import { TraceError } from './trace.js';
-import { readTraceFile } from './trace-file.js';
+import { TraceError, type TraceKeys } from './trace.js';
+import { traceSource } from './trace-args.js';
+import { describeTraceFields } from './trace-fields.js';
+import { readTraceFiles } from './trace-file.js';
+import { KEY_SECRET_ENV } from './trace-key-hash.js';
 import { formatWhatIf, renderWhatIf, whatIf } from './what-if.js';
 import { formatWindow } from './window-args.js';
 import { renderWindowTable, runWindowSweep, type SweepWindow } from './window-sweep.js';
 
 function parse(): SweepArgs | null {
   try {
-    const args = parseSweepArgs(process.argv.slice(2));
+    const args = parseSweepArgs(process.argv.slice(2), undefined, { keySecretEnv: process.env[KEY_SECRET_ENV] });
     if (args.help) {
       console.log(USAGE);
       return null;
@@ -46,12 +51,19 @@ function parse(): SweepArgs | null {
   }
 }
 
+/** Traced — the sweep's arguments with what a trace adds: its arrivals, fleet and span, and its keys for --by-key. */
+type Traced = SweepArgs & SweepInput & { readonly traceKeys: TraceKeys | null };
+
 /** withTrace — `args` with the trace's arrivals, fleet and span when --trace is given; exits 2 on a bad trace. */
-async function withTrace(args: SweepArgs): Promise<SweepArgs & SweepInput> {
-  if (args.tracePath === null) return args;
+async function withTrace(args: SweepArgs): Promise<Traced> {
+  if (args.tracePaths.length === 0) return { ...args, traceKeys: null };
   try {
-    const trace = await readTraceFile(args.tracePath, AGENTS_MAX, args.traceKey);
-    return { ...args, agents: trace.instances.length, durationMs: trace.durationMs, trace: trace.workload };
+    const trace = await readTraceFiles(args.tracePaths, traceSource(args), {
+      instancesMax: AGENTS_MAX,
+      keyOnly: args.traceKey,
+      keepKeys: args.byKeyTop !== null,
+    });
+    return { ...args, agents: trace.instances.length, durationMs: trace.durationMs, trace: trace.workload, traceKeys: trace.keys };
   } catch (error) {
     if (error instanceof TraceError) {
       console.error(`sweep: --trace ${error.message}`);
@@ -64,12 +76,17 @@ async function withTrace(args: SweepArgs): Promise<SweepArgs & SweepInput> {
 async function main(): Promise<void> {
   const parsed = parse();
   if (parsed === null) return;
-  const args = await withTrace(parsed);
+  const { traceKeys, ...args } = await withTrace(parsed);
   const replay = `npm run sweep -- ${sweepArgsToArgv(args).join(' ')}`;
   const say = args.json ? (line: string): void => void process.stderr.write(`${line}\n`) : (line: string): void => console.log(line);
+  if (args.keyHash?.secretFrom === 'random' && ((args.traceFields?.key ?? null) !== null || args.traceKey !== null)) {
+    process.stderr.write(
+      `sweep: no key secret (--key-secret or ${KEY_SECRET_ENV}): keys are hashed under a random one, so the key names in this report mean nothing outside this run\n`,
+    );
+  }
   const pool = args.window === null ? `B=${args.capacityTokens}, r=${formatRate(args.refill)}` : `window ${formatWindow(args.window)}`;
   say(
-    `sweep: ${args.agents} agents, ${pool}, ${args.tracePath === null ? 'workload ' : ''}${demandLabel(args)}, ` +
+    `sweep: ${args.agents} agents, ${pool}, ${args.tracePaths.length === 0 ? 'workload ' : ''}${demandLabel(args)}, ` +
       `latency ${args.latencyUs / 1000} ms, ${args.durationMs / 1000} s simulated per combination, seed ${args.seed}`,
   );
   say(`replay: ${replay}`);
@@ -82,10 +99,10 @@ async function main(): Promise<void> {
   });
   process.stderr.write('\n');
   const recommendation = recommend(rows, args.targetUtilization);
-  const whatIfRows =
-    args.whatIf.length === 0
-      ? []
-      : whatIf(arrivalsOf(args).arrivals, [{ capacityTokens: args.capacityTokens, refill: args.refill }, ...args.whatIf]);
+  const limits = [{ capacityTokens: args.capacityTokens, refill: args.refill }, ...args.whatIf];
+  const whatIfRows = args.whatIf.length === 0 ? [] : whatIf(arrivalsOf(args).arrivals, limits);
+  const byKeyReport: ByKeyReport | null =
+    traceKeys === null || args.byKeyTop === null ? null : byKey(arrivalsOf(args).arrivals, traceKeys, limits, args.byKeyTop);
   if (args.json) {
     console.log(
       JSON.stringify({
@@ -93,25 +110,28 @@ async function main(): Promise<void> {
           ...args,
           refill: formatRate(args.refill),
           workload: demandLabel(args),
-          // The arrivals stay out of the JSON: --trace names the file they came from.
+          // The arrivals stay out of the JSON: --trace names the files they came from.
           ...(args.trace === undefined ? {} : { trace: undefined }),
+          traceFields: args.traceFields === null ? null : describeTraceFields(args.traceFields),
           whatIf: formatWhatIf(args.whatIf),
         },
         replay,
         rows,
         recommendation,
         ...(whatIfRows.length === 0 ? {} : { whatIf: whatIfRows }),
+        ...(byKeyReport === null ? {} : { byKey: byKeyReport }),
       }),
     );
   } else {
     console.log(renderTable(rows, { marked: recommendation.row }));
     console.log(`\n${describeRecommendation(recommendation)}`);
     if (whatIfRows.length > 0) console.log(`\n${renderWhatIf(whatIfRows)}`);
+    if (byKeyReport !== null) console.log(`\n${renderByKey(byKeyReport)}`);
   }
   if (args.htmlPath !== null) {
     writeFileSync(
       args.htmlPath,
-      renderHtml({ rows, args, recommendation, whatIf: whatIfRows, generatedBy: `tokenlease sweep (${replay})` }),
+      renderHtml({ rows, args, recommendation, whatIf: whatIfRows, byKey: byKeyReport, generatedBy: `tokenlease sweep (${replay})` }),
     );
     say(`report: ${args.htmlPath}`);
   }

@@ -1,20 +1,29 @@
 /**
- * readTraceFile — streams a trace file through a TraceReader (trace.ts).
+ * readTraceFiles — streams a trace's files, in order, through their line
+ * reader (trace-source.ts) into one replay (trace.ts).
  *
- * Guarantees: the file is read in chunks and cut into lines here, not by
- * node:readline, so a line longer than TRACE_LINE_CHARS_MAX is refused as
- * soon as that many characters are pending, never buffered whole: memory
- * per line is bounded whatever the file holds. An unreadable file becomes a
+ * Guarantees: each file is read in chunks and cut into lines here, not by
+ * node:readline, so a line longer than its format allows is refused as soon
+ * as that many characters are pending, never buffered whole: memory per
+ * line is bounded whatever a file holds. An unreadable file becomes a
  * TraceError (`unreadable`) naming it; a bad line, the reader's TraceError.
+ * Nothing is returned until every file has been read and checked.
  */
 import { createReadStream } from 'node:fs';
-import { TRACE_LINE_CHARS_MAX, TraceError, TraceReader, type Trace } from './trace.js';
+import { lineReader, type TraceSource } from './trace-source.js';
+import { TraceArrivals, TraceError, type Trace, type TraceReadOptions } from './trace.js';
 
 const CHUNK_BYTES = 64 * 1024;
 
-/** readTraceFile — the replay of the trace at `path` (JSON Lines or CSV), at most `instancesMax` instances; `keyOnly`: that key's arrivals only. */
-export async function readTraceFile(path: string, instancesMax: number, keyOnly: string | null = null): Promise<Trace> {
-  const reader = new TraceReader(path, instancesMax, keyOnly);
+/** readTraceFiles — the replay of the trace in `paths` (read in that order) in `source`'s format, kept as `options` say. */
+export async function readTraceFiles(paths: readonly string[], source: TraceSource, options: TraceReadOptions): Promise<Trace> {
+  const arrivals = new TraceArrivals(options);
+  for (const path of paths) await readFile(path, source, arrivals);
+  return arrivals.finish();
+}
+
+async function readFile(path: string, source: TraceSource, arrivals: TraceArrivals): Promise<void> {
+  const reader = lineReader(source, path, arrivals);
   let pending = '';
   try {
     for await (const chunk of createReadStream(path, { encoding: 'utf8', highWaterMark: CHUNK_BYTES })) {
@@ -22,7 +31,7 @@ export async function readTraceFile(path: string, instancesMax: number, keyOnly:
       pending = lines.pop() ?? '';
       for (const line of lines) reader.line(line);
       // An unfinished line this long is refused now: the reader fails on it without it growing further.
-      if (pending.length > TRACE_LINE_CHARS_MAX) reader.line(pending);
+      if (pending.length > reader.lineCharsMax) reader.line(pending);
     }
   } catch (error) {
     if (error instanceof TraceError) throw error;
@@ -30,5 +39,4 @@ export async function readTraceFile(path: string, instancesMax: number, keyOnly:
     throw new TraceError('unreadable', path, 0, null, `cannot be read: ${detail}`, { cause: error });
   }
   if (pending !== '') reader.line(pending);
-  return reader.finish();
 }

@@ -5,14 +5,19 @@
  * and the central baseline admits exactly what an exact token bucket
  * (capacity B, refill r, full at time 0) admits replayed over the same
  * arrivals, recomputed here in integer arithmetic apart from the sweep's code;
- * with `--key K`, the same over that key's arrivals alone.
+ * with `--key K`, the same over that key's arrivals alone; split into one
+ * file per instance with wall-clock times, the same again; with `--by-key`,
+ * each key's denials are those of its own exact bucket, recomputed the same
+ * way. An nginx access log with raw keys replays under the middleware's key
+ * names, and no raw key reaches stdout, stderr, the JSON or the HTML.
  * The CLI is the built one (dist/main.js; `turbo run test` builds first).
  */
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { hashedKeyName } from '@tokenlease/shared/key-hash';
 import { describe, expect, it } from 'vitest';
 
 const SEED = Number(process.env['SEED'] ?? 35);
@@ -44,17 +49,25 @@ function burstyTrace(seed: number): Line[] {
   return lines;
 }
 
-/** exactBucketAdmits — requests an exact bucket admits: level in units of 1/(period µs) token, all integers. */
-function exactBucketAdmits(lines: readonly Line[]): { count: number; tokens: number } {
+/**
+ * exactBucketAdmits — requests an exact bucket, full at `startMs` (default
+ * 0), admits: level in units of 1/(period µs) token, all integers.
+ */
+function exactBucketAdmits(
+  lines: readonly Line[],
+  startMs = 0,
+  capacityTokens = CAPACITY_TOKENS,
+  refillTokens = REFILL_TOKENS,
+): { count: number; tokens: number } {
   const unitsPerToken = REFILL_PERIOD_MS * 1000;
-  const fullUnits = CAPACITY_TOKENS * unitsPerToken;
+  const fullUnits = capacityTokens * unitsPerToken;
   let levelUnits = fullUnits;
-  let lastUs = 0;
+  let lastUs = startMs * 1000;
   let count = 0;
   let tokens = 0;
   for (const line of lines) {
     const tUs = line.tMs * 1000;
-    levelUnits = Math.min(fullUnits, levelUnits + (tUs - lastUs) * REFILL_TOKENS);
+    levelUnits = Math.min(fullUnits, levelUnits + (tUs - lastUs) * refillTokens);
     lastUs = tUs;
     if (levelUnits < line.cost * unitsPerToken) continue;
     levelUnits -= line.cost * unitsPerToken;
@@ -62,6 +75,25 @@ function exactBucketAdmits(lines: readonly Line[]): { count: number; tokens: num
     tokens += line.cost;
   }
   return { count, tokens };
+}
+
+/** run — the CLI on `argv` with `env` over a clean environment (no key secret unless given): its status and outputs. */
+function run(argv: readonly string[], env: Record<string, string> = {}): { status: number | null; stdout: string; stderr: string } {
+  const { TOKENLEASE_KEY_SECRET: _unused, ...clean } = process.env;
+  const result = spawnSync(process.execPath, [MAIN, ...argv], { encoding: 'utf8', env: { ...clean, ...env } });
+  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+interface KeyRow {
+  readonly key: string;
+  readonly arrivals: number;
+  readonly admittedCount: number;
+  readonly deniedCount: number;
+}
+
+interface ByKey {
+  readonly keys: number;
+  readonly limits: readonly { capacityTokens: number; keysLimited: number; deniedCount: number; top: KeyRow[] }[];
 }
 
 interface Row {
@@ -132,5 +164,143 @@ describe(`--trace FILE --json (SEED=${SEED})`, () => {
     expect(result.status).toBe(2);
     expect(result.stdout).toBe('');
     expect(result.stderr).toContain(`${bad}:2: field "cost" must be a positive integer`);
+  });
+
+  it('replays the trace split into one file per instance, with wall-clock times, exactly as the one trace', () => {
+    const dir = dirname(path);
+    const epochMs = 1_764_662_400_000;
+    const files = ['svc-0', 'svc-1', 'svc-2'].map((instance) => {
+      const file = join(dir, `${instance}.jsonl`);
+      const own = lines.filter((line) => line.instance === instance).map((line) => ({ ...line, tMs: epochMs + line.tMs }));
+      writeFileSync(file, `${own.map((line) => JSON.stringify(line)).join('\n')}\n`);
+      return file;
+    });
+    const result = run(['--trace', ...files, ...argv.slice(2), ...settings]);
+    expect(result.status).toBe(0);
+    const split = JSON.parse(result.stdout) as {
+      parameters: { tracePaths: string[]; agents: number; durationMs: number };
+      rows: Row[];
+      replay: string;
+    };
+    expect(split.parameters).toMatchObject({ tracePaths: files, agents: 3, durationMs: (lines.at(-1)?.tMs ?? 0) + 1 });
+    expect(split.rows.find((row) => row.strategy === 'central')?.admitted).toBe(exactBucketAdmits(lines).tokens);
+    for (const file of files) expect(split.replay).toContain(`--trace=${file}`);
+  });
+
+  it("with --by-key, denies each key what its own exact bucket, full at the key's first arrival, denies", () => {
+    const result = run([...argv, ...settings, '--by-key', '--what-if', '20@40/s']);
+    expect(result.status).toBe(0);
+    const report = (JSON.parse(result.stdout) as { byKey: ByKey }).byKey;
+    expect(report.keys).toBe(2);
+    for (const [at, capacityTokens, refillTokens] of [
+      [0, CAPACITY_TOKENS, REFILL_TOKENS],
+      [1, 20, 40],
+    ] as const) {
+      const limit = report.limits[at];
+      expect(limit?.capacityTokens).toBe(capacityTokens);
+      for (const key of ['k-a', 'k-b']) {
+        const ofKey = lines.filter((line) => line.key === key);
+        const admitted = exactBucketAdmits(ofKey, ofKey[0]?.tMs ?? 0, capacityTokens, refillTokens);
+        const row = limit?.top.find((one) => one.key === key);
+        expect(row).toMatchObject({ arrivals: ofKey.length, admittedCount: admitted.count, deniedCount: ofKey.length - admitted.count });
+        expect(row?.deniedCount, 'the key must be limited to test anything').toBeGreaterThan(0);
+      }
+    }
+  });
+
+  it('refuses --by-key on a trace without keys, and a span over 24 h in a second file, with exit 2 and one line', () => {
+    const dir = dirname(path);
+    const keyless = join(dir, 'keyless.jsonl');
+    writeFileSync(keyless, '{"tMs":0,"instance":"a"}\n{"tMs":1,"instance":"a"}\n');
+    const late = join(dir, 'late.csv');
+    writeFileSync(late, 'tMs,instance\n5,b\n86400000.001,b\n');
+    for (const [extra, message] of [
+      [['--trace', keyless, '--by-key'], `sweep: --trace ${keyless}: has no keys`],
+      [['--trace', keyless, '--trace', late], `sweep: --trace ${late}:3: field "tMs": this arrival comes 86400000.001 ms after`],
+    ] as const) {
+      const result = run([...extra, '--json']);
+      expect(result.status).toBe(2);
+      expect(result.stdout).toBe('');
+      expect(result.stderr).toMatch(new RegExp(`^${message.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}[^\n]*\n$`));
+    }
+  });
+});
+
+describe('an nginx access log with raw keys (--trace-format nginx-json)', () => {
+  const SECRET = 'the-service-key-secret-0123';
+  const RAW_KEYS = ['sk_live_RAW_alpha_7Qx', 'sk_live_RAW_bravo_9Zt', 'sk_live_RAW_charlie_3Lp'];
+  const dir = mkdtempSync(join(tmpdir(), 'access-log-'));
+  const log = join(dir, 'access.log');
+  const html = join(dir, 'report.html');
+  // 600 requests over 3 s at 3 hosts, logged as they complete (up to 2 s later), one key in three lines each.
+  const requests = Array.from({ length: 600 }, (_, i) => ({ tMs: 1_764_662_400_000 + 5 * i, doneMs: ((i * 7919) % 2000) + 5 * i, i }));
+  writeFileSync(
+    log,
+    [...requests]
+      .sort((a, b) => a.doneMs - b.doneMs)
+      .map(({ tMs, i }) =>
+        JSON.stringify({
+          msec: (tMs / 1000).toFixed(3),
+          hostname: `api-${i % 3}`,
+          remote_addr: `198.51.100.${i % 200}`,
+          request: `GET /v1/items/${i} HTTP/1.1`,
+          status: 200,
+          http_user_agent: 'curl/8.5.0',
+          http_x_api_key: RAW_KEYS[i % 3],
+        }),
+      )
+      .join('\n'),
+  );
+  const argv = [
+    '--trace',
+    log,
+    '--trace-format',
+    'nginx-json',
+    '--trace-field',
+    'key=http_x_api_key',
+    '--capacity',
+    '20',
+    '--refill',
+    '40/s',
+  ];
+  const settings = ['--lease-sizes', '5', '--ttls', '1s', '--lease-modes', 'chunk', '--reports', '0', '--seed', '1', '--by-key'];
+  const names = RAW_KEYS.map((raw) => hashedKeyName(new TextEncoder().encode(SECRET), 'key', raw));
+
+  it('reports every key under the name the middleware gives its pool, and no raw key anywhere', () => {
+    const json = run([...argv, ...settings, '--json', '--html', html], { TOKENLEASE_KEY_SECRET: SECRET });
+    const text = run([...argv, ...settings, '--key', RAW_KEYS[1] ?? ''], { TOKENLEASE_KEY_SECRET: SECRET });
+    expect([json.status, text.status]).toEqual([0, 0]);
+    const output = JSON.parse(json.stdout) as { byKey: ByKey; parameters: Record<string, unknown> };
+    expect(output.byKey.limits[0]?.top.map((row) => row.key).sort()).toEqual([...names].sort());
+    expect(output.byKey.limits[0]?.top.every((row) => row.arrivals === 200 && row.deniedCount > 0)).toBe(true);
+    expect(output.parameters).toMatchObject({ traceFormat: 'nginx-json', keyHash: { rule: 'key', secretFrom: 'environment' } });
+    expect(text.stdout).toContain(`trace ${log} (nginx-json) key ${names[1]}`);
+    expect(text.stdout).toContain(`--key-pool=${names[1]}`);
+    const everything = [json.stdout, json.stderr, text.stdout, text.stderr, readFileSync(html, 'utf8')].join('\n');
+    expect(everything).toContain(names[0]);
+    for (const raw of [...RAW_KEYS, SECRET]) expect(everything).not.toContain(raw);
+  });
+
+  it('says once on stderr that the key names mean nothing outside a run without a secret', () => {
+    const result = run([...argv, ...settings, '--json']);
+    expect(result.status).toBe(0);
+    expect(result.stderr.match(/random one/g)).toHaveLength(1);
+    expect((JSON.parse(result.stdout) as { parameters: { keyHash: unknown } }).parameters.keyHash).toEqual({
+      rule: 'key',
+      secretFrom: 'random',
+    });
+  });
+
+  it('stops at a bad line naming file, line and field, without showing the raw key on it', () => {
+    const bad = join(dir, 'bad.log');
+    writeFileSync(
+      bad,
+      `{"msec":"1764662400.000","hostname":"a"}\n{"msec":"later","hostname":"a","http_x_api_key":"${RAW_KEYS[0] ?? ''}"}\n`,
+    );
+    const result = run(['--trace', bad, '--trace-format', 'nginx-json', '--trace-field', 'key=http_x_api_key', '--json']);
+    expect(result.status).toBe(2);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).toContain(`${bad}:2: field "msec" (time) must be seconds since the Unix epoch`);
+    expect(result.stderr).not.toContain(RAW_KEYS[0]);
   });
 });

@@ -18,7 +18,7 @@
 import { formatRate, parseRate, tokenScale, type Rate } from '@tokenlease/shared';
 import type { Arrival } from '@tokenlease/sim';
 import { SweepArgsError } from './args-error.js';
-import { formatCount, formatFixed } from './format.js';
+import { formatCount, formatFixed, textTable } from './format.js';
 import { SharedBucket } from './shared-bucket.js';
 
 /** WhatIfLimit — a candidate limit: capacity B (tokens) and refill r. */
@@ -76,29 +76,51 @@ export function formatWhatIf(limits: readonly WhatIfLimit[]): string {
   return limits.map((l) => `${l.capacityTokens}@${formatRate(l.refill)}`).join(',');
 }
 
-/** whatIf — for each limit, what an ideal central bucket at it denies of `arrivals` (in time order). */
+/** BucketRun — what one exact bucket admitted of the requests offered to it. */
+export interface BucketRun {
+  readonly offeredCount: number;
+  readonly offeredTokens: number;
+  readonly admittedCount: number;
+  readonly admittedTokens: number;
+}
+
+/**
+ * exactBucketRun — `arrivals` (in time order) offered to one ideal bucket at
+ * `limit` (SharedBucket: full at `startUs`, each try decided at its arrival,
+ * each take waiting in FIFO order up to its timeout): the one bucket the
+ * what-if rows and the per-key report (by-key.ts) both replay.
+ */
+export function exactBucketRun(arrivals: Iterable<Arrival>, limit: WhatIfLimit, startUs: number): BucketRun {
+  const bucket = new SharedBucket(limit.capacityTokens, limit.refill, startUs);
+  let offeredCount = 0;
+  let offeredTokens = 0;
+  let admittedCount = 0;
+  let admittedTokens = 0;
+  for (const a of arrivals) {
+    offeredCount += 1;
+    offeredTokens += a.cost;
+    bucket.offer(a.cost, a.tUs, a.waitMs * 1000, () => {
+      admittedCount += 1;
+      admittedTokens += a.cost;
+    });
+  }
+  bucket.finish();
+  return { offeredCount, offeredTokens, admittedCount, admittedTokens };
+}
+
+/** whatIf — for each limit, what an ideal central bucket at it (full at time 0) denies of `arrivals` (in time order). */
 export function whatIf(arrivals: readonly Arrival[], limits: readonly WhatIfLimit[]): WhatIfRow[] {
-  const offeredTokens = arrivals.reduce((sum, a) => sum + a.cost, 0);
   return limits.map((limit) => {
-    const bucket = new SharedBucket(limit.capacityTokens, limit.refill, 0);
-    let admittedCount = 0;
-    let admittedTokens = 0;
-    for (const a of arrivals) {
-      bucket.offer(a.cost, a.tUs, a.waitMs * 1000, () => {
-        admittedCount += 1;
-        admittedTokens += a.cost;
-      });
-    }
-    bucket.finish();
-    const deniedCount = arrivals.length - admittedCount;
+    const run = exactBucketRun(arrivals, limit, 0);
+    const deniedCount = run.offeredCount - run.admittedCount;
     return {
       capacityTokens: limit.capacityTokens,
       refill: formatRate(limit.refill),
-      offeredCount: arrivals.length,
-      offeredTokens,
+      offeredCount: run.offeredCount,
+      offeredTokens: run.offeredTokens,
       deniedCount,
-      deniedTokens: offeredTokens - admittedTokens,
-      deniedPer1k: arrivals.length === 0 ? 0 : (1000 * deniedCount) / arrivals.length,
+      deniedTokens: run.offeredTokens - run.admittedTokens,
+      deniedPer1k: run.offeredCount === 0 ? 0 : (1000 * deniedCount) / run.offeredCount,
     };
   });
 }
@@ -125,10 +147,6 @@ export function whatIfCells(row: WhatIfRow): string[] {
 
 /** renderWhatIf — the what-if rows as a plain-text table, with a line saying what it is. */
 export function renderWhatIf(rows: readonly WhatIfRow[]): string {
-  const cells = [WHAT_IF_COLUMNS.map(([name]) => name), ...rows.map(whatIfCells)];
-  const widths = WHAT_IF_COLUMNS.map((_, i) => Math.max(...cells.map((row) => (row[i] ?? '').length)));
-  const lines = cells.map((row) =>
-    row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i] ?? 0) : cell.padStart(widths[i] ?? 0))).join('  '),
-  );
+  const lines = textTable([WHAT_IF_COLUMNS.map(([name]) => name), ...rows.map(whatIfCells)]);
   return ['what if: an ideal central bucket at each limit, on the same arrivals (the sweep’s own limit first)', ...lines].join('\n');
 }

@@ -131,6 +131,24 @@ const PLANS: ReadonlyMap<string, Plan> = new Map<string, Plan>([
     },
   ],
   [
+    'npm run sweep -- --trace access.log --trace-format nginx-json --trace-field key=http_x_api_key --capacity 500 --refill 1000/s --by-key --seed 2026',
+    {
+      how: '--help',
+      boundMs: 30 * S,
+      why: 'it replays the reader’s own access log, which the repository does not have; trace-replay.test.ts runs an nginx log with --by-key on a generated one',
+      parse: (args) => parseSweepArgs(args),
+    },
+  ],
+  [
+    'npm run sweep -- --trace traces/api-1.jsonl traces/api-2.jsonl --capacity 500 --refill 1000/s --what-if 100@200/s --by-key 10 --seed 2026',
+    {
+      how: '--help',
+      boundMs: 30 * S,
+      why: 'it replays the reader’s own trace files, which the repository does not have; trace-replay.test.ts replays several files with --by-key',
+      parse: (args) => parseSweepArgs(args),
+    },
+  ],
+  [
     'npm run sim -- --scenarios 1000 --seed 1',
     { how: 'as written', boundMs: 240 * S, why: 'about 30 s of CPU, 40-50 s on a busy machine' },
   ],
