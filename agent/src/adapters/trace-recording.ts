@@ -188,7 +188,10 @@ export class TraceRecording {
     this.maxBytes = maxBytes;
     this.originWallMs = Date.now();
     this.originUs = clock();
-    this.timer = setInterval(() => void this.flush(), flushMs);
+    // A write still under way when the timer rings is not queued behind: the next ring takes what came meanwhile.
+    this.timer = setInterval(() => {
+      if (this.writing === null) void this.flush();
+    }, flushMs);
     this.timer.unref();
     if (this.bytes >= maxBytes) this.end('full', `the file already holds ${this.bytes} bytes of at most ${maxBytes}`);
   }
