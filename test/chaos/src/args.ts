@@ -21,6 +21,8 @@ export const SCENARIO_NAMES = [
   'redis-primary-failover-unconfirmed',
   'churn-agents',
   'kill-relay',
+  'cut-coordinator-redis',
+  'cut-agent-nats',
 ] as const;
 export type ScenarioName = (typeof SCENARIO_NAMES)[number];
 
@@ -60,7 +62,8 @@ Exits 1 if a fault was not verified or a check failed, 2 for a bad flag.
   --only NAME,NAME   scenarios to run, as the rows name them (default: all):
                      ${SCENARIO_NAMES.slice(0, 4).join(', ')},
                      ${SCENARIO_NAMES.slice(4, 7).join(', ')},
-                     ${SCENARIO_NAMES.slice(7).join(', ')}
+                     ${SCENARIO_NAMES.slice(7, 10).join(', ')},
+                     ${SCENARIO_NAMES.slice(10).join(', ')} (network namespaces: root, nft)
   --short            brief versions (as npm test runs them)
   --seed N           seed, 0..${SEED_MAX} (default $SEED, else random; printed)
   --json             one JSON array of rows instead of the table

@@ -46,6 +46,19 @@ export interface AgentHandle {
   readonly logPath: string;
 }
 
+/**
+ * Placement — where each process of a fleet runs: a command prefix per
+ * coordinator (by start order) and per agent (by start order), such as a
+ * NetLab host's (`ip netns exec <ns>`); empty: here, as a plain child.
+ */
+export interface Placement {
+  coordinator(n: number): readonly string[];
+  agent(n: number): readonly string[];
+}
+
+/** HERE — every process a plain child of the test process. */
+export const HERE: Placement = { coordinator: () => [], agent: () => [] };
+
 /** Grant — a fresh grant as the coordinator logged it. */
 export type Grant = Pick<GrantLine, 'leaseId' | 'tUs' | 'ttlMs'>;
 
@@ -85,6 +98,7 @@ export class ChaosFleet {
     readonly redisUrl: string | null,
     /** More environment variables for every coordinator (REDIS_REPLICAS, say). */
     private readonly coordinatorEnv: NodeJS.ProcessEnv,
+    private readonly placement: Placement,
   ) {}
 
   static async start(
@@ -94,6 +108,7 @@ export class ChaosFleet {
     prefix: string,
     redisUrl: string | null = null,
     coordinatorEnv: NodeJS.ProcessEnv = {},
+    placement: Placement = HERE,
   ): Promise<ChaosFleet> {
     const configPath = writeConfig(dir, {
       subjectPrefix: prefix,
@@ -107,7 +122,17 @@ export class ChaosFleet {
         },
       },
     });
-    const fleet = new ChaosFleet(natsUrl, pool, dir, prefix, configPath, await StatusProbe.connect(natsUrl), redisUrl, coordinatorEnv);
+    const fleet = new ChaosFleet(
+      natsUrl,
+      pool,
+      dir,
+      prefix,
+      configPath,
+      await StatusProbe.connect(natsUrl),
+      redisUrl,
+      coordinatorEnv,
+      placement,
+    );
     await fleet.startCoordinator();
     return fleet;
   }
@@ -121,6 +146,7 @@ export class ChaosFleet {
       logLevel: 'debug',
       name: `coordinator-${n}`,
       env: this.coordinatorEnv,
+      via: this.placement.coordinator(n),
     });
     this.coordinators.push(child);
     return child;
@@ -186,18 +212,23 @@ export class ChaosFleet {
 
   /** addAgent — an agent process offering `traffic` for `durationMs`, on `subjectPrefix` (default the coordinators'). */
   async addAgent(name: string, traffic: Traffic, durationMs: number, seed: number, subjectPrefix = this.prefix): Promise<AgentHandle> {
+    const via = this.placement.agent(this.agentCount);
     this.agentCount += 1;
     const logPath = join(this.dir, `${name}-${this.agentCount}.log`);
-    const child = await startAgentProcess({
-      natsUrl: this.natsUrl,
-      subjectPrefix,
-      pool: POOL,
-      name,
-      seed,
-      durationMs,
-      traffic,
-      logPath,
-    });
+    const child = await startAgentProcess(
+      {
+        natsUrl: this.natsUrl,
+        subjectPrefix,
+        pool: POOL,
+        name,
+        seed,
+        durationMs,
+        traffic,
+        logPath,
+      },
+      {},
+      via,
+    );
     const agentId = logEvents(child.lines, { type: 'ready' })[0]?.fields['agentId'];
     const handle = { name, child, agentId: typeof agentId === 'string' ? agentId : '', logPath };
     this.agents.push(handle);

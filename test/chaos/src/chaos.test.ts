@@ -6,16 +6,25 @@
  * primary of the pool's slot killed under load, with replica confirmation
  * and without it (there the lost grants must show as windows over the
  * envelope), and a relay SIGKILLed mid-lease under a root. Each fails if
- * its fault was not really injected.
+ * its fault was not really injected. The network faults (net-scenarios.ts)
+ * run in network namespaces: where those are not permitted they fail with
+ * the reason, or are skipped with it printed when
+ * TOKENLEASE_NETNS_UNAVAILABLE=skip says so.
  */
 import { describe, expect, it } from 'vitest';
+import { netnsSkipped, netnsUnavailable } from '@tokenlease/harness/netns';
 import { seedFromEnv } from '@tokenlease/shared/testing';
+import { cutAgentNats, cutCoordinatorRedis } from './net-scenarios.js';
 import { redisPrimaryFailover, redisPrimaryFailoverUnconfirmed } from './redis-scenarios.js';
 import { killRelay } from './relay-scenario.js';
 import { failoverCoordinator, killAgents, pauseAgent, restartNats, type ScenarioRow } from './scenarios.js';
 import { rowProblems } from './verdict.js';
 
 const seed = seedFromEnv();
+
+const netnsMissing = await netnsUnavailable();
+const skipNet = netnsMissing !== null && netnsSkipped();
+if (skipNet) console.error(`chaos, network faults: NOT RUN, skipped as TOKENLEASE_NETNS_UNAVAILABLE=skip asks: ${netnsMissing}`);
 
 function verdict(row: ScenarioRow): void {
   console.log(`chaos ${row.scenario} (SEED=${seed}): ${JSON.stringify(row)}`);
@@ -64,5 +73,20 @@ describe('chaos, short', () => {
     verdict(row);
     expect(row.reclaimMs).not.toBeNull();
     expect(row.strandedTokens).not.toBeNull();
+  }, 120_000);
+});
+
+describe.skipIf(skipNet)('chaos by network faults, short', () => {
+  it('owner cut from Redis, NATS kept: it grants nothing once its writes cannot land, the other takes over, envelope kept', async () => {
+    const row = await cutCoordinatorRedis({ short: true, seed });
+    verdict(row);
+    expect(row.strayGrants).toBe(0);
+    expect(row.takeoverMs).not.toBeNull();
+  }, 120_000);
+
+  it('an agent cut from NATS while it runs on: it stops at its lease’s expiry, the lease is reclaimed, it spends again after', async () => {
+    const row = await cutAgentNats({ short: true, seed });
+    verdict(row);
+    expect(row.reclaimMs).not.toBeNull();
   }, 120_000);
 });

@@ -3,9 +3,12 @@
  *
  * Runs every chaos scenario (or those --only names, as the rows name them)
  * against real processes and prints one row per scenario (or JSON). Exits 1
- * if any fault was not verified or any check failed, 2 with one line for a
- * bad flag (args.ts).
+ * if any fault was not verified or any check failed, or a scenario could not
+ * run (NOT RUN: network namespaces not permitted; with
+ * TOKENLEASE_NETNS_UNAVAILABLE=skip such rows are printed but do not fail
+ * the run), 2 with one line for a bad flag (args.ts).
  */
+import { netnsSkipped } from '@tokenlease/harness/netns';
 import { seedFromEnv } from '@tokenlease/shared/testing';
 import { CHAOS_USAGE, ChaosArgsError, parseChaosArgs, type ChaosArgs } from './args.js';
 import { SCENARIOS, type ScenarioRow } from './scenarios.js';
@@ -13,7 +16,7 @@ import { rowProblems } from './verdict.js';
 
 const COLUMNS: Array<[string, (r: ScenarioRow) => string]> = [
   ['scenario', (r) => r.scenario],
-  ['fault verified', (r) => (r.faultVerified ? 'yes' : 'NO')],
+  ['fault verified', (r) => (r.notRun !== null ? 'NOT RUN' : r.faultVerified ? 'yes' : 'NO')],
   ['admitted', (r) => String(r.admitted)],
   ['envelope violations', (r) => String(r.envelopeViolations)],
   ['worst window', (r) => r.worstWindowRatio.toFixed(3)],
@@ -22,6 +25,7 @@ const COLUMNS: Array<[string, (r: ScenarioRow) => string]> = [
   ['takeover ms', (r) => (r.takeoverMs === null ? '-' : String(r.takeoverMs))],
   ['recovery ms', (r) => (r.recoveryMs === null ? '-' : String(r.recoveryMs))],
   ['stranded / held', (r) => (r.strandedTokens === null ? '-' : `${r.strandedTokens} / ${r.heldTokens ?? '?'}`)],
+  ['stray grants', (r) => (r.strayGrants === null ? '-' : String(r.strayGrants))],
 ];
 
 function table(rows: readonly ScenarioRow[]): string {
@@ -59,17 +63,19 @@ async function main(): Promise<number> {
     process.stderr.write(`  ${name}…\n`);
     rows.push(await SCENARIOS[name]({ short: args.short, seed }));
   }
-  const problems = rows.flatMap(rowProblems);
+  const notRun = rows.filter((r) => r.notRun !== null);
+  const problems = rows.filter((r) => r.notRun === null).flatMap(rowProblems);
   if (args.json) console.log(JSON.stringify(rows));
   else {
     console.log(table(rows));
     for (const r of rows) console.log(`${r.scenario}: ${r.note}`);
   }
   for (const p of problems) console.error(`FAILED: ${p}`);
-  console.error(
-    `${rows.length - new Set(problems.map((p) => p.split(':')[0])).size} passed, ${new Set(problems.map((p) => p.split(':')[0])).size} failed`,
-  );
-  return problems.length === 0 ? 0 : 1;
+  for (const r of notRun) console.error(`NOT RUN: ${r.scenario}: ${r.notRun ?? ''}`);
+  const failed = new Set(problems.map((p) => p.split(':')[0])).size;
+  console.error(`${rows.length - failed - notRun.length} passed, ${failed} failed, ${notRun.length} not run`);
+  // A scenario that could not run fails the run too, unless the configuration says to skip it (docs/tools.md).
+  return problems.length === 0 && (notRun.length === 0 || netnsSkipped()) ? 0 : 1;
 }
 
 main().then(

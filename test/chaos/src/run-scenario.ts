@@ -12,7 +12,7 @@ import { leaseAdmissions, scratchDir } from '@tokenlease/harness/fleet';
 import { startPrivateNats, type PrivateNats } from '@tokenlease/harness/nats';
 import { stopAll } from '@tokenlease/harness/processes';
 import type { ScenarioName } from './args.js';
-import { ChaosFleet, type ChaosPool } from './chaos-fleet.js';
+import { ChaosFleet, type ChaosPool, type Placement } from './chaos-fleet.js';
 import { expiryViolations, recoveryMs } from './checks.js';
 
 export interface ScenarioRow {
@@ -32,6 +32,10 @@ export interface ScenarioRow {
   readonly strandedTokens: number | null;
   /** …and what that relay held from the root: the bound of its last upstream grant. */
   readonly heldTokens: number | null;
+  /** Grants by a coordinator cut from the store after its ownership could have lapsed (network faults only; must be 0). */
+  readonly strayGrants: number | null;
+  /** Why the scenario could not run at all (network namespaces not permitted, say); null when it ran. Never a pass. */
+  readonly notRun: string | null;
   readonly note: string;
 }
 
@@ -51,6 +55,7 @@ export interface Outcome {
   readonly takeoverMs?: number | null;
   readonly recoveryFromUs?: readonly number[];
   readonly stranded?: { readonly tokens: number; readonly heldTokens: number };
+  readonly strayGrants?: number;
   readonly note: string;
 }
 
@@ -60,8 +65,31 @@ export interface RunSetup {
   readonly redisUrl?: string | null;
   /** More environment variables for every coordinator process (REDIS_REPLICAS, say). */
   readonly coordinatorEnv?: NodeJS.ProcessEnv;
+  /** Where each process runs (default: here, plain children). */
+  readonly placement?: Placement;
   /** Runs once the first coordinator serves, before any agent starts. */
   readonly beforeAgents?: (fleet: ChaosFleet) => Promise<void>;
+}
+
+/** notRunRow — the row of a scenario that could not run: `reason` in one line; never a pass (verdict.ts). */
+export function notRunRow(name: ScenarioName, reason: string): ScenarioRow {
+  return {
+    scenario: name,
+    faultVerified: false,
+    admitted: 0,
+    envelopeViolations: 0,
+    worstWindowRatio: 0,
+    worstExcessTokens: 0,
+    expiryViolations: 0,
+    reclaimMs: null,
+    takeoverMs: null,
+    recoveryMs: null,
+    strandedTokens: null,
+    heldTokens: null,
+    strayGrants: null,
+    notRun: reason,
+    note: `NOT RUN: ${reason}`,
+  };
 }
 
 export async function untilNoLease(fleet: ChaosFleet, agentId: string, sinceMs: number, timeoutMs: number): Promise<number | null> {
@@ -106,7 +134,15 @@ export async function runScenario(
   const random = seededRandom(options.seed);
   const pool = setup.pool ?? CHAOS_POOL;
   const prefix = `tlchaos${options.seed}${name.replace(/[^a-z]/g, '')}`;
-  const fleet = await ChaosFleet.start(natsUrl, pool, scratchDir(), prefix, setup.redisUrl ?? null, setup.coordinatorEnv ?? {});
+  const fleet = await ChaosFleet.start(
+    natsUrl,
+    pool,
+    scratchDir(),
+    prefix,
+    setup.redisUrl ?? null,
+    setup.coordinatorEnv ?? {},
+    setup.placement,
+  );
   try {
     await setup.beforeAgents?.(fleet);
     for (let i = 0; i < agents; i += 1) await fleet.addAgent(`agent${i}`, STEADY, runMs, random.int(0, 2 ** 31));
@@ -132,6 +168,8 @@ export async function runScenario(
       recoveryMs: recoveries.length === 0 || recoveries.some((r) => r === null) ? null : Math.round(Math.max(...(recoveries as number[]))),
       strandedTokens: outcome.stranded?.tokens ?? null,
       heldTokens: outcome.stranded?.heldTokens ?? null,
+      strayGrants: outcome.strayGrants ?? null,
+      notRun: null,
       note:
         outcome.note +
         (envelope.violations > 0 ? `; worst window over B + r·T by ${Math.round(envelope.worstExcessTokens)} tokens` : '') +

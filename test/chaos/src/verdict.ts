@@ -17,10 +17,19 @@ import { CHAOS_POOL, type ScenarioRow } from './run-scenario.js';
 
 export const RECLAIM_BOUND_MS = CHAOS_POOL.leaseTtlMs + 400;
 export const TAKEOVER_BOUND_MS = CHAOS_POOL.leaseTtlMs + OWNERSHIP_TTL_MS;
+/**
+ * CUT_TAKEOVER_BOUND_MS — from cutting the owner off the store to the other
+ * coordinator's first grant: the owner's last renewal may have landed just
+ * before the cut (one ownership TTL), then the kept leases' TTL, plus one
+ * store command timeout (1 s) for the standby's claim round.
+ */
+export const CUT_TAKEOVER_BOUND_MS = CHAOS_POOL.leaseTtlMs + OWNERSHIP_TTL_MS + 1000;
+const CUT_TAKEOVER_SCENARIOS = new Set<string>(['cut-coordinator-redis']);
 /** The scenario whose lost writes must show as admissions over the envelope. */
 export const EXPECTS_OVER_ADMISSION = 'redis-primary-failover-unconfirmed';
 
 export function rowProblems(r: ScenarioRow): string[] {
+  if (r.notRun !== null) return [`${r.scenario}: NOT RUN: ${r.notRun}`];
   const problems: string[] = [];
   if (!r.faultVerified) problems.push(`${r.scenario}: the fault was not verified (${r.note})`);
   if (r.scenario === EXPECTS_OVER_ADMISSION) {
@@ -39,6 +48,12 @@ export function rowProblems(r: ScenarioRow): string[] {
     );
   if (r.scenario === 'failover-coordinator' && (r.takeoverMs === null || r.takeoverMs > TAKEOVER_BOUND_MS))
     problems.push(`${r.scenario}: first grant after the owner's kill took ${r.takeoverMs ?? 'forever'} ms, bound ${TAKEOVER_BOUND_MS} ms`);
+  if (r.strayGrants !== null && r.strayGrants > 0)
+    problems.push(`${r.scenario}: the coordinator cut from the store granted ${r.strayGrants} times after its ownership could have lapsed`);
+  if (CUT_TAKEOVER_SCENARIOS.has(r.scenario) && (r.takeoverMs === null || r.takeoverMs > CUT_TAKEOVER_BOUND_MS))
+    problems.push(
+      `${r.scenario}: first grant by the other coordinator after the cut took ${r.takeoverMs ?? 'forever'} ms, bound ${CUT_TAKEOVER_BOUND_MS} ms`,
+    );
   if (r.scenario !== 'churn-agents' && r.recoveryMs === null)
     problems.push(`${r.scenario}: the admission rate never came back to 90% of r`);
   return problems;

@@ -78,6 +78,8 @@ export interface CoordinatorOptions {
   readonly env?: NodeJS.ProcessEnv;
   /** Serve HTTP (`--http`) on this `host:port`; startCoordinator then also waits for its 'http-listening' line. */
   readonly http?: string;
+  /** A command prefix that runs it elsewhere (netns.ts: inside a host); default: here. */
+  readonly via?: readonly string[];
 }
 
 /**
@@ -101,7 +103,7 @@ export async function startCoordinator(natsUrl: string, configPath: string, opti
   }
   if (options.http !== undefined) args.push('--http', options.http);
   const name = options.name ?? (options.member === undefined ? 'coordinator' : `coordinator:${options.member}`);
-  const child = spawnNode(name, coordinatorCliScript(), args, { [NATS_ENV.url]: natsUrl, ...options.env });
+  const child = spawnNode(name, coordinatorCliScript(), args, { [NATS_ENV.url]: natsUrl, ...options.env }, options.via);
   await waitForEvent(child, { event: durable ? 'durable-started' : 'serving' }, STARTUP_TIMEOUT_MS);
   if (options.http !== undefined) await waitForEvent(child, { event: 'http-listening' }, STARTUP_TIMEOUT_MS);
   void child.exited.then(({ code, signal }) => {
@@ -139,11 +141,16 @@ export async function startRelay(natsUrl: string, configPath: string, relayId: s
 /**
  * startAgentProcess — an agent in a child process; resolves once it is
  * connected (its 'ready' line names its agentId). Its NATS URL goes in its
- * environment, as for the coordinator, with `env` added.
+ * environment, as for the coordinator, with `env` added; a non-empty `via`
+ * runs it elsewhere (netns.ts: inside a host).
  */
-export async function startAgentProcess(config: AgentProcessConfig, env: NodeJS.ProcessEnv = {}): Promise<Child> {
+export async function startAgentProcess(
+  config: AgentProcessConfig,
+  env: NodeJS.ProcessEnv = {},
+  via: readonly string[] = [],
+): Promise<Child> {
   const { natsUrl, ...rest } = config;
-  const child = spawnNode(`agent:${config.name}`, agentProcessScript(), [JSON.stringify(rest)], { [NATS_ENV.url]: natsUrl, ...env });
+  const child = spawnNode(`agent:${config.name}`, agentProcessScript(), [JSON.stringify(rest)], { [NATS_ENV.url]: natsUrl, ...env }, via);
   await waitForEvent(child, { type: 'ready' }, STARTUP_TIMEOUT_MS);
   return child;
 }

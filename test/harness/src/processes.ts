@@ -30,14 +30,32 @@ process.once('exit', () => {
   for (const child of running) child.proc.kill('SIGKILL');
 });
 
-/** spawnNode — runs a Node.js script as a registered child. */
-export function spawnNode(name: string, script: string, args: readonly string[], env: NodeJS.ProcessEnv = {}): Child {
-  return spawnProcess(name, process.execPath, [script, ...args], env);
+/** spawnNode — runs a Node.js script as a registered child (through `via`, as spawnProcess says). */
+export function spawnNode(
+  name: string,
+  script: string,
+  args: readonly string[],
+  env: NodeJS.ProcessEnv = {},
+  via: readonly string[] = [],
+): Child {
+  return spawnProcess(name, process.execPath, [script, ...args], env, via);
 }
 
-/** spawnProcess — runs `command` as a registered child with piped stdout/stderr. */
-export function spawnProcess(name: string, command: string, args: readonly string[], env: NodeJS.ProcessEnv = {}): Child {
-  const proc = spawn(command, args, {
+/**
+ * spawnProcess — runs `command` as a registered child with piped
+ * stdout/stderr. A non-empty `via` is a command prefix that execs the
+ * command in another place (netns.ts: `ip netns exec <ns>`), so the child's
+ * pid is still the command's own.
+ */
+export function spawnProcess(
+  name: string,
+  command: string,
+  args: readonly string[],
+  env: NodeJS.ProcessEnv = {},
+  via: readonly string[] = [],
+): Child {
+  const [first, ...rest] = [...via, command, ...args] as [string, ...string[]];
+  const proc = spawn(first, rest, {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

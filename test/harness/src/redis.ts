@@ -46,13 +46,13 @@ export interface PrivateRedisOptions {
 }
 
 /**
- * redisServerArgs — a private redis-server's command line: 127.0.0.1:`port`,
- * its files in `dir`, no snapshots; durable: an append-only file fsynced on
- * every write, else no persistence at all.
+ * redisServerArgs — a private redis-server's command line: `bind`:`port`
+ * (default 127.0.0.1), its files in `dir`, no snapshots; durable: an
+ * append-only file fsynced on every write, else no persistence at all.
  */
-export function redisServerArgs(port: number, dir: string, durable: boolean): string[] {
+export function redisServerArgs(port: number, dir: string, durable: boolean, bind = '127.0.0.1'): string[] {
   return [
-    ...['--bind', '127.0.0.1', '--port', String(port), '--dir', dir],
+    ...['--bind', bind, '--port', String(port), '--dir', dir],
     ...(durable ? ['--appendonly', 'yes', '--appendfsync', 'always'] : ['--appendonly', 'no']),
     ...['--save', '', '--protected-mode', 'no'],
   ];

@@ -1,0 +1,226 @@
+/**
+ * Chaos by real network faults (the harness's NetLab, netns.ts): NATS,
+ * Redis, each coordinator and each agent in a network namespace of its own
+ * on one bridge, durable mode with two coordinators, and packets dropped
+ * between two of them by nft while every process runs on.
+ *
+ * - `cut-coordinator-redis`: the pool's owner loses Redis and keeps NATS.
+ *   Every reply waits on its write (write before reply), so it must grant
+ *   nothing once its writes cannot land, and certainly nothing after its
+ *   ownership could have lapsed (cut + one ownership TTL: `strayGrants`);
+ *   the other coordinator claims the pool once the record lapses and
+ *   grants within CUT_TAKEOVER_BOUND_MS. After the restore the cut one's
+ *   old ownership is fenced.
+ * - `cut-agent-nats`: one agent loses NATS while its process runs on. By
+ *   its own clock it stops spending when its lease expires (every
+ *   admission within grant + TTL on the coordinator's clock:
+ *   `expiryViolations`; no grant reaches it once the cut is in force, so
+ *   any admission later than the cut + TTL is one), the coordinator drops its lease within one TTL
+ *   (`reclaimMs`), and after the restore it leases and spends again.
+ *
+ * Faults are verified from the kernel (the nft chain read back) and from
+ * the processes' structured events: heartbeat failures of the cut owner, a
+ * 'pool-owned' of a higher epoch by the other; failed requests of the cut
+ * agent, then admissions again. Where namespaces are not permitted the row
+ * says NOT RUN with the reason, which never passes (verdict.ts).
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { currentOwner, grantLines, waitForOwned } from '@tokenlease/harness/coordinator-log';
+import { readAdmissionLog } from '@tokenlease/harness/fleet';
+import { logEvents } from '@tokenlease/harness/log-events';
+import { startHostNats, startHostRedis, type HostServer } from '@tokenlease/harness/net-servers';
+import { NetLab, NetnsUnavailableError, type NetHost } from '@tokenlease/harness/netns';
+import { waitUntil } from '@tokenlease/harness/wait';
+import type { ScenarioName } from './args.js';
+import { OWNERSHIP_TTL_MS, POOL, type ChaosFleet, type Placement } from './chaos-fleet.js';
+import {
+  CHAOS_POOL,
+  notRunRow,
+  nowUs,
+  runScenario,
+  untilLease,
+  untilNoLease,
+  type ScenarioOptions,
+  type ScenarioRow,
+} from './run-scenario.js';
+
+/** AGENT_HOSTS — agent hosts of a world; agent n runs in a(n mod AGENT_HOSTS). */
+const AGENT_HOSTS = 4;
+const COORDINATOR_HOSTS = 2;
+/** SLOW — the cut agent's traffic: well under a lease's worth per TTL. */
+const SLOW = { kind: 'steady', perSecond: 10 } as const;
+
+/** NetWorld — a lab with NATS and Redis in hosts of their own, and hosts for coordinators and agents. */
+interface NetWorld {
+  readonly lab: NetLab;
+  readonly nats: HostServer;
+  readonly redis: HostServer;
+  readonly coordinators: readonly NetHost[];
+  readonly agents: readonly NetHost[];
+  readonly placement: Placement;
+}
+
+/** withNetWorld — runs `body` in a fresh world, torn down whatever happens; a NOT RUN row where namespaces are not permitted. */
+async function withNetWorld(name: ScenarioName, body: (world: NetWorld) => Promise<ScenarioRow>): Promise<ScenarioRow> {
+  let lab: NetLab;
+  try {
+    lab = await NetLab.create();
+  } catch (error) {
+    if (error instanceof NetnsUnavailableError) {
+      console.error(`chaos ${name}: NOT RUN: ${error.message}`);
+      return notRunRow(name, error.message);
+    }
+    throw error;
+  }
+  const servers: HostServer[] = [];
+  try {
+    const nats = await startHostNats(lab, await lab.addHost('nats'));
+    servers.push(nats);
+    const redis = await startHostRedis(lab, await lab.addHost('redis'));
+    servers.push(redis);
+    const coordinators: NetHost[] = [];
+    for (let i = 0; i < COORDINATOR_HOSTS; i += 1) coordinators.push(await lab.addHost(`c${i}`));
+    const agents: NetHost[] = [];
+    for (let i = 0; i < AGENT_HOSTS; i += 1) agents.push(await lab.addHost(`a${i}`));
+    const placement: Placement = {
+      coordinator: (n) => lab.via(coordinators[n % COORDINATOR_HOSTS] as NetHost),
+      agent: (n) => lab.via(agents[n % AGENT_HOSTS] as NetHost),
+    };
+    return await body({ lab, nats, redis, coordinators, agents, placement });
+  } finally {
+    for (const server of servers.reverse()) await server.stop();
+    await lab.destroy();
+  }
+}
+
+/** startStandby — the second coordinator, then waits until one of the two owns the pool. */
+async function startStandby(fleet: ChaosFleet): Promise<void> {
+  await fleet.startCoordinator();
+  await waitUntil('an owner of the pool', 10_000, () => fleet.owner() !== undefined);
+}
+
+const msBetween = (fromUs: number, us: number | null): number | null => (us === null ? null : Math.round((us - fromUs) / 1000));
+
+/** N1. Cut the pool's owner off Redis (it keeps NATS): it stops granting, the other takes over. */
+export async function cutCoordinatorRedis(options: ScenarioOptions): Promise<ScenarioRow> {
+  const cutMs = options.short ? 4000 : 6000;
+  return withNetWorld('cut-coordinator-redis', (world) =>
+    runScenario(
+      'cut-coordinator-redis',
+      world.nats.url,
+      options,
+      3,
+      cutMs + 7000,
+      async (fleet) => {
+        await sleep(2000);
+        const owner = currentOwner(fleet.coordinators, POOL);
+        const other = fleet.coordinators.find((c) => c !== owner?.child);
+        if (owner === undefined || other === undefined) return { faultVerified: false, note: 'no owner and standby before the cut' };
+        const cutHost = world.coordinators[fleet.coordinators.indexOf(owner.child)] as NetHost;
+        const failedBefore = logEvents(owner.child.lines, { event: 'heartbeat-failed' }).length;
+        const issuedUs = nowUs();
+        await world.lab.cut(cutHost, world.redis.host);
+        // From here the drop is in the kernel: a write answered before it may still be granted.
+        const cutUs = nowUs();
+        const blocked = (await world.lab.blockedFrom(world.redis.host)).includes(cutHost.name);
+        const natsKept = !(await world.lab.blockedFrom(world.nats.host)).includes(cutHost.name);
+        const successor = await waitForOwned(other, POOL, owner.epoch, cutMs).catch(() => null);
+        await sleep(Math.max(0, cutMs - (nowUs() - cutUs) / 1000));
+        const heartbeatsFailed = logEvents(owner.child.lines, { event: 'heartbeat-failed' }).length - failedBefore;
+        const restoreUs = nowUs();
+        await world.lab.restore(cutHost, world.redis.host);
+        // Back on the store, the cut one finds its old ownership fenced or lapsed.
+        const lapsedUs = cutUs + OWNERSHIP_TTL_MS * 1000;
+        const grantsInCut = grantLines(owner.child).filter((g) => g.tUs >= cutUs && g.tUs < restoreUs);
+        const stray = grantLines(owner.child).filter((g) => g.tUs > lapsedUs && (g.tUs < restoreUs || g.epoch <= owner.epoch));
+        const successorFirstUs = grantLines(other).find((g) => g.tUs >= cutUs)?.tUs ?? null;
+        const takeoverMs = msBetween(cutUs, successorFirstUs);
+        const lastCutGrantMs = msBetween(cutUs, grantsInCut.at(-1)?.tUs ?? null);
+        return {
+          faultVerified: blocked && natsKept && heartbeatsFailed > 0 && successor !== null,
+          takeoverMs,
+          strayGrants: stray.length,
+          recoveryFromUs: [cutUs],
+          note:
+            `owner ${owner.child.name} (epoch ${owner.epoch}) cut from Redis for ${cutMs} ms (in force ${msBetween(issuedUs, cutUs)} ms after the command), NATS kept; ` +
+            `${heartbeatsFailed} failed-heartbeat lines; ${grantsInCut.length} grants by it during the cut` +
+            `${lastCutGrantMs === null ? '' : `, the last ${lastCutGrantMs} ms after the cut`}; ` +
+            `${successor === null ? 'no takeover' : `${other.name} owned epoch ${successor.epoch}`}, its first grant ${takeoverMs ?? 'never'} ms after the cut` +
+            (blocked ? '' : '; the nft drop was not found in the kernel') +
+            (natsKept ? '' : '; NATS was cut too'),
+        };
+      },
+      { redisUrl: world.redis.url, placement: world.placement, beforeAgents: startStandby },
+    ),
+  );
+}
+
+/** N2. Cut one agent's host off NATS while its process runs on: it stops at its lease's expiry, and spends again after the restore. */
+export async function cutAgentNats(options: ScenarioOptions): Promise<ScenarioRow> {
+  const cutMs = options.short ? 3000 : 5000;
+  const runMs = cutMs + 9000;
+  return withNetWorld('cut-agent-nats', (world) =>
+    runScenario(
+      'cut-agent-nats',
+      world.nats.url,
+      options,
+      3,
+      runMs,
+      async (fleet) => {
+        await sleep(1500);
+        const victim = fleet.agents[0];
+        if (victim === undefined) return { faultVerified: false, note: 'no agent' };
+        const host = world.agents[0] as NetHost;
+        const hadLease = await untilLease(fleet, victim.agentId, 5000);
+        const failedBefore = logEvents(victim.child.lines, { type: 'event', event: 'request-failed' }).length;
+        const cutAt = performance.now();
+        await world.lab.cut(host, world.nats.host);
+        const cutUs = nowUs();
+        const blocked = (await world.lab.blockedFrom(world.nats.host)).includes(host.name);
+        const gone = await untilNoLease(fleet, victim.agentId, cutAt, cutMs);
+        // The lease is reclaimed one TTL after its last grant, which may have crossed as the cut came into force.
+        const goneUs = nowUs();
+        const leaseIds = new Set(readAdmissionLog(victim.logPath).map((a) => a.leaseId));
+        const lastGrantUs = fleet
+          .grants()
+          .filter((g) => leaseIds.has(g.leaseId) && g.tUs < goneUs)
+          .reduce((latest, g) => Math.max(latest, g.tUs), 0);
+        const reclaimMs = gone === null || lastGrantUs === 0 ? null : (goneUs - lastGrantUs) / 1000;
+        await sleep(Math.max(0, cutMs - (performance.now() - cutAt)));
+        const failed = logEvents(victim.child.lines, { type: 'event', event: 'request-failed' }).length - failedBefore;
+        const restoreUs = nowUs();
+        await world.lab.restore(host, world.nats.host);
+        const spentAfter = (): number => readAdmissionLog(victim.logPath).filter((a) => a.tUs > restoreUs).length;
+        const resumed = await waitUntil('the cut agent spending again', 7000, () => spentAfter() > 0).then(
+          () => true,
+          () => false,
+        );
+        const during = readAdmissionLog(victim.logPath).filter((a) => a.tUs >= cutUs && a.tUs < restoreUs);
+        const lastMs = msBetween(cutUs, during.at(-1)?.tUs ?? null);
+        const before = readAdmissionLog(victim.logPath).filter((a) => a.tUs < cutUs);
+        const lastBeforeMs = msBetween(before.at(-1)?.tUs ?? cutUs, cutUs);
+        const resumedMs = msBetween(restoreUs, readAdmissionLog(victim.logPath).find((a) => a.tUs > restoreUs)?.tUs ?? null);
+        return {
+          faultVerified: hadLease && blocked && failed > 0 && resumed,
+          reclaimMs,
+          recoveryFromUs: [cutUs],
+          note:
+            `agent ${victim.name} cut from NATS for ${cutMs} ms (lease TTL ${CHAOS_POOL.leaseTtlMs} ms), its process running on; ` +
+            `${failed} failed requests; ${before.length} admissions before the cut, the last ${lastBeforeMs} ms before it; ${during.length} admissions during the cut, the last ${lastMs ?? '-'} ms after it; ` +
+            `spending again ${resumedMs ?? 'never'} ms after the restore` +
+            (hadLease ? '' : '; no lease with tokens seen before the cut') +
+            (blocked ? '' : '; the nft drop was not found in the kernel'),
+        };
+      },
+      {
+        redisUrl: world.redis.url,
+        placement: world.placement,
+        beforeAgents: async (fleet) => {
+          await startStandby(fleet);
+          // The victim spends slowly, so its lease ends by its clock (TTL), not by running out of tokens.
+          await fleet.addAgent('slow', SLOW, runMs, options.seed);
+        },
+      },
+    ),
+  );
+}
