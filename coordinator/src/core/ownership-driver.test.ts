@@ -57,6 +57,14 @@ class Loop {
     return this.take(this.driver.stored(c.ticket, { ok: true, value } as StoreResult, nowUs));
   }
 
+  /** fail — the first waiting call of `op` fails (the store did not answer); the commands that made. */
+  fail(op: StoreCall['op'], nowUs: number): Command[] {
+    const i = this.calls.findIndex((c) => c.call.op === op);
+    const [c] = this.calls.splice(i, 1);
+    if (c === undefined) throw new Error(`no ${op} waits`);
+    return this.take(this.driver.stored(c.ticket, { ok: false, error: new Error('command timed out') }, nowUs));
+  }
+
   /** busDone — every unsubscribe and bus flush waiting ends now. */
   busDone(nowUs: number): void {
     for (const t of this.tickets.splice(0)) this.take(this.driver.done(t, nowUs));
@@ -202,5 +210,29 @@ describe('OwnershipDriver', () => {
     expect(loop.waiting('heartbeat')).toEqual([{ op: 'heartbeat', ttlMs: 0 }]);
     expect(of(loop.answer('heartbeat', { members: [], droppedImpossible: 0 }, 2 * S), 'stopped')).toHaveLength(1);
     expect(loop.driver.serving()).toBe(false);
+  });
+
+  it('keeps an ownership the store does not answer for while its record must live, and steps it down once it may have lapsed', () => {
+    const loop = new Loop();
+    loop.own(); // claimed by calls sent at 0; ownership TTL 3 s, a heartbeat every second
+    /** beat — the heartbeat at `atUs`, the store answering it and each renewal (`renews`: true) or not; what the renewals made. */
+    const beat = (atUs: number, renews: boolean): Command[] => {
+      loop.take(loop.driver.tick(atUs));
+      if (renews) loop.answer('heartbeat', { members: ['m1'], droppedImpossible: 0 }, atUs);
+      else loop.fail('heartbeat', atUs);
+      const made: Command[] = [];
+      while (loop.waiting('renew').length > 0) made.push(...(renews ? loop.answer('renew', true, atUs) : loop.fail('renew', atUs)));
+      return made;
+    };
+    expect(of(beat(1 * S, true), 'unsubscribe')).toEqual([]); // renewed by calls sent at 1 s: its record lives to 4 s at most
+    expect(of(beat(2 * S, false), 'unsubscribe')).toEqual([]);
+    expect(of(beat(3 * S, false), 'unsubscribe')).toEqual([]);
+    expect(loop.driver.ownedEpochs().has('p')).toBe(true);
+    const lapsed = beat(4 * S, false);
+    expect(of(lapsed, 'unsubscribe').map((u) => u.key)).toEqual(['p', CATCH_ALL_UNIT]);
+    const down = of(lapsed, 'log').filter((l) => l.line.fields['event'] === 'stepped-down');
+    expect(down.map((l) => l.line.fields['pool'])).toEqual(['p', CATCH_ALL_UNIT]);
+    expect(down[0]?.line.fields['reason']).toMatch(/has not renewed the ownership for one ownership TTL/);
+    expect(loop.driver.ownedEpochs().size).toBe(0);
   });
 });

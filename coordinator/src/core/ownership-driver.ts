@@ -11,7 +11,10 @@
  * Rules:
  * - Ownership (ownership.ts): every heartbeat (a third of the ownership
  *   TTL; beat-plan.ts) marks this member alive, renews what it owns (an
- *   ownership the store no longer renews is stepped down), and claims or
+ *   ownership the store no longer renews is stepped down, and so is one
+ *   whose renewals the store has not answered for a whole ownership TTL
+ *   since the last answered one was sent: it may have lapsed, and a member
+ *   cut off from the store must not keep taking its requests), and claims or
  *   hands over units as `planOwnership` says. A configured pool's subject
  *   is subscribed only while the pool is owned; the owner of the catch-all
  *   unit subscribes to every subject (another queue group) and routes each
@@ -48,6 +51,7 @@ import type { LogLine, OwnershipCommand, ReplyLabel } from './ownership-commands
 import type { StoreCall, StoreOp, StoreResult } from './ownership-store.js';
 import { CATCH_ALL_UNIT, ownershipUnits, planOwnership, routeCatchAll, type CatchAllRoute } from './ownership.js';
 import type { ReconfigureSummary } from './pool-registry.js';
+import { US_PER_MS } from './pool-parts.js';
 import type { StoredPool } from './pool-state.js';
 import { PoolTasks } from './pool-tasks.js';
 import { WriteLane, type ChangeSource, type LaneStep, type LaneWrite, type WriteOutcome } from './write-lane.js';
@@ -72,6 +76,12 @@ export interface OwnershipDriverOptions {
 /** Held — one ownership: its epoch, whether it has a subscription, its write lane, and who waits for its writes to settle. */
 export interface Held<R> {
   readonly epoch: number;
+  /**
+   * When the last call that set this ownership's expiry in the store and
+   * was answered (the claim, or a renewal) was sent, µs: the record lives
+   * at most one ownership TTL past it.
+   */
+  renewedUs: number;
   subscribed: boolean;
   readonly lane: WriteLane<R>;
   readonly settling: Array<() => void>;
@@ -260,9 +270,9 @@ export class OwnershipDriver<R> {
     );
   }
 
-  /** lapsed — the store no longer renews the ownership `held` of `unit`: it steps down in the pool's turn; `then` once it has. */
-  protected lapsed(unit: string, held: Held<R>, then: () => void): void {
-    this.tasks.enqueue(unit, (done) => this.stepDown(unit, 'ownership lapsed', held, done), then);
+  /** lapsed — the store no longer renews the ownership `held` of `unit` (`reason`): it steps down in the pool's turn; `then` once it has. */
+  protected lapsed(unit: string, held: Held<R>, reason: string, then: () => void): void {
+    this.tasks.enqueue(unit, (done) => this.stepDown(unit, reason, held, done), then);
   }
 
   /** landsOn — the ownership whose lane a write of `held` tells its outcome: `held`'s own, whatever holds `pool` now. */
@@ -431,6 +441,7 @@ export class OwnershipDriver<R> {
 
   /** claim — takes `unit` over from the store; `then` once it is ours and subscribed, or not taken; `failed` if the store failed. */
   protected claim(unit: string, then: () => void, failed: (error: unknown) => void): void {
+    const sentUs = this.nowUs;
     this.call({ op: 'claim', unit, ttlMs: this.ttlMs }, (result) => {
       if (!result.ok) return failed(result.error);
       const claim = result.value;
@@ -441,7 +452,7 @@ export class OwnershipDriver<R> {
         this.call({ op: 'release', unit, epoch: claim.epoch }, (released) => (released.ok ? then() : failed(released.error)));
         return;
       }
-      this.own(unit, claim.epoch, then);
+      this.own(unit, claim.epoch, sentUs, then);
     });
   }
 
@@ -455,11 +466,15 @@ export class OwnershipDriver<R> {
     return adopted === 'adopted' || adopted === 'damaged';
   }
 
-  /** own — `unit` is ours under `epoch`: a write lane of its own, its subscription, and once the bus has that, the line that says so. */
-  private own(unit: string, epoch: number, then: () => void): void {
+  /**
+   * own — `unit` is ours under `epoch` (claimed by a call sent at
+   * `claimedUs`): a write lane of its own, its subscription, and once the
+   * bus has that, the line that says so.
+   */
+  private own(unit: string, epoch: number, claimedUs: number, then: () => void): void {
     // A new ownership writes through a lane of its own, bound to its epoch and to the pool just adopted.
     const lane = unit === CATCH_ALL_UNIT ? WriteLane.unowned<R>() : new WriteLane<R>(epoch, this.poolSource(unit));
-    const held: Held<R> = { epoch, subscribed: false, lane, settling: [] };
+    const held: Held<R> = { epoch, renewedUs: claimedUs, subscribed: false, lane, settling: [] };
     this.owned.set(unit, held);
     if (unit === CATCH_ALL_UNIT) this.subscribe(held, unit, serviceSubject(this.prefix), CATCH_ALL_QUEUE_GROUP);
     else if (this.core.kindOf(unit) === 'fixed') this.subscribe(held, unit, poolSubject(this.prefix, unit), COORDINATOR_QUEUE_GROUP);
@@ -571,14 +586,27 @@ export class OwnershipDriver<R> {
     return null;
   }
 
-  /** renewAll — every ownership renewed; one the store no longer names is stepped down; `then` once all are through. */
+  /**
+   * renewAll — every ownership renewed; one the store no longer names is
+   * stepped down, and so is one the store has not renewed for a whole
+   * ownership TTL (unanswered: it may have lapsed, and another member may
+   * own it now; staying subscribed would take half its requests into a
+   * store this member cannot reach). `then` once all are through.
+   */
   private renewAll(then: () => void): void {
     const arrive = join(this.owned.size, then);
+    const sentUs = this.nowUs;
     for (const [unit, held] of [...this.owned]) {
       this.call({ op: 'renew', unit, epoch: held.epoch, ttlMs: this.ttlMs }, (result) => {
-        // Unknown whether it is still ours: keep it; every write is fenced anyway.
-        if (!result.ok || result.value || this.owned.get(unit) !== held) return arrive();
-        this.lapsed(unit, held, arrive);
+        if (this.owned.get(unit) !== held) return arrive();
+        if (result.ok && result.value) {
+          held.renewedUs = Math.max(held.renewedUs, sentUs);
+          return arrive();
+        }
+        if (result.ok) return this.lapsed(unit, held, 'ownership lapsed', arrive);
+        // Unknown whether it is still ours: keep it while its record must still live; every write is fenced anyway.
+        if (this.nowUs - held.renewedUs < this.ttlMs * US_PER_MS) return arrive();
+        this.lapsed(unit, held, 'the store has not renewed the ownership for one ownership TTL: it may have lapsed', arrive);
       });
     }
   }

@@ -36,7 +36,7 @@ class StaleLaneActs extends OwnershipDriver<ReplyTo> {
 }
 
 class ClaimBeforeSettle extends OwnershipDriver<ReplyTo> {
-  protected override lapsed(unit: string, _held: Held<ReplyTo>, then: () => void): void {
+  protected override lapsed(unit: string, _held: Held<ReplyTo>, _reason: string, then: () => void): void {
     this.claim(unit, then, () => then());
   }
 }
