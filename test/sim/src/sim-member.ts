@@ -59,9 +59,20 @@ export interface MemberSpec {
   readonly broken?: Broken;
 }
 
+/** UNANSWERED — the step-down reason of an ownership whose renewals the store has not answered for one ownership TTL (ownership-driver.ts). */
+const UNANSWERED = /has not renewed the ownership for one ownership TTL/;
+
+/** answeredOwnership — whether a claim's or renewal's answer set the record's expiry: a claim taken, a renewal that renewed. */
+function answeredOwnership(result: StoreResult & { readonly ok: true }): boolean {
+  const value: unknown = result.value;
+  return value === true || (typeof value === 'object' && value !== null && (value as { taken?: unknown }).taken === true);
+}
+
 /** Call — a store call in flight: when it lands (`gen`), and what becomes of it. */
 interface Call {
   readonly call: StoreCall;
+  /** When the driver made the call. */
+  readonly sentUs: number;
   gen: number;
   /** 'store': the store decides as it lands; else decided already (a held write). */
   fate: 'store' | 'written' | 'fenced' | 'unavailable';
@@ -78,6 +89,8 @@ export class SimMember {
   /** Subscriptions: key → subject and queue group. */
   readonly subscriptions = new Map<string, { readonly subject: string; readonly queueGroup: string }>();
   private readonly calls = new Map<number, Call>();
+  /** Per unit, when the latest claim or renewal the store answered (taken, renewed) was sent: its record lives one ownership TTL past it. */
+  private readonly answeredSentUs = new Map<string, number>();
   private cutUntilUs = -Infinity;
   private tickGen = 0;
   private tickAtUs = Infinity;
@@ -148,6 +161,10 @@ export class SimMember {
     }
     const result = this.answer(c, nowUs);
     if (c.call.op === 'write' && c.call.unit === POOL) this.noteOutcome(c.call.epoch);
+    if (result.ok && (c.call.op === 'claim' || c.call.op === 'renew') && answeredOwnership(result)) {
+      const unit = c.call.unit;
+      this.answeredSentUs.set(unit, Math.max(this.answeredSentUs.get(unit) ?? -Infinity, c.sentUs));
+    }
     const before = c.call.op === 'claim' ? (this.driver.ownedEpochs().get(c.call.unit) ?? null) : null;
     const commands = this.guard(() => this.driver.stored(ticket, result, nowUs));
     if (c.call.op === 'claim' && result.ok) this.noteClaim(c.call.unit, result as StoreResult<'claim'>, before, nowUs);
@@ -229,7 +246,7 @@ export class SimMember {
   }
 
   private call(ticket: number, call: StoreCall, nowUs: number): void {
-    const c: Call = { call, gen: 0, fate: 'store', lands: true };
+    const c: Call = { call, sentUs: nowUs, gen: 0, fate: 'store', lands: true };
     this.calls.set(ticket, c);
     this.host.push(nowUs + this.spec.callUs(), { k: 'store-answer', id: this.id, ticket, gen: 0 });
     const armed = this.armed;
@@ -251,17 +268,23 @@ export class SimMember {
     this.host.send(deliveries, producedUs, epoch ?? 0);
   }
 
-  /** checkLog — the driver never fails; a step-down comes once the store no longer names that ownership. */
+  /**
+   * checkLog — the driver never fails; a step-down comes once the store no
+   * longer names that ownership, or, when the store has stopped answering,
+   * only after a whole ownership TTL without an answered claim or renewal
+   * of it (the driver cannot know then; it must not guess sooner).
+   */
   private checkLog(fields: Readonly<Record<string, unknown>>, nowUs: number): void {
     if (fields['event'] === 'driver-failed')
       this.host.failed(`coordinator ${this.member}: ${String(fields['event'])}: ${String(fields['err'])}`);
     if (fields['event'] !== 'stepped-down') return;
     const epoch = fields['epoch'] as number;
     const unit = fields['pool'] as string;
-    if (this.spec.store.owns(unit, epoch, nowUs))
-      this.host.violation(
-        `${this.member} stepped down epoch ${epoch}, which the store still names the owner (${String(fields['reason'])})`,
-      );
+    if (!this.spec.store.owns(unit, epoch, nowUs)) return;
+    const reason = String(fields['reason']);
+    const answeredUs = this.answeredSentUs.get(unit) ?? -Infinity;
+    if (UNANSWERED.test(reason) && nowUs - answeredUs >= this.spec.ownershipTtlMs * 1000) return;
+    this.host.violation(`${this.member} stepped down epoch ${epoch}, which the store still names the owner (${reason})`);
   }
 
   private noteOutcome(epoch: number): void {
