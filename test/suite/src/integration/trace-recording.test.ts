@@ -179,6 +179,11 @@ describe('a trace recorded by the middleware under load, replayed by the sweep',
     expect(output.recommendation).toBeDefined();
 
     const text = execFileSync(process.execPath, argv, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+    console.log(
+      `trace-recording: served ${served.join(' + ')} requests, ${merged.length} recorded arrivals at recapi; ` +
+        `central baseline ${String(output.rows.find((row) => row.strategy === 'central')?.admitted)} = exact bucket ${exact}; ` +
+        `${/^Recommendation: [^.]*\./m.exec(text)?.[0] ?? 'no recommendation'}`,
+    );
     expect(text).toMatch(/^Recommendation: (maxLeaseTokens: \d+|leaseMode: rate), leaseTtlMs: \d+/m);
   });
 });
