@@ -49,7 +49,9 @@ describe('the operator CLI against live coordinators', () => {
       pool: 'api',
       name: 'cli-agent',
       seed: 1,
-      durationMs: 6000,
+      // Longer than the commands below take on a busy machine (stopped at the end): with 6 s its lease was once
+      // returned, its run over, before `status --agent` asked for it.
+      durationMs: 60_000,
       traffic: { kind: 'steady', perSecond: 50 },
     });
     const agentId = String((await waitForEvent(agent, { type: 'ready' }, 1000))['agentId']);
@@ -121,7 +123,7 @@ describe('the operator CLI against live coordinators', () => {
     const unknown = await tokenlease(['status', 'nope', ...common]);
     expect(unknown.code).toBe(3);
     expect(unknown.stderr).toMatch(/unknown-pool/);
-    await agent.exited;
+    await stop(agent);
     await stop(coordinator);
   });
 
