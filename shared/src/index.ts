@@ -12,6 +12,7 @@ export { RATE_PERIOD_MS_MAX, RATE_TOKENS_MAX, formatRate, makeRate, parseRate, t
 export { TIME_US_MAX, UNITS_MAX, assertTimeUs, refillUnits, tokenScale, waitUs, wholeTokens, type TokenScale } from './core/token-scale.js';
 export { ExactBucket, type TakeResult } from './core/bucket.js';
 export { REDACTED, redactUrl, redactUrlList } from './core/redact.js';
+export { nameHash32 } from './core/name-hash.js';
 
 // The protocol: subjects, messages, the bounds every field is checked against, the codec.
 export {

@@ -4,6 +4,7 @@
  * chosen by name, prefix and a sample that is the same on every instance.
  */
 import { describe, expect, it } from 'vitest';
+import { nameHash32 } from '@tokenlease/shared';
 import { ArrivalLog, nameShare, PoolArrivals, PoolSelection } from './arrival-log.js';
 
 function drained(log: ArrivalLog): Array<[number, number, number]> {
@@ -79,16 +80,7 @@ describe('PoolSelection', () => {
     for (const name of taken) expect(nameShare(name)).toBeLessThan(0.1);
   });
 
-  it('nameShare is FNV-1a mixed by the MurmurHash3 finalizer, over 2^32', () => {
-    // FNV-1a("a") = 0xe40c292c, the published test vector, then fmix32.
-    const fmix = (h: number): number => {
-      h ^= h >>> 16;
-      h = Math.imul(h, 0x85ebca6b);
-      h ^= h >>> 13;
-      h = Math.imul(h, 0xc2b2ae35);
-      return ((h ^ (h >>> 16)) >>> 0) / 2 ** 32;
-    };
-    expect(nameShare('a')).toBe(fmix(0xe40c292c));
-    expect(nameShare('')).toBe(fmix(0x811c9dc5));
+  it('nameShare is the shared 32-bit name hash over 2^32', () => {
+    for (const name of ['', 'a', 'tenant:AbC']) expect(nameShare(name)).toBe(nameHash32(name) / 2 ** 32);
   });
 });

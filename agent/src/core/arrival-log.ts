@@ -20,6 +20,8 @@
  *   samples the same pools (keys) and a sampled key's trace is complete.
  */
 
+import { nameHash32 } from '@tokenlease/shared';
+
 /** ArrivalSink — where one pool's arrivals go while it is recorded. */
 export interface ArrivalSink {
   /** note — an arrival of `cost` tokens at `nowUs` (the agent's clock, µs). Allocation-free. */
@@ -97,25 +99,9 @@ export class PoolArrivals implements ArrivalSink {
   }
 }
 
-/** FNV-1a's 32-bit offset basis and prime. */
-const FNV_OFFSET = 0x811c9dc5;
-const FNV_PRIME = 0x01000193;
-
-/**
- * nameShare — where `name` falls in [0, 1), the same on every instance:
- * FNV-1a of its UTF-16 code units, mixed by MurmurHash3's 32-bit
- * finalizer (FNV alone spreads names that differ in their last
- * characters unevenly), over 2^32.
- */
+/** nameShare — where `name` falls in [0, 1), the same on every instance: its 32-bit name hash (nameHash32) over 2^32. */
 export function nameShare(name: string): number {
-  let hash = FNV_OFFSET;
-  for (let i = 0; i < name.length; i += 1) hash = Math.imul(hash ^ name.charCodeAt(i), FNV_PRIME);
-  hash ^= hash >>> 16;
-  hash = Math.imul(hash, 0x85ebca6b);
-  hash ^= hash >>> 13;
-  hash = Math.imul(hash, 0xc2b2ae35);
-  hash ^= hash >>> 16;
-  return (hash >>> 0) / 2 ** 32;
+  return nameHash32(name) / 2 ** 32;
 }
 
 /**

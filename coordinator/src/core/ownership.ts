@@ -18,6 +18,7 @@
  * - A member that does not see itself in the list (its heartbeat failed)
  *   changes nothing: it cannot tell who is alive.
  */
+import { nameHash32 } from '@tokenlease/shared';
 
 /** CATCH_ALL_UNIT — the unit of every name that is no configured pool (never a valid pool name). */
 export const CATCH_ALL_UNIT = '*';
@@ -29,21 +30,9 @@ export interface OwnershipPlan {
   readonly release: readonly string[];
 }
 
-/** rendezvousScore — a 32-bit FNV-1a hash of `member` and `unit`, mixed so close names spread. */
+/** rendezvousScore — the 32-bit name hash (nameHash32: FNV-1a, mixed so close names spread) of `member` and `unit`. */
 export function rendezvousScore(member: string, unit: string): number {
-  let h = 0x811c9dc5;
-  const text = `${member}\n${unit}`;
-  for (let i = 0; i < text.length; i += 1) {
-    h ^= text.charCodeAt(i);
-    h = Math.imul(h, 0x01000193);
-  }
-  // Final avalanche (murmur3's fmix32), so one changed character moves every bit.
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return h >>> 0;
+  return nameHash32(`${member}\n${unit}`);
 }
 
 /** preferredOwner — the member preferred for `unit` (ties: the smaller id), or null without members. */
