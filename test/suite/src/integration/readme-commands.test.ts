@@ -27,12 +27,13 @@
  * command, linked into node_modules/.bin by npm), then runs that bin with
  * node from the repository root. It does not start turbo inside turbo.
  */
-import { readFileSync, readdirSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { basename, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { spawnNode, stop } from '@tokenlease/harness/processes';
 import { REPO_ROOT } from '@tokenlease/harness/paths';
 import { parseSweepArgs } from '@tokenlease/sweep';
+import { docsPages } from '../docs-pages.js';
 
 const S = 1000;
 
@@ -216,13 +217,7 @@ function rootScripts(): Record<string, string> {
 }
 
 /** DOCUMENTS — README.md and every docs/*.md, relative to the repository root: where the commands are read from. */
-const DOCUMENTS = [
-  'README.md',
-  ...readdirSync(resolve(REPO_ROOT, 'docs'))
-    .filter((name) => name.endsWith('.md'))
-    .sort()
-    .map((name) => `docs/${name}`),
-];
+const DOCUMENTS = docsPages();
 
 /** readmeCommands — the `npm run` lines of a Markdown file's fenced code blocks, continuations joined and comments dropped. */
 function readmeCommands(markdown: string): string[] {

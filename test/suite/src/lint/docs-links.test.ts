@@ -7,11 +7,12 @@
  * reader's browser. Links inside fenced code blocks are not links;
  * absolute URLs (http:, https:, mailto:) are not checked.
  */
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { docsPages } from '../docs-pages.js';
 
 const root = fileURLToPath(new URL('../../../../', import.meta.url));
 
@@ -97,18 +98,9 @@ export function brokenLinks(base: string, files: readonly string[]): string[] {
   return problems;
 }
 
-/** docsFiles — README.md and every docs/*.md, relative to the repository root. */
-function docsFiles(): string[] {
-  const docs = readdirSync(join(root, 'docs'))
-    .filter((name) => name.endsWith('.md'))
-    .sort()
-    .map((name) => `docs/${name}`);
-  return ['README.md', ...docs];
-}
-
 describe('links in README.md and docs/*.md', () => {
   it('lead to files that exist and to headings those files have (BENCHMARKS.md, which links into docs/, too)', () => {
-    const files = [...docsFiles(), 'BENCHMARKS.md'];
+    const files = [...docsPages(), 'BENCHMARKS.md'];
     expect(files.length).toBeGreaterThan(1);
     expect(brokenLinks(root, files)).toEqual([]);
   });
@@ -116,7 +108,7 @@ describe('links in README.md and docs/*.md', () => {
   it('the README reaches every docs page in one click', () => {
     const readme = proseLines(readFileSync(join(root, 'README.md'), 'utf8')).join('\n');
     const linked = new Set([...readme.matchAll(/\]\((docs\/[^)#\s]+\.md)(?:#[^)\s]*)?\)/g)].map((m) => m[1]));
-    expect(docsFiles().filter((file) => file !== 'README.md' && !linked.has(file))).toEqual([]);
+    expect(docsPages().filter((file) => file !== 'README.md' && !linked.has(file))).toEqual([]);
   });
 
   describe('the check can fail', () => {

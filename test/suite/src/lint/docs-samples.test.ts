@@ -19,11 +19,12 @@
  *   Skips are listed in the test's output. JavaScript blocks take neither
  *   the preamble nor declarations: they must be complete programs.
  */
-import { readFileSync, readdirSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
+import { docsPages } from '../docs-pages.js';
 
 const root = fileURLToPath(new URL('../../../../', import.meta.url));
 
@@ -202,18 +203,9 @@ export function sampleProblems(samples: readonly Sample[]): string[] {
   return problems;
 }
 
-/** docsFiles — README.md, every docs/*.md and BENCHMARKS.md, relative to the repository root. */
-function docsFiles(): string[] {
-  const docs = readdirSync(join(root, 'docs'))
-    .filter((name) => name.endsWith('.md'))
-    .sort()
-    .map((name) => `docs/${name}`);
-  return ['README.md', ...docs, 'BENCHMARKS.md'];
-}
-
 describe('code samples in README.md and docs/*.md', () => {
   it('compile against the workspace packages, strict (skips listed, each with its reason)', () => {
-    const samples = docsFiles().flatMap((file) => extractSamples(file, readFileSync(join(root, file), 'utf8')));
+    const samples = [...docsPages(), 'BENCHMARKS.md'].flatMap((file) => extractSamples(file, readFileSync(join(root, file), 'utf8')));
     const skipped = samples.filter((sample) => sample.skip !== null);
     for (const sample of skipped) console.info(`skipped: ${sample.file}:${sample.line}: ${sample.skip}`);
     expect(samples.length).toBeGreaterThan(10);
