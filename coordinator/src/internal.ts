@@ -49,3 +49,4 @@ export { OwnershipDriver, LEGACY_KEY, OWNER_SEEN_US, type Held, type OwnershipDr
 export type { OwnershipCommand, ReplyLabel, LogLine } from './core/ownership-commands.js';
 export type { StoreCall, StoreResult, StoreAnswers, StoreOp, Members } from './core/ownership-store.js';
 export { BeatPlan, HEARTBEAT_RETRY_MS } from './core/beat-plan.js';
+export { poolsFileJsonSchema, relayFileJsonSchema, poolsFileReference, relayFileReference } from './core/config-reference.js';

@@ -8,7 +8,16 @@
 export { TokenleaseError, assertInvariant, type SharedErrorCode, type ErrorDetails } from './errors.js';
 
 // Token arithmetic: rates, the exact bucket, integer units over whole microseconds.
-export { RATE_PERIOD_MS_MAX, RATE_TOKENS_MAX, formatRate, makeRate, parseRate, tokensPerSecond, type Rate } from './core/rate.js';
+export {
+  RATE_PERIOD_MS_MAX,
+  RATE_TEXT_PATTERN,
+  RATE_TOKENS_MAX,
+  formatRate,
+  makeRate,
+  parseRate,
+  tokensPerSecond,
+  type Rate,
+} from './core/rate.js';
 export { TIME_US_MAX, UNITS_MAX, assertTimeUs, refillUnits, tokenScale, waitUs, wholeTokens, type TokenScale } from './core/token-scale.js';
 export { ExactBucket, type TakeResult } from './core/bucket.js';
 export { REDACTED, redactUrl, redactUrlList } from './core/redact.js';
@@ -94,6 +103,7 @@ export { clientLeaseEndUs, seqAbove, staleSeqFloor } from './core/lease-client.j
 export {
   DRIFT_MARGIN_MAX,
   LEASE_CLIENT_DEFAULTS,
+  LEASE_CLIENT_MS_BOUNDS,
   leaseClientSettingProblem,
   type LeaseClientSettings,
 } from './core/lease-client-settings.js';

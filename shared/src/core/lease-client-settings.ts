@@ -44,8 +44,8 @@ export const LEASE_CLIENT_DEFAULTS: LeaseClientSettings = {
   agentClass: null,
 };
 
-/** Whole-ms settings and their inclusive bounds. */
-const MS_BOUNDS: ReadonlyMap<keyof LeaseClientSettings, readonly [number, number]> = new Map([
+/** LEASE_CLIENT_MS_BOUNDS — the whole-ms settings and their inclusive bounds. */
+export const LEASE_CLIENT_MS_BOUNDS: ReadonlyMap<keyof LeaseClientSettings, readonly [number, number]> = new Map([
   ['holdMs', [0, HOLD_MS_MAX]],
   ['replyTimeoutMs', [1, 60_000]],
   ['refreshMs', [1, 3_600_000]],
@@ -57,7 +57,7 @@ const MS_BOUNDS: ReadonlyMap<keyof LeaseClientSettings, readonly [number, number
  * `key`, in words ("must be …"), or null when it keeps it.
  */
 export function leaseClientSettingProblem(key: keyof LeaseClientSettings, value: unknown): string | null {
-  const bounds = MS_BOUNDS.get(key);
+  const bounds = LEASE_CLIENT_MS_BOUNDS.get(key);
   if (bounds !== undefined) {
     const [min, max] = bounds;
     const ok = typeof value === 'number' && Number.isSafeInteger(value) && value >= min && value <= max;

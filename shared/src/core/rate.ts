@@ -30,6 +30,9 @@ const UNIT_MS: ReadonlyMap<string, number> = new Map([
 
 const RATE_PATTERN = /^\s*(\d+)\s*\/\s*(\d*)\s*([a-z]+)\s*$/;
 
+/** RATE_TEXT_PATTERN — the text form parseRate reads, units spelled out, as a JSON Schema `pattern` (what editors check). */
+export const RATE_TEXT_PATTERN = `^\\s*[0-9]+\\s*/\\s*[0-9]*\\s*(${[...UNIT_MS.keys()].join('|')})\\s*$`;
+
 /**
  * parseRate — reads `"<tokens>/<period>"` such as `500/s`, `2/1000ms`,
  * `60/min`, `1/h`, `10/5s`. Units: ms, s, sec, m, min, h, d.

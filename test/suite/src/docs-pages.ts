@@ -3,11 +3,16 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { REPO_ROOT } from '@tokenlease/harness/paths';
 
-/** docsPages — README.md and every docs/*.md (sorted), relative to the repository root. */
+/** FOLDERS — the folders of prose pages: docs/ and its generated configuration reference. */
+const FOLDERS = ['docs', 'docs/reference'];
+
+/** docsPages — README.md and every *.md of FOLDERS (sorted within each), relative to the repository root. */
 export function docsPages(): string[] {
-  const docs = readdirSync(join(REPO_ROOT, 'docs'))
-    .filter((name) => name.endsWith('.md'))
-    .sort()
-    .map((name) => `docs/${name}`);
+  const docs = FOLDERS.flatMap((folder) =>
+    readdirSync(join(REPO_ROOT, folder))
+      .filter((name) => name.endsWith('.md'))
+      .sort()
+      .map((name) => `${folder}/${name}`),
+  );
   return ['README.md', ...docs];
 }
