@@ -11,10 +11,12 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 /** PAGES — every generated file: its path from the repository root and what renders it (a string). */
 export async function pages() {
   const coordinator = await import('@tokenlease/coordinator/internal');
+  const agent = await import('@tokenlease/agent/internal');
   const json = (value) => `${JSON.stringify(value, null, 2)}\n`;
   return [
     { path: 'docs/reference/pools-file.md', render: () => coordinator.poolsFileReference() },
     { path: 'docs/reference/relay-file.md', render: () => coordinator.relayFileReference() },
+    { path: 'docs/reference/agent-options.md', render: () => agent.keeperOptionsReference() },
     { path: 'coordinator/schema/pools.schema.json', render: () => json(coordinator.poolsFileJsonSchema()) },
     { path: 'coordinator/schema/relay.schema.json', render: () => json(coordinator.relayFileJsonSchema()) },
   ];

@@ -5,7 +5,7 @@
  */
 export * from './index.js';
 export { LeaseKeeper, type SendAction, type KeeperStats, type PoolLimits } from './core/lease-keeper.js';
-export { keeperOptions, DEFAULT_KEEPER_OPTIONS, type KeeperOptions } from './core/keeper-options.js';
+export { keeperOptions, DEFAULT_KEEPER_OPTIONS, KEEPER_OPTIONS, type KeeperOptions } from './core/keeper-options.js';
 export { DemandMeter } from './core/demand-meter.js';
 export { giveBackAllAt, takeAllAt, type SlotCharge } from './core/take-all.js';
 export { TakeQueue, TAKE_TIMEOUT_MS_DEFAULT, type TakeArrival, type TakeDecisions, type TakeQueueHost } from './core/take-queue.js';
@@ -18,3 +18,4 @@ export {
   type DriverEvent,
   type PoolWaiters,
 } from './core/agent-driver.js';
+export { keeperOptionsReference } from './core/keeper-reference.js';

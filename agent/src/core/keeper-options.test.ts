@@ -69,6 +69,8 @@ describe('keeperOptions', () => {
       { expectedLimits: { capacityTokens: 100, maxLeaseTokens: 10, refillTokens: 1, refillPeriodMs: 1, capacity: 5 } as never },
     ],
     ['capacity', { expectedLimits: { capacityTokens: 2 ** 52, maxLeaseTokens: 10, refillTokens: 7, refillPeriodMs: 86_400_000 } }],
+    // A misspelled option would otherwise be silently left at its default.
+    ['idleReturn is not a keeper option', { idleReturn: 500 } as never],
   ];
   it.each(refused)('refuses a bad %s (%j) with invalid-argument naming the field', (field, given) => {
     const error = thrown(AgentError, () => keeperOptions(given));

@@ -20,6 +20,7 @@ import {
   DRIFT_MARGIN_MAX,
   FLEET_WEIGHT_MAX,
   ID_FORM,
+  ID_LENGTH_MAX,
   isProtocolId,
   leaseClientSettingProblem,
   LEASE_CLIENT_DEFAULTS,
@@ -141,7 +142,7 @@ const agentClassKey = () =>
   z
     .string()
     .refine(isProtocolId, { error: (issue) => `class ${shown(issue.input)} must be ${ID_FORM}` })
-    .meta({ pattern: '^[!-~]{1,64}$' });
+    .meta({ pattern: `^[!-~]{1,${ID_LENGTH_MAX}}$` });
 
 /** NAME_CHARACTERS — what a pool name or identity token may hold (subjects.ts, poolNameProblem): printable ASCII but `.`, `*` and `>`. */
 const NAME_CHARACTERS = '[!-)+-\\-/-=?-~]';
@@ -421,7 +422,7 @@ const uplinkShape = {
   ),
   agentClass: clientSetting(
     'agentClass',
-    { type: ['string', 'null'], minLength: 1, maxLength: 64 },
+    { type: ['string', 'null'], minLength: 1, maxLength: ID_LENGTH_MAX },
     'The class the relay asks the root under (listed in the root pool’s `relayClasses`, it weighs as the fleet behind the relay); null: none.',
   ),
   gapMs: doc(integer(1, GAP_MS_MAX), {
