@@ -350,6 +350,14 @@ describe('parseCoordinatorConfig refuses a bad document, naming file, pool and f
       'names "svc" twice',
     ],
     [
+      'bindIdentity null (a true/false field takes no empty value)',
+      onePool(ok, { bindIdentity: null }),
+      'bindIdentity',
+      undefined,
+      'true or false',
+    ],
+    ['shadow null in a pool', onePool({ ...ok, shadow: null }), 'shadow', 'api', 'true or false'],
+    [
       'top-level classIdentities not a list',
       onePool(ok, { classIdentities: { gold: 'svc' } }),
       'classIdentities.gold',
@@ -384,6 +392,37 @@ describe('parseCoordinatorConfig refuses a bad document, naming file, pool and f
     const error = thrown(CoordinatorError, () => parseCoordinatorConfig(SOURCE, { pools: { good: ok, bad: { ...ok, capacity: 0 } } }));
     expect(error.pool).toBe('bad');
     expect(error.field).toBe('capacity');
+  });
+});
+
+describe('an empty value (null) is the field left out, but for the true/false fields', () => {
+  it('fills the defaults of null fields', () => {
+    const fields = {
+      capacity: 100,
+      refill: '100/s',
+      leaseTtlMs: null,
+      classWeights: null,
+      relayClasses: null,
+      leaseMode: null,
+      window: null,
+    };
+    const config = parseCoordinatorConfig(SOURCE, {
+      pools: { api: fields },
+      templates: null,
+      operatorIdentities: null,
+      subjectPrefix: null,
+    });
+    expect(onlyPool(config)).toMatchObject({ leaseTtlMs: DEFAULT_TTL_MS, leaseMode: 'chunk', window: null });
+    expect(onlyPool(config).classWeights.size).toBe(0);
+    expect(config.subjectPrefix).toBe('tokenlease');
+    expect(config.operatorIdentities.size).toBe(0);
+  });
+
+  it('still requires capacity and refill given as null', () => {
+    expect(thrown(CoordinatorError, () => parseCoordinatorConfig(SOURCE, onePool({ capacity: null, refill: '1/s' }))).field).toBe(
+      'capacity',
+    );
+    expect(thrown(CoordinatorError, () => parseCoordinatorConfig(SOURCE, onePool({ capacity: 5, refill: null }))).field).toBe('refill');
   });
 });
 
