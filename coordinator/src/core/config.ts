@@ -93,9 +93,11 @@ import { CoordinatorError } from '../errors.js';
 export const MIN_TTL_MS = 10;
 /** MAX_TTL_MS — the longest lease TTL a pool may have (one hour), ms; also the longest quiet period. */
 export const MAX_TTL_MS = 3_600_000;
+/** DEFAULT_TTL_MS — a pool's lease TTL when its `leaseTtlMs` is not set, ms. */
 export const DEFAULT_TTL_MS = 2000;
 export const DEFAULT_HOLD_MS_MAX = 250;
 
+/** PoolConfig — one pool as the coordinator serves it: every field of the configuration file's pool, defaults filled in (parseCoordinatorConfig). */
 export interface PoolConfig {
   readonly name: string;
   readonly capacity: number;
@@ -142,6 +144,7 @@ export interface WindowLimit {
   readonly windowMs: number;
 }
 
+/** LeaseMode — what a pool's leases are: `chunk` leases hold tokens; `rate` leases are small buckets their tokens trickle into. */
 export type LeaseMode = 'chunk' | 'rate';
 
 /**
@@ -161,6 +164,7 @@ export interface TemplateConfig {
   readonly maxPoolsPerIdentity: number;
 }
 
+/** CoordinatorConfig — a validated configuration (parseCoordinatorConfig, loadConfigFile): the subject prefix, the pools and templates, and the fleet-wide settings. */
 export interface CoordinatorConfig {
   readonly subjectPrefix: string;
   /** Whether an agent id must belong to the identity token of its request's subject (see coordinator-core.ts). */

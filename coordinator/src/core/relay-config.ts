@@ -24,6 +24,7 @@ import { assertSubjectPrefix, LEASE_CLIENT_DEFAULTS, leaseClientSettingProblem, 
 import { CoordinatorError } from '../errors.js';
 import { parseCoordinatorConfig, type CoordinatorConfig } from './config.js';
 
+/** UplinkSettings — how a relay leases from the root: the lease client's settings, the gap between requests, its class and identity. */
 export interface UplinkSettings {
   readonly driftMargin: number;
   readonly refreshMs: number;
@@ -36,6 +37,7 @@ export interface UplinkSettings {
   readonly identity: string | null;
 }
 
+/** RelayConfig — a validated relay configuration (parseRelayConfig): the root's prefix, the pools it relays, and its uplink. */
 export interface RelayConfig {
   readonly upstreamPrefix: string;
   /** The downstream side: served exactly as a coordinator serves it. */
