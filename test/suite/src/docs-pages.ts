@@ -1,6 +1,6 @@
-/** The project's prose pages, as the docs checks (links, samples, documented commands) read them. */
+/** The project's prose pages, as the docs checks (links, samples, documented commands) read them; and the generated API reference's. */
 import { readdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, sep } from 'node:path';
 import { REPO_ROOT } from '@tokenlease/harness/paths';
 
 /** docsPages — README.md and every docs/*.md (sorted), relative to the repository root. */
@@ -10,4 +10,15 @@ export function docsPages(): string[] {
     .sort()
     .map((name) => `docs/${name}`);
   return ['README.md', ...docs];
+}
+
+/**
+ * apiPages — every page of the generated API reference (docs/api/, `npm run docs:api`), sorted, relative to the
+ * repository root: the links check follows their links too; the other checks leave them to their doc comments.
+ */
+export function apiPages(): string[] {
+  return readdirSync(join(REPO_ROOT, 'docs', 'api'), { recursive: true, encoding: 'utf8' })
+    .filter((name) => name.endsWith('.md'))
+    .map((name) => `docs/api/${name.split(sep).join('/')}`)
+    .sort();
 }
