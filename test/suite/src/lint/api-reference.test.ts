@@ -14,7 +14,7 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, wr
 import { tmpdir } from 'node:os';
 import { join, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
 const root = fileURLToPath(new URL('../../../../', import.meta.url));
 const API_DIR = join(root, 'docs', 'api');
@@ -82,8 +82,11 @@ describe('the API reference (docs/api/)', () => {
   );
 
   describe('the check can fail', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'tokenlease-api-stale-'));
-    afterAll(() => rmSync(dir, { recursive: true, force: true }));
+    let dir = '';
+    beforeEach(() => {
+      dir = mkdtempSync(join(tmpdir(), 'tokenlease-api-stale-'));
+    });
+    afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
     it('on a missing, an extra and a changed file; not on equal ones', () => {
       const write = (tree: string, file: string, text: string): void => {
