@@ -1,7 +1,4 @@
-/**
- * AgentError — the one error class of `@tokenlease/agent`.
- * Callers match on `code`; `pool` names the pool concerned.
- */
+/** AgentErrorCode — what went wrong, an AgentError's `code`. */
 export type AgentErrorCode =
   | 'invalid-argument'
   | 'closed'
@@ -14,6 +11,10 @@ export type AgentErrorCode =
   /** The TLS handshake failed, or a certificate was refused. */
   | 'tls-failed';
 
+/**
+ * AgentError — the one error class of `@tokenlease/agent`.
+ * Callers match on `code`; `pool` names the pool concerned.
+ */
 export class AgentError extends Error {
   override readonly name = 'AgentError';
   readonly code: AgentErrorCode;

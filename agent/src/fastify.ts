@@ -1,11 +1,18 @@
-/** @tokenlease/agent/fastify — the rate limit as a Fastify plugin (adapters/fastify.ts). */
+/**
+ * @tokenlease/agent/fastify — the rate limit as a Fastify plugin (adapters/fastify.ts).
+ *
+ * @module @tokenlease/agent/fastify
+ */
 export {
   fastifyRateLimit,
   keyPoolName,
   KEY_SECRET_BYTES_MIN,
   type CostFunction,
+  type FastifyLike,
+  type FastifyRateLimitOptions,
   type FastifyReplyLike,
   type FastifyRequestLike,
+  type RouteOptionsLike,
   type HeaderFormat,
   type DenialMessage,
   type SkipFunction,

@@ -1,4 +1,8 @@
-/** @tokenlease/agent/http — the rate limit as node:http and Express/Connect middleware (adapters/http.ts). */
+/**
+ * @tokenlease/agent/http — the rate limit as node:http and Express/Connect middleware (adapters/http.ts).
+ *
+ * @module @tokenlease/agent/http
+ */
 export {
   createHttpLimit,
   type Charged,
@@ -21,4 +25,5 @@ export {
   keyPoolName,
   KEY_SECRET_BYTES_MIN,
 } from './adapters/http.js';
-export { HttpLimit } from './adapters/http-limit.js';
+export { HttpLimit, type EndingResponse } from './adapters/http-limit.js';
+export type { Refusal } from './core/http-policy.js';

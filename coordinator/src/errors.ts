@@ -1,7 +1,4 @@
-/**
- * CoordinatorError — the one error class of `@tokenlease/coordinator`.
- * Callers match on `code`; `pool` and `field` name what was wrong.
- */
+/** CoordinatorErrorCode — what went wrong, a CoordinatorError's `code`. */
 export type CoordinatorErrorCode =
   | 'config-invalid'
   | 'config-unreadable'
@@ -16,6 +13,10 @@ export type CoordinatorErrorCode =
   /** A fenced write was refused: another coordinator owns the pool now. */
   | 'not-owner';
 
+/**
+ * CoordinatorError — the one error class of `@tokenlease/coordinator`.
+ * Callers match on `code`; `pool` and `field` name what was wrong.
+ */
 export class CoordinatorError extends Error {
   override readonly name = 'CoordinatorError';
   readonly code: CoordinatorErrorCode;

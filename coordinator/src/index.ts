@@ -4,13 +4,35 @@
  * logger, and typed errors. The cores, drivers and their parts, which the
  * project's tools (simulator, benchmarks, tests) drive directly, are
  * `@tokenlease/coordinator/internal`, not part of this API.
+ *
+ * @module @tokenlease/coordinator
  */
-export { parseCoordinatorConfig, type CoordinatorConfig, type PoolConfig, DEFAULT_TTL_MS, MIN_TTL_MS, MAX_TTL_MS } from './core/config.js';
+export {
+  parseCoordinatorConfig,
+  type CoordinatorConfig,
+  type PoolConfig,
+  type TemplateConfig,
+  type LeaseMode,
+  type WindowLimit,
+  DEFAULT_TTL_MS,
+  MIN_TTL_MS,
+  MAX_TTL_MS,
+} from './core/config.js';
 export { CoordinatorError, type CoordinatorErrorCode } from './errors.js';
 export { loadConfigFile } from './adapters/config-file.js';
 export { startCoordinatorService, type CoordinatorService, type ServiceOptions } from './adapters/service.js';
+export type { ReconfigureSummary } from './core/pool-registry.js';
+export type { ServiceObserver, StoreWriteOutcome } from './adapters/metrics.js';
 export { connectRedisStore, parseRedisUrl, type StateStore, type RedisStoreOptions } from './adapters/redis-store.js';
-export { resolveRedisOptions, REDIS_ENV, REDIS_FLAGS, type RedisConnectOptions, type RedisTls } from './core/redis-options.js';
+export {
+  resolveRedisOptions,
+  REDIS_ENV,
+  REDIS_FLAGS,
+  type RedisConnectOptions,
+  type RedisField,
+  type RedisTls,
+} from './core/redis-options.js';
+export type { RedisSeed } from './core/redis-cluster-url.js';
 export { createLogger, REDACT_PATHS, LOG_LEVELS } from './adapters/logger.js';
 export {
   startDurableService,

@@ -1,10 +1,4 @@
-/**
- * TokenleaseError — the one error class of `@tokenlease/shared`.
- *
- * Callers match on `code`, never on `message`. `fault` says whose mistake it
- * is: `caller` for a bad argument or a malformed message from a peer, `self`
- * for a broken invariant inside tokenlease.
- */
+/** SharedErrorCode — what went wrong, a TokenleaseError's `code`: `invariant` is tokenlease's own mistake, `bus-*` the bus's. */
 export type SharedErrorCode =
   | 'invalid-argument'
   | 'out-of-range'
@@ -24,6 +18,7 @@ export type SharedErrorCode =
   | 'bus-failure'
   | 'invariant';
 
+/** ErrorDetails — what a TokenleaseError names besides its code and message: the pool, field and lease concerned, and its cause. */
 export interface ErrorDetails {
   readonly pool?: string;
   readonly field?: string;
@@ -31,6 +26,13 @@ export interface ErrorDetails {
   readonly cause?: unknown;
 }
 
+/**
+ * TokenleaseError — the one error class of `@tokenlease/shared`.
+ *
+ * Callers match on `code`, never on `message`: `invariant` is a broken
+ * invariant inside tokenlease; `bus-*` is the bus (NATS) failing; every
+ * other code is a bad argument, or a malformed message from a peer.
+ */
 export class TokenleaseError extends Error {
   override readonly name = 'TokenleaseError';
   readonly code: SharedErrorCode;

@@ -4,6 +4,8 @@
  * connection or reads a clock: reaching NATS is `@tokenlease/shared/nats`,
  * the process's clock `@tokenlease/shared/clock`, and the fixtures tests
  * share are `@tokenlease/shared/testing`.
+ *
+ * @module @tokenlease/shared
  */
 export { TokenleaseError, assertInvariant, type SharedErrorCode, type ErrorDetails } from './errors.js';
 
@@ -82,6 +84,7 @@ export { ID_FORM, isProtocolId } from './protocol/ids.js';
 export { GRANT_SIGNATURE_PATTERN, grantSigningText, type GrantBinding } from './protocol/grant-signature.js';
 export { decodeOperatorReply, decodeReply, decodeRequest, encodeMessage, type DecodeFailure, type Decoded } from './protocol/codec.js';
 export { CALLS_MAX, NO_CALLS, type CallCounts } from './protocol/calls.js';
+export type { Fields } from './protocol/fields.js';
 export {
   NAMES_LIST_MAX,
   OPERATOR_POOL_TOKEN,

@@ -2,6 +2,8 @@
  * @tokenlease/shared/nats — reaching NATS: one resolver for the connection
  * settings (flags, NATS_* environment, options), and the bus every process
  * speaks through. The only entry point that loads the `nats` client.
+ *
+ * @module @tokenlease/shared/nats
  */
 export {
   DEFAULT_NATS_URL,

@@ -27,12 +27,13 @@ import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { DenialReason } from '../core/lease-slot.js';
 import type { Limiter } from './limiter.js';
 
-/** POOL_LABELS_MAX — distinct `pool` label values; more count as `(other)`. */
+/** AGENT_POOL_LABELS_MAX — distinct `pool` label values; more count as `(other)`. */
 export const AGENT_POOL_LABELS_MAX = 200;
 
 const REASONS: readonly DenialReason[] = ['no-lease', 'exhausted', 'never-fits', 'expired', 'unknown-pool'];
 const ROUND_TRIP_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
 
+/** AgentMetricsOptions — how AgentMetrics labels pools. */
 export interface AgentMetricsOptions {
   /** The `pool` label of a pool name (default: the name). */
   readonly poolLabel?: (pool: string) => string;
@@ -84,6 +85,13 @@ interface Tracked {
   readonly last: Map<string, number>;
 }
 
+/**
+ * AgentMetrics — a Prometheus collector (prom-client) for the limiters a
+ * service `track`s, registered in the service's own registry: per pool,
+ * what the limiters count (admissions, denials by reason, fallback,
+ * round-trips, leases, tokens granted, returned and given back, demand),
+ * read at each scrape, with nothing added to the admission path.
+ */
 export class AgentMetrics {
   private readonly tracked = new Set<Tracked>();
   private readonly labels = new Set<string>();

@@ -51,6 +51,7 @@ const LEASE_SECRET_BYTES = 16;
 /** Random bytes of a moved agent id's suffix: 96 bits, 16 base64url characters. */
 const ID_SUFFIX_BYTES = 12;
 
+/** AgentEvent — what the agent tells `onEvent`: its driver's news (DriverEvent), the connection's (BusEvent), a trace recording's (RecordingEvent). */
 export type AgentEvent = DriverEvent | BusEvent | RecordingEvent;
 
 /** AgentOptions — how to reach NATS (AgentConnectionOptions), who the agent is, and how its leases are kept. */
@@ -83,6 +84,7 @@ export interface AgentOptions extends AgentConnectionOptions {
    * signing key is rotated. Default none: grants need no signature.
    */
   readonly grantPublicKeys?: readonly (string | KeyObject)[];
+  /** Told every AgentEvent: a failed request, a refusal, a lost or regained connection, a recording's end; default none. */
   readonly onEvent?: (event: AgentEvent) => void;
   /**
    * Monotonic clock in µs for expiry and the fast path; default
@@ -165,6 +167,12 @@ function performanceNowUs(): number {
   return performance.now() * US_PER_MS;
 }
 
+/**
+ * Agent — the library a service embeds: one NATS connection (its own, or
+ * a given nats.js connection or Bus) and one Limiter per pool
+ * (`agent.limiter(pool)`), each admitting locally from the tokens its
+ * lease holds. Made with `Agent.connect`; `close` returns the leases.
+ */
 export class Agent implements LimiterHost {
   private readonly driver: AgentDriver<Entry>;
   /** Index of the part the last `tryTakeAll` denied; -1 after an admission. */

@@ -46,24 +46,29 @@ export interface FastifyRequestLike {
   readonly routeOptions?: { readonly url?: string | undefined; readonly config?: unknown };
 }
 
-/** What the plugin reads of a route as it is added. */
-interface RouteOptionsLike {
+/** RouteOptionsLike — what the plugin reads of a route as it is added. */
+export interface RouteOptionsLike {
   readonly url?: string;
   readonly config?: unknown;
 }
 
 /** What the hook writes on a Fastify reply, and reads of it as it ends; `requestWasSuccessful` gets the reply itself. */
 export interface FastifyReplyLike {
+  /** header — sets the response header `name`. */
   header(name: string, value: string): unknown;
+  /** code — sets the response status. */
   code(status: number): unknown;
+  /** send — sends `body` as the response. */
   send(body: Uint8Array): unknown;
   readonly statusCode: number;
   readonly raw: EndingResponse;
 }
 
-/** What the plugin needs of a Fastify instance. */
-interface FastifyLike {
+/** FastifyLike — what the plugin needs of a Fastify instance. */
+export interface FastifyLike {
+  /** addHook — `onRequest`: the hook that limits each request. */
   addHook(name: 'onRequest', hook: (request: FastifyRequestLike, reply: FastifyReplyLike) => Promise<void>): unknown;
+  /** addHook — `onRoute`: the hook that reads each route's options as it is added. */
   addHook(name: 'onRoute', hook: (route: RouteOptionsLike) => void): unknown;
 }
 

@@ -71,13 +71,13 @@ export interface ResponseView<Res> {
   readonly native: Res;
 }
 
-/** KeyFunction — a request's key, sync or async; undefined or '' for none. (Declared as a method so a function of a wider request type fits.) */
+/** KeyFunction — `(request) => key`: a request's key, sync or async; undefined or '' for none. (Declared as a method so a function of a wider request type fits.) */
 export type KeyFunction<Req> = { key(request: Req): string | undefined | Promise<string | undefined> }['key'];
-/** SkipFunction — whether a request goes unlimited. */
+/** SkipFunction — `(request) => boolean`, sync or async: whether a request goes unlimited. */
 export type SkipFunction<Req> = { skip(request: Req): boolean | Promise<boolean> }['skip'];
-/** CostFunction — a request's cost in tokens. */
+/** CostFunction — `(request) => number`: a request's cost in tokens. */
 export type CostFunction<Req> = { cost(request: Req): number }['cost'];
-/** SuccessFunction — whether a request whose response finished succeeded, sync or async; given the framework's request and response. */
+/** SuccessFunction — `(request, response) => boolean`, sync or async: whether a request whose response finished succeeded; given the framework's request and response. */
 export type SuccessFunction<Req, Res> = {
   requestWasSuccessful(request: Req, response: Res): boolean | Promise<boolean>;
 }['requestWasSuccessful'];
@@ -157,6 +157,7 @@ export interface HttpLimitOptions<Req = unknown, Res = unknown> {
 
 /** EndingResponse — what the adapters watch of a node response as it ends (node's ServerResponse, Express's `res`, Fastify's `reply.raw`). */
 export interface EndingResponse {
+  /** once — calls `listener` the first time the response emits `event`. */
   once(event: 'finish' | 'close', listener: () => void): unknown;
   readonly writableFinished: boolean;
   readonly statusCode: number;
@@ -272,6 +273,14 @@ function recordOptions<Req>(record: Omit<RecordOptions, 'pools'>, rules: readonl
   return { ...record, pools: rules.map((rule) => (rule.key === undefined ? rule.name : `${rule.name}:*`)) };
 }
 
+/**
+ * HttpLimit — the middleware's engine, under createHttpLimit and
+ * fastifyRateLimit: it turns a request into the limiters its rules charge,
+ * charges them through the agent, all or nothing, waiting when allowed,
+ * and answers a Verdict; with `skipFailedRequests` or
+ * `skipSuccessfulRequests`, it gives back what a request that should not
+ * count was charged.
+ */
 export class HttpLimit<Req, Res = unknown> {
   private readonly waitMs: number;
   private readonly graceMs: number;

@@ -65,6 +65,7 @@ export interface LimiterHost {
   release?(keeper: LeaseKeeper): void;
 }
 
+/** LimiterStats — a limiter's counts and state (`limiter.stats()`): admissions, denials, its lease's traffic, fallback, shadow mode and give-backs. */
 export interface LimiterStats {
   readonly pool: string;
   readonly admittedTokens: number;
@@ -99,6 +100,12 @@ export interface LimiterStats {
   readonly refundedCount: number;
 }
 
+/**
+ * Limiter — the handle a service admits requests of one pool with
+ * (`agent.limiter(pool)`): `tryTake` decides at once from the local lease,
+ * `take` waits (bounded) for tokens, and a take that should not count after
+ * all can be given back (`takeReceipt`, `giveBack`).
+ */
 export class Limiter {
   private readonly takes: TakeQueue<Settle>;
   /** The timer set for the take queue's next deadline, and that deadline (µs; Infinity: none set). */

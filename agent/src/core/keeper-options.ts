@@ -21,6 +21,7 @@ import { z } from 'zod';
 import { AgentError } from '../errors.js';
 import { FALLBACK_BURST_TOKENS_MAX, FALLBACK_PER_SECOND_MAX } from './lease-slot.js';
 
+/** KeeperOptions — how an agent's lease keeper asks for, holds and returns its leases; durations in ms (AgentOptions `keeper`). */
 export interface KeeperOptions {
   /** How long the coordinator may hold a request for a worthwhile grant. */
   readonly holdMs: number;
@@ -81,6 +82,7 @@ export interface KeeperOptions {
   readonly expectedLimits: ExpectedLimits | null;
 }
 
+/** DEFAULT_KEEPER_OPTIONS — every KeeperOptions default. */
 export const DEFAULT_KEEPER_OPTIONS: KeeperOptions = {
   holdMs: LEASE_CLIENT_DEFAULTS.holdMs,
   replyTimeoutMs: LEASE_CLIENT_DEFAULTS.replyTimeoutMs,

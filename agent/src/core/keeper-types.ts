@@ -21,6 +21,7 @@ export interface InFlight {
   retryAtUs: number | null;
 }
 
+/** KeeperStats — a lease keeper's counts: requests, their attempts and failures, tokens granted and returned, leases, reports, and its last error. */
 export interface KeeperStats {
   requests: number;
   attempts: number;

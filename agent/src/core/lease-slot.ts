@@ -62,6 +62,12 @@
 import { AgentError } from '../errors.js';
 import type { ArrivalSink } from './arrival-log.js';
 
+/**
+ * DenialReason — why a take was denied: no lease yet (`no-lease`), its
+ * tokens spent (`exhausted`), a cost above what one lease can ever hold
+ * (`never-fits`), the lease past its expiry (`expired`), or a pool the
+ * coordinator does not know (`unknown-pool`).
+ */
 export type DenialReason = 'no-lease' | 'exhausted' | 'never-fits' | 'expired' | 'unknown-pool';
 
 function ignore(): void {}
@@ -133,10 +139,17 @@ export const RECEIPT_DENIED = -1;
 /** RECEIPT_NONE — the receipt of a take admitted without spending from the lease (fallback, shadow mode): nothing to give back. */
 export const RECEIPT_NONE = 0;
 
+/**
+ * LeaseSlot — the state a limiter's fast path reads, one per agent and
+ * pool (`limiter.slot`): the lease's balance and expiry, the fallback
+ * bucket, shadow mode, and the counters its stats and metrics read. A
+ * take spends the whole cost or nothing, with no I/O.
+ */
 export class LeaseSlot {
   private readonly n = new Float64Array(FIELDS);
   hasLease = false;
   lowSignalled = false;
+  /** onLow — called once when the balance crosses the low watermark, or on a denial; the keeper re-arms it when it acts. */
   onLow: () => void = ignore;
   lastDenial: DenialReason = 'no-lease';
   /** Set while the coordinator's last word on this pool was `unknown-pool`. */

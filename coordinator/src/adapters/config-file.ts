@@ -9,6 +9,7 @@ import { parseCoordinatorConfig, type CoordinatorConfig } from '../core/config.j
 import { parseRelayConfig, type RelayConfig } from '../core/relay-config.js';
 import { CoordinatorError } from '../errors.js';
 
+/** loadConfigFile — reads and validates a coordinator's configuration file (JSON, or YAML for .yaml/.yml); rejects with a CoordinatorError naming the file. */
 export async function loadConfigFile(path: string): Promise<CoordinatorConfig> {
   return parseCoordinatorConfig(path, await readDocument(path));
 }

@@ -23,8 +23,10 @@ import { INTERNAL_ERROR, REFUSAL_LOG_INTERVAL_MS, ReplyLog } from './reply-log.j
 import type { Served } from './service.js';
 import { TickTimer } from './tick-timer.js';
 
+/** DEFAULT_OWNERSHIP_TTL_MS — how long an ownership record lives without renewal when `ownershipTtlMs` is not set, ms. */
 export const DEFAULT_OWNERSHIP_TTL_MS = 3000;
 
+/** DurableServiceOptions — what startDurableService serves, over which bus and store, as which member, and where it logs. */
 export interface DurableServiceOptions {
   readonly config: CoordinatorConfig;
   readonly bus: Bus;
@@ -34,11 +36,13 @@ export interface DurableServiceOptions {
   readonly member: string;
   /** How long an ownership record lives without renewal, ms. */
   readonly ownershipTtlMs?: number;
+  /** The monotonic clock, µs; default the host's (hostMonoNowUs). */
   readonly nowUs?: () => number;
   /** Told every reply sent, every request's handling time and every write (the metrics). */
   readonly observer?: ServiceObserver;
 }
 
+/** DurableService — a running coordinator in durable mode (startDurableService): what it owns, and whether its store answers. */
 export interface DurableService extends Served, OwnershipView {
   readonly member: string;
   /** owned — units and template pools owned now, with their epochs. */
@@ -49,6 +53,11 @@ export interface DurableService extends Served, OwnershipView {
 
 type Command = OwnershipCommand<ReplyPort>;
 
+/**
+ * startDurableService — a coordinator in durable mode: its pools' state in
+ * the store, the pools shared among the coordinators (members) that use
+ * the same store, each pool owned by one of them at a time.
+ */
 export function startDurableService(options: DurableServiceOptions): DurableService {
   const { config, bus, store, logger, member } = options;
   const nowUs = options.nowUs ?? hostMonoNowUs;

@@ -30,13 +30,16 @@ export const POOL_LABELS_MAX = 1000;
 /** How often the core's tallies are drained between scrapes, ms. */
 const DRAIN_MS = 1000;
 
-/** WriteOutcome — how a durable write ended. */
+/** StoreWriteOutcome — how a durable write ended. */
 export type StoreWriteOutcome = 'written' | 'fenced' | 'unavailable';
 
 /** OwnershipView — what a durable coordinator owns now (unit → epoch) and whether its store answers. */
 export interface OwnershipView {
+  /** owned — the units owned now, with their epochs. */
   owned(): ReadonlyMap<string, number>;
+  /** storeUp — whether the store answered the last heartbeat. */
   storeUp(): boolean;
+  /** members — the live members the last answered heartbeat listed. */
   members(): readonly string[];
 }
 

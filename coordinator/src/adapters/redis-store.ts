@@ -125,9 +125,11 @@ export interface StateStore {
   durabilityWarning(): Promise<string | null>;
   /** replicaWarning — which primaries have fewer replicas online than a write must be confirmed by, or null (none, none asked, or they will not say). */
   replicaWarning(): Promise<string | null>;
+  /** close — closes the connection to Redis. */
   close(): Promise<void>;
 }
 
+/** RedisStoreOptions — the store's key prefix and timeouts. */
 export interface RedisStoreOptions {
   /** Key prefix; no braces. Default `tokenlease`. */
   readonly keyPrefix?: string;
@@ -182,6 +184,12 @@ function readTlsFile(field: RedisField, path: string): Buffer {
 /** ignoreSocketError — a socket's later errors: the client has already heard the first and acts on its close. */
 function ignoreSocketError(): void {}
 
+/**
+ * connectRedisStore — a StateStore on Redis (a URL, or resolveRedisOptions'
+ * options: one server, a Cluster or Sentinel), connected; rejects with
+ * CoordinatorError('store-unavailable') when it cannot connect,
+ * 'config-invalid' for a bad URL or key prefix.
+ */
 export async function connectRedisStore(target: string | RedisConnectOptions, options: RedisStoreOptions = {}): Promise<StateStore> {
   const connection = typeof target === 'string' ? urlOnly(target) : target;
   if (connection.cluster === null && connection.sentinel === null) checkRedisUrl(connection.url);

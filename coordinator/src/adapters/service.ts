@@ -34,16 +34,19 @@ export interface Served {
   observe(observer: ServiceObserver): void;
 }
 
+/** CoordinatorService — a running coordinator in memory mode (startCoordinatorService). */
 export interface CoordinatorService extends Served {
   readonly epoch: number;
   /** stop — stops taking requests, answers held ones with what there is, and drains the subscription. */
   stop(): Promise<void>;
 }
 
+/** ServiceOptions — what startCoordinatorService serves (`config`), over which bus, and where it logs. */
 export interface ServiceOptions {
   readonly config: CoordinatorConfig;
   readonly bus: Bus;
   readonly logger: Logger;
+  /** The monotonic clock, µs; default the host's (hostMonoNowUs). */
   readonly nowUs?: () => number;
   /** Names this incarnation; default a random 31-bit number. */
   readonly epoch?: number;
@@ -53,6 +56,7 @@ export interface ServiceOptions {
   readonly observer?: ServiceObserver;
 }
 
+/** startCoordinatorService — a coordinator in memory mode: serves `config`'s pools on the bus, its state in this process only. */
 export function startCoordinatorService(options: ServiceOptions): CoordinatorService {
   const { config, bus, logger } = options;
   const nowUs = options.nowUs ?? hostMonoNowUs;

@@ -37,6 +37,7 @@ import {
 export const MIN_TTL_MS = 10;
 /** MAX_TTL_MS — the longest lease TTL a pool may have (one hour), ms; also the longest quiet period. */
 export const MAX_TTL_MS = 3_600_000;
+/** DEFAULT_TTL_MS — a pool's lease TTL when its `leaseTtlMs` is not set, ms. */
 export const DEFAULT_TTL_MS = 2000;
 export const DEFAULT_HOLD_MS_MAX = 250;
 export const DEFAULT_IDLE_EVICT_MS = 60_000;

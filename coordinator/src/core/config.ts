@@ -55,6 +55,7 @@ export {
   OPERATOR_IDENTITIES_MAX,
 } from './config-schema.js';
 
+/** PoolConfig — one pool as the coordinator serves it: every field of the configuration file's pool, defaults filled in (parseCoordinatorConfig). */
 export interface PoolConfig {
   readonly name: string;
   readonly capacity: number;
@@ -101,6 +102,7 @@ export interface WindowLimit {
   readonly windowMs: number;
 }
 
+/** LeaseMode — what a pool's leases are: `chunk` leases hold tokens; `rate` leases are small buckets their tokens trickle into. */
 export type LeaseMode = 'chunk' | 'rate';
 
 /**
@@ -120,6 +122,7 @@ export interface TemplateConfig {
   readonly maxPoolsPerIdentity: number;
 }
 
+/** CoordinatorConfig — a validated configuration (parseCoordinatorConfig, loadConfigFile): the subject prefix, the pools and templates, and the fleet-wide settings. */
 export interface CoordinatorConfig {
   readonly subjectPrefix: string;
   /** Whether an agent id must belong to the identity token of its request's subject (see coordinator-core.ts). */

@@ -17,6 +17,7 @@ import { LEASE_CLIENT_DEFAULTS } from '@tokenlease/shared';
 import { GAP_MS_DEFAULT, RELAY_FILE, type RelayFile } from './config-schema.js';
 import { checkSchema, parseCoordinatorConfig, Where, type CoordinatorConfig } from './config.js';
 
+/** UplinkSettings — how a relay leases from the root: the lease client's settings, the gap between requests, its class and identity. */
 export interface UplinkSettings {
   readonly driftMargin: number;
   readonly refreshMs: number;
@@ -29,6 +30,7 @@ export interface UplinkSettings {
   readonly identity: string | null;
 }
 
+/** RelayConfig — a validated relay configuration (parseRelayConfig): the root's prefix, the pools it relays, and its uplink. */
 export interface RelayConfig {
   readonly upstreamPrefix: string;
   /** The downstream side: served exactly as a coordinator serves it. */

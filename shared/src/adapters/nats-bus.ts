@@ -25,29 +25,32 @@ import {
   type Authenticator,
   type ConnectionOptions,
   type Msg,
-  type NatsConnection,
   type NatsError,
   type Status,
   type Subscription,
   type TlsOptions,
 } from 'nats';
+import type * as nats from 'nats';
 import { TokenleaseError, type SharedErrorCode } from '../errors.js';
 import { classifyNatsFailure, natsFailureMessage } from '../core/nats-failure.js';
 import { NATS_ENV, resolveNatsOptions, type NatsConnectOptions, type NatsField } from '../core/nats-options.js';
 import { redactUrlList } from '../core/redact.js';
 
-/** NatsConnection — a connection made with nats.js's `connect`, to hand to busFromConnection. */
-export type { NatsConnection };
+/** NatsConnection — a connection made with nats.js's `connect`, to hand to busFromConnection: nats.js's own type. */
+export type NatsConnection = nats.NatsConnection;
 
 /** ReplyPort — answers one request; returns false when the request carried no reply subject. */
 export interface ReplyPort {
+  /** respond — sends `payload` to the reply subject; false when there is none. */
   respond(payload: Uint8Array): boolean;
   /** The subject a reply goes to, as the request named it; null when it named none. */
   readonly replySubject: string | null;
 }
 
+/** BusHandler — what `serve` hands each message: its subject, its bytes, and where to answer it. */
 export type BusHandler = (subject: string, payload: Uint8Array, reply: ReplyPort) => void;
 
+/** BusEvent — news of the connection: lost (`disconnect`), back (`reconnect`), or an `error` the server reported (a refused subscription among them). */
 export type BusEvent =
   | { readonly type: 'disconnect'; readonly server: string }
   | { readonly type: 'reconnect'; readonly server: string }
@@ -72,15 +75,25 @@ export interface Bus {
    * subscriber. A subscription the server refuses (permissions) is reported
    * as an `error` event and delivers nothing.
    */
-  serve(subject: string, queue: string | null, handler: BusHandler): { stop(): Promise<void> };
+  serve(
+    subject: string,
+    queue: string | null,
+    handler: BusHandler,
+  ): {
+    /** stop — drains the subscription: the messages already delivered are handled, no more arrive. */
+    stop(): Promise<void>;
+  };
+  /** onEvent — calls `listener` with every BusEvent from now on. */
   onEvent(listener: (event: BusEvent) => void): void;
   /** flush — resolves once the server has processed everything sent so far (so a new subscription is in place); rejects when it cannot be reached. */
   flush(): Promise<void>;
   /** drain — finishes in-flight deliveries, then closes. */
   drain(): Promise<void>;
+  /** close — closes the connection now, without draining. */
   close(): Promise<void>;
 }
 
+/** BusOptions — how a Bus's connection names itself to the server and how often it tries to reconnect. */
 export interface BusOptions {
   /** Client name shown by the server. */
   readonly name: string;

@@ -17,6 +17,7 @@ import { TokenleaseError } from '../errors.js';
 import type { Rate } from './rate.js';
 import { assertTimeUs, refillUnits, tokenScale, waitUs, wholeTokens, type TokenScale } from './token-scale.js';
 
+/** TakeResult — an ExactBucket take's answer: admitted, a cost above capacity (`never-fits`), or `insufficient` until `retryAfterUs` from now. */
 export type TakeResult =
   | { readonly ok: true }
   | { readonly ok: false; readonly reason: 'never-fits' }
@@ -25,6 +26,12 @@ export type TakeResult =
 const ADMITTED: TakeResult = Object.freeze({ ok: true });
 const NEVER_FITS: TakeResult = Object.freeze({ ok: false, reason: 'never-fits' });
 
+/**
+ * ExactBucket — one strict token bucket in exact integer arithmetic: it
+ * starts full, refills lazily and exactly up to its capacity, and a take
+ * spends the whole cost or nothing. The reference the tests compare the
+ * fleet against.
+ */
 export class ExactBucket {
   readonly scale: TokenScale;
   private levelUnits: number;

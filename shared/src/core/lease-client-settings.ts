@@ -16,6 +16,7 @@
 import { DURATION_MS_MAX, HOLD_MS_DEFAULT, HOLD_MS_MAX } from '../protocol/limits.js';
 import { ID_FORM, isProtocolId } from '../protocol/ids.js';
 
+/** LeaseClientSettings — a lease client's settings (LEASE_CLIENT_DEFAULTS; leaseClientSettingProblem checks them). */
 export interface LeaseClientSettings {
   /** How long a coordinator may hold a request for a worthwhile grant, ms. */
   readonly holdMs: number;

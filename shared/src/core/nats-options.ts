@@ -51,6 +51,7 @@ export interface NatsSettings {
   readonly connectTimeoutMs?: string | number | undefined;
 }
 
+/** NatsField — one NATS setting, by its name in NatsSettings. */
 export type NatsField = keyof NatsSettings;
 
 /** NatsLayer — the settings of one place, and the name each has there (for messages). */
@@ -76,9 +77,11 @@ export const NATS_ENV: Readonly<Record<NatsField, string>> = {
 
 /** DEFAULT_NATS_URL — the server used when no layer names one. */
 export const DEFAULT_NATS_URL = 'nats://127.0.0.1:4222';
-/** Connect timeout: default and limits, ms. */
+/** NATS_CONNECT_TIMEOUT_MS_DEFAULT — the connect timeout when none is set, ms. */
 export const NATS_CONNECT_TIMEOUT_MS_DEFAULT = 5000;
+/** NATS_CONNECT_TIMEOUT_MS_MIN — the shortest connect timeout accepted, ms. */
 export const NATS_CONNECT_TIMEOUT_MS_MIN = 100;
+/** NATS_CONNECT_TIMEOUT_MS_MAX — the longest connect timeout accepted, ms. */
 export const NATS_CONNECT_TIMEOUT_MS_MAX = 600_000;
 const NATS_PORT_DEFAULT = 4222;
 

@@ -9,12 +9,15 @@
  */
 import { TokenleaseError } from '../errors.js';
 
+/** Rate — `tokens` per `periodMs` milliseconds, as parseRate reads `"<tokens>/<period>"`. */
 export interface Rate {
   readonly tokens: number;
   readonly periodMs: number;
 }
 
+/** RATE_TOKENS_MAX — the most tokens a rate may refill per period. */
 export const RATE_TOKENS_MAX = 1_000_000_000;
+/** RATE_PERIOD_MS_MAX — the longest period a rate may have, ms (one day). */
 export const RATE_PERIOD_MS_MAX = 86_400_000;
 
 /** Units of a rate's period, in ms: a Map, because the unit comes from a file (`constructor` must be no unit). */

@@ -16,10 +16,12 @@
 import { TokenleaseError } from '../errors.js';
 import type { Rate } from './rate.js';
 
+/** UNITS_MAX — the largest credit unit count (2^52): sums of two stay exact in a float64. */
 export const UNITS_MAX = 2 ** 52;
 /** Largest monotonic clock reading accepted, in µs (about 285 years). */
 export const TIME_US_MAX = Number.MAX_SAFE_INTEGER;
 
+/** TokenScale — one pool's exact integer credit arithmetic (tokenScale): its capacity, its rate, and their units. */
 export interface TokenScale {
   readonly capacityTokens: number;
   readonly rate: Rate;

@@ -25,6 +25,7 @@ import type { AgentLease, ErrorCode, LeaseRate, Reply, Request } from './message
 import { OPERATOR_REPLY_BYTES_MAX, readOperatorReply, readOperatorRequest } from './operator.js';
 import { PROTOCOL_VERSION, poolNameProblem } from './subjects.js';
 
+/** DecodeFailure — why bytes are no valid message: the code to refuse them with, and a message saying what was wrong. */
 export interface DecodeFailure {
   readonly ok: false;
   readonly code: 'bad-request' | 'unsupported-version';
@@ -33,6 +34,7 @@ export interface DecodeFailure {
   readonly seq: number | null;
 }
 
+/** Decoded — a decoder's answer: the message, or a DecodeFailure; decoders refuse, never throw. */
 export type Decoded<T> = { readonly ok: true; readonly value: T } | DecodeFailure;
 
 const encoder = new TextEncoder();

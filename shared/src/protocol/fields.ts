@@ -15,6 +15,7 @@ export class FieldProblem extends Error {
   }
 }
 
+/** Fields — a decoded JSON object, before its fields are read. */
 export type Fields = Readonly<Record<string, unknown>>;
 
 export function intField(obj: Fields, field: string, min: number, max: number): number {

@@ -101,6 +101,7 @@ export interface AgentLease {
   readonly expiresInMs: number;
 }
 
+/** Request — every request of protocol v2, told apart by `op`. */
 export type Request = LeaseRequest | LeaseReturn | LeaseReport | StatusQuery | PoolsQuery | ReloadCommand;
 
 /**
@@ -175,6 +176,7 @@ export interface PoolStatus {
   readonly agentLease?: AgentLease | null;
 }
 
+/** ErrorCode — why a coordinator refused a request (an ErrorReply's `code`). */
 export type ErrorCode =
   'bad-request' | 'unsupported-version' | 'unknown-pool' | 'stale-sequence' | 'forbidden' | 'not-owner' | 'unavailable' | 'internal';
 
@@ -191,6 +193,8 @@ export interface ErrorReply {
   readonly seqFloor?: number;
 }
 
+/** Reply — every reply of protocol v2, told apart by `kind`. */
 export type Reply = LeaseGrant | ReturnReceipt | PoolStatus | ErrorReply | PoolList | ReloadOutcome;
 
+/** RequestOf — the request of the op `O`. */
 export type RequestOf<O extends Op> = Extract<Request, { op: O }>;

@@ -14,11 +14,15 @@
  */
 import { TokenleaseError } from '../errors.js';
 
+/** PROTOCOL_VERSION — the protocol this package speaks: the `v2` of every subject, the `v` of every message. */
 export const PROTOCOL_VERSION = 2;
 /** ANONYMOUS_IDENTITY — the identity token of a sender that names none. */
 export const ANONYMOUS_IDENTITY = 'anon';
+/** POOL_NAME_LENGTH_MAX — the longest pool name or identity token, characters. */
 export const POOL_NAME_LENGTH_MAX = 128;
+/** DEFAULT_SUBJECT_PREFIX — the subject prefix when none is configured. */
 export const DEFAULT_SUBJECT_PREFIX = 'tokenlease';
+/** COORDINATOR_QUEUE_GROUP — the queue group coordinators serve requests in, so that one of them gets each (durable mode: configured pools'). */
 export const COORDINATOR_QUEUE_GROUP = 'tokenlease-coordinators';
 
 /** Op — a request's operation; `pools` and `reload` are operators' (operator.ts), on the pool token `_`. */
@@ -123,6 +127,7 @@ export function subjectVersion(prefix: string, subject: string): number | null {
 /** CATCH_ALL_QUEUE_GROUP — the queue group of the coordinators serving names that are no configured pool (durable mode). */
 export const CATCH_ALL_QUEUE_GROUP = 'tokenlease-catch-all';
 
+/** SubjectParts — what parseSubject reads from a request subject: its op, pool and identity tokens. */
 export interface SubjectParts {
   readonly op: Op;
   readonly pool: string;

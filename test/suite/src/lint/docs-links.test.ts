@@ -1,8 +1,10 @@
 /**
  * Every relative link in README.md and docs/*.md (and BENCHMARKS.md, which
- * links into docs/) leads somewhere: the file (or folder) it names exists,
- * and the anchor after `#`, if any, is a heading of the Markdown file it
- * points into, slugged as GitHub renders it. The README is an entry point whose table must reach every section in
+ * links into docs/, and the generated API reference, docs/api/) leads
+ * somewhere: the file (or folder) it names exists, and the anchor after
+ * `#`, if any, is a heading of the Markdown file it points into, slugged as
+ * GitHub renders it, or an HTML anchor there (`<a id="…">`, as the API
+ * reference puts before its headings). The README is an entry point whose table must reach every section in
  * one click, so a renamed heading or a moved page fails here, not in a
  * reader's browser. Links inside fenced code blocks are not links;
  * absolute URLs (http:, https:, mailto:) are not checked.
@@ -12,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { docsPages } from '../docs-pages.js';
+import { apiPages, docsPages } from '../docs-pages.js';
 
 const root = fileURLToPath(new URL('../../../../', import.meta.url));
 
@@ -43,11 +45,12 @@ export function slug(heading: string): string {
   return text.replace(/[^\p{L}\p{M}\p{N}\p{Pc} -]/gu, '').replace(/ /g, '-');
 }
 
-/** anchors — every heading anchor of a Markdown text, repeated headings numbered `-1`, `-2`, … as GitHub does. */
+/** anchors — every heading anchor of a Markdown text, repeated headings numbered `-1`, `-2`, … as GitHub does, and its HTML anchors. */
 export function anchors(markdown: string): Set<string> {
   const seen = new Map<string, number>();
   const out = new Set<string>();
   for (const line of proseLines(markdown)) {
+    for (const html of line.matchAll(/<a\s+(?:id|name)="([^"]+)"/g)) out.add(html[1] ?? '');
     const heading = /^#{1,6}\s+(.*?)\s*#*\s*$/.exec(line)?.[1];
     if (heading === undefined) continue;
     const base = slug(heading);
@@ -99,9 +102,11 @@ export function brokenLinks(base: string, files: readonly string[]): string[] {
 }
 
 describe('links in README.md and docs/*.md', () => {
-  it('lead to files that exist and to headings those files have (BENCHMARKS.md, which links into docs/, too)', () => {
-    const files = [...docsPages(), 'BENCHMARKS.md'];
+  it('lead to files that exist and to headings those files have (BENCHMARKS.md, which links into docs/, and docs/api/ too)', () => {
+    const api = apiPages();
+    const files = [...docsPages(), 'BENCHMARKS.md', ...api];
     expect(files.length).toBeGreaterThan(1);
+    expect(api.length).toBeGreaterThan(1);
     expect(brokenLinks(root, files)).toEqual([]);
   });
 
@@ -119,7 +124,9 @@ describe('links in README.md and docs/*.md', () => {
       mkdirSync(join(dir, 'docs'));
       writeFileSync(
         join(dir, 'docs', 'page.md'),
-        ['# Page', '', '## Side by side: `npm run bench:compare`', '', '## Twice', '', '## Twice', ''].join('\n'),
+        ['# Page', '', '## Side by side: `npm run bench:compare`', '', '## Twice', '', '## Twice', '', '<a id="own-anchor"></a>', ''].join(
+          '\n',
+        ),
       );
       writeFileSync(
         join(dir, 'README.md'),
@@ -129,7 +136,7 @@ describe('links in README.md and docs/*.md', () => {
           '## The promise (B + r·T)',
           '',
           'Good: [page](docs/page.md), [a heading](docs/page.md#side-by-side-npm-run-benchcompare),',
-          '[the second Twice](docs/page.md#twice-1), [here](#the-promise-b--rt), [`code` in text](docs/),',
+          '[the second Twice](docs/page.md#twice-1), [here](#the-promise-b--rt), [`code` in text](docs/), [an HTML anchor](docs/page.md#own-anchor),',
           '[a URL](https://example.com/missing.md#nowhere).',
           '',
           'Broken: [gone](docs/gone.md), [no such heading](docs/page.md#no-such-heading),',
