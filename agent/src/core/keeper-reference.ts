@@ -27,7 +27,7 @@ export function keeperOptionsReference(): string {
     'each checked alone as this table says, then `backoffMsMax` against `backoffMsMin` and `expectedLimits` as a whole.',
     'A bad value, or a name that is no option, is refused with `AgentError` `invalid-argument` and one line naming the',
     'option. What each is for: [the lease keeper](../agent.md#the-lease-keeper); every other option of the agent and of',
-    'the HTTP middleware: [the API reference](../agent.md#using-it) and [http.md](../http.md#options).',
+    'the HTTP middleware: [the API reference](../api/README.md) and [http.md](../http.md#options).',
     '',
     fieldTable({ ...schema, required: [] }, new Set(), forms),
     '',
