@@ -23,6 +23,8 @@ export const SCENARIO_NAMES = [
   'kill-relay',
   'cut-coordinator-redis',
   'cut-agent-nats',
+  'one-way-agent-nats',
+  'flap-agent-nats',
 ] as const;
 export type ScenarioName = (typeof SCENARIO_NAMES)[number];
 
@@ -63,7 +65,8 @@ Exits 1 if a fault was not verified or a check failed, 2 for a bad flag.
                      ${SCENARIO_NAMES.slice(0, 4).join(', ')},
                      ${SCENARIO_NAMES.slice(4, 7).join(', ')},
                      ${SCENARIO_NAMES.slice(7, 10).join(', ')},
-                     ${SCENARIO_NAMES.slice(10).join(', ')} (network namespaces: root, nft)
+                     ${SCENARIO_NAMES.slice(10, 12).join(', ')},
+                     ${SCENARIO_NAMES.slice(12).join(', ')} (these four: network namespaces, root, nft)
   --short            brief versions (as npm test runs them)
   --seed N           seed, 0..${SEED_MAX} (default $SEED, else random; printed)
   --json             one JSON array of rows instead of the table

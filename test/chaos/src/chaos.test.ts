@@ -14,7 +14,7 @@
 import { describe, expect, it } from 'vitest';
 import { netnsSkipped, netnsUnavailable } from '@tokenlease/harness/netns';
 import { seedFromEnv } from '@tokenlease/shared/testing';
-import { cutAgentNats, cutCoordinatorRedis } from './net-scenarios.js';
+import { cutAgentNats, cutCoordinatorRedis, flapAgentNats, oneWayAgentNats } from './net-scenarios.js';
 import { redisPrimaryFailover, redisPrimaryFailoverUnconfirmed } from './redis-scenarios.js';
 import { killRelay } from './relay-scenario.js';
 import { failoverCoordinator, killAgents, pauseAgent, restartNats, type ScenarioRow } from './scenarios.js';
@@ -88,5 +88,16 @@ describe.skipIf(skipNet)('chaos by network faults, short', () => {
     const row = await cutAgentNats({ short: true, seed });
     verdict(row);
     expect(row.reclaimMs).not.toBeNull();
+  }, 120_000);
+
+  it('an agent whose replies are lost while its requests arrive: granted into the void, it spends nothing past the drop + TTL', async () => {
+    const row = await oneWayAgentNats({ short: true, seed });
+    verdict(row);
+    expect(row.expiryViolations).toBe(0);
+  }, 120_000);
+
+  it('an agent whose link to NATS flaps: every admission within its lease, envelope kept, spending after', async () => {
+    const row = await flapAgentNats({ short: true, seed });
+    verdict(row);
   }, 120_000);
 });

@@ -155,13 +155,67 @@ export async function cutCoordinatorRedis(options: ScenarioOptions): Promise<Sce
   );
 }
 
-/** N2. Cut one agent's host off NATS while its process runs on: it stops at its lease's expiry, and spends again after the restore. */
-export async function cutAgentNats(options: ScenarioOptions): Promise<ScenarioRow> {
+/** AgentLinkFault — what happens to one agent's link to NATS: cut both ways, replies lost (its requests still arrive), or cut and restored every FLAP_MS. */
+type AgentLinkFault = 'cut' | 'one-way' | 'flap';
+
+/** FLAP_MS — how long each cut, and each restore between them, lasts in a flapping partition. */
+const FLAP_MS = 300;
+
+/** applyFault — puts the fault in force for `forMs`; how many times it was found in the kernel, and when it was first in force. */
+async function applyFault(
+  lab: NetLab,
+  fault: AgentLinkFault,
+  host: NetHost,
+  nats: NetHost,
+  forMs: number,
+): Promise<{ inForceUs: number; seen: number; applied: number }> {
+  const seenIn = async (): Promise<boolean> =>
+    fault === 'one-way'
+      ? (await lab.blockedFrom(host)).includes(nats.name) && !(await lab.blockedFrom(nats)).includes(host.name)
+      : (await lab.blockedFrom(nats)).includes(host.name);
+  const put = (): Promise<void> => (fault === 'one-way' ? lab.drop(nats, host) : lab.cut(host, nats));
+  const started = performance.now();
+  await put();
+  const inForceUs = nowUs();
+  let seen = (await seenIn()) ? 1 : 0;
+  let applied = 1;
+  if (fault !== 'flap') {
+    await sleep(Math.max(0, forMs - (performance.now() - started)));
+    return { inForceUs, seen, applied };
+  }
+  // Bounded: one cut and one restore per 2 × FLAP_MS until `forMs` has passed.
+  for (let i = 0; i < Math.ceil(forMs / (2 * FLAP_MS)); i += 1) {
+    await sleep(FLAP_MS);
+    await lab.restore(host, nats);
+    await sleep(FLAP_MS);
+    if (performance.now() - started >= forMs) break;
+    await put();
+    applied += 1;
+    if (await seenIn()) seen += 1;
+  }
+  return { inForceUs, seen, applied };
+}
+
+/**
+ * N2–N4. One agent's host loses its link to NATS while its process runs on:
+ * - `cut`: both ways. It stops at its lease's expiry, the coordinator drops
+ *   the lease within a TTL, and it spends again after the restore.
+ * - `one-way`: NATS's packets to it are dropped, its own still arrive: the
+ *   coordinator hears its requests and may grant, but no reply reaches it,
+ *   so it must spend nothing later than the drop + one TTL (`lateAdmissions`,
+ *   counted with the expiry violations), and the tokens granted into the
+ *   void stay counted (the envelope).
+ * - `flap`: cut and restored every FLAP_MS for the fault's length. Grants
+ *   get through between flaps; each admission must lie within its lease's
+ *   life (the expiry check) and the envelope must hold.
+ */
+async function agentLinkFault(name: ScenarioName, fault: AgentLinkFault, options: ScenarioOptions): Promise<ScenarioRow> {
   const cutMs = options.short ? 3000 : 5000;
   const runMs = cutMs + 9000;
-  return withNetWorld('cut-agent-nats', (world) =>
+  const what = { cut: 'cut from NATS', 'one-way': "NATS's replies to it dropped", flap: `cut and restored every ${FLAP_MS} ms` }[fault];
+  return withNetWorld(name, (world) =>
     runScenario(
-      'cut-agent-nats',
+      name,
       world.nats.url,
       options,
       3,
@@ -174,42 +228,45 @@ export async function cutAgentNats(options: ScenarioOptions): Promise<ScenarioRo
         const hadLease = await untilLease(fleet, victim.agentId, 5000);
         const failedBefore = logEvents(victim.child.lines, { type: 'event', event: 'request-failed' }).length;
         const cutAt = performance.now();
-        await world.lab.cut(host, world.nats.host);
-        const cutUs = nowUs();
-        const blocked = (await world.lab.blockedFrom(world.nats.host)).includes(host.name);
-        const gone = await untilNoLease(fleet, victim.agentId, cutAt, cutMs);
-        // The lease is reclaimed one TTL after its last grant, which may have crossed as the cut came into force.
-        const goneUs = nowUs();
-        const leaseIds = new Set(readAdmissionLog(victim.logPath).map((a) => a.leaseId));
-        const lastGrantUs = fleet
-          .grants()
-          .filter((g) => leaseIds.has(g.leaseId) && g.tUs < goneUs)
-          .reduce((latest, g) => Math.max(latest, g.tUs), 0);
-        const reclaimMs = gone === null || lastGrantUs === 0 ? null : (goneUs - lastGrantUs) / 1000;
-        await sleep(Math.max(0, cutMs - (performance.now() - cutAt)));
+        const reclaim = fault === 'cut' ? untilNoLease(fleet, victim.agentId, cutAt, cutMs) : Promise.resolve(null);
+        const { inForceUs: cutUs, seen, applied } = await applyFault(world.lab, fault, host, world.nats.host, cutMs);
+        const gone = await reclaim;
         const failed = logEvents(victim.child.lines, { type: 'event', event: 'request-failed' }).length - failedBefore;
         const restoreUs = nowUs();
         await world.lab.restore(host, world.nats.host);
+        // The lease is reclaimed one TTL after its last grant, which may have crossed as the cut came into force.
+        const leaseIds = new Set(readAdmissionLog(victim.logPath).map((a) => a.leaseId));
+        const victimGrants = fleet.grants().filter((g) => leaseIds.has(g.leaseId));
+        const lastGrantUs = victimGrants.filter((g) => g.tUs < restoreUs).reduce((latest, g) => Math.max(latest, g.tUs), 0);
+        const reclaimMs = gone === null || lastGrantUs === 0 ? null : (cutUs + gone * 1000 - lastGrantUs) / 1000;
+        const grantsInLoss = victimGrants.filter((g) => g.tUs >= cutUs && g.tUs < restoreUs).length;
         const spentAfter = (): number => readAdmissionLog(victim.logPath).filter((a) => a.tUs > restoreUs).length;
-        const resumed = await waitUntil('the cut agent spending again', 7000, () => spentAfter() > 0).then(
+        const resumed = await waitUntil('the faulted agent spending again', 7000, () => spentAfter() > 0).then(
           () => true,
           () => false,
         );
         const during = readAdmissionLog(victim.logPath).filter((a) => a.tUs >= cutUs && a.tUs < restoreUs);
+        const late = fault === 'flap' ? 0 : during.filter((a) => a.tUs >= cutUs + CHAOS_POOL.leaseTtlMs * 1000).length;
         const lastMs = msBetween(cutUs, during.at(-1)?.tUs ?? null);
         const before = readAdmissionLog(victim.logPath).filter((a) => a.tUs < cutUs);
         const lastBeforeMs = msBetween(before.at(-1)?.tUs ?? cutUs, cutUs);
         const resumedMs = msBetween(restoreUs, readAdmissionLog(victim.logPath).find((a) => a.tUs > restoreUs)?.tUs ?? null);
+        // One-way: its requests still arrive, so the coordinator must be seen answering them (into the void).
+        const shapeSeen = fault === 'one-way' ? grantsInLoss > 0 : fault === 'flap' ? seen >= 2 : failed > 0;
         return {
-          faultVerified: hadLease && blocked && failed > 0 && resumed,
+          faultVerified: hadLease && seen > 0 && shapeSeen && resumed,
           reclaimMs,
+          lateAdmissions: late,
           recoveryFromUs: [cutUs],
           note:
-            `agent ${victim.name} cut from NATS for ${cutMs} ms (lease TTL ${CHAOS_POOL.leaseTtlMs} ms), its process running on; ` +
-            `${failed} failed requests; ${before.length} admissions before the cut, the last ${lastBeforeMs} ms before it; ${during.length} admissions during the cut, the last ${lastMs ?? '-'} ms after it; ` +
-            `spending again ${resumedMs ?? 'never'} ms after the restore` +
-            (hadLease ? '' : '; no lease with tokens seen before the cut') +
-            (blocked ? '' : '; the nft drop was not found in the kernel'),
+            `agent ${victim.name} ${what} for ${cutMs} ms (lease TTL ${CHAOS_POOL.leaseTtlMs} ms), its process running on; ` +
+            (fault === 'flap' ? `${applied} cuts, ${seen} found in the kernel; ` : '') +
+            `${failed} failed requests; ${grantsInLoss} grants to it during the fault; ` +
+            `${before.length} admissions before, the last ${lastBeforeMs} ms before it; ${during.length} during, the last ${lastMs ?? '-'} ms after it` +
+            (late > 0 ? ` (${late} later than the fault + TTL)` : '') +
+            `; spending again ${resumedMs ?? 'never'} ms after the restore` +
+            (hadLease ? '' : '; no lease with tokens seen before the fault') +
+            (seen > 0 ? '' : '; the nft drop was not found in the kernel'),
         };
       },
       {
@@ -223,4 +280,19 @@ export async function cutAgentNats(options: ScenarioOptions): Promise<ScenarioRo
       },
     ),
   );
+}
+
+/** N2. Cut one agent's host off NATS while its process runs on: it stops at its lease's expiry, and spends again after the restore. */
+export function cutAgentNats(options: ScenarioOptions): Promise<ScenarioRow> {
+  return agentLinkFault('cut-agent-nats', 'cut', options);
+}
+
+/** N3. One agent hears nothing from NATS while its requests still arrive: it spends nothing past the drop + TTL. */
+export function oneWayAgentNats(options: ScenarioOptions): Promise<ScenarioRow> {
+  return agentLinkFault('one-way-agent-nats', 'one-way', options);
+}
+
+/** N4. One agent's link to NATS flaps every FLAP_MS: every admission within its lease's life, envelope kept, spending after. */
+export function flapAgentNats(options: ScenarioOptions): Promise<ScenarioRow> {
+  return agentLinkFault('flap-agent-nats', 'flap', options);
 }

@@ -56,6 +56,8 @@ export interface Outcome {
   readonly recoveryFromUs?: readonly number[];
   readonly stranded?: { readonly tokens: number; readonly heldTokens: number };
   readonly strayGrants?: number;
+  /** Admissions the scenario knows no grant can cover (an agent's after its cut + TTL): counted with the expiry violations. */
+  readonly lateAdmissions?: number;
   readonly note: string;
 }
 
@@ -162,7 +164,7 @@ export async function runScenario(
       envelopeViolations: envelope.violations,
       worstWindowRatio: Math.round(worstWindowRatio(admissions, pool.capacity, rate) * 1000) / 1000,
       worstExcessTokens: Math.max(0, Math.round(envelope.worstExcessTokens * 1000) / 1000),
-      expiryViolations: expiry.length,
+      expiryViolations: expiry.length + (outcome.lateAdmissions ?? 0),
       reclaimMs: outcome.reclaimMs === undefined || outcome.reclaimMs === null ? null : Math.round(outcome.reclaimMs),
       takeoverMs: outcome.takeoverMs ?? null,
       recoveryMs: recoveries.length === 0 || recoveries.some((r) => r === null) ? null : Math.round(Math.max(...(recoveries as number[]))),

@@ -15,7 +15,7 @@ import type { Child } from '@tokenlease/harness/processes';
 import type { ScenarioName } from './args.js';
 import { OWNERSHIP_TTL_MS, type AgentHandle } from './chaos-fleet.js';
 import { redisPrimaryFailover, redisPrimaryFailoverUnconfirmed } from './redis-scenarios.js';
-import { cutAgentNats, cutCoordinatorRedis } from './net-scenarios.js';
+import { cutAgentNats, cutCoordinatorRedis, flapAgentNats, oneWayAgentNats } from './net-scenarios.js';
 import { killRelay } from './relay-scenario.js';
 import {
   CHAOS_POOL,
@@ -252,4 +252,6 @@ export const SCENARIOS: Readonly<Record<ScenarioName, (options: ScenarioOptions)
   'kill-relay': killRelay,
   'cut-coordinator-redis': cutCoordinatorRedis,
   'cut-agent-nats': cutAgentNats,
+  'one-way-agent-nats': oneWayAgentNats,
+  'flap-agent-nats': flapAgentNats,
 };

@@ -159,11 +159,11 @@ const PLANS: ReadonlyMap<string, Plan> = new Map<string, Plan>([
     { how: '--help', boundMs: 30 * S, why: 'one full-length scenario, about 15 s; its short version runs in the chaos package’s tests' },
   ],
   [
-    'npm run chaos -- --only cut-coordinator-redis,cut-agent-nats',
+    'npm run chaos -- --only cut-coordinator-redis,cut-agent-nats,one-way-agent-nats,flap-agent-nats',
     {
       how: '--help',
       boundMs: 30 * S,
-      why: 'two full-length partition scenarios in network namespaces, about 45 s; their short versions run in the chaos package’s tests',
+      why: 'four full-length partition scenarios in network namespaces, about 90 s; their short versions run in the chaos package’s tests',
     },
   ],
   [
