@@ -2,9 +2,9 @@
  * @tokenlease/shared/command-line — command lines described once: settings
  * with their flags, environment variables, value forms (zod schemas),
  * defaults and secrecy, read and checked from parseArgs values and the
- * environment, and written out as `--help` and as reference tables. Pure:
- * nothing here reads the process's arguments or environment, or loads the
- * `nats` client.
+ * environment, and written out as `--help` and as reference tables; and
+ * the NATS group every command takes. Pure: nothing here reads the
+ * process's arguments or environment, or loads the `nats` client.
  */
 export {
   checkSetting,
@@ -48,3 +48,4 @@ export {
   type ValueForm,
   type ValueMeta,
 } from './core/setting-values.js';
+export { NATS_GROUP, NATS_SETTINGS } from './core/nats-settings.js';
