@@ -10,12 +10,10 @@ export { CoordinatorError, type CoordinatorErrorCode } from './errors.js';
 export { loadConfigFile } from './adapters/config-file.js';
 export { startCoordinatorService, type CoordinatorService, type ServiceOptions } from './adapters/service.js';
 export { connectRedisStore, parseRedisUrl, type StateStore, type RedisStoreOptions } from './adapters/redis-store.js';
-export { resolveRedisOptions, REDIS_ENV, REDIS_FLAGS, type RedisConnectOptions, type RedisTls } from './core/redis-options.js';
-export { createLogger, REDACT_PATHS, LOG_LEVELS } from './adapters/logger.js';
-export {
-  startDurableService,
-  DEFAULT_OWNERSHIP_TTL_MS,
-  type DurableService,
-  type DurableServiceOptions,
-} from './adapters/durable-service.js';
+export { resolveRedisOptions, type RedisConnectOptions, type RedisTls } from './core/redis-options.js';
+export { REDIS_ENV, REDIS_FLAGS } from './core/redis-settings.js';
+export { createLogger, REDACT_PATHS } from './adapters/logger.js';
+export { LOG_LEVELS } from './core/command-lines.js';
+export { startDurableService, type DurableService, type DurableServiceOptions } from './adapters/durable-service.js';
+export { DEFAULT_OWNERSHIP_TTL_MS } from './core/ownership-driver.js';
 export { parseRelayConfig, type RelayConfig, type UplinkSettings } from './core/relay-config.js';

@@ -6,20 +6,12 @@
  */
 import { parseArgsOptions, type ParseArgsOption } from './command-line.js';
 import type { NatsField, NatsLayer } from './nats-options.js';
-import { NATS_ENV, NATS_FLAGS, NATS_GROUP } from './nats-settings.js';
+import { NATS_FLAGS, NATS_GROUP } from './nats-settings.js';
 
 export { NATS_FLAGS } from './nats-settings.js';
 
 /** NATS_FLAG_OPTIONS — the flags in the shape node:util's parseArgs takes (every one a string). */
 export const NATS_FLAG_OPTIONS: Readonly<Record<string, ParseArgsOption>> = parseArgsOptions(NATS_GROUP.settings);
-
-/** NATS_FLAGS_USAGE — the flags for a usage message. */
-export const NATS_FLAGS_USAGE =
-  '[--nats <url,...>] [--nats-user <name> --nats-password <pw> | --nats-token <token> | --nats-nkey <seed file> | --nats-creds <file>]\n' +
-  '         [--nats-ca <file>] [--nats-cert <file> --nats-key <file>] [--nats-inbox-prefix <prefix>] [--nats-connect-timeout-ms <ms>]';
-
-/** NATS_ENV_USAGE — the environment variables, for a usage message. */
-export const NATS_ENV_USAGE = `environment: ${Object.values(NATS_ENV).join(', ')} (a flag wins over its variable)`;
 
 /** natsFlagLayer — the NATS settings among parseArgs `values` (other flags are ignored). */
 export function natsFlagLayer(values: Readonly<Record<string, unknown>>): NatsLayer {
