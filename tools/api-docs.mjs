@@ -43,6 +43,8 @@ const NOT_PUBLIC = {
   '@tokenlease/shared': {
     './testing': "the envelope and window checkers, seeded randomness and request fixtures the project's suites and tools share",
     './reference': 'the reading of a JSON Schema into the generated configuration reference tables (npm run docs:reference)',
+    './command-line':
+      "the command lines' settings (flags, environment variables, value checks, help and reference text) the coordinator's, relay's and operator's bins are built from",
   },
 };
 

@@ -24,20 +24,11 @@ export { startCoordinatorService, type CoordinatorService, type ServiceOptions }
 export type { ReconfigureSummary } from './core/pool-registry.js';
 export type { ServiceObserver, StoreWriteOutcome } from './adapters/metrics.js';
 export { connectRedisStore, parseRedisUrl, type StateStore, type RedisStoreOptions } from './adapters/redis-store.js';
-export {
-  resolveRedisOptions,
-  REDIS_ENV,
-  REDIS_FLAGS,
-  type RedisConnectOptions,
-  type RedisField,
-  type RedisTls,
-} from './core/redis-options.js';
+export { resolveRedisOptions, type RedisConnectOptions, type RedisTls } from './core/redis-options.js';
+export { REDIS_ENV, REDIS_FLAGS, type RedisField } from './core/redis-settings.js';
 export type { RedisSeed } from './core/redis-cluster-url.js';
-export { createLogger, REDACT_PATHS, LOG_LEVELS } from './adapters/logger.js';
-export {
-  startDurableService,
-  DEFAULT_OWNERSHIP_TTL_MS,
-  type DurableService,
-  type DurableServiceOptions,
-} from './adapters/durable-service.js';
+export { createLogger, REDACT_PATHS } from './adapters/logger.js';
+export { LOG_LEVELS } from './core/command-lines.js';
+export { startDurableService, type DurableService, type DurableServiceOptions } from './adapters/durable-service.js';
+export { DEFAULT_OWNERSHIP_TTL_MS } from './core/ownership-driver.js';
 export { parseRelayConfig, type RelayConfig, type UplinkSettings } from './core/relay-config.js';

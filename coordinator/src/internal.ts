@@ -11,6 +11,8 @@ export { waterFill, exactShares } from './core/water-fill.js';
 export { TICK_MS_MAX } from './adapters/tick-timer.js';
 export { type Claim } from './adapters/redis-store.js';
 export { checkRedisUrl } from './core/redis-options.js';
+export { commandLineReference } from './core/command-line-reference.js';
+export { COMMAND_LINES, COORDINATOR_COMMAND, OPERATOR_COMMAND, RELAY_COMMAND } from './core/command-lines.js';
 export { parseClusterUrl, isClusterUrl, type RedisSeed, type ClusterUrl } from './core/redis-cluster-url.js';
 export { confirmWrite, type ConfirmedWrite } from './core/replica-confirm.js';
 export { onlineReplicas } from './core/replica-shortfall.js';

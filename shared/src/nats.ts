@@ -23,7 +23,8 @@ export {
   type NatsSettings,
   type NatsTls,
 } from './core/nats-options.js';
-export { NATS_ENV_USAGE, NATS_FLAGS, NATS_FLAGS_USAGE, NATS_FLAG_OPTIONS, natsFlagLayer } from './core/nats-flags.js';
+export { NATS_FLAGS, NATS_FLAG_OPTIONS, natsFlagLayer } from './core/nats-flags.js';
+export type { ParseArgsOption } from './core/command-line.js';
 export {
   busFromConnection,
   connectBus,

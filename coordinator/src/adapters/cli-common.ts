@@ -10,14 +10,28 @@
  * - Signal handlers go in before a service announces itself, so a signal
  *   sent as soon as it says it serves is always handled.
  * - `--version` (`-V`) prints `<bin> <version>` and exits 0; `--help`
- *   (`-h`) prints the usage, what the command does, examples and where
- *   the docs are, on stdout, and exits 0.
+ *   (`-h`) prints the usage, what the command does, every option (from
+ *   the command's description, core/command-lines.ts), examples and where
+ *   the docs are, on stdout, and exits 0. A usage error prints the usage
+ *   line alone.
+ * - Every value is checked by its setting's form before it is used; a
+ *   refusal is its one line, status 2.
  */
 import { readFileSync } from 'node:fs';
 import { TokenleaseError } from '@tokenlease/shared';
+import {
+  checkSetting,
+  commandSettings,
+  optionsHelp,
+  parseArgsOptions,
+  readSetting,
+  type CommandLine,
+  type ParseArgsOption,
+  type Setting,
+} from '@tokenlease/shared/command-line';
 import { connectNats, natsEnvLayer, natsFlagLayer, resolveNatsOptions, type Bus } from '@tokenlease/shared/nats';
 import type { Logger } from 'pino';
-import { LOG_LEVELS } from './logger.js';
+import { LOG_LEVEL } from '../core/command-lines.js';
 
 /** Flags — parsed command-line values. */
 export type Flags = Record<string, string | boolean | undefined>;
@@ -33,9 +47,6 @@ export function failer(bin: string): Fail {
   };
 }
 
-/** VERSION_FLAG — the parseArgs option every bin takes for `--version`. */
-export const VERSION_FLAG = { version: { type: 'boolean', short: 'V' } } as const;
-
 /** DOCS — where a user of an installed package finds the docs. */
 export const DOCS = 'docs: the README of @tokenlease/coordinator (npm docs @tokenlease/coordinator) and its docs/ folder';
 
@@ -45,24 +56,48 @@ export function packageVersion(): string {
   return typeof manifest.version === 'string' ? manifest.version : 'unknown';
 }
 
-/** helpText — the `--help` page: the usage, then the sections given (what it does, examples), then the docs line. */
-export function helpText(usage: string, ...sections: string[]): string {
-  return [usage, ...sections, DOCS].join('\n\n');
+/** usageText — the usage line of `command`, as a usage error ends. */
+export function usageText(command: CommandLine): string {
+  return `usage: ${command.bin} ${command.synopsis}   (--help lists every option)`;
 }
 
-/** answeredInfo — prints the version or the help page when the flags ask for one; true when it did (the bin then exits 0). */
-export function answeredInfo(bin: string, values: Flags, help: string): boolean {
+/** helpText — the `--help` page: the usage, the sections given (what it does), every option, the examples, then the docs line. */
+export function helpText(command: CommandLine, sections: readonly string[], examples: string): string {
+  return [`usage: ${command.bin} ${command.synopsis}`, ...sections, optionsHelp(command), examples, DOCS].join('\n\n');
+}
+
+/** commandOptions — the parseArgs options of `command`: one per flag of its settings. */
+export function commandOptions(command: CommandLine): Record<string, ParseArgsOption> {
+  return parseArgsOptions(commandSettings(command));
+}
+
+/** answeredInfo — prints the version or the help page (made by `help`) when the flags ask for one; true when it did (the bin then exits 0). */
+export function answeredInfo(bin: string, values: Flags, help: () => string): boolean {
   if (values['version'] === true) process.stdout.write(`${bin} ${packageVersion()}\n`);
-  else if (values['help'] === true) process.stdout.write(`${help}\n`);
+  else if (values['help'] === true) process.stdout.write(`${help()}\n`);
   else return false;
   return true;
 }
 
-/** logLevelOf — `--log-level`, else LOG_LEVEL, else info; a level pino does not know fails with status 2. */
+/** settingOf — `setting` from its flag, else its variable, checked by its form; undefined when neither gives it; fails (status 2) with its one line. */
+export function settingOf<T>(setting: Setting<T>, values: Flags, fail: Fail): T | undefined {
+  const read = readSetting(setting, values, process.env);
+  if (!read.ok) fail(2, read.message);
+  return read.value;
+}
+
+/** settingOr — as settingOf, else `derived` (a default made here, such as a name from the host's), checked by the same form under the flag's name. */
+export function settingOr<T>(setting: Setting<T> & { readonly flag: string }, values: Flags, fail: Fail, derived: string): T {
+  const given = settingOf(setting, values, fail);
+  if (given !== undefined) return given;
+  const checked = checkSetting(setting, `--${setting.flag}`, derived);
+  if (!checked.ok) fail(2, `${checked.message} (the default; give --${setting.flag})`);
+  return checked.value;
+}
+
+/** logLevelOf — `--log-level`, else LOG_LEVEL, else info; a level the logger does not know fails with status 2. */
 export function logLevelOf(values: Flags, fail: Fail): string {
-  const level = values['log-level'] ?? process.env['LOG_LEVEL'] ?? 'info';
-  if (typeof level !== 'string' || !LOG_LEVELS.includes(level)) fail(2, `unknown log level ${JSON.stringify(level)}`);
-  return level;
+  return settingOf(LOG_LEVEL, values, fail) ?? LOG_LEVEL.default;
 }
 
 /**

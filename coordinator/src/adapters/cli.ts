@@ -2,13 +2,11 @@
 /**
  * tokenlease-coordinator — serves the pools of a configuration file over NATS.
  *
- *   tokenlease-coordinator --config pools.yaml [--log-level info]
- *                          [--nats nats://127.0.0.1:4222] [NATS login and TLS flags: see USAGE]
- *                          [--redis redis://127.0.0.1:6379 | redis+cluster://h1:p1,h2:p2 | redis+sentinel://s1:p1,s2:p2/<master> | --memory]
- *                          [Redis login and TLS flags]
- *                          [--redis-replicas N] [--redis-replica-timeout-ms 250]
- *                          [--ownership-ttl-ms 3000] [--member <name>] [--redis-prefix tokenlease]
- *                          [--http 127.0.0.1:9464]
+ *   tokenlease-coordinator --config pools.yaml [options]
+ *
+ * Its flags and environment variables are described once, in
+ * core/command-lines.ts: parseArgs's options, `--help`, the check of every
+ * value and docs/reference/command-line.md come from there.
  *
  * State lives in memory unless a Redis URL is given (`--redis`, or the
  * `REDIS_URL` environment variable unless `--memory` is given): then pools
@@ -29,70 +27,57 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
-import { NATS_ENV_USAGE, NATS_FLAG_OPTIONS, NATS_FLAGS_USAGE, type Bus } from '@tokenlease/shared/nats';
+import { type Bus } from '@tokenlease/shared/nats';
 import type { Logger } from 'pino';
 import { CoordinatorError } from '../errors.js';
-import { REDIS_ENV, resolveRedisOptions } from '../core/redis-options.js';
+import { COORDINATOR_COMMAND, COORDINATOR_SETTINGS } from '../core/command-lines.js';
+import { DEFAULT_OWNERSHIP_TTL_MS } from '../core/ownership-driver.js';
+import { resolveRedisOptions } from '../core/redis-options.js';
+import { REDIS_PREFIX } from '../core/redis-settings.js';
 import { loadConfigFile } from './config-file.js';
-import { answeredInfo, failer, helpText, logLevelOf, openBus, stopOnSignals, VERSION_FLAG, type Fail, type Flags } from './cli-common.js';
-import { GRANT_SIGNING_KEY_ENV, GRANT_SIGNING_KEY_FLAG, grantSignerFrom } from './grant-signer.js';
+import {
+  answeredInfo,
+  commandOptions,
+  failer,
+  helpText,
+  logLevelOf,
+  openBus,
+  settingOf,
+  settingOr,
+  stopOnSignals,
+  usageText,
+  type Fail,
+  type Flags,
+} from './cli-common.js';
+import { grantSignerFrom } from './grant-signer.js';
 import { createLogger } from './logger.js';
 import { connectRedisStore, type StateStore } from './redis-store.js';
-import { DEFAULT_OWNERSHIP_TTL_MS, startDurableService } from './durable-service.js';
+import { startDurableService } from './durable-service.js';
 import { startOperations } from './operations.js';
 import { startCoordinatorService } from './service.js';
 
-const USAGE =
-  'usage: tokenlease-coordinator --config <pools.yaml|pools.json> [--log-level <level>]\n' +
-  `         ${NATS_FLAGS_USAGE}\n` +
-  '         [--redis <redis[s]://[user:password@]host:port> | --memory] [--redis-user <name>] [--redis-password <pw>]\n' +
-  '         [--redis-ca <file>] [--redis-cert <file> --redis-key <file>]\n' +
-  '         [--redis-replicas <n>] [--redis-replica-timeout-ms <ms>] (--redis redis[s]+cluster://host:port,host:port for a cluster,\n' +
-  '         redis+sentinel://host:port,host:port/<master> through Sentinel)\n' +
-  '         [--ownership-ttl-ms <ms>] [--member <name>] [--redis-prefix <prefix>] [--http <host:port>]\n' +
-  '         [--grant-signing-key <Ed25519 private key PEM file>]\n' +
-  `       ${NATS_ENV_USAGE}; ${Object.values(REDIS_ENV).join(', ')}; ${GRANT_SIGNING_KEY_ENV}`;
+const USAGE = usageText(COORDINATOR_COMMAND);
 
-const HELP = helpText(
-  USAGE,
-  'Serves the pools of the configuration over NATS: grants, renews and takes back leases of tokens, in memory\n' +
-    '(--memory, one coordinator) or durably in Redis (--redis, several coordinators sharing the pools). SIGHUP reloads\n' +
-    'the configuration; SIGTERM stops cleanly. --http serves /metrics, /healthz, /readyz and the status page.',
-  'examples:\n' +
-    '  tokenlease-coordinator --config pools.yaml --memory\n' +
-    '  tokenlease-coordinator --config pools.yaml --redis redis://127.0.0.1:6379 --member c1 --http 127.0.0.1:9464\n' +
-    '  NATS_URL=nats://nats:4222 tokenlease-coordinator --config pools.yaml --memory --log-level debug',
-);
+const help = (): string =>
+  helpText(
+    COORDINATOR_COMMAND,
+    [
+      'Serves the pools of the configuration over NATS: grants, renews and takes back leases of tokens, in memory\n' +
+        '(--memory, one coordinator) or durably in Redis (--redis, several coordinators sharing the pools). SIGHUP reloads\n' +
+        'the configuration; SIGTERM stops cleanly. --http serves /metrics, /healthz, /readyz and the status page.',
+    ],
+    'examples:\n' +
+      '  tokenlease-coordinator --config pools.yaml --memory\n' +
+      '  tokenlease-coordinator --config pools.yaml --redis redis://127.0.0.1:6379 --member c1 --http 127.0.0.1:9464\n' +
+      '  NATS_URL=nats://nats:4222 tokenlease-coordinator --config pools.yaml --memory --log-level debug',
+  );
 
 const BIN = 'tokenlease-coordinator';
 const fail: Fail = failer(BIN);
 
 function parse(): Flags {
   try {
-    return parseArgs({
-      options: {
-        config: { type: 'string', short: 'c' },
-        'log-level': { type: 'string' },
-        ...NATS_FLAG_OPTIONS,
-        redis: { type: 'string' },
-        'redis-user': { type: 'string' },
-        'redis-password': { type: 'string' },
-        'redis-ca': { type: 'string' },
-        'redis-cert': { type: 'string' },
-        'redis-key': { type: 'string' },
-        'redis-replicas': { type: 'string' },
-        'redis-replica-timeout-ms': { type: 'string' },
-        memory: { type: 'boolean' },
-        'ownership-ttl-ms': { type: 'string' },
-        member: { type: 'string' },
-        'redis-prefix': { type: 'string' },
-        http: { type: 'string' },
-        ...GRANT_SIGNING_KEY_FLAG,
-        help: { type: 'boolean', short: 'h' },
-        ...VERSION_FLAG,
-      },
-      strict: true,
-    }).values;
+    return parseArgs({ options: commandOptions(COORDINATOR_COMMAND), strict: true }).values;
   } catch (error) {
     fail(2, `${error instanceof Error ? error.message : String(error)}\n${USAGE}`);
   }
@@ -120,7 +105,7 @@ async function openStore(values: Flags, keyPrefix: string, logger: Logger): Prom
 
 async function main(): Promise<void> {
   const values = parse();
-  if (answeredInfo(BIN, values, HELP)) return;
+  if (answeredInfo(BIN, values, help)) return;
   const configPath = values['config'];
   if (typeof configPath !== 'string') fail(2, `--config is required\n${USAGE}`);
   const logger = createLogger(logLevelOf(values, fail));
@@ -132,17 +117,11 @@ async function main(): Promise<void> {
     if (error instanceof CoordinatorError) fail(2, error.message);
     throw error;
   }
-  const ttlFlag = values['ownership-ttl-ms'];
-  const ownershipTtlMs = Number(ttlFlag ?? DEFAULT_OWNERSHIP_TTL_MS);
-  if (!Number.isSafeInteger(ownershipTtlMs) || ownershipTtlMs < 30 || ownershipTtlMs > 600_000) {
-    fail(2, `--ownership-ttl-ms must be an integer in [30, 600000], got ${JSON.stringify(ttlFlag)}`);
-  }
-  const memberFlag = values['member'];
-  const member = typeof memberFlag === 'string' ? memberFlag : `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
-  if (!/^[\x21-\x7e]{1,128}$/.test(member)) fail(2, `--member must be 1 to 128 printable ASCII characters without spaces`);
+  const ownershipTtlMs = settingOf(COORDINATOR_SETTINGS.ownershipTtlMs, values, fail) ?? DEFAULT_OWNERSHIP_TTL_MS;
+  const member = settingOr(COORDINATOR_SETTINGS.member, values, fail, `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`);
   const signGrant = grantSignerFrom(values, process.env, fail);
-  const redisPrefix = values['redis-prefix'];
-  const store = await openStore(values, typeof redisPrefix === 'string' ? redisPrefix : config.subjectPrefix, logger);
+  const redisPrefix = settingOf(REDIS_PREFIX, values, fail) ?? config.subjectPrefix;
+  const store = await openStore(values, redisPrefix, logger);
   let bus: Bus;
   try {
     bus = await openBus(BIN, values, fail);

@@ -6,21 +6,7 @@
  * tools accept the same logins and TLS settings. Failures are one line with
  * the URL redacted.
  */
-import {
-  connectNats,
-  natsEnvLayer,
-  natsFlagLayer,
-  resolveNatsOptions,
-  NATS_FLAG_OPTIONS,
-  NATS_FLAGS_USAGE,
-  type Bus,
-} from '@tokenlease/shared/nats';
-
-/** CONNECTION_OPTIONS — the parseArgs options of a NATS connection. */
-export const CONNECTION_OPTIONS = NATS_FLAG_OPTIONS;
-
-/** CONNECTION_USAGE — how those options read in a usage line. */
-export const CONNECTION_USAGE = NATS_FLAGS_USAGE;
+import { connectNats, natsEnvLayer, natsFlagLayer, resolveNatsOptions, type Bus } from '@tokenlease/shared/nats';
 
 /**
  * connectWith — a bus on the connection the parsed flags and the

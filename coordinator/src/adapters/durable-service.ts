@@ -14,7 +14,7 @@ import { type Bus, type BusHandler, type ReplyPort } from '@tokenlease/shared/na
 import type { Logger } from 'pino';
 import type { CoordinatorConfig } from '../core/config.js';
 import type { OwnershipCommand } from '../core/ownership-commands.js';
-import { LEGACY_KEY, OwnershipDriver } from '../core/ownership-driver.js';
+import { DEFAULT_OWNERSHIP_TTL_MS, LEGACY_KEY, OwnershipDriver } from '../core/ownership-driver.js';
 import type { StoreCall, StoreResult } from '../core/ownership-store.js';
 import type { OwnershipView, ServiceObserver } from './metrics.js';
 import type { StateStore } from './redis-store.js';
@@ -22,9 +22,6 @@ import { intakeLoop } from './intake-loop.js';
 import { INTERNAL_ERROR, REFUSAL_LOG_INTERVAL_MS, ReplyLog } from './reply-log.js';
 import type { Served } from './service.js';
 import { TickTimer } from './tick-timer.js';
-
-/** DEFAULT_OWNERSHIP_TTL_MS — how long an ownership record lives without renewal when `ownershipTtlMs` is not set, ms. */
-export const DEFAULT_OWNERSHIP_TTL_MS = 3000;
 
 /** DurableServiceOptions — what startDurableService serves, over which bus and store, as which member, and where it logs. */
 export interface DurableServiceOptions {

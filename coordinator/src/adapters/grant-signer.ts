@@ -14,16 +14,15 @@
  */
 import { createPrivateKey, sign, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { givenSetting } from '@tokenlease/shared/command-line';
+import { GRANT_SIGNING_KEY } from '../core/command-lines.js';
 import type { Fail, Flags } from './cli-common.js';
 
 /** GrantSigner — the signature (base64url) of a grant's signed text. */
 export type GrantSigner = (text: string) => string;
 
-/** GRANT_SIGNING_KEY_ENV — the environment twin of `--grant-signing-key`. */
-export const GRANT_SIGNING_KEY_ENV = 'TOKENLEASE_GRANT_SIGNING_KEY';
-
-/** GRANT_SIGNING_KEY_FLAG — the parseArgs option of `--grant-signing-key`. */
-export const GRANT_SIGNING_KEY_FLAG = { 'grant-signing-key': { type: 'string' } } as const;
+/** GRANT_SIGNING_KEY_ENV — the environment twin of `--grant-signing-key` (the setting: core/command-lines.ts). */
+export const GRANT_SIGNING_KEY_ENV = GRANT_SIGNING_KEY.env;
 
 /** signerOf — signs with `key` (an Ed25519 private key). */
 export function signerOf(key: KeyObject): GrantSigner {
@@ -32,13 +31,12 @@ export function signerOf(key: KeyObject): GrantSigner {
 
 /** grantSignerFrom — the signer the flags or environment name, or null for none; fails the process (status 2) for a bad key. */
 export function grantSignerFrom(values: Flags, env: NodeJS.ProcessEnv, fail: Fail): GrantSigner | null {
-  const flag = values['grant-signing-key'];
-  const path = typeof flag === 'string' ? flag : env[GRANT_SIGNING_KEY_ENV];
-  if (path === undefined || path === '') return null;
-  const named = typeof flag === 'string' ? '--grant-signing-key' : GRANT_SIGNING_KEY_ENV;
+  const given = givenSetting(GRANT_SIGNING_KEY, values, env);
+  if (given === null || given.value === '') return null;
+  const named = given.name;
   let pem: string;
   try {
-    pem = readFileSync(path, 'utf8');
+    pem = readFileSync(given.value, 'utf8');
   } catch {
     // Node's error names the path: not kept.
     return fail(2, `${named}: the grant signing key file could not be read`);

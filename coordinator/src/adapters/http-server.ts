@@ -9,6 +9,8 @@
  * origin), a second line of defence behind a page that sets names as text.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { checkSetting, type HostPort } from '@tokenlease/shared/command-line';
+import { HTTP } from '../core/command-lines.js';
 import { CoordinatorError } from '../errors.js';
 
 /** HttpAnswer — a status, a content type and a body. */
@@ -32,17 +34,13 @@ export const CSP =
   "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 /**
- * parseListen — `host:port` of `--http` (`[::1]:9464` for IPv6); throws
- * CoordinatorError('config-invalid') for anything else.
+ * parseListen — `host:port` of `--http` (`[::1]:9464` for IPv6), by the
+ * setting's form; throws CoordinatorError('config-invalid') for anything else.
  */
-export function parseListen(text: string): { host: string; port: number } {
-  const match = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/.exec(text);
-  const port = match === null ? NaN : Number(match[2]);
-  if (match === null || !Number.isInteger(port) || port > 65535) {
-    throw new CoordinatorError('config-invalid', `--http must be host:port (e.g. 127.0.0.1:9464), got ${JSON.stringify(text)}`);
-  }
-  const host = (match[1] as string).replace(/^\[|\]$/g, '');
-  return { host, port };
+export function parseListen(text: string): HostPort {
+  const checked = checkSetting(HTTP, '--http', text);
+  if (!checked.ok) throw new CoordinatorError('config-invalid', checked.message);
+  return checked.value;
 }
 
 /** startHttpEndpoint — serves `routes` (path → answer) on `host:port`; rejects when it cannot listen. */

@@ -22,10 +22,7 @@ export const REDACT_PATHS: readonly string[] = [
   '*.*.command.args',
 ];
 
-/** LOG_LEVELS — the levels `createLogger` takes. */
-export const LOG_LEVELS: readonly string[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
-
-/** createLogger — the logger of the process named `name` (the coordinator's by default) at `level`, to `destination` (default stdout). */
+/** createLogger — the logger of the process named `name` (the coordinator's by default) at `level` (one of LOG_LEVELS, core/command-lines.ts), to `destination` (default stdout). */
 export function createLogger(level: string, destination?: DestinationStream, name = 'tokenlease-coordinator'): Logger {
   const options = { name, level, redact: { paths: [...REDACT_PATHS], censor: REDACTED } };
   return destination === undefined ? pino(options) : pino(options, destination);

@@ -7,13 +7,13 @@
  *   tokenlease watch POOL                   a refreshing view of one pool (--interval-ms, --count)
  *   tokenlease reload                       every coordinator re-reads its configuration file
  *
- * Options: --json (machine-readable: one JSON document, or one line per
- * refresh for watch), --nats <url> (or NATS_URL), --prefix <subject prefix>
- * (default tokenlease), --identity <token> (default anon; its replies then
- * come to `_INBOX_<identity>`, the inbox the shipped permission model lets
- * it read, unless --nats-inbox-prefix or NATS_INBOX_PREFIX says otherwise),
- * --timeout-ms (a single answer, default 2000), --window-ms (how long
- * answers of every coordinator are gathered, default 500). A coordinator
+ * Its options (OPERATOR_COMMAND in core/command-lines.ts, which `--help`
+ * and docs/reference/command-line.md are written from): --json, the NATS
+ * flags and variables, --prefix, --identity (its replies then come to
+ * `_INBOX_<identity>`, the inbox the shipped permission model lets it
+ * read, unless --nats-inbox-prefix or NATS_INBOX_PREFIX says otherwise),
+ * --timeout-ms (a single answer), --window-ms (how long answers of every
+ * coordinator are gathered), --interval-ms and --count. A coordinator
  * over its listing budget answers a page `unavailable` with a wait: the
  * page is asked again after it, at most LISTING_RETRIES times; so is a
  * page none answered within the window while coordinators are there (one
@@ -39,32 +39,41 @@ import {
   type Reply,
   type Request,
 } from '@tokenlease/shared';
+import { readSetting, type Setting } from '@tokenlease/shared/command-line';
 import { type Bus } from '@tokenlease/shared/nats';
+import {
+  OPERATOR_COMMAND,
+  OPERATOR_INTERVAL_MS_DEFAULT,
+  OPERATOR_SETTINGS,
+  OPERATOR_TIMEOUT_MS_DEFAULT,
+  OPERATOR_WINDOW_MS_DEFAULT,
+} from '../core/command-lines.js';
 import { formatPools, formatReload, formatStatus, formatWatch, mergePages, type HeldBy } from '../core/operator-view.js';
-import { CONNECTION_OPTIONS, CONNECTION_USAGE, connectWith } from './connection.js';
-import { helpText, packageVersion, VERSION_FLAG } from './cli-common.js';
+import { connectWith } from './connection.js';
+import { commandOptions, helpText, packageVersion, usageText } from './cli-common.js';
 
-const USAGE = `usage: tokenlease status [POOL] [--agent ID] | pools | watch POOL | reload
-         [--json] ${CONNECTION_USAGE} [--prefix <subject prefix>] [--identity <token>]
-         [--timeout-ms <ms>] [--window-ms <ms>] [--interval-ms <ms>] [--count <n>]`;
+const USAGE = usageText(OPERATOR_COMMAND);
 
-const HELP = helpText(
-  USAGE,
-  'commands:\n' +
-    "  status [POOL]   a pool's credit (and one agent's lease with --agent ID); without POOL every pool held\n" +
-    '  pools           every pool every coordinator holds, and which holds it\n' +
-    '  watch POOL      a refreshing view of one pool, every --interval-ms, --count times (default: until stopped)\n' +
-    '  reload          every coordinator re-reads its configuration file, and says what changed\n' +
-    'pools and reload are operator commands: a coordinator with operatorIdentities (or bindIdentity) answers them\n' +
-    'only under an identity it names there (--identity).\n' +
-    'exit: 0 done, 1 NATS unreachable or no coordinator answered, 2 usage, 3 refused (e.g. an unknown pool),\n' +
-    '4 a coordinator refused the reload',
-  'examples:\n' +
-    '  tokenlease status api\n' +
-    '  tokenlease pools --json\n' +
-    '  tokenlease watch api --interval-ms 500 --count 20\n' +
-    '  NATS_USER=ops NATS_PASSWORD=... tokenlease reload --identity ops',
-);
+const help = (): string =>
+  helpText(
+    OPERATOR_COMMAND,
+    [
+      'commands:\n' +
+        "  status [POOL]   a pool's credit (and one agent's lease with --agent ID); without POOL every pool held\n" +
+        '  pools           every pool every coordinator holds, and which holds it\n' +
+        '  watch POOL      a refreshing view of one pool, every --interval-ms, --count times (default: until stopped)\n' +
+        '  reload          every coordinator re-reads its configuration file, and says what changed\n' +
+        'pools and reload are operator commands: a coordinator with operatorIdentities (or bindIdentity) answers them\n' +
+        'only under an identity it names there (--identity).\n' +
+        'exit: 0 done, 1 NATS unreachable or no coordinator answered, 2 usage, 3 refused (e.g. an unknown pool),\n' +
+        '4 a coordinator refused the reload',
+    ],
+    'examples:\n' +
+      '  tokenlease status api\n' +
+      '  tokenlease pools --json\n' +
+      '  tokenlease watch api --interval-ms 500 --count 20\n' +
+      '  NATS_USER=ops NATS_PASSWORD=... tokenlease reload --identity ops',
+  );
 
 /** Exit statuses. */
 const EXIT = { ok: 0, unreachable: 1, usage: 2, refused: 3, reloadRefused: 4 } as const;
@@ -93,12 +102,11 @@ interface Options {
   readonly agent: string | undefined;
 }
 
-function positiveInt(name: string, text: string | undefined, fallback: number, max: number): number {
-  if (text === undefined) return fallback;
-  const n = Number(text);
-  if (!Number.isSafeInteger(n) || n < 1 || n > max)
-    throw new Failure(EXIT.usage, `--${name} must be an integer in [1, ${max}], got ${JSON.stringify(text)}`);
-  return n;
+/** option — `setting` from the parsed flags, checked by its form; `fallback` when not given; a refusal is a usage error. */
+function option<T>(setting: Setting<T>, values: Readonly<Record<string, unknown>>, fallback: T): T {
+  const read = readSetting(setting, values, process.env);
+  if (!read.ok) throw new Failure(EXIT.usage, read.message);
+  return read.value ?? fallback;
 }
 
 function parse(argv: readonly string[]): { command: string; args: string[]; options: Options; flags: Readonly<Record<string, unknown>> } {
@@ -108,26 +116,14 @@ function parse(argv: readonly string[]): { command: string; args: string[]; opti
       args: [...argv],
       allowPositionals: true,
       strict: true,
-      options: {
-        ...CONNECTION_OPTIONS,
-        json: { type: 'boolean' },
-        prefix: { type: 'string' },
-        identity: { type: 'string' },
-        agent: { type: 'string' },
-        'timeout-ms': { type: 'string' },
-        'window-ms': { type: 'string' },
-        'interval-ms': { type: 'string' },
-        count: { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-        ...VERSION_FLAG,
-      },
+      options: commandOptions(OPERATOR_COMMAND),
     });
   } catch (error) {
     throw new Failure(EXIT.usage, error instanceof Error ? error.message : String(error));
   }
   const { values, positionals } = parsed;
-  if (values.version === true) throw new Failure(EXIT.ok, `tokenlease ${packageVersion()}`);
-  if (values.help === true) throw new Failure(EXIT.ok, HELP);
+  if (values['version'] === true) throw new Failure(EXIT.ok, `tokenlease ${packageVersion()}`);
+  if (values['help'] === true) throw new Failure(EXIT.ok, help());
   const [command, ...args] = positionals;
   if (command === undefined) throw new Failure(EXIT.usage, 'a command is required');
   const arity: Readonly<Record<string, readonly [number, number]>> = { status: [0, 1], pools: [0, 0], watch: [1, 1], reload: [0, 0] };
@@ -135,24 +131,22 @@ function parse(argv: readonly string[]): { command: string; args: string[]; opti
   if (least < 0) throw new Failure(EXIT.usage, `unknown command ${JSON.stringify(command)}`);
   if (args.length < least || args.length > most)
     throw new Failure(EXIT.usage, `${command} takes ${least === most ? least : `at most ${most}`} POOL`);
-  if (values.agent !== undefined && (command !== 'status' || args.length === 0)) throw new Failure(EXIT.usage, '--agent needs status POOL');
+  if (values['agent'] !== undefined && (command !== 'status' || args.length === 0))
+    throw new Failure(EXIT.usage, '--agent needs status POOL');
+  const o = OPERATOR_SETTINGS;
   const options: Options = {
-    json: values.json === true,
-    prefix: values.prefix ?? DEFAULT_SUBJECT_PREFIX,
-    identity: values.identity ?? ANONYMOUS_IDENTITY,
-    timeoutMs: positiveInt('timeout-ms', values['timeout-ms'], 2000, 600_000),
-    windowMs: positiveInt('window-ms', values['window-ms'], 500, 600_000),
-    intervalMs: positiveInt('interval-ms', values['interval-ms'], 1000, 3_600_000),
-    count: positiveInt('count', values.count, Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER),
-    agent: values.agent,
+    json: values['json'] === true,
+    timeoutMs: option(o.timeoutMs, values, OPERATOR_TIMEOUT_MS_DEFAULT),
+    windowMs: option(o.windowMs, values, OPERATOR_WINDOW_MS_DEFAULT),
+    intervalMs: option(o.intervalMs, values, OPERATOR_INTERVAL_MS_DEFAULT),
+    count: option(o.count, values, Number.MAX_SAFE_INTEGER),
+    prefix: option(o.prefix, values, DEFAULT_SUBJECT_PREFIX),
+    identity: option(o.identity, values, ANONYMOUS_IDENTITY),
+    agent: option<string | undefined>(o.agent, values, undefined),
   };
-  for (const [what, name] of [
-    ['--identity', options.identity],
-    ...args.map((a) => ['POOL', a] as const),
-    ...(options.agent === undefined ? [] : [['--agent', options.agent] as const]),
-  ] as const) {
-    const problem = poolNameProblem(name);
-    if (problem !== null) throw new Failure(EXIT.usage, `${what} ${JSON.stringify(name)} ${problem}`);
+  for (const pool of args) {
+    const problem = poolNameProblem(pool);
+    if (problem !== null) throw new Failure(EXIT.usage, `POOL ${JSON.stringify(pool)} ${problem}`);
   }
   return { command, args, options, flags: values };
 }

@@ -34,18 +34,13 @@
 import { EventEmitter } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import { checkSetting } from '@tokenlease/shared/command-line';
 import { CoordinatorError } from '../errors.js';
 import { confirmWrite } from '../core/replica-confirm.js';
 import { onlineReplicas, replicaShortfall, slotRanges } from '../core/replica-shortfall.js';
 import { appendOnlyVerdict, connectReason } from '../core/redis-connect-reason.js';
-import {
-  checkRedisUrl,
-  REDIS_ENV,
-  REDIS_FLAGS,
-  resolveRedisOptions,
-  type RedisConnectOptions,
-  type RedisField,
-} from '../core/redis-options.js';
+import { checkRedisUrl, resolveRedisOptions, type RedisConnectOptions } from '../core/redis-options.js';
+import { REDIS_ENV, REDIS_FLAGS, REDIS_PREFIX, type RedisField } from '../core/redis-settings.js';
 import { decodePersistedLease, encodePersistedLease, parseLevelTokens, type PoolChanges } from '../core/pool-state.js';
 
 const CLAIM = `
@@ -194,8 +189,8 @@ export async function connectRedisStore(target: string | RedisConnectOptions, op
   const connection = typeof target === 'string' ? urlOnly(target) : target;
   if (connection.cluster === null && connection.sentinel === null) checkRedisUrl(connection.url);
   const prefix = options.keyPrefix ?? 'tokenlease';
-  if (/[{}\s]/.test(prefix) || prefix.length === 0)
-    throw new CoordinatorError('config-invalid', `Redis key prefix ${JSON.stringify(prefix)} may not be empty or hold braces or spaces`);
+  const checkedPrefix = checkSetting(REDIS_PREFIX, 'Redis key prefix', prefix);
+  if (!checkedPrefix.ok) throw new CoordinatorError('config-invalid', checkedPrefix.message);
   const tls = connection.tls;
   const redisOptions: RedisOptions = {
     lazyConnect: true,

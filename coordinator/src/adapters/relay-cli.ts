@@ -7,6 +7,8 @@
  *   tokenlease-relay --config relay.yaml [--relay-id <name>] [--log-level info] [--http 127.0.0.1:9465]
  *                    [--nats nats://127.0.0.1:4222] [NATS login and TLS flags, as tokenlease-coordinator's]
  *
+ * Its flags and environment variables: core/command-lines.ts (RELAY_COMMAND).
+ *
  * As a coordinator (operations.ts): `--http` serves /metrics (the served
  * pools' metrics and the relay's own, relay-metrics.ts), /healthz, /readyz
  * and the status page; SIGHUP, or a `reload` operator request on the
@@ -25,51 +27,50 @@
  */
 import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
-import { NATS_ENV_USAGE, NATS_FLAG_OPTIONS, NATS_FLAGS_USAGE } from '@tokenlease/shared/nats';
 import { hostMonoNowUs } from '@tokenlease/shared/clock';
 import type { CoordinatorConfig } from '../core/config.js';
+import { RELAY_COMMAND, RELAY_SETTINGS } from '../core/command-lines.js';
 import { CoordinatorError } from '../errors.js';
-import { answeredInfo, failer, helpText, logLevelOf, openBus, stopOnSignals, VERSION_FLAG, type Fail, type Flags } from './cli-common.js';
+import {
+  answeredInfo,
+  commandOptions,
+  failer,
+  helpText,
+  logLevelOf,
+  openBus,
+  settingOr,
+  stopOnSignals,
+  usageText,
+  type Fail,
+  type Flags,
+} from './cli-common.js';
 import { loadRelayConfigFile } from './config-file.js';
-import { GRANT_SIGNING_KEY_ENV, GRANT_SIGNING_KEY_FLAG, grantSignerFrom } from './grant-signer.js';
+import { grantSignerFrom } from './grant-signer.js';
 import { createLogger } from './logger.js';
 import { startOperations } from './operations.js';
 import { RelayMetrics } from './relay-metrics.js';
 import { startRelayService } from './relay-service.js';
 
-const USAGE =
-  'usage: tokenlease-relay --config <relay.yaml|relay.json> [--relay-id <name>] [--log-level <level>] [--http <host:port>]\n' +
-  '         [--grant-signing-key <Ed25519 private key PEM file>]\n' +
-  `         ${NATS_FLAGS_USAGE}\n` +
-  `       ${NATS_ENV_USAGE}; ${GRANT_SIGNING_KEY_ENV}`;
+const USAGE = usageText(RELAY_COMMAND);
 
-const HELP = helpText(
-  USAGE,
-  "Leases tokens of the root coordinator's pools under its own identity and leases them on to the agents on its\n" +
-    'own subject prefix, so a region or a cluster asks the root once rather than once per agent. SIGTERM stops cleanly.',
-  'examples:\n' +
-    '  tokenlease-relay --config relay.yaml\n' +
-    '  tokenlease-relay --config relay.yaml --relay-id edge-eu1 --http 127.0.0.1:9470',
-);
+const help = (): string =>
+  helpText(
+    RELAY_COMMAND,
+    [
+      "Leases tokens of the root coordinator's pools under its own identity and leases them on to the agents on its\n" +
+        'own subject prefix, so a region or a cluster asks the root once rather than once per agent. SIGTERM stops cleanly.',
+    ],
+    'examples:\n' +
+      '  tokenlease-relay --config relay.yaml\n' +
+      '  tokenlease-relay --config relay.yaml --relay-id edge-eu1 --http 127.0.0.1:9470',
+  );
 
 const BIN = 'tokenlease-relay';
 const fail: Fail = failer(BIN);
 
 function parse(): Flags {
   try {
-    return parseArgs({
-      options: {
-        config: { type: 'string', short: 'c' },
-        'relay-id': { type: 'string' },
-        'log-level': { type: 'string' },
-        http: { type: 'string' },
-        ...GRANT_SIGNING_KEY_FLAG,
-        ...NATS_FLAG_OPTIONS,
-        help: { type: 'boolean', short: 'h' },
-        ...VERSION_FLAG,
-      },
-      strict: true,
-    }).values;
+    return parseArgs({ options: commandOptions(RELAY_COMMAND), strict: true }).values;
   } catch (error) {
     fail(2, `${error instanceof Error ? error.message : String(error)}\n${USAGE}`);
   }
@@ -77,13 +78,11 @@ function parse(): Flags {
 
 async function main(): Promise<void> {
   const values = parse();
-  if (answeredInfo(BIN, values, HELP)) return;
+  if (answeredInfo(BIN, values, help)) return;
   const configPath = values['config'];
   if (typeof configPath !== 'string') fail(2, `--config is required\n${USAGE}`);
   const level = logLevelOf(values, fail);
-  const idFlag = values['relay-id'];
-  const relayId = typeof idFlag === 'string' ? idFlag : `${hostname()}-${process.pid}`;
-  if (!/^[A-Za-z0-9_-]{1,64}$/.test(relayId)) fail(2, '--relay-id must be 1 to 64 characters of [A-Za-z0-9_-]');
+  const relayId = settingOr(RELAY_SETTINGS.relayId, values, fail, `${hostname()}-${process.pid}`);
   const logger = createLogger(level, undefined, BIN);
   let config;
   try {

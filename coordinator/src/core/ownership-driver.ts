@@ -56,6 +56,8 @@ import type { StoredPool } from './pool-state.js';
 import { PoolTasks } from './pool-tasks.js';
 import { WriteLane, type ChangeSource, type LaneStep, type LaneWrite, type WriteOutcome } from './write-lane.js';
 
+/** DEFAULT_OWNERSHIP_TTL_MS — how long a pool's ownership lasts without renewal unless told otherwise, ms. */
+export const DEFAULT_OWNERSHIP_TTL_MS = 3000;
 /** OWNER_SEEN_US — how long the catch-all trusts that the store named an owner of a configured pool, µs. */
 export const OWNER_SEEN_US = 250_000;
 /** LEGACY_KEY — the subscription of protocol v1's subjects (never a unit: no pool name holds `*`). */

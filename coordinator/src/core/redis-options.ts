@@ -21,47 +21,17 @@
  *   for one Redis and 1 for a cluster; `--redis-replica-timeout-ms`/
  *   REDIS_REPLICA_TIMEOUT_MS, default 250; 1 through Sentinel too): a write a reply depends on
  *   must be acknowledged by N replicas (WAIT) within the timeout, or it
- *   counts as not answered. Both are integers in their ranges.
+ *   counts as not answered. Both are integers in the ranges of their
+ *   forms (redis-settings.ts, where every setting is described).
  * - No message holds a secret: the URL is shown redacted (`shown`).
  * - Pure: the environment is a parameter; the Redis adapter reads the files.
  */
 import { redactUrl } from '@tokenlease/shared';
+import { checkSetting, givenSetting, type Given, type Setting } from '@tokenlease/shared/command-line';
+import type { z } from 'zod';
 import { CoordinatorError } from '../errors.js';
 import { isClusterUrl, isSentinelUrl, parseClusterUrl, parseSentinelUrl, type RedisSeed } from './redis-cluster-url.js';
-
-/** RedisField — one Redis setting. */
-export type RedisField = 'url' | 'user' | 'password' | 'caFile' | 'certFile' | 'keyFile' | 'replicas' | 'replicaTimeoutMs';
-
-/** REDIS_ENV — the environment variable of each setting. */
-export const REDIS_ENV: Readonly<Record<RedisField, string>> = {
-  url: 'REDIS_URL',
-  user: 'REDIS_USER',
-  password: 'REDIS_PASSWORD',
-  caFile: 'REDIS_CA',
-  certFile: 'REDIS_CERT',
-  keyFile: 'REDIS_KEY',
-  replicas: 'REDIS_REPLICAS',
-  replicaTimeoutMs: 'REDIS_REPLICA_TIMEOUT_MS',
-};
-
-/** REDIS_FLAGS — the flag of each setting, without its dashes. */
-export const REDIS_FLAGS: Readonly<Record<RedisField, string>> = {
-  url: 'redis',
-  user: 'redis-user',
-  password: 'redis-password',
-  caFile: 'redis-ca',
-  certFile: 'redis-cert',
-  keyFile: 'redis-key',
-  replicas: 'redis-replicas',
-  replicaTimeoutMs: 'redis-replica-timeout-ms',
-};
-
-/** REPLICAS_MAX — the most replicas a write may be made to wait for. */
-export const REPLICAS_MAX = 16;
-/** REPLICA_TIMEOUT_MS_DEFAULT — how long a write waits for its replicas by default, ms. */
-export const REPLICA_TIMEOUT_MS_DEFAULT = 250;
-/** REPLICA_TIMEOUT_MS_MAX — the longest wait for replicas, ms (WAIT's 0, forever, is not allowed). */
-export const REPLICA_TIMEOUT_MS_MAX = 10_000;
+import { REDIS_SETTINGS, REPLICA_TIMEOUT_MS_DEFAULT, type RedisField } from './redis-settings.js';
 
 /** RedisTls — the files of a TLS connection (null: not given; the system's CAs are trusted). */
 export interface RedisTls {
@@ -120,12 +90,7 @@ export function resolveRedisOptions(
   flags: Readonly<Record<string, unknown>>,
   env: Readonly<Record<string, string | undefined>>,
 ): RedisConnectOptions | null {
-  const pick = (field: RedisField): { value: string; name: string } | null => {
-    const flag = Object.prototype.hasOwnProperty.call(flags, REDIS_FLAGS[field]) ? flags[REDIS_FLAGS[field]] : undefined;
-    if (typeof flag === 'string') return { value: flag, name: `--${REDIS_FLAGS[field]}` };
-    const variable = Object.prototype.hasOwnProperty.call(env, REDIS_ENV[field]) ? env[REDIS_ENV[field]] : undefined;
-    return variable === undefined || variable === '' ? null : { value: variable, name: REDIS_ENV[field] };
-  };
+  const pick = (field: RedisField): Given | null => givenSetting(REDIS_SETTINGS[field], flags, env);
   const url = pick('url');
   if (url === null) return null;
   const cluster = isClusterUrl(url.value) ? parseClusterUrl(url.value, url.name) : null;
@@ -154,9 +119,12 @@ export function resolveRedisOptions(
     const scheme = cluster === null ? 'rediss://' : 'rediss+cluster://';
     throw invalid(tlsFile.name, `${tlsFile.name} is given but ${url.name} is not a ${scheme} URL: TLS to Redis needs ${scheme}`);
   }
-  for (const file of [ca, cert, key]) if (file !== null && file.value === '') throw invalid(file.name, `${file.name} is empty`);
-  const replicas = integerSetting(pick('replicas'), 0, REPLICAS_MAX, seeded === null ? 0 : 1);
-  const replicaTimeoutMs = integerSetting(pick('replicaTimeoutMs'), 1, REPLICA_TIMEOUT_MS_MAX, REPLICA_TIMEOUT_MS_DEFAULT);
+  for (const [field, file] of [['caFile', ca] as const, ['certFile', cert] as const, ['keyFile', key] as const]) {
+    if (file !== null) checked(field, file);
+  }
+  const [replicasGiven, timeoutGiven] = [pick('replicas'), pick('replicaTimeoutMs')];
+  const replicas = replicasGiven === null ? (seeded === null ? 0 : 1) : checked('replicas', replicasGiven);
+  const replicaTimeoutMs = timeoutGiven === null ? REPLICA_TIMEOUT_MS_DEFAULT : checked('replicaTimeoutMs', timeoutGiven);
   // A cluster URL's login is handed to the client apart (a single Redis URL keeps its own: null means the URL's).
   return {
     url: url.value,
@@ -171,11 +139,12 @@ export function resolveRedisOptions(
   };
 }
 
-/** integerSetting — the integer `given` names, in [min, max]; `fallback` when not given. */
-function integerSetting(given: { value: string; name: string } | null, min: number, max: number, fallback: number): number {
-  if (given === null) return fallback;
-  const value = /^[0-9]{1,9}$/.test(given.value) ? Number(given.value) : NaN;
-  if (!(value >= min && value <= max))
-    throw invalid(given.name, `${given.name} must be an integer in [${min}, ${max}], got ${JSON.stringify(given.value)}`);
-  return value;
+/** RedisValue — the type of a field's value once its form took it. */
+type RedisValue<F extends RedisField> = z.output<(typeof REDIS_SETTINGS)[F]['value']>;
+
+/** checked — `given` through the value form of `field` (redis-settings.ts); refused naming the flag or variable. */
+function checked<F extends RedisField>(field: F, given: Given): RedisValue<F> {
+  const result = checkSetting(REDIS_SETTINGS[field] as Setting<RedisValue<F>>, given.name, given.value);
+  if (!result.ok) throw invalid(given.name, result.message);
+  return result.value;
 }

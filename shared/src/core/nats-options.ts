@@ -20,13 +20,26 @@
  *   (`NATS_PASSWORD`, `--nats-nkey`), URLs are shown redacted or by
  *   position. An NKey seed or creds given where its file's path belongs
  *   is refused as such, unshown.
+ * - Each value is checked by its form in nats-settings.ts (a timeout's
+ *   range, an inbox prefix's tokens, a file path that is a secret
+ *   itself); the rules across settings above are kept here.
  * - An empty environment variable counts as unset.
  * - Pure: the environment is a parameter and no file is read here; the
  *   NATS adapter reads the seed, creds and TLS files when it connects.
  */
+import type { z } from 'zod';
 import { TokenleaseError } from '../errors.js';
-import { poolNameProblem } from '../protocol/subjects.js';
+import { checkSetting, type Setting } from './command-line.js';
+import { DEFAULT_NATS_URL, NATS_CONNECT_TIMEOUT_MS_DEFAULT, NATS_ENV, NATS_SETTINGS } from './nats-settings.js';
 import { redactUrl } from './redact.js';
+
+export {
+  DEFAULT_NATS_URL,
+  NATS_CONNECT_TIMEOUT_MS_DEFAULT,
+  NATS_CONNECT_TIMEOUT_MS_MAX,
+  NATS_CONNECT_TIMEOUT_MS_MIN,
+  NATS_ENV,
+} from './nats-settings.js';
 
 /** NatsSettings — the settings of one layer as given; every field is optional. */
 export interface NatsSettings {
@@ -60,29 +73,6 @@ export interface NatsLayer {
   readonly names: Readonly<Record<NatsField, string>>;
 }
 
-/** NATS_ENV — the environment variable of each setting. */
-export const NATS_ENV: Readonly<Record<NatsField, string>> = {
-  url: 'NATS_URL',
-  user: 'NATS_USER',
-  password: 'NATS_PASSWORD',
-  token: 'NATS_TOKEN',
-  nkeyFile: 'NATS_NKEY',
-  credsFile: 'NATS_CREDS',
-  caFile: 'NATS_CA',
-  certFile: 'NATS_CERT',
-  keyFile: 'NATS_KEY',
-  inboxPrefix: 'NATS_INBOX_PREFIX',
-  connectTimeoutMs: 'NATS_CONNECT_TIMEOUT_MS',
-};
-
-/** DEFAULT_NATS_URL — the server used when no layer names one. */
-export const DEFAULT_NATS_URL = 'nats://127.0.0.1:4222';
-/** NATS_CONNECT_TIMEOUT_MS_DEFAULT — the connect timeout when none is set, ms. */
-export const NATS_CONNECT_TIMEOUT_MS_DEFAULT = 5000;
-/** NATS_CONNECT_TIMEOUT_MS_MIN — the shortest connect timeout accepted, ms. */
-export const NATS_CONNECT_TIMEOUT_MS_MIN = 100;
-/** NATS_CONNECT_TIMEOUT_MS_MAX — the longest connect timeout accepted, ms. */
-export const NATS_CONNECT_TIMEOUT_MS_MAX = 600_000;
 const NATS_PORT_DEFAULT = 4222;
 
 /** NatsAuth — how the client logs in; the secrets live here and nowhere else. */
@@ -213,14 +203,16 @@ function layerLogin(layer: NatsLayer, servers: readonly ParsedServer[] | null): 
     if (s.password === undefined) throw invalid(n.password, `${n.user} is given without a password (${n.password})`);
     named.push({ auth: { kind: 'user-password', user: s.user, password: s.password }, from: `${n.user} and ${n.password}`, field: n.user });
   }
-  if (s.token !== undefined) {
-    if (s.token === '') throw invalid(n.token, `${n.token} is empty`);
-    named.push({ auth: { kind: 'token', token: s.token }, from: n.token, field: n.token });
-  }
+  if (s.token !== undefined)
+    named.push({ auth: { kind: 'token', token: checked('token', s.token, n.token) }, from: n.token, field: n.token });
   if (s.nkeyFile !== undefined)
-    named.push({ auth: { kind: 'nkey', seedFile: secretFile(s.nkeyFile, n.nkeyFile) }, from: n.nkeyFile, field: n.nkeyFile });
+    named.push({ auth: { kind: 'nkey', seedFile: checked('nkeyFile', s.nkeyFile, n.nkeyFile) }, from: n.nkeyFile, field: n.nkeyFile });
   if (s.credsFile !== undefined)
-    named.push({ auth: { kind: 'creds', credsFile: secretFile(s.credsFile, n.credsFile) }, from: n.credsFile, field: n.credsFile });
+    named.push({
+      auth: { kind: 'creds', credsFile: checked('credsFile', s.credsFile, n.credsFile) },
+      from: n.credsFile,
+      field: n.credsFile,
+    });
   const inUrl = (servers ?? []).flatMap((p) => (p.login === null ? [] : [p.login]));
   if (inUrl.length > 0) {
     const first = inUrl[0] as NatsAuth;
@@ -232,37 +224,14 @@ function layerLogin(layer: NatsLayer, servers: readonly ParsedServer[] | null): 
   return named[0] ?? null;
 }
 
-function nonEmpty(value: string, name: string): string {
-  if (value === '') throw invalid(name, `${name} is empty`);
-  return value;
-}
+/** NatsValue — the type of a field's value once its form took it. */
+type NatsValue<F extends NatsField> = z.output<(typeof NATS_SETTINGS)[F]['value']>;
 
-/** An NKey seed (`SU…`, `SA…`, `SO…`: S, a role letter, base32) or a creds file's text, given where a path belongs. */
-const SECRET_NOT_PATH = /(^|\s)S[A-Z][A-Z2-7]{40,}(\s|$)|-----BEGIN|eyJ[A-Za-z0-9_-]{20,}/;
-
-/** secretFile — the path of a file holding a secret; a value that is the secret itself is refused without being shown. */
-function secretFile(value: string, name: string): string {
-  nonEmpty(value, name);
-  if (SECRET_NOT_PATH.test(value))
-    throw invalid(name, `${name} holds a secret itself (an NKey seed or creds), not the path of a file holding it; give the path`);
-  return value;
-}
-
-function inboxPrefixOf(value: string, name: string): string {
-  const bad = value.split('.').some((token) => poolNameProblem(token) !== null);
-  if (bad) throw invalid(name, `${name} ${JSON.stringify(value)} is not dot-joined subject tokens (printable ASCII, no '*' or '>')`);
-  return value;
-}
-
-function timeoutOf(value: string | number, name: string): number {
-  const ms = typeof value === 'number' ? value : /^\d{1,9}$/.test(value) ? Number(value) : NaN;
-  if (!Number.isSafeInteger(ms) || ms < NATS_CONNECT_TIMEOUT_MS_MIN || ms > NATS_CONNECT_TIMEOUT_MS_MAX) {
-    throw invalid(
-      name,
-      `${name} must be an integer of ms in [${NATS_CONNECT_TIMEOUT_MS_MIN}, ${NATS_CONNECT_TIMEOUT_MS_MAX}], got ${JSON.stringify(value)}`,
-    );
-  }
-  return ms;
+/** checked — the value of `field` given under `name`, through its value form (nats-settings.ts); refused naming `name`. */
+function checked<F extends NatsField>(field: F, value: string | number, name: string): NatsValue<F> {
+  const result = checkSetting(NATS_SETTINGS[field] as Setting<NatsValue<F>>, name, value);
+  if (!result.ok) throw invalid(name, result.message);
+  return result.value;
 }
 
 /**
@@ -316,16 +285,19 @@ export function resolveNatsOptions(
   const wantsTls = caFile !== undefined || certFile !== undefined || parsed.some((p) => p.tls);
   const tls: NatsTls | null = wantsTls
     ? {
-        caFile: caFile === undefined ? null : nonEmpty(caFile, sources.caFile ?? 'caFile'),
-        certFile: certFile === undefined ? null : nonEmpty(certFile, sources.certFile ?? 'certFile'),
-        keyFile: keyFile === undefined ? null : nonEmpty(keyFile, sources.keyFile ?? 'keyFile'),
+        caFile: caFile === undefined ? null : checked('caFile', caFile, sources.caFile ?? 'caFile'),
+        certFile: certFile === undefined ? null : checked('certFile', certFile, sources.certFile ?? 'certFile'),
+        keyFile: keyFile === undefined ? null : checked('keyFile', keyFile, sources.keyFile ?? 'keyFile'),
       }
     : null;
   const inbox = pick('inboxPrefix');
-  const inboxPrefix = inbox !== undefined ? inboxPrefixOf(inbox, sources.inboxPrefix ?? 'inboxPrefix') : (defaults.inboxPrefix ?? null);
+  const inboxPrefix =
+    inbox !== undefined ? checked('inboxPrefix', inbox, sources.inboxPrefix ?? 'inboxPrefix') : (defaults.inboxPrefix ?? null);
   const timeout = pick('connectTimeoutMs');
   const connectTimeoutMs =
-    timeout === undefined ? NATS_CONNECT_TIMEOUT_MS_DEFAULT : timeoutOf(timeout, sources.connectTimeoutMs ?? 'connectTimeoutMs');
+    timeout === undefined
+      ? NATS_CONNECT_TIMEOUT_MS_DEFAULT
+      : checked('connectTimeoutMs', timeout, sources.connectTimeoutMs ?? 'connectTimeoutMs');
   return { servers: parsed.map((p) => p.server), auth, tls, inboxPrefix, connectTimeoutMs, sources };
 }
 

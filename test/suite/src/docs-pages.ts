@@ -1,20 +1,21 @@
 /** The project's prose pages, as the docs checks (links, samples, documented commands) read them; and the generated API reference's. */
-import { readdirSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { join, sep } from 'node:path';
 import { REPO_ROOT } from '@tokenlease/harness/paths';
 
-/** FOLDERS — the folders of prose pages: docs/ and its generated configuration reference. */
-const FOLDERS = ['docs', 'docs/reference'];
+/** markdownIn — the `.md` files of `folder` (relative to the repository root), sorted, as paths from the root; none if it is missing. */
+function markdownIn(folder: string): string[] {
+  const dir = join(REPO_ROOT, folder);
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir)
+    .filter((name) => name.endsWith('.md'))
+    .sort()
+    .map((name) => `${folder}/${name}`);
+}
 
-/** docsPages — README.md and every *.md of FOLDERS (sorted within each), relative to the repository root. */
+/** docsPages — README.md, every docs/*.md and every generated docs/reference/*.md (each folder sorted), relative to the repository root. */
 export function docsPages(): string[] {
-  const docs = FOLDERS.flatMap((folder) =>
-    readdirSync(join(REPO_ROOT, folder))
-      .filter((name) => name.endsWith('.md'))
-      .sort()
-      .map((name) => `${folder}/${name}`),
-  );
-  return ['README.md', ...docs];
+  return ['README.md', ...markdownIn('docs'), ...markdownIn('docs/reference')];
 }
 
 /**
