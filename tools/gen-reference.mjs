@@ -8,7 +8,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { keeperOptionsReference } from '@tokenlease/agent/internal';
+import { httpOptionsReference, keeperOptionsReference } from '@tokenlease/agent/internal';
 import {
   commandLineReference,
   poolsFileJsonSchema,
@@ -25,6 +25,7 @@ export const PAGES = [
   { path: 'docs/reference/pools-file.md', render: poolsFileReference },
   { path: 'docs/reference/relay-file.md', render: relayFileReference },
   { path: 'docs/reference/agent-options.md', render: keeperOptionsReference },
+  { path: 'docs/reference/http-options.md', render: httpOptionsReference },
   { path: 'coordinator/schema/pools.schema.json', render: json(poolsFileJsonSchema) },
   { path: 'coordinator/schema/relay.schema.json', render: json(relayFileJsonSchema) },
 ];

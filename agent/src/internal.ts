@@ -18,4 +18,4 @@ export {
   type DriverEvent,
   type PoolWaiters,
 } from './core/agent-driver.js';
-export { keeperOptionsReference } from './core/keeper-reference.js';
+export { keeperOptionsReference, httpOptionsReference } from './core/option-references.js';

@@ -16,15 +16,7 @@
  */
 import { randomBytes, type KeyObject } from 'node:crypto';
 import { hostname } from 'node:os';
-import {
-  encodeMessage,
-  assertSubjectPrefix,
-  assertPoolName,
-  assertIdentity,
-  ANONYMOUS_IDENTITY,
-  DEFAULT_SUBJECT_PREFIX,
-  TokenleaseError,
-} from '@tokenlease/shared';
+import { encodeMessage, assertPoolName, ANONYMOUS_IDENTITY, DEFAULT_SUBJECT_PREFIX, TokenleaseError } from '@tokenlease/shared';
 import { type Bus, type BusEvent } from '@tokenlease/shared/nats';
 import { AgentDriver, AgentPool, type AgentCommand, type DriverEvent, type PoolWaiters } from '../core/agent-driver.js';
 import type { GrantVerifier, LeaseKeeper } from '../core/lease-keeper.js';
@@ -34,13 +26,13 @@ import type { LeaseSlot } from '../core/lease-slot.js';
 import { TAKE_TIMEOUT_MS_DEFAULT } from '../core/take-queue.js';
 import { US_PER_MS } from '../core/units.js';
 import { AgentError } from '../errors.js';
+import { agentOptionsProblem, LIMITER_IDLE_MS_DEFAULT } from '../core/agent-options.js';
 import { grantVerifierOf } from './grant-verifier.js';
 import { Limiter, type LimiterHost } from './limiter.js';
 import { openAgentBus, type AgentConnectionOptions } from './agent-bus.js';
 import { TraceRecording, type RecordingEvent, type RecordingStats, type RecordOptions } from './trace-recording.js';
 
 /** Default for `limiterIdleMs`, ms. */
-const LIMITER_IDLE_MS_DEFAULT = 60_000;
 /** How long `close` waits for its returns to be acknowledged when not told, ms. */
 const CLOSE_TIMEOUT_MS_DEFAULT = 2000;
 /** A default agent id keeps this much of the host name, and this many random bytes (in hex) after the pid. */
@@ -196,17 +188,10 @@ export class Agent implements LimiterHost {
     verifyGrant: GrantVerifier | null,
   ) {
     this.clock = options.clock ?? performanceNowUs;
+    // Each option alone was checked by Agent.connect (core/agent-options.ts).
     const prefix = options.subjectPrefix ?? DEFAULT_SUBJECT_PREFIX;
-    assertSubjectPrefix(prefix);
-    const failover: unknown = options.failoverPrefixes ?? [];
-    if (!Array.isArray(failover) || !failover.every((prefix): prefix is string => typeof prefix === 'string')) {
-      throw new AgentError('invalid-argument', 'option failoverPrefixes must be a list of subject prefixes');
-    }
-    for (const other of failover) assertSubjectPrefix(other);
+    const failover = options.failoverPrefixes ?? [];
     const limiterIdleMs = options.limiterIdleMs ?? LIMITER_IDLE_MS_DEFAULT;
-    if (!Number.isSafeInteger(limiterIdleMs) || limiterIdleMs < 1) {
-      throw new AgentError('invalid-argument', `option limiterIdleMs must be a positive integer, got ${JSON.stringify(limiterIdleMs)}`);
-    }
     this.driver = new AgentDriver<Entry>({
       agentId,
       identity: options.identity ?? ANONYMOUS_IDENTITY,
@@ -232,12 +217,12 @@ export class Agent implements LimiterHost {
    * connect timeout, with a message that names the servers and no secret.
    */
   static async connect(options: AgentOptions = {}): Promise<Agent> {
+    const problem = agentOptionsProblem(options);
+    // A prefix breaking the protocol's rule is its TokenleaseError, as ever; any other problem is invalid-argument.
+    if (problem?.cause?.code === 'invalid-subject') throw problem.cause;
+    if (problem !== null)
+      throw new AgentError('invalid-argument', problem.cause?.message ?? problem.message, { cause: problem.cause ?? undefined });
     const identity = options.identity ?? ANONYMOUS_IDENTITY;
-    try {
-      assertIdentity(identity);
-    } catch (error) {
-      throw new AgentError('invalid-argument', error instanceof Error ? error.message : String(error), { cause: error });
-    }
     const agentId = options.agentId ?? (identity === ANONYMOUS_IDENTITY ? defaultAgentId() : `${identity}.${defaultAgentId()}`);
     const verifyGrant = grantVerifierOf(options.grantPublicKeys);
     const { bus, owned } = await openAgentBus(options, identity, agentId);

@@ -32,12 +32,11 @@ import type { Agent } from './agent.js';
 import type { Limiter } from './limiter.js';
 import { AgentError } from '../errors.js';
 import { RECEIPT_DENIED } from '../core/lease-slot.js';
+import { GRACE_MS_DEFAULT, httpOptionsProblem } from '../core/http-options.js';
 import type { SlotCharge } from '../core/take-all.js';
 import {
   customised,
   denial,
-  statusCodeProblem,
-  HEADER_FORMATS,
   limitFields,
   missingKey,
   shadowLimitedField,
@@ -50,7 +49,7 @@ import {
 } from '../core/http-policy.js';
 import { checkKeySecret, DIGEST_CHARS, digestName, keyDigest, type KeySecret } from './key-hash.js';
 import type { RecordOptions } from './trace-recording.js';
-import { expectedLimitsFormProblem, POOL_NAME_LENGTH_MAX, type ExpectedLimits } from '@tokenlease/shared';
+import { POOL_NAME_LENGTH_MAX, type ExpectedLimits } from '@tokenlease/shared';
 
 /** RequestView — what the middleware reads of a request, and the framework's own request (`native`). */
 export interface RequestView<Req> {
@@ -202,17 +201,9 @@ interface Charge {
   readonly partitionKey: Uint8Array | null;
 }
 
-const GRACE_MS_DEFAULT = 100;
-/** An HTTP field name (RFC 9110 token). */
-const FIELD_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$/;
-
 function shadowHeaderName(option: boolean | string | undefined): string | null {
   if (option === undefined || option === false) return null;
-  if (option === true) return SHADOW_HEADER_DEFAULT;
-  if (typeof option !== 'string' || !FIELD_NAME.test(option)) {
-    throw new AgentError('invalid-argument', `option shadowHeader must be true, false or a header name, got ${JSON.stringify(option)}`);
-  }
-  return option;
+  return option === true ? SHADOW_HEADER_DEFAULT : option;
 }
 
 function keyOf<Req>(source: KeySource<Req>, request: RequestView<Req>): string | undefined | Promise<string | undefined> {
@@ -228,31 +219,12 @@ function what<Req>(source: KeySource<Req>): string {
   return 'ip' in source ? 'client address' : 'route';
 }
 
-function checkFlag(name: string, value: unknown): boolean {
-  if (value !== undefined && typeof value !== 'boolean')
-    throw new AgentError('invalid-argument', `option ${name} must be true or false, got ${JSON.stringify(value)}`);
-  return value === true;
-}
-
 /** statusSuccessful — express-rate-limit's default judge: a status below 400 succeeded. */
 function statusSuccessful(response: ResponseView<unknown>): boolean {
   return response.statusCode < 400;
 }
 
-function checkMs(name: string, value: number): number {
-  if (!Number.isSafeInteger(value) || value < 0)
-    throw new AgentError('invalid-argument', `option ${name} must be a whole number of ms >= 0, got ${value}`);
-  return value;
-}
-
-function headerFormat(option: unknown): HeaderFormat {
-  if (option === undefined) return 'draft-11';
-  if (!HEADER_FORMATS.includes(option as HeaderFormat))
-    throw new AgentError('invalid-argument', `option headers must be one of ${HEADER_FORMATS.join(', ')}, got ${JSON.stringify(option)}`);
-  return option as HeaderFormat;
-}
-
-/** checkRule — throws AgentError('invalid-argument') for a rule whose pools could not be named or whose options are wrong. */
+/** checkRule — throws AgentError('invalid-argument') for a rule whose pools could not be named (each option alone is the schema's). */
 function checkRule<Req>(rule: PoolRule<Req>): void {
   const longest = rule.name.length + (rule.key === undefined ? 0 : 1 + DIGEST_CHARS);
   if (rule.name.length === 0 || longest > POOL_NAME_LENGTH_MAX)
@@ -260,16 +232,10 @@ function checkRule<Req>(rule: PoolRule<Req>): void {
       'invalid-argument',
       `pool ${JSON.stringify(rule.name)}: a pool name it charges would be empty or longer than ${POOL_NAME_LENGTH_MAX}`,
     );
-  if (rule.shadow !== undefined && typeof rule.shadow !== 'boolean')
-    throw new AgentError('invalid-argument', `pool ${rule.name}: option shadow must be true or false`);
-  const expected = rule.expectedLimits === undefined ? null : expectedLimitsFormProblem(rule.expectedLimits);
-  if (expected !== null) throw new AgentError('invalid-argument', `pool ${rule.name}: option expectedLimits ${expected}`);
 }
 
 /** recordOptions — the middleware's `record` option as the agent's: its rules' pools, every key's for a keyed rule. */
 function recordOptions<Req>(record: Omit<RecordOptions, 'pools'>, rules: readonly PoolRule<Req>[]): RecordOptions {
-  if (typeof record !== 'object' || record === null || 'pools' in record)
-    throw new AgentError('invalid-argument', "option record must be an object with a path (its pools are the rules' own)");
   return { ...record, pools: rules.map((rule) => (rule.key === undefined ? rule.name : `${rule.name}:*`)) };
 }
 
@@ -292,32 +258,23 @@ export class HttpLimit<Req, Res = unknown> {
   private readonly skipFailed: boolean;
   private readonly skipSuccessful: boolean;
 
-  /** HttpLimit — throws AgentError('invalid-argument') for bad options. */
+  /** HttpLimit — throws AgentError('invalid-argument') for bad options: each alone by the schema (core/http-options.ts), then together. */
   constructor(private readonly options: HttpLimitOptions<Req, Res>) {
-    if (options.pools.length === 0) throw new AgentError('invalid-argument', 'option pools names no pool');
-    this.waitMs = checkMs('waitMs', options.waitMs ?? 0);
-    this.graceMs = checkMs('graceMs', options.graceMs ?? GRACE_MS_DEFAULT);
+    const problem = httpOptionsProblem(options);
+    if (problem !== null) throw new AgentError('invalid-argument', problem);
+    this.waitMs = options.waitMs ?? 0;
+    this.graceMs = options.graceMs ?? GRACE_MS_DEFAULT;
     this.failOpen = options.unavailable === 'allow';
     this.shadowHeader = shadowHeaderName(options.shadowHeader);
-    this.format = headerFormat(options.headers);
+    this.format = options.headers ?? 'draft-11';
     for (const rule of options.pools) checkRule(rule);
     const keyed = options.pools.find((rule) => rule.key !== undefined);
     if (keyed !== undefined && options.keySecret === undefined)
       throw new AgentError('invalid-argument', `pool ${keyed.name} has a key: option keySecret is needed to hash keys into pool names`);
     this.keySecret = options.keySecret === undefined ? null : checkKeySecret(options.keySecret);
-    const codeProblem = options.statusCode === undefined ? null : statusCodeProblem(options.statusCode);
-    if (codeProblem !== null)
-      throw new AgentError('invalid-argument', `option statusCode ${codeProblem}, got ${String(options.statusCode)}`);
     this.statusCode = options.statusCode ?? null;
-    if (options.skip !== undefined && typeof options.skip !== 'function')
-      throw new AgentError('invalid-argument', 'option skip must be a function of the request');
-    const message: unknown = options.message;
-    if (message !== undefined && typeof message !== 'string' && (typeof message !== 'object' || message === null))
-      throw new AgentError('invalid-argument', 'option message must be a string or an object');
-    this.skipFailed = checkFlag('skipFailedRequests', options.skipFailedRequests);
-    this.skipSuccessful = checkFlag('skipSuccessfulRequests', options.skipSuccessfulRequests);
-    if (options.requestWasSuccessful !== undefined && typeof options.requestWasSuccessful !== 'function')
-      throw new AgentError('invalid-argument', 'option requestWasSuccessful must be a function of the request and the response');
+    this.skipFailed = options.skipFailedRequests === true;
+    this.skipSuccessful = options.skipSuccessfulRequests === true;
     // Last, once every other option is known good: it opens the trace file.
     if (options.record !== undefined) options.agent.record(recordOptions(options.record, options.pools));
   }
