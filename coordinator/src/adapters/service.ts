@@ -34,6 +34,14 @@ export interface Served {
   observe(observer: ServiceObserver): void;
 }
 
+/** announceWhenSubscribed — `announce` once the server has the subscriptions made so far (a request sent after the line finds a responder), or at once with a warning when it does not confirm them. */
+export function announceWhenSubscribed(bus: Bus, logger: Logger, announce: () => void): void {
+  bus.flush().then(announce, (error: unknown) => {
+    logger.warn({ event: 'subscription-unconfirmed', err: error }, 'NATS did not confirm the subscription yet');
+    announce();
+  });
+}
+
 export interface CoordinatorService extends Served {
   readonly epoch: number;
   /** stop — stops taking requests, answers held ones with what there is, and drains the subscription. */
