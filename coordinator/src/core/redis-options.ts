@@ -111,6 +111,14 @@ export function checkRedisUrl(url: string, name = 'the Redis URL'): URL {
   return parsed;
 }
 
+/** checkKeyPrefix — `prefix` if it may start every key of a store (not empty; no braces, since a key's hash tag must be its unit's `{…}`; no spaces); CoordinatorError('config-invalid') otherwise. */
+export function checkKeyPrefix(prefix: string): string {
+  if (/[{}\s]/.test(prefix) || prefix.length === 0) {
+    throw new CoordinatorError('config-invalid', `Redis key prefix ${JSON.stringify(prefix)} may not be empty or hold braces or spaces`);
+  }
+  return prefix;
+}
+
 /**
  * resolveRedisOptions — the Redis to use from parseArgs `flags` over
  * `env`, or null when neither names a URL. Throws
