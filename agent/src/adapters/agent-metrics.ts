@@ -137,40 +137,10 @@ export class AgentMetrics {
       buckets: ROUND_TRIP_BUCKETS,
       registers,
     });
-    this.gauges = {
-      balance: new Gauge({
-        name: 'tokenlease_agent_balance_tokens',
-        help: 'Tokens in hand: what the live leases may still spend.',
-        labelNames: ['pool'],
-        registers,
-      }),
-      demand: new Gauge({
-        name: 'tokenlease_agent_demand_tokens_per_second',
-        help: 'The keepers’ demand estimate.',
-        labelNames: ['pool'],
-        registers,
-      }),
-      fallback: new Gauge({
-        name: 'tokenlease_agent_fallback_active',
-        help: 'Limiters whose fallback bucket serves now.',
-        labelNames: ['pool'],
-        registers,
-      }),
-      shadow: new Gauge({
-        name: 'tokenlease_agent_shadow_active',
-        help: 'Limiters in shadow mode now (admitting what they would deny).',
-        labelNames: ['pool'],
-        registers,
-      }),
-    };
+    this.gauges = limiterGauges(registers);
   }
 
-  private readonly gauges: {
-    readonly balance: Gauge<'pool'>;
-    readonly demand: Gauge<'pool'>;
-    readonly fallback: Gauge<'pool'>;
-    readonly shadow: Gauge<'pool'>;
-  };
+  private readonly gauges: LimiterGauges;
 
   /** track — reports `limiter` from the next scrape on (its counts so far included). */
   track(limiter: Limiter): void {
@@ -240,4 +210,41 @@ export class AgentMetrics {
       shadow.inc({ pool }, stats.shadow ? 1 : 0);
     }
   }
+}
+
+interface LimiterGauges {
+  readonly balance: Gauge<'pool'>;
+  readonly demand: Gauge<'pool'>;
+  readonly fallback: Gauge<'pool'>;
+  readonly shadow: Gauge<'pool'>;
+}
+
+/** limiterGauges — the gauges set from the limiters at each scrape, summed by pool label. */
+function limiterGauges(registers: Registry[]): LimiterGauges {
+  return {
+    balance: new Gauge({
+      name: 'tokenlease_agent_balance_tokens',
+      help: 'Tokens in hand: what the live leases may still spend.',
+      labelNames: ['pool'],
+      registers,
+    }),
+    demand: new Gauge({
+      name: 'tokenlease_agent_demand_tokens_per_second',
+      help: 'The keepers’ demand estimate.',
+      labelNames: ['pool'],
+      registers,
+    }),
+    fallback: new Gauge({
+      name: 'tokenlease_agent_fallback_active',
+      help: 'Limiters whose fallback bucket serves now.',
+      labelNames: ['pool'],
+      registers,
+    }),
+    shadow: new Gauge({
+      name: 'tokenlease_agent_shadow_active',
+      help: 'Limiters in shadow mode now (admitting what they would deny).',
+      labelNames: ['pool'],
+      registers,
+    }),
+  };
 }

@@ -13,12 +13,14 @@ import { hostMonoNowUs } from '@tokenlease/shared/clock';
 import { type Bus, type BusHandler, type ReplyPort } from '@tokenlease/shared/nats';
 import type { Logger } from 'pino';
 import type { CoordinatorConfig } from '../core/config.js';
+import type { CoordinatorCore } from '../core/coordinator-core.js';
 import type { OwnershipCommand } from '../core/ownership-commands.js';
 import { DEFAULT_OWNERSHIP_TTL_MS, LEGACY_KEY, OwnershipDriver } from '../core/ownership-driver.js';
 import type { StoreCall, StoreResult } from '../core/ownership-store.js';
+import type { ReconfigureSummary } from '../core/pool-registry.js';
 import type { OwnershipView, ServiceObserver } from './metrics.js';
 import type { StateStore } from './redis-store.js';
-import { intakeLoop } from './intake-loop.js';
+import { intakeLoop, type IntakeLoop } from './intake-loop.js';
 import { INTERNAL_ERROR, REFUSAL_LOG_INTERVAL_MS, ReplyLog } from './reply-log.js';
 import type { Served } from './service.js';
 import { TickTimer } from './tick-timer.js';
@@ -56,91 +58,130 @@ type Command = OwnershipCommand<ReplyPort>;
  * the same store, each pool owned by one of them at a time.
  */
 export function startDurableService(options: DurableServiceOptions): DurableService {
-  const { config, bus, store, logger, member } = options;
-  const nowUs = options.nowUs ?? hostMonoNowUs;
-  const ownershipTtlMs = options.ownershipTtlMs ?? DEFAULT_OWNERSHIP_TTL_MS;
-  const driver = new OwnershipDriver<ReplyPort>({ config, member, ownershipTtlMs, startUs: nowUs() });
-  const core = driver.core;
-  let observer = options.observer ?? null;
-  const replies = new ReplyLog(logger, config.subjectPrefix, () => nowUs() / 1000, REFUSAL_LOG_INTERVAL_MS, observer);
-  const subscriptions = new Map<string, { stop(): Promise<void> }>();
-  let stopping: Promise<void> | null = null;
-  let stopped = (): void => undefined;
-  const failed = (error: unknown): void => logger.error({ event: 'store-task-failed', err: error }, 'store task failed');
-  const timer = new TickTimer(
-    nowUs,
-    () => {
-      perform(driver.tick(nowUs()));
-      replies.flush();
-      return Infinity; // the driver's `wake` commands arm the timer
-    },
-    (error) => logger.error({ event: 'tick-failed', err: error }, 'tick failed'),
-  );
+  return new NatsDurableService(options);
+}
 
-  /** perform — carries `commands` out in order; `startUs`: when the event behind them came (for handling times). */
-  function perform(commands: readonly Command[], startUs = nowUs()): void {
-    for (const command of commands) carry(command, startUs);
+/** NatsDurableService — the ownership driver's commands carried out against the bus, the store and a timer; each result fed back with the time it came. */
+class NatsDurableService implements DurableService {
+  readonly core: CoordinatorCore<ReplyPort>;
+  readonly member: string;
+  readonly replies: ReplyLog;
+  private readonly nowUs: () => number;
+  private readonly driver: OwnershipDriver<ReplyPort>;
+  private observer: ServiceObserver | null;
+  private readonly subscriptions = new Map<string, { stop(): Promise<void> }>();
+  private readonly timer: TickTimer;
+  private readonly intake: IntakeLoop;
+  private stopping: Promise<void> | null = null;
+  private stopped = (): void => undefined;
+
+  constructor(private readonly options: DurableServiceOptions) {
+    const { config, logger, member } = options;
+    const nowUs = (this.nowUs = options.nowUs ?? hostMonoNowUs);
+    const ownershipTtlMs = options.ownershipTtlMs ?? DEFAULT_OWNERSHIP_TTL_MS;
+    this.member = member;
+    this.driver = new OwnershipDriver<ReplyPort>({ config, member, ownershipTtlMs, startUs: nowUs() });
+    this.core = this.driver.core;
+    this.observer = options.observer ?? null;
+    this.replies = new ReplyLog(logger, config.subjectPrefix, () => nowUs() / 1000, REFUSAL_LOG_INTERVAL_MS, this.observer);
+    const onTickError = (error: unknown): void => logger.error({ event: 'tick-failed', err: error }, 'tick failed');
+    this.timer = new TickTimer(nowUs, () => this.tick(), onTickError);
+    // One intake for every subscription: requests screened, then handled in turns per identity (intake-loop.ts).
+    this.intake = intakeLoop(this.replies, () => this.core.config, nowUs, logger);
+    this.perform(this.driver.start(nowUs()));
   }
 
-  function carry(c: Command, startUs: number): void {
+  reconfigure(next: CoordinatorConfig): { summary: ReconfigureSummary; atUs: number } {
+    const atUs = this.nowUs();
+    const { summary, commands } = this.driver.reconfigure(next, atUs);
+    this.perform(commands, atUs);
+    return { summary, atUs };
+  }
+
+  serving(): boolean {
+    return this.driver.serving();
+  }
+
+  observe(next: ServiceObserver): void {
+    this.observer = next;
+    this.replies.observer = next;
+  }
+
+  storeUp(): boolean {
+    return this.driver.storeUp();
+  }
+
+  members(): readonly string[] {
+    return this.driver.members();
+  }
+
+  owned(): ReadonlyMap<string, number> {
+    return this.driver.ownedEpochs();
+  }
+
+  stop(): Promise<void> {
+    if (this.stopping !== null) return Promise.resolve();
+    this.stopping = new Promise<void>((resolve) => {
+      this.stopped = resolve;
+    }).then(() => this.timer.stop());
+    this.perform(this.driver.stop(this.nowUs()));
+    return this.stopping;
+  }
+
+  private tick(): number {
+    this.perform(this.driver.tick(this.nowUs()));
+    this.replies.flush();
+    return Infinity; // the driver's `wake` commands arm the timer
+  }
+
+  /** perform — carries `commands` out in order; `startUs`: when the event behind them came (for handling times). */
+  private perform(commands: readonly Command[], startUs = this.nowUs()): void {
+    for (const command of commands) this.carry(command, startUs);
+  }
+
+  private carry(c: Command, startUs: number): void {
     switch (c.kind) {
       case 'store':
-        return void call(c.call).then((result) => perform(driver.stored(c.ticket, result, nowUs())), failed);
+        return void this.call(c.call).then((result) => this.perform(this.driver.stored(c.ticket, result, this.nowUs())), this.failed);
       case 'subscribe':
-        return void subscriptions.set(c.key, bus.serve(c.subject, c.queueGroup, handlerOf(c.key)));
+        return void this.subscriptions.set(c.key, this.options.bus.serve(c.subject, c.queueGroup, this.handlerOf(c.key)));
       case 'unsubscribe':
-        return void unsubscribe(c.key).then(() => perform(driver.done(c.ticket, nowUs())), failed);
+        return void this.unsubscribe(c.key).then(() => this.perform(this.driver.done(c.ticket, this.nowUs())), this.failed);
       case 'flush-bus':
-        return void bus
+        return void this.options.bus
           .flush()
           .catch(() => undefined)
-          .then(() => perform(driver.done(c.ticket, nowUs())))
-          .catch(failed);
+          .then(() => this.perform(this.driver.done(c.ticket, this.nowUs())))
+          .catch(this.failed);
       case 'send':
-        return replies.send(c.deliveries, nowUs(), c.label);
+        return this.replies.send(c.deliveries, this.nowUs(), c.label);
       case 'internal-error':
-        logger.error({ event: 'request-failed', err: c.error, subject: c.subject }, 'internal error while handling a request');
+        this.options.logger.error({ event: 'request-failed', err: c.error, subject: c.subject }, 'internal error while handling a request');
         return void c.to.respond(INTERNAL_ERROR);
       case 'faults':
-        return replies.faults(c.faults);
+        return this.replies.faults(c.faults);
       case 'handled':
-        return observer?.handled(c.op, (nowUs() - startUs) / 1e6);
+        return this.observer?.handled(c.op, (this.nowUs() - startUs) / 1e6);
       case 'wrote':
-        return observer?.wrote((nowUs() - c.startedUs) / 1e6, c.outcome);
+        return this.observer?.wrote((this.nowUs() - c.startedUs) / 1e6, c.outcome);
       case 'log':
-        return logger[c.line.level](c.line.fields, c.line.message);
+        return this.options.logger[c.line.level](c.line.fields, c.line.message);
       case 'wake':
-        return timer.schedule(c.atUs);
+        return this.timer.schedule(c.atUs);
       case 'stopped':
-        return stopped();
+        return this.stopped();
     }
   }
 
+  private readonly failed = (error: unknown): void =>
+    this.options.logger.error({ event: 'store-task-failed', err: error }, 'store task failed');
+
   /** call — performs a store call of this member; its answer, or its failure, as a result. */
-  function call(c: StoreCall): Promise<StoreResult> {
-    return answer(c).then(
+  private call(c: StoreCall): Promise<StoreResult> {
+    return storeAnswer(this.options.store, this.member, c).then(
       (value): StoreResult => ({ ok: true, value }) as StoreResult,
       (error: unknown): StoreResult => ({ ok: false, error }),
     );
-  }
-
-  function answer(c: StoreCall): Promise<unknown> {
-    switch (c.op) {
-      case 'heartbeat':
-        return store.heartbeat(member, c.ttlMs);
-      case 'owner-of':
-        return store.ownerOf(c.unit);
-      case 'claim':
-        return store.claim(c.unit, member, c.ttlMs);
-      case 'renew':
-        return store.renew(c.unit, member, c.epoch, c.ttlMs);
-      case 'write':
-        return store.write(c.unit, member, c.epoch, c.changes);
-      case 'release':
-        return store.release(c.unit, member, c.epoch);
-      case 'forget':
-        return store.forget(c.unit, member, c.epoch);
-    }
   }
 
   /**
@@ -150,50 +191,38 @@ export function startDurableService(options: DurableServiceOptions): DurableServ
    * (intake-loop.ts); operator requests are operations.ts's, so a pool's
    * subscription leaves them alone.
    */
-  function handlerOf(key: string): BusHandler {
-    return intake.through((subject, payload, port) => {
-      const startUs = nowUs();
-      perform(driver.message(key, subject, payload, port, startUs), startUs);
+  private handlerOf(key: string): BusHandler {
+    return this.intake.through((subject, payload, port) => {
+      const startUs = this.nowUs();
+      this.perform(this.driver.message(key, subject, payload, port, startUs), startUs);
     }, key === LEGACY_KEY);
   }
 
-  async function unsubscribe(key: string): Promise<void> {
-    const subscription = subscriptions.get(key);
-    subscriptions.delete(key);
+  private async unsubscribe(key: string): Promise<void> {
+    const subscription = this.subscriptions.get(key);
+    this.subscriptions.delete(key);
     await subscription?.stop();
     // What it took in is handled before the driver hears the subscription is gone.
-    intake.drainNow();
+    this.intake.drainNow();
   }
+}
 
-  // One intake for every subscription: requests screened, then handled in turns per identity (intake-loop.ts).
-  const intake = intakeLoop(replies, () => core.config, nowUs, logger);
-  perform(driver.start(nowUs()));
-
-  return {
-    core,
-    member,
-    replies,
-    reconfigure(next: CoordinatorConfig) {
-      const atUs = nowUs();
-      const { summary, commands } = driver.reconfigure(next, atUs);
-      perform(commands, atUs);
-      return { summary, atUs };
-    },
-    serving: () => driver.serving(),
-    observe(next: ServiceObserver): void {
-      observer = next;
-      replies.observer = next;
-    },
-    storeUp: () => driver.storeUp(),
-    members: () => driver.members(),
-    owned: () => driver.ownedEpochs(),
-    stop(): Promise<void> {
-      if (stopping !== null) return Promise.resolve();
-      stopping = new Promise<void>((resolve) => {
-        stopped = resolve;
-      }).then(() => timer.stop());
-      perform(driver.stop(nowUs()));
-      return stopping;
-    },
-  };
+/** storeAnswer — `c` performed against `store` as `member`: what the store answers. */
+function storeAnswer(store: StateStore, member: string, c: StoreCall): Promise<unknown> {
+  switch (c.op) {
+    case 'heartbeat':
+      return store.heartbeat(member, c.ttlMs);
+    case 'owner-of':
+      return store.ownerOf(c.unit);
+    case 'claim':
+      return store.claim(c.unit, member, c.ttlMs);
+    case 'renew':
+      return store.renew(c.unit, member, c.epoch, c.ttlMs);
+    case 'write':
+      return store.write(c.unit, member, c.epoch, c.changes);
+    case 'release':
+      return store.release(c.unit, member, c.epoch);
+    case 'forget':
+      return store.forget(c.unit, member, c.epoch);
+  }
 }

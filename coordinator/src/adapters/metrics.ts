@@ -260,72 +260,49 @@ export class CoordinatorMetrics implements ServiceObserver {
     });
     const gauge = (name: string, help: string, labelNames: string[] = []): Gauge =>
       new Gauge({ name, help, labelNames, registers: [this.registry] });
-    const fields = {
-      capacity: gauge('tokenlease_pool_capacity_tokens', 'Capacity B of the pool (summed over a template’s pools).', ['pool']),
-      allowance: gauge('tokenlease_pool_allowance_tokens', 'Allowance A: how far leased tokens may exceed the bucket.', ['pool']),
-      level: gauge('tokenlease_pool_level_tokens', 'Tokens in the pool’s level as of its last step.', ['pool']),
-      leased: gauge('tokenlease_pool_leased_tokens', 'Σ bounds of live leases (and of retired parts still counted).', ['pool']),
-      leases: gauge('tokenlease_pool_leases', 'Live leases.', ['pool']),
-      waiting: gauge('tokenlease_pool_waiting_requests', 'Requests held while a worthwhile grant accrues.', ['pool']),
-      refill: gauge('tokenlease_pool_refill_tokens_per_second', 'Refill rate r of the pool (summed over a template’s pools).', ['pool']),
-      shadow: gauge('tokenlease_pool_shadow', 'Pools in shadow mode: 1 per pool (summed over a template’s pools).', ['pool']),
-      cooling: gauge(
-        'tokenlease_pool_cooling_tokens',
-        'Window pools: tokens reported spent or lapsed, going back to the level one window after.',
-        ['pool'],
-      ),
-    };
-    type Field = keyof typeof fields;
+    const fields = poolGauges(gauge);
     const pools = gauge('tokenlease_pools', 'Pools held, by kind (configured, template, removed and lapsing).', ['kind']);
-    const ownership =
-      this.ownership === null
-        ? null
-        : {
-            owned: gauge('tokenlease_pool_owned', 'Durable mode: 1 for each unit this coordinator owns.', ['pool']),
-            epoch: gauge('tokenlease_pool_owner_epoch', 'Durable mode: the epoch of this coordinator’s ownership of each unit.', ['pool']),
-            storeUp: gauge('tokenlease_store_up', 'Durable mode: 1 while the last heartbeat to Redis succeeded.'),
-            members: gauge('tokenlease_members', 'Durable mode: live coordinators seen in Redis.'),
-          };
+    const ownership = this.ownership === null ? null : ownershipGauges(gauge);
     const nats = gauge('tokenlease_nats_connected', '1 while the NATS connection is up.');
     read = (): void => {
       nats.set(this.natsUp ? 1 : 0);
       for (const g of Object.values(fields)) g.reset();
       pools.reset();
-      const sums = new Map<string, Record<Field, number>>();
-      const kinds = { configured: 0, template: 0, removed: 0 };
-      let count = 0;
-      for (const held of this.core.held()) {
-        count += 1;
-        kinds[held.kind] += 1;
-        const s = held.pool.snapshot();
-        const label = this.poolLabel(held.name);
-        const sum = sums.get(label) ?? {
-          capacity: 0,
-          allowance: 0,
-          level: 0,
-          leased: 0,
-          leases: 0,
-          waiting: 0,
-          refill: 0,
-          shadow: 0,
-          cooling: 0,
-        };
-        sum.capacity += s.config.capacity;
-        sum.allowance += s.config.allowance;
-        sum.level += s.levelTokens;
-        sum.leased += s.leasedTokens;
-        sum.leases += s.leases;
-        sum.waiting += s.waiting;
-        sum.refill += (s.config.refill.tokens * 1000) / s.config.refill.periodMs;
-        sum.shadow += s.config.shadow ? 1 : 0;
-        sum.cooling += s.coolingTokens;
-        sums.set(label, sum);
-      }
-      for (const [pool, sum] of sums) for (const field of Object.keys(fields) as Field[]) fields[field].set({ pool }, sum[field]);
+      const { sums, kinds, count } = this.readPools();
+      for (const [pool, sum] of sums) for (const field of POOL_FIELDS) fields[field].set({ pool }, sum[field]);
       for (const [kind, n] of Object.entries(kinds)) pools.set({ kind }, n);
       if (ownership !== null) this.setOwnership(ownership);
       reader.set(count);
     };
+  }
+
+  /** readPools — one reading of every pool held: the pool gauges' values summed by label, the pools by kind, and how many. */
+  private readPools(): {
+    sums: Map<string, Record<PoolField, number>>;
+    kinds: Record<'configured' | 'template' | 'removed', number>;
+    count: number;
+  } {
+    const sums = new Map<string, Record<PoolField, number>>();
+    const kinds = { configured: 0, template: 0, removed: 0 };
+    let count = 0;
+    for (const held of this.core.held()) {
+      count += 1;
+      kinds[held.kind] += 1;
+      const s = held.pool.snapshot();
+      const label = this.poolLabel(held.name);
+      const sum = sums.get(label) ?? (Object.fromEntries(POOL_FIELDS.map((field) => [field, 0])) as Record<PoolField, number>);
+      sum.capacity += s.config.capacity;
+      sum.allowance += s.config.allowance;
+      sum.level += s.levelTokens;
+      sum.leased += s.leasedTokens;
+      sum.leases += s.leases;
+      sum.waiting += s.waiting;
+      sum.refill += (s.config.refill.tokens * 1000) / s.config.refill.periodMs;
+      sum.shadow += s.config.shadow ? 1 : 0;
+      sum.cooling += s.coolingTokens;
+      sums.set(label, sum);
+    }
+    return { sums, kinds, count };
   }
 
   private setOwnership({ owned, epoch, storeUp, members }: { owned: Gauge; epoch: Gauge; storeUp: Gauge; members: Gauge }): void {
@@ -341,6 +318,40 @@ export class CoordinatorMetrics implements ServiceObserver {
     storeUp.set(view.storeUp() ? 1 : 0);
     members.set(view.members().length);
   }
+}
+
+/** POOL_FIELDS — what the pool gauges say of each pool label, in the order they are registered. */
+const POOL_FIELDS = ['capacity', 'allowance', 'level', 'leased', 'leases', 'waiting', 'refill', 'shadow', 'cooling'] as const;
+type PoolField = (typeof POOL_FIELDS)[number];
+type GaugeOf = (name: string, help: string, labelNames?: string[]) => Gauge;
+
+/** poolGauges — the gauges of each pool label (a template's pools are summed under theirs), registered in POOL_FIELDS order. */
+function poolGauges(gauge: GaugeOf): Record<PoolField, Gauge> {
+  return {
+    capacity: gauge('tokenlease_pool_capacity_tokens', 'Capacity B of the pool (summed over a template’s pools).', ['pool']),
+    allowance: gauge('tokenlease_pool_allowance_tokens', 'Allowance A: how far leased tokens may exceed the bucket.', ['pool']),
+    level: gauge('tokenlease_pool_level_tokens', 'Tokens in the pool’s level as of its last step.', ['pool']),
+    leased: gauge('tokenlease_pool_leased_tokens', 'Σ bounds of live leases (and of retired parts still counted).', ['pool']),
+    leases: gauge('tokenlease_pool_leases', 'Live leases.', ['pool']),
+    waiting: gauge('tokenlease_pool_waiting_requests', 'Requests held while a worthwhile grant accrues.', ['pool']),
+    refill: gauge('tokenlease_pool_refill_tokens_per_second', 'Refill rate r of the pool (summed over a template’s pools).', ['pool']),
+    shadow: gauge('tokenlease_pool_shadow', 'Pools in shadow mode: 1 per pool (summed over a template’s pools).', ['pool']),
+    cooling: gauge(
+      'tokenlease_pool_cooling_tokens',
+      'Window pools: tokens reported spent or lapsed, going back to the level one window after.',
+      ['pool'],
+    ),
+  };
+}
+
+/** ownershipGauges — durable mode's gauges of what this coordinator owns and of the store. */
+function ownershipGauges(gauge: GaugeOf): { owned: Gauge; epoch: Gauge; storeUp: Gauge; members: Gauge } {
+  return {
+    owned: gauge('tokenlease_pool_owned', 'Durable mode: 1 for each unit this coordinator owns.', ['pool']),
+    epoch: gauge('tokenlease_pool_owner_epoch', 'Durable mode: the epoch of this coordinator’s ownership of each unit.', ['pool']),
+    storeUp: gauge('tokenlease_store_up', 'Durable mode: 1 while the last heartbeat to Redis succeeded.'),
+    members: gauge('tokenlease_members', 'Durable mode: live coordinators seen in Redis.'),
+  };
 }
 
 /** HISTORY_SECONDS — how far back the status page's chart goes. */

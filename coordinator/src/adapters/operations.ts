@@ -8,8 +8,8 @@
  *   (the process runs and its event loop answers); `/readyz` (NATS
  *   connected and flushing within READY_FLUSH_MS, Redis answering the last
  *   heartbeat in durable mode, and the service serving or standing by:
- *   200, else 503 with the failing checks); `/` the live status page and
- *   `/api/status` its data.
+ *   200, else 503 with the failing checks; core/readiness.ts); `/` the live
+ *   status page and `/api/status` its data.
  * - Reloads: SIGHUP, or a `reload` operator request on
  *   `<prefix>.v2.reload._.<identity>` (every coordinator answers), re-read
  *   the configuration file and apply it whole (core/pool-reconfigure.ts);
@@ -21,15 +21,23 @@
  *   core's to say (operator-access.ts, listing-budget.ts): a `reload` runs
  *   only when `receiveReload` says so, and every other request on these
  *   subscriptions gets the core's reply, a refusal included.
+ *
+ * Every decision is a core's: which reload is refused and why, what it
+ * applies and what it reports (core/reload-plan.ts), whether NATS is up
+ * (core/nats-link.ts), what makes the process ready (core/readiness.ts).
+ * This file reads the file, the bus and the clock, carries the plans out
+ * and serves the answers.
  */
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { encodeMessage, NAMES_LIST_MAX, MESSAGE_TEXT_LENGTH_MAX, operatorServiceSubject, type ReloadOutcome } from '@tokenlease/shared';
+import { encodeMessage, operatorServiceSubject, type ReloadOutcome } from '@tokenlease/shared';
 import { hostMonoNowUs } from '@tokenlease/shared/clock';
 import { type Bus, type BusHandler } from '@tokenlease/shared/nats';
 import type { Logger } from 'pino';
 import type { CoordinatorConfig } from '../core/config.js';
-import { configDiff } from '../core/pool-reconfigure.js';
+import { NatsLink } from '../core/nats-link.js';
+import { readiness } from '../core/readiness.js';
+import { planReload, reloadApplied, reloadRefused, type ReloadLoad } from '../core/reload-plan.js';
 import { statusView } from '../core/status-view.js';
 import { CoordinatorError } from '../errors.js';
 import { loadConfigFile } from './config-file.js';
@@ -61,6 +69,8 @@ export interface OperationsOptions {
   readonly name: string;
 }
 
+type Subscription = ReturnType<Bus['serve']>;
+
 export interface Operations {
   readonly metrics: CoordinatorMetrics;
   /** The HTTP endpoint's URL, or null without `--http`. */
@@ -72,156 +82,173 @@ export interface Operations {
 
 /** startOperations — see the module comment. Rejects with CoordinatorError('config-invalid') for a bad `--http`, or when it cannot listen. */
 export async function startOperations(options: OperationsOptions): Promise<Operations> {
-  const { served, ownership, bus, logger, configPath, name } = options;
+  const { served, ownership, logger, name } = options;
   const listen = options.http === undefined ? null : parseListen(options.http);
-  const core = served.core;
-  core.name = name;
-  const prefix = core.config.subjectPrefix;
-  const metrics = new CoordinatorMetrics(core, ownership);
+  served.core.name = name;
+  const metrics = new CoordinatorMetrics(served.core, ownership);
   served.observe(metrics);
-  let natsUp = true;
-  bus.onEvent((event) => {
-    if (event.type === 'disconnect') natsUp = false;
-    else if (event.type === 'reconnect') natsUp = true;
-    metrics.natsConnected(natsUp);
-  });
-
-  let reloading: Promise<unknown> = Promise.resolve();
-  const reload = (trigger: string): Promise<ReloadOutcome> => {
-    const run = reloading.then(() => reloadOnce(trigger));
-    reloading = run.catch(() => undefined);
-    return run;
-  };
-  async function reloadOnce(trigger: string): Promise<ReloadOutcome> {
-    let config: CoordinatorConfig;
-    try {
-      config = await (options.loadConfig ?? loadConfigFile)(configPath);
-    } catch (error) {
-      if (error instanceof CoordinatorError) return refused(trigger, error.message);
-      throw error;
-    }
-    const problem = core.reconfigureProblem(config);
-    if (problem !== null) return refused(trigger, `${configPath}: ${problem}`);
-    const diff = configDiff(core.config, config);
-    const { summary, atUs } = served.reconfigure(config);
-    const any = diff.added.length + diff.removed.length + diff.changed.length > 0 || diff.otherChanged;
-    const outcome = any ? 'applied' : 'unchanged';
-    metrics.reloaded(outcome);
-    const { added, removed, changed } = diff;
-    logger.info(
-      { event: 'reloaded', trigger, outcome, added, removed, changed, held: summary, tUs: Math.round(atUs) },
-      'configuration reloaded',
-    );
-    const message = any ? `applied ${configPath}` : `${configPath} changes nothing`;
-    return outcomeOf(outcome, message, diff);
-  }
-  function refused(trigger: string, reason: string): ReloadOutcome {
-    metrics.reloaded('refused');
-    logger.error({ event: 'reload-refused', trigger, reason }, 'configuration reload refused: nothing changed');
-    return outcomeOf('refused', reason, { added: [], removed: [], changed: [] });
-  }
-  function outcomeOf(
-    outcome: ReloadOutcome['outcome'],
-    message: string,
-    s: Pick<ReloadOutcome, 'added' | 'removed' | 'changed'>,
-  ): ReloadOutcome {
-    const cut = (names: readonly string[]): string[] => names.slice(0, NAMES_LIST_MAX);
-    return {
-      v: 2,
-      kind: 'reload',
-      coordinator: name.slice(0, 128),
-      outcome,
-      message: message.slice(0, MESSAGE_TEXT_LENGTH_MAX),
-      added: cut(s.added),
-      removed: cut(s.removed),
-      changed: cut(s.changed),
-    };
-  }
-
-  const onHangup = (): void =>
-    void reload('SIGHUP').catch((error: unknown) => logger.error({ event: 'reload-failed', err: error }, 'reload failed'));
+  const link = watchNats(options.bus, metrics);
+  const reloads = new Reloads(options, metrics);
+  const onHangup = (): void => void reloads.reload('SIGHUP').catch(reloadFailed(logger));
   process.on('SIGHUP', onHangup);
+  const subscriptions = serveOperatorRequests(options, reloads);
+  const routes = await routesOf(options, metrics, link);
+  const undo = async (): Promise<void> => {
+    await Promise.all(subscriptions.map((s) => s.stop()));
+    process.off('SIGHUP', onHangup);
+    metrics.stop();
+  };
+  const endpoint = listen === null ? null : await listenOn(options, listen, routes, undo);
+  return {
+    metrics,
+    httpUrl: endpoint?.url ?? null,
+    reload: (trigger) => reloads.reload(trigger),
+    async stop(): Promise<void> {
+      process.off('SIGHUP', onHangup);
+      metrics.stop();
+      await Promise.all([...subscriptions.map((s) => s.stop()), endpoint?.close()]);
+    },
+  };
+}
 
-  // Every coordinator answers operator requests on a queue group of its own,
-  // named so that NATS permissions can allow them all (`tokenlease-ops.*`).
+/** watchNats — the NATS link as the bus's events say (core/nats-link.ts), told to the metrics after each. */
+function watchNats(bus: Bus, metrics: CoordinatorMetrics): NatsLink {
+  const link = new NatsLink();
+  bus.onEvent((event) => metrics.natsConnected(link.event(event.type)));
+  return link;
+}
+
+/**
+ * Reloads — runs reloads one at a time: each re-reads the file, has
+ * core/reload-plan.ts say what to do, applies it, and counts, logs and
+ * answers what the plan's report says.
+ */
+class Reloads {
+  private last: Promise<unknown> = Promise.resolve();
+
+  constructor(
+    private readonly options: OperationsOptions,
+    private readonly metrics: CoordinatorMetrics,
+  ) {}
+
+  /** reload — queued behind the reload before it; rejects only on a fault (a refusal is an outcome). */
+  reload(trigger: string): Promise<ReloadOutcome> {
+    const run = this.last.then(() => this.once(trigger));
+    this.last = run.catch(() => undefined);
+    return run;
+  }
+
+  private async once(trigger: string): Promise<ReloadOutcome> {
+    const { served, configPath, logger } = this.options;
+    const plan = planReload(served.core, await this.load(), configPath);
+    if (plan.kind === 'fail') throw plan.error;
+    const who = { trigger, coordinator: this.options.name };
+    const report = plan.kind === 'refuse' ? reloadRefused(plan.reason, who) : reloadApplied(plan, served.reconfigure(plan.config), who);
+    this.metrics.reloaded(report.outcome);
+    logger[report.log.level](report.log.fields, report.log.message);
+    return report.reply;
+  }
+
+  private async load(): Promise<ReloadLoad> {
+    try {
+      return { ok: true, config: await (this.options.loadConfig ?? loadConfigFile)(this.options.configPath) };
+    } catch (error) {
+      return { ok: false, error };
+    }
+  }
+}
+
+/** reloadFailed — logs a reload's fault (not a refusal: a refusal is its outcome). */
+function reloadFailed(logger: Logger): (error: unknown) => void {
+  return (error) => logger.error({ event: 'reload-failed', err: error }, 'reload failed');
+}
+
+/**
+ * serveOperatorRequests — the `pools` and `reload` subscriptions, on a
+ * queue group of this coordinator's own (named so that NATS permissions
+ * can allow them all: `tokenlease-ops.*`), screened first as the services'
+ * requests are (no reply to another identity's inbox, core/reply-inbox.ts);
+ * the core answers each, or says to reload.
+ */
+function serveOperatorRequests(options: OperationsOptions, reloads: Reloads): Subscription[] {
+  const { served, bus, logger } = options;
+  const core = served.core;
+  const prefix = core.config.subjectPrefix;
   const queue = `${OPERATOR_QUEUE_PREFIX}.${randomBytes(6).toString('hex')}`;
-  // Screened first, as the services' requests are: no reply to another identity's inbox (core/reply-inbox.ts).
   const screened = (handler: BusHandler): BusHandler => served.replies.screened(() => core.config, handler);
-  const poolsSub = bus.serve(
+  const pools = bus.serve(
     operatorServiceSubject(prefix, 'pools'),
     queue,
     screened((subject, payload, port) => {
       served.replies.send(core.receive(subject, payload, port, hostMonoNowUs()), hostMonoNowUs(), { subject });
     }),
   );
-  const reloadSub = bus.serve(
+  const reload = bus.serve(
     operatorServiceSubject(prefix, 'reload'),
     queue,
     screened((subject, payload, port) => {
       const verdict = core.receiveReload(subject, payload, port, hostMonoNowUs());
-      if (verdict !== 'reload') {
-        served.replies.send(verdict, hostMonoNowUs(), { subject });
-        return;
-      }
-      reload('operator').then(
-        (outcome) => port.respond(encodeMessage(outcome)),
-        (error: unknown) => logger.error({ event: 'reload-failed', err: error }, 'reload failed'),
-      );
+      if (verdict !== 'reload') return served.replies.send(verdict, hostMonoNowUs(), { subject });
+      reloads.reload('operator').then((outcome) => port.respond(encodeMessage(outcome)), reloadFailed(logger));
     }),
   );
+  return [pools, reload];
+}
 
-  const readiness = async (): Promise<HttpAnswer> => {
-    const flushed = natsUp && (await within(bus.flush(), READY_FLUSH_MS));
-    const checks = { nats: flushed, store: ownership === null ? null : ownership.storeUp(), serving: served.serving() };
-    const ready = checks.nats && checks.store !== false && checks.serving;
-    return json(ready ? 200 : 503, { ready, ...checks });
+/** routesOf — the HTTP endpoint's pages: metrics, health, readiness (core/readiness.ts) and the status page. */
+async function routesOf(options: OperationsOptions, metrics: CoordinatorMetrics, link: NatsLink): Promise<Map<string, Route>> {
+  const { bus, ownership, served } = options;
+  const ready = async (): Promise<HttpAnswer> => {
+    // No flush is asked of a connection known to be down.
+    const nats = link.up && (await within(bus.flush(), READY_FLUSH_MS));
+    const { status, body } = readiness({ nats, store: ownership === null ? null : ownership.storeUp(), serving: served.serving() });
+    return json(status, body);
   };
   const assets = await loadAssets();
-  const routes = new Map<string, Route>([
+  return new Map<string, Route>([
     ['/metrics', async () => ({ status: 200, contentType: metrics.contentType, body: await metrics.render() })],
     ['/healthz', () => text(200, 'ok\n')],
-    ['/readyz', readiness],
+    ['/readyz', ready],
     ['/', () => assets.html],
     ['/status.js', () => assets.js],
     ['/status.css', () => assets.css],
-    ['/api/status', () => json(200, statusData())],
+    ['/api/status', () => json(200, statusData(options, metrics, link))],
   ]);
-  function statusData(): object {
-    const nowUs = hostMonoNowUs();
-    const view = statusView(core.held(), nowUs);
-    const owned = ownership === null ? null : [...ownership.owned()].map(([unit, epoch]) => ({ unit, epoch }));
-    return {
-      coordinator: name,
-      mode: options.mode ?? (ownership === null ? 'memory' : 'durable'),
-      natsConnected: natsUp,
-      ...view,
-      history: metrics.history.series(),
-      ownership: ownership === null ? null : { member: name, storeUp: ownership.storeUp(), members: [...ownership.members()], owned },
-    };
-  }
-  let endpoint: HttpEndpoint | null = null;
-  if (listen !== null) {
-    try {
-      endpoint = await startHttpEndpoint(listen.host, listen.port, routes);
-    } catch (error) {
-      await Promise.all([poolsSub.stop(), reloadSub.stop()]);
-      process.off('SIGHUP', onHangup);
-      metrics.stop();
-      const reason = error instanceof Error ? error.message : String(error);
-      throw new CoordinatorError('listen-failed', `cannot serve HTTP on ${options.http}: ${reason}`, { cause: error });
-    }
-    logger.info({ event: 'http-listening', url: endpoint.url }, 'HTTP endpoint listening');
-  }
+}
+
+/** statusData — what `/api/status` answers: the pools held (core/status-view.ts), the connections, history and ownership. */
+function statusData(options: OperationsOptions, metrics: CoordinatorMetrics, link: NatsLink): object {
+  const { served, ownership, name } = options;
+  const nowUs = hostMonoNowUs();
+  const view = statusView(served.core.held(), nowUs);
+  const owned = ownership === null ? null : [...ownership.owned()].map(([unit, epoch]) => ({ unit, epoch }));
   return {
-    metrics,
-    httpUrl: endpoint?.url ?? null,
-    reload,
-    async stop(): Promise<void> {
-      process.off('SIGHUP', onHangup);
-      metrics.stop();
-      await Promise.all([poolsSub.stop(), reloadSub.stop(), endpoint?.close()]);
-    },
+    coordinator: name,
+    mode: options.mode ?? (ownership === null ? 'memory' : 'durable'),
+    natsConnected: link.up,
+    ...view,
+    history: metrics.history.series(),
+    ownership: ownership === null ? null : { member: name, storeUp: ownership.storeUp(), members: [...ownership.members()], owned },
   };
+}
+
+/** listenOn — the HTTP endpoint on `listen`; when it cannot listen, `undo`es what was started and rejects with `listen-failed`. */
+async function listenOn(
+  options: OperationsOptions,
+  listen: { host: string; port: number },
+  routes: Map<string, Route>,
+  undo: () => Promise<void>,
+): Promise<HttpEndpoint> {
+  let endpoint: HttpEndpoint;
+  try {
+    endpoint = await startHttpEndpoint(listen.host, listen.port, routes);
+  } catch (error) {
+    await undo();
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new CoordinatorError('listen-failed', `cannot serve HTTP on ${options.http}: ${reason}`, { cause: error });
+  }
+  options.logger.info({ event: 'http-listening', url: endpoint.url }, 'HTTP endpoint listening');
+  return endpoint;
 }
 
 /** within — whether `promise` settles successfully within `ms`. */

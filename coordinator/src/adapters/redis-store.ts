@@ -34,13 +34,12 @@
 import { EventEmitter } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
-import { checkSetting } from '@tokenlease/shared/command-line';
 import { CoordinatorError } from '../errors.js';
 import { confirmWrite } from '../core/replica-confirm.js';
 import { onlineReplicas, replicaShortfall, slotRanges } from '../core/replica-shortfall.js';
 import { appendOnlyVerdict, connectReason } from '../core/redis-connect-reason.js';
-import { checkRedisUrl, resolveRedisOptions, type RedisConnectOptions } from '../core/redis-options.js';
-import { REDIS_ENV, REDIS_FLAGS, REDIS_PREFIX, type RedisField } from '../core/redis-settings.js';
+import { checkKeyPrefix, checkRedisUrl, resolveRedisOptions, type RedisConnectOptions } from '../core/redis-options.js';
+import { REDIS_ENV, REDIS_FLAGS, type RedisField } from '../core/redis-settings.js';
 import { decodePersistedLease, encodePersistedLease, parseLevelTokens, type PoolChanges } from '../core/pool-state.js';
 
 const CLAIM = `
@@ -169,30 +168,40 @@ function readTlsFile(field: RedisField, path: string): Buffer {
   }
 }
 
-/**
- * connectRedisStore — a store on the Redis that `target` names (a URL, or
- * resolved options with a login and TLS files apart); rejects with
- * one-line CoordinatorErrors holding no secret: `config-invalid` for a bad
- * URL or an unreadable TLS file, `store-unavailable` for a server that
- * cannot be reached or refuses the login.
- */
 /** ignoreSocketError — a socket's later errors: the client has already heard the first and acts on its close. */
 function ignoreSocketError(): void {}
 
 /**
- * connectRedisStore — a StateStore on Redis (a URL, or resolveRedisOptions'
- * options: one server, a Cluster or Sentinel), connected; rejects with
- * CoordinatorError('store-unavailable') when it cannot connect,
- * 'config-invalid' for a bad URL or key prefix.
+ * connectRedisStore — a store on the Redis that `target` names (a URL, or
+ * resolved options with a login and TLS files apart: one server, a Cluster
+ * or Sentinel), connected; rejects with one-line CoordinatorErrors holding
+ * no secret: `config-invalid` for a bad URL or key prefix or an unreadable
+ * TLS file, `store-unavailable` for a server that cannot be reached or
+ * refuses the login.
  */
 export async function connectRedisStore(target: string | RedisConnectOptions, options: RedisStoreOptions = {}): Promise<StateStore> {
   const connection = typeof target === 'string' ? urlOnly(target) : target;
   if (connection.cluster === null && connection.sentinel === null) checkRedisUrl(connection.url);
-  const prefix = options.keyPrefix ?? 'tokenlease';
-  const checkedPrefix = checkSetting(REDIS_PREFIX, 'Redis key prefix', prefix);
-  if (!checkedPrefix.ok) throw new CoordinatorError('config-invalid', checkedPrefix.message);
+  const prefix = checkKeyPrefix(options.keyPrefix ?? 'tokenlease');
+  const redisOptions = redisOptionsOf(connection, options);
+  // Sentinels that cannot name the master at start fail the start (a few tries); once connected, they are asked forever.
+  let started = false;
+  const client = clientOf(connection, redisOptions, (times) => (started || times <= 3 ? 250 : null));
+  const lastError = watchErrors(client);
+  try {
+    await client.connect();
+    started = true;
+  } catch (error) {
+    client.disconnect();
+    throw await connectFailure(connection, redisOptions, error, lastError());
+  }
+  return new RedisStore(client, prefix, connection.replicas, connection.replicaTimeoutMs);
+}
+
+/** redisOptionsOf — ioredis's options for `connection`: no offline queue, no retried command, timeouts, the login apart, the TLS files read. */
+function redisOptionsOf(connection: RedisConnectOptions, options: RedisStoreOptions): RedisOptions {
   const tls = connection.tls;
-  const redisOptions: RedisOptions = {
+  return {
     lazyConnect: true,
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
@@ -212,17 +221,28 @@ export async function connectRedisStore(target: string | RedisConnectOptions, op
           },
         }),
   };
+}
+
+/** clientOf — a cluster's, a Sentinel's (asking its sentinels by `sentinelRetry`) or one server's client, not yet connected. */
+function clientOf(
+  connection: RedisConnectOptions,
+  redisOptions: RedisOptions,
+  sentinelRetry: (times: number) => number | null,
+): Redis | Cluster {
   const { cluster, sentinel } = connection;
-  // Sentinels that cannot name the master at start fail the start (a few tries); once connected, they are asked forever.
-  let started = false;
-  const sentinelRetry = (times: number): number | null => (started || times <= 3 ? 250 : null);
-  const client =
-    cluster !== null
-      ? clusterClient(cluster, redisOptions)
-      : sentinel !== null
-        ? new Redis({ ...redisOptions, sentinels: [...sentinel.seeds], name: sentinel.master, sentinelRetryStrategy: sentinelRetry })
-        : singleClient(connection, redisOptions);
-  // Connection errors surface as failed commands; the client keeps reconnecting. The last one says why a first connect failed.
+  if (cluster !== null) return clusterClient(cluster, redisOptions);
+  if (sentinel !== null) {
+    return new Redis({ ...redisOptions, sentinels: [...sentinel.seeds], name: sentinel.master, sentinelRetryStrategy: sentinelRetry });
+  }
+  return singleClient(connection, redisOptions);
+}
+
+/**
+ * watchErrors — connection errors surface as failed commands and the
+ * client keeps reconnecting; each socket is guarded against a second
+ * error. Returns the last error heard, which says why a first connect failed.
+ */
+function watchErrors(client: Redis | Cluster): () => unknown {
   let lastError: unknown = null;
   client.on('error', (error: unknown) => {
     lastError = error;
@@ -232,21 +252,23 @@ export async function connectRedisStore(target: string | RedisConnectOptions, op
     lastError = error;
     if (client instanceof Cluster) for (const node of client.nodes()) if (`${node.options.host}:${node.options.port}` === key) guard(node);
   });
-  try {
-    await client.connect();
-    started = true;
-  } catch (error) {
-    client.disconnect();
-    const seeds = connection.cluster === null ? null : await seedReason(connection.cluster, redisOptions, tls?.certFile === null);
-    throw new CoordinatorError(
-      'store-unavailable',
-      `cannot connect to Redis at ${connection.shown}: ${seeds ?? connectReason(error, lastError, tls !== null && tls.certFile === null)}`,
-      {
-        cause: error,
-      },
-    );
-  }
-  return new RedisStore(client, prefix, connection.replicas, connection.replicaTimeoutMs);
+  return () => lastError;
+}
+
+/** connectFailure — the one-line `store-unavailable` error of a first connect that failed with `error` (`lastError`: the client's last). */
+async function connectFailure(
+  connection: RedisConnectOptions,
+  redisOptions: RedisOptions,
+  error: unknown,
+  lastError: unknown,
+): Promise<CoordinatorError> {
+  const tls = connection.tls;
+  const seeds = connection.cluster === null ? null : await seedReason(connection.cluster, redisOptions, tls?.certFile === null);
+  return new CoordinatorError(
+    'store-unavailable',
+    `cannot connect to Redis at ${connection.shown}: ${seeds ?? connectReason(error, lastError, tls !== null && tls.certFile === null)}`,
+    { cause: error },
+  );
 }
 
 const guarded = new WeakSet<object>();

@@ -11,13 +11,13 @@
 import { randomInt } from 'node:crypto';
 import { COORDINATOR_QUEUE_GROUP, formatRate, legacySubject, parseSubject, serviceSubject } from '@tokenlease/shared';
 import { hostMonoNowUs } from '@tokenlease/shared/clock';
-import { type Bus, type BusHandler, type ReplyPort } from '@tokenlease/shared/nats';
+import { type Bus, type ReplyPort } from '@tokenlease/shared/nats';
 import type { Logger } from 'pino';
 import { CoordinatorCore } from '../core/coordinator-core.js';
 import type { CoordinatorConfig } from '../core/config.js';
 import type { ReconfigureSummary } from '../core/pool-registry.js';
 import type { ServiceObserver } from './metrics.js';
-import { intakeLoop } from './intake-loop.js';
+import { intakeLoop, type IntakeLoop } from './intake-loop.js';
 import { INTERNAL_ERROR, REFUSAL_LOG_INTERVAL_MS, ReplyLog } from './reply-log.js';
 import { TickTimer } from './tick-timer.js';
 
@@ -32,6 +32,14 @@ export interface Served {
   serving(): boolean;
   /** observe — tells `observer` (the metrics) of every reply, handling time and write from now on. */
   observe(observer: ServiceObserver): void;
+}
+
+/** announceWhenSubscribed — `announce` once the server has the subscriptions made so far (a request sent after the line finds a responder), or at once with a warning when it does not confirm them. */
+export function announceWhenSubscribed(bus: Bus, logger: Logger, announce: () => void): void {
+  bus.flush().then(announce, (error: unknown) => {
+    logger.warn({ event: 'subscription-unconfirmed', err: error }, 'NATS did not confirm the subscription yet');
+    announce();
+  });
 }
 
 /** CoordinatorService — a running coordinator in memory mode (startCoordinatorService). */
@@ -58,102 +66,116 @@ export interface ServiceOptions {
 
 /** startCoordinatorService — a coordinator in memory mode: serves `config`'s pools on the bus, its state in this process only. */
 export function startCoordinatorService(options: ServiceOptions): CoordinatorService {
-  const { config, bus, logger } = options;
-  const nowUs = options.nowUs ?? hostMonoNowUs;
-  const epoch = options.epoch ?? randomInt(1, 2 ** 31);
-  let observer = options.observer ?? null;
-  const core = new CoordinatorCore<ReplyPort>(config, epoch, nowUs(), false, options.name);
-  const prefix = config.subjectPrefix;
-  const replies = new ReplyLog(logger, prefix, () => nowUs() / 1000, REFUSAL_LOG_INTERVAL_MS, observer);
-  let stopped = false;
-  const sendByPool = (pool: string, out: Parameters<ReplyLog['send']>[0]): void => replies.send(out, nowUs(), { pool });
-  const timer = new TickTimer(
-    nowUs,
-    () => {
-      core.tickEach(nowUs(), sendByPool);
-      replies.faults(core.takeFaults());
-      replies.flush();
-      return core.nextDeadlineUs();
-    },
-    (error) => logger.error({ event: 'tick-failed', err: error }, 'tick failed'),
-  );
+  return new NatsCoordinatorService(options);
+}
 
-  // Every request is screened first: one whose reply would go to another identity's inbox is dropped (core/reply-inbox.ts).
-  const screened = (handler: BusHandler): BusHandler => replies.screened(() => core.config, handler);
-  // Requests of protocol v1 are answered unsupported-version rather than left to time out.
-  const legacy = bus.serve(
-    legacySubject(config.subjectPrefix),
-    COORDINATOR_QUEUE_GROUP,
-    screened((subject, payload, port) => {
-      replies.send(core.receive(subject, payload, port, nowUs()), nowUs(), { subject });
-    }),
-  );
-  const handle: BusHandler = (subject, payload, port) => {
-    const op = parseSubject(prefix, subject)?.op;
-    const startUs = nowUs();
+/** NatsCoordinatorService — the core fed from the bus and its timer, its replies sent, its faults logged. */
+class NatsCoordinatorService implements CoordinatorService {
+  readonly core: CoordinatorCore<ReplyPort>;
+  readonly epoch: number;
+  readonly replies: ReplyLog;
+  private readonly nowUs: () => number;
+  private observer: ServiceObserver | null;
+  private readonly timer: TickTimer;
+  private readonly intake: IntakeLoop;
+  private readonly subscriptions: readonly { stop(): Promise<void> }[];
+  private stopped = false;
+
+  constructor(private readonly options: ServiceOptions) {
+    const { config, bus, logger } = options;
+    const nowUs = (this.nowUs = options.nowUs ?? hostMonoNowUs);
+    this.epoch = options.epoch ?? randomInt(1, 2 ** 31);
+    this.observer = options.observer ?? null;
+    this.core = new CoordinatorCore<ReplyPort>(config, this.epoch, nowUs(), false, options.name);
+    this.replies = new ReplyLog(logger, config.subjectPrefix, () => nowUs() / 1000, REFUSAL_LOG_INTERVAL_MS, this.observer);
+    const onTickError = (error: unknown): void => logger.error({ event: 'tick-failed', err: error }, 'tick failed');
+    this.timer = new TickTimer(nowUs, () => this.tick(), onTickError);
+    // Requests of protocol v1 are answered unsupported-version rather than left to time out; screened first, as every request
+    // is: one whose reply would go to another identity's inbox is dropped (core/reply-inbox.ts).
+    const legacy = bus.serve(
+      legacySubject(config.subjectPrefix),
+      COORDINATOR_QUEUE_GROUP,
+      this.replies.screened(
+        () => this.core.config,
+        (subject, payload, port) => this.answerLegacy(subject, payload, port),
+      ),
+    );
+    // Requests are taken in, then screened and handled in turns per identity, so a client that floods delays itself (intake-loop.ts).
+    this.intake = intakeLoop(this.replies, () => this.core.config, nowUs, logger);
+    const take = this.intake.through((subject, payload, port) => this.request(subject, payload, port));
+    const subscription = bus.serve(serviceSubject(config.subjectPrefix), COORDINATOR_QUEUE_GROUP, take);
+    this.subscriptions = [subscription, legacy];
+    announceWhenSubscribed(bus, logger, () => announceServing(logger, config, this.epoch));
+    this.timer.schedule(this.core.nextDeadlineUs());
+  }
+
+  reconfigure(next: CoordinatorConfig): { summary: ReconfigureSummary; atUs: number } {
+    const atUs = this.nowUs();
+    const summary = this.core.reconfigure(next, atUs, this.sendByPool);
+    this.timer.schedule(this.core.nextDeadlineUs());
+    return { summary, atUs };
+  }
+
+  serving(): boolean {
+    return !this.stopped;
+  }
+
+  observe(next: ServiceObserver): void {
+    this.observer = next;
+    this.replies.observer = next;
+  }
+
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    this.timer.stop();
+    await Promise.all(this.subscriptions.map((s) => s.stop()));
+    this.intake.drainNow();
+    this.core.flushEach(this.nowUs(), this.sendByPool);
+    this.replies.flush();
+    this.options.logger.info({ event: 'stopped', epoch: this.epoch }, 'coordinator stopped');
+  }
+
+  /** request — one request in its turn: the core's replies sent, its handling time observed, its faults logged, the timer re-armed. */
+  private request(subject: string, payload: Uint8Array, port: ReplyPort): void {
+    const op = parseSubject(this.options.config.subjectPrefix, subject)?.op;
+    const startUs = this.nowUs();
     try {
-      replies.send(core.receive(subject, payload, port, startUs), nowUs(), { subject });
-      observer?.handled(op ?? '(bad subject)', (nowUs() - startUs) / 1e6);
+      this.replies.send(this.core.receive(subject, payload, port, startUs), this.nowUs(), { subject });
+      this.observer?.handled(op ?? '(bad subject)', (this.nowUs() - startUs) / 1e6);
     } catch (error) {
       // A broken invariant: refuse loudly, keep serving the other pools.
-      logger.error({ event: 'request-failed', err: error, subject }, 'internal error while handling a request');
+      this.options.logger.error({ event: 'request-failed', err: error, subject }, 'internal error while handling a request');
       port.respond(INTERNAL_ERROR);
     }
-    replies.faults(core.takeFaults());
-    timer.schedule(core.touchedDeadlineUs());
-  };
-  // Requests are taken in, then screened and handled in turns per identity, so a client that floods delays itself (intake-loop.ts).
-  const intake = intakeLoop(replies, () => core.config, nowUs, logger);
-  const subscription = bus.serve(serviceSubject(config.subjectPrefix), COORDINATOR_QUEUE_GROUP, intake.through(handle));
+    this.replies.faults(this.core.takeFaults());
+    this.timer.schedule(this.core.touchedDeadlineUs());
+  }
 
-  // Announced once the server has the subscription: a request sent after the line finds a responder.
-  const announce = (): void =>
-    logger.info(
-      {
-        event: 'serving',
-        epoch,
-        subject: serviceSubject(config.subjectPrefix),
-        quietPeriodMs: config.quietPeriodMs,
-        pools: config.pools.map((p) => ({
-          name: p.name,
-          capacity: p.capacity,
-          refill: formatRate(p.refill),
-          leaseTtlMs: p.leaseTtlMs,
-          maxLeaseTokens: p.maxLeaseTokens,
-        })),
-      },
-      'coordinator serving',
-    );
-  bus.flush().then(announce, (error: unknown) => {
-    logger.warn({ event: 'subscription-unconfirmed', err: error }, 'NATS did not confirm the subscription yet');
-    announce();
-  });
-  timer.schedule(core.nextDeadlineUs());
+  private answerLegacy(subject: string, payload: Uint8Array, port: ReplyPort): void {
+    this.replies.send(this.core.receive(subject, payload, port, this.nowUs()), this.nowUs(), { subject });
+  }
 
-  return {
-    core,
-    epoch,
-    replies,
-    reconfigure(next: CoordinatorConfig): { summary: ReconfigureSummary; atUs: number } {
-      const atUs = nowUs();
-      const summary = core.reconfigure(next, atUs, sendByPool);
-      timer.schedule(core.nextDeadlineUs());
-      return { summary, atUs };
-    },
-    serving: () => !stopped,
-    observe(next: ServiceObserver): void {
-      observer = next;
-      replies.observer = next;
-    },
-    async stop(): Promise<void> {
-      if (stopped) return;
-      stopped = true;
-      timer.stop();
-      await Promise.all([subscription.stop(), legacy.stop()]);
-      intake.drainNow();
-      core.flushEach(nowUs(), sendByPool);
-      replies.flush();
-      logger.info({ event: 'stopped', epoch }, 'coordinator stopped');
-    },
-  };
+  private tick(): number {
+    this.core.tickEach(this.nowUs(), this.sendByPool);
+    this.replies.faults(this.core.takeFaults());
+    this.replies.flush();
+    return this.core.nextDeadlineUs();
+  }
+
+  private readonly sendByPool = (pool: string, out: Parameters<ReplyLog['send']>[0]): void =>
+    this.replies.send(out, this.nowUs(), { pool });
+}
+
+/** announceServing — the `serving` line: epoch, subject, quiet period and the pools served. */
+function announceServing(logger: Logger, config: CoordinatorConfig, epoch: number): void {
+  const pools = config.pools.map((p) => ({
+    name: p.name,
+    capacity: p.capacity,
+    refill: formatRate(p.refill),
+    leaseTtlMs: p.leaseTtlMs,
+    maxLeaseTokens: p.maxLeaseTokens,
+  }));
+  const fields = { event: 'serving', epoch, subject: serviceSubject(config.subjectPrefix), quietPeriodMs: config.quietPeriodMs, pools };
+  logger.info(fields, 'coordinator serving');
 }

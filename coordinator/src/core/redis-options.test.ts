@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { thrown } from '@tokenlease/shared/testing';
 import { CoordinatorError } from '../errors.js';
-import { resolveRedisOptions } from './redis-options.js';
+import { checkKeyPrefix, resolveRedisOptions } from './redis-options.js';
 
 const SECRET = 'Sup3r-Secret';
 
@@ -149,5 +149,20 @@ describe('resolveRedisOptions', () => {
     [{ redis: 'redis://h', 'redis-replica-timeout-ms': '10000' }, {}, 0, 10_000],
   ])('replica confirmation from %j and %j: %i replicas within %i ms', (flags, env, replicas, replicaTimeoutMs) => {
     expect(resolveRedisOptions(flags, env)).toMatchObject({ replicas, replicaTimeoutMs });
+  });
+});
+
+describe('checkKeyPrefix', () => {
+  it.each(['tokenlease', 'team-a:limits', 'a'])('takes %j', (prefix) => {
+    expect(checkKeyPrefix(prefix)).toBe(prefix);
+  });
+
+  // A brace in the prefix would make its hash tag the key's, instead of the unit's `{…}` that keeps a unit's keys together.
+  it.each(['', 'a{b}', 'a}', 'a b', 'tab\there', 'line\n'])('refuses %j, naming it', (prefix) => {
+    const error = thrown(CoordinatorError, () => checkKeyPrefix(prefix));
+    expect(error.code).toBe('config-invalid');
+    // Worded as every setting's problem (the rule of --redis-prefix): the value shown unless it is empty.
+    const got = prefix === '' ? '' : `, got ${JSON.stringify(prefix)}`;
+    expect(error.message).toBe(`Redis key prefix may not be empty or hold braces or spaces${got}`);
   });
 });

@@ -31,7 +31,7 @@ import { checkSetting, givenSetting, type Given, type Setting } from '@tokenleas
 import type { z } from 'zod';
 import { CoordinatorError } from '../errors.js';
 import { isClusterUrl, isSentinelUrl, parseClusterUrl, parseSentinelUrl, type RedisSeed } from './redis-cluster-url.js';
-import { REDIS_SETTINGS, REPLICA_TIMEOUT_MS_DEFAULT, type RedisField } from './redis-settings.js';
+import { REDIS_PREFIX, REDIS_SETTINGS, REPLICA_TIMEOUT_MS_DEFAULT, type RedisField } from './redis-settings.js';
 
 /** RedisTls — the files of a TLS connection (null: not given; the system's CAs are trusted). */
 export interface RedisTls {
@@ -79,6 +79,18 @@ export function checkRedisUrl(url: string, name = 'the Redis URL'): URL {
   }
   if (parsed.hostname === '') throw invalid(name, `Redis URL ${shown} (${name}) names no host`);
   return parsed;
+}
+
+/**
+ * checkKeyPrefix — `prefix` if it may start every key of a store, by the
+ * rule of `--redis-prefix` (redis-settings.ts, REDIS_PREFIX: not empty; no
+ * braces, since a key's hash tag must be its unit's `{…}`; no spaces);
+ * CoordinatorError('config-invalid') otherwise.
+ */
+export function checkKeyPrefix(prefix: string): string {
+  const checked = checkSetting(REDIS_PREFIX, 'Redis key prefix', prefix);
+  if (!checked.ok) throw new CoordinatorError('config-invalid', checked.message);
+  return prefix;
 }
 
 /**

@@ -122,6 +122,22 @@ describe('RelayDriver', () => {
     expect(reply?.deliveries[0]?.reply).toMatchObject({ kind: 'error', code: 'unavailable' });
   });
 
+  it("takes the root's reply as bytes off the bus: one that decodes as upstreamReply does; others give nothing, uncounted", () => {
+    const d = driver();
+    const first = upstream(d.start(START_US));
+    const answered = d.upstreamAnswer(first, encodeMessage(rootGrant(first, 'L1')), START_US + 2 * MS);
+    expect(of(answered, 'upstream-outcome')).toEqual([{ kind: 'upstream-outcome', pool: 'api', outcome: 'granted' }]);
+    expect(events(answered)).toEqual(['info upstream-lease']);
+    const renewal = upstream(d.tick(START_US + 400 * MS));
+    for (const bytes of [new Uint8Array(), new TextEncoder().encode('{"v":2,"kind":"grant"'), new TextEncoder().encode('{"v":9}')]) {
+      expect(d.upstreamAnswer(renewal, bytes, START_US + 401 * MS)).toEqual([]);
+    }
+    // Nothing was taken from the dropped ones: the lease the first grant made is still the pool's.
+    expect(events(d.upstreamAnswer(renewal, encodeMessage(rootGrant(renewal, 'L1')), START_US + 402 * MS))).toEqual([
+      'debug upstream-lease',
+    ]);
+  });
+
   it('counts an unanswered acquire, not an unanswered return, and logs both at debug', () => {
     const d = driver();
     const first = upstream(d.start(START_US));

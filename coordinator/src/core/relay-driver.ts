@@ -20,7 +20,9 @@
  *   root may hold it), a return `replyTimeoutMs`; an unanswered one is
  *   counted and logged at debug, and the uplink retries on its own schedule.
  * - A reply is handed to the pool's uplink only for an acquire and before
- *   `stop`; the root's receipt of a return changes nothing here.
+ *   `stop`; the root's receipt of a return changes nothing here. Bytes off
+ *   the bus that decode to no reply are dropped unanswered and uncounted:
+ *   the uplink asks again on its own schedule, as after a timeout.
  * - A pool's upstream lease that ends unrenewed is logged once
  *   (`upstream-lost`); its agents then get `unavailable` until a new lease
  *   comes. A grant under a lease id new for the pool is logged at info, a
@@ -28,7 +30,7 @@
  * - `stop` answers every held request and returns each upstream lease no
  *   downstream lease draws on; replies after it are ignored.
  */
-import type { LeaseRequest, LeaseReturn, Reply } from '@tokenlease/shared';
+import { decodeReply, type LeaseRequest, type LeaseReturn, type Reply } from '@tokenlease/shared';
 import type { PoolFault } from './coordinator-core.js';
 import type { Delivery } from './pool.js';
 import type { ReconfigureSummary } from './pool-registry.js';
@@ -124,6 +126,12 @@ export class RelayDriver<R> {
     out.push({ kind: 'reply', deliveries });
     this.noteLapses(nowUs, out);
     return this.finish(out, this.relay.nextDeadlineUs());
+  }
+
+  /** upstreamAnswer — the root's reply to `message` as the bus brought it: decoded, then as `upstreamReply`; bytes that decode to no reply give nothing. */
+  upstreamAnswer(message: LeaseRequest | LeaseReturn, bytes: Uint8Array, nowUs: number): RelayCommand<R>[] {
+    const decoded = decodeReply(bytes);
+    return decoded.ok ? this.upstreamReply(message, decoded.value, nowUs) : [];
   }
 
   /** upstreamFailed — no reply to `message` within its timeout (or the bus failed); `error` is logged as the cause. */
