@@ -32,7 +32,6 @@ import { Limiter, type LimiterHost } from './limiter.js';
 import { openAgentBus, type AgentConnectionOptions } from './agent-bus.js';
 import { TraceRecording, type RecordingEvent, type RecordingStats, type RecordOptions } from './trace-recording.js';
 
-/** Default for `limiterIdleMs`, ms. */
 /** How long `close` waits for its returns to be acknowledged when not told, ms. */
 const CLOSE_TIMEOUT_MS_DEFAULT = 2000;
 /** A default agent id keeps this much of the host name, and this many random bytes (in hex) after the pid. */

@@ -202,7 +202,8 @@ describe('window pools over real NATS', () => {
       await sleep(50);
     }
 
-    const runMs = 10_000;
+    // Long enough that two whole windows of load follow the takeover even when the agents start late on a busy machine.
+    const runMs = 14_000;
     const load = await startWindowLoad(nats.url, prefix, dir, random, runMs);
     const agents = load.agents;
     await sleep(2000);
