@@ -8,22 +8,15 @@ import base from '../vitest.base.ts';
 // inside is bounded and nothing in them is timed to the millisecond. (Three
 // at a time, beside the other packages' tests, starve the ones that
 // measure throughput.) The
-// architecture lint tests start nothing and run first. The documented
-// commands' suite and the hostile clients' run last and alone (their own
-// group, one after the other): the first burns minutes of CPU, the second
-// judges fair shares and latencies while a client floods the coordinator,
-// and beside other suites each made a suite fail for want of CPU, not for
-// anything the product did. The simulator, the sweep and
+// architecture lint tests start nothing and run first. The hostile clients'
+// suite runs last and alone (its own group): it judges fair shares and
+// latencies while a client floods the coordinator, and beside another
+// suite's servers and the documented commands it failed them for want of
+// CPU, not for anything the coordinator did. The simulator, the sweep and
 // the chaos runner's pure parts are packages of their own and never wait
 // behind these.
-/**
- * ALONE — suites run after the others, one at a time: the hostile clients'
- * (it measures fairness and latency under load it makes itself), and the
- * documented commands' (it runs the simulator over 1,000 seeds and the
- * side-by-side benchmark, minutes of full CPU: beside it, suites that wait
- * on real processes saw them start too slowly and failed for it).
- */
-const ALONE = ['src/integration/readme-commands.test.ts', 'src/integration/hostile-clients.test.ts'];
+/** ALONE — suites that measure fairness and latency under load they make themselves: run after the others, one at a time. */
+const ALONE = ['src/integration/hostile-clients.test.ts'];
 
 export default mergeConfig(
   base,
