@@ -70,7 +70,7 @@ describe('durable mode on a Redis Cluster', () => {
     const otherPool = byPrimary.get(primaries[1] ?? 0)?.[0] ?? '';
     const connect = (replicas: string): Promise<StateStore> =>
       connectRedisStore(
-        resolveRedisOptions({ redis: cluster.url, 'redis-replicas': replicas, 'redis-replica-timeout-ms': '200' }, {}) ?? '',
+        resolveRedisOptions({ redis: cluster.url, 'redis-replicas': replicas, 'redis-replica-timeout-ms': '2000' }, {}) ?? '',
         {
           keyPrefix: prefix,
         },
@@ -108,7 +108,7 @@ describe('durable mode on a Redis Cluster', () => {
         (error: unknown) => error as { code?: string; message?: string },
       );
       expect(refused?.code).toBe('store-unavailable');
-      expect(refused?.message).toMatch(/acknowledged by 0 of 1 replicas within 200 ms/);
+      expect(refused?.message).toMatch(/acknowledged by 0 of 1 replicas within 2000 ms/);
       // The other primaries keep their replicas: WAIT went to the victim's primary alone.
       expect(await confirmed.write(otherPool, 'm1', epochs.get(otherPool) ?? 0, NO_CHANGES)).toBe(true);
       // Without confirmation, the same write is taken at once.
@@ -202,7 +202,7 @@ describe('durable mode on a Redis Cluster', () => {
     if (replica === undefined || victim === undefined || replicaPid === null) throw new Error('no replica to stop');
     const connect = (replicas: string): Promise<StateStore> =>
       connectRedisStore(
-        resolveRedisOptions({ redis: cluster.url, 'redis-replicas': replicas, 'redis-replica-timeout-ms': '200' }, {}) ?? '',
+        resolveRedisOptions({ redis: cluster.url, 'redis-replicas': replicas, 'redis-replica-timeout-ms': '2000' }, {}) ?? '',
         {
           keyPrefix: prefix,
         },
