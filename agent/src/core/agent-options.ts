@@ -85,7 +85,7 @@ export const AGENT_OPTIONS = z.object({
   clock: described(
     fn('returning µs'),
     'A monotonic clock in µs for expiry and the fast path; only durations are exchanged with the coordinator.',
-    '`performance.now()` · 1000',
+    'the process’s monotonic clock, in µs',
     '`() => number`',
   ).optional(),
   limiterIdleMs: described(
