@@ -12,6 +12,7 @@
  * problem's cause: a caller sees the same error as before.
  */
 import { ANONYMOUS_IDENTITY, assertIdentity, assertSubjectPrefix, DEFAULT_SUBJECT_PREFIX, TokenleaseError } from '@tokenlease/shared';
+import { referenceMeta } from '@tokenlease/shared/reference';
 import { z } from 'zod';
 
 const shown = (value: unknown): string => JSON.stringify(value) ?? String(value);
@@ -20,7 +21,7 @@ const shown = (value: unknown): string => JSON.stringify(value) ?? String(value)
 export const LIMITER_IDLE_MS_DEFAULT = 60_000;
 
 function described<T extends z.ZodType>(schema: T, description: string, fallback: string, form?: string): T {
-  return schema.meta({ description, 'x-default': fallback, ...(form === undefined ? {} : { 'x-form': form }) });
+  return schema.meta(referenceMeta({ description, default: fallback, ...(form === undefined ? {} : { form }) }));
 }
 
 /** byRule — a value checked by a rule that throws TokenleaseError; that error becomes the problem, and its cause. */

@@ -10,6 +10,7 @@
  * passes its own (`global`) through the same object.
  */
 import { expectedLimitsFormProblem } from '@tokenlease/shared';
+import { referenceMeta } from '@tokenlease/shared/reference';
 import { z } from 'zod';
 import { HEADER_FORMATS, SHADOW_HEADER_DEFAULT, statusCodeProblem } from './http-policy.js';
 
@@ -28,11 +29,7 @@ interface Reference {
 }
 
 function described<T extends z.ZodType>(schema: T, reference: Reference): T {
-  return schema.meta({
-    description: reference.description,
-    ...(reference.form === undefined ? {} : { 'x-form': reference.form }),
-    ...(reference.default === undefined ? {} : { 'x-default': reference.default }),
-  });
+  return schema.meta(referenceMeta(reference));
 }
 
 const flag = (reference: Reference) =>

@@ -14,6 +14,7 @@
  * schema's output: an output object is a plain object, and a name such as
  * `__proto__` (a valid class or pool name) would not survive the copy.
  */
+import { referenceMeta } from '@tokenlease/shared/reference';
 import { z } from 'zod';
 import {
   assertSubjectPrefix,
@@ -71,11 +72,7 @@ const shown = (value: unknown): string => JSON.stringify(value)?.slice(0, 140) ?
 
 /** doc — attaches a field's reference text; the description also reaches the JSON Schema (editors show it on hover). */
 function doc<T extends z.ZodType>(schema: T, field: FieldDoc): T {
-  return schema.meta({
-    description: field.description,
-    ...(field.default === undefined ? {} : { 'x-default': field.default }),
-    ...(field.form === undefined ? {} : { 'x-form': field.form }),
-  });
+  return schema.meta(referenceMeta(field));
 }
 
 /**
