@@ -24,6 +24,19 @@ const refusal = (sent: number[], code: 'bad-request' | 'unknown-pool'): Delivery
 };
 
 describe('ReplyLog', () => {
+  it('counts and logs the answer to a request that named no reply subject, but encodes and sends nothing', () => {
+    const { log, lines } = setup();
+    const replied: string[] = [];
+    log.observer = { replied: (_pool, reply) => replied.push(reply.kind), handled: () => {}, wrote: () => {}, dropped: () => {} };
+    let responded = 0;
+    const to: ReplyPort = { respond: () => (responded += 1) > 0, replySubject: null };
+    const reply: Reply = { v: 2, kind: 'error', seq: 1, code: 'bad-request', fault: 'peer', message: 'no', retryAfterMs: 0 };
+    log.send([{ to, reply }], 0, { pool: 'api' });
+    expect(responded).toBe(0);
+    expect(replied).toEqual(['error']);
+    expect(lines.map((l) => l['event'])).toEqual(['request-refused']);
+  });
+
   it('sends every refusal but logs one line per pool and code per interval, then the count', () => {
     const { log, lines, clock, sent } = setup();
     for (let i = 0; i < 500; i += 1) log.send([refusal(sent, 'bad-request')], 0, { pool: 'api' });

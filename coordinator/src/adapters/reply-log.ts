@@ -67,7 +67,8 @@ export class ReplyLog {
         const pool = this.poolNameOf(where);
         this.logger.debug({ event: 'grant', pool, leaseId, seq, tokensGranted, tokensHeld, ttlMs, epoch, tUs }, 'grant');
       }
-      to.respond(encodeMessage(this.signed(reply, grantFor)));
+      // A request that named no reply subject has nobody to read the answer: it is counted and logged, not encoded.
+      if (to.replySubject !== null) to.respond(encodeMessage(this.signed(reply, grantFor)));
     }
   }
 

@@ -12,6 +12,7 @@ import {
   POOL_NAME_LENGTH_MAX,
   assertPoolName,
   assertSubjectPrefix,
+  isOperatorSubject,
   parseSubject,
   poolNameProblem,
   serviceSubject,
@@ -118,6 +119,24 @@ describe('subjects', () => {
   it('parseSubject does not read a subject under a longer prefix as its own', () => {
     expect(parseSubject('org', 'org.team.v2.acquire.api.anon')).toBeNull();
     expect(parseSubject('org.team', 'org.v2.acquire.api.anon')).toBeNull();
+  });
+
+  it('parseSubject reads the same subject alike under each prefix, asked in turn, and its answer cannot be changed', () => {
+    const subject = 'org.team.v2.acquire.api.anon';
+    expect(parseSubject('org.team', subject)).toEqual({ op: 'acquire', pool: 'api', identity: 'anon' });
+    expect(parseSubject('org', subject)).toBeNull();
+    const parts = parseSubject('org.team', subject);
+    expect(parts).toEqual({ op: 'acquire', pool: 'api', identity: 'anon' });
+    expect(() => Object.assign(parts as object, { pool: 'other' })).toThrow(TypeError);
+    expect(parseSubject('org.team', subject)?.pool).toBe('api');
+  });
+
+  it('isOperatorSubject: an operator op on the pool token _ only', () => {
+    expect(isOperatorSubject(P, `${P}.v2.pools._.ops`)).toBe(true);
+    expect(isOperatorSubject(P, `${P}.v2.reload._.ops`)).toBe(true);
+    expect(isOperatorSubject(P, `${P}.v2.pools.api.ops`)).toBe(false);
+    expect(isOperatorSubject(P, `${P}.v2.acquire._.ops`)).toBe(false);
+    expect(isOperatorSubject(P, `other.v2.pools._.ops`)).toBe(false);
   });
 
   it.each(['tokenlease', 'a.b.c', 'org-1.team_2'])('assertSubjectPrefix accepts %j', (prefix) => {

@@ -52,6 +52,8 @@ export function isOperatorOp(op: Op): op is 'pools' | 'reload' {
  * it (with a refusal) rather than leave it to time out.
  */
 export function isOperatorSubject(prefix: string, subject: string): boolean {
+  // Asked of every request as it is taken in, before its turn: one whose pool token is not `_` is answered without a parse.
+  if (!subject.includes('._.')) return false;
   const parts = parseSubject(prefix, subject);
   return parts !== null && isOperatorOp(parts.op) && parts.pool === '_';
 }
@@ -134,13 +136,27 @@ export interface SubjectParts {
   readonly identity: string;
 }
 
+/**
+ * The last subject parseSubject read, with its answer: a request's subject is
+ * asked for by its screening, its handling and its metrics in turn, and is
+ * read once. (The answer is frozen: nobody may change what a later caller gets.)
+ */
+let lastParsed: { prefix: string; subject: string; parts: SubjectParts | null } = { prefix: '', subject: '', parts: null };
+
 /** parseSubject — the op, pool and identity of a v2 request subject under `prefix`, or null when it is not one. */
 export function parseSubject(prefix: string, subject: string): SubjectParts | null {
+  if (lastParsed.subject === subject && lastParsed.prefix === prefix) return lastParsed.parts;
+  const parts = readSubject(prefix, subject);
+  lastParsed = { prefix, subject, parts };
+  return parts;
+}
+
+function readSubject(prefix: string, subject: string): SubjectParts | null {
   const head = `${prefix}.v${PROTOCOL_VERSION}.`;
   if (!subject.startsWith(head)) return null;
   const parts = subject.slice(head.length).split('.');
   if (parts.length !== 3) return null;
   const [op, pool, identity] = parts as [string, string, string];
   if (!OPS.has(op) || poolNameProblem(pool) !== null || poolNameProblem(identity) !== null) return null;
-  return { op: op as Op, pool, identity };
+  return Object.freeze({ op: op as Op, pool, identity });
 }
