@@ -34,7 +34,11 @@
  *   to 5 s for its answer.
  * - `flood`: renewals of one token by 100 agent ids under `identity`,
  *   `perSecond` of them (published in batches every millisecond or so),
- *   without asking for answers.
+ *   without asking for answers. With `warmupMs`, it first sends the same
+ *   for that long to a subject no coordinator reads (`<prefix>.warmup.…`),
+ *   so that its own start (its JIT, on a machine it shares with the
+ *   coordinator) is over before the flood begins; `{"type":"flooding"}`
+ *   on stdout says when it does.
  * - `make-pools`: acquires of one token for `count` new names under a
  *   template prefix, 100 at a time (one that gets no answer in time asked
  *   again, up to five times), so that the coordinator holds that many
@@ -97,7 +101,7 @@ export type HostileAttack =
       readonly poolToken?: string;
     }
   | { readonly kind: 'make-pools'; readonly templatePrefix: string; readonly count: number }
-  | { readonly kind: 'flood'; readonly identity: string; readonly perSecond: number }
+  | { readonly kind: 'flood'; readonly identity: string; readonly perSecond: number; readonly warmupMs?: number }
   | { readonly kind: 'lease-exhaustion'; readonly identity: string }
   | { readonly kind: 'false-class'; readonly identity: string; readonly agentClass: string; readonly agents: number }
   | { readonly kind: 'squat'; readonly victim: string };
@@ -271,6 +275,25 @@ class Attacker {
   }
 }
 
+/** flood — `perSecond` renewals of one token by 100 agent ids on `subject`, published without asking for answers, until `until`. */
+async function flood(a: Attacker, subject: string, perSecond: number, until: () => boolean): Promise<void> {
+  const seqs = new Array<number>(100).fill(0);
+  const startedMs = performance.now();
+  const sentBefore = a.sent;
+  while (!until()) {
+    // Catch up to perSecond × elapsed, then let the connection write.
+    const due = sentBefore + Math.floor(((performance.now() - startedMs) * perSecond) / 1000);
+    for (; a.sent < due;) {
+      const k = a.sent % 100;
+      seqs[k] = (seqs[k] ?? 0) + 1;
+      a.sent += 1;
+      a.bus.publish(subject, encodeMessage(a.acquire(`flood-${k}-${process.pid}`, seqs[k] ?? 1, { tokensWanted: 1, holdMs: 0 })));
+    }
+    await sleep(1);
+  }
+  await a.bus.flush();
+}
+
 /**
  * exhaustLeases — opens 0-token leases under fresh ids of the attacker's
  * identity, INFLIGHT at a time, and keeps every lease it got alive by
@@ -435,21 +458,15 @@ async function run(a: Attacker, until: () => boolean): Promise<void> {
       return;
     }
     case 'flood': {
-      const subject = subjectFor(a.config.subjectPrefix, 'acquire', pool, attack.identity);
-      const seqs = new Array<number>(100).fill(0);
-      const startedMs = performance.now();
-      while (!until()) {
-        // Catch up to perSecond × elapsed, then let the connection write.
-        const due = Math.floor(((performance.now() - startedMs) * attack.perSecond) / 1000);
-        for (; a.sent < due;) {
-          const k = a.sent % 100;
-          seqs[k] = (seqs[k] ?? 0) + 1;
-          a.sent += 1;
-          a.bus.publish(subject, encodeMessage(a.acquire(`flood-${k}-${process.pid}`, seqs[k] ?? 1, { tokensWanted: 1, holdMs: 0 })));
-        }
-        await sleep(1);
+      const warmupMs = attack.warmupMs ?? 0;
+      if (warmupMs > 0) {
+        const nowhere = subjectFor(`${a.config.subjectPrefix}.warmup`, 'acquire', pool, attack.identity);
+        const warmupEndMs = performance.now() + warmupMs;
+        await flood(a, nowhere, attack.perSecond, () => until() || performance.now() >= warmupEndMs);
+        a.sent = 0;
       }
-      await a.bus.flush();
+      process.stdout.write(`${JSON.stringify({ type: 'flooding' })}\n`);
+      await flood(a, subjectFor(a.config.subjectPrefix, 'acquire', pool, attack.identity), attack.perSecond, until);
       return;
     }
     case 'lease-exhaustion':

@@ -47,8 +47,8 @@ export const COORDINATOR_EVENTS = [
 ] as const;
 export type CoordinatorEvent = (typeof COORDINATOR_EVENTS)[number];
 
-/** AgentLine — the `type` of an agent process's lines; an 'event' line names the agent's event in `event`. */
-export type AgentLine = 'ready' | 'stats' | 'event' | 'done';
+/** AgentLine — the `type` of an agent process's lines (and a hostile client's: `flooding`, its flood begun); an 'event' line names the agent's event in `event`. */
+export type AgentLine = 'ready' | 'stats' | 'event' | 'done' | 'flooding';
 
 type Value = string | number | boolean | null;
 /** FieldMatch — fields a line must have, each equal, nested objects matched field by field. */
