@@ -87,6 +87,9 @@ export interface BenchScale {
   /** Idle template pools a core holds at rest, and the virtual time it is driven for, ms (idle-pools.ts). */
   readonly idlePools: number;
   readonly idleRestMs: number;
+  /** Renewals a second one client floods a pool with, and how long renewals of another pool are timed after its onset, ms (flooded-pool.ts). */
+  readonly floodPerSecond: number;
+  readonly floodSustainMs: number;
 }
 
 export const FULL_SCALE: BenchScale = {
@@ -105,6 +108,8 @@ export const FULL_SCALE: BenchScale = {
   httpMs: 1500,
   idlePools: 100_000,
   idleRestMs: 10_000,
+  floodPerSecond: 25_000,
+  floodSustainMs: 10_000,
 };
 
 export const QUICK_SCALE: BenchScale = {
@@ -123,4 +128,6 @@ export const QUICK_SCALE: BenchScale = {
   httpMs: 300,
   idlePools: 10_000,
   idleRestMs: 1000,
+  floodPerSecond: 5000,
+  floodSustainMs: 1000,
 };

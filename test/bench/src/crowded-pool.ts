@@ -88,8 +88,8 @@ export async function startCrowd(natsUrl: string, scale: BenchScale): Promise<Cr
   return { natsUrl, prefix, coordinator, scale };
 }
 
-/** QuietClient — the legitimate client: one agent renewing its own lease on `quiet`, one request at a time. */
-class QuietClient {
+/** QuietClient — the legitimate client: one agent renewing its own lease on `quiet`, one request at a time (flooded-pool.ts too). */
+export class QuietClient {
   private seq = 0;
   private leaseId: string | null = null;
   private tokensHeld = 0;
@@ -138,7 +138,8 @@ class QuietClient {
   }
 }
 
-function latency(samplesMs: readonly number[]): LatencyFigures {
+/** latency — p50, p99 and max of `samplesMs`, rounded to 0.01 ms. */
+export function latency(samplesMs: readonly number[]): LatencyFigures {
   const sorted = [...samplesMs].sort((a, b) => a - b);
   const at = (q: number): number => round(sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN);
   return { count: sorted.length, p50Ms: at(0.5), p99Ms: at(0.99), maxMs: round(sorted[sorted.length - 1] ?? Number.NaN) };
@@ -149,7 +150,7 @@ function round(ms: number): number {
 }
 
 /** waitForQuietEnd — resolves once `quiet` grants (the coordinator's quiet period is over). */
-async function waitForQuietEnd(probe: StatusProbe, prefix: string): Promise<void> {
+export async function waitForQuietEnd(probe: StatusProbe, prefix: string): Promise<void> {
   for (;;) {
     const { quietMs } = await probe.status('quiet', prefix);
     if (quietMs === 0) return;

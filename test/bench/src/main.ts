@@ -17,6 +17,8 @@
  * 6. Acquire latency on one pool of a coordinator process while another
  *    pool holds 50,000 waiting requests (crowded-pool.ts); its coordinator
  *    starts first, so its one-minute quiet period passes during the rest.
+ * 6b. Renewal latency on one pool while one client floods another with
+ *    25,000 requests/s: the flood's onset and after (flooded-pool.ts).
  * 7. Signed grants: µs to sign one on the coordinator and to check one on
  *    the agent (grant-signing.ts).
  * 8. Trace recording (recording.ts): tryTake's cost while its pool is
@@ -34,6 +36,7 @@ import { fileURLToPath } from 'node:url';
 import { BENCH_USAGE, BenchArgsError, FULL_SCALE, parseBenchArgs, QUICK_SCALE, type BenchArgs, type BenchScale } from './args.js';
 import { crowdFigures, startCrowd } from './crowded-pool.js';
 import { durableFigures } from './durable.js';
+import { floodFigures } from './flooded-pool.js';
 import { bytesPerCall, timeCalls } from './measure.js';
 import { leaseScaling } from './lease-scaling.js';
 import { idlePools } from './idle-pools.js';
@@ -209,6 +212,7 @@ async function main(): Promise<void> {
       console.log = log;
     });
     const crowded = await crowdFigures(crowd);
+    const flooded = await floodFigures(nats.url, scale);
     const machine = { cpus: availableParallelism(), loadAverageStart, loadAverageEnd: loadavg()[0] ?? Number.NaN };
     const figures = {
       fastPath,
@@ -216,6 +220,7 @@ async function main(): Promise<void> {
       scaling,
       idle,
       crowded,
+      flooded,
       signing,
       machine,
       nats: `${nats.source} ${nats.url}`,

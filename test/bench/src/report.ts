@@ -4,6 +4,7 @@
  * unit), the same on every run so that a script can compare runs.
  */
 import type { CrowdFigures, LatencyFigures } from './crowded-pool.js';
+import { FLOOD_ONSET_MS, type FloodFigures } from './flooded-pool.js';
 import type { DurableFigures, WriteFigures } from './durable.js';
 import type { GrantSigningFigures } from './grant-signing.js';
 import type { IdlePoolFigures } from './idle-pools.js';
@@ -38,6 +39,7 @@ export interface BenchFigures {
   readonly scaling: readonly ScalingFigure[];
   readonly idle: IdlePoolFigures;
   readonly crowded: CrowdFigures;
+  readonly flooded: FloodFigures;
   readonly signing: GrantSigningFigures;
   /** The machine: its CPUs and its 1-minute load average when the bench started and ended (other work on it moves every figure). */
   readonly machine: { readonly cpus: number; readonly loadAverageStart: number; readonly loadAverageEnd: number };
@@ -75,6 +77,13 @@ function crowdLines(c: CrowdFigures): string[] {
   ];
 }
 
+function floodLine(f: FloodFigures): string {
+  return (
+    `quiet pool renewal round-trip over NATS while one client floods another pool (${f.floodPerSecond.toLocaleString('en-US')} requests/s), ms, p50 / p99 / max: ` +
+    `baseline ${ms(f.baseline)}; the flood's first ${FLOOD_ONSET_MS} ms ${ms(f.onset)} (${f.onset.count} renewals); after ${ms(f.sustained)} (${f.sustained.count} renewals)`
+  );
+}
+
 function writeLine(w: WriteFigures): string {
   return `median ${w.writeUsMedian} µs, p99 ${w.writeUsP99} µs per write; ${w.writesPerSecond16Pools} writes/s with 16 pools writing at once`;
 }
@@ -99,6 +108,7 @@ export function readableLines(figures: BenchFigures): string[] {
     scalingLine(figures, 'chunk'),
     `coordinator at rest with ${figures.idle.pools} idle template pools: ${figures.idle.restCpuMsPerSecond} ms of CPU per second; a renewal meanwhile ${figures.idle.renewalUsMedian} µs median, ${figures.idle.renewalUsP99} µs p99`,
     ...crowdLines(figures.crowded),
+    floodLine(figures.flooded),
     `signed grants: ${(figures.signing.sign.nsMedian / 1000).toFixed(1)} µs to sign one on the coordinator (p99 ${(figures.signing.sign.nsP99 / 1000).toFixed(1)} µs), ${(figures.signing.verify.nsMedian / 1000).toFixed(1)} µs to check one on the agent (p99 ${(figures.signing.verify.nsP99 / 1000).toFixed(1)} µs)`,
     `${figures.scale === 'quick' ? 'QUICK SCALE (--quick): a check that every measurement runs, not figures to quote; ' : ''}NATS: ${figures.nats}; node ${process.version}; ${figures.machine.cpus} CPUs, load average (1 min) ${figures.machine.loadAverageStart.toFixed(2)} at start, ${figures.machine.loadAverageEnd.toFixed(2)} at end`,
   ];
@@ -160,6 +170,15 @@ export function figuresJson(figures: BenchFigures): Record<string, number | bool
     quietAcquireMsP50Busy50k: c.crowded.p50Ms,
     quietAcquireMsP99Busy50k: c.crowded.p99Ms,
     quietAcquireMsMaxBusy50k: c.crowded.maxMs,
+    floodRequestsPerSecond: figures.flooded.floodPerSecond,
+    floodedQuietRenewMsP50Baseline: figures.flooded.baseline.p50Ms,
+    floodedQuietRenewMsP99Baseline: figures.flooded.baseline.p99Ms,
+    floodedQuietRenewMsP50Onset: figures.flooded.onset.p50Ms,
+    floodedQuietRenewMsP99Onset: figures.flooded.onset.p99Ms,
+    floodedQuietRenewMsMaxOnset: figures.flooded.onset.maxMs,
+    floodedQuietRenewMsP50: figures.flooded.sustained.p50Ms,
+    floodedQuietRenewMsP99: figures.flooded.sustained.p99Ms,
+    floodedQuietRenewMsMax: figures.flooded.sustained.maxMs,
     quietAcquireMsP50DuringFlood: c.duringFlood.p50Ms,
     quietAcquireMsP99DuringFlood: c.duringFlood.p99Ms,
     quietAcquireMsMaxDuringFlood: c.duringFlood.maxMs,
