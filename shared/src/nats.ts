@@ -36,4 +36,5 @@ export {
   type BusOptions,
   type NatsConnection,
   type ReplyPort,
+  type Serving,
 } from './adapters/nats-bus.js';

@@ -17,7 +17,7 @@
  * - Closing stops the attempts and closes the connection if one was made.
  */
 import { TokenleaseError } from '@tokenlease/shared';
-import type { Bus, BusEvent, BusHandler } from '@tokenlease/shared/nats';
+import type { Bus, BusEvent, BusHandler, Serving } from '@tokenlease/shared/nats';
 
 const RETRY_FIRST_MS = 250;
 const RETRY_MAX_MS = 5000;
@@ -31,7 +31,7 @@ export class BackgroundBus implements Bus {
     queue: string | null;
     handler: BusHandler;
     stopped: boolean;
-    stop?: () => Promise<void>;
+    stop?: (drain?: boolean) => Promise<void>;
   }> = [];
   private retryTimer: NodeJS.Timeout | null = null;
 
@@ -60,14 +60,14 @@ export class BackgroundBus implements Bus {
     return this.inner?.publish(subject, payload) ?? false;
   }
 
-  serve(subject: string, queue: string | null, handler: BusHandler): { stop(): Promise<void> } {
+  serve(subject: string, queue: string | null, handler: BusHandler): Serving {
     if (this.inner !== null) return this.inner.serve(subject, queue, handler);
     const entry: (typeof this.pending)[number] = { subject, queue, handler, stopped: false };
     this.pending.push(entry);
     return {
-      stop: async () => {
+      stop: async (drain?: boolean) => {
         entry.stopped = true;
-        await entry.stop?.();
+        await entry.stop?.(drain);
       },
     };
   }
@@ -109,7 +109,7 @@ export class BackgroundBus implements Bus {
         for (const entry of this.pending.splice(0)) {
           if (entry.stopped) continue;
           const sub = bus.serve(entry.subject, entry.queue, entry.handler);
-          entry.stop = () => sub.stop();
+          entry.stop = (drain?: boolean) => sub.stop(drain);
         }
         this.tell({ type: 'reconnect', server: this.servers });
       },

@@ -10,7 +10,7 @@
  * logger and the metrics what the driver says happened.
  */
 import { hostMonoNowUs } from '@tokenlease/shared/clock';
-import { type Bus, type BusHandler, type ReplyPort } from '@tokenlease/shared/nats';
+import { type Bus, type BusHandler, type ReplyPort, type Serving } from '@tokenlease/shared/nats';
 import type { Logger } from 'pino';
 import type { CoordinatorConfig } from '../core/config.js';
 import type { CoordinatorCore } from '../core/coordinator-core.js';
@@ -69,7 +69,7 @@ class NatsDurableService implements DurableService {
   private readonly nowUs: () => number;
   private readonly driver: OwnershipDriver<ReplyPort>;
   private observer: ServiceObserver | null;
-  private readonly subscriptions = new Map<string, { stop(): Promise<void> }>();
+  private readonly subscriptions = new Map<string, Serving>();
   private readonly timer: TickTimer;
   private readonly intake: IntakeLoop;
   private stopping: Promise<void> | null = null;
@@ -146,12 +146,21 @@ class NatsDurableService implements DurableService {
       case 'subscribe':
         return void this.subscriptions.set(c.key, this.options.bus.serve(c.subject, c.queueGroup, this.handlerOf(c.key)));
       case 'unsubscribe':
-        return void this.unsubscribe(c.key).then(() => this.perform(this.driver.done(c.ticket, this.nowUs())), this.failed);
+        return void this.unsubscribe(c.key, c.drain).then(() => this.perform(this.driver.done(c.ticket, this.nowUs())), this.failed);
       case 'flush-bus':
         return void this.options.bus
           .flush()
           .catch(() => undefined)
           .then(() => this.perform(this.driver.done(c.ticket, this.nowUs())))
+          .catch(this.failed);
+      case 'probe-bus':
+        return void this.options.bus
+          .flush()
+          .then(
+            () => true,
+            () => false,
+          )
+          .then((ok) => this.perform(this.driver.done(c.ticket, this.nowUs(), ok)))
           .catch(this.failed);
       case 'send':
         return this.replies.send(c.deliveries, this.nowUs(), c.label);
@@ -198,10 +207,10 @@ class NatsDurableService implements DurableService {
     }, key === LEGACY_KEY);
   }
 
-  private async unsubscribe(key: string): Promise<void> {
+  private async unsubscribe(key: string, drain: boolean): Promise<void> {
     const subscription = this.subscriptions.get(key);
     this.subscriptions.delete(key);
-    await subscription?.stop();
+    await subscription?.stop(drain);
     // What it took in is handled before the driver hears the subscription is gone.
     this.intake.drainNow();
   }

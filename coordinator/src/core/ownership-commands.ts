@@ -1,8 +1,8 @@
 /**
  * What the ownership driver (ownership-driver.ts) tells its adapter to do.
  * The adapter carries each command out in order and feeds the results back:
- * a store call's answer as `stored(ticket, …)`, the end of an unsubscribe
- * or a bus flush as `done(ticket)`, each message of a subscription as
+ * a store call's answer as `stored(ticket, …)`, the end of an unsubscribe,
+ * a bus flush or a bus probe as `done(ticket, …)`, each message of a subscription as
  * `message(key, …)`, and a timer as `tick` at the instant of a `wake`.
  */
 import type { PoolFault } from './coordinator-core.js';
@@ -25,10 +25,16 @@ export type OwnershipCommand<R> =
   | { readonly kind: 'store'; readonly ticket: number; readonly call: StoreCall }
   /** subscribe — serve `subject` in `queueGroup`; each request as `message(key, …)`. */
   | { readonly kind: 'subscribe'; readonly key: string; readonly subject: string; readonly queueGroup: string }
-  /** unsubscribe — stop (drain) the subscription `key`; then `done(ticket)`. */
-  | { readonly kind: 'unsubscribe'; readonly key: string; readonly ticket: number }
+  /**
+   * unsubscribe — stop the subscription `key`, drained (what the server
+   * sent first is taken in) or, with `drain` false, at once (the server does
+   * not answer); then `done(ticket)`.
+   */
+  | { readonly kind: 'unsubscribe'; readonly key: string; readonly ticket: number; readonly drain: boolean }
   /** flush-bus — wait until the bus server has every subscription made; then `done(ticket)`. */
   | { readonly kind: 'flush-bus'; readonly ticket: number }
+  /** probe-bus — ask the bus server for an answer (a flush); then `done(ticket, ok)`, ok false when it failed. A server that never answers leaves it unanswered. */
+  | { readonly kind: 'probe-bus'; readonly ticket: number }
   /**
    * send — these replies, produced at `producedUs` (a write may have held
    * them since), logged under `label`; `epoch`: the ownership whose write

@@ -35,12 +35,20 @@ class Loop {
     this.driver = new OwnershipDriver<string>({ config: served, member: 'm1', ownershipTtlMs: 3000, startUs: 0 });
   }
 
+  /** Set: bus probes get no answer (the bus is cut); else each is answered at once. */
+  silentBus = false;
+  /** Probes left unanswered while the bus was silent. */
+  readonly probes: number[] = [];
+
   take(commands: Command[]): Command[] {
     this.seen.push(...commands);
+    const answered: number[] = [];
     for (const c of commands) {
       if (c.kind === 'store') this.calls.push(c);
       if (c.kind === 'unsubscribe' || c.kind === 'flush-bus') this.tickets.push(c.ticket);
+      if (c.kind === 'probe-bus') (this.silentBus ? this.probes : answered).push(c.ticket);
     }
+    for (const t of answered) this.take(this.driver.done(t, this.driver.lastEventUs, true));
     return commands;
   }
 
@@ -234,5 +242,57 @@ describe('OwnershipDriver', () => {
     expect(down.map((l) => l.line.fields['pool'])).toEqual(['p', CATCH_ALL_UNIT]);
     expect(down[0]?.line.fields['reason']).toMatch(/has not renewed the ownership for one ownership TTL/);
     expect(loop.driver.ownedEpochs().size).toBe(0);
+  });
+
+  it('steps out when its bus answers no probe for an ownership TTL: every unit handed over without draining, the member dropped, nothing claimed until the bus answers', () => {
+    const loop = new Loop();
+    loop.own();
+    loop.silentBus = true; // from here no probe is answered; the store answers everything
+    const beat = (atUs: number): Command[] => {
+      const made = loop.take(loop.driver.tick(atUs));
+      if (loop.waiting('heartbeat').length > 0) made.push(...loop.answer('heartbeat', { members: ['m1'], droppedImpossible: 0 }, atUs));
+      while (loop.waiting('renew').length > 0) made.push(...loop.answer('renew', true, atUs));
+      return made;
+    };
+    expect(of([...beat(1 * S), ...beat(2 * S)], 'unsubscribe')).toEqual([]);
+    const out = beat(3 * S);
+    expect(of(out, 'log').filter((l) => l.line.fields['event'] === 'bus-lost')).toMatchObject([
+      { line: { fields: { silentMs: 3000, units: 2 } } },
+    ]);
+    expect(of(out, 'unsubscribe').map((u) => [u.key, u.drain])).toEqual([
+      ['p', false],
+      [CATCH_ALL_UNIT, false],
+    ]);
+    loop.busDone(3 * S);
+    expect(loop.waiting('release').map((c) => 'unit' in c && c.unit)).toEqual(['p', CATCH_ALL_UNIT]);
+    loop.answer('release', true, 3 * S);
+    loop.answer('release', true, 3 * S);
+    expect(loop.waiting('heartbeat')).toEqual([{ op: 'heartbeat', ttlMs: 0 }]);
+    loop.answer('heartbeat', { members: [], droppedImpossible: 0 }, 3 * S);
+    expect(loop.driver.ownedEpochs().size).toBe(0);
+    expect(loop.driver.serving()).toBe(false);
+    expect(loop.driver.busUp()).toBe(false);
+    // Silent still: no heartbeat, no renewal, no claim; one probe waits all along.
+    beat(4 * S);
+    beat(5 * S);
+    expect(loop.waiting('heartbeat')).toEqual([]);
+    expect(loop.waiting('claim')).toEqual([]);
+    expect(loop.probes).toHaveLength(1);
+    // The probe is answered: it takes part again at once.
+    loop.silentBus = false;
+    const back = loop.take(loop.driver.done(loop.probes[0] as number, 5 * S + 500 * MS, true));
+    expect(of(back, 'log').map((l) => l.line.fields['event'])).toContain('bus-back');
+    loop.answer('heartbeat', { members: ['m1'], droppedImpossible: 0 }, 5 * S + 500 * MS);
+    expect(loop.waiting('claim').map((c) => 'unit' in c && c.unit)).toEqual(['p', CATCH_ALL_UNIT]);
+    expect(loop.driver.busUp()).toBe(true);
+  });
+
+  it('does not take its own stall for the bus’s silence: after 5 s without a heartbeat, the first one renews as usual', () => {
+    const loop = new Loop();
+    loop.own();
+    loop.silentBus = true; // this beat's probe is not answered yet; the one before the stall was
+    const out = loop.take(loop.driver.tick(5 * S));
+    expect(of(out, 'log').map((l) => l.line.fields['event'])).not.toContain('bus-lost');
+    expect(loop.waiting('heartbeat')).toEqual([{ op: 'heartbeat', ttlMs: 3000 }]);
   });
 });

@@ -9,6 +9,15 @@
  * carries them out against its modelled store and network, on its clock.
  *
  * Rules:
+ * - The bus: every heartbeat also probes the bus server (a flush). A
+ *   member whose bus has answered no probe for a whole ownership TTL (cut
+ *   from NATS, or its replies or the server's answers lost, while the
+ *   store still answers it) steps out: it hands every unit over without
+ *   waiting on the bus (subscriptions dropped at once, held requests
+ *   answered, writes settled, records released), drops its member record,
+ *   and neither heartbeats nor claims until a probe is answered again; its
+ *   peers then own what it held. Otherwise it would keep renewing pools
+ *   nobody could reach through it.
  * - Ownership (ownership.ts): every heartbeat (a third of the ownership
  *   TTL; beat-plan.ts) marks this member alive, renews what it owns (an
  *   ownership the store no longer renews is stepped down, and so is one
@@ -125,7 +134,15 @@ export class OwnershipDriver<R> {
   private out: OwnershipCommand<R>[] = [];
   private tickets = 0;
   private readonly pending = new Map<number, Continuation>();
-  private readonly bus = new Map<number, () => void>();
+  private readonly bus = new Map<number, (ok: boolean) => void>();
+  /** When the bus last answered a probe, µs (it starts on a bus that connected). */
+  private busAnsweredUs: number;
+  /** Heartbeats begun since the bus last answered a probe. */
+  private beatsSinceBusAnswer = 0;
+  /** Whether a bus probe waits for its answer (one at a time: a server that does not answer holds it). */
+  private probing = false;
+  /** Whether this member stepped out because its bus fell silent, until a probe is answered. */
+  private busLost = false;
 
   constructor(options: OwnershipDriverOptions) {
     const { config, member, ownershipTtlMs, startUs } = options;
@@ -135,6 +152,7 @@ export class OwnershipDriver<R> {
     this.ttlMs = ownershipTtlMs;
     this.prefix = config.subjectPrefix;
     this.nowUs = startUs;
+    this.busAnsweredUs = startUs;
     this.core = new CoordinatorCore<R>(config, 0, startUs, true, member);
     this.units = ownershipUnits(config.pools.map((p) => p.name));
     this.tasks = new PoolTasks(
@@ -156,9 +174,19 @@ export class OwnershipDriver<R> {
     return this.owned.get(unit)?.lane;
   }
 
-  /** serving — whether the last heartbeat reached the store and stop was not asked. */
+  /** serving — whether the last heartbeat reached the store, the bus answers, and stop was not asked. */
   serving(): boolean {
-    return this.lastBeat.ok && !this.stopping;
+    return this.lastBeat.ok && !this.busLost && !this.stopping;
+  }
+
+  /** lastEventUs — the instant of the last event the driver was given, µs. */
+  get lastEventUs(): number {
+    return this.nowUs;
+  }
+
+  /** busUp — whether this member takes part: its bus answered a probe within the last ownership TTL (or it never stepped out since). */
+  busUp(): boolean {
+    return !this.busLost;
   }
 
   storeUp(): boolean {
@@ -215,12 +243,12 @@ export class OwnershipDriver<R> {
     });
   }
 
-  /** done — the unsubscribe or bus flush of `ticket` is over. */
-  done(ticket: number, nowUs: number): OwnershipCommand<R>[] {
+  /** done — the unsubscribe, bus flush or bus probe of `ticket` is over; `ok` false: the probe failed. */
+  done(ticket: number, nowUs: number, ok = true): OwnershipCommand<R>[] {
     return this.event(nowUs, () => {
       const then = this.bus.get(ticket);
       this.bus.delete(ticket);
-      then?.();
+      then?.(ok);
     });
   }
 
@@ -255,7 +283,7 @@ export class OwnershipDriver<R> {
         this.legacyStopped = true;
         this.leave();
       });
-      this.emit({ kind: 'unsubscribe', key: LEGACY_KEY, ticket });
+      this.emit({ kind: 'unsubscribe', key: LEGACY_KEY, ticket, drain: !this.busLost });
     });
   }
 
@@ -504,8 +532,12 @@ export class OwnershipDriver<R> {
     this.unsubscribe(held, unit, () => (unit === CATCH_ALL_UNIT ? this.handOverTemplatePools(done) : done()));
   }
 
-  /** handOver — gives `unit` up in order: no new requests, held ones answered, the rest written, then the record released. */
-  private handOver(unit: string, done: () => void): void {
+  /**
+   * handOver — gives `unit` up in order: no new requests, held ones
+   * answered, the rest written, then the record released; `drain` false:
+   * the subscription is dropped at once, not drained (the bus does not answer).
+   */
+  private handOver(unit: string, done: () => void, drain = true): void {
     const held = this.owned.get(unit);
     if (held === undefined) return done();
     const release = (): void => {
@@ -522,13 +554,18 @@ export class OwnershipDriver<R> {
         done();
       });
     };
-    this.unsubscribe(held, unit, () => {
-      if (unit === CATCH_ALL_UNIT) return this.handOverTemplatePools(release);
-      const flushed: Delivery<R>[] = [];
-      this.core.pool(unit)?.flush(this.nowUs, flushed);
-      this.submit(unit, flushed);
-      this.settled(held, release);
-    });
+    this.unsubscribe(
+      held,
+      unit,
+      () => {
+        if (unit === CATCH_ALL_UNIT) return this.handOverTemplatePools(release);
+        const flushed: Delivery<R>[] = [];
+        this.core.pool(unit)?.flush(this.nowUs, flushed);
+        this.submit(unit, flushed);
+        this.settled(held, release);
+      },
+      drain,
+    );
   }
 
   /** forget — an evicted template pool: its records go, so the store does not grow with every name ever seen. */
@@ -563,6 +600,8 @@ export class OwnershipDriver<R> {
 
   private beatIfDue(): void {
     if (!this.beats.begin(this.nowUs)) return this.wake(this.beats.dueUs());
+    this.probeBus();
+    if (this.busSilent()) return this.stepOut(() => this.beatEnded(true));
     this.call({ op: 'heartbeat', ttlMs: this.ttlMs }, (result) => {
       const members = this.beaten(result);
       this.renewAll(() => this.plan(members, (answered) => this.beatEnded(answered)));
@@ -613,6 +652,60 @@ export class OwnershipDriver<R> {
     }
   }
 
+  /**
+   * busSilent — whether the bus has answered no probe for an ownership TTL,
+   * over at least two heartbeats: the answer to a probe sent before this
+   * process stood still (paused, or its event loop held) has had a turn
+   * to be read, so its own stall is not taken for the bus's silence.
+   */
+  private busSilent(): boolean {
+    this.beatsSinceBusAnswer += 1;
+    return this.beatsSinceBusAnswer >= 2 && this.nowUs - this.busAnsweredUs >= this.ttlMs * US_PER_MS;
+  }
+
+  /** probeBus — asks the bus for an answer, unless a probe still waits for one; an answer brings a member that stepped out back. */
+  private probeBus(): void {
+    if (this.probing || this.stopping) return;
+    this.probing = true;
+    const ticket = this.ticket();
+    this.emit({ kind: 'probe-bus', ticket });
+    this.bus.set(ticket, (ok) => {
+      this.probing = false;
+      if (!ok) return;
+      this.busAnsweredUs = this.nowUs;
+      this.beatsSinceBusAnswer = 0;
+      if (!this.busLost) return;
+      this.busLost = false;
+      this.log('info', { event: 'bus-back', member: this.member }, 'the bus answers again: taking part again');
+      this.beats.request(this.nowUs);
+      this.beatIfDue();
+    });
+  }
+
+  /**
+   * stepOut — the bus has not answered for an ownership TTL: every unit
+   * handed over without waiting on the bus, then the member record
+   * dropped (once); `then` once through. Nothing more while it stays silent.
+   */
+  private stepOut(then: () => void): void {
+    if (this.busLost || this.stopping) return then();
+    this.busLost = true;
+    const silentMs = Math.floor((this.nowUs - this.busAnsweredUs) / US_PER_MS);
+    const units = [...this.owned.keys()].filter((u) => u === CATCH_ALL_UNIT || this.core.kindOf(u) !== 'template');
+    this.log(
+      'warn',
+      { event: 'bus-lost', member: this.member, silentMs, units: units.length },
+      'the bus does not answer: handing every pool over',
+    );
+    const arrive = join(units.length, () =>
+      this.call({ op: 'heartbeat', ttlMs: 0 }, (result) => {
+        this.lastBeat = result.ok ? { ok: true, members: result.value.members } : { ok: false, members: this.lastBeat.members };
+        then();
+      }),
+    );
+    for (const unit of units) this.tasks.enqueue(unit, (done) => this.handOver(unit, done, false), arrive);
+  }
+
   /** plan — claims and hand-overs as `planOwnership` says for `members` (null: the store did not answer); `then` once all are through. */
   private plan(members: string[] | null, then: (answered: boolean) => void): void {
     if (members === null || this.stopping) return then(members !== null);
@@ -651,13 +744,13 @@ export class OwnershipDriver<R> {
     this.emit({ kind: 'subscribe', key, subject, queueGroup });
   }
 
-  /** unsubscribe — the subscription of `held` (if any) stopped; `then` once it is. */
-  private unsubscribe(held: Held<R>, key: string, then: () => void): void {
+  /** unsubscribe — the subscription of `held` (if any) stopped, drained unless `drain` is false; `then` once it is. */
+  private unsubscribe(held: Held<R>, key: string, then: () => void, drain = true): void {
     if (!held.subscribed) return then();
     held.subscribed = false;
     const ticket = this.ticket();
     this.bus.set(ticket, then);
-    this.emit({ kind: 'unsubscribe', key, ticket });
+    this.emit({ kind: 'unsubscribe', key, ticket, drain });
   }
 
   private call<K extends StoreOp>(call: Extract<StoreCall, { op: K }>, then: (result: StoreResult<K>) => void): void {

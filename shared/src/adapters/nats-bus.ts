@@ -47,6 +47,18 @@ export interface ReplyPort {
   readonly replySubject: string | null;
 }
 
+/** Serving — a subscription `serve` made. */
+export interface Serving {
+  /**
+   * stop — drains the subscription: the messages already delivered are
+   * handled, no more arrive, and it resolves once the server confirmed.
+   * With `drain` false it is dropped at once, without waiting on the
+   * server (one that does not answer would hold a drain until the
+   * connection itself is given up).
+   */
+  stop(drain?: boolean): Promise<void>;
+}
+
 /** BusHandler — what `serve` hands each message: its subject, its bytes, and where to answer it. */
 export type BusHandler = (subject: string, payload: Uint8Array, reply: ReplyPort) => void;
 
@@ -75,14 +87,7 @@ export interface Bus {
    * subscriber. A subscription the server refuses (permissions) is reported
    * as an `error` event and delivers nothing.
    */
-  serve(
-    subject: string,
-    queue: string | null,
-    handler: BusHandler,
-  ): {
-    /** stop — drains the subscription: the messages already delivered are handled, no more arrive. */
-    stop(): Promise<void>;
-  };
+  serve(subject: string, queue: string | null, handler: BusHandler): Serving;
   /** onEvent — calls `listener` with every BusEvent from now on. */
   onEvent(listener: (event: BusEvent) => void): void;
   /** flush — resolves once the server has processed everything sent so far (so a new subscription is in place); rejects when it cannot be reached. */
@@ -157,7 +162,7 @@ class NatsBus implements Bus {
     }
   }
 
-  serve(subject: string, queue: string | null, handler: BusHandler): { stop(): Promise<void> } {
+  serve(subject: string, queue: string | null, handler: BusHandler): Serving {
     const sub: Subscription = this.nc.subscribe(subject, {
       ...(queue === null ? {} : { queue }),
       callback: (error, msg: Msg) => {
@@ -169,7 +174,12 @@ class NatsBus implements Bus {
         handler(msg.subject, msg.data, { respond: (data) => msg.respond(data), replySubject });
       },
     });
-    return { stop: () => sub.drain() };
+    return {
+      stop: async (drain = true) => {
+        if (drain) return sub.drain();
+        sub.unsubscribe();
+      },
+    };
   }
 
   onEvent(listener: (event: BusEvent) => void): void {

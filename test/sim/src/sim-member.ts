@@ -229,6 +229,8 @@ export class SimMember {
         this.subscriptions.delete(c.key);
         return this.host.push(nowUs, { k: 'bus-done', id: this.id, ticket: c.ticket });
       case 'flush-bus':
+      case 'probe-bus':
+        // The modelled bus always answers (its partitions are agents').
         return this.host.push(nowUs, { k: 'bus-done', id: this.id, ticket: c.ticket });
       case 'send':
         return this.send(c.deliveries, c.producedUs, c.epoch, 'pool' in c.label ? c.label.pool : POOL);
