@@ -155,6 +155,79 @@ export async function cutCoordinatorRedis(options: ScenarioOptions): Promise<Sce
   );
 }
 
+/**
+ * N5. Cut the pool's owner off NATS (it keeps Redis): it hears nothing, so
+ * it must hand its pools over rather than keep renewing them. Within an
+ * ownership TTL (over two heartbeats) of its bus's silence it logs
+ * 'bus-lost', releases its ownerships and drops its member record; the
+ * other coordinator owns the pool and grants within
+ * NATS_CUT_TAKEOVER_BOUND_MS; grants it logged after the cut + one
+ * ownership TTL are stray; after the restore it says 'bus-back' and takes
+ * part again. What it cannot undo is the server's side: the server keeps
+ * its subscription in the pool's queue group, and sends it half the pool's
+ * requests, for as long as it goes on delivering to it (nats-server counts
+ * its own deliveries as the client's activity and so never pings it: "Delaying
+ * PING due to client activity"), here until the restore.
+ */
+export async function cutCoordinatorNats(options: ScenarioOptions): Promise<ScenarioRow> {
+  const cutMs = options.short ? 4000 : 6000;
+  return withNetWorld('cut-coordinator-nats', (world) =>
+    runScenario(
+      'cut-coordinator-nats',
+      world.nats.url,
+      options,
+      3,
+      cutMs + 7000,
+      async (fleet) => {
+        await sleep(2000);
+        const owner = currentOwner(fleet.coordinators, POOL);
+        const other = fleet.coordinators.find((c) => c !== owner?.child);
+        if (owner === undefined || other === undefined) return { faultVerified: false, note: 'no owner and standby before the cut' };
+        const cutHost = world.coordinators[fleet.coordinators.indexOf(owner.child)] as NetHost;
+        const issuedUs = nowUs();
+        await world.lab.cut(cutHost, world.nats.host);
+        const cutUs = nowUs();
+        const blocked = (await world.lab.blockedFrom(world.nats.host)).includes(cutHost.name);
+        const redisKept = !(await world.lab.blockedFrom(world.redis.host)).includes(cutHost.name);
+        const successor = await waitForOwned(other, POOL, owner.epoch, cutMs).catch(() => null);
+        await sleep(Math.max(0, cutMs - (nowUs() - cutUs) / 1000));
+        const lost = logEvents(owner.child.lines, { event: 'bus-lost' });
+        const restoreUs = nowUs();
+        await world.lab.restore(cutHost, world.nats.host);
+        const back = await waitUntil(
+          'the cut coordinator hearing its bus again',
+          15_000,
+          () => logEvents(owner.child.lines, { event: 'bus-back' }).length > 0,
+        ).then(
+          () => true,
+          () => false,
+        );
+        const backMs = msBetween(restoreUs, back ? nowUs() : null);
+        const lapsedUs = cutUs + OWNERSHIP_TTL_MS * 1000;
+        const grantsInCut = grantLines(owner.child).filter((g) => g.tUs >= cutUs && g.tUs < restoreUs);
+        const stray = grantsInCut.filter((g) => g.tUs > lapsedUs);
+        const successorFirstUs = grantLines(other).find((g) => g.tUs >= cutUs)?.tUs ?? null;
+        const takeoverMs = msBetween(cutUs, successorFirstUs);
+        const lostFields = lost[0]?.fields as { silentMs?: number } | undefined;
+        return {
+          faultVerified: blocked && redisKept && lost.length > 0 && successor !== null && back,
+          takeoverMs,
+          strayGrants: stray.length,
+          recoveryFromUs: [cutUs],
+          note:
+            `owner ${owner.child.name} (epoch ${owner.epoch}) cut from NATS for ${cutMs} ms (in force ${msBetween(issuedUs, cutUs)} ms after the command), Redis kept; ` +
+            `${lost.length === 0 ? 'no bus-lost line' : `bus-lost after ${lostFields?.silentMs ?? '?'} ms of silence`}; ${grantsInCut.length} grants logged by it during the cut; ` +
+            `${successor === null ? 'no takeover' : `${other.name} owned epoch ${successor.epoch}`}, its first grant ${takeoverMs ?? 'never'} ms after the cut; ` +
+            `bus-back ${backMs ?? 'never (within 15 s)'} ms after the restore` +
+            (blocked ? '' : '; the nft drop was not found in the kernel') +
+            (redisKept ? '' : '; Redis was cut too'),
+        };
+      },
+      { redisUrl: world.redis.url, placement: world.placement, beforeAgents: startStandby },
+    ),
+  );
+}
+
 /** AgentLinkFault — what happens to one agent's link to NATS: cut both ways, replies lost (its requests still arrive), or cut and restored every FLAP_MS. */
 type AgentLinkFault = 'cut' | 'one-way' | 'flap';
 

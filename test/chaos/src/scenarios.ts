@@ -15,7 +15,7 @@ import type { Child } from '@tokenlease/harness/processes';
 import type { ScenarioName } from './args.js';
 import { OWNERSHIP_TTL_MS, type AgentHandle } from './chaos-fleet.js';
 import { redisPrimaryFailover, redisPrimaryFailoverUnconfirmed } from './redis-scenarios.js';
-import { cutAgentNats, cutCoordinatorRedis, flapAgentNats, oneWayAgentNats } from './net-scenarios.js';
+import { cutAgentNats, cutCoordinatorNats, cutCoordinatorRedis, flapAgentNats, oneWayAgentNats } from './net-scenarios.js';
 import { killRelay } from './relay-scenario.js';
 import {
   CHAOS_POOL,
@@ -251,6 +251,7 @@ export const SCENARIOS: Readonly<Record<ScenarioName, (options: ScenarioOptions)
   'churn-agents': churnAgents,
   'kill-relay': killRelay,
   'cut-coordinator-redis': cutCoordinatorRedis,
+  'cut-coordinator-nats': cutCoordinatorNats,
   'cut-agent-nats': cutAgentNats,
   'one-way-agent-nats': oneWayAgentNats,
   'flap-agent-nats': flapAgentNats,

@@ -21,6 +21,8 @@ export const COORDINATOR_EVENTS = [
   'pool-owned',
   'pool-handed-over',
   'stepped-down',
+  'bus-lost',
+  'bus-back',
   'grant',
   'request-refused',
   'request-dropped',
