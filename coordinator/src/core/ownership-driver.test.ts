@@ -107,7 +107,7 @@ describe('OwnershipDriver', () => {
     );
     expect(of(loop.seen, 'subscribe').map((s) => [s.key, s.subject, s.queueGroup])).toEqual([
       ['*v1', 'tokenlease.v1.>', 'tokenlease-catch-all'],
-      ['p', 'tokenlease.v2.*.p.*', 'tokenlease-coordinators'],
+      ['p', 'tokenlease.v2.*.p.*', 'tokenlease-owner.5'],
       [CATCH_ALL_UNIT, 'tokenlease.v2.*.*.*', 'tokenlease-catch-all'],
     ]);
     expect(of(loop.seen, 'log').filter((l) => l.line.fields['event'] === 'pool-owned')).toHaveLength(2);

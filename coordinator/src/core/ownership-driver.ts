@@ -25,7 +25,14 @@
  *   since the last answered one was sent: it may have lapsed, and a member
  *   cut off from the store must not keep taking its requests), and claims or
  *   hands over units as `planOwnership` says. A configured pool's subject
- *   is subscribed only while the pool is owned; the owner of the catch-all
+ *   is subscribed only while the pool is owned, in a queue group of that
+ *   ownership's own (ownerQueueGroup): should two members be subscribed at
+ *   once (one deposed or cut off that has not yet left, whose subscription
+ *   NATS may keep for as long as it keeps writing to it), each request
+ *   reaches both, rather than half of them reaching only the one that
+ *   cannot answer; the one that no longer owns the pool answers
+ *   `not-owner`, and a retry of the same seq gets the owner's answer
+ *   again. The owner of the catch-all
  *   unit subscribes to every subject (another queue group) and routes each
  *   request as `routeCatchAll` says, claiming a template pool on its first
  *   request (every request that comes meanwhile waits for that one claim).
@@ -45,9 +52,9 @@
  */
 import {
   CATCH_ALL_QUEUE_GROUP,
-  COORDINATOR_QUEUE_GROUP,
   isOperatorSubject,
   legacySubject,
+  ownerQueueGroup,
   parseSubject,
   poolSubject,
   serviceSubject,
@@ -507,7 +514,7 @@ export class OwnershipDriver<R> {
     const held: Held<R> = { epoch, renewedUs: claimedUs, subscribed: false, lane, settling: [] };
     this.owned.set(unit, held);
     if (unit === CATCH_ALL_UNIT) this.subscribe(held, unit, serviceSubject(this.prefix), CATCH_ALL_QUEUE_GROUP);
-    else if (this.core.kindOf(unit) === 'fixed') this.subscribe(held, unit, poolSubject(this.prefix, unit), COORDINATOR_QUEUE_GROUP);
+    else if (this.core.kindOf(unit) === 'fixed') this.subscribe(held, unit, poolSubject(this.prefix, unit), ownerQueueGroup(epoch));
     // Read before requests can arrive (a status read ticks the pool, and nothing would send what that answered),
     // at the takeover's instant: what was adopted, without the refill since.
     const status = unit === CATCH_ALL_UNIT ? undefined : this.core.pool(unit)?.status(this.nowUs, []);

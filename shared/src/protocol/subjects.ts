@@ -25,6 +25,17 @@ export const DEFAULT_SUBJECT_PREFIX = 'tokenlease';
 /** COORDINATOR_QUEUE_GROUP — the queue group coordinators serve requests in, so that one of them gets each (durable mode: configured pools'). */
 export const COORDINATOR_QUEUE_GROUP = 'tokenlease-coordinators';
 
+/**
+ * ownerQueueGroup — the queue group a durable coordinator serves a pool it
+ * owns under `epoch` in: one of its own (`tokenlease-owner.<epoch>`), so
+ * that should two members be subscribed at once (a deposed or cut-off one
+ * whose subscription NATS keeps), each gets every request rather than half
+ * of them going only to the one that cannot answer.
+ */
+export function ownerQueueGroup(epoch: number): string {
+  return `tokenlease-owner.${epoch}`;
+}
+
 /** Op — a request's operation; `pools` and `reload` are operators' (operator.ts), on the pool token `_`. */
 export type Op = 'acquire' | 'return' | 'report' | 'status' | 'pools' | 'reload';
 const OPS: ReadonlySet<string> = new Set<Op>(['acquire', 'return', 'report', 'status', 'pools', 'reload']);

@@ -163,11 +163,10 @@ export async function cutCoordinatorRedis(options: ScenarioOptions): Promise<Sce
  * other coordinator owns the pool and grants within
  * NATS_CUT_TAKEOVER_BOUND_MS; grants it logged after the cut + one
  * ownership TTL are stray; after the restore it says 'bus-back' and takes
- * part again. What it cannot undo is the server's side: the server keeps
- * its subscription in the pool's queue group, and sends it half the pool's
- * requests, for as long as it goes on delivering to it (nats-server counts
- * its own deliveries as the client's activity and so never pings it: "Delaying
- * PING due to client activity"), here until the restore.
+ * part again. NATS may keep the cut owner's subscription for as long as it
+ * goes on writing to it (nats-server counts its own deliveries as the
+ * client's activity, and never pings it); the pool's subject is subscribed
+ * in no queue group, so every request reaches the new owner as well.
  */
 export async function cutCoordinatorNats(options: ScenarioOptions): Promise<ScenarioRow> {
   const cutMs = options.short ? 4000 : 6000;

@@ -26,13 +26,11 @@ export const TAKEOVER_BOUND_MS = CHAOS_POOL.leaseTtlMs + OWNERSHIP_TTL_MS;
 export const CUT_TAKEOVER_BOUND_MS = CHAOS_POOL.leaseTtlMs + OWNERSHIP_TTL_MS + 1000;
 /**
  * NATS_CUT_TAKEOVER_BOUND_MS — from cutting the owner off NATS to the other
- * coordinator's first grant: the cut one's silence over one ownership TTL
- * and two heartbeats, the other's next heartbeat and claim (the bound
- * above), and two requests lost on the way (each a hold and a reply
- * timeout, then a retry): until the cut ends the server still sends half
- * of the pool's requests to the cut coordinator's subscription.
+ * coordinator's first grant: the bound above, where the cut owner's silence
+ * must also span two heartbeats (a third of the ownership TTL each) before
+ * it steps out and releases what it owns.
  */
-export const NATS_CUT_TAKEOVER_BOUND_MS = CUT_TAKEOVER_BOUND_MS + 2000;
+export const NATS_CUT_TAKEOVER_BOUND_MS = CUT_TAKEOVER_BOUND_MS + 2 * Math.ceil(OWNERSHIP_TTL_MS / 3);
 const CUT_TAKEOVER_BOUNDS = new Map<string, number>([
   ['cut-coordinator-redis', CUT_TAKEOVER_BOUND_MS],
   ['cut-coordinator-nats', NATS_CUT_TAKEOVER_BOUND_MS],
