@@ -23,6 +23,7 @@ export const SCENARIO_NAMES = [
   'kill-relay',
   'cut-coordinator-redis',
   'cut-coordinator-nats',
+  'one-way-coordinator-nats',
   'cut-agent-nats',
   'one-way-agent-nats',
   'flap-agent-nats',
@@ -67,7 +68,8 @@ Exits 1 if a fault was not verified or a check failed, 2 for a bad flag.
                      ${SCENARIO_NAMES.slice(4, 7).join(', ')},
                      ${SCENARIO_NAMES.slice(7, 10).join(', ')},
                      ${SCENARIO_NAMES.slice(10, 13).join(', ')},
-                     ${SCENARIO_NAMES.slice(13).join(', ')} (these five: network namespaces, root, nft)
+                     ${SCENARIO_NAMES.slice(13, 15).join(', ')},
+                     ${SCENARIO_NAMES.slice(15).join(', ')} (these six: network namespaces, root, nft)
   --short            brief versions (as npm test runs them)
   --seed N           seed, 0..${SEED_MAX} (default $SEED, else random; printed)
   --json             one JSON array of rows instead of the table

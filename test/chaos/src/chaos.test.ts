@@ -14,7 +14,14 @@
 import { describe, expect, it } from 'vitest';
 import { netnsSkipped, netnsUnavailable } from '@tokenlease/harness/netns';
 import { seedFromEnv } from '@tokenlease/shared/testing';
-import { cutAgentNats, cutCoordinatorNats, cutCoordinatorRedis, flapAgentNats, oneWayAgentNats } from './net-scenarios.js';
+import {
+  cutAgentNats,
+  cutCoordinatorNats,
+  cutCoordinatorRedis,
+  flapAgentNats,
+  oneWayAgentNats,
+  oneWayCoordinatorNats,
+} from './net-scenarios.js';
 import { redisPrimaryFailover, redisPrimaryFailoverUnconfirmed } from './redis-scenarios.js';
 import { killRelay } from './relay-scenario.js';
 import { failoverCoordinator, killAgents, pauseAgent, restartNats, type ScenarioRow } from './scenarios.js';
@@ -86,6 +93,13 @@ describe.skipIf(skipNet)('chaos by network faults, short', () => {
 
   it('owner cut from NATS, Redis kept: it steps out and hands its pools over, the other takes over, envelope kept, it takes part again after', async () => {
     const row = await cutCoordinatorNats({ short: true, seed });
+    verdict(row);
+    expect(row.strayGrants).toBe(0);
+    expect(row.takeoverMs).not.toBeNull();
+  }, 120_000);
+
+  it('owner whose packets to NATS are lost while requests reach it: it steps out all the same, the other takes over, envelope kept', async () => {
+    const row = await oneWayCoordinatorNats({ short: true, seed });
     verdict(row);
     expect(row.strayGrants).toBe(0);
     expect(row.takeoverMs).not.toBeNull();

@@ -155,24 +155,33 @@ export async function cutCoordinatorRedis(options: ScenarioOptions): Promise<Sce
   );
 }
 
+/** CoordinatorLinkFault — what happens to the owner's link to NATS: cut both ways, or its own packets lost (requests still reach it). */
+type CoordinatorLinkFault = 'cut' | 'one-way';
+
 /**
- * N5. Cut the pool's owner off NATS (it keeps Redis): it hears nothing, so
- * it must hand its pools over rather than keep renewing them. Within an
- * ownership TTL (over two heartbeats) of its bus's silence it logs
- * 'bus-lost', releases its ownerships and drops its member record; the
- * other coordinator owns the pool and grants within
- * NATS_CUT_TAKEOVER_BOUND_MS; grants it logged after the cut + one
- * ownership TTL are stray; after the restore it says 'bus-back' and takes
- * part again. NATS may keep the cut owner's subscription for as long as it
- * goes on writing to it (nats-server counts its own deliveries as the
- * client's activity, and never pings it); the pool's subject is subscribed
- * in no queue group, so every request reaches the new owner as well.
+ * N5–N6. The pool's owner loses NATS while it keeps Redis:
+ * - `cut`: both ways, it hears nothing;
+ * - `one-way`: its own packets are dropped, so requests still reach it but
+ *   no reply (and no ping of its probe) reaches NATS: it grants into the
+ *   void, written in the store first, so those tokens stay counted.
+ * Either way it must not keep renewing pools nobody is answered through:
+ * within an ownership TTL (over two heartbeats) of its bus's silence it
+ * logs 'bus-lost', releases its ownerships and drops its member record;
+ * the other coordinator owns the pool and grants within
+ * NATS_CUT_TAKEOVER_BOUND_MS; none of its grants may come after the other's
+ * first (`strayGrants`: two owners granting at once); after the restore it
+ * says 'bus-back' and takes part again. NATS may keep its subscription for
+ * as long as it goes on writing to it (nats-server counts its own
+ * deliveries as the client's activity, and never pings it); the pool is
+ * served in a queue group per ownership, so every request reaches the new
+ * owner as well.
  */
-export async function cutCoordinatorNats(options: ScenarioOptions): Promise<ScenarioRow> {
+async function coordinatorLinkFault(name: ScenarioName, fault: CoordinatorLinkFault, options: ScenarioOptions): Promise<ScenarioRow> {
   const cutMs = options.short ? 4000 : 6000;
-  return withNetWorld('cut-coordinator-nats', (world) =>
+  const what = fault === 'cut' ? 'cut from NATS' : 'its packets to NATS dropped (requests still reach it)';
+  return withNetWorld(name, (world) =>
     runScenario(
-      'cut-coordinator-nats',
+      name,
       world.nats.url,
       options,
       3,
@@ -181,20 +190,24 @@ export async function cutCoordinatorNats(options: ScenarioOptions): Promise<Scen
         await sleep(2000);
         const owner = currentOwner(fleet.coordinators, POOL);
         const other = fleet.coordinators.find((c) => c !== owner?.child);
-        if (owner === undefined || other === undefined) return { faultVerified: false, note: 'no owner and standby before the cut' };
-        const cutHost = world.coordinators[fleet.coordinators.indexOf(owner.child)] as NetHost;
+        if (owner === undefined || other === undefined) return { faultVerified: false, note: 'no owner and standby before the fault' };
+        const host = world.coordinators[fleet.coordinators.indexOf(owner.child)] as NetHost;
         const issuedUs = nowUs();
-        await world.lab.cut(cutHost, world.nats.host);
+        await (fault === 'cut' ? world.lab.cut(host, world.nats.host) : world.lab.drop(host, world.nats.host));
         const cutUs = nowUs();
-        const blocked = (await world.lab.blockedFrom(world.nats.host)).includes(cutHost.name);
-        const redisKept = !(await world.lab.blockedFrom(world.redis.host)).includes(cutHost.name);
+        const dropped = (await world.lab.blockedFrom(world.nats.host)).includes(host.name);
+        const shaped =
+          fault === 'cut'
+            ? (await world.lab.blockedFrom(host)).includes(world.nats.host.name)
+            : !(await world.lab.blockedFrom(host)).includes(world.nats.host.name);
+        const redisKept = !(await world.lab.blockedFrom(world.redis.host)).includes(host.name);
         const successor = await waitForOwned(other, POOL, owner.epoch, cutMs).catch(() => null);
         await sleep(Math.max(0, cutMs - (nowUs() - cutUs) / 1000));
         const lost = logEvents(owner.child.lines, { event: 'bus-lost' });
         const restoreUs = nowUs();
-        await world.lab.restore(cutHost, world.nats.host);
+        await world.lab.restore(host, world.nats.host);
         const back = await waitUntil(
-          'the cut coordinator hearing its bus again',
+          'the faulted coordinator hearing its bus again',
           15_000,
           () => logEvents(owner.child.lines, { event: 'bus-back' }).length > 0,
         ).then(
@@ -202,29 +215,38 @@ export async function cutCoordinatorNats(options: ScenarioOptions): Promise<Scen
           () => false,
         );
         const backMs = msBetween(restoreUs, back ? nowUs() : null);
-        const lapsedUs = cutUs + OWNERSHIP_TTL_MS * 1000;
-        const grantsInCut = grantLines(owner.child).filter((g) => g.tUs >= cutUs && g.tUs < restoreUs);
-        const stray = grantsInCut.filter((g) => g.tUs > lapsedUs);
+        const grantsInFault = grantLines(owner.child).filter((g) => g.tUs >= cutUs && g.tUs < restoreUs);
         const successorFirstUs = grantLines(other).find((g) => g.tUs >= cutUs)?.tUs ?? null;
+        const stray = successorFirstUs === null ? [] : grantsInFault.filter((g) => g.tUs >= successorFirstUs);
         const takeoverMs = msBetween(cutUs, successorFirstUs);
         const lostFields = lost[0]?.fields as { silentMs?: number } | undefined;
         return {
-          faultVerified: blocked && redisKept && lost.length > 0 && successor !== null && back,
+          faultVerified: dropped && shaped && redisKept && lost.length > 0 && successor !== null && back,
           takeoverMs,
           strayGrants: stray.length,
           recoveryFromUs: [cutUs],
           note:
-            `owner ${owner.child.name} (epoch ${owner.epoch}) cut from NATS for ${cutMs} ms (in force ${msBetween(issuedUs, cutUs)} ms after the command), Redis kept; ` +
-            `${lost.length === 0 ? 'no bus-lost line' : `bus-lost after ${lostFields?.silentMs ?? '?'} ms of silence`}; ${grantsInCut.length} grants logged by it during the cut; ` +
-            `${successor === null ? 'no takeover' : `${other.name} owned epoch ${successor.epoch}`}, its first grant ${takeoverMs ?? 'never'} ms after the cut; ` +
+            `owner ${owner.child.name} (epoch ${owner.epoch}) ${what} for ${cutMs} ms (in force ${msBetween(issuedUs, cutUs)} ms after the command), Redis kept; ` +
+            `${lost.length === 0 ? 'no bus-lost line' : `bus-lost after ${lostFields?.silentMs ?? '?'} ms of silence`}; ${grantsInFault.length} grants logged by it during the fault; ` +
+            `${successor === null ? 'no takeover' : `${other.name} owned epoch ${successor.epoch}`}, its first grant ${takeoverMs ?? 'never'} ms after the fault; ` +
             `bus-back ${backMs ?? 'never (within 15 s)'} ms after the restore` +
-            (blocked ? '' : '; the nft drop was not found in the kernel') +
+            (dropped && shaped ? '' : '; the nft drop was not found in the kernel as asked') +
             (redisKept ? '' : '; Redis was cut too'),
         };
       },
       { redisUrl: world.redis.url, placement: world.placement, beforeAgents: startStandby },
     ),
   );
+}
+
+/** N5. Cut the pool's owner off NATS (it keeps Redis): it steps out and hands its pools over, the other takes over. */
+export function cutCoordinatorNats(options: ScenarioOptions): Promise<ScenarioRow> {
+  return coordinatorLinkFault('cut-coordinator-nats', 'cut', options);
+}
+
+/** N6. The pool's owner's packets to NATS are lost while requests still reach it: it steps out all the same, the other takes over. */
+export function oneWayCoordinatorNats(options: ScenarioOptions): Promise<ScenarioRow> {
+  return coordinatorLinkFault('one-way-coordinator-nats', 'one-way', options);
 }
 
 /** AgentLinkFault — what happens to one agent's link to NATS: cut both ways, replies lost (its requests still arrive), or cut and restored every FLAP_MS. */

@@ -15,7 +15,14 @@ import type { Child } from '@tokenlease/harness/processes';
 import type { ScenarioName } from './args.js';
 import { OWNERSHIP_TTL_MS, type AgentHandle } from './chaos-fleet.js';
 import { redisPrimaryFailover, redisPrimaryFailoverUnconfirmed } from './redis-scenarios.js';
-import { cutAgentNats, cutCoordinatorNats, cutCoordinatorRedis, flapAgentNats, oneWayAgentNats } from './net-scenarios.js';
+import {
+  cutAgentNats,
+  cutCoordinatorNats,
+  oneWayCoordinatorNats,
+  cutCoordinatorRedis,
+  flapAgentNats,
+  oneWayAgentNats,
+} from './net-scenarios.js';
 import { killRelay } from './relay-scenario.js';
 import {
   CHAOS_POOL,
@@ -252,6 +259,7 @@ export const SCENARIOS: Readonly<Record<ScenarioName, (options: ScenarioOptions)
   'kill-relay': killRelay,
   'cut-coordinator-redis': cutCoordinatorRedis,
   'cut-coordinator-nats': cutCoordinatorNats,
+  'one-way-coordinator-nats': oneWayCoordinatorNats,
   'cut-agent-nats': cutAgentNats,
   'one-way-agent-nats': oneWayAgentNats,
   'flap-agent-nats': flapAgentNats,

@@ -34,6 +34,7 @@ export const NATS_CUT_TAKEOVER_BOUND_MS = CUT_TAKEOVER_BOUND_MS + 2 * Math.ceil(
 const CUT_TAKEOVER_BOUNDS = new Map<string, number>([
   ['cut-coordinator-redis', CUT_TAKEOVER_BOUND_MS],
   ['cut-coordinator-nats', NATS_CUT_TAKEOVER_BOUND_MS],
+  ['one-way-coordinator-nats', NATS_CUT_TAKEOVER_BOUND_MS],
 ]);
 /** The scenario whose lost writes must show as admissions over the envelope. */
 export const EXPECTS_OVER_ADMISSION = 'redis-primary-failover-unconfirmed';
@@ -59,7 +60,9 @@ export function rowProblems(r: ScenarioRow): string[] {
   if (r.scenario === 'failover-coordinator' && (r.takeoverMs === null || r.takeoverMs > TAKEOVER_BOUND_MS))
     problems.push(`${r.scenario}: first grant after the owner's kill took ${r.takeoverMs ?? 'forever'} ms, bound ${TAKEOVER_BOUND_MS} ms`);
   if (r.strayGrants !== null && r.strayGrants > 0)
-    problems.push(`${r.scenario}: the cut coordinator granted ${r.strayGrants} times after its ownership could have lapsed`);
+    problems.push(
+      `${r.scenario}: the faulted coordinator granted ${r.strayGrants} times when it could no longer be the only owner granting`,
+    );
   const cutBound = CUT_TAKEOVER_BOUNDS.get(r.scenario);
   if (cutBound !== undefined && (r.takeoverMs === null || r.takeoverMs > cutBound))
     problems.push(
