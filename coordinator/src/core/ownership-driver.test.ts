@@ -271,7 +271,6 @@ describe('OwnershipDriver', () => {
     loop.answer('heartbeat', { members: [], droppedImpossible: 0 }, 3 * S);
     expect(loop.driver.ownedEpochs().size).toBe(0);
     expect(loop.driver.serving()).toBe(false);
-    expect(loop.driver.busUp()).toBe(false);
     // Silent still: no heartbeat, no renewal, no claim; one probe waits all along.
     beat(4 * S);
     beat(5 * S);
@@ -284,7 +283,7 @@ describe('OwnershipDriver', () => {
     expect(of(back, 'log').map((l) => l.line.fields['event'])).toContain('bus-back');
     loop.answer('heartbeat', { members: ['m1'], droppedImpossible: 0 }, 5 * S + 500 * MS);
     expect(loop.waiting('claim').map((c) => 'unit' in c && c.unit)).toEqual(['p', CATCH_ALL_UNIT]);
-    expect(loop.driver.busUp()).toBe(true);
+    expect(loop.driver.serving()).toBe(true);
   });
 
   it('does not take its own stall for the bus’s silence: after 5 s without a heartbeat, the first one renews as usual', () => {

@@ -191,10 +191,6 @@ export class OwnershipDriver<R> {
     return this.nowUs;
   }
 
-  /** busUp — whether this member takes part: its bus answered a probe within the last ownership TTL (or it never stepped out since). */
-  busUp(): boolean {
-    return !this.busLost;
-  }
 
   storeUp(): boolean {
     return this.lastBeat.ok;

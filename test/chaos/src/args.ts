@@ -27,6 +27,7 @@ export const SCENARIO_NAMES = [
   'cut-agent-nats',
   'one-way-agent-nats',
   'flap-agent-nats',
+  'flap-coordinator-redis',
 ] as const;
 export type ScenarioName = (typeof SCENARIO_NAMES)[number];
 
@@ -69,7 +70,7 @@ Exits 1 if a fault was not verified or a check failed, 2 for a bad flag.
                      ${SCENARIO_NAMES.slice(7, 10).join(', ')},
                      ${SCENARIO_NAMES.slice(10, 13).join(', ')},
                      ${SCENARIO_NAMES.slice(13, 15).join(', ')},
-                     ${SCENARIO_NAMES.slice(15).join(', ')} (these six: network namespaces, root, nft)
+                     ${SCENARIO_NAMES.slice(15).join(', ')} (these seven: network namespaces, root, nft)
   --short            brief versions (as npm test runs them)
   --seed N           seed, 0..${SEED_MAX} (default $SEED, else random; printed)
   --json             one JSON array of rows instead of the table

@@ -19,6 +19,7 @@ import {
   cutCoordinatorNats,
   cutCoordinatorRedis,
   flapAgentNats,
+  flapCoordinatorRedis,
   oneWayAgentNats,
   oneWayCoordinatorNats,
 } from './net-scenarios.js';
@@ -103,6 +104,12 @@ describe.skipIf(skipNet)('chaos by network faults, short', () => {
     verdict(row);
     expect(row.strayGrants).toBe(0);
     expect(row.takeoverMs).not.toBeNull();
+  }, 120_000);
+
+  it('owner whose link to Redis flaps: ownership moves and may come back, never two owners granting at once, envelope kept', async () => {
+    const row = await flapCoordinatorRedis({ short: true, seed });
+    verdict(row);
+    expect(row.strayGrants).toBe(0);
   }, 120_000);
 
   it('an agent cut from NATS while it runs on: it stops at its lease’s expiry, the lease is reclaimed, it spends again after', async () => {

@@ -27,6 +27,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { currentOwner, grantLines, waitForOwned } from '@tokenlease/harness/coordinator-log';
 import { readAdmissionLog } from '@tokenlease/harness/fleet';
+import type { Child } from '@tokenlease/harness/processes';
 import { logEvents } from '@tokenlease/harness/log-events';
 import { startHostNats, startHostRedis, type HostServer } from '@tokenlease/harness/net-servers';
 import { NetLab, NetnsUnavailableError, type NetHost } from '@tokenlease/harness/netns';
@@ -101,6 +102,25 @@ async function startStandby(fleet: ChaosFleet): Promise<void> {
 
 const msBetween = (fromUs: number, us: number | null): number | null => (us === null ? null : Math.round((us - fromUs) / 1000));
 
+/** OwnerFault — the pool's owner about to be faulted, the other coordinator, and the owner's host. */
+interface OwnerFault {
+  readonly owner: { readonly child: Child; readonly epoch: number };
+  readonly other: Child;
+  readonly host: NetHost;
+}
+
+/** ownerToFault — two seconds into the run, the pool's owner, the other coordinator and the owner's host; null without both. */
+async function ownerToFault(fleet: ChaosFleet, world: NetWorld): Promise<OwnerFault | null> {
+  await sleep(2000);
+  const owner = currentOwner(fleet.coordinators, POOL);
+  const other = fleet.coordinators.find((c) => c !== owner?.child);
+  if (owner === undefined || other === undefined) return null;
+  return { owner, other, host: world.coordinators[fleet.coordinators.indexOf(owner.child)] as NetHost };
+}
+
+/** NO_OWNER — the row of a run whose pool had no owner and standby when its fault was due. */
+const NO_OWNER = { faultVerified: false, note: 'no owner and standby before the fault' } as const;
+
 /** N1. Cut the pool's owner off Redis (it keeps NATS): it stops granting, the other takes over. */
 export async function cutCoordinatorRedis(options: ScenarioOptions): Promise<ScenarioRow> {
   const cutMs = options.short ? 4000 : 6000;
@@ -112,11 +132,9 @@ export async function cutCoordinatorRedis(options: ScenarioOptions): Promise<Sce
       3,
       cutMs + 7000,
       async (fleet) => {
-        await sleep(2000);
-        const owner = currentOwner(fleet.coordinators, POOL);
-        const other = fleet.coordinators.find((c) => c !== owner?.child);
-        if (owner === undefined || other === undefined) return { faultVerified: false, note: 'no owner and standby before the cut' };
-        const cutHost = world.coordinators[fleet.coordinators.indexOf(owner.child)] as NetHost;
+        const picked = await ownerToFault(fleet, world);
+        if (picked === null) return NO_OWNER;
+        const { owner, other, host: cutHost } = picked;
         const failedBefore = logEvents(owner.child.lines, { event: 'heartbeat-failed' }).length;
         const issuedUs = nowUs();
         await world.lab.cut(cutHost, world.redis.host);
@@ -187,11 +205,9 @@ async function coordinatorLinkFault(name: ScenarioName, fault: CoordinatorLinkFa
       3,
       cutMs + 7000,
       async (fleet) => {
-        await sleep(2000);
-        const owner = currentOwner(fleet.coordinators, POOL);
-        const other = fleet.coordinators.find((c) => c !== owner?.child);
-        if (owner === undefined || other === undefined) return { faultVerified: false, note: 'no owner and standby before the fault' };
-        const host = world.coordinators[fleet.coordinators.indexOf(owner.child)] as NetHost;
+        const picked = await ownerToFault(fleet, world);
+        if (picked === null) return NO_OWNER;
+        const { owner, other, host } = picked;
         const issuedUs = nowUs();
         await (fault === 'cut' ? world.lab.cut(host, world.nats.host) : world.lab.drop(host, world.nats.host));
         const cutUs = nowUs();
@@ -254,14 +270,26 @@ type AgentLinkFault = 'cut' | 'one-way' | 'flap';
 
 /** FLAP_MS — how long each cut, and each restore between them, lasts in a flapping partition. */
 const FLAP_MS = 300;
+/**
+ * REDIS_FLAP_MS — the same for an owner's link to Redis: longer than a Redis
+ * command's timeout (1 s) and the chaos ownership TTL, so that renewals go
+ * unanswered and ownership moves; 300 ms cuts are only delays there (TCP
+ * retransmits the commands within each).
+ */
+const REDIS_FLAP_MS = 1500;
 
-/** applyFault — puts the fault in force for `forMs`; how many times it was found in the kernel, and when it was first in force. */
+/**
+ * applyFault — puts the fault between `host` and the server's host `nats`
+ * (NATS, or Redis) in force for `forMs`; how many times it was found in the
+ * kernel, and when it was first in force.
+ */
 async function applyFault(
   lab: NetLab,
   fault: AgentLinkFault,
   host: NetHost,
   nats: NetHost,
   forMs: number,
+  flapMs = FLAP_MS,
 ): Promise<{ inForceUs: number; seen: number; applied: number }> {
   const seenIn = async (): Promise<boolean> =>
     fault === 'one-way'
@@ -277,17 +305,66 @@ async function applyFault(
     await sleep(Math.max(0, forMs - (performance.now() - started)));
     return { inForceUs, seen, applied };
   }
-  // Bounded: one cut and one restore per 2 × FLAP_MS until `forMs` has passed.
-  for (let i = 0; i < Math.ceil(forMs / (2 * FLAP_MS)); i += 1) {
-    await sleep(FLAP_MS);
+  // Bounded: one cut and one restore per 2 × flapMs until `forMs` has passed.
+  for (let i = 0; i < Math.ceil(forMs / (2 * flapMs)); i += 1) {
+    await sleep(flapMs);
     await lab.restore(host, nats);
-    await sleep(FLAP_MS);
+    await sleep(flapMs);
     if (performance.now() - started >= forMs) break;
     await put();
     applied += 1;
     if (await seenIn()) seen += 1;
   }
   return { inForceUs, seen, applied };
+}
+
+/**
+ * N7. The pool's owner's link to Redis is cut and restored every
+ * REDIS_FLAP_MS for the fault's length, while it keeps NATS: its renewals
+ * go unanswered for an ownership TTL, it steps down, the other claims, and
+ * it may be handed the pool back between cuts. Whoever owns it, no two owners may grant at once (its
+ * grants logged after the other's first grant under a higher epoch are
+ * stray), the envelope must hold, and the full rate must come back after
+ * the last restore.
+ */
+export async function flapCoordinatorRedis(options: ScenarioOptions): Promise<ScenarioRow> {
+  const flapForMs = options.short ? 6000 : 9000;
+  return withNetWorld('flap-coordinator-redis', (world) =>
+    runScenario(
+      'flap-coordinator-redis',
+      world.nats.url,
+      options,
+      3,
+      flapForMs + 7000,
+      async (fleet) => {
+        const picked = await ownerToFault(fleet, world);
+        if (picked === null) return NO_OWNER;
+        const { owner, other, host } = picked;
+        const failedBefore = logEvents(owner.child.lines, { event: 'heartbeat-failed' }).length;
+        const { inForceUs, seen, applied } = await applyFault(world.lab, 'flap', host, world.redis.host, flapForMs, REDIS_FLAP_MS);
+        const restoreUs = nowUs();
+        await world.lab.restore(host, world.redis.host);
+        const heartbeatsFailed = logEvents(owner.child.lines, { event: 'heartbeat-failed' }).length - failedBefore;
+        const successor = grantLines(other).find((g) => g.tUs >= inForceUs && g.epoch > owner.epoch);
+        const stray =
+          successor === undefined ? [] : grantLines(owner.child).filter((g) => g.tUs >= successor.tUs && g.epoch <= owner.epoch);
+        const ownerGrants = grantLines(owner.child).filter((g) => g.tUs >= inForceUs && g.tUs < restoreUs).length;
+        const otherGrants = grantLines(other).filter((g) => g.tUs >= inForceUs && g.tUs < restoreUs).length;
+        return {
+          faultVerified: seen >= 2 && heartbeatsFailed > 0,
+          strayGrants: stray.length,
+          recoveryFromUs: [restoreUs],
+          note:
+            `owner ${owner.child.name} (epoch ${owner.epoch}) cut from Redis and restored every ${REDIS_FLAP_MS} ms for ${flapForMs} ms, NATS kept: ` +
+            `${applied} cuts, ${seen} found in the kernel; ${heartbeatsFailed} failed-heartbeat lines; grants during the flapping: ${ownerGrants} by it, ${otherGrants} by ${other.name}` +
+            (successor === undefined
+              ? '; the other never owned a higher epoch'
+              : `; ${other.name} granted under epoch ${successor.epoch} ${msBetween(inForceUs, successor.tUs)} ms in`),
+        };
+      },
+      { redisUrl: world.redis.url, placement: world.placement, beforeAgents: startStandby },
+    ),
+  );
 }
 
 /**

@@ -21,6 +21,7 @@ import {
   oneWayCoordinatorNats,
   cutCoordinatorRedis,
   flapAgentNats,
+  flapCoordinatorRedis,
   oneWayAgentNats,
 } from './net-scenarios.js';
 import { killRelay } from './relay-scenario.js';
@@ -263,4 +264,5 @@ export const SCENARIOS: Readonly<Record<ScenarioName, (options: ScenarioOptions)
   'cut-agent-nats': cutAgentNats,
   'one-way-agent-nats': oneWayAgentNats,
   'flap-agent-nats': flapAgentNats,
+  'flap-coordinator-redis': flapCoordinatorRedis,
 };
