@@ -191,7 +191,6 @@ export class OwnershipDriver<R> {
     return this.nowUs;
   }
 
-
   storeUp(): boolean {
     return this.lastBeat.ok;
   }
