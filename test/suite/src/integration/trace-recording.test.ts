@@ -31,7 +31,11 @@ const CAPACITY_TOKENS = 30;
 const REFILL_PER_SECOND = 20;
 const POOLS = { recapi: { capacity: CAPACITY_TOKENS, refill: `${REFILL_PER_SECOND}/s`, leaseTtlMs: 1000, maxLeaseTokens: 5 } };
 const TEMPLATES = { 'rectenant:*': { capacity: 10, refill: '5/s', leaseTtlMs: 1000 } };
+/** The clients hammer at least this long, ms … */
 const HAMMER_MS = 3000;
+/** … and on, until each service served more than HAMMER_REQUESTS, for at most this long (a busy CI run served 96 in 3 s). */
+const HAMMER_MS_MAX = 20_000;
+const HAMMER_REQUESTS = 100;
 const API_KEYS = ['acme-raw-api-key-91c2', 'globex-raw-api-key-5d7e', 'initech-raw-api-key-0a4f'];
 
 interface Line {
@@ -104,10 +108,12 @@ describe('a trace recorded by the middleware under load, replayed by the sweep',
       servers.push(server);
       bases.push(await listen(server));
     }
-    const until = Date.now() + HAMMER_MS;
+    const startedMs = Date.now();
+    const going = (): boolean =>
+      Date.now() < startedMs + HAMMER_MS || (Math.min(...served) <= HAMMER_REQUESTS && Date.now() < startedMs + HAMMER_MS_MAX);
     await Promise.all(
       Array.from({ length: 6 }, async (_, worker) => {
-        for (let n = 0; Date.now() < until; n += 1) {
+        for (let n = 0; going(); n += 1) {
           const server = (worker + n) % 2;
           const reply = await get(bases[server] as string, '/', { 'x-api-key': API_KEYS[(worker + n) % 3] as string });
           expect([200, 429]).toContain(reply.status);
@@ -139,7 +145,7 @@ describe('a trace recorded by the middleware under load, replayed by the sweep',
       for (let j = 1; j < lines.length; j += 1) expect((lines[j] as Line).tMs).toBeGreaterThanOrEqual((lines[j - 1] as Line).tMs);
       expect(agents[i]?.recordingStats()).toMatchObject({ writtenArrivals: lines.length, stopped: 'stopped' });
     }
-    expect(Math.min(...served)).toBeGreaterThan(100);
+    expect(Math.min(...served)).toBeGreaterThan(HAMMER_REQUESTS);
   });
 
   it('is replayed by the sweep: rows for chunk and rate leases and both baselines, none over, the central one exact', () => {
@@ -160,6 +166,11 @@ describe('a trace recorded by the middleware under load, replayed by the sweep',
       '500ms',
       '--reports',
       '0',
+      // The arrivals are as bursty as the machine that served them made them: on a busy CI run no lease setting
+      // reached the default 97% of the ideal (the best 95.5%). What is checked is that a recommendation is made, and
+      // its form, for a target a lease setting can reach.
+      '--target-utilization',
+      '0.9',
       '--seed',
       '1',
     ];
