@@ -41,6 +41,7 @@ import {
   runScenario,
   untilLease,
   untilNoLease,
+  type Outcome,
   type ScenarioOptions,
   type ScenarioRow,
 } from './run-scenario.js';
@@ -109,68 +110,74 @@ interface OwnerFault {
   readonly host: NetHost;
 }
 
-/** ownerToFault — two seconds into the run, the pool's owner, the other coordinator and the owner's host; null without both. */
-async function ownerToFault(fleet: ChaosFleet, world: NetWorld): Promise<OwnerFault | null> {
-  await sleep(2000);
-  const owner = currentOwner(fleet.coordinators, POOL);
-  const other = fleet.coordinators.find((c) => c !== owner?.child);
-  if (owner === undefined || other === undefined) return null;
-  return { owner, other, host: world.coordinators[fleet.coordinators.indexOf(owner.child)] as NetHost };
-}
-
-/** NO_OWNER — the row of a run whose pool had no owner and standby when its fault was due. */
-const NO_OWNER = { faultVerified: false, note: 'no owner and standby before the fault' } as const;
-
-/** N1. Cut the pool's owner off Redis (it keeps NATS): it stops granting, the other takes over. */
-export async function cutCoordinatorRedis(options: ScenarioOptions): Promise<ScenarioRow> {
-  const cutMs = options.short ? 4000 : 6000;
-  return withNetWorld('cut-coordinator-redis', (world) =>
+/**
+ * ownerFault — a scenario of `name` whose fault strikes the pool's owner:
+ * a fresh world with a standby coordinator, 3 agents for `runMs`, and two
+ * seconds in, `fault` given the owner, the other coordinator and the
+ * owner's host (a row saying so when there were not both).
+ */
+function ownerFault(
+  name: ScenarioName,
+  options: ScenarioOptions,
+  runMs: number,
+  fault: (world: NetWorld, picked: OwnerFault) => Promise<Outcome>,
+): Promise<ScenarioRow> {
+  return withNetWorld(name, (world) =>
     runScenario(
-      'cut-coordinator-redis',
+      name,
       world.nats.url,
       options,
       3,
-      cutMs + 7000,
+      runMs,
       async (fleet) => {
-        const picked = await ownerToFault(fleet, world);
-        if (picked === null) return NO_OWNER;
-        const { owner, other, host: cutHost } = picked;
-        const failedBefore = logEvents(owner.child.lines, { event: 'heartbeat-failed' }).length;
-        const issuedUs = nowUs();
-        await world.lab.cut(cutHost, world.redis.host);
-        // From here the drop is in the kernel: a write answered before it may still be granted.
-        const cutUs = nowUs();
-        const blocked = (await world.lab.blockedFrom(world.redis.host)).includes(cutHost.name);
-        const natsKept = !(await world.lab.blockedFrom(world.nats.host)).includes(cutHost.name);
-        const successor = await waitForOwned(other, POOL, owner.epoch, cutMs).catch(() => null);
-        await sleep(Math.max(0, cutMs - (nowUs() - cutUs) / 1000));
-        const heartbeatsFailed = logEvents(owner.child.lines, { event: 'heartbeat-failed' }).length - failedBefore;
-        const restoreUs = nowUs();
-        await world.lab.restore(cutHost, world.redis.host);
-        // Back on the store, the cut one finds its old ownership fenced or lapsed.
-        const lapsedUs = cutUs + OWNERSHIP_TTL_MS * 1000;
-        const grantsInCut = grantLines(owner.child).filter((g) => g.tUs >= cutUs && g.tUs < restoreUs);
-        const stray = grantLines(owner.child).filter((g) => g.tUs > lapsedUs && (g.tUs < restoreUs || g.epoch <= owner.epoch));
-        const successorFirstUs = grantLines(other).find((g) => g.tUs >= cutUs)?.tUs ?? null;
-        const takeoverMs = msBetween(cutUs, successorFirstUs);
-        const lastCutGrantMs = msBetween(cutUs, grantsInCut.at(-1)?.tUs ?? null);
-        return {
-          faultVerified: blocked && natsKept && heartbeatsFailed > 0 && successor !== null,
-          takeoverMs,
-          strayGrants: stray.length,
-          recoveryFromUs: [cutUs],
-          note:
-            `owner ${owner.child.name} (epoch ${owner.epoch}) cut from Redis for ${cutMs} ms (in force ${msBetween(issuedUs, cutUs)} ms after the command), NATS kept; ` +
-            `${heartbeatsFailed} failed-heartbeat lines; ${grantsInCut.length} grants by it during the cut` +
-            `${lastCutGrantMs === null ? '' : `, the last ${lastCutGrantMs} ms after the cut`}; ` +
-            `${successor === null ? 'no takeover' : `${other.name} owned epoch ${successor.epoch}`}, its first grant ${takeoverMs ?? 'never'} ms after the cut` +
-            (blocked ? '' : '; the nft drop was not found in the kernel') +
-            (natsKept ? '' : '; NATS was cut too'),
-        };
+        await sleep(2000);
+        const owner = currentOwner(fleet.coordinators, POOL);
+        const other = fleet.coordinators.find((c) => c !== owner?.child);
+        if (owner === undefined || other === undefined) return { faultVerified: false, note: 'no owner and standby before the fault' };
+        return fault(world, { owner, other, host: world.coordinators[fleet.coordinators.indexOf(owner.child)] as NetHost });
       },
       { redisUrl: world.redis.url, placement: world.placement, beforeAgents: startStandby },
     ),
   );
+}
+
+/** N1. Cut the pool's owner off Redis (it keeps NATS): it stops granting, the other takes over. */
+export async function cutCoordinatorRedis(options: ScenarioOptions): Promise<ScenarioRow> {
+  const cutMs = options.short ? 4000 : 6000;
+  return ownerFault('cut-coordinator-redis', options, cutMs + 7000, async (world, { owner, other, host: cutHost }) => {
+    const failedBefore = logEvents(owner.child.lines, { event: 'heartbeat-failed' }).length;
+    const issuedUs = nowUs();
+    await world.lab.cut(cutHost, world.redis.host);
+    // From here the drop is in the kernel: a write answered before it may still be granted.
+    const cutUs = nowUs();
+    const blocked = (await world.lab.blockedFrom(world.redis.host)).includes(cutHost.name);
+    const natsKept = !(await world.lab.blockedFrom(world.nats.host)).includes(cutHost.name);
+    const successor = await waitForOwned(other, POOL, owner.epoch, cutMs).catch(() => null);
+    await sleep(Math.max(0, cutMs - (nowUs() - cutUs) / 1000));
+    const heartbeatsFailed = logEvents(owner.child.lines, { event: 'heartbeat-failed' }).length - failedBefore;
+    const restoreUs = nowUs();
+    await world.lab.restore(cutHost, world.redis.host);
+    // Back on the store, the cut one finds its old ownership fenced or lapsed.
+    const lapsedUs = cutUs + OWNERSHIP_TTL_MS * 1000;
+    const grantsInCut = grantLines(owner.child).filter((g) => g.tUs >= cutUs && g.tUs < restoreUs);
+    const stray = grantLines(owner.child).filter((g) => g.tUs > lapsedUs && (g.tUs < restoreUs || g.epoch <= owner.epoch));
+    const successorFirstUs = grantLines(other).find((g) => g.tUs >= cutUs)?.tUs ?? null;
+    const takeoverMs = msBetween(cutUs, successorFirstUs);
+    const lastCutGrantMs = msBetween(cutUs, grantsInCut.at(-1)?.tUs ?? null);
+    return {
+      faultVerified: blocked && natsKept && heartbeatsFailed > 0 && successor !== null,
+      takeoverMs,
+      strayGrants: stray.length,
+      recoveryFromUs: [cutUs],
+      note:
+        `owner ${owner.child.name} (epoch ${owner.epoch}) cut from Redis for ${cutMs} ms (in force ${msBetween(issuedUs, cutUs)} ms after the command), NATS kept; ` +
+        `${heartbeatsFailed} failed-heartbeat lines; ${grantsInCut.length} grants by it during the cut` +
+        `${lastCutGrantMs === null ? '' : `, the last ${lastCutGrantMs} ms after the cut`}; ` +
+        `${successor === null ? 'no takeover' : `${other.name} owned epoch ${successor.epoch}`}, its first grant ${takeoverMs ?? 'never'} ms after the cut` +
+        (blocked ? '' : '; the nft drop was not found in the kernel') +
+        (natsKept ? '' : '; NATS was cut too'),
+    };
+  });
 }
 
 /** CoordinatorLinkFault — what happens to the owner's link to NATS: cut both ways, or its own packets lost (requests still reach it). */
@@ -197,62 +204,49 @@ type CoordinatorLinkFault = 'cut' | 'one-way';
 async function coordinatorLinkFault(name: ScenarioName, fault: CoordinatorLinkFault, options: ScenarioOptions): Promise<ScenarioRow> {
   const cutMs = options.short ? 4000 : 6000;
   const what = fault === 'cut' ? 'cut from NATS' : 'its packets to NATS dropped (requests still reach it)';
-  return withNetWorld(name, (world) =>
-    runScenario(
-      name,
-      world.nats.url,
-      options,
-      3,
-      cutMs + 7000,
-      async (fleet) => {
-        const picked = await ownerToFault(fleet, world);
-        if (picked === null) return NO_OWNER;
-        const { owner, other, host } = picked;
-        const issuedUs = nowUs();
-        await (fault === 'cut' ? world.lab.cut(host, world.nats.host) : world.lab.drop(host, world.nats.host));
-        const cutUs = nowUs();
-        const dropped = (await world.lab.blockedFrom(world.nats.host)).includes(host.name);
-        const shaped =
-          fault === 'cut'
-            ? (await world.lab.blockedFrom(host)).includes(world.nats.host.name)
-            : !(await world.lab.blockedFrom(host)).includes(world.nats.host.name);
-        const redisKept = !(await world.lab.blockedFrom(world.redis.host)).includes(host.name);
-        const successor = await waitForOwned(other, POOL, owner.epoch, cutMs).catch(() => null);
-        await sleep(Math.max(0, cutMs - (nowUs() - cutUs) / 1000));
-        const lost = logEvents(owner.child.lines, { event: 'bus-lost' });
-        const restoreUs = nowUs();
-        await world.lab.restore(host, world.nats.host);
-        const back = await waitUntil(
-          'the faulted coordinator hearing its bus again',
-          15_000,
-          () => logEvents(owner.child.lines, { event: 'bus-back' }).length > 0,
-        ).then(
-          () => true,
-          () => false,
-        );
-        const backMs = msBetween(restoreUs, back ? nowUs() : null);
-        const grantsInFault = grantLines(owner.child).filter((g) => g.tUs >= cutUs && g.tUs < restoreUs);
-        const successorFirstUs = grantLines(other).find((g) => g.tUs >= cutUs)?.tUs ?? null;
-        const stray = successorFirstUs === null ? [] : grantsInFault.filter((g) => g.tUs >= successorFirstUs);
-        const takeoverMs = msBetween(cutUs, successorFirstUs);
-        const lostFields = lost[0]?.fields as { silentMs?: number } | undefined;
-        return {
-          faultVerified: dropped && shaped && redisKept && lost.length > 0 && successor !== null && back,
-          takeoverMs,
-          strayGrants: stray.length,
-          recoveryFromUs: [cutUs],
-          note:
-            `owner ${owner.child.name} (epoch ${owner.epoch}) ${what} for ${cutMs} ms (in force ${msBetween(issuedUs, cutUs)} ms after the command), Redis kept; ` +
-            `${lost.length === 0 ? 'no bus-lost line' : `bus-lost after ${lostFields?.silentMs ?? '?'} ms of silence`}; ${grantsInFault.length} grants logged by it during the fault; ` +
-            `${successor === null ? 'no takeover' : `${other.name} owned epoch ${successor.epoch}`}, its first grant ${takeoverMs ?? 'never'} ms after the fault; ` +
-            `bus-back ${backMs ?? 'never (within 15 s)'} ms after the restore` +
-            (dropped && shaped ? '' : '; the nft drop was not found in the kernel as asked') +
-            (redisKept ? '' : '; Redis was cut too'),
-        };
-      },
-      { redisUrl: world.redis.url, placement: world.placement, beforeAgents: startStandby },
-    ),
-  );
+  return ownerFault(name, options, cutMs + 7000, async (world, { owner, other, host }) => {
+    const issuedUs = nowUs();
+    await (fault === 'cut' ? world.lab.cut(host, world.nats.host) : world.lab.drop(host, world.nats.host));
+    const cutUs = nowUs();
+    const dropped = (await world.lab.blockedFrom(world.nats.host)).includes(host.name);
+    const shaped =
+      fault === 'cut'
+        ? (await world.lab.blockedFrom(host)).includes(world.nats.host.name)
+        : !(await world.lab.blockedFrom(host)).includes(world.nats.host.name);
+    const redisKept = !(await world.lab.blockedFrom(world.redis.host)).includes(host.name);
+    const successor = await waitForOwned(other, POOL, owner.epoch, cutMs).catch(() => null);
+    await sleep(Math.max(0, cutMs - (nowUs() - cutUs) / 1000));
+    const lost = logEvents(owner.child.lines, { event: 'bus-lost' });
+    const restoreUs = nowUs();
+    await world.lab.restore(host, world.nats.host);
+    const back = await waitUntil(
+      'the faulted coordinator hearing its bus again',
+      15_000,
+      () => logEvents(owner.child.lines, { event: 'bus-back' }).length > 0,
+    ).then(
+      () => true,
+      () => false,
+    );
+    const backMs = msBetween(restoreUs, back ? nowUs() : null);
+    const grantsInFault = grantLines(owner.child).filter((g) => g.tUs >= cutUs && g.tUs < restoreUs);
+    const successorFirstUs = grantLines(other).find((g) => g.tUs >= cutUs)?.tUs ?? null;
+    const stray = successorFirstUs === null ? [] : grantsInFault.filter((g) => g.tUs >= successorFirstUs);
+    const takeoverMs = msBetween(cutUs, successorFirstUs);
+    const lostFields = lost[0]?.fields as { silentMs?: number } | undefined;
+    return {
+      faultVerified: dropped && shaped && redisKept && lost.length > 0 && successor !== null && back,
+      takeoverMs,
+      strayGrants: stray.length,
+      recoveryFromUs: [cutUs],
+      note:
+        `owner ${owner.child.name} (epoch ${owner.epoch}) ${what} for ${cutMs} ms (in force ${msBetween(issuedUs, cutUs)} ms after the command), Redis kept; ` +
+        `${lost.length === 0 ? 'no bus-lost line' : `bus-lost after ${lostFields?.silentMs ?? '?'} ms of silence`}; ${grantsInFault.length} grants logged by it during the fault; ` +
+        `${successor === null ? 'no takeover' : `${other.name} owned epoch ${successor.epoch}`}, its first grant ${takeoverMs ?? 'never'} ms after the fault; ` +
+        `bus-back ${backMs ?? 'never (within 15 s)'} ms after the restore` +
+        (dropped && shaped ? '' : '; the nft drop was not found in the kernel as asked') +
+        (redisKept ? '' : '; Redis was cut too'),
+    };
+  });
 }
 
 /** N5. Cut the pool's owner off NATS (it keeps Redis): it steps out and hands its pools over, the other takes over. */
@@ -329,42 +323,28 @@ async function applyFault(
  */
 export async function flapCoordinatorRedis(options: ScenarioOptions): Promise<ScenarioRow> {
   const flapForMs = options.short ? 6000 : 9000;
-  return withNetWorld('flap-coordinator-redis', (world) =>
-    runScenario(
-      'flap-coordinator-redis',
-      world.nats.url,
-      options,
-      3,
-      flapForMs + 7000,
-      async (fleet) => {
-        const picked = await ownerToFault(fleet, world);
-        if (picked === null) return NO_OWNER;
-        const { owner, other, host } = picked;
-        const failedBefore = logEvents(owner.child.lines, { event: 'heartbeat-failed' }).length;
-        const { inForceUs, seen, applied } = await applyFault(world.lab, 'flap', host, world.redis.host, flapForMs, REDIS_FLAP_MS);
-        const restoreUs = nowUs();
-        await world.lab.restore(host, world.redis.host);
-        const heartbeatsFailed = logEvents(owner.child.lines, { event: 'heartbeat-failed' }).length - failedBefore;
-        const successor = grantLines(other).find((g) => g.tUs >= inForceUs && g.epoch > owner.epoch);
-        const stray =
-          successor === undefined ? [] : grantLines(owner.child).filter((g) => g.tUs >= successor.tUs && g.epoch <= owner.epoch);
-        const ownerGrants = grantLines(owner.child).filter((g) => g.tUs >= inForceUs && g.tUs < restoreUs).length;
-        const otherGrants = grantLines(other).filter((g) => g.tUs >= inForceUs && g.tUs < restoreUs).length;
-        return {
-          faultVerified: seen >= 2 && heartbeatsFailed > 0,
-          strayGrants: stray.length,
-          recoveryFromUs: [restoreUs],
-          note:
-            `owner ${owner.child.name} (epoch ${owner.epoch}) cut from Redis and restored every ${REDIS_FLAP_MS} ms for ${flapForMs} ms, NATS kept: ` +
-            `${applied} cuts, ${seen} found in the kernel; ${heartbeatsFailed} failed-heartbeat lines; grants during the flapping: ${ownerGrants} by it, ${otherGrants} by ${other.name}` +
-            (successor === undefined
-              ? '; the other never owned a higher epoch'
-              : `; ${other.name} granted under epoch ${successor.epoch} ${msBetween(inForceUs, successor.tUs)} ms in`),
-        };
-      },
-      { redisUrl: world.redis.url, placement: world.placement, beforeAgents: startStandby },
-    ),
-  );
+  return ownerFault('flap-coordinator-redis', options, flapForMs + 7000, async (world, { owner, other, host }) => {
+    const failedBefore = logEvents(owner.child.lines, { event: 'heartbeat-failed' }).length;
+    const { inForceUs, seen, applied } = await applyFault(world.lab, 'flap', host, world.redis.host, flapForMs, REDIS_FLAP_MS);
+    const restoreUs = nowUs();
+    await world.lab.restore(host, world.redis.host);
+    const heartbeatsFailed = logEvents(owner.child.lines, { event: 'heartbeat-failed' }).length - failedBefore;
+    const successor = grantLines(other).find((g) => g.tUs >= inForceUs && g.epoch > owner.epoch);
+    const stray = successor === undefined ? [] : grantLines(owner.child).filter((g) => g.tUs >= successor.tUs && g.epoch <= owner.epoch);
+    const ownerGrants = grantLines(owner.child).filter((g) => g.tUs >= inForceUs && g.tUs < restoreUs).length;
+    const otherGrants = grantLines(other).filter((g) => g.tUs >= inForceUs && g.tUs < restoreUs).length;
+    return {
+      faultVerified: seen >= 2 && heartbeatsFailed > 0,
+      strayGrants: stray.length,
+      recoveryFromUs: [restoreUs],
+      note:
+        `owner ${owner.child.name} (epoch ${owner.epoch}) cut from Redis and restored every ${REDIS_FLAP_MS} ms for ${flapForMs} ms, NATS kept: ` +
+        `${applied} cuts, ${seen} found in the kernel; ${heartbeatsFailed} failed-heartbeat lines; grants during the flapping: ${ownerGrants} by it, ${otherGrants} by ${other.name}` +
+        (successor === undefined
+          ? '; the other never owned a higher epoch'
+          : `; ${other.name} granted under epoch ${successor.epoch} ${msBetween(inForceUs, successor.tUs)} ms in`),
+    };
+  });
 }
 
 /**
