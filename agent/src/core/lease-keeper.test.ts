@@ -47,6 +47,7 @@ describe('LeaseKeeper prefetch', () => {
         tokensWanted: initialTokens,
         demandPerSecond: 0,
         holdMs,
+        clockMs: 1,
       },
     });
     expect(keeper.stats).toMatchObject({ requests: 1, attempts: 1 });

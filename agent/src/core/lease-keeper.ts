@@ -432,6 +432,7 @@ export class LeaseKeeper {
       holdMs: this.options.holdMs,
       ...(this.options.agentClass === null ? {} : { agentClass: this.options.agentClass }),
       ...this.callsField(),
+      clockMs: Math.floor(nowUs / US_PER_MS),
     };
     this.demand.asked();
     this.stats.requests += 1;

@@ -83,6 +83,11 @@ export class CoordinatorMetrics implements ServiceObserver {
     'Requests that claimed an agent class (or fleet weight) the configuration grants to other identities only: they weighed 1.',
     ['pool'],
   );
+  private readonly clockDrifts = this.counter(
+    'tokenlease_clock_drifts_total',
+    "Leases whose agent's clock was found running outside the pool's clockDriftLimit: the agent is refused `clock-drift` from then on.",
+    ['pool'],
+  );
   private readonly expiredTokens = this.counter(
     'tokenlease_expired_tokens_total',
     'Tokens still bound in leases when they expired: lost to the pool (under-admission).',
@@ -232,6 +237,7 @@ export class CoordinatorMetrics implements ServiceObserver {
     if (c.leasesOpened > 0) this.opened.inc(label, c.leasesOpened);
     if (c.leasesExpired > 0) this.expiries.inc(label, c.leasesExpired);
     if (c.classClaimsRefused > 0) this.classClaimsRefused.inc(label, c.classClaimsRefused);
+    if (c.clockDrifts > 0) this.clockDrifts.inc(label, c.clockDrifts);
     if (c.tokensExpired > 0) this.expiredTokens.inc(label, c.tokensExpired);
     for (const us of c.holdsUs) this.holds.observe(label, us / 1e6);
     const { admitted, denied, shadowDenied } = c.calls;

@@ -61,7 +61,12 @@ export class ReplyLog {
     for (const { to, reply, repeat, grantFor } of deliveries) {
       if (this.observer !== null) this.observer.replied(this.poolNameOf(where), reply, repeat === true);
       if (reply.kind === 'error')
-        this.refused(this.poolOf(where), reply.code, { fault: reply.fault, seq: reply.seq, reason: reply.message });
+        this.refused(
+          this.poolOf(where),
+          reply.code,
+          { fault: reply.fault, seq: reply.seq, reason: reply.message },
+          reply.code === 'clock-drift' ? 'clock-drift' : 'request-refused',
+        );
       else if (reply.kind === 'grant' && this.logger.isLevelEnabled('debug')) {
         const { leaseId, seq, tokensGranted, tokensHeld, ttlMs, epoch } = reply;
         const pool = this.poolNameOf(where);
@@ -127,7 +132,11 @@ export class ReplyLog {
     }
     this.logger.warn(
       { event, pool, code, ...detail, refusedBefore: count?.suppressed ?? 0 },
-      event === 'request-refused' ? 'request refused' : 'request dropped',
+      event === 'request-dropped'
+        ? 'request dropped'
+        : event === 'clock-drift'
+          ? "request refused: the agent's clock drifts"
+          : 'request refused',
     );
     this.refusals.set(key, { pool, code, windowStartMs: now, suppressed: 0, event });
   }

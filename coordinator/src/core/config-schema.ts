@@ -44,6 +44,10 @@ export const DEFAULT_HOLD_MS_MAX = 250;
 export const DEFAULT_IDLE_EVICT_MS = 60_000;
 export const DEFAULT_MAX_LEASES = 100_000;
 export const DEFAULT_MAX_WAITING = 10_000;
+/** DEFAULT_CLOCK_DRIFT_LIMIT — a pool's `clockDriftLimit` when not set: 5%, half the agents' default drift margin (real monotonic clocks are off by parts per million). */
+export const DEFAULT_CLOCK_DRIFT_LIMIT = 0.05;
+/** CLOCK_DRIFT_LIMIT_BELOW — `clockDriftLimit` is below this. */
+export const CLOCK_DRIFT_LIMIT_BELOW = 0.5;
 export const LEASES_MAX = 10_000_000;
 export const DEFAULT_MAX_POOLS = 100_000;
 export const POOLS_MAX = 10_000_000;
@@ -83,6 +87,12 @@ function integer(min: number, max: number, maxName?: string) {
   const problem = (issue: { input?: unknown }): string =>
     issue.input === undefined ? 'is required' : `must be an integer in [${min}, ${maxName ?? max}], got ${shown(issue.input)}`;
   return z.int({ error: problem }).min(min, { error: problem }).max(max, { error: problem });
+}
+
+/** fraction — a number in [0, below). */
+function fraction(below: number) {
+  const problem = (issue: { input?: unknown }): string => `must be a number in [0, ${below}), got ${shown(issue.input)}`;
+  return z.number({ error: problem }).min(0, { error: problem }).lt(below, { error: problem });
 }
 
 const flag = () => z.boolean({ error: (issue) => `must be true or false, got ${shown(issue.input)}` });
@@ -269,6 +279,11 @@ const poolShape = {
   maxWaitingPerIdentity: doc(integer(0, LEASES_MAX, 'maxWaiting'), {
     description: 'Held requests of one identity token at once; at most `maxWaiting`.',
     default: 'ceil(maxWaiting / 2)',
+  }).nullish(),
+  clockDriftLimit: doc(fraction(CLOCK_DRIFT_LIMIT_BELOW), {
+    description:
+      "How far an agent's clock may run from the coordinator's, as a fraction of elapsed time, before its requests are refused `clock-drift` and a slow one's lease is counted for as long as it may spend it; 0 turns the check off.",
+    default: String(DEFAULT_CLOCK_DRIFT_LIMIT),
   }).nullish(),
   classWeights: doc(weights(CLASS_WEIGHT_MAX), {
     form: `agent class → integer in [1, ${CLASS_WEIGHT_MAX}]`,

@@ -50,6 +50,7 @@ describe('parseCoordinatorConfig accepts a valid document and fills in defaults'
           maxWaiting: 10_000,
           maxLeasesPerIdentity: 50_000, // ceil(maxLeases / 2)
           maxWaitingPerIdentity: 5_000, // ceil(maxWaiting / 2)
+          clockDriftLimit: 0.05,
           classIdentities: new Map(),
           shadow: false,
           window: null,
@@ -70,6 +71,7 @@ describe('parseCoordinatorConfig accepts a valid document and fills in defaults'
           maxWaiting: 10_000,
           maxLeasesPerIdentity: 50_000, // ceil(maxLeases / 2)
           maxWaitingPerIdentity: 5_000, // ceil(maxWaiting / 2)
+          clockDriftLimit: 0.05,
           classIdentities: new Map(),
           shadow: false,
           window: null,
@@ -141,7 +143,16 @@ describe('parseCoordinatorConfig accepts a valid document and fills in defaults'
     const config = parseCoordinatorConfig(
       SOURCE,
       onePool(
-        { capacity: 100, refill: '3/7ms', leaseTtlMs: 1000, maxLeaseTokens: 100, minGrantTokens: 100, maxHoldMs: 500, allowance: 250 },
+        {
+          capacity: 100,
+          refill: '3/7ms',
+          leaseTtlMs: 1000,
+          maxLeaseTokens: 100,
+          minGrantTokens: 100,
+          maxHoldMs: 500,
+          allowance: 250,
+          clockDriftLimit: 0.49,
+        },
         { subjectPrefix: 'acme.limits', quietPeriodMs: 1000 },
       ),
     );
@@ -163,6 +174,7 @@ describe('parseCoordinatorConfig accepts a valid document and fills in defaults'
       maxWaiting: 10_000,
       maxLeasesPerIdentity: 50_000,
       maxWaitingPerIdentity: 5_000,
+      clockDriftLimit: 0.49,
       classIdentities: new Map(),
       shadow: false,
       window: null,
@@ -306,6 +318,9 @@ describe('parseCoordinatorConfig refuses a bad document, naming file, pool and f
       '[1, 10]',
     ],
     ['maxLeasesPerIdentity 0', onePool({ ...ok, maxLeasesPerIdentity: 0 }), 'maxLeasesPerIdentity', 'api', 'got 0'],
+    ['clockDriftLimit 0.5', onePool({ ...ok, clockDriftLimit: 0.5 }), 'clockDriftLimit', 'api', '[0, 0.5), got 0.5'],
+    ['clockDriftLimit negative', onePool({ ...ok, clockDriftLimit: -0.01 }), 'clockDriftLimit', 'api', 'got -0.01'],
+    ['clockDriftLimit as a string', onePool({ ...ok, clockDriftLimit: '2%' }), 'clockDriftLimit', 'api', 'got "2%"'],
     [
       'maxWaitingPerIdentity above maxWaiting',
       onePool({ ...ok, maxWaiting: 0, maxWaitingPerIdentity: 1 }),

@@ -24,6 +24,7 @@
 import { makeRate, parseRate, tokenScale, TokenleaseError, DEFAULT_SUBJECT_PREFIX, type Rate } from '@tokenlease/shared';
 import { CoordinatorError } from '../errors.js';
 import {
+  DEFAULT_CLOCK_DRIFT_LIMIT,
   DEFAULT_HOLD_MS_MAX,
   DEFAULT_IDLE_EVICT_MS,
   DEFAULT_MAX_LEASES,
@@ -84,6 +85,8 @@ export interface PoolConfig {
   readonly maxLeasesPerIdentity: number;
   /** The most requests of one identity token held here at once (≤ maxWaiting). */
   readonly maxWaitingPerIdentity: number;
+  /** How far an agent's clock may run from the coordinator's, a fraction of elapsed time (0: not checked; clock-check.ts). */
+  readonly clockDriftLimit: number;
   /**
    * Classes granted to some identities only: class → the identity tokens
    * whose requests may claim it (its weight, or a fleet weight). A class
@@ -231,6 +234,7 @@ function readPool(source: string, name: string, doc: PoolFields, fleet: Fleet): 
   const maxWaiting = doc.maxWaiting ?? DEFAULT_MAX_WAITING;
   const maxLeasesPerIdentity = where.within('maxLeasesPerIdentity', doc.maxLeasesPerIdentity, 1, maxLeases, halfOf(maxLeases));
   const maxWaitingPerIdentity = where.within('maxWaitingPerIdentity', doc.maxWaitingPerIdentity, 0, maxWaiting, halfOf(maxWaiting));
+  const clockDriftLimit = doc.clockDriftLimit ?? DEFAULT_CLOCK_DRIFT_LIMIT;
   const classWeights = new Map(Object.entries(doc.classWeights ?? {}));
   const relayClasses = new Map(Object.entries(doc.relayClasses ?? {}));
   if (relayClasses.size > 0 && leaseMode === 'rate') where.fail('relayClasses', 'are for chunk pools: a relay leases chunks');
@@ -261,6 +265,7 @@ function readPool(source: string, name: string, doc: PoolFields, fleet: Fleet): 
     maxWaiting,
     maxLeasesPerIdentity,
     maxWaitingPerIdentity,
+    clockDriftLimit,
     classIdentities,
     shadow,
     window,

@@ -585,7 +585,7 @@ export function agentOfIdentity(agentId: string, identity: string): boolean {
 
 function hasCounts(c: PoolTallyCounts): boolean {
   return (
-    c.leasesExpired + c.holdsUs.length + c.holdsDropped + c.leasesOpened + c.leasesReturned + c.classClaimsRefused > 0 ||
+    c.leasesExpired + c.holdsUs.length + c.holdsDropped + c.leasesOpened + c.leasesReturned + c.classClaimsRefused + c.clockDrifts > 0 ||
     c.calls !== NO_CALLS
   );
 }

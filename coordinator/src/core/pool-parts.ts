@@ -4,6 +4,7 @@
  * what those files say alike: the grant reply and the retry hint.
  */
 import { DURATION_MS_MAX, tokenScale, type LeaseGrant, type LeaseRequest, type Reply, type TokenScale } from '@tokenlease/shared';
+import { AgentClocks } from './clock-check.js';
 import type { PoolConfig } from './config.js';
 import { Credit } from './credit.js';
 import { HoldQueue } from './hold-queue.js';
@@ -40,6 +41,8 @@ export interface PoolParts<R> {
   changed: ChangeLog | null;
   /** What only the pool knows happened, for the adapter's metrics. */
   readonly tally: PoolTally;
+  /** The clocks of the agents that asked (clock-check.ts). */
+  readonly agentClocks: AgentClocks;
 }
 
 /** US_PER_MS — microseconds in a millisecond. */
@@ -78,6 +81,7 @@ export function makePoolParts<R>(
     waterLevel: new WaterLevel(),
     changed: null,
     tally: new PoolTally(),
+    agentClocks: new AgentClocks(),
   };
 }
 

@@ -78,6 +78,7 @@ export function reconfigureParts<R>(old: PoolParts<R>, config: PoolConfig, nowUs
     waterLevel: new WaterLevel(),
     changed: old.changed,
     tally: old.tally,
+    agentClocks: old.agentClocks,
   };
 }
 
@@ -96,12 +97,13 @@ export function samePoolConfig(a: PoolConfig, b: PoolConfig): boolean {
 
 /**
  * sameIdentityRules — whether two configurations of a pool admit each
- * identity alike: its caps per identity and which identities may claim
- * which class. These decide only admissions and weights from now on, so
+ * identity alike: its caps per identity, which identities may claim
+ * which class, and how far their clocks may drift. These decide only admissions and weights from now on, so
  * a change of them alone needs no new leases either (as `shadow`).
  */
 function sameIdentityRules(a: PoolConfig, b: PoolConfig): boolean {
   if (a.maxLeasesPerIdentity !== b.maxLeasesPerIdentity || a.maxWaitingPerIdentity !== b.maxWaitingPerIdentity) return false;
+  if (a.clockDriftLimit !== b.clockDriftLimit) return false;
   if (a.classIdentities.size !== b.classIdentities.size) return false;
   for (const [cls, identities] of a.classIdentities) {
     const other = b.classIdentities.get(cls);

@@ -33,6 +33,8 @@ export interface PoolTallyCounts {
   readonly leasesReturned: number;
   /** Requests that claimed a class the configuration grants to other identities only, and so weighed 1. */
   readonly classClaimsRefused: number;
+  /** Leases whose agent's clock was found running outside the pool's `clockDriftLimit` (clock-check.ts). */
+  readonly clockDrifts: number;
   /** Calls agents reported deciding locally. */
   readonly calls: CallCounts;
 }
@@ -41,6 +43,7 @@ export class PoolTally {
   private holdsUs: number[] = [];
   private holdsDropped = 0;
   private classClaimsRefused = 0;
+  private clockDrifts = 0;
   private readonly calls = new CallSums();
   private readonly totals = new CallSums();
 
@@ -61,6 +64,11 @@ export class PoolTally {
     this.classClaimsRefused += 1;
   }
 
+  /** clockDrifted — a lease's agent was found with a clock outside the pool's limit. */
+  clockDrifted(): void {
+    this.clockDrifts += 1;
+  }
+
   /** held — a held request was answered after `heldUs` µs. */
   held(heldUs: number): void {
     if (this.holdsUs.length < HOLD_SAMPLES_MAX) this.holdsUs.push(Math.max(0, heldUs));
@@ -75,6 +83,7 @@ export class PoolTally {
       holdsUs: this.holdsUs,
       holdsDropped: this.holdsDropped,
       classClaimsRefused: this.classClaimsRefused,
+      clockDrifts: this.clockDrifts,
       calls: this.calls.counts(),
     };
     leases.expiredLeases = 0;
@@ -82,6 +91,7 @@ export class PoolTally {
     this.holdsUs = [];
     this.holdsDropped = 0;
     this.classClaimsRefused = 0;
+    this.clockDrifts = 0;
     this.calls.clear();
     return counts;
   }

@@ -21,6 +21,9 @@
  * - The coordinator's lease expiry is `grant time + TTL`, never earlier than
  *   `receipt time + TTL`; the agent counts from when it sent, so it always
  *   stops spending first.
+ * - An agent whose clock runs outside the pool's `clockDriftLimit` gets
+ *   nothing more, and a slow one's lease is counted as long as it may
+ *   spend it: clock-check.ts.
  * - Chunk grants and holding: chunk-grant.ts. Rate leases: rate-grant.ts.
  *   Takeover from a durable store: pool-takeover.ts. A new configuration
  *   while it serves: pool-reconfigure.ts (a lease of the old one is never
@@ -35,6 +38,7 @@ import {
   type PoolStatus,
   type Reply,
 } from '@tokenlease/shared';
+import { clockRefusal } from './clock-check.js';
 import type { PoolConfig } from './config.js';
 import { acquireChunk, bindingOf, serveWaiters, grant, type Delivery } from './chunk-grant.js';
 import type { Waiter } from './hold-queue.js';
@@ -182,6 +186,11 @@ export class Pool<R> {
     if (existing !== undefined && req.seq <= existing.lastSeq) {
       if (req.seq === existing.lastSeq) this.repeat(existing, to, out);
       else out.push({ to, reply: staleSequenceReply(req.seq, existing.lastSeq) });
+      return;
+    }
+    const drift = clockRefusal(p, existing, req, nowUs);
+    if (drift !== null) {
+      out.push({ to, reply: drift });
       return;
     }
     const refusal = admissionRefusal(p, req, existing === undefined, nowUs, existing === undefined ? identity : existing.identity);

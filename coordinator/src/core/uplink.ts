@@ -168,6 +168,7 @@ export class Uplink {
       holdMs: view.waiting > 0 || this.low ? this.options.holdMs : 0,
       ...(this.options.agentClass ? { agentClass: this.options.agentClass, fleetWeight: fleetWeightOf(view) } : {}),
       ...this.callsField(view.calls),
+      clockMs: Math.floor(nowUs / US_PER_MS),
     };
     this.inFlight = { request, firstSendUs: nowUs, lastSendUs: nowUs };
     return request;

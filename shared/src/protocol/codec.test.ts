@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { propertySeed } from '../testing/seed.js';
 import { decodeReply, decodeRequest, encodeMessage, type Decoded } from './codec.js';
 import { CALLS_MAX } from './calls.js';
-import { FLEET_WEIGHT_MAX, HOLD_MS_MAX, MESSAGE_BYTES_MAX } from './limits.js';
+import { CLOCK_MS_MAX, FLEET_WEIGHT_MAX, HOLD_MS_MAX, MESSAGE_BYTES_MAX } from './limits.js';
 import type {
   ErrorReply,
   LeaseGrant,
@@ -94,6 +94,7 @@ describe('round trips', () => {
     ['LeaseReport', { ...giveBack, op: 'report' }],
     ['LeaseRequest telling its calls', { ...acquire, calls: { admitted: 12, denied: CALLS_MAX, shadowDenied: 0 } }],
     ['LeaseReturn telling its calls', { ...giveBack, calls: { admitted: 0, denied: 3, shadowDenied: 5 } }],
+    ['LeaseRequest with its clock reading', { ...renew, clockMs: CLOCK_MS_MAX }],
   ])('%s', (_name, request) => {
     expect(decodeRequest(encodeMessage(request))).toEqual({ ok: true, value: request });
   });
@@ -192,6 +193,10 @@ describe('refusals', () => {
     ['fleetWeight 0', { ...acquire, fleetWeight: 0 }, 42],
     ['fleetWeight over FLEET_WEIGHT_MAX', { ...acquire, fleetWeight: FLEET_WEIGHT_MAX + 1 }, 42],
     ['fractional fleetWeight', { ...acquire, fleetWeight: 2.5 }, 42],
+    ['negative clockMs', { ...acquire, clockMs: -1 }, 42],
+    ['fractional clockMs', { ...acquire, clockMs: 10.5 }, 42],
+    ['clockMs over CLOCK_MS_MAX', { ...acquire, clockMs: CLOCK_MS_MAX + 1 }, 42],
+    ['clockMs as a string', { ...acquire, clockMs: '1000' }, 42],
     ['fleetWeight as a string', { ...acquire, fleetWeight: '3' }, 42],
     ['calls that are not an object', { ...acquire, calls: 5 }, 42],
     ['calls as a list', { ...acquire, calls: [1, 2, 3] }, 42],

@@ -12,6 +12,7 @@ import { boolField, FieldProblem, idField, intField, nullableIdField, numberFiel
 import {
   LEASE_SECRET_LENGTH_MAX,
   LEASE_SECRET_LENGTH_MIN,
+  CLOCK_MS_MAX,
   DEMAND_PER_SECOND_MAX,
   DURATION_MS_MAX,
   HOLD_MS_MAX,
@@ -121,6 +122,7 @@ function readRequest(obj: Fields): Request {
     ...(obj['agentClass'] === undefined ? {} : { agentClass: idField(obj, 'agentClass') }),
     ...(obj['fleetWeight'] === undefined ? {} : { fleetWeight: intField(obj, 'fleetWeight', 1, FLEET_WEIGHT_MAX) }),
     ...calls,
+    ...(obj['clockMs'] === undefined ? {} : { clockMs: intField(obj, 'clockMs', 0, CLOCK_MS_MAX) }),
   };
 }
 
@@ -132,6 +134,7 @@ const ERROR_CODES: readonly ErrorCode[] = [
   'forbidden',
   'not-owner',
   'unavailable',
+  'clock-drift',
   'internal',
 ];
 

@@ -10,6 +10,9 @@ export const ID_LENGTH_MAX = 128;
 export const WIRE_TOKENS_MAX = 2 ** 52;
 /** SEQ_MAX — the largest sequence number. */
 export const SEQ_MAX = Number.MAX_SAFE_INTEGER;
+/** CLOCK_MS_MAX — the largest clock reading an acquire may carry, ms (2^52: a monotonic clock never gets there). */
+export const CLOCK_MS_MAX = 2 ** 52;
+
 /** HOLD_MS_MAX — the longest hold a request may ask for, ms. */
 export const HOLD_MS_MAX = 60_000;
 /**

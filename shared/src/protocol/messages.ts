@@ -4,7 +4,10 @@
  * reply, except a usage report, which is published and answered by nothing.
  *
  * Only durations cross the wire (`ttlMs`, `holdMs`, `retryAfterMs`), never a
- * clock reading: each side measures time on its own monotonic clock.
+ * clock reading to act on: each side measures time on its own monotonic
+ * clock. The one reading that travels, an acquire's `clockMs`, is compared
+ * only with the same agent's earlier ones: the coordinator measures how fast
+ * the agent's clock runs against its own (docs/design.md, "Clocks").
  *
  * What v2 adds to v1: every message about a lease carries the agent's
  * `leaseSecret` (at least 128 random bits the agent draws once per pool),
@@ -48,6 +51,14 @@ export interface LeaseRequest {
   readonly fleetWeight?: number;
   /** Calls the agent decided since its last request answered with a grant or receipt (calls.ts); absent: none. */
   readonly calls?: CallCounts;
+  /**
+   * The agent's monotonic clock when it sent the request, whole ms from an
+   * origin of its own (a retry repeats it). Only the difference between two
+   * of one agent's readings means anything: against the coordinator's own
+   * elapsed time it shows a clock running outside the agents' drift margin.
+   * Absent: the coordinator cannot check this agent's clock.
+   */
+  readonly clockMs?: number;
 }
 
 /**
@@ -178,7 +189,15 @@ export interface PoolStatus {
 
 /** ErrorCode — why a coordinator refused a request (an ErrorReply's `code`). */
 export type ErrorCode =
-  'bad-request' | 'unsupported-version' | 'unknown-pool' | 'stale-sequence' | 'forbidden' | 'not-owner' | 'unavailable' | 'internal';
+  | 'bad-request'
+  | 'unsupported-version'
+  | 'unknown-pool'
+  | 'stale-sequence'
+  | 'forbidden'
+  | 'not-owner'
+  | 'unavailable'
+  | 'clock-drift'
+  | 'internal';
 
 /** ErrorReply — a typed refusal. `fault: 'peer'` means the request was wrong; `coordinator` means we failed. */
 export interface ErrorReply {

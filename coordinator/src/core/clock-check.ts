@@ -1,0 +1,114 @@
+/**
+ * The clock check of a pool: an agent whose clock runs outside the pool's
+ * `clockDriftLimit` (clock-watch.ts) gets nothing more (docs/design.md,
+ * "Clocks").
+ *
+ * Rules:
+ * - Off when the pool's limit is 0, and for requests that carry no clock
+ *   reading.
+ * - An agent's first reading (under its lease secret) starts its track;
+ *   each later acquire of the same agent is judged against it, whether or
+ *   not its lease lapsed in between.
+ * - A drifting clock's acquire is refused `clock-drift` (`fault: peer`)
+ *   and changes nothing but this: a slow clock's lease is counted longer,
+ *   until its last grant plus the TTL stretched by the measured rate (its
+ *   agent, counting the TTL on that clock, spends for that long), and its
+ *   agent is refused, lease or none, while it keeps asking (each refusal
+ *   renews that by CLOCK_DRIFT_MEMORY_TTLS TTLs).
+ * - Known agents are at most the pool's `maxLeases`; beyond, the one that
+ *   asked longest ago is forgotten first. The same agent id under another
+ *   secret (a restarted process) starts afresh.
+ */
+import type { LeaseRequest, Reply } from '@tokenlease/shared';
+import { judgeClock, startTrack, stretch, type ClockTrack, type Drift } from './clock-watch.js';
+import type { LeaseRecord } from './lease-table.js';
+import type { PoolParts } from './pool-parts.js';
+
+/** CLOCK_DRIFT_MEMORY_TTLS — TTLs an agent refused for its clock is refused again, from its last refusal. */
+export const CLOCK_DRIFT_MEMORY_TTLS = 10;
+
+const US_PER_MS = 1000;
+
+/** AgentClock — what a pool knows of one agent's clock: the secret it asks with, its track, and until when it is refused, µs. */
+interface AgentClock {
+  readonly secret: string;
+  readonly track: ClockTrack;
+  refusedUntilUs: number;
+}
+
+/**
+ * AgentClocks — the clocks of the agents that asked a pool, by agent id,
+ * the one that asked longest ago first; at most `most` (the pool's
+ * `maxLeases`): beyond, that one is forgotten. O(1) a request.
+ */
+export class AgentClocks {
+  private readonly agents = new Map<string, AgentClock>();
+
+  /** asked — `agentId`'s clock as known, moved to the end (asked last); undefined for an agent not known under `secret`. */
+  asked(agentId: string, secret: string): AgentClock | undefined {
+    const known = this.agents.get(agentId);
+    if (known === undefined || known.secret !== secret) return undefined;
+    this.agents.delete(agentId);
+    this.agents.set(agentId, known);
+    return known;
+  }
+
+  /** start — `agentId`, asking with `secret`, starts its clock's track (replacing what was known); keeps at most `most`. */
+  start(agentId: string, secret: string, track: ClockTrack, most: number): void {
+    this.agents.delete(agentId);
+    if (this.agents.size >= most) {
+      const oldest = this.agents.keys().next();
+      if (oldest.done !== true) this.agents.delete(oldest.value);
+    }
+    this.agents.set(agentId, { secret, track, refusedUntilUs: 0 });
+  }
+
+  get size(): number {
+    return this.agents.size;
+  }
+}
+
+/**
+ * clockRefusal — the `clock-drift` refusal of `req`, received at `nowUs`,
+ * whose agent holds the lease `record` here (undefined: none), or null
+ * when its clock is within the pool's limit or cannot be judged yet.
+ */
+export function clockRefusal<R>(p: PoolParts<R>, record: LeaseRecord | undefined, req: LeaseRequest, nowUs: number): Reply | null {
+  const limit = p.config.clockDriftLimit;
+  if (limit === 0 || req.clockMs === undefined) return null;
+  const known = p.agentClocks.asked(req.agentId, req.leaseSecret);
+  if (known === undefined) {
+    p.agentClocks.start(req.agentId, req.leaseSecret, startTrack(req.clockMs, nowUs), p.config.maxLeases);
+    return null;
+  }
+  const memoryUs = CLOCK_DRIFT_MEMORY_TTLS * p.ttlUs;
+  if (known.refusedUntilUs > nowUs) {
+    known.refusedUntilUs = nowUs + memoryUs;
+    const message = `agent ${JSON.stringify(req.agentId)} was refused for its clock and asks again too soon`;
+    return refusal(req.seq, message, p.config.leaseTtlMs);
+  }
+  const verdict = judgeClock(known.track, req.clockMs, nowUs, limit);
+  if (verdict.kind === 'within') return null;
+  const stretched = stretch(verdict);
+  if (record !== undefined && stretched > 1) {
+    p.leases.extend(record, record.expiresAtUs - p.ttlUs + Math.ceil(p.ttlUs * stretched));
+    p.changed?.add(record.agentId);
+  }
+  known.refusedUntilUs = nowUs + memoryUs;
+  p.tally.clockDrifted();
+  const leftUs = record === undefined ? 0 : record.expiresAtUs - nowUs;
+  return refusal(req.seq, driftMessage(req.agentId, verdict, limit), Math.max(p.config.leaseTtlMs, Math.ceil(leftUs / US_PER_MS)));
+}
+
+function driftMessage(agentId: string, verdict: Drift, limit: number): string {
+  const percent = (verdict.rate * 100).toFixed(1);
+  const over = (verdict.overUs / 1e6).toFixed(1);
+  return (
+    `agent ${JSON.stringify(agentId)}'s clock ran ${verdict.kind}: ${percent}% of the coordinator's over ${over} s, ` +
+    `outside the limit of ±${(limit * 100).toFixed(1)}%; it gets no tokens until its clock is fixed`
+  );
+}
+
+function refusal(seq: number, message: string, retryAfterMs: number): Reply {
+  return { v: 2, kind: 'error', seq, code: 'clock-drift', fault: 'peer', message, retryAfterMs };
+}
