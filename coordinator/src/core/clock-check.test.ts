@@ -65,7 +65,7 @@ describe('the clock check of a pool (TTL 1 s, limit 5%)', () => {
     expect(errorOf(acquire(pool, FULL_AT + 6 * S, { agentId: 'a', seq: 3, clockMs: 2_000 })).code).toBe('clock-drift');
   });
 
-  it('refuses a fast clock without lengthening its lease (it stops early)', () => {
+  it('refuses a fast clock without lengthening its lease beyond its probation (it stops early)', () => {
     const pool = makePool();
     let leaseId: string | null = null;
     for (const [seq, atMs, clockMs] of [
@@ -78,7 +78,28 @@ describe('the clock check of a pool (TTL 1 s, limit 5%)', () => {
     }
     const atUs = FULL_AT + 2_000 * MS;
     expect(errorOf(acquire(pool, atUs, { agentId: 'a', seq: 5, leaseId, clockMs: 5_000 })).message).toMatch(/clock ran fast: 200\.0%/);
-    expect(expiresInMs(pool, atUs)).toBe(500);
+    // Never verified, its last renewal (at 1.5 s) was on probation: two TTLs.
+    expect(expiresInMs(pool, atUs)).toBe(1_500);
+  });
+
+  it('counts the leases of an agent whose clock is not verified yet for two TTLs, then for one', () => {
+    const pool = makePool();
+    let leaseId: string | null = null;
+    const at = (ms: number): number => FULL_AT + ms * MS;
+    leaseId = grantOf(acquire(pool, at(0), { agentId: 'a', seq: 1, tokensWanted: 1, clockMs: 500 })).leaseId;
+    expect(expiresInMs(pool, at(0))).toBe(2_000);
+    leaseId = grantOf(acquire(pool, at(600), { agentId: 'a', seq: 2, leaseId, tokensWanted: 1, clockMs: 1_100 })).leaseId;
+    expect(expiresInMs(pool, at(600))).toBe(2_000);
+    // 1.2 s of readings judged within the limit: verified; the next renewal counts one TTL (the probation's end stays).
+    leaseId = grantOf(acquire(pool, at(1_200), { agentId: 'a', seq: 3, leaseId, tokensWanted: 1, clockMs: 1_700 })).leaseId;
+    grantOf(acquire(pool, at(2_800), { agentId: 'a', seq: 4, leaseId, tokensWanted: 1, clockMs: 3_300 }));
+    expect(expiresInMs(pool, at(2_800))).toBe(1_000);
+    // Without a reading, or with the check off, a lease is counted one TTL from the start.
+    grantOf(acquire(pool, at(0), { agentId: 'b', seq: 1, tokensWanted: 1 }));
+    expect(pool.status(at(0), [], 'b').agentLease?.expiresInMs).toBe(1_000);
+    const off = makePool({ fields: { clockDriftLimit: 0 } });
+    grantOf(acquire(off, at(0), { agentId: 'a', seq: 1, tokensWanted: 1, clockMs: 0 }));
+    expect(off.status(at(0), [], 'a').agentLease?.expiresInMs).toBe(1_000);
   });
 
   it('checks nothing with clockDriftLimit 0, nor for requests without a reading', () => {

@@ -6,6 +6,10 @@
  * Rules:
  * - Off when the pool's limit is 0, and for requests that carry no clock
  *   reading.
+ * - Until an agent's clock is verified, every lease granted to it is
+ *   counted for PROBATION_TTLS TTLs from the grant (`onProbation`): a clock
+ *   far off spends its first leases for longer than one TTL, before it can
+ *   be found.
  * - An agent's first reading (under its lease secret) starts its track;
  *   each later acquire of the same agent is judged against it, whether or
  *   not its lease lapsed in between.
@@ -24,6 +28,14 @@ import { judgeClock, startTrack, stretch, type ClockTrack, type Drift } from './
 import type { LeaseRecord } from './lease-table.js';
 import type { PoolParts } from './pool-parts.js';
 
+/**
+ * PROBATION_TTLS — how many TTLs from its grant a lease is counted while its
+ * agent's clock is not verified yet: enough for a clock at 45% of the
+ * coordinator's rate (it spends 90% of a TTL on its clock) to stop first,
+ * so the leases granted before a drift is found are covered too.
+ */
+export const PROBATION_TTLS = 2;
+
 /** CLOCK_DRIFT_MEMORY_TTLS — TTLs an agent refused for its clock is refused again, from its last refusal. */
 export const CLOCK_DRIFT_MEMORY_TTLS = 10;
 
@@ -34,6 +46,8 @@ interface AgentClock {
   readonly secret: string;
   readonly track: ClockTrack;
   refusedUntilUs: number;
+  /** When its last acquire was taken on (its lease's last grant or renewal), µs; null before any. */
+  lastAcquireUs: number | null;
 }
 
 /**
@@ -60,12 +74,28 @@ export class AgentClocks {
       const oldest = this.agents.keys().next();
       if (oldest.done !== true) this.agents.delete(oldest.value);
     }
-    this.agents.set(agentId, { secret, track, refusedUntilUs: 0 });
+    this.agents.set(agentId, { secret, track, refusedUntilUs: 0, lastAcquireUs: null });
   }
 
   get size(): number {
     return this.agents.size;
   }
+}
+
+/**
+ * clockAfterAcquire — after `req`'s acquire was taken on at `nowUs` for
+ * `record` (granted, renewed or held): notes when, and while its agent's
+ * clock is not verified yet, counts the lease PROBATION_TTLS TTLs from now.
+ * Call after clockRefusal, which starts and judges the agent's track.
+ */
+export function clockAfterAcquire<R>(p: PoolParts<R>, req: LeaseRequest, record: LeaseRecord, nowUs: number): void {
+  if (p.config.clockDriftLimit === 0 || req.clockMs === undefined) return;
+  const known = p.agentClocks.asked(req.agentId, req.leaseSecret);
+  if (known === undefined) return;
+  known.lastAcquireUs = nowUs;
+  if (known.track.verified) return;
+  p.leases.extend(record, nowUs + PROBATION_TTLS * p.ttlUs);
+  p.changed?.add(record.agentId);
 }
 
 /**
@@ -91,7 +121,7 @@ export function clockRefusal<R>(p: PoolParts<R>, record: LeaseRecord | undefined
   if (verdict.kind === 'within') return null;
   const stretched = stretch(verdict);
   if (record !== undefined && stretched > 1) {
-    p.leases.extend(record, record.expiresAtUs - p.ttlUs + Math.ceil(p.ttlUs * stretched));
+    p.leases.extend(record, (known.lastAcquireUs ?? nowUs) + Math.ceil(p.ttlUs * stretched));
     p.changed?.add(record.agentId);
   }
   known.refusedUntilUs = nowUs + memoryUs;

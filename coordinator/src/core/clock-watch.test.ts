@@ -87,6 +87,30 @@ describe('judgeClock', () => {
   });
 });
 
+describe('verified', () => {
+  it('is set once a reading is judged within the limit over the baseline, and reset by a suspicion', () => {
+    const track = startTrack(0, 0);
+    judgeClock(track, 900, 900_000, LIMIT);
+    expect(track.verified).toBe(false);
+    judgeClock(track, 1_100, 1_100_000, LIMIT);
+    expect(track.verified).toBe(true);
+    // A reading 2 s late: suspected slow, the track restarts unverified.
+    judgeClock(track, 1_500, 3_500_000, LIMIT);
+    expect(track.suspect?.kind).toBe('slow');
+    expect(track.verified).toBe(false);
+  });
+
+  it('drops a suspicion that does not show again in the time it could have, and verifies the clock then', () => {
+    const track = startTrack(0, 0);
+    judgeClock(track, 1_000, 2_000_000, LIMIT);
+    expect(track.suspect?.kind).toBe('slow');
+    const overUs = track.suspect?.overUs ?? 0;
+    for (let ms = 2_000; ms <= 2_000 + (5 * overUs) / 1000 + 1_000; ms += 250) judgeClock(track, ms - 1_000, ms * 1000, LIMIT);
+    expect(track.suspect).toBeNull();
+    expect(track.verified).toBe(true);
+  });
+});
+
 describe('stretch', () => {
   it('is 1/rate for a slow clock, at most CLOCK_STRETCH_MAX, and 1 otherwise', () => {
     expect(stretch({ kind: 'slow', rate: 0.5, overUs: S })).toBe(2);

@@ -20,6 +20,9 @@
  *   track restarted at the first, alike in way and rate (judgeClock):
  *   delays come and go, a drifting clock stays; so detection takes twice
  *   as long.
+ * - A clock is verified once a reading is judged within the limit, over
+ *   at least the baseline, with no drift suspected; a suspicion that does
+ *   not show again within CONFIRM_TIMES its time is dropped.
  * - A slow clock's rate is measured against the least delayed reading,
  *   which can only make it look slower than it is: the stretch the pool
  *   applies to the lease's expiry (`stretch`) errs long, never short.
@@ -46,6 +49,8 @@ export interface ClockTrack {
   lowCoordUs: number;
   /** The drift suspected when the track restarted, or null. */
   suspect: Drift | null;
+  /** Whether a reading was judged within the limit, over at least the baseline, with no drift suspected. */
+  verified: boolean;
 }
 
 /** Drift — a clock found off: which way, its rate (the agent's elapsed time over the coordinator's) and over how long, µs. */
@@ -63,7 +68,7 @@ const WITHIN: ClockVerdict = { kind: 'within' };
 /** startTrack — a track that starts at the agent's reading `clockMs`, received at the coordinator's `nowUs`. */
 export function startTrack(clockMs: number, nowUs: number): ClockTrack {
   const agentUs = clockMs * US_PER_MS;
-  return { firstAgentUs: agentUs, firstCoordUs: nowUs, lowAgentUs: agentUs, lowCoordUs: nowUs, suspect: null };
+  return { firstAgentUs: agentUs, firstCoordUs: nowUs, lowAgentUs: agentUs, lowCoordUs: nowUs, suspect: null, verified: false };
 }
 
 /**
@@ -84,6 +89,10 @@ export function judgeClock(track: ClockTrack, clockMs: number, nowUs: number, li
     Object.assign(track, startTrack(clockMs, nowUs), { suspect: drift });
     return WITHIN;
   }
+  const sinceFirstUs = nowUs - track.firstCoordUs;
+  // A suspicion that did not show again in the time it could have (confirms) is dropped.
+  if (track.suspect !== null && sinceFirstUs > CONFIRM_TIMES * track.suspect.overUs + CLOCK_BASELINE_US) track.suspect = null;
+  if (track.suspect === null && sinceFirstUs >= CLOCK_BASELINE_US) track.verified = true;
   if (nowUs - agentUs < track.lowCoordUs - track.lowAgentUs) {
     track.lowAgentUs = agentUs;
     track.lowCoordUs = nowUs;

@@ -38,7 +38,7 @@ import {
   type PoolStatus,
   type Reply,
 } from '@tokenlease/shared';
-import { clockRefusal } from './clock-check.js';
+import { clockAfterAcquire, clockRefusal } from './clock-check.js';
 import type { PoolConfig } from './config.js';
 import { acquireChunk, bindingOf, serveWaiters, grant, type Delivery } from './chunk-grant.js';
 import type { Waiter } from './hold-queue.js';
@@ -217,6 +217,7 @@ export class Pool<R> {
     record.agentClass = claim.agentClass ?? null;
     if (record.isRate) acquireRate(p, claim, record, to, nowUs, out);
     else acquireChunk(p, claim, record, to, nowUs, out);
+    clockAfterAcquire(p, req, record, nowUs);
     p.credit.settle(nowUs, p.leases.boundTokensSum);
   }
 

@@ -28,6 +28,7 @@ export const SCENARIO_NAMES = [
   'one-way-agent-nats',
   'flap-agent-nats',
   'flap-coordinator-redis',
+  'slow-agent-clock',
 ] as const;
 export type ScenarioName = (typeof SCENARIO_NAMES)[number];
 

@@ -15,6 +15,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { PoolStatus } from '@tokenlease/shared';
+import { hostMonoNowUs } from '@tokenlease/shared/clock';
 import { currentOwner, freshGrants, type GrantLine } from '@tokenlease/harness/coordinator-log';
 import {
   readAdmissionLog,
@@ -25,6 +26,7 @@ import {
   writeConfig,
   type LoggedAdmission,
 } from '@tokenlease/harness/fleet';
+import { ClockMap, clockRateEnv } from '@tokenlease/harness/clock-rate';
 import { logEvents } from '@tokenlease/harness/log-events';
 import { procState } from '@tokenlease/harness/proc-state';
 import { stop, type Child } from '@tokenlease/harness/processes';
@@ -37,6 +39,8 @@ export interface ChaosPool {
   readonly maxLeaseTokens: number;
   /** The root's relay classes: class → the most fleet weight a relay asking under it may claim. */
   readonly relayClasses?: Readonly<Record<string, number>>;
+  /** The pool's clockDriftLimit (absent: the coordinator's default; 0: clocks unchecked). */
+  readonly clockDriftLimit?: number;
 }
 
 export interface AgentHandle {
@@ -44,6 +48,13 @@ export interface AgentHandle {
   readonly child: Child;
   readonly agentId: string;
   readonly logPath: string;
+  /** Maps its logged instants to the host's clock when its clock runs at another rate (clock-rate.ts); null: it runs on the host's. */
+  readonly clock: ClockMap | null;
+}
+
+/** AgentSetup — how an agent process differs from the fleet's default: a clock that runs at `clockRate` times the host's (libfaketime). */
+export interface AgentSetup {
+  readonly clockRate?: number;
 }
 
 /**
@@ -119,6 +130,7 @@ export class ChaosFleet {
           leaseTtlMs: pool.leaseTtlMs,
           maxLeaseTokens: pool.maxLeaseTokens,
           ...(pool.relayClasses === undefined ? {} : { relayClasses: pool.relayClasses }),
+          ...(pool.clockDriftLimit === undefined ? {} : { clockDriftLimit: pool.clockDriftLimit }),
         },
       },
     });
@@ -210,9 +222,21 @@ export class ChaosFleet {
     return relay;
   }
 
-  /** addAgent — an agent process offering `traffic` for `durationMs`, on `subjectPrefix` (default the coordinators'). */
-  async addAgent(name: string, traffic: Traffic, durationMs: number, seed: number, subjectPrefix = this.prefix): Promise<AgentHandle> {
+  /**
+   * addAgent — an agent process offering `traffic` for `durationMs` (on its
+   * own clock), on `subjectPrefix` (default the coordinators'), set up as
+   * `setup` says.
+   */
+  async addAgent(
+    name: string,
+    traffic: Traffic,
+    durationMs: number,
+    seed: number,
+    subjectPrefix = this.prefix,
+    setup: AgentSetup = {},
+  ): Promise<AgentHandle> {
     const via = this.placement.agent(this.agentCount);
+    const rate = setup.clockRate;
     this.agentCount += 1;
     const logPath = join(this.dir, `${name}-${this.agentCount}.log`);
     const child = await startAgentProcess(
@@ -225,12 +249,15 @@ export class ChaosFleet {
         durationMs,
         traffic,
         logPath,
+        // A clock line (stats with `tUs`) every 50 ms of its own clock, to map its admissions to the host's.
+        ...(rate === undefined ? {} : { statsEveryMs: 50 }),
       },
-      {},
+      rate === undefined ? {} : clockRateEnv(rate),
       via,
     );
+    const clock = rate === undefined ? null : ClockMap.watch(child, rate, hostMonoNowUs);
     const agentId = logEvents(child.lines, { type: 'ready' })[0]?.fields['agentId'];
-    const handle = { name, child, agentId: typeof agentId === 'string' ? agentId : '', logPath };
+    const handle = { name, child, agentId: typeof agentId === 'string' ? agentId : '', logPath, clock };
     this.agents.push(handle);
     return handle;
   }
@@ -264,9 +291,14 @@ export class ChaosFleet {
     return this.probe.status(POOL, this.prefix, agentId);
   }
 
-  /** admissions — every admission logged by every agent process, in time order. */
+  /** admissions — every admission logged by every agent process, on the host's clock, in time order. */
   admissions(): Array<LoggedAdmission & { readonly agent: string }> {
-    return this.agents.flatMap((a) => readAdmissionLog(a.logPath).map((x) => ({ ...x, agent: a.agentId }))).sort((x, y) => x.tUs - y.tUs);
+    return this.agents
+      .flatMap((a) => {
+        const clock = a.clock;
+        return readAdmissionLog(a.logPath).map((x) => ({ ...x, tUs: clock === null ? x.tUs : clock.toHostUs(x.tUs), agent: a.agentId }));
+      })
+      .sort((x, y) => x.tUs - y.tUs);
   }
 
   /** grants — the fresh grants every coordinator and relay logged (a retry's repeated reply counts once, at first). */

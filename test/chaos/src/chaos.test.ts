@@ -5,7 +5,8 @@
  * coordinator killed in Redis mode with a standby, and the Redis Cluster
  * primary of the pool's slot killed under load, with replica confirmation
  * and without it (there the lost grants must show as windows over the
- * envelope), and a relay SIGKILLed mid-lease under a root. Each fails if
+ * envelope), a relay SIGKILLed mid-lease under a root, and an agent whose
+ * clock runs at half speed under libfaketime. Each fails if
  * its fault was not really injected. The network faults (net-scenarios.ts)
  * run in network namespaces: where those are not permitted they fail with
  * the reason, or are skipped with it printed when
@@ -23,6 +24,7 @@ import {
   oneWayAgentNats,
   oneWayCoordinatorNats,
 } from './net-scenarios.js';
+import { slowAgentClock } from './clock-scenario.js';
 import { redisPrimaryFailover, redisPrimaryFailoverUnconfirmed } from './redis-scenarios.js';
 import { killRelay } from './relay-scenario.js';
 import { failoverCoordinator, killAgents, pauseAgent, restartNats, type ScenarioRow } from './scenarios.js';
@@ -81,6 +83,14 @@ describe('chaos, short', () => {
     verdict(row);
     expect(row.reclaimMs).not.toBeNull();
     expect(row.strandedTokens).not.toBeNull();
+  }, 120_000);
+
+  it('an agent whose clock runs at half speed (libfaketime): checked, it spends nothing the coordinator does not count; unchecked, it does', async () => {
+    const row = await slowAgentClock({ short: true, seed });
+    verdict(row);
+    expect(row.expiryViolations).toBe(0);
+    // The unchecked run's figures: faultVerified holds only if it spent after the coordinator stopped counting.
+    expect(row.note).toMatch(/unchecked: it admitted \d+, [1-9]\d* of them after the coordinator stopped counting/);
   }, 120_000);
 });
 

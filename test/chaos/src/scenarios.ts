@@ -14,6 +14,7 @@ import { isRunning } from '@tokenlease/harness/proc-state';
 import type { Child } from '@tokenlease/harness/processes';
 import type { ScenarioName } from './args.js';
 import { OWNERSHIP_TTL_MS, type AgentHandle } from './chaos-fleet.js';
+import { slowAgentClock } from './clock-scenario.js';
 import { redisPrimaryFailover, redisPrimaryFailoverUnconfirmed } from './redis-scenarios.js';
 import {
   cutAgentNats,
@@ -265,4 +266,5 @@ export const SCENARIOS: Readonly<Record<ScenarioName, (options: ScenarioOptions)
   'one-way-agent-nats': oneWayAgentNats,
   'flap-agent-nats': flapAgentNats,
   'flap-coordinator-redis': flapCoordinatorRedis,
+  'slow-agent-clock': slowAgentClock,
 };

@@ -6,8 +6,8 @@
  * It connects as Agent.connect does by default: NATS_URL and the other
  * NATS_* variables of its environment (logins, TLS, inbox prefix).
  *
- * stdout, one JSON object a line: {"type":"ready"}, then {"type":"stats",...}
- * every `statsEveryMs`, {"type":"event",...} for each NATS disconnect,
+ * stdout, one JSON object a line: {"type":"ready"}, then {"type":"stats","tUs":<its
+ * clock>,...} every `statsEveryMs`, {"type":"event",...} for each NATS disconnect,
  * reconnect or failed request, then {"type":"done",...}. With `logPath`,
  * each admission is appended as "<host monotonic µs> <cost> <lease id>\n",
  * with " fallback" or " shadow" after the lease id when the fallback bucket
@@ -88,7 +88,10 @@ async function main(): Promise<void> {
     pendingDenials = '';
   };
   const flushTimer = setInterval(flush, 20);
-  const statsTimer = setInterval(() => print({ type: 'stats', name: config.name, ...limiter.stats() }), config.statsEveryMs ?? 1000);
+  const statsTimer = setInterval(
+    () => print({ type: 'stats', name: config.name, tUs: hostMonoNowUs(), ...limiter.stats() }),
+    config.statsEveryMs ?? 1000,
+  );
   let stopping = false;
   process.once('SIGTERM', () => {
     stopping = true;

@@ -25,6 +25,7 @@ export const COORDINATOR_EVENTS = [
   'bus-back',
   'grant',
   'request-refused',
+  'clock-drift',
   'request-dropped',
   'request-failed',
   'pool-failed',
