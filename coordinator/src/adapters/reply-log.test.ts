@@ -18,7 +18,7 @@ function setup(): { log: ReplyLog; lines: Array<Record<string, unknown>>; clock:
   return { log: new ReplyLog(logger, 'tokenlease', () => clock.ms, 1000), lines, clock, sent: [] };
 }
 
-const refusal = (sent: number[], code: 'bad-request' | 'unknown-pool'): Delivery<ReplyPort> => {
+const refusal = (sent: number[], code: 'bad-request' | 'unknown-pool' | 'clock-drift'): Delivery<ReplyPort> => {
   const reply: Reply = { v: 2, kind: 'error', seq: 1, code, fault: 'peer', message: 'no', retryAfterMs: 0 };
   return { to: { respond: (bytes: Uint8Array) => sent.push(bytes.byteLength) > 0, replySubject: '_INBOX.x' }, reply };
 };
@@ -54,6 +54,13 @@ describe('ReplyLog', () => {
     expect(lines[2]).toMatchObject({ event: 'request-refused', pool: 'api', code: 'bad-request', refused: 499 });
     log.send([refusal(sent, 'bad-request')], 0, { pool: 'api' });
     expect(lines).toHaveLength(4);
+  });
+
+  it("logs a refusal for an agent's clock as its own event, at warn, with what the coordinator measured", () => {
+    const { log, lines, sent } = setup();
+    log.send([refusal(sent, 'clock-drift')], 0, { pool: 'api' });
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatchObject({ event: 'clock-drift', level: 40, pool: 'api', code: 'clock-drift', fault: 'peer', reason: 'no' });
   });
 
   it('counts refusals of pools beyond REFUSAL_KEYS_MAX under pool "*"', () => {

@@ -42,6 +42,9 @@ interface RefusalCount {
   suppressed: number;
 }
 
+/** The event a refusal for an agent's clock is logged as (design.md, "Clocks"): louder than a plain refusal, as it asks for a fix. */
+const CLOCK_DRIFT = { event: 'clock-drift' } as const;
+
 export class ReplyLog {
   private readonly refusals = new Map<string, RefusalCount>();
 
@@ -65,7 +68,7 @@ export class ReplyLog {
           this.poolOf(where),
           reply.code,
           { fault: reply.fault, seq: reply.seq, reason: reply.message },
-          reply.code === 'clock-drift' ? 'clock-drift' : 'request-refused',
+          reply.code === 'clock-drift' ? CLOCK_DRIFT.event : 'request-refused',
         );
       else if (reply.kind === 'grant' && this.logger.isLevelEnabled('debug')) {
         const { leaseId, seq, tokensGranted, tokensHeld, ttlMs, epoch } = reply;
