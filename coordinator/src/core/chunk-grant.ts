@@ -130,7 +130,7 @@ function shareTokens<R>(p: PoolParts<R>, record: LeaseRecord): number {
 /** renewUnextended — answers a renewal with no top-up and the lease's own time left (at least 1 ms); `short`: it wanted more. */
 function renewUnextended<R>(p: PoolParts<R>, record: LeaseRecord, short: boolean, to: R, nowUs: number, out: Delivery<R>[]): void {
   p.leases.extend(record, nowUs + US_PER_MS);
-  const ttlMs = Math.max(1, Math.floor((record.expiresAtUs - nowUs) / US_PER_MS));
+  const ttlMs = Math.max(1, Math.floor((record.grantedUntilUs - nowUs) / US_PER_MS));
   const reply = grantReply(p, record, 0, short ? ttlMs : 0, ttlMs);
   record.lastReply = reply;
   out.push({ to, reply, grantFor: bindingOf(p, record) });

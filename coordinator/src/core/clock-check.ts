@@ -94,7 +94,7 @@ export function clockAfterAcquire<R>(p: PoolParts<R>, req: LeaseRequest, record:
   if (known === undefined) return;
   known.lastAcquireUs = nowUs;
   if (known.track.verified) return;
-  p.leases.extend(record, nowUs + PROBATION_TTLS * p.ttlUs);
+  p.leases.countUntil(record, nowUs + PROBATION_TTLS * p.ttlUs);
   p.changed?.add(record.agentId);
 }
 
@@ -121,7 +121,7 @@ export function clockRefusal<R>(p: PoolParts<R>, record: LeaseRecord | undefined
   if (verdict.kind === 'within') return null;
   const stretched = stretch(verdict);
   if (record !== undefined && stretched > 1) {
-    p.leases.extend(record, (known.lastAcquireUs ?? nowUs) + Math.ceil(p.ttlUs * stretched));
+    p.leases.countUntil(record, (known.lastAcquireUs ?? nowUs) + Math.ceil(p.ttlUs * stretched));
     p.changed?.add(record.agentId);
   }
   known.refusedUntilUs = nowUs + memoryUs;

@@ -33,7 +33,10 @@ export interface LeaseRecord {
   /** The identity token of the request that opened the lease (null: a stored lease that did not say); counted per identity. */
   readonly identity: string | null;
   boundTokens: number;
+  /** Until when the lease is counted: its grants' end, or later where an agent's clock needs it (countUntil). */
   expiresAtUs: number;
+  /** Its grants' end: the latest grant instant plus the TTL it was given (what a renewal without extension tells of the time left). */
+  grantedUntilUs: number;
   lastSeq: number;
   /** Reply to `lastSeq`, or null while that request is held. */
   lastReply: LeaseGrant | null;
@@ -160,6 +163,7 @@ export class LeaseTable {
       identity,
       boundTokens: 0,
       expiresAtUs,
+      grantedUntilUs: expiresAtUs,
       lastSeq,
       lastReply: null,
       heldTokens: 0,
@@ -178,8 +182,14 @@ export class LeaseTable {
     return record;
   }
 
-  /** extend — moves a lease's expiry to `expiresAtUs` if that is later; never shortens it. */
+  /** extend — moves a lease's end (granted and counted) to `expiresAtUs` if that is later; never shortens it. */
   extend(record: LeaseRecord, expiresAtUs: number): void {
+    record.grantedUntilUs = Math.max(record.grantedUntilUs, expiresAtUs);
+    this.countUntil(record, expiresAtUs);
+  }
+
+  /** countUntil — keeps a lease counted until `expiresAtUs` if that is later, without granting it that time (clock-check.ts). */
+  countUntil(record: LeaseRecord, expiresAtUs: number): void {
     if (expiresAtUs <= record.expiresAtUs) return;
     record.expiresAtUs = expiresAtUs;
     this.expiries.push(expiresAtUs, record);

@@ -225,6 +225,7 @@ describe('LeaseTable (the pool’s lease records)', () => {
       identity: 'anon',
       boundTokens: 0,
       expiresAtUs: 2 * S,
+      grantedUntilUs: 2 * S,
       lastSeq: 5,
       lastReply: null,
       heldTokens: 0,

@@ -41,6 +41,7 @@ import {
   runScenario,
   untilLease,
   untilNoLease,
+  VERIFIED_AFTER_MS,
   type Outcome,
   type ScenarioOptions,
   type ScenarioRow,
@@ -362,7 +363,7 @@ export async function flapCoordinatorRedis(options: ScenarioOptions): Promise<Sc
  */
 async function agentLinkFault(name: ScenarioName, fault: AgentLinkFault, options: ScenarioOptions): Promise<ScenarioRow> {
   const cutMs = options.short ? 3000 : 5000;
-  const runMs = cutMs + 9000;
+  const runMs = cutMs + 7000 + VERIFIED_AFTER_MS;
   const what = { cut: 'cut from NATS', 'one-way': "NATS's replies to it dropped", flap: `cut and restored every ${FLAP_MS} ms` }[fault];
   return withNetWorld(name, (world) =>
     runScenario(
@@ -372,7 +373,7 @@ async function agentLinkFault(name: ScenarioName, fault: AgentLinkFault, options
       3,
       runMs,
       async (fleet) => {
-        await sleep(1500);
+        await sleep(VERIFIED_AFTER_MS);
         const victim = fleet.agents[0];
         if (victim === undefined) return { faultVerified: false, note: 'no agent' };
         const host = world.agents[0] as NetHost;

@@ -44,6 +44,14 @@ export interface ScenarioOptions {
   readonly seed: number;
 }
 
+/**
+ * VERIFIED_AFTER_MS — how long an agent runs before a scenario strands its
+ * lease (kills, pauses or cuts it): the coordinator has verified its clock
+ * by then and the two-TTL count of its first leases has run out
+ * (design.md, "Clocks"), so its lease must go one TTL after its last grant.
+ */
+export const VERIFIED_AFTER_MS = 3500;
+
 export const CHAOS_POOL: ChaosPool = { capacity: 100, refillPerSecond: 200, leaseTtlMs: 1000, maxLeaseTokens: 20 };
 export const STEADY = { kind: 'steady', perSecond: 150 } as const;
 

@@ -32,6 +32,7 @@ import {
   runScenario,
   STEADY,
   untilLease,
+  VERIFIED_AFTER_MS,
   untilNoLease,
   withPrivateNats,
   type ScenarioOptions,
@@ -49,15 +50,19 @@ const coordinatorReconnected = (child: Child): boolean => hasEvent(child, { even
 export async function killAgents(options: ScenarioOptions): Promise<ScenarioRow> {
   return withPrivateNats(async (nats) => {
     const kills = options.short ? 2 : 5;
-    const runMs = 2500 + kills * 2500;
+    const runMs = VERIFIED_AFTER_MS + kills * 2500;
     return await runScenario('kill-agents', nats.url, options, 4, runMs, async (fleet, random) => {
       let verified = true;
       let reclaim = 0;
       const from: number[] = [];
+      const startedMs = new Map(fleet.agents.map((a) => [a, performance.now()]));
+      await sleep(VERIFIED_AFTER_MS - 1500);
       for (let k = 0; k < kills; k += 1) {
         await sleep(1500);
-        const live = fleet.agents.filter((a) => isRunning(a.child));
-        const victim = live[random.int(0, live.length - 1)] as AgentHandle;
+        const seasoned = fleet.agents.filter(
+          (a) => isRunning(a.child) && performance.now() - (startedMs.get(a) ?? Infinity) >= VERIFIED_AFTER_MS,
+        );
+        const victim = seasoned[random.int(0, seasoned.length - 1)] as AgentHandle;
         verified &&= await untilLease(fleet, victim.agentId, 2000);
         const killedAt = performance.now();
         from.push(nowUs());
@@ -65,7 +70,8 @@ export async function killAgents(options: ScenarioOptions): Promise<ScenarioRow>
         const ms = await untilNoLease(fleet, victim.agentId, killedAt, CHAOS_POOL.leaseTtlMs + 3000);
         verified &&= ms !== null;
         reclaim = Math.max(reclaim, ms ?? Infinity);
-        await fleet.addAgent(`replacement${k}`, STEADY, runMs - (k + 1) * 2500, random.int(0, 2 ** 31));
+        const replacement = await fleet.addAgent(`replacement${k}`, STEADY, runMs - VERIFIED_AFTER_MS - k * 2500, random.int(0, 2 ** 31));
+        startedMs.set(replacement, performance.now());
       }
       return { faultVerified: verified, reclaimMs: reclaim, recoveryFromUs: from, note: `${kills} agents killed mid-lease` };
     });
@@ -75,9 +81,9 @@ export async function killAgents(options: ScenarioOptions): Promise<ScenarioRow>
 /** 2. SIGSTOP an agent past its lease's expiry, then SIGCONT: it must not spend the expired lease. */
 export async function pauseAgent(options: ScenarioOptions): Promise<ScenarioRow> {
   return withPrivateNats(async (nats) => {
-    const runMs = options.short ? 6000 : 10_000;
+    const runMs = VERIFIED_AFTER_MS + (options.short ? 4500 : 8500);
     return await runScenario('pause-agent', nats.url, options, 3, runMs, async (fleet) => {
-      await sleep(1500);
+      await sleep(VERIFIED_AFTER_MS);
       const victim = fleet.agents[0] as AgentHandle;
       // On a busy machine the victim may take a while to hold tokens: wait on its status, bounded.
       const hadLease = await untilLease(fleet, victim.agentId, 5000);

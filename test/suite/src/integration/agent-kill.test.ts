@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { scratchDir, startAgentProcess, startCoordinator, StatusProbe, writeConfig } from '@tokenlease/harness/fleet';
 import { provideNats, type NatsHandle } from '@tokenlease/harness/nats';
-import { stopAll } from '@tokenlease/harness/processes';
+import { stopAll, type Child } from '@tokenlease/harness/processes';
 import { seedFromEnv } from '@tokenlease/shared/testing';
 
 const CAPACITY = 100;
@@ -46,10 +46,11 @@ describe('an agent killed with SIGKILL', () => {
     await nats.stop();
   });
 
-  it('strands at most its lease, and the pool is whole again within TTL + refill time', async () => {
+  /** withVictim — a coordinator on prefix `tlkill<tag><seed>`, full, and an agent process `name` holding a lease of it at 1000/s. */
+  async function withVictim(tag: string, name: string): Promise<{ status: () => ReturnType<StatusProbe['status']>; victim: Child }> {
     const seed = seedFromEnv();
     const dir = scratchDir();
-    const prefix = `tlkill${seed}`;
+    const prefix = `tlkill${tag}${seed}`;
     const status = (): ReturnType<StatusProbe['status']> => probe.status('api', prefix);
     const configPath = writeConfig(dir, {
       subjectPrefix: prefix,
@@ -57,18 +58,22 @@ describe('an agent killed with SIGKILL', () => {
     });
     await startCoordinator(nats.url, configPath);
     await until(status, (s) => s.quietMs === 0 && s.levelTokens === CAPACITY, 5000);
-
     const victim = await startAgentProcess({
       natsUrl: nats.url,
       subjectPrefix: prefix,
       pool: 'api',
-      name: 'victim',
+      name,
       seed,
       durationMs: 30_000,
-      logPath: join(dir, 'victim.log'),
+      logPath: join(dir, `${name}.log`),
       traffic: { kind: 'steady', perSecond: 1000 },
     });
     await until(status, (s) => s.leases === 1 && s.leasedTokens > 0, 5000);
+    return { status, victim };
+  }
+
+  it('strands at most its lease, and the pool is whole again within TTL + refill time', async () => {
+    const { status, victim } = await withVictim('', 'victim');
     // Past its first seconds, so the coordinator has verified its clock: its lease is counted one TTL from its last grant.
     await new Promise((resolve) => setTimeout(resolve, CLOCK_VERIFIED_AFTER_MS));
     const before = await until(status, (s) => s.leases === 1 && s.leasedTokens > 0, 5000);
@@ -95,27 +100,7 @@ describe('an agent killed with SIGKILL', () => {
   });
 
   it('killed in its first second, strands its lease for at most two TTLs (its clock not verified yet)', async () => {
-    const seed = seedFromEnv();
-    const dir = scratchDir();
-    const prefix = `tlkillnew${seed}`;
-    const status = (): ReturnType<StatusProbe['status']> => probe.status('api', prefix);
-    const configPath = writeConfig(dir, {
-      subjectPrefix: prefix,
-      pools: { api: { capacity: CAPACITY, refill: `${REFILL_PER_SECOND}/s`, leaseTtlMs: TTL_MS, maxLeaseTokens: MAX_LEASE } },
-    });
-    await startCoordinator(nats.url, configPath);
-    await until(status, (s) => s.quietMs === 0 && s.levelTokens === CAPACITY, 5000);
-    const victim = await startAgentProcess({
-      natsUrl: nats.url,
-      subjectPrefix: prefix,
-      pool: 'api',
-      name: 'newcomer',
-      seed,
-      durationMs: 30_000,
-      logPath: join(dir, 'newcomer.log'),
-      traffic: { kind: 'steady', perSecond: 1000 },
-    });
-    await until(status, (s) => s.leases === 1 && s.leasedTokens > 0, 5000);
+    const { status, victim } = await withVictim('new', 'newcomer');
     victim.proc.kill('SIGKILL');
     const killedAt = performance.now();
     expect((await victim.exited).signal).toBe('SIGKILL');
