@@ -29,6 +29,8 @@ export const SCENARIO_NAMES = [
   'flap-agent-nats',
   'flap-coordinator-redis',
   'slow-agent-clock',
+  'kill-nats-server',
+  'isolate-nats-server',
 ] as const;
 export type ScenarioName = (typeof SCENARIO_NAMES)[number];
 

@@ -65,6 +65,8 @@ export interface AgentSetup {
 export interface Placement {
   coordinator(n: number): readonly string[];
   agent(n: number): readonly string[];
+  /** The NATS URL each process connects to, where not the fleet's (a server of a cluster of its own, say). */
+  natsUrl?(role: 'coordinator' | 'agent', n: number): string;
 }
 
 /** HERE — every process a plain child of the test process. */
@@ -153,7 +155,7 @@ export class ChaosFleet {
   async startCoordinator(): Promise<Child> {
     const n = this.coordinators.length;
     const durable = this.redisUrl === null ? {} : { redisUrl: this.redisUrl, member: `c${n}`, ownershipTtlMs: OWNERSHIP_TTL_MS };
-    const child = await startCoordinator(this.natsUrl, this.configPath, {
+    const child = await startCoordinator(this.placement.natsUrl?.('coordinator', n) ?? this.natsUrl, this.configPath, {
       ...durable,
       logLevel: 'debug',
       name: `coordinator-${n}`,
@@ -236,12 +238,13 @@ export class ChaosFleet {
     setup: AgentSetup = {},
   ): Promise<AgentHandle> {
     const via = this.placement.agent(this.agentCount);
+    const natsUrl = this.placement.natsUrl?.('agent', this.agentCount) ?? this.natsUrl;
     const rate = setup.clockRate;
     this.agentCount += 1;
     const logPath = join(this.dir, `${name}-${this.agentCount}.log`);
     const child = await startAgentProcess(
       {
-        natsUrl: this.natsUrl,
+        natsUrl,
         subjectPrefix,
         pool: POOL,
         name,

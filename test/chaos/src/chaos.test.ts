@@ -6,7 +6,9 @@
  * primary of the pool's slot killed under load, with replica confirmation
  * and without it (there the lost grants must show as windows over the
  * envelope), a relay SIGKILLed mid-lease under a root, and an agent whose
- * clock runs at half speed under libfaketime. Each fails if
+ * clock runs at half speed under libfaketime; on a three-server NATS
+ * cluster in network namespaces, the owner's server killed, and cut off
+ * its peers while its clients stay on it. Each fails if
  * its fault was not really injected. The network faults (net-scenarios.ts)
  * run in network namespaces: where those are not permitted they fail with
  * the reason, or are skipped with it printed when
@@ -25,6 +27,7 @@ import {
   oneWayCoordinatorNats,
 } from './net-scenarios.js';
 import { slowAgentClock } from './clock-scenario.js';
+import { isolateNatsServer, killNatsServer } from './cluster-scenarios.js';
 import { redisPrimaryFailover, redisPrimaryFailoverUnconfirmed } from './redis-scenarios.js';
 import { killRelay } from './relay-scenario.js';
 import { failoverCoordinator, killAgents, pauseAgent, restartNats, type ScenarioRow } from './scenarios.js';
@@ -137,5 +140,17 @@ describe.skipIf(skipNet)('chaos by network faults, short', () => {
   it('an agent whose link to NATS flaps: every admission within its lease, envelope kept, spending after', async () => {
     const row = await flapAgentNats({ short: true, seed });
     verdict(row);
+  }, 120_000);
+
+  it('a three-server NATS cluster loses the owner’s server: its clients reconnect to the others, grants go on, envelope kept', async () => {
+    const row = await killNatsServer({ short: true, seed });
+    verdict(row);
+    expect(row.recoveryMs).not.toBeNull();
+  }, 120_000);
+
+  it('the owner’s server cut off its peers while its clients stay on it: the others’ requests fail, envelope kept, the rate back after', async () => {
+    const row = await isolateNatsServer({ short: true, seed });
+    verdict(row);
+    expect(row.expiryViolations).toBe(0);
   }, 120_000);
 });

@@ -15,6 +15,7 @@ import type { Child } from '@tokenlease/harness/processes';
 import type { ScenarioName } from './args.js';
 import { OWNERSHIP_TTL_MS, type AgentHandle } from './chaos-fleet.js';
 import { slowAgentClock } from './clock-scenario.js';
+import { isolateNatsServer, killNatsServer } from './cluster-scenarios.js';
 import { redisPrimaryFailover, redisPrimaryFailoverUnconfirmed } from './redis-scenarios.js';
 import {
   cutAgentNats,
@@ -273,4 +274,6 @@ export const SCENARIOS: Readonly<Record<ScenarioName, (options: ScenarioOptions)
   'flap-agent-nats': flapAgentNats,
   'flap-coordinator-redis': flapCoordinatorRedis,
   'slow-agent-clock': slowAgentClock,
+  'kill-nats-server': killNatsServer,
+  'isolate-nats-server': isolateNatsServer,
 };

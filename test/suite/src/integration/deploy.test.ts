@@ -103,6 +103,8 @@ describe('the compose stack, without Docker', () => {
         'coordinator-2',
         'grafana',
         'nats',
+        'nats-2',
+        'nats-3',
         'prometheus',
         'redis',
         'relay',
@@ -111,6 +113,23 @@ describe('the compose stack, without Docker', () => {
     // `docker compose up -d` starts the servers alone, as before; the profile "stack" adds the rest.
     for (const [name, service] of Object.entries(services))
       expect(service.profiles ?? [], name).toEqual(['nats', 'redis'].includes(name) ? [] : ['stack']);
+    // NATS: three servers routed to each other in one cluster, and the coordinators, the relay and the agents spread over them.
+    const natsServers = ['nats', 'nats-2', 'nats-3'];
+    for (const name of natsServers) {
+      const args = services[name]?.command ?? [];
+      expect(args[args.indexOf('--cluster_name') + 1], name).toBe('tokenlease');
+      expect(args[args.indexOf('--cluster') + 1], name).toBe('nats://0.0.0.0:6222');
+      expect((args[args.indexOf('--routes') + 1] ?? '').split(',').sort(), name).toEqual(natsServers.map((n) => `nats://${n}:6222`).sort());
+    }
+    const serverOf = (service: Service): string | undefined => {
+      const args = service.command ?? [];
+      const url = args.includes('--nats') ? args[args.indexOf('--nats') + 1] : /"natsUrl":"([^"]+)"/.exec(args.join(' '))?.[1];
+      return /^nats:\/\/([a-z0-9-]+):4222$/.exec(url ?? '')?.[1];
+    };
+    const clients = Object.entries(services).filter(([name]) => /^(coordinator|agent|relay)/.test(name));
+    for (const [name, service] of clients) expect(natsServers, `${name} connects to a server of the cluster`).toContain(serverOf(service));
+    expect(new Set(clients.map(([, service]) => serverOf(service))).size).toBe(natsServers.length);
+    expect(serverOf(services['coordinator-1'] as Service)).not.toBe(serverOf(services['coordinator-2'] as Service));
     const redisCommand = services['redis']?.command?.join(' ') ?? '';
     expect(redisCommand).toMatch(/--appendonly yes/);
     expect(redisCommand).toMatch(/--appendfsync always/);
