@@ -28,12 +28,13 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { currentOwner } from '@tokenlease/harness/coordinator-log';
 import { logEvents } from '@tokenlease/harness/log-events';
 import { startHostNatsCluster, startHostRedis, type HostCluster, type HostServer } from '@tokenlease/harness/net-servers';
-import { NetLab, NetnsUnavailableError, type NetHost } from '@tokenlease/harness/netns';
+import type { NetHost, NetLab } from '@tokenlease/harness/netns';
 import type { Child } from '@tokenlease/harness/processes';
 import { waitUntil } from '@tokenlease/harness/wait';
 import type { ScenarioName } from './args.js';
 import { POOL, type ChaosFleet, type Placement } from './chaos-fleet.js';
-import { notRunRow, nowUs, runScenario, VERIFIED_AFTER_MS, type Outcome, type ScenarioOptions, type ScenarioRow } from './run-scenario.js';
+import { startStandby, withLab } from './net-scenarios.js';
+import { nowUs, runScenario, VERIFIED_AFTER_MS, type Outcome, type ScenarioOptions, type ScenarioRow } from './run-scenario.js';
 
 const SERVERS = 3;
 const AGENTS = 3;
@@ -54,47 +55,32 @@ const serverOfCoordinator = (n: number): number => n % SERVERS;
 const serverOfAgent = (n: number): number => (n + 1) % SERVERS;
 
 /** withClusterWorld — runs `body` in a fresh cluster world, torn down whatever happens; a NOT RUN row where namespaces are not permitted. */
-async function withClusterWorld(name: ScenarioName, body: (world: ClusterWorld) => Promise<ScenarioRow>): Promise<ScenarioRow> {
-  let lab: NetLab;
-  try {
-    lab = await NetLab.create();
-  } catch (error) {
-    if (error instanceof NetnsUnavailableError) {
-      console.error(`chaos ${name}: NOT RUN: ${error.message}`);
-      return notRunRow(name, error.message);
+function withClusterWorld(name: ScenarioName, body: (world: ClusterWorld) => Promise<ScenarioRow>): Promise<ScenarioRow> {
+  return withLab(name, async (lab) => {
+    let cluster: HostCluster | null = null;
+    let redis: HostServer | null = null;
+    try {
+      const natsHosts: NetHost[] = [];
+      for (let i = 0; i < SERVERS; i += 1) natsHosts.push(await lab.addHost(`n${i}`));
+      cluster = await startHostNatsCluster(lab, natsHosts, 'tokenlease-chaos');
+      redis = await startHostRedis(lab, await lab.addHost('redis'));
+      const coordinators: NetHost[] = [];
+      for (let i = 0; i < COORDINATORS; i += 1) coordinators.push(await lab.addHost(`c${i}`));
+      const agents: NetHost[] = [];
+      for (let i = 0; i < AGENTS; i += 1) agents.push(await lab.addHost(`a${i}`));
+      const servers = cluster.servers;
+      const urlOf = (index: number): string => (servers[index] as HostServer).url;
+      const placement: Placement = {
+        coordinator: (n) => lab.via(coordinators[n % COORDINATORS] as NetHost),
+        agent: (n) => lab.via(agents[n % AGENTS] as NetHost),
+        natsUrl: (role, n) => urlOf(role === 'coordinator' ? serverOfCoordinator(n) : serverOfAgent(n)),
+      };
+      return await body({ lab, cluster, placement, redis, serverOfCoordinator, serverOfAgent });
+    } finally {
+      await redis?.stop();
+      await cluster?.stop();
     }
-    throw error;
-  }
-  let cluster: HostCluster | null = null;
-  let redis: HostServer | null = null;
-  try {
-    const natsHosts: NetHost[] = [];
-    for (let i = 0; i < SERVERS; i += 1) natsHosts.push(await lab.addHost(`n${i}`));
-    cluster = await startHostNatsCluster(lab, natsHosts, 'tokenlease-chaos');
-    redis = await startHostRedis(lab, await lab.addHost('redis'));
-    const coordinators: NetHost[] = [];
-    for (let i = 0; i < COORDINATORS; i += 1) coordinators.push(await lab.addHost(`c${i}`));
-    const agents: NetHost[] = [];
-    for (let i = 0; i < AGENTS; i += 1) agents.push(await lab.addHost(`a${i}`));
-    const servers = cluster.servers;
-    const urlOf = (index: number): string => (servers[index] as HostServer).url;
-    const placement: Placement = {
-      coordinator: (n) => lab.via(coordinators[n % COORDINATORS] as NetHost),
-      agent: (n) => lab.via(agents[n % AGENTS] as NetHost),
-      natsUrl: (role, n) => urlOf(role === 'coordinator' ? serverOfCoordinator(n) : serverOfAgent(n)),
-    };
-    return await body({ lab, cluster, placement, redis, serverOfCoordinator, serverOfAgent });
-  } finally {
-    await redis?.stop();
-    await cluster?.stop();
-    await lab.destroy();
-  }
-}
-
-/** startStandby — the second coordinator, then waits until one of the two owns the pool. */
-async function startStandby(fleet: ChaosFleet): Promise<void> {
-  await fleet.startCoordinator();
-  await waitUntil('an owner of the pool', 10_000, () => fleet.owner() !== undefined);
+  });
 }
 
 /** clusterScenario — a scenario of `name` in a cluster world: a standby, AGENTS agents for `runMs`, `fault` once every agent's clock is verified. */

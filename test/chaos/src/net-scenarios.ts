@@ -63,8 +63,11 @@ interface NetWorld {
   readonly placement: Placement;
 }
 
-/** withNetWorld — runs `body` in a fresh world, torn down whatever happens; a NOT RUN row where namespaces are not permitted. */
-async function withNetWorld(name: ScenarioName, body: (world: NetWorld) => Promise<ScenarioRow>): Promise<ScenarioRow> {
+/**
+ * withLab — runs `body` in a fresh NetLab, destroyed whatever happens; a
+ * NOT RUN row of `name` where namespaces are not permitted.
+ */
+export async function withLab(name: ScenarioName, body: (lab: NetLab) => Promise<ScenarioRow>): Promise<ScenarioRow> {
   let lab: NetLab;
   try {
     lab = await NetLab.create();
@@ -75,6 +78,20 @@ async function withNetWorld(name: ScenarioName, body: (world: NetWorld) => Promi
     }
     throw error;
   }
+  try {
+    return await body(lab);
+  } finally {
+    await lab.destroy();
+  }
+}
+
+/** withNetWorld — runs `body` in a fresh world, torn down whatever happens; a NOT RUN row where namespaces are not permitted. */
+function withNetWorld(name: ScenarioName, body: (world: NetWorld) => Promise<ScenarioRow>): Promise<ScenarioRow> {
+  return withLab(name, (lab) => populated(lab, body));
+}
+
+/** populated — `body` given a world in `lab`: NATS and Redis in hosts of their own, hosts for coordinators and agents; servers stopped after. */
+async function populated(lab: NetLab, body: (world: NetWorld) => Promise<ScenarioRow>): Promise<ScenarioRow> {
   const servers: HostServer[] = [];
   try {
     const nats = await startHostNats(lab, await lab.addHost('nats'));
@@ -92,12 +109,11 @@ async function withNetWorld(name: ScenarioName, body: (world: NetWorld) => Promi
     return await body({ lab, nats, redis, coordinators, agents, placement });
   } finally {
     for (const server of servers.reverse()) await server.stop();
-    await lab.destroy();
   }
 }
 
 /** startStandby — the second coordinator, then waits until one of the two owns the pool. */
-async function startStandby(fleet: ChaosFleet): Promise<void> {
+export async function startStandby(fleet: ChaosFleet): Promise<void> {
   await fleet.startCoordinator();
   await waitUntil('an owner of the pool', 10_000, () => fleet.owner() !== undefined);
 }
