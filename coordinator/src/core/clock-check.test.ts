@@ -128,18 +128,21 @@ describe('the clock check of a pool (TTL 1 s, limit 5%)', () => {
 });
 
 describe('AgentClocks', () => {
-  it('knows an agent under its secret only, and keeps the ones that asked last, at most `most`', () => {
+  it('knows an agent under its secret only, keeps the ones that asked last, at most `most`, and forgets the quiet', () => {
     const clocks = new AgentClocks();
-    clocks.start('a', 's', startTrack(0, 0), 2);
-    expect(clocks.asked('a', 's')).toBeDefined();
-    expect(clocks.asked('a', 'other')).toBeUndefined();
-    clocks.start('b', 's', startTrack(0, 0), 2);
+    clocks.start('a', 's', startTrack(0, 0), 0, 2, -Infinity);
+    expect(clocks.asked('a', 's', 1)).toBeDefined();
+    expect(clocks.asked('a', 'other', 1)).toBeUndefined();
+    clocks.start('b', 's', startTrack(0, 0), 2, 2, -Infinity);
     // 'a' asked after 'b' started: 'b' is the one that asked longest ago.
-    expect(clocks.asked('a', 's')).toBeDefined();
-    clocks.start('c', 's', startTrack(0, 0), 2);
+    expect(clocks.asked('a', 's', 3)).toBeDefined();
+    clocks.start('c', 's', startTrack(0, 0), 4, 2, -Infinity);
     expect(clocks.size).toBe(2);
-    expect(clocks.asked('b', 's')).toBeUndefined();
-    expect(clocks.asked('a', 's')).toBeDefined();
-    expect(clocks.asked('c', 's')).toBeDefined();
+    expect(clocks.asked('b', 's', 5)).toBeUndefined();
+    expect(clocks.asked('a', 's', 5)).toBeDefined();
+    expect(clocks.asked('c', 's', 6)).toBeDefined();
+    // Both quiet since before 100: a start at 200 forgets them, whatever room there is.
+    clocks.start('d', 's', startTrack(0, 0), 200, 1000, 100);
+    expect(clocks.size).toBe(1);
   });
 });

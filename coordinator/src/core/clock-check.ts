@@ -7,21 +7,21 @@
  * - Off when the pool's limit is 0, and for requests that carry no clock
  *   reading.
  * - Until an agent's clock is verified, every lease granted to it is
- *   counted for PROBATION_TTLS TTLs from the grant (`onProbation`): a clock
- *   far off spends its first leases for longer than one TTL, before it can
- *   be found.
+ *   counted for PROBATION_TTLS TTLs from the grant (`clockAfterAcquire`),
+ *   without its agent being told so: a clock far off spends its first
+ *   leases for longer than one TTL, before it can be found.
  * - An agent's first reading (under its lease secret) starts its track;
  *   each later acquire of the same agent is judged against it, whether or
  *   not its lease lapsed in between.
  * - A drifting clock's acquire is refused `clock-drift` (`fault: peer`)
  *   and changes nothing but this: a slow clock's lease is counted longer,
- *   until its last grant plus the TTL stretched by the measured rate (its
+ *   until its last acquire plus the TTL stretched by the measured rate (its
  *   agent, counting the TTL on that clock, spends for that long), and its
  *   agent is refused, lease or none, while it keeps asking (each refusal
  *   renews that by CLOCK_DRIFT_MEMORY_TTLS TTLs).
- * - Known agents are at most the pool's `maxLeases`; beyond, the one that
- *   asked longest ago is forgotten first. The same agent id under another
- *   secret (a restarted process) starts afresh.
+ * - Known agents are at most the pool's `maxLeases`, and one that has not
+ *   asked for CLOCK_DRIFT_MEMORY_TTLS TTLs is forgotten (AgentClocks); the
+ *   same agent id under another secret (a restarted process) starts afresh.
  */
 import type { LeaseRequest, Reply } from '@tokenlease/shared';
 import { judgeClock, startTrack, stretch, type ClockTrack, type Drift } from './clock-watch.js';
@@ -48,6 +48,8 @@ interface AgentClock {
   refusedUntilUs: number;
   /** When its last acquire was taken on (its lease's last grant or renewal), µs; null before any. */
   lastAcquireUs: number | null;
+  /** When it last asked, µs. */
+  askedUs: number;
 }
 
 /**
@@ -58,23 +60,30 @@ interface AgentClock {
 export class AgentClocks {
   private readonly agents = new Map<string, AgentClock>();
 
-  /** asked — `agentId`'s clock as known, moved to the end (asked last); undefined for an agent not known under `secret`. */
-  asked(agentId: string, secret: string): AgentClock | undefined {
+  /** asked — `agentId`'s clock as known, asked again at `nowUs` (moved to the end); undefined for an agent not known under `secret`. */
+  asked(agentId: string, secret: string, nowUs: number): AgentClock | undefined {
     const known = this.agents.get(agentId);
     if (known === undefined || known.secret !== secret) return undefined;
     this.agents.delete(agentId);
     this.agents.set(agentId, known);
+    known.askedUs = nowUs;
     return known;
   }
 
-  /** start — `agentId`, asking with `secret`, starts its clock's track (replacing what was known); keeps at most `most`. */
-  start(agentId: string, secret: string, track: ClockTrack, most: number): void {
+  /**
+   * start — `agentId`, asking with `secret` at `nowUs`, starts its clock's
+   * track (replacing what was known). Keeps at most `most`, and forgets up
+   * to two that have not asked since `forgetBeforeUs`: what one start adds,
+   * it can take away twice, so agents gone quiet do not pile up.
+   */
+  start(agentId: string, secret: string, track: ClockTrack, nowUs: number, most: number, forgetBeforeUs: number): void {
     this.agents.delete(agentId);
-    if (this.agents.size >= most) {
-      const oldest = this.agents.keys().next();
-      if (oldest.done !== true) this.agents.delete(oldest.value);
+    for (let i = 0; i < 2; i += 1) {
+      const oldest = this.agents.entries().next();
+      if (oldest.done === true || (oldest.value[1].askedUs >= forgetBeforeUs && this.agents.size < most)) break;
+      this.agents.delete(oldest.value[0]);
     }
-    this.agents.set(agentId, { secret, track, refusedUntilUs: 0, lastAcquireUs: null });
+    this.agents.set(agentId, { secret, track, refusedUntilUs: 0, lastAcquireUs: null, askedUs: nowUs });
   }
 
   get size(): number {
@@ -90,7 +99,7 @@ export class AgentClocks {
  */
 export function clockAfterAcquire<R>(p: PoolParts<R>, req: LeaseRequest, record: LeaseRecord, nowUs: number): void {
   if (p.config.clockDriftLimit === 0 || req.clockMs === undefined) return;
-  const known = p.agentClocks.asked(req.agentId, req.leaseSecret);
+  const known = p.agentClocks.asked(req.agentId, req.leaseSecret, nowUs);
   if (known === undefined) return;
   known.lastAcquireUs = nowUs;
   if (known.track.verified) return;
@@ -106,12 +115,12 @@ export function clockAfterAcquire<R>(p: PoolParts<R>, req: LeaseRequest, record:
 export function clockRefusal<R>(p: PoolParts<R>, record: LeaseRecord | undefined, req: LeaseRequest, nowUs: number): Reply | null {
   const limit = p.config.clockDriftLimit;
   if (limit === 0 || req.clockMs === undefined) return null;
-  const known = p.agentClocks.asked(req.agentId, req.leaseSecret);
+  const known = p.agentClocks.asked(req.agentId, req.leaseSecret, nowUs);
+  const memoryUs = CLOCK_DRIFT_MEMORY_TTLS * p.ttlUs;
   if (known === undefined) {
-    p.agentClocks.start(req.agentId, req.leaseSecret, startTrack(req.clockMs, nowUs), p.config.maxLeases);
+    p.agentClocks.start(req.agentId, req.leaseSecret, startTrack(req.clockMs, nowUs), nowUs, p.config.maxLeases, nowUs - memoryUs);
     return null;
   }
-  const memoryUs = CLOCK_DRIFT_MEMORY_TTLS * p.ttlUs;
   if (known.refusedUntilUs > nowUs) {
     known.refusedUntilUs = nowUs + memoryUs;
     const message = `agent ${JSON.stringify(req.agentId)} was refused for its clock and asks again too soon`;

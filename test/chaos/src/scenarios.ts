@@ -60,10 +60,12 @@ export async function killAgents(options: ScenarioOptions): Promise<ScenarioRow>
       await sleep(VERIFIED_AFTER_MS - 1500);
       for (let k = 0; k < kills; k += 1) {
         await sleep(1500);
+        // The agents that have run VERIFIED_AFTER_MS (less a timer's early firing): the originals at the first kill.
         const seasoned = fleet.agents.filter(
-          (a) => isRunning(a.child) && performance.now() - (startedMs.get(a) ?? Infinity) >= VERIFIED_AFTER_MS,
+          (a) => isRunning(a.child) && performance.now() - (startedMs.get(a) ?? Infinity) >= VERIFIED_AFTER_MS - 100,
         );
-        const victim = seasoned[random.int(0, seasoned.length - 1)] as AgentHandle;
+        const victim = seasoned[random.int(0, seasoned.length - 1)];
+        if (victim === undefined) return { faultVerified: false, note: `no agent had run ${VERIFIED_AFTER_MS} ms before kill ${k + 1}` };
         verified &&= await untilLease(fleet, victim.agentId, 2000);
         const killedAt = performance.now();
         from.push(nowUs());
