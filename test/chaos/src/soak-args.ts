@@ -30,7 +30,7 @@ const DEFAULT_DURATION_MS = 3_600_000;
 const SEED_MAX = 2 ** 32 - 1;
 const UNITS: Readonly<Record<string, number>> = { s: 1000, m: 60_000, min: 60_000, h: 3_600_000 };
 
-export const SOAK_USAGE = `npm run soak -- [flags]
+export const SOAK_USAGE = `Usage: tokenlease-soak [flags] (in the repository: npm run soak -- [flags])
 
   --duration D   how long: a number and a unit, s, m (min) or h, such as 90s, 5m, 1h (default 1h; 1m to 168h)
   --seed N       the seed of the churn and the faults, in [0, ${SEED_MAX}] (default $SEED, else random)
