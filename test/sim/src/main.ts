@@ -43,7 +43,8 @@ command that replays the failing seed alone.
   --seed S             the first scenario's seed (default: random, printed)
   --duration Ns        simulated traffic per scenario (default ${SCENARIO_DURATION_US_DEFAULT / US_PER_S}s)
   --pools MIX          the pools drawn: ${SCENARIO_MIXES.join(', ')} (default mixed)
-  --json               one JSON object per scenario instead of its text line
+  --json               one JSON object per scenario on stdout (JSON Lines), the other lines on stderr;
+                       not with --tree
   --tree K             tree scenarios instead: K relays over --agents N agents (default ${TREE_AGENTS_DEFAULT}),
                        each next to its flat twin, with utilization and round-trips at the root
   --agents N           agents of a tree scenario
@@ -134,6 +135,7 @@ function main(): number {
   if (!Number.isSafeInteger(seed) || seed < 0) throw new Error('--seed must be a non-negative integer');
   if (!(durationS >= 1)) throw new Error('--duration must be at least 1s');
   if (values.tree !== undefined) {
+    if (values.json === true) throw new Error('--json is not available with --tree (tree scenarios print text lines)');
     const relays = Number(values.tree);
     const agents = values.agents === undefined ? TREE_AGENTS_DEFAULT : Number(values.agents);
     if (!Number.isSafeInteger(relays) || relays < 1) throw new Error('--tree must be a positive integer (relays)');
@@ -151,7 +153,9 @@ function main(): number {
   }
   const mix = readMix(values.pools);
   const pools = mix === 'mixed' ? '' : ` --pools ${mix}`;
-  console.log(`simulating ${scenarios} scenarios (${mix} pools) from SEED=${seed}, ${durationS} s of traffic each`);
+  // With --json, stdout is one JSON object per scenario and nothing else; the readable lines go to stderr.
+  const say = values.json === true ? (text: string) => console.error(text) : (text: string) => console.log(text);
+  say(`simulating ${scenarios} scenarios (${mix} pools) from SEED=${seed}, ${durationS} s of traffic each`);
   let failed = 0;
   let simulated = 0;
   const tally = new Tally();
@@ -184,13 +188,13 @@ function main(): number {
           (recovered === null ? '' : `, rate after faults ${(recovered * 100).toFixed(0)}% of r`);
     console.log(line);
     if (!ok) {
-      for (const v of violations) console.log(`    ${v}`);
-      console.log(`    replay: npm run sim -- --scenarios 1 --seed ${config.seed} --duration ${durationS}s${pools}`);
+      for (const v of violations) say(`    ${v}`);
+      say(`    replay: npm run sim -- --scenarios 1 --seed ${config.seed} --duration ${durationS}s${pools}`);
     }
   }
   const seconds = (performance.now() - started) / 1000;
-  console.log(tally.line(scenarios));
-  console.log(`${scenarios - failed} passed, ${failed} failed (${simulated.toFixed(0)} simulated seconds in ${seconds.toFixed(1)} s)`);
+  say(tally.line(scenarios));
+  say(`${scenarios - failed} passed, ${failed} failed (${simulated.toFixed(0)} simulated seconds in ${seconds.toFixed(1)} s)`);
   return failed === 0 ? 0 : 1;
 }
 

@@ -4,7 +4,8 @@
  * turbo's banner or a readable line first. Each command runs as a user
  * types it (npm, then the script's turbo build step, then node), with the
  * shortest options it has (the bench's `--quick`), and all of its stdout
- * must parse; the bench's must say it ran at the quick scale.
+ * must parse; the bench's must say it ran at the quick scale. The
+ * simulator's is JSON Lines, a line per scenario.
  */
 import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
@@ -67,4 +68,13 @@ describe('--json commands print only JSON on stdout', () => {
       if (name === 'bench') expect((JSON.parse(stdout) as { quick?: unknown }).quick).toBe(true);
     });
   }
+
+  // The simulator's --json is JSON Lines: one object per scenario, its summary on stderr.
+  it('npm run -s sim -- --json --scenarios 3 --seed 1 --duration 2s', { timeout: 70 * S }, async () => {
+    const { code, stdout, stderr } = await npmRun(['sim', '--', '--json', '--scenarios', '3', '--seed', '1', '--duration', '2s'], 60 * S);
+    expect(code, `sim exited ${code}: ${stderr}`).toBe(0);
+    const lines = stdout.trim().split('\n');
+    expect(lines.map((line) => (JSON.parse(line) as { seed?: unknown }).seed)).toEqual([1, 2, 3]);
+    expect(stderr).toContain('3 passed, 0 failed');
+  });
 });
