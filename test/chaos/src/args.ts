@@ -28,9 +28,9 @@ export const SCENARIO_NAMES = [
   'one-way-agent-nats',
   'flap-agent-nats',
   'flap-coordinator-redis',
-  'slow-agent-clock',
   'kill-nats-server',
   'isolate-nats-server',
+  'slow-agent-clock',
 ] as const;
 export type ScenarioName = (typeof SCENARIO_NAMES)[number];
 
@@ -72,8 +72,9 @@ Exits 1 if a fault was not verified or a check failed, 2 for a bad flag.
                      ${SCENARIO_NAMES.slice(4, 7).join(', ')},
                      ${SCENARIO_NAMES.slice(7, 10).join(', ')},
                      ${SCENARIO_NAMES.slice(10, 13).join(', ')},
-                     ${SCENARIO_NAMES.slice(13, 15).join(', ')},
-                     ${SCENARIO_NAMES.slice(15).join(', ')} (these seven: network namespaces, root, nft)
+                     ${SCENARIO_NAMES.slice(13, 17).join(', ')},
+                     ${SCENARIO_NAMES.slice(17, 19).join(', ')} (these nine: network namespaces, root, nft),
+                     ${SCENARIO_NAMES.slice(19).join(', ')} (libfaketime)
   --short            brief versions (as npm test runs them)
   --seed N           seed, 0..${SEED_MAX} (default $SEED, else random; printed)
   --json             one JSON array of rows instead of the table
