@@ -21,11 +21,25 @@
  *   request waits now or waited within the last TTL (`contendedUntilUs`):
  *   a rule that looked only at the instant of each renewal let renewals
  *   that land between another agent's holds (many identities renewing
- *   often) keep the pool from it for good.
+ *   often) keep the pool from it for good. Nor does a grant made at once
+ *   while the pool is contended take a lease past that share: leases that
+ *   lapsed and came back the moment nobody waited were served in full, and
+ *   kept bursty agents beside them under their share.
  */
 import type { GrantBinding, LeaseRequest, Reply } from '@tokenlease/shared';
 import type { LeaseRecord } from './lease-table.js';
-import { grantReply, grantTtlMs, leaseExpiryUs, retryAfterMs, weightOf, US_PER_MS, type PoolParts } from './pool-parts.js';
+import {
+  contended,
+  grantReply,
+  grantTtlMs,
+  leaseExpiryUs,
+  markContended,
+  retryAfterMs,
+  shareTokens,
+  weightOf,
+  US_PER_MS,
+  type PoolParts,
+} from './pool-parts.js';
 
 /** Delivery — a reply and the opaque target it goes to. */
 export interface Delivery<R> {
@@ -56,7 +70,7 @@ export function acquireChunk<R>(p: PoolParts<R>, req: LeaseRequest, record: Leas
   const holdUs = Math.min(Math.min(req.holdMs, p.config.maxHoldMs) * US_PER_MS, p.credit.leaseEndUs - nowUs);
   const thresholdTokens = Math.min(wantTokens, p.config.minGrantTokens * record.weight);
   if (wantTokens === 0 || (p.waiters.size === 0 && (holdUs === 0 || p.credit.has(thresholdTokens)))) {
-    grant(p, record, wantTokens, to, nowUs, out);
+    grant(p, record, wantTokens, to, nowUs, out, contended(p, nowUs) ? shareTokens(p, record) - record.boundTokens : Infinity);
   } else if (holdUs === 0) {
     // It may not wait and others are waiting first: renew only, and say when to ask again.
     markContended(p, nowUs);
@@ -65,16 +79,6 @@ export function acquireChunk<R>(p: PoolParts<R>, req: LeaseRequest, record: Leas
     markContended(p, nowUs);
     p.waiters.push({ record, wantTokens, thresholdTokens, to, deadlineUs: nowUs + holdUs, heldAtUs: nowUs });
   }
-}
-
-/** contended — whether a request waits now or waited within the last TTL. */
-function contended<R>(p: PoolParts<R>, nowUs: number): boolean {
-  return p.waiters.size > 0 || nowUs < p.contendedUntilUs;
-}
-
-/** markContended — a request waits (or waited until) `nowUs`: the pool counts as contended for one TTL more. */
-function markContended<R>(p: PoolParts<R>, nowUs: number): void {
-  p.contendedUntilUs = Math.max(p.contendedUntilUs, nowUs + p.ttlUs);
 }
 
 /** serveWaiters — grants turns to the head of the queue while the level holds one, then answers holds that ended. */
@@ -120,11 +124,6 @@ export function grant<R>(
   p.changed?.add(record.agentId);
   out.push({ to, reply, grantFor: bindingOf(p, record) });
   p.credit.check(p.leases.boundTokensSum);
-}
-
-/** shareTokens — `record`'s weighted share of B among the live leases. */
-function shareTokens<R>(p: PoolParts<R>, record: LeaseRecord): number {
-  return Math.floor((p.config.capacity * record.weight) / Math.max(1, p.leases.weightsSum));
 }
 
 /** renewUnextended — answers a renewal with no top-up and the lease's own time left (at least 1 ms); `short`: it wanted more. */

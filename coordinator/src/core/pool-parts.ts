@@ -25,9 +25,10 @@ export interface PoolParts<R> {
   /**
    * Until when the pool counts as contended, µs: one TTL past the last
    * instant a request waited (held, or turned away because others were
-   * waiting). Shares are enforced over that window, not only at the
-   * instant someone waits, so renewals that land between another agent's
-   * holds cannot keep more than their share (chunk-grant.ts).
+   * waiting) or, for rate leases, got a smaller cap than its rate calls
+   * for. Shares are enforced over that window, not only at the instant
+   * someone waits, so renewals that land between another agent's holds
+   * cannot keep more than their share (chunk-grant.ts, rate-grant.ts).
    */
   contendedUntilUs: number;
   /** Until when the pool grants nothing and refills nothing (after a start), µs. */
@@ -136,6 +137,21 @@ export function grantReply<R>(
     ...(p.config.window !== null ? { window: true } : {}),
     ...(p.config.shadow ? { shadow: true } : {}),
   };
+}
+
+/** contended — whether a request waits now, or one waited (or was cut short) within the last TTL. */
+export function contended<R>(p: PoolParts<R>, nowUs: number): boolean {
+  return p.waiters.size > 0 || nowUs < p.contendedUntilUs;
+}
+
+/** markContended — a request waits (or waited, or was cut short) at `nowUs`: the pool counts as contended for one TTL more. */
+export function markContended<R>(p: PoolParts<R>, nowUs: number): void {
+  p.contendedUntilUs = Math.max(p.contendedUntilUs, nowUs + p.ttlUs);
+}
+
+/** shareTokens — `record`'s weighted share of B among the live leases, `B × w / Σw`. */
+export function shareTokens<R>(p: PoolParts<R>, record: LeaseRecord): number {
+  return Math.floor((p.config.capacity * record.weight) / Math.max(1, p.leases.weightsSum));
 }
 
 /** retryAfterMs — how long until a turn of the `missingTokens` accrues (and the quiet period is over), at least 1 ms. */

@@ -143,6 +143,36 @@ describe('rate leases: grants', () => {
   });
 });
 
+describe('rate leases: caps share B', () => {
+  it('lets caps over their share lapse while a lease is cut short, so a newcomer beside five that never spend gets a cap', () => {
+    const pool = ratePool();
+    const hoarders = ['h1', 'h2', 'h3', 'h4', 'h5'];
+    const leaseIds = new Map<string, string>();
+    const renew = (id: string, seq: number, t: number, tokensLeft: number): LeaseGrant => {
+      const g = grantOf(acquire(pool, t, { agentId: id, seq, leaseId: leaseIds.get(id) ?? null, tokensLeft, demandPerSecond: 500 }));
+      leaseIds.set(id, g.leaseId);
+      return g;
+    };
+    // The hoarders take all of B in caps of a lease each (renewing until they hold them), reporting all they hold.
+    for (let t = FULL_AT, seq = 1; t < FULL_AT + S; t += 100 * MS, seq += 1) for (const id of hoarders) renew(id, seq, t, 20);
+    expect(status(pool, FULL_AT + S).leasedTokens).toBeGreaterThanOrEqual(95);
+    let newcomer: LeaseGrant | null = null;
+    let extendedOverShare = 0;
+    for (let t = FULL_AT + S, seq = 100; t <= FULL_AT + 4 * S; t += 100 * MS, seq += 1) {
+      // The newcomer spends all it gets; the hoarders renew just after it, holding all they were given.
+      newcomer = renew('n', seq, t, 0);
+      for (const id of hoarders) {
+        const g = renew(id, seq, t + 10 * MS, 20);
+        // Six leases: a share of B is 100 / 6. One TTL after the newcomer came, none is kept above it.
+        if (t > FULL_AT + 2 * S && g.ttlMs >= 1000 && g.tokensHeld > Math.floor(100 / 6)) extendedOverShare += 1;
+      }
+    }
+    // Without the rule, the newcomer gets a fair rate and a cap of 0 (no room beside the hoarders' caps), for good.
+    expect(newcomer?.rate?.capTokens).toBeGreaterThanOrEqual(10);
+    expect(extendedOverShare).toBe(0);
+  });
+});
+
 describe('rate lease arithmetic', () => {
   it("heldAt rounds the coordinator's accrual up and stops at the cap", () => {
     const lease = { heldTokens: 2, ratePerPeriod: 3, accrualFromUs: 1000, boundTokens: 10 };

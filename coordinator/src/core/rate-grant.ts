@@ -11,11 +11,19 @@
  *   previous incarnation may still spend.
  * - Its cap is in proportion to that rate (its share of B), and its top-up
  *   comes from the level, of which each renewal may take its weight's part.
+ * - Caps share B as chunk leases do (chunk-grant.ts): while the pool is
+ *   contended, a lease that holds more than its weighted share of B,
+ *   `B × w / Σw`, is frozen (no rate, no top-up, its cap what it holds)
+ *   and not extended, so it lapses and its room goes round. Contended
+ *   here means a grant's cap was cut below what its rate calls for within
+ *   the last TTL: without the rule, leases that never spend and renew
+ *   often keep their full caps, and an agent whose lease lapsed gets a
+ *   fair rate with a cap of 0 (nothing to spend) for good.
  */
 import { assertInvariant, type LeaseGrant, type LeaseRequest } from '@tokenlease/shared';
 import { bindingOf, type Delivery } from './chunk-grant.js';
 import type { LeaseRecord } from './lease-table.js';
-import { grantReply, retryAfterMs, weightOf, type PoolParts } from './pool-parts.js';
+import { contended, grantReply, markContended, retryAfterMs, shareTokens, weightOf, US_PER_MS, type PoolParts } from './pool-parts.js';
 import { decideRateGrant, heldAt } from './rate-lease.js';
 
 /** acquireRate — re-bases `record` on `req`, decides its rate, cap and top-up, commits them and replies. */
@@ -27,8 +35,12 @@ export function acquireRate<R>(p: PoolParts<R>, req: LeaseRequest, record: Lease
   record.accrualFromUs = nowUs;
   record.lastSeq = req.seq;
   p.leases.setDemand(record, req.demandPerSecond);
-  p.leases.extend(record, nowUs + p.ttlUs);
   p.changed?.add(req.agentId);
+  if (contended(p, nowUs) && held > shareTokens(p, record)) {
+    renewFrozen(p, record, req.tokensWanted > 0, to, nowUs, out);
+    return;
+  }
+  p.leases.extend(record, nowUs + p.ttlUs);
   const otherBoundsTokens = p.leases.boundTokensSum - record.boundTokens;
   const levelShare = Math.floor((p.credit.levelTokens * record.weight) / p.leases.weightsSum);
   const quiet = nowUs < p.quietUntilUs;
@@ -43,6 +55,7 @@ export function acquireRate<R>(p: PoolParts<R>, req: LeaseRequest, record: Lease
   const capRoom = (topUp: number): number =>
     Math.floor((p.credit.ceilingUnits - p.credit.levelUnits + topUp * p.scale.unitsPerToken) / p.scale.unitsPerToken) - otherBoundsTokens;
   const d = decideRateGrant(p.config, input, capRoom);
+  if (d.capShort) markContended(p, nowUs);
   p.credit.take(d.topUp);
   assertInvariant(
     d.capTokens >= held + d.topUp,
@@ -54,6 +67,22 @@ export function acquireRate<R>(p: PoolParts<R>, req: LeaseRequest, record: Lease
   const base = grantReply(p, record, d.topUp, d.missingTokens > 0 ? retryAfterMs(p, d.missingTokens, nowUs) : 0);
   const rate = { tokensPerPeriod: d.ratePerPeriod, periodMs: p.config.refill.periodMs, capTokens: d.capTokens };
   const reply: LeaseGrant = { ...base, tokensHeld: held + d.topUp, rate };
+  record.lastReply = reply;
+  out.push({ to, reply, grantFor: bindingOf(p, record) });
+}
+
+/**
+ * renewFrozen — answers a renewal of a lease above its share while the pool
+ * is contended: no rate, no top-up, its cap cut to what it holds, and the
+ * lease's own time left (at least 1 ms), not extended; `short`: it wanted more.
+ */
+function renewFrozen<R>(p: PoolParts<R>, record: LeaseRecord, short: boolean, to: R, nowUs: number, out: Delivery<R>[]): void {
+  p.leases.setBound(record, record.heldTokens);
+  p.leases.extend(record, nowUs + US_PER_MS);
+  const ttlMs = Math.max(1, Math.floor((record.grantedUntilUs - nowUs) / US_PER_MS));
+  const base = grantReply(p, record, 0, short ? ttlMs : 0, ttlMs);
+  const rate = { tokensPerPeriod: 0, periodMs: p.config.refill.periodMs, capTokens: record.heldTokens };
+  const reply: LeaseGrant = { ...base, tokensHeld: record.heldTokens, rate };
   record.lastReply = reply;
   out.push({ to, reply, grantFor: bindingOf(p, record) });
 }

@@ -122,6 +122,8 @@ export interface RateGrant {
   readonly capTokens: number;
   readonly topUp: number;
   readonly missingTokens: number;
+  /** The cap is below what the rate calls for (or what it holds after the top-up): B + A left no more room beside the others' bounds. */
+  readonly capShort: boolean;
 }
 
 /**
@@ -139,9 +141,10 @@ export function decideRateGrant(config: PoolConfig, input: RateGrantInput, capRo
   const capTarget = rate === 0 ? 0 : Math.min(config.maxLeaseTokens, Math.max(1, Math.floor((config.capacity * rate) / total)));
   const fillTo = rate === 0 ? Math.min(config.maxLeaseTokens, input.held + input.tokensWanted) : capTarget;
   const topUp = Math.max(0, Math.min(input.levelTokens, fillTo - input.held, input.tokensWanted));
-  const capTokens = Math.min(Math.max(capTarget, input.held + topUp), capRoom(topUp));
+  const capWanted = Math.max(capTarget, input.held + topUp);
+  const capTokens = Math.min(capWanted, capRoom(topUp));
   const missingTokens = rate === 0 ? Math.max(0, Math.min(input.tokensWanted, fillTo - input.held) - topUp) : 0;
-  return { ratePerPeriod: rate, capTokens, topUp, missingTokens };
+  return { ratePerPeriod: rate, capTokens, topUp, missingTokens, capShort: capTokens < capWanted };
 }
 
 /**
