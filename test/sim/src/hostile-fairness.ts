@@ -5,8 +5,8 @@
  * counted, fair-share.ts) and what it admits in the same window of the same
  * run without them (its twin). Null when it does, or when the check does
  * not apply: no hostile client, a tree, a judged window too short, a
- * flooder, or a pool other than a bucket of chunk leases of at least
- * FAIR_LEASE_TOKENS_MIN tokens.
+ * flooder, a window pool, or leases smaller than FAIR_LEASE_TOKENS_MIN
+ * tokens.
  *
  * A flooder's fresh agent ids are each an agent to the core today (no
  * per-identity quota bounds them): they dilute every lease's share of B
@@ -16,12 +16,12 @@
  * flooder keeps every other check but is not judged for shares until the
  * core bounds work per identity. Holding fairness (a lease
  * above its share of B lapses while the pool is contended) is judged where
- * it is promised, chunk buckets. Not judged, and not promised today: a
- * rate pool gives each renewal its max-min rate within what the other
- * leases leave unassigned, and sybils that renew often keep an agent whose
- * lease lapsed at nothing (seed 141 of `npm run sim`); in a window pool
- * sybils with leases summing past N keep an honest agent under its share
- * (seeds 213, 277). Leases of a few tokens are a round-trip per few
+ * it is promised, buckets of chunk or rate leases. Rate pools are judged
+ * since their caps share B that way too: before, sybils that never spent
+ * kept their full caps, and three of seven honest agents had a fair rate,
+ * a cap of 0 and admitted nothing (seed 141 of `npm run sim`). Not judged,
+ * and not promised today: in a window pool sybils with leases summing past
+ * N keep an honest agent under its share (seeds 213, 277). Leases of a few tokens are a round-trip per few
  * admissions (docs/lease-sizing.md), and the hostile clients' traffic on
  * the same lossy network costs an agent with them a third to three
  * quarters of what its twin admits (seeds 6, 172, 528): not judged.
@@ -59,9 +59,9 @@ export function shortfalls(config: SimConfig, report: FairShareReport, twin: Fai
 /** FAIR_LEASE_TOKENS_MIN — the smallest lease of a pool whose shares are judged, tokens. */
 export const FAIR_LEASE_TOKENS_MIN = 8;
 
-/** judgesShares — whether shares are judged in `config`: no flooder, and a bucket of chunk leases of FAIR_LEASE_TOKENS_MIN or more. */
+/** judgesShares — whether shares are judged in `config`: no flooder, and a bucket (chunk or rate leases) of FAIR_LEASE_TOKENS_MIN or more. */
 export function judgesShares(config: SimConfig): boolean {
   const p = config.pool;
   const flooded = config.hostile?.flooder !== undefined;
-  return !flooded && p.leaseMode !== 'rate' && p.window !== true && p.maxLeaseTokens >= FAIR_LEASE_TOKENS_MIN;
+  return !flooded && p.window !== true && p.maxLeaseTokens >= FAIR_LEASE_TOKENS_MIN;
 }

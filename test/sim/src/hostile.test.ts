@@ -107,6 +107,22 @@ describe('hostile clients', () => {
     expect(caught).toBeGreaterThanOrEqual(10);
   });
 
+  it('keep a rate pool’s honest agents at their shares once failovers let the sybils top up their caps (seed 141)', () => {
+    // Durable, three failovers and a pause: after each, the level refills in the quiet period and sybils that never
+    // spend take it into their caps. Before caps shared B as chunk leases do, three of the seven honest agents got a
+    // fair rate with a cap of 0 and admitted nothing in the judged window.
+    const c = randomScenario(141);
+    expect(c.pool.leaseMode).toBe('rate');
+    expect(c.hostile?.sybils?.count).toBe(4);
+    const result = runSimulation(c);
+    expect(result.violations, describeScenario(c)).toEqual([]);
+    expect(fairShareProblem(c, result), describeScenario(c)).toBeNull();
+    // The check's slack (two leases of 22) is more than 40% of a share of 95: each agent must get half of it here.
+    const shares = result.fairShare?.shares ?? [];
+    expect(shares.length).toBe(7);
+    for (const share of shares) expect(share.admittedTokens, `slot ${share.slot}`).toBeGreaterThanOrEqual(0.5 * share.fairTokens);
+  });
+
   it('keep every check, fair shares too, over drawn scenarios with hostile clients', () => {
     const configs = Array.from({ length: 200 }, (_, i) => randomScenario(7000 + i)).filter((c) => c.hostile !== undefined);
     const picked = configs.filter(judgesShares).slice(0, 8);
