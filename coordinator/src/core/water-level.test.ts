@@ -3,7 +3,9 @@
  * from a water level recomputed every n / RECOMPUTE_DIVISOR renewals stay
  * close to the exact ones.
  */
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { propertySeed } from '@tokenlease/shared/testing';
 import { LeaseTable } from './lease-table.js';
 import { fairShareOf } from './rate-lease.js';
 import { EXACT_LEASES_MAX, WaterLevel } from './water-level.js';
@@ -51,5 +53,38 @@ describe('WaterLevel', () => {
       const w = new WaterLevel();
       for (const r of t.all()) expect(w.shareOf(t, r, 50 * n, 1000)).toBe(50);
     }
+  });
+
+  it('stays within one token per unit of weight of the exact share for any fleet, ties and idle leases included (property)', () => {
+    fc.assert(
+      fc.property(
+        fc.array(
+          fc.record({
+            demand: fc.oneof(fc.constant(0), fc.constant(40), fc.integer({ min: 1, max: 5000 })),
+            weight: fc.integer({ min: 1, max: 5 }),
+          }),
+          {
+            minLength: EXACT_LEASES_MAX + 1,
+            maxLength: 400,
+          },
+        ),
+        fc.integer({ min: 1, max: 200_000 }),
+        (fleet, assignable) => {
+          const t = table(
+            fleet.length,
+            (i) => fleet[i]?.demand ?? 0,
+            (i) => fleet[i]?.weight ?? 1,
+          );
+          const w = new WaterLevel();
+          const all = [...t.all()];
+          // The first call computes the level; the next n/16 - 1 reuse it.
+          for (const r of all.slice(0, Math.floor(all.length / 16))) {
+            const exact = fairShareOf(all, r, assignable, 1000);
+            expect(Math.abs(w.shareOf(t, r, assignable, 1000) - exact)).toBeLessThanOrEqual(r.weight + 1);
+          }
+        },
+      ),
+      { seed: propertySeed('water-level.test.ts'), numRuns: 200, endOnFailure: true },
+    );
   });
 });

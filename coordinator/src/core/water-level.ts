@@ -10,8 +10,15 @@
  *   leave per unit of weight (σ) are recomputed over all leases once every
  *   `n / RECOMPUTE_DIVISOR` renewals (or when the assignable total
  *   changes), and a lease's share is `min(claim, ⌊λ · weight⌋)`, or
- *   `claim + ⌊σ · weight⌋`: O(n log n) every n/16 renewals, O(log n)
+ *   `claim + ⌊σ · weight⌋`: O(n) expected every n/16 renewals, O(1)
  *   amortized per renewal.
+ * - The level is found by selection, not by sorting: a pivot's level
+ *   splits the claims still undecided into those met at it and those cut
+ *   to it, and only one side is looked at again. Pivots are drawn by a
+ *   generator of the pool's own (the same requests give the same shares,
+ *   and no client can choose demands that make every split lopsided).
+ *   The claims are laid out in typed arrays shared by every pool (the
+ *   computation is synchronous), so a recomputation allocates nothing.
  * - A stale λ can only misjudge fairness, never credit: the pool clips
  *   every rate to what the other leases leave unassigned (rate-lease.ts).
  */
@@ -29,15 +36,15 @@ export class WaterLevel {
   private leftPerWeight = 0;
   private renewalsSince = Infinity;
   private assignableAt = -1;
+  /** xorshift32 state of this pool's pivots (never 0). */
+  private pivotState = 0x9e3779b9;
 
   /** shareOf — `record`'s share of `assignable` tokens per period of `periodMs` among the live `leases`' demands. */
   shareOf(leases: LeaseTable, record: LeaseRecord, assignable: number, periodMs: number): number {
     if (leases.size <= EXACT_LEASES_MAX) return fairShareOf([...leases.all()], record, assignable, periodMs);
     this.renewalsSince += 1;
     if (this.renewalsSince >= leases.size / RECOMPUTE_DIVISOR || assignable !== this.assignableAt) {
-      const level = levelOf(leases, assignable, periodMs);
-      this.levelPerWeight = level.levelPerWeight;
-      this.leftPerWeight = level.leftPerWeight;
+      this.recompute(leases, assignable, periodMs);
       this.renewalsSince = 0;
       this.assignableAt = assignable;
     }
@@ -45,29 +52,113 @@ export class WaterLevel {
     if (this.levelPerWeight === Infinity) return claim + Math.floor(this.leftPerWeight * weightIn(record.weight));
     return Math.max(0, Math.min(claim, Math.floor(this.levelPerWeight * record.weight)));
   }
+
+  /**
+   * recompute — the water level per unit of weight at which the leases'
+   * claims fill `assignable` (Infinity: all are met), and what the claims
+   * then leave per unit of weight of all leases (0 unless all are met).
+   */
+  private recompute(leases: LeaseTable, assignable: number, periodMs: number): void {
+    const n = leases.size;
+    if (scratch.ratio.length < n) scratch = makeScratch(Math.max(n, 2 * scratch.ratio.length));
+    const { ratio, demand, weight } = scratch;
+    let count = 0;
+    let weightsAll = 0;
+    for (const l of leases.all()) {
+      const d = claimOf(l.demandPerSecond, periodMs);
+      const w = weightIn(l.weight);
+      weightsAll += w;
+      if (d <= 0) continue;
+      ratio[count] = d / w;
+      demand[count] = d;
+      weight[count] = w;
+      count += 1;
+    }
+    // [lo, hi) holds the claims still undecided; metDemand: the claims met below the level; cutWeight: those cut to it.
+    let lo = 0;
+    let hi = count;
+    let metDemand = 0;
+    let cutWeight = 0;
+    while (lo < hi) {
+      const pivot = ratio[lo + (this.nextPivot() % (hi - lo))] as number;
+      // Three-way partition of [lo, hi): below the pivot's level, at it, above it.
+      let lt = lo;
+      let gt = hi;
+      let i = lo;
+      let belowDemand = 0;
+      let atDemand = 0;
+      let atWeight = 0;
+      let aboveWeight = 0;
+      while (i < gt) {
+        const r = ratio[i] as number;
+        if (r < pivot) {
+          belowDemand += demand[i] as number;
+          swap(lt, i);
+          lt += 1;
+          i += 1;
+        } else if (r > pivot) {
+          gt -= 1;
+          aboveWeight += weight[i] as number;
+          swap(i, gt);
+        } else {
+          atDemand += demand[i] as number;
+          atWeight += weight[i] as number;
+          i += 1;
+        }
+      }
+      // At the pivot's level every claim at or below it is met and every one above is cut to it.
+      const filled = metDemand + belowDemand + atDemand + pivot * (cutWeight + aboveWeight);
+      if (filled >= assignable) {
+        // The level is at or below the pivot's: the claims at it and above are cut.
+        cutWeight += atWeight + aboveWeight;
+        hi = lt;
+      } else {
+        metDemand += belowDemand + atDemand;
+        lo = gt;
+      }
+    }
+    if (cutWeight > 0) {
+      this.levelPerWeight = (assignable - metDemand) / cutWeight;
+      this.leftPerWeight = 0;
+    } else {
+      this.levelPerWeight = Infinity;
+      this.leftPerWeight = weightsAll > 0 ? Math.max(0, assignable - metDemand) / weightsAll : 0;
+    }
+  }
+
+  private nextPivot(): number {
+    let x = this.pivotState;
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    this.pivotState = x >>> 0;
+    return this.pivotState;
+  }
 }
 
-/**
- * levelOf — the water level per unit of weight at which the leases' claims
- * fill `assignable` (Infinity: all met), and what the claims then leave per
- * unit of weight of all leases (0 unless all are met).
- */
-function levelOf(leases: LeaseTable, assignable: number, periodMs: number): { levelPerWeight: number; leftPerWeight: number } {
-  const claims: { demand: number; weight: number }[] = [];
-  let weightsAll = 0;
-  for (const l of leases.all()) {
-    const demand = claimOf(l.demandPerSecond, periodMs);
-    weightsAll += weightIn(l.weight);
-    if (demand > 0) claims.push({ demand, weight: weightIn(l.weight) });
-  }
-  claims.sort((a, b) => a.demand / a.weight - b.demand / b.weight);
-  let remaining = assignable;
-  let weightLeft = claims.reduce((sum, c) => sum + c.weight, 0);
-  for (const c of claims) {
-    const level = remaining / weightLeft;
-    if (c.demand > level * c.weight) return { levelPerWeight: level, leftPerWeight: 0 };
-    remaining -= c.demand;
-    weightLeft -= c.weight;
-  }
-  return { levelPerWeight: Infinity, leftPerWeight: weightsAll > 0 ? Math.max(0, remaining) / weightsAll : 0 };
+interface Scratch {
+  readonly ratio: Float64Array;
+  readonly demand: Float64Array;
+  readonly weight: Float64Array;
+}
+
+function makeScratch(size: number): Scratch {
+  return { ratio: new Float64Array(size), demand: new Float64Array(size), weight: new Float64Array(size) };
+}
+
+/** The claims of the pool being recomputed: one set for every pool, grown to the largest fleet seen. */
+let scratch: Scratch = makeScratch(1024);
+
+/** swap — exchanges claims `a` and `b` of the scratch arrays. */
+function swap(a: number, b: number): void {
+  const { ratio, demand, weight } = scratch;
+  const r = ratio[a] as number;
+  ratio[a] = ratio[b] as number;
+  ratio[b] = r;
+  const d = demand[a] as number;
+  demand[a] = demand[b] as number;
+  demand[b] = d;
+  const w = weight[a] as number;
+  weight[a] = weight[b] as number;
+  weight[b] = w;
 }
