@@ -15,6 +15,7 @@ import { checkEnvelope, type Admission, seedFromEnv, seededRandom } from '@token
 import { driveTraffic } from '@tokenlease/harness/drive';
 import { scratchDir, startCoordinator, writeConfig } from '@tokenlease/harness/fleet';
 import { startNatsCluster, type NatsNode } from '@tokenlease/harness/nats-cluster';
+import { stop, type Child } from '@tokenlease/harness/processes';
 
 const CAPACITY = 200;
 const REFILL_PER_SECOND = 200;
@@ -25,12 +26,13 @@ describe('a three-server NATS cluster', () => {
     const seed = seedFromEnv();
     console.log(`nats-cluster: SEED=${seed}`);
     const cluster = await startNatsCluster(3);
+    let coordinator: Child | undefined;
     try {
       const url = (i: number): string => (cluster.nodes[i] as NatsNode).url;
       const configPath = writeConfig(scratchDir(), {
         pools: { api: { capacity: CAPACITY, refill: `${REFILL_PER_SECOND}/s`, leaseTtlMs: 1000, maxLeaseTokens: 40 } },
       });
-      await startCoordinator(url(0), configPath);
+      coordinator = await startCoordinator(url(0), configPath);
       const random = seededRandom(seed);
       const admissions: Admission[][] = [[], []];
       const events: AgentEvent[][] = [[], []];
@@ -70,6 +72,8 @@ describe('a three-server NATS cluster', () => {
       const report = checkEnvelope([...onDead, ...onLive], CAPACITY, makeRate(REFILL_PER_SECOND, 1000));
       expect(report.ok, JSON.stringify(report)).toBe(true);
     } finally {
+      // The coordinator first: left running, it would try the cluster's ports for good after the test.
+      if (coordinator !== undefined) await stop(coordinator);
       await cluster.stop();
     }
   }, 60_000);
