@@ -36,6 +36,7 @@ import {
   markContended,
   retryAfterMs,
   shareTokens,
+  timeLeftMs,
   weightOf,
   US_PER_MS,
   type PoolParts,
@@ -128,8 +129,7 @@ export function grant<R>(
 
 /** renewUnextended — answers a renewal with no top-up and the lease's own time left (at least 1 ms); `short`: it wanted more. */
 function renewUnextended<R>(p: PoolParts<R>, record: LeaseRecord, short: boolean, to: R, nowUs: number, out: Delivery<R>[]): void {
-  p.leases.extend(record, nowUs + US_PER_MS);
-  const ttlMs = Math.max(1, Math.floor((record.grantedUntilUs - nowUs) / US_PER_MS));
+  const ttlMs = timeLeftMs(p, record, nowUs);
   const reply = grantReply(p, record, 0, short ? ttlMs : 0, ttlMs);
   record.lastReply = reply;
   out.push({ to, reply, grantFor: bindingOf(p, record) });

@@ -154,6 +154,16 @@ export function shareTokens<R>(p: PoolParts<R>, record: LeaseRecord): number {
   return Math.floor((p.config.capacity * record.weight) / Math.max(1, p.leases.weightsSum));
 }
 
+/**
+ * timeLeftMs — renews `record` without extending it: counted at least 1 ms
+ * more (until the reply is out), granted no more; the time its agent was
+ * granted that is left, ms (at least 1).
+ */
+export function timeLeftMs<R>(p: PoolParts<R>, record: LeaseRecord, nowUs: number): number {
+  p.leases.extend(record, nowUs + US_PER_MS);
+  return Math.max(1, Math.floor((record.grantedUntilUs - nowUs) / US_PER_MS));
+}
+
 /** retryAfterMs — how long until a turn of the `missingTokens` accrues (and the quiet period is over), at least 1 ms. */
 export function retryAfterMs<R>(p: PoolParts<R>, missingTokens: number, nowUs: number): number {
   const thresholdTokens = Math.min(missingTokens, p.config.minGrantTokens);

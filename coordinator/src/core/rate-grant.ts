@@ -23,7 +23,7 @@
 import { assertInvariant, type LeaseGrant, type LeaseRequest } from '@tokenlease/shared';
 import { bindingOf, type Delivery } from './chunk-grant.js';
 import type { LeaseRecord } from './lease-table.js';
-import { contended, grantReply, markContended, retryAfterMs, shareTokens, weightOf, US_PER_MS, type PoolParts } from './pool-parts.js';
+import { contended, grantReply, markContended, retryAfterMs, shareTokens, timeLeftMs, weightOf, type PoolParts } from './pool-parts.js';
 import { decideRateGrant, heldAt } from './rate-lease.js';
 
 /** acquireRate — re-bases `record` on `req`, decides its rate, cap and top-up, commits them and replies. */
@@ -78,8 +78,7 @@ export function acquireRate<R>(p: PoolParts<R>, req: LeaseRequest, record: Lease
  */
 function renewFrozen<R>(p: PoolParts<R>, record: LeaseRecord, short: boolean, to: R, nowUs: number, out: Delivery<R>[]): void {
   p.leases.setBound(record, record.heldTokens);
-  p.leases.extend(record, nowUs + US_PER_MS);
-  const ttlMs = Math.max(1, Math.floor((record.grantedUntilUs - nowUs) / US_PER_MS));
+  const ttlMs = timeLeftMs(p, record, nowUs);
   const base = grantReply(p, record, 0, short ? ttlMs : 0, ttlMs);
   const rate = { tokensPerPeriod: 0, periodMs: p.config.refill.periodMs, capTokens: record.heldTokens };
   const reply: LeaseGrant = { ...base, tokensHeld: record.heldTokens, rate };
