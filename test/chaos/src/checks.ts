@@ -35,6 +35,10 @@ export function expiryViolations(admissions: readonly LoggedAdmission[], grants:
 const WINDOW_US = 500_000;
 const US_PER_S = 1_000_000;
 
+/**
+ * recoveryMs — whole ms from `fromUs` until the first window of WINDOW_US
+ * admitting `share` of the refill starts; null if none does.
+ */
 export function recoveryMs(admissions: readonly LoggedAdmission[], fromUs: number, refillPerSecond: number, share = 0.9): number | null {
   const after = admissions.filter((a) => a.tUs >= fromUs);
   const needed = (share * refillPerSecond * WINDOW_US) / US_PER_S;
@@ -47,7 +51,7 @@ export function recoveryMs(admissions: readonly LoggedAdmission[], fromUs: numbe
       sum -= (after[start] as LoggedAdmission).cost;
       start += 1;
     }
-    if (sum >= needed) return Math.max(0, ((after[start] as LoggedAdmission).tUs - fromUs) / 1000);
+    if (sum >= needed) return Math.max(0, Math.round(((after[start] as LoggedAdmission).tUs - fromUs) / 1000));
   }
   return null;
 }

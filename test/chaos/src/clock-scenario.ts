@@ -153,7 +153,7 @@ async function clockRun(checked: boolean, options: ScenarioOptions, runMs: numbe
         foundAfterMs: found === null ? null : Math.round((found - startUs) / 1000),
         driftWarnings: fleet.coordinators.reduce((n, c) => n + logEvents(c.lines, { event: 'clock-drift' }).length, 0),
         measuredRate: slow.clock?.measuredRate() ?? null,
-        recoveryMs: roundedMs(recoveryMs(admissions, honestFromUs, pool.refillPerSecond)),
+        recoveryMs: recoveryMs(admissions, honestFromUs, pool.refillPerSecond),
       };
     } finally {
       await fleet.close();
@@ -198,9 +198,4 @@ export async function slowAgentClock(options: ScenarioOptions): Promise<Scenario
       `their lease, ${unchecked.envelopeViolations} windows over B + r·T (worst ${unchecked.worstWindowRatio}, ` +
       `+${unchecked.worstExcessTokens} tokens), ${unchecked.honestLate} honest admissions outside their lease`,
   };
-}
-
-/** roundedMs — a duration in whole ms, as the other scenarios' rows print theirs; null stays null. */
-function roundedMs(ms: number | null): number | null {
-  return ms === null ? null : Math.round(ms);
 }

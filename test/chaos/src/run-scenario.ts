@@ -175,7 +175,7 @@ export async function runScenario(
       expiryViolations: expiry.length + (outcome.lateAdmissions ?? 0),
       reclaimMs: outcome.reclaimMs === undefined || outcome.reclaimMs === null ? null : Math.round(outcome.reclaimMs),
       takeoverMs: outcome.takeoverMs ?? null,
-      recoveryMs: recoveries.length === 0 || recoveries.some((r) => r === null) ? null : Math.round(Math.max(...(recoveries as number[]))),
+      recoveryMs: recoveries.length === 0 || recoveries.some((r) => r === null) ? null : Math.max(...(recoveries as number[])),
       strandedTokens: outcome.stranded?.tokens ?? null,
       heldTokens: outcome.stranded?.heldTokens ?? null,
       strayGrants: outcome.strayGrants ?? null,

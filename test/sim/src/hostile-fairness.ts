@@ -21,8 +21,9 @@
  * kept their full caps, and three of seven honest agents had a fair rate,
  * a cap of 0 and admitted nothing (seed 141 of `npm run sim`). Not judged,
  * and not promised today: in a window pool sybils with leases summing past
- * N keep an honest agent under its share (seeds 213, 277). Leases of a few tokens are a round-trip per few
- * admissions (docs/lease-sizing.md), and the hostile clients' traffic on
+ * N keep an honest agent under its share (seeds 213, 277). Leases of a few
+ * tokens are a round-trip per few admissions (docs/lease-sizing.md), and
+ * the hostile clients' traffic on
  * the same lossy network costs an agent with them a third to three
  * quarters of what its twin admits (seeds 6, 172, 528): not judged.
  */
