@@ -1,11 +1,24 @@
 /**
- * The coordinator's capacity over NATS, for `npm run bench:compare`:
- * grants per second and grant latency of a coordinator process with 10,
- * 100, 1,000 and 10,000 live agents on a pool (simulated agents renewing
- * their own leases, simulated-agents.ts, over one connection), against the
- * request/reply rate of a trivial responder (echo-responder.ts) measured
- * the same way in the same run: CONCURRENCY requests in flight, each
- * agent's requests one after another.
+ * The coordinator's capacity over NATS, for `npm run bench:compare`: its
+ * replies per second and latency with 10, 100, 2,000 and 10,000 live
+ * agents on a pool, side by side in the same run with two reference
+ * responders (reference-responder.ts): a trivial one that answers every
+ * request with a fixed grant, and one that decodes each request with the
+ * protocol's codec and encodes its grant.
+ *
+ * One load client (this process) drives every row alike: CONCURRENCY
+ * requests in flight, each simulated agent's requests one after another
+ * (simulated-agents.ts: each request a well-formed renewal of the agent's
+ * own lease), each reply decoded and checked. The reference responders
+ * are driven by REFERENCE_AGENTS agents. So the rows differ only in the
+ * responder, and `/ trivial` is the coordinator's rate as a share of what
+ * the bus and the client allow on this machine.
+ *
+ * On two cores the client, nats-server and the responder share the CPUs,
+ * so replies per second also carry the client's cost. Each row therefore
+ * also charges each process its own CPU time per reply (/proc): the
+ * responder's, nats-server's (a server private to the run) and the
+ * client's.
  *
  * The coordinator starts first (startCapacity), so its quiet period, one
  * lease TTL, passes while the rest of the run is measured.
@@ -16,36 +29,48 @@ import { connectNats, resolveNatsOptions, NATS_ENV, type Bus } from '@tokenlease
 import { seededRandom } from '@tokenlease/shared/testing';
 import { scratchDir, startCoordinator, writeConfig } from '@tokenlease/harness/fleet';
 import { waitForEvent } from '@tokenlease/harness/log-events';
+import type { PrivateNats } from '@tokenlease/harness/nats';
+import { procCpuSeconds } from '@tokenlease/harness/proc-state';
 import { spawnNode, stop, type Child } from '@tokenlease/harness/processes';
 import { SimulatedAgents } from '../simulated-agents.js';
 import { LatencyHistogram } from './latency.js';
 import { formatNumber, ratio, round } from './report.js';
 
-/** AGENT_COUNTS — the numbers of live agents measured. */
-export const AGENT_COUNTS = [10, 100, 1000, 10_000] as const;
-const CONCURRENCY = 64;
+/** AGENT_COUNTS — the numbers of live agents the coordinator is measured with. */
+export const AGENT_COUNTS = [10, 100, 2000, 10_000] as const;
+/** REFERENCE_AGENTS — the agents whose requests drive the reference responders (and the headline coordinator row). */
+export const REFERENCE_AGENTS = 2000;
+const CONCURRENCY = 256;
 /** MEASURE_MS_DEFAULT — how long each row is measured unless told, ms. */
-export const MEASURE_MS_DEFAULT = 1500;
+export const MEASURE_MS_DEFAULT = 3000;
 const TTL_MS = 10_000;
 const REQUEST_TIMEOUT_MS = 2000;
-const ECHO_SCRIPT = fileURLToPath(new URL('./echo-responder.js', import.meta.url));
+const RESPONDER_SCRIPT = fileURLToPath(new URL('./reference-responder.js', import.meta.url));
 
-/** CapacityRow — requests answered per second and their latency, by the echo responder or the coordinator at `agents` live agents. */
+/** CapacitySystem — who answers: the trivial responder, the JSON-parsing one, or the coordinator. */
+export type CapacitySystem = 'trivial' | 'json-parse' | 'coordinator';
+
+/** CapacityRow — requests answered per second, their latency, and each process's CPU per reply, of one responder at `agents` live agents. */
 export interface CapacityRow {
   readonly table: 'capacity';
-  readonly system: 'nats-echo' | 'coordinator';
-  readonly agents: number | null;
+  readonly system: CapacitySystem;
+  readonly agents: number;
   readonly repliesPerSecond: number;
   readonly latencyP50Us: number;
   readonly latencyP99Us: number;
-  /** Requests that failed or were not granted. */
+  /** Requests that failed or were not answered as they should be. */
   readonly errors: number;
-  readonly ratioToEcho: number | null;
+  /** CPU time per reply over the measurement, µs: the responder's process, nats-server's, the load client's (null: not readable). */
+  readonly responderCpuUsPerReply: number | null;
+  readonly natsCpuUsPerReply: number | null;
+  readonly clientCpuUsPerReply: number;
+  /** repliesPerSecond over the trivial responder's. */
+  readonly ratioToTrivial: number | null;
 }
 
 /** Capacity — the coordinator started early, waiting for its quiet period to pass. */
 export interface Capacity {
-  readonly natsUrl: string;
+  readonly nats: PrivateNats;
   readonly prefix: string;
   readonly coordinator: Child;
   readonly grantsFromMs: number;
@@ -53,40 +78,42 @@ export interface Capacity {
 
 const poolName = (n: number): string => `cap${n}`;
 
-/** startCapacity — the capacity coordinator, one pool per agent count, started now. */
-export async function startCapacity(natsUrl: string): Promise<Capacity> {
+/** startCapacity — the capacity coordinator, one pool per agent count, started now on `nats`. */
+export async function startCapacity(nats: PrivateNats): Promise<Capacity> {
   const prefix = `tlcomparecap${process.pid}`;
   const pool = { capacity: 1_000_000_000, refill: '1000000000/s', leaseTtlMs: TTL_MS, maxLeaseTokens: 1000, minGrantTokens: 1 };
   const pools = Object.fromEntries(AGENT_COUNTS.map((n) => [poolName(n), pool]));
-  const coordinator = await startCoordinator(natsUrl, writeConfig(scratchDir(), { subjectPrefix: prefix, pools }));
-  return { natsUrl, prefix, coordinator, grantsFromMs: performance.now() + TTL_MS + 500 };
+  const coordinator = await startCoordinator(nats.url, writeConfig(scratchDir(), { subjectPrefix: prefix, pools }));
+  return { nats, prefix, coordinator, grantsFromMs: performance.now() + TTL_MS + 500 };
 }
 
+type Driven = Pick<CapacityRow, 'repliesPerSecond' | 'latencyP50Us' | 'latencyP99Us' | 'errors'> & { readonly replies: number };
+
 /**
- * drive — CONCURRENCY workers, worker w sending for agents w, w + C, …
- * in turn, until `untilMs` (performance.now()) or, with `once`, one pass.
+ * drive — min(n, CONCURRENCY) = W workers; worker w owns agents w, w + W,
+ * w + 2W, … below n and sends for them in turn (so no agent ever has two
+ * requests in flight), until `untilMs` (performance.now()) or, with
+ * `once`, one pass over its agents.
  */
-async function drive(
-  n: number,
-  send: (i: number) => Promise<boolean>,
-  untilMs: number,
-  once: boolean,
-): Promise<Omit<CapacityRow, 'table' | 'system' | 'agents' | 'ratioToEcho'>> {
+async function drive(n: number, send: (i: number) => Promise<boolean>, untilMs: number, once: boolean): Promise<Driven> {
   const latency = new LatencyHistogram();
   let errors = 0;
   const startMs = performance.now();
+  const workers = Math.min(n, CONCURRENCY);
   const worker = async (w: number): Promise<void> => {
-    for (let i = w; performance.now() < untilMs; i += CONCURRENCY) {
-      if (i >= n && once) return;
+    const owned = Math.ceil((n - w) / workers);
+    for (let k = 0; performance.now() < untilMs; k += 1) {
+      if (k >= owned && once) return;
       const t0 = process.hrtime.bigint();
-      const ok = await send(i % n);
+      const ok = await send(w + (k % owned) * workers);
       latency.record(Number(process.hrtime.bigint() - t0));
       if (!ok) errors += 1;
     }
   };
-  await Promise.all(Array.from({ length: Math.min(n, CONCURRENCY) }, (_, w) => worker(w)));
+  await Promise.all(Array.from({ length: workers }, (_, w) => worker(w)));
   const seconds = (performance.now() - startMs) / 1000;
   return {
+    replies: latency.count,
     repliesPerSecond: round(latency.count / seconds),
     latencyP50Us: round(latency.quantileNs(0.5) / 1000),
     latencyP99Us: round(latency.quantileNs(0.99) / 1000),
@@ -94,77 +121,115 @@ async function drive(
   };
 }
 
-async function coordinatorRow(bus: Bus, capacity: Capacity, n: number, measureMs: number): Promise<CapacityRow> {
-  const agents = new SimulatedAgents(n, seededRandom(2026 + n), poolName(n), 100);
-  const subject = subjectFor(capacity.prefix, 'acquire', poolName(n));
-  const send = async (i: number): Promise<boolean> => {
+/** measured — `drive` for `measureMs`, with the CPU time the responder (`pid`), nats-server and this client spent over it, per reply. */
+async function measured(
+  nats: PrivateNats,
+  pid: number | undefined,
+  n: number,
+  send: (i: number) => Promise<boolean>,
+  measureMs: number,
+): Promise<Omit<CapacityRow, 'table' | 'system' | 'agents' | 'ratioToTrivial'>> {
+  const cpu = (p: number | null | undefined): number | null => (typeof p === 'number' ? procCpuSeconds(p) : null);
+  const natsPid = nats.pid();
+  const [responder0, nats0, client0] = [cpu(pid), cpu(natsPid), process.cpuUsage()];
+  const { replies, ...figures } = await drive(n, send, performance.now() + measureMs, false);
+  const [responder1, nats1, client1] = [cpu(pid), cpu(natsPid), process.cpuUsage(client0)];
+  const perReplyUs = (before: number | null, after: number | null): number | null =>
+    before === null || after === null || replies === 0 ? null : round(((after - before) * 1e6) / replies);
+  return {
+    ...figures,
+    responderCpuUsPerReply: perReplyUs(responder0, responder1),
+    natsCpuUsPerReply: perReplyUs(nats0, nats1),
+    clientCpuUsPerReply: round((client1.user + client1.system) / Math.max(1, replies)),
+  };
+}
+
+/** sender — one request of agent `i` over `bus`, its reply decoded and `check`ed; false when it failed or was not the grant it should be. */
+function sender(bus: Bus, subject: string, check: (i: number, reply: ReturnType<typeof decodeReply>) => void, agents: SimulatedAgents) {
+  return async (i: number): Promise<boolean> => {
     try {
-      const decoded = decodeReply(await bus.request(subject, agents.request(i), REQUEST_TIMEOUT_MS));
-      agents.settle(i, decoded.ok ? decoded.value : undefined, `capacity at ${n} agents`);
+      check(i, decodeReply(await bus.request(subject, agents.request(i), REQUEST_TIMEOUT_MS)));
       return true;
     } catch {
       return false;
     }
   };
+}
+
+async function coordinatorRow(bus: Bus, capacity: Capacity, n: number, measureMs: number): Promise<CapacityRow> {
+  const agents = new SimulatedAgents(n, seededRandom(2026 + n), poolName(n), 100);
+  const subject = subjectFor(capacity.prefix, 'acquire', poolName(n));
+  const send = sender(bus, subject, (i, d) => agents.settle(i, d.ok ? d.value : undefined, `capacity at ${n} agents`), agents);
   await drive(n, send, performance.now() + TTL_MS / 2, true);
   if (agents.opened !== n) throw new Error(`capacity: ${agents.opened} of ${n} agents got a lease`);
   return {
     table: 'capacity',
     system: 'coordinator',
     agents: n,
-    ...(await drive(n, send, performance.now() + measureMs, false)),
-    ratioToEcho: null,
+    ...(await measured(capacity.nats, capacity.coordinator.pid, n, send, measureMs)),
+    ratioToTrivial: null,
   };
 }
 
-async function echoRow(bus: Bus, natsUrl: string, prefix: string, measureMs: number): Promise<CapacityRow> {
-  const subject = `${prefix}.echo`;
-  const echo = spawnNode('echo-responder', ECHO_SCRIPT, [subject], { [NATS_ENV.url]: natsUrl });
+/** referenceRow — a reference responder (`mode` of reference-responder.ts) in its own process, driven by REFERENCE_AGENTS agents. */
+async function referenceRow(bus: Bus, capacity: Capacity, mode: 'fixed' | 'parse', measureMs: number): Promise<CapacityRow> {
+  const subject = `${capacity.prefix}.${mode}`;
+  const responder = spawnNode(`responder-${mode}`, RESPONDER_SCRIPT, [subject, mode], { [NATS_ENV.url]: capacity.nats.url });
   try {
-    await waitForEvent(echo, { type: 'ready' }, 15_000);
-    const payload = new SimulatedAgents(1, seededRandom(1), poolName(10), 100).request(0);
-    const send = (): Promise<boolean> =>
-      bus.request(subject, payload, REQUEST_TIMEOUT_MS).then(
-        () => true,
-        () => false,
-      );
+    await waitForEvent(responder, { type: 'ready' }, 15_000);
+    const n = REFERENCE_AGENTS;
+    const agents = new SimulatedAgents(n, seededRandom(2026 + n), poolName(n), 100);
+    // The fixed grant names no request: it is checked to be a grant. The parsing responder's grant is its request's, settled as the coordinator's.
+    const check =
+      mode === 'fixed'
+        ? (_i: number, d: ReturnType<typeof decodeReply>): void => {
+            if (!d.ok || d.value.kind !== 'grant') throw new Error('the trivial responder answered no grant');
+          }
+        : (i: number, d: ReturnType<typeof decodeReply>): void => agents.settle(i, d.ok ? d.value : undefined, 'json-parsing responder');
+    const send = sender(bus, subject, check, agents);
     return {
       table: 'capacity',
-      system: 'nats-echo',
-      agents: null,
-      ...(await drive(CONCURRENCY, send, performance.now() + measureMs, false)),
-      ratioToEcho: 1,
+      system: mode === 'fixed' ? 'trivial' : 'json-parse',
+      agents: n,
+      ...(await measured(capacity.nats, responder.pid, n, send, measureMs)),
+      ratioToTrivial: null,
     };
   } finally {
-    await stop(echo);
+    await stop(responder);
   }
 }
 
-/** capacityRows — the echo responder's row, then the coordinator's at each agent count, each measured `measureMs`; stops the coordinator. */
+/** capacityRows — the reference responders' rows, then the coordinator's at each agent count, each measured `measureMs`; stops the coordinator. */
 export async function capacityRows(capacity: Capacity, measureMs = MEASURE_MS_DEFAULT): Promise<CapacityRow[]> {
-  const bus = await connectNats(resolveNatsOptions([{ settings: { url: capacity.natsUrl }, names: NATS_ENV }]), {
+  const bus = await connectNats(resolveNatsOptions([{ settings: { url: capacity.nats.url }, names: NATS_ENV }]), {
     name: 'tokenlease-bench-capacity',
   });
   try {
-    const echo = await echoRow(bus, capacity.natsUrl, capacity.prefix, measureMs);
+    const trivial = await referenceRow(bus, capacity, 'fixed', measureMs);
+    const rows = [trivial, await referenceRow(bus, capacity, 'parse', measureMs)];
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, capacity.grantsFromMs - performance.now())));
-    const rows = [echo];
     for (const n of AGENT_COUNTS) rows.push(await coordinatorRow(bus, capacity, n, measureMs));
-    return rows.map((r) => ({ ...r, ratioToEcho: ratio(r.repliesPerSecond, echo.repliesPerSecond) }));
+    return rows.map((r) => ({ ...r, ratioToTrivial: ratio(r.repliesPerSecond, trivial.repliesPerSecond) }));
   } finally {
     await bus.close();
     await stop(capacity.coordinator);
   }
 }
 
+const LABELS: Record<CapacitySystem, string> = {
+  trivial: 'trivial responder (a fixed grant)',
+  'json-parse': 'JSON-parsing responder (the codec, no pool)',
+  coordinator: 'coordinator grants',
+};
+
 /** capacityTable — the rows as a Markdown table. */
 export function capacityTable(rows: readonly CapacityRow[]): string[] {
   return [
-    `| over NATS, ${CONCURRENCY} requests in flight (at most one per agent) | live agents | replies/s | / echo | p50 µs | p99 µs | errors |`,
-    '| --- | --- | --- | --- | --- | --- | --- |',
+    `| over NATS, one load client, ${CONCURRENCY} requests in flight (at most one per agent) | live agents | replies/s | / trivial | p50 µs | p99 µs | responder CPU µs per reply | nats-server | client | errors |`,
+    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
     ...rows.map(
       (r) =>
-        `| ${r.system === 'nats-echo' ? 'trivial responder (echo)' : 'coordinator grants'} | ${r.agents === null ? '–' : formatNumber(r.agents)} | ${formatNumber(r.repliesPerSecond)} | ×${formatNumber(r.ratioToEcho)} | ${formatNumber(r.latencyP50Us)} | ${formatNumber(r.latencyP99Us)} | ${r.errors} |`,
+        `| ${LABELS[r.system]} | ${formatNumber(r.agents)} | ${formatNumber(r.repliesPerSecond)} | ×${formatNumber(r.ratioToTrivial)} | ${formatNumber(r.latencyP50Us)} | ${formatNumber(r.latencyP99Us)} | ${formatNumber(r.responderCpuUsPerReply)} | ${formatNumber(r.natsCpuUsPerReply)} | ${formatNumber(r.clientCpuUsPerReply)} | ${r.errors} |`,
     ),
   ];
 }

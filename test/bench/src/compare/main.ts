@@ -11,8 +11,9 @@
  *    log), judged over every window (window-report.ts);
  * 3. hot path: the fast path next to its neighbours in one process
  *    (hot-path.ts);
- * 4. capacity: the coordinator's grants per second against a trivial NATS
- *    responder's replies, and grant latency against live agents
+ * 4. capacity: the coordinator's grants per second, latency and CPU per
+ *    grant against live agents, beside a trivial NATS responder's and a
+ *    JSON-parsing responder's, driven alike by one load client
  *    (capacity.ts);
  * 5. tree: simulated agents renewing straight on a root coordinator, then
  *    the same agents split under relays: requests reaching the root, and
@@ -96,7 +97,7 @@ async function main(): Promise<void> {
   const redis = await startPrivateRedis({ durable: false });
   try {
     // First, so that its quiet period passes while the rest is measured.
-    const capacity = args.parts.includes('capacity') ? await startCapacity(nats.url) : null;
+    const capacity = args.parts.includes('capacity') ? await startCapacity(nats) : null;
     const rows: object[] = [];
     if (args.parts.includes('fleet')) rows.push(...(await fleet(args, { nats, redis }, say)));
     if (args.parts.includes('window')) rows.push(...(await windowPart(args, { nats, redis }, say)));
