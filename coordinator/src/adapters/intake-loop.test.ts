@@ -3,7 +3,8 @@
  * per identity, a full intake's shed request answered `unavailable` with
  * its seq (or dropped unanswered where screening would drop it), a handler
  * that throws logged and the loop going on, operator requests left to
- * operations.ts, and `drainNow` handling all.
+ * operations.ts, `drainNow` handling all, and `afterSlice` called once a
+ * slice that handled something.
  */
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
@@ -16,7 +17,7 @@ import { ReplyLog } from './reply-log.js';
 const open = parseCoordinatorConfig('intake.yaml', { pools: { api: { capacity: 10, refill: '10/s' } } });
 const bound = parseCoordinatorConfig('intake.yaml', { bindIdentity: true, pools: { api: { capacity: 10, refill: '10/s' } } });
 
-function setup(config = open, capacity = 100) {
+function setup(config = open, capacity = 100, afterSlice: () => void = () => {}) {
   const replies = new ReplyLog(pino({ level: 'silent' }), 'tokenlease', () => 0);
   const handled: string[] = [];
   const failures: string[] = [];
@@ -34,7 +35,7 @@ function setup(config = open, capacity = 100) {
     () => config,
     () => 0,
     logger,
-    capacity,
+    { capacity, afterSlice },
   );
   const take = loop.through((_subject, payload) => {
     const text = new TextDecoder().decode(payload);
@@ -109,5 +110,21 @@ describe('intakeLoop', () => {
     take(subject('b'), bytes('b0'), port(null));
     loop.drainNow();
     expect(handled).toEqual(['a0', 'b0', 'a1']);
+  });
+
+  it('calls afterSlice once after each slice that handled requests, after the last of them, and not for an empty turn', async () => {
+    const log: string[] = [];
+    const { loop, take, handled } = setup(open, 100, () => log.push(`after ${handled.length}`));
+    take(subject('a'), bytes('a0'), port(null));
+    take(subject('b'), bytes('b0'), port(null));
+    await turn();
+    expect(log).toEqual(['after 2']);
+    await turn();
+    expect(log).toEqual(['after 2']);
+    take(subject('a'), bytes('a1'), port(null));
+    loop.drainNow();
+    expect(log).toEqual(['after 2', 'after 3']);
+    loop.drainNow();
+    expect(log).toEqual(['after 2', 'after 3']);
   });
 });

@@ -36,18 +36,31 @@ export interface IntakeLoop {
   drainNow(): void;
 }
 
+/** IntakeOptions — the intake's size, its clock, and what a service owes once per slice. */
+export interface IntakeOptions {
+  /** Requests queued in all before shedding (FairIntake's default when absent). */
+  readonly capacity?: number;
+  /** The clock slices are timed by, ms (default performance.now). */
+  readonly nowMs?: () => number;
+  /**
+   * Called once after each slice that handled a request (and after
+   * drainNow): work a service owes once per batch rather than once per
+   * request, such as re-arming its timer (no timer fires within a slice).
+   */
+  readonly afterSlice?: () => void;
+}
+
 /**
  * intakeLoop — one intake for every subscription of a service; what a
  * handler throws is logged (`request-failed`) and the loop goes on with the
- * next request; `capacity`: requests queued in all before shedding.
+ * next request.
  */
 export function intakeLoop(
   replies: ReplyLog,
   config: () => CoordinatorConfig,
   nowUs: () => number,
   logger: Logger,
-  capacity?: number,
-  nowMs: () => number = () => performance.now(),
+  { capacity, nowMs = () => performance.now(), afterSlice = () => {} }: IntakeOptions = {},
 ): IntakeLoop {
   const intake = new FairIntake<Message>(capacity);
   const tellShed = replies.screened(config, (subject, payload, port) =>
@@ -56,13 +69,21 @@ export function intakeLoop(
   let scheduled = false;
 
   const drain = (untilMs: number): void => {
+    let handled = false;
     for (let m = intake.take(); m !== undefined; m = intake.take()) {
+      handled = true;
       try {
         m.handle(m.subject, m.payload, m.port);
       } catch (error) {
         logger.error({ event: 'request-failed', err: error, subject: m.subject }, 'internal error while handling a request');
       }
       if (nowMs() >= untilMs) break;
+    }
+    if (!handled) return;
+    try {
+      afterSlice();
+    } catch (error) {
+      logger.error({ event: 'request-failed', err: error }, 'internal error after handling requests');
     }
   };
   const slice = (): void => {

@@ -101,7 +101,9 @@ class NatsCoordinatorService implements CoordinatorService {
       ),
     );
     // Requests are taken in, then screened and handled in turns per identity, so a client that floods delays itself (intake-loop.ts).
-    this.intake = intakeLoop(this.replies, () => this.core.config, nowUs, logger);
+    // The timer is re-armed once a slice, for every pool the slice's requests changed (the core settles them together).
+    const rearm = (): void => this.timer.schedule(this.core.nextDeadlineUs());
+    this.intake = intakeLoop(this.replies, () => this.core.config, nowUs, logger, { afterSlice: rearm });
     const take = this.intake.through((subject, payload, port) => this.request(subject, payload, port));
     const subscription = bus.serve(serviceSubject(config.subjectPrefix), COORDINATOR_QUEUE_GROUP, take);
     this.subscriptions = [subscription, legacy];
@@ -136,7 +138,7 @@ class NatsCoordinatorService implements CoordinatorService {
     this.options.logger.info({ event: 'stopped', epoch: this.epoch }, 'coordinator stopped');
   }
 
-  /** request — one request in its turn: the core's replies sent, its handling time observed, its faults logged, the timer re-armed. */
+  /** request — one request in its turn: the core's replies sent, its handling time observed, its faults logged (the timer is re-armed after its slice). */
   private request(subject: string, payload: Uint8Array, port: ReplyPort): void {
     const op = parseSubject(this.options.config.subjectPrefix, subject)?.op;
     const startUs = this.nowUs();
@@ -149,7 +151,6 @@ class NatsCoordinatorService implements CoordinatorService {
       port.respond(INTERNAL_ERROR);
     }
     this.replies.faults(this.core.takeFaults());
-    this.timer.schedule(this.core.touchedDeadlineUs());
   }
 
   private answerLegacy(subject: string, payload: Uint8Array, port: ReplyPort): void {
