@@ -4,7 +4,11 @@
  * It counts from two sources and decides nothing:
  * - the replies the adapters send (`replied`): grants and granted tokens,
  *   returns and returned tokens, refusals by code. A reply repeated to a
- *   retry is not counted again, so a grant is counted once;
+ *   retry is not counted again, so a grant is counted once. They are
+ *   counted as plain numbers on the request path and added to the
+ *   counters with the tallies below, so a scrape sees every reply sent
+ *   before it; the time to handle each request goes to a histogram built
+ *   for the request path (request-histogram.ts);
  * - what only the core knows, drained from its tallies (pool-tally.ts)
  *   every second and at every scrape: leases opened and expired, tokens
  *   lost at expiry, hold times, class claims not granted to their identity.
@@ -24,6 +28,7 @@ import { parseSubject, type Reply } from '@tokenlease/shared';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { CoordinatorCore } from '../core/coordinator-core.js';
 import type { PoolTallyCounts } from '../core/pool-tally.js';
+import { RequestHistogram } from './request-histogram.js';
 
 /** POOL_LABELS_MAX — distinct `pool` label values; more are counted as `(other)`. */
 export const POOL_LABELS_MAX = 1000;
@@ -57,6 +62,16 @@ export interface ServiceObserver {
 
 const SECONDS_BUCKETS = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
 const HOLD_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.5, 1, 2.5];
+
+/** ReplyCounts — what the replies of one pool label said since the last drain. */
+interface ReplyCounts {
+  grants: number;
+  grantedTokens: number;
+  returns: number;
+  returnedTokens: number;
+  /** Refusals by error code. */
+  readonly refusals: Map<string, number>;
+}
 
 export class CoordinatorMetrics implements ServiceObserver {
   readonly registry = new Registry();
@@ -107,13 +122,15 @@ export class CoordinatorMetrics implements ServiceObserver {
     "Requests not handled nor answered, by reason (reply-elsewhere: with bindIdentity, a reply subject outside the requester's own inbox).",
     ['reason'],
   );
-  private readonly handling = new Histogram({
+  private readonly handling = new RequestHistogram({
     name: 'tokenlease_request_handling_seconds',
     help: 'Time to handle one request, until its replies were handed to NATS or it was held.',
-    labelNames: ['op'],
+    labelName: 'op',
     buckets: SECONDS_BUCKETS,
-    registers: [this.registry],
+    registry: this.registry,
   });
+  /** The replies' counts since the last drain, by pool label: counted on the request path as plain numbers, added to the counters at each drain. */
+  private readonly replyCounts = new Map<string, ReplyCounts>();
   private readonly holds = new Histogram({
     name: 'tokenlease_hold_seconds',
     help: 'How long held requests waited for a worthwhile grant.',
@@ -165,25 +182,27 @@ export class CoordinatorMetrics implements ServiceObserver {
 
   replied(pool: string | null, reply: Reply, repeat: boolean): void {
     if (repeat) return;
-    const label = this.poolLabel(pool);
     if (reply.kind === 'grant') {
-      this.grants.inc({ pool: label });
-      if (reply.tokensGranted > 0) this.grantedTokens.inc({ pool: label }, reply.tokensGranted);
+      const counts = this.replyCountsOf(pool);
+      counts.grants += 1;
+      counts.grantedTokens += reply.tokensGranted;
       this.history.add('grants', 1);
       this.history.add('grantedTokens', reply.tokensGranted);
     } else if (reply.kind === 'receipt') {
       if (reply.tokensReturned > 0) {
-        this.returns.inc({ pool: label });
-        this.returnedTokens.inc({ pool: label }, reply.tokensReturned);
+        const counts = this.replyCountsOf(pool);
+        counts.returns += 1;
+        counts.returnedTokens += reply.tokensReturned;
       }
     } else if (reply.kind === 'error') {
-      this.refusals.inc({ pool: label, code: reply.code });
+      const refusals = this.replyCountsOf(pool).refusals;
+      refusals.set(reply.code, (refusals.get(reply.code) ?? 0) + 1);
       this.history.add('refusals', 1);
     }
   }
 
   handled(op: string, seconds: number): void {
-    this.handling.observe({ op }, seconds);
+    this.handling.observe(op, seconds);
   }
 
   dropped(reason: string): void {
@@ -230,6 +249,24 @@ export class CoordinatorMetrics implements ServiceObserver {
 
   private drain(): void {
     this.core.takeTallies((pool, counts) => this.count(pool, counts));
+    for (const [pool, c] of this.replyCounts) {
+      if (c.grants > 0) this.grants.inc({ pool }, c.grants);
+      if (c.grantedTokens > 0) this.grantedTokens.inc({ pool }, c.grantedTokens);
+      if (c.returns > 0) this.returns.inc({ pool }, c.returns);
+      if (c.returnedTokens > 0) this.returnedTokens.inc({ pool }, c.returnedTokens);
+      for (const [code, n] of c.refusals) this.refusals.inc({ pool, code }, n);
+    }
+    this.replyCounts.clear();
+  }
+
+  /** replyCountsOf — the counts since the last drain of `pool`'s label. */
+  private replyCountsOf(pool: string | null): ReplyCounts {
+    const label = this.poolLabel(pool);
+    const known = this.replyCounts.get(label);
+    if (known !== undefined) return known;
+    const counts: ReplyCounts = { grants: 0, grantedTokens: 0, returns: 0, returnedTokens: 0, refusals: new Map() };
+    this.replyCounts.set(label, counts);
+    return counts;
   }
 
   private count(pool: string, c: PoolTallyCounts): void {
