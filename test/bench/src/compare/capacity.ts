@@ -10,9 +10,10 @@
  * requests in flight, each simulated agent's requests one after another
  * (simulated-agents.ts: each request a well-formed renewal of the agent's
  * own lease), each reply decoded and checked. The reference responders
- * are driven by REFERENCE_AGENTS agents. So the rows differ only in the
- * responder, and `/ trivial` is the coordinator's rate as a share of what
- * the bus and the client allow on this machine.
+ * are driven by REFERENCE_AGENTS agents, as is the coordinator in the
+ * headline row, the three in turn for ROUNDS rounds. So those rows differ
+ * only in the responder, and `/ trivial` is the coordinator's rate as a
+ * share of what the bus and the client allow on this machine.
  *
  * On two cores the client, nats-server and the responder share the CPUs,
  * so replies per second also carry the client's cost. Each row therefore
@@ -41,9 +42,12 @@ export const AGENT_COUNTS = [10, 100, 2000, 10_000] as const;
 /** REFERENCE_AGENTS — the agents whose requests drive the reference responders (and the headline coordinator row). */
 export const REFERENCE_AGENTS = 2000;
 const CONCURRENCY = 256;
+/** ROUNDS — rounds of the reference responders and the coordinator with REFERENCE_AGENTS agents, one after another. */
+const ROUNDS = 3;
 /** MEASURE_MS_DEFAULT — how long each row is measured unless told, ms. */
 export const MEASURE_MS_DEFAULT = 3000;
-const TTL_MS = 10_000;
+/** Leases outlive a round of the other two contenders (2 × MEASURE_MS_DEFAULT) unrenewed. */
+const TTL_MS = 20_000;
 const REQUEST_TIMEOUT_MS = 2000;
 const RESPONDER_SCRIPT = fileURLToPath(new URL('./reference-responder.js', import.meta.url));
 
@@ -64,6 +68,8 @@ export interface CapacityRow {
   readonly responderCpuUsPerReply: number | null;
   readonly natsCpuUsPerReply: number | null;
   readonly clientCpuUsPerReply: number;
+  /** replies per second of each round measured (the row is the round of median replies per second). */
+  readonly rounds: readonly number[];
   /** repliesPerSecond over the trivial responder's. */
   readonly ratioToTrivial: number | null;
 }
@@ -128,7 +134,7 @@ async function measured(
   n: number,
   send: (i: number) => Promise<boolean>,
   measureMs: number,
-): Promise<Omit<CapacityRow, 'table' | 'system' | 'agents' | 'ratioToTrivial'>> {
+): Promise<Omit<CapacityRow, 'table' | 'system' | 'agents' | 'rounds' | 'ratioToTrivial'>> {
   const cpu = (p: number | null | undefined): number | null => (typeof p === 'number' ? procCpuSeconds(p) : null);
   const natsPid = nats.pid();
   const [responder0, nats0, client0] = [cpu(pid), cpu(natsPid), process.cpuUsage()];
@@ -156,62 +162,96 @@ function sender(bus: Bus, subject: string, check: (i: number, reply: ReturnType<
   };
 }
 
-async function coordinatorRow(bus: Bus, capacity: Capacity, n: number, measureMs: number): Promise<CapacityRow> {
+/** Contender — one responder as the load client drives it: who answers, for how many agents, its process, and one request of agent i. */
+interface Contender {
+  readonly system: CapacitySystem;
+  readonly agents: number;
+  readonly pid: number | undefined;
+  readonly send: (i: number) => Promise<boolean>;
+}
+
+/** coordinatorContender — `n` agents of the coordinator's pool for n, each holding a lease. */
+async function coordinatorContender(bus: Bus, capacity: Capacity, n: number): Promise<Contender> {
   const agents = new SimulatedAgents(n, seededRandom(2026 + n), poolName(n), 100);
   const subject = subjectFor(capacity.prefix, 'acquire', poolName(n));
   const send = sender(bus, subject, (i, d) => agents.settle(i, d.ok ? d.value : undefined, `capacity at ${n} agents`), agents);
   await drive(n, send, performance.now() + TTL_MS / 2, true);
   if (agents.opened !== n) throw new Error(`capacity: ${agents.opened} of ${n} agents got a lease`);
+  return { system: 'coordinator', agents: n, pid: capacity.coordinator.pid, send };
+}
+
+/** referenceContender — a reference responder (`mode` of reference-responder.ts) in its own process, for REFERENCE_AGENTS agents. */
+async function referenceContender(bus: Bus, capacity: Capacity, mode: 'fixed' | 'parse'): Promise<Contender & { readonly child: Child }> {
+  const subject = `${capacity.prefix}.${mode}`;
+  const child = spawnNode(`responder-${mode}`, RESPONDER_SCRIPT, [subject, mode], { [NATS_ENV.url]: capacity.nats.url });
+  await waitForEvent(child, { type: 'ready' }, 15_000);
+  const n = REFERENCE_AGENTS;
+  const agents = new SimulatedAgents(n, seededRandom(2026 + n), poolName(n), 100);
+  // The fixed grant names no request: it is checked to be a grant. The parsing responder's grant is its request's, settled as the coordinator's.
+  const check =
+    mode === 'fixed'
+      ? (_i: number, d: ReturnType<typeof decodeReply>): void => {
+          if (!d.ok || d.value.kind !== 'grant') throw new Error('the trivial responder answered no grant');
+        }
+      : (i: number, d: ReturnType<typeof decodeReply>): void => agents.settle(i, d.ok ? d.value : undefined, 'json-parsing responder');
+  return {
+    system: mode === 'fixed' ? 'trivial' : 'json-parse',
+    agents: n,
+    pid: child.pid,
+    send: sender(bus, subject, check, agents),
+    child,
+  };
+}
+
+/** row — `contender` measured for `measureMs`. */
+async function row(capacity: Capacity, contender: Contender, measureMs: number): Promise<CapacityRow> {
+  const figures = await measured(capacity.nats, contender.pid, contender.agents, contender.send, measureMs);
   return {
     table: 'capacity',
-    system: 'coordinator',
-    agents: n,
-    ...(await measured(capacity.nats, capacity.coordinator.pid, n, send, measureMs)),
+    system: contender.system,
+    agents: contender.agents,
+    ...figures,
+    rounds: [figures.repliesPerSecond],
     ratioToTrivial: null,
   };
 }
 
-/** referenceRow — a reference responder (`mode` of reference-responder.ts) in its own process, driven by REFERENCE_AGENTS agents. */
-async function referenceRow(bus: Bus, capacity: Capacity, mode: 'fixed' | 'parse', measureMs: number): Promise<CapacityRow> {
-  const subject = `${capacity.prefix}.${mode}`;
-  const responder = spawnNode(`responder-${mode}`, RESPONDER_SCRIPT, [subject, mode], { [NATS_ENV.url]: capacity.nats.url });
-  try {
-    await waitForEvent(responder, { type: 'ready' }, 15_000);
-    const n = REFERENCE_AGENTS;
-    const agents = new SimulatedAgents(n, seededRandom(2026 + n), poolName(n), 100);
-    // The fixed grant names no request: it is checked to be a grant. The parsing responder's grant is its request's, settled as the coordinator's.
-    const check =
-      mode === 'fixed'
-        ? (_i: number, d: ReturnType<typeof decodeReply>): void => {
-            if (!d.ok || d.value.kind !== 'grant') throw new Error('the trivial responder answered no grant');
-          }
-        : (i: number, d: ReturnType<typeof decodeReply>): void => agents.settle(i, d.ok ? d.value : undefined, 'json-parsing responder');
-    const send = sender(bus, subject, check, agents);
-    return {
-      table: 'capacity',
-      system: mode === 'fixed' ? 'trivial' : 'json-parse',
-      agents: n,
-      ...(await measured(capacity.nats, responder.pid, n, send, measureMs)),
-      ratioToTrivial: null,
-    };
-  } finally {
-    await stop(responder);
-  }
+/** medianRound — the round of median replies per second, carrying every round's figure. */
+function medianRound(rounds: readonly CapacityRow[]): CapacityRow {
+  const sorted = [...rounds].sort((a, b) => a.repliesPerSecond - b.repliesPerSecond);
+  const median = sorted[Math.floor(sorted.length / 2)];
+  if (median === undefined) throw new Error('capacity: no round measured');
+  return { ...median, rounds: rounds.map((r) => r.repliesPerSecond) };
 }
 
-/** capacityRows — the reference responders' rows, then the coordinator's at each agent count, each measured `measureMs`; stops the coordinator. */
+/**
+ * capacityRows — ROUNDS rounds of the trivial responder, the JSON-parsing
+ * one and the coordinator with REFERENCE_AGENTS agents, one after another
+ * (each row the round of median replies per second, so that a change of
+ * the machine's load during the run weighs on all three alike); then the
+ * coordinator at each other agent count, once. Each measured `measureMs`;
+ * stops the coordinator.
+ */
 export async function capacityRows(capacity: Capacity, measureMs = MEASURE_MS_DEFAULT): Promise<CapacityRow[]> {
   const bus = await connectNats(resolveNatsOptions([{ settings: { url: capacity.nats.url }, names: NATS_ENV }]), {
     name: 'tokenlease-bench-capacity',
   });
+  const references: Array<Contender & { readonly child: Child }> = [];
   try {
-    const trivial = await referenceRow(bus, capacity, 'fixed', measureMs);
-    const rows = [trivial, await referenceRow(bus, capacity, 'parse', measureMs)];
+    references.push(await referenceContender(bus, capacity, 'fixed'), await referenceContender(bus, capacity, 'parse'));
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, capacity.grantsFromMs - performance.now())));
-    for (const n of AGENT_COUNTS) rows.push(await coordinatorRow(bus, capacity, n, measureMs));
-    return rows.map((r) => ({ ...r, ratioToTrivial: ratio(r.repliesPerSecond, trivial.repliesPerSecond) }));
+    const contenders = [...references, await coordinatorContender(bus, capacity, REFERENCE_AGENTS)];
+    const rounds: CapacityRow[][] = contenders.map(() => []);
+    for (let r = 0; r < ROUNDS; r += 1) for (const [k, c] of contenders.entries()) rounds[k]?.push(await row(capacity, c, measureMs));
+    const rows = rounds.map(medianRound);
+    for (const n of AGENT_COUNTS)
+      if (n !== REFERENCE_AGENTS) rows.push(await row(capacity, await coordinatorContender(bus, capacity, n), measureMs));
+    const trivial = rows[0]?.repliesPerSecond ?? 0;
+    const ordered = [...rows.slice(0, 2), ...rows.slice(2).sort((a, b) => a.agents - b.agents)];
+    return ordered.map((r) => ({ ...r, ratioToTrivial: ratio(r.repliesPerSecond, trivial) }));
   } finally {
     await bus.close();
+    await Promise.all(references.map((c) => stop(c.child)));
     await stop(capacity.coordinator);
   }
 }
@@ -225,11 +265,11 @@ const LABELS: Record<CapacitySystem, string> = {
 /** capacityTable — the rows as a Markdown table. */
 export function capacityTable(rows: readonly CapacityRow[]): string[] {
   return [
-    `| over NATS, one load client, ${CONCURRENCY} requests in flight (at most one per agent) | live agents | replies/s | / trivial | p50 µs | p99 µs | responder CPU µs per reply | nats-server | client | errors |`,
-    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
+    `| over NATS, one load client, ${CONCURRENCY} requests in flight (at most one per agent) | live agents | replies/s | rounds | / trivial | p50 µs | p99 µs | responder CPU µs per reply | nats-server | client | errors |`,
+    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
     ...rows.map(
       (r) =>
-        `| ${LABELS[r.system]} | ${formatNumber(r.agents)} | ${formatNumber(r.repliesPerSecond)} | ×${formatNumber(r.ratioToTrivial)} | ${formatNumber(r.latencyP50Us)} | ${formatNumber(r.latencyP99Us)} | ${formatNumber(r.responderCpuUsPerReply)} | ${formatNumber(r.natsCpuUsPerReply)} | ${formatNumber(r.clientCpuUsPerReply)} | ${r.errors} |`,
+        `| ${LABELS[r.system]} | ${formatNumber(r.agents)} | ${formatNumber(r.repliesPerSecond)} | ${r.rounds.length > 1 ? r.rounds.map(formatNumber).join(', ') : '–'} | ×${formatNumber(r.ratioToTrivial)} | ${formatNumber(r.latencyP50Us)} | ${formatNumber(r.latencyP99Us)} | ${formatNumber(r.responderCpuUsPerReply)} | ${formatNumber(r.natsCpuUsPerReply)} | ${formatNumber(r.clientCpuUsPerReply)} | ${r.errors} |`,
     ),
   ];
 }
