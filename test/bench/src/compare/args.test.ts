@@ -14,6 +14,7 @@ describe('parseCompareArgs', () => {
     expect(parseCompareArgs([])).toEqual({
       durationMs: 10_000,
       systems: ALL,
+      saturationSystems: ALL,
       parts: [...PARTS],
       treeAgents: 10_000,
       measureMs: null,
@@ -35,9 +36,22 @@ describe('parseCompareArgs', () => {
     [['--only', 'tokenlease-window-lease-20'], { systems: [BASELINE, WINDOW_BASELINE, 'tokenlease-window-lease-20'] }],
     [['--only', 'tokenlease-window-reports'], { systems: [BASELINE, WINDOW_BASELINE, 'tokenlease-window-reports'] }],
     [['--parts', 'capacity,fleet'], { parts: ['fleet', 'capacity'] }],
+    [['--parts', 'tree,saturation'], { parts: ['saturation', 'tree'] }],
     [['--parts', 'window'], { parts: ['window'] }],
     [['--parts', 'tree', '--tree-agents', '20000'], { parts: ['tree'], treeAgents: 20_000 }],
-    [['--quick'], { durationMs: 1000, treeAgents: 1000, measureMs: 500 }],
+    [
+      ['--quick'],
+      {
+        durationMs: 1000,
+        treeAgents: 1000,
+        measureMs: 500,
+        saturationSystems: [BASELINE, 'redis-lua', WINDOW_BASELINE, 'redis-window-log'],
+      },
+    ],
+    [
+      ['--quick', '--only', 'rlf-redis'],
+      { systems: [BASELINE, 'rlf-redis', WINDOW_BASELINE], saturationSystems: [BASELINE, WINDOW_BASELINE] },
+    ],
     [['--quick', '--duration', '2', '--tree-agents', '3000'], { durationMs: 2000, treeAgents: 3000, measureMs: 500 }],
   ])('%j', (argv, expected) => {
     expect(parseCompareArgs(argv)).toMatchObject(expected);

@@ -10,7 +10,7 @@ import { parseArgs } from 'node:util';
 import { BASELINE, SYSTEMS, WINDOW_BASELINE, WINDOW_SYSTEMS } from './systems.js';
 
 /** PARTS — the parts of the run, in the order they run. */
-export const PARTS = ['fleet', 'window', 'hot-path', 'capacity', 'tree'] as const;
+export const PARTS = ['fleet', 'window', 'saturation', 'hot-path', 'capacity', 'tree'] as const;
 export type Part = (typeof PARTS)[number];
 
 /** DURATION_S_DEFAULT, DURATION_S_MAX — traffic time per fleet system, seconds. */
@@ -21,6 +21,9 @@ export const DURATION_S_MAX = 600;
 export const TREE_AGENTS_DEFAULT = 10_000;
 export const TREE_AGENTS_MAX = 100_000;
 
+/** QUICK_SATURATION_SYSTEMS — the saturation part under `--quick`: both baselines and the Redis designs they are compared with. */
+export const QUICK_SATURATION_SYSTEMS: readonly string[] = [BASELINE, 'redis-lua', WINDOW_BASELINE, 'redis-window-log'];
+
 /** QUICK_DURATION_S, QUICK_MEASURE_MS, QUICK_TREE_AGENTS — the scale of `--quick`. */
 export const QUICK_DURATION_S = 1;
 export const QUICK_MEASURE_MS = 500;
@@ -28,10 +31,12 @@ export const QUICK_TREE_AGENTS = 1000;
 
 /** CompareArgs — one validated run. */
 export interface CompareArgs {
-  /** Traffic time of each system in the fleet, ms. */
+  /** Traffic time of each system in the fleet, window and saturation parts, ms. */
   readonly durationMs: number;
   /** The fleet and window systems to run, by name (both baselines always among them). */
   readonly systems: readonly string[];
+  /** The systems of the saturation part: `systems`, or under --quick those of them in QUICK_SATURATION_SYSTEMS. */
+  readonly saturationSystems: readonly string[];
   readonly parts: readonly Part[];
   /** Simulated agents of the tree part (flat, then split under relays). */
   readonly treeAgents: number;
@@ -62,7 +67,10 @@ Runs one fleet workload (4 client processes, cost-1 requests offered at 4x
 the refill) through tokenlease and the limiters users pick instead, each
 for --duration seconds on private NATS and Redis servers; then the same
 workload through the strict sliding-window limits (N per W: a tokenlease
-window pool, a Redis sliding-window log); then the hot path next to its
+window pool, a Redis sliding-window log); then every one of those systems
+at saturation (the same clients deciding in a closed loop, as fast as the
+system allows: decisions/s, and server CPU per million decisions apart
+from the clients'); then the hot path next to its
 neighbours in one process, the coordinator's capacity, and simulated
 agents straight on a root against the same agents under 4 relays
 (requests reaching the root). Prints tables,
@@ -70,7 +78,7 @@ which systems kept the envelope B + r*T and which kept N per W in every
 window; exits 1 if a tokenlease row exceeded its own promise or a
 measurement failed, 2 for a bad flag.
 
-  --duration S   traffic time per fleet system, seconds (default ${DURATION_S_DEFAULT}, at most ${DURATION_S_MAX})
+  --duration S   traffic time per fleet, window and saturation system, seconds (default ${DURATION_S_DEFAULT}, at most ${DURATION_S_MAX})
   --only A,B     fleet and window systems to run (${BASELINE} and ${WINDOW_BASELINE} always
                  run: every ratio of their table is to them):
                  ${NAMES.join(', ')}
@@ -78,10 +86,12 @@ measurement failed, 2 for a bad flag.
   --tree-agents N  simulated agents of the tree part, 1..${TREE_AGENTS_MAX} (default ${TREE_AGENTS_DEFAULT})
   --quick        every part at a small scale (${QUICK_DURATION_S} s per system unless --duration
                  says, ${QUICK_MEASURE_MS} ms per capacity row and tree layout, ${QUICK_TREE_AGENTS} tree
-                 agents unless --tree-agents says): checks that it runs; not figures to quote
+                 agents unless --tree-agents says, saturation only for ${QUICK_SATURATION_SYSTEMS.join(', ')}):
+                 checks that it runs; not figures to quote
   --json         only JSON on stdout, one object per line: a row per fleet system
-                 ("table":"fleet"), per window system ("table":"window"), then the
-                 hot-path, capacity and tree rows
+                 ("table":"fleet"), per window system ("table":"window"), per system
+                 at saturation ("table":"saturation"), then the hot-path, capacity
+                 and tree rows
   -h, --help     print this text
 `;
 
@@ -130,9 +140,11 @@ export function parseCompareArgs(argv: readonly string[]): CompareArgs {
   }
   const only = values.only === undefined ? NAMES : list('only', values.only, NAMES);
   const quick = values.quick === true;
+  const systems = NAMES.filter((name) => name === BASELINE || name === WINDOW_BASELINE || only.includes(name));
   return {
     durationMs: duration(values.duration, quick),
-    systems: NAMES.filter((name) => name === BASELINE || name === WINDOW_BASELINE || only.includes(name)),
+    systems,
+    saturationSystems: quick ? systems.filter((name) => QUICK_SATURATION_SYSTEMS.includes(name)) : systems,
     parts: values.parts === undefined ? [...PARTS] : list('parts', values.parts, PARTS),
     treeAgents: treeAgents(values['tree-agents'], quick),
     measureMs: quick ? QUICK_MEASURE_MS : null,

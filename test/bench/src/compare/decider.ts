@@ -27,8 +27,10 @@ export interface ClientConfig {
   readonly windowMs: number;
   /** A tokenlease agent's usage reports between renewals, ms (KeeperOptions.reportMs; absent: none). */
   readonly reportMs?: number;
-  /** Offered requests per second (Poisson arrivals, cost 1). */
+  /** Offered requests per second (Poisson arrivals, cost 1); ignored in a closed loop. */
   readonly perSecond: number;
+  /** Closed loop (the saturation part): decide as fast as the decider allows, at most this many waiting for a reply; absent: Poisson arrivals at perSecond. */
+  readonly inFlight?: number;
   readonly seed: number;
   /** When the traffic starts, host monotonic µs (hostMonoNowUs), the same instant for every client. */
   readonly startAtUs: number;

@@ -72,8 +72,18 @@ async function startClient(config: ClientConfig): Promise<Child> {
   return child;
 }
 
-/** runSystem — `system` through the fleet workload for `durationMs`; `tag` keeps its subjects and keys apart from other runs'. */
-export async function runSystem(system: System, servers: FleetServers, durationMs: number, tag: string): Promise<SystemRun> {
+/**
+ * runSystem — `system` through the fleet workload for `durationMs`; `tag`
+ * keeps its subjects and keys apart from other runs'. Given `inFlight`, the
+ * clients decide in a closed loop instead (client.ts, driveClosedLoop).
+ */
+export async function runSystem(
+  system: System,
+  servers: FleetServers,
+  durationMs: number,
+  tag: string,
+  inFlight?: number,
+): Promise<SystemRun> {
   const dir = scratchDir();
   const prefix = `tlcompare${tag}`;
   const n = FLEET.demandsPerSecond.length;
@@ -103,6 +113,7 @@ export async function runSystem(system: System, servers: FleetServers, durationM
     refillPerSecond: local ? FLEET.refillPerSecond / n : FLEET.refillPerSecond,
     windowMs: WINDOW.windowMs,
     ...(system.reportMs === undefined ? {} : { reportMs: system.reportMs }),
+    ...(inFlight === undefined ? {} : { inFlight }),
     perSecond,
     seed: 2026 + i,
     startAtUs,

@@ -9,20 +9,24 @@
  * 2. window: the same workload through the systems that promise N per W
  *    in every window (a tokenlease window pool, a Redis sliding-window
  *    log), judged over every window (window-report.ts);
- * 3. hot path: the fast path next to its neighbours in one process
+ * 3. saturation: every fleet and window system again, its clients
+ *    deciding in a closed loop as fast as it lets them: decisions per
+ *    second sustained, and servers' CPU per million decisions apart from
+ *    the clients' (saturation-report.ts);
+ * 4. hot path: the fast path next to its neighbours in one process
  *    (hot-path.ts);
- * 4. capacity: the coordinator's grants per second, latency and CPU per
+ * 5. capacity: the coordinator's grants per second, latency and CPU per
  *    grant against live agents, beside a trivial NATS responder's and a
  *    JSON-parsing responder's, driven alike by one load client
  *    (capacity.ts);
- * 5. tree: simulated agents renewing straight on a root coordinator, then
+ * 6. tree: simulated agents renewing straight on a root coordinator, then
  *    the same agents split under relays: requests reaching the root, and
  *    agents served (tree-scale.ts).
  *
  * Human output: tables and the envelope and window lines on stdout. With
  * --json, only JSON on stdout (one object a line: a "fleet" row per system,
- * a "window" row per window system, then the "hot-path", "capacity" and "tree"
- * rows) and the tables on stderr. Exit 1 when a tokenlease row exceeded its
+ * a "window" row per window system, a "saturation" row per system, then the
+ * "hot-path", "capacity" and "tree" rows) and the tables on stderr. Exit 1 when a tokenlease row exceeded its
  * own promise (B + A + r·T, or N per W) or a measurement failed; a
  * competitor that over-admits is a finding, not a failure.
  */
@@ -35,6 +39,7 @@ import { capacityRows, capacityTable, startCapacity } from './capacity.js';
 import { runSystem, type FleetServers, type SystemRun } from './fleet-run.js';
 import { hotPathRows, hotPathTable } from './hot-path.js';
 import { envelopeLine, fleetRows, fleetTable } from './report.js';
+import { saturationHeading, saturationLine, saturationRows, saturationTable } from './saturation-report.js';
 import { treeRows, treeTable } from './tree-scale.js';
 import { BASELINE, FLEET, SYSTEMS, WINDOW, WINDOW_BASELINE, WINDOW_SYSTEMS } from './systems.js';
 import { windowLine, windowRows, windowTable } from './window-report.js';
@@ -89,6 +94,25 @@ async function windowPart(args: CompareArgs, servers: FleetServers, say: (line: 
   return rows;
 }
 
+/** SATURATION_IN_FLIGHT — decisions a client of the saturation part leaves waiting for a reply at most (the round-trip systems' pipelines). */
+const SATURATION_IN_FLIGHT = 64;
+
+async function saturation(args: CompareArgs, servers: FleetServers, say: (line: string) => void): Promise<object[]> {
+  const runs: SystemRun[] = [];
+  for (const [i, system] of [...SYSTEMS, ...WINDOW_SYSTEMS].filter((s) => args.saturationSystems.includes(s.name)).entries()) {
+    console.error(`bench:compare: ${system.name} at saturation for ${args.durationMs / 1000} s...`);
+    runs.push(await runSystem(system, servers, args.durationMs, `${process.pid}s${i}`, SATURATION_IN_FLIGHT));
+  }
+  const rows = saturationRows(runs, SATURATION_IN_FLIGHT);
+  say(saturationHeading(rows, FLEET.demandsPerSecond.length));
+  for (const line of saturationTable(rows)) say(line);
+  say(saturationLine(rows));
+  const broken = rows.filter((r) => r.system.startsWith('tokenlease') && !r.keptPromise);
+  if (broken.length > 0) process.exitCode = 1;
+  for (const r of broken) console.error(`bench:compare: ${r.system} exceeded ${r.promise} at saturation`);
+  return rows;
+}
+
 async function main(): Promise<void> {
   const args = parse();
   if (args === null) return;
@@ -101,6 +125,7 @@ async function main(): Promise<void> {
     const rows: object[] = [];
     if (args.parts.includes('fleet')) rows.push(...(await fleet(args, { nats, redis }, say)));
     if (args.parts.includes('window')) rows.push(...(await windowPart(args, { nats, redis }, say)));
+    if (args.parts.includes('saturation')) rows.push(...(await saturation(args, { nats, redis }, say)));
     if (args.parts.includes('hot-path')) {
       const hot = await hotPathRows(nats.url);
       for (const line of hotPathTable(hot)) say(line);

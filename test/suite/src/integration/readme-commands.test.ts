@@ -80,7 +80,7 @@ const WINDOW_FIELDS = [
   'ratios',
 ];
 
-/** compareRows — `bench:compare --json`'s stdout is only JSON objects, one a line, with a fleet row for each of its 7 systems, a window row for each of its 4, and the tree part's flat and tree rows. */
+/** compareRows — `bench:compare --json`'s stdout is only JSON objects, one a line, with a fleet row for each of its 7 systems, a window row for each of its 4, saturation rows, and the tree part's flat and tree rows. */
 function compareRows(stdout: string): void {
   const rows = stdout
     .split('\n')
@@ -98,6 +98,11 @@ function compareRows(stdout: string): void {
     true,
     true,
   ]);
+  // Under --quick the saturation part runs both baselines and the Redis designs they are compared with.
+  const saturation = rows.filter((row) => row['table'] === 'saturation');
+  expect(saturation.map((row) => row['system'])).toEqual(['tokenlease-chunk', 'redis-lua', 'tokenlease-window', 'redis-window-log']);
+  for (const row of saturation) expect(row['decisionsPerSecond']).toBeGreaterThan(0);
+  expect(saturation.filter((row) => String(row['system']).startsWith('tokenlease')).map((row) => row['keptPromise'])).toEqual([true, true]);
   expect(rows.filter((row) => row['table'] === 'hot-path').length).toBeGreaterThan(0);
   expect(rows.filter((row) => row['table'] === 'capacity').length).toBeGreaterThan(0);
   expect(rows.filter((row) => row['table'] === 'tree').map((row) => row['layout'])).toEqual(['flat', 'tree']);
@@ -198,7 +203,7 @@ const PLANS: ReadonlyMap<string, Plan> = new Map<string, Plan>([
     {
       how: '--help',
       boundMs: 30 * S,
-      why: '7 fleet and 4 window systems for 10 s each, the hot path, the capacity and the tree: about 4 minutes',
+      why: '7 fleet and 4 window systems for 10 s each, then all 11 at saturation, the hot path, the capacity and the tree: about 7 minutes',
     },
   ],
   [
@@ -214,7 +219,7 @@ const PLANS: ReadonlyMap<string, Plan> = new Map<string, Plan>([
     {
       how: '--quick',
       boundMs: 240 * S,
-      why: '2 s per fleet and window system, the hot path, the capacity and the tree: about 95 s as written, 80 s with the capacity and tree parts short',
+      why: '2 s per fleet, window and saturation system, the hot path, the capacity and the tree: about 3 minutes as written, 2 with --quick (4 systems at saturation, the capacity and tree parts short)',
       stdout: compareRows,
     },
   ],
