@@ -90,8 +90,8 @@ measurement failed, 2 for a bad flag.
                  checks that it runs; not figures to quote
   --json         only JSON on stdout, one object per line: a row per fleet system
                  ("table":"fleet"), per window system ("table":"window"), per system
-                 at saturation ("table":"saturation"), then the hot-path, capacity
-                 and tree rows
+                 at saturation ("table":"saturation"), then the hot-path, capacity,
+                 codec and tree rows
   -h, --help     print this text
 `;
 

@@ -18,7 +18,7 @@
  * 5. capacity: the coordinator's grants per second, latency and CPU per
  *    grant against live agents, beside a trivial NATS responder's and a
  *    JSON-parsing responder's, driven alike by one load client
- *    (capacity.ts);
+ *    (capacity.ts), and the codec's own cost in process (codec-cost.ts);
  * 6. tree: simulated agents renewing straight on a root coordinator, then
  *    the same agents split under relays: requests reaching the root, and
  *    agents served (tree-scale.ts).
@@ -36,6 +36,7 @@ import { stopAll } from '@tokenlease/harness/processes';
 import { startPrivateRedis } from '@tokenlease/harness/redis';
 import { COMPARE_USAGE, CompareArgsError, parseCompareArgs, type CompareArgs } from './args.js';
 import { capacityRows, capacityTable, startCapacity } from './capacity.js';
+import { codecCost, codecLine } from './codec-cost.js';
 import { runSystem, type FleetServers, type SystemRun } from './fleet-run.js';
 import { hotPathRows, hotPathTable } from './hot-path.js';
 import { envelopeLine, fleetRows, fleetTable } from './report.js';
@@ -134,7 +135,9 @@ async function main(): Promise<void> {
     if (capacity !== null) {
       const capacityFigures = await capacityRows(capacity, args.measureMs ?? undefined);
       for (const line of capacityTable(capacityFigures)) say(line);
-      rows.push(...capacityFigures);
+      const codec = codecCost();
+      say(codecLine(codec));
+      rows.push(...capacityFigures, codec);
     }
     if (args.parts.includes('tree')) {
       const tree = await treeRows(nats.url, args.treeAgents, args.measureMs ?? undefined);

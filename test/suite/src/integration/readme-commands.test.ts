@@ -104,7 +104,17 @@ function compareRows(stdout: string): void {
   for (const row of saturation) expect(row['decisionsPerSecond']).toBeGreaterThan(0);
   expect(saturation.filter((row) => String(row['system']).startsWith('tokenlease')).map((row) => row['keptPromise'])).toEqual([true, true]);
   expect(rows.filter((row) => row['table'] === 'hot-path').length).toBeGreaterThan(0);
-  expect(rows.filter((row) => row['table'] === 'capacity').length).toBeGreaterThan(0);
+  const capacity = rows.filter((row) => row['table'] === 'capacity');
+  expect(capacity.map((row) => row['system'])).toEqual([
+    'trivial',
+    'json-parse',
+    'coordinator',
+    'coordinator',
+    'coordinator',
+    'coordinator',
+  ]);
+  for (const row of capacity) expect(row['errors']).toBe(0);
+  expect(rows.filter((row) => row['table'] === 'codec')).toHaveLength(1);
   expect(rows.filter((row) => row['table'] === 'tree').map((row) => row['layout'])).toEqual(['flat', 'tree']);
 }
 
