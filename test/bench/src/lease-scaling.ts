@@ -21,7 +21,13 @@
  * wall clock also counts the time other processes had the CPU, which
  * halved or thirded the figure at a load average of 8–10 on two cores. So
  * a figure is acquires per second of one core given to the coordinator.
+ *
+ * Beside it, the garbage collector's time over the measured renewals
+ * (v8.GCProfiler), per renewal: the collections the whole loop set off,
+ * building the requests included, so a little above the core's own share,
+ * but enough to tell how much of a fall with n is the collector.
  */
+import { GCProfiler } from 'node:v8';
 import { CoordinatorCore, parseCoordinatorConfig, TICK_MS_MAX } from '@tokenlease/coordinator/internal';
 import { subjectFor, type Reply } from '@tokenlease/shared';
 import { seededRandom, type Random } from '@tokenlease/shared/testing';
@@ -51,6 +57,8 @@ export interface ScalingFigure {
   readonly acquiresPerSecond: number;
   /** Renewals timed. */
   readonly calls: number;
+  /** The garbage collector's time over the measured renewals, per renewal, µs. */
+  readonly gcUsPerCall: number;
   /** Their CPU time, ms. */
   readonly cpuMs: number;
   /** Wall time to open the n leases, ms (not part of the figure). */
@@ -102,14 +110,17 @@ class ScalingRun {
     return performance.now() - startMs;
   }
 
-  /** measure — renewals by random live agents for `ms` of CPU time in the core (after a warm-up); returns the renewals timed and that time. */
-  measure(ms: number): { calls: number; cpuMs: number } {
+  /** measure — renewals by random live agents for `ms` of CPU time in the core (after a warm-up); returns the renewals timed, that time, and the collector's time meanwhile (µs). */
+  measure(ms: number): { calls: number; cpuMs: number; gcUs: number } {
     this.renewFor(WARMUP_MS);
-    const result = this.renewFor(ms);
+    const profiler = new GCProfiler();
+    profiler.start();
+    const { calls, cpuMs } = this.renewFor(ms);
+    const gcUs = profiler.stop().statistics.reduce((sum, s) => sum + s.cost, 0);
     const live = this.core.pool(POOL)?.leases.size ?? 0;
     if (live !== this.n)
       throw new Error(`${this.mode} pool: ${live} live leases after renewing, of ${this.n}; some expired or were refused`);
-    return result;
+    return { calls, cpuMs, gcUs };
   }
 
   private renewFor(ms: number): { calls: number; cpuMs: number } {
@@ -165,12 +176,13 @@ export function leaseScaling(mode: LeaseModeName, measureMs: number, counts: rea
   return counts.map((leases) => {
     const run = new ScalingRun(mode, leases, seededRandom(SEED + leases));
     const openMs = run.open();
-    const { calls, cpuMs } = run.measure(measureMs);
+    const { calls, cpuMs, gcUs } = run.measure(measureMs);
     return {
       mode,
       leases,
       acquiresPerSecond: Math.round(calls / (cpuMs / 1000)),
       calls,
+      gcUsPerCall: Math.round((gcUs / calls) * 100) / 100,
       cpuMs: Math.round(cpuMs),
       openMs: Math.round(openMs),
     };

@@ -62,7 +62,8 @@ function scalingLine(figures: BenchFigures, mode: LeaseModeName): string {
     const s = scalingOf(figures, mode, n);
     return `${COUNT_NAMES[n]} leases ${s.acquiresPerSecond.toLocaleString('en-US')}/s`;
   });
-  return `coordinator core, ${mode} pool, acquires per CPU second by live leases (renewals by random agents, the core's calls only): ${cells.join(', ')}`;
+  const gc = LEASE_COUNTS.map((n) => scalingOf(figures, mode, n).gcUsPerCall).join(' / ');
+  return `coordinator core, ${mode} pool, acquires per CPU second by live leases (renewals by random agents, the core's calls only): ${cells.join(', ')}; garbage collector ${gc} µs per renewal`;
 }
 
 function ms(l: LatencyFigures): string {
@@ -120,7 +121,10 @@ export function figuresJson(figures: BenchFigures): Record<string, number | bool
   const { durable, crowded: c, machine } = figures;
   const scaling: Record<string, number> = {};
   for (const mode of ['rate', 'chunk'] as const)
-    for (const n of LEASE_COUNTS) scaling[`${mode}AcquiresPerSecond${COUNT_NAMES[n]}`] = scalingOf(figures, mode, n).acquiresPerSecond;
+    for (const n of LEASE_COUNTS) {
+      scaling[`${mode}AcquiresPerSecond${COUNT_NAMES[n]}`] = scalingOf(figures, mode, n).acquiresPerSecond;
+      scaling[`${mode}GcUsPerAcquire${COUNT_NAMES[n]}`] = scalingOf(figures, mode, n).gcUsPerCall;
+    }
   return {
     tryTakeNsMedian: admit.nsMedian,
     tryTakeNsP99: admit.nsP99,

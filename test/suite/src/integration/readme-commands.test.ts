@@ -213,7 +213,7 @@ const PLANS: ReadonlyMap<string, Plan> = new Map<string, Plan>([
     {
       how: '--help',
       boundMs: 30 * S,
-      why: '7 fleet and 4 window systems for 10 s each, then all 11 at saturation, the hot path, the capacity and the tree: about 7 minutes',
+      why: '7 fleet and 4 window systems for 10 s each, then all 11 at saturation, the hot path, the capacity and the tree: about 8 minutes',
     },
   ],
   [
