@@ -95,6 +95,15 @@ export function ratio(x: number, baseline: number): number | null {
   return round(x / baseline);
 }
 
+/** ratiosOf — each named figure of `figures` over the baseline's (`ratio`). */
+export function ratiosOf<F extends { readonly [K in keyof F]: number }>(
+  figures: F,
+  base: F,
+  names: ReadonlyArray<keyof F>,
+): Record<keyof F, number | null> {
+  return Object.fromEntries(names.map((f) => [f, ratio(figures[f], base[f])])) as Record<keyof F, number | null>;
+}
+
 /** fleetRows — the JSON rows of `runs`, ratios to the BASELINE run's figures; throws without a baseline run. */
 export function fleetRows(runs: readonly SystemRun[]): FleetRow[] {
   const base = runs.find((r) => r.system.name === BASELINE);
@@ -102,10 +111,7 @@ export function fleetRows(runs: readonly SystemRun[]): FleetRow[] {
   const baseFigures = fleetFigures(base);
   return runs.map((run) => {
     const figures = fleetFigures(run);
-    const ratios = Object.fromEntries(FIGURES.map((f) => [f, ratio(figures[f], baseFigures[f])])) as Record<
-      keyof FleetFigures,
-      number | null
-    >;
+    const ratios = ratiosOf(figures, baseFigures, FIGURES);
     return {
       table: 'fleet',
       system: run.system.name,

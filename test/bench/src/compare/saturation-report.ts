@@ -12,7 +12,7 @@
  * a window system (WINDOW).
  */
 import type { SystemRun } from './fleet-run.js';
-import { fleetFigures, formatNumber, ratedTable, ratio, round } from './report.js';
+import { fleetFigures, formatNumber, ratedTable, ratiosOf, round } from './report.js';
 import { BASELINE, WINDOW } from './systems.js';
 
 /** SaturationFigures — the figures of one system that get a ratio. */
@@ -91,10 +91,7 @@ export function saturationRows(runs: readonly SystemRun[], inFlight: number): Sa
   const baseFigures = saturationFigures(base);
   return runs.map((run) => {
     const figures = saturationFigures(run);
-    const ratios = Object.fromEntries(FIGURES.map((f) => [f, ratio(figures[f], baseFigures[f])])) as Record<
-      keyof SaturationFigures,
-      number | null
-    >;
+    const ratios = ratiosOf(figures, baseFigures, FIGURES);
     return {
       table: 'saturation',
       system: run.system.name,

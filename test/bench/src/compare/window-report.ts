@@ -9,7 +9,7 @@
  * (T cut into ⌈T/W⌉ windows of W, none holding more than N).
  */
 import type { SystemRun } from './fleet-run.js';
-import { fleetFigures, formatNumber, ratedTable, ratio, round } from './report.js';
+import { fleetFigures, formatNumber, ratedTable, ratiosOf, round } from './report.js';
 import { WINDOW, WINDOW_BASELINE } from './systems.js';
 
 /** WindowFigures — the figures of one window row that get a ratio. */
@@ -93,10 +93,7 @@ export function windowRows(runs: readonly SystemRun[]): WindowRow[] {
   const baseFigures = windowFigures(base);
   return runs.map((run) => {
     const figures = windowFigures(run);
-    const ratios = Object.fromEntries(FIGURES.map((f) => [f, ratio(figures[f], baseFigures[f])])) as Record<
-      keyof WindowFigures,
-      number | null
-    >;
+    const ratios = ratiosOf(figures, baseFigures, FIGURES);
     return {
       table: 'window',
       system: run.system.name,
