@@ -62,7 +62,7 @@ export interface CapacityRow {
   readonly repliesPerSecond: number;
   readonly latencyP50Us: number;
   readonly latencyP99Us: number;
-  /** Requests that failed or were not answered as they should be. */
+  /** Requests that failed or were not answered as they should be (in every round, for a row of rounds). */
   readonly errors: number;
   /** CPU time per reply over the measurement, µs: the responder's process, nats-server's, the load client's (null: not readable). */
   readonly responderCpuUsPerReply: number | null;
@@ -216,12 +216,12 @@ async function row(capacity: Capacity, contender: Contender, measureMs: number):
   };
 }
 
-/** medianRound — the round of median replies per second, carrying every round's figure. */
+/** medianRound — the round of median replies per second, carrying every round's figure and the errors of all of them. */
 function medianRound(rounds: readonly CapacityRow[]): CapacityRow {
   const sorted = [...rounds].sort((a, b) => a.repliesPerSecond - b.repliesPerSecond);
   const median = sorted[Math.floor(sorted.length / 2)];
   if (median === undefined) throw new Error('capacity: no round measured');
-  return { ...median, rounds: rounds.map((r) => r.repliesPerSecond) };
+  return { ...median, errors: rounds.reduce((sum, r) => sum + r.errors, 0), rounds: rounds.map((r) => r.repliesPerSecond) };
 }
 
 /**
