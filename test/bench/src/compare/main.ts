@@ -42,7 +42,7 @@ import { hotPathRows, hotPathTable } from './hot-path.js';
 import { envelopeLine, fleetRows, fleetTable } from './report.js';
 import { saturationHeading, saturationLine, saturationRows, saturationTable } from './saturation-report.js';
 import { treeRows, treeTable } from './tree-scale.js';
-import { BASELINE, FLEET, SYSTEMS, WINDOW, WINDOW_BASELINE, WINDOW_SYSTEMS } from './systems.js';
+import { BASELINE, FLEET, SYSTEMS, WINDOW, WINDOW_BASELINE, WINDOW_SYSTEMS, type System } from './systems.js';
 import { windowLine, windowRows, windowTable } from './window-report.js';
 
 function parse(): CompareArgs | null {
@@ -58,12 +58,26 @@ function parse(): CompareArgs | null {
   }
 }
 
-async function fleet(args: CompareArgs, servers: FleetServers, say: (line: string) => void): Promise<object[]> {
+/** runEach — the `systems` named in `names` through the workload in turn (in a closed loop, given `inFlight`); `tag` keeps each part's subjects and keys apart. */
+async function runEach(
+  systems: readonly System[],
+  names: readonly string[],
+  args: CompareArgs,
+  servers: FleetServers,
+  tag: string,
+  inFlight?: number,
+): Promise<SystemRun[]> {
   const runs: SystemRun[] = [];
-  for (const [i, system] of SYSTEMS.filter((s) => args.systems.includes(s.name)).entries()) {
-    console.error(`bench:compare: ${system.name} for ${args.durationMs / 1000} s...`);
-    runs.push(await runSystem(system, servers, args.durationMs, `${process.pid}x${i}`));
+  const how = inFlight === undefined ? '' : ' at saturation';
+  for (const [i, system] of systems.filter((s) => names.includes(s.name)).entries()) {
+    console.error(`bench:compare: ${system.name}${how} for ${args.durationMs / 1000} s...`);
+    runs.push(await runSystem(system, servers, args.durationMs, `${process.pid}${tag}${i}`, inFlight));
   }
+  return runs;
+}
+
+async function fleet(args: CompareArgs, servers: FleetServers, say: (line: string) => void): Promise<object[]> {
+  const runs = await runEach(SYSTEMS, args.systems, args, servers, 'x');
   const rows = fleetRows(runs);
   const demands = FLEET.demandsPerSecond.join(', ');
   say(
@@ -78,11 +92,7 @@ async function fleet(args: CompareArgs, servers: FleetServers, say: (line: strin
 }
 
 async function windowPart(args: CompareArgs, servers: FleetServers, say: (line: string) => void): Promise<object[]> {
-  const runs: SystemRun[] = [];
-  for (const [i, system] of WINDOW_SYSTEMS.filter((s) => args.systems.includes(s.name)).entries()) {
-    console.error(`bench:compare: ${system.name} for ${args.durationMs / 1000} s...`);
-    runs.push(await runSystem(system, servers, args.durationMs, `${process.pid}w${i}`));
-  }
+  const runs = await runEach(WINDOW_SYSTEMS, args.systems, args, servers, 'w');
   const rows = windowRows(runs);
   say(
     `window: the same clients and arrivals; at most N = ${WINDOW.limitTokens} in every window of W = ${WINDOW.windowMs / 1000} s; ${args.durationMs / 1000} s each; ratios to ${WINDOW_BASELINE}`,
@@ -99,11 +109,7 @@ async function windowPart(args: CompareArgs, servers: FleetServers, say: (line: 
 const SATURATION_IN_FLIGHT = 64;
 
 async function saturation(args: CompareArgs, servers: FleetServers, say: (line: string) => void): Promise<object[]> {
-  const runs: SystemRun[] = [];
-  for (const [i, system] of [...SYSTEMS, ...WINDOW_SYSTEMS].filter((s) => args.saturationSystems.includes(s.name)).entries()) {
-    console.error(`bench:compare: ${system.name} at saturation for ${args.durationMs / 1000} s...`);
-    runs.push(await runSystem(system, servers, args.durationMs, `${process.pid}s${i}`, SATURATION_IN_FLIGHT));
-  }
+  const runs = await runEach([...SYSTEMS, ...WINDOW_SYSTEMS], args.saturationSystems, args, servers, 's', SATURATION_IN_FLIGHT);
   const rows = saturationRows(runs, SATURATION_IN_FLIGHT);
   say(saturationHeading(rows, FLEET.demandsPerSecond.length));
   for (const line of saturationTable(rows)) say(line);
