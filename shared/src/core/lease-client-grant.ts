@@ -11,6 +11,7 @@
  * - lasts longer than the client's `leaseTtlMsMax`;
  * - names another capacity than the grant before it on the same lease;
  * - gives a rate above the pool's refill, or a cap above `maxLeaseTokens`;
+ * - names a slot hold bound (a concurrency pool) with a rate or a window;
  * - states more than the client's own expected limits, when it has them
  *   (expected-limits.ts): the limits a grant states are the responder's
  *   word, the expected ones the client's configuration.
@@ -50,6 +51,8 @@ export function grantProblem(grant: LeaseGrant, request: LeaseRequest, limits: G
   if (rate !== undefined && (rate.tokensPerPeriod > grant.refillTokens || rate.capTokens > grant.maxLeaseTokens)) {
     return `gives a rate of ${rate.tokensPerPeriod} or a cap of ${rate.capTokens} beyond the pool's refill or lease limit`;
   }
+  if (grant.holdMs !== undefined && (rate !== undefined || grant.window === true))
+    return `names a slot hold bound of ${grant.holdMs} ms on a ${rate !== undefined ? 'rate' : 'window'} lease`;
   const expected = limits.expectedLimits;
   return expected === undefined || expected === null ? null : expectedLimitsProblem(grant, expected);
 }

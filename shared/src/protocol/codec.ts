@@ -181,6 +181,7 @@ function readReply(obj: Fields): Reply {
         retryAfterMs: retryAfterMs(),
         ...(obj['allowanceTokens'] === undefined ? {} : { allowanceTokens: tokens('allowanceTokens') }),
         ...(obj['window'] === undefined ? {} : { window: boolField(obj, 'window') }),
+        ...(obj['holdMs'] === undefined ? {} : { holdMs: intField(obj, 'holdMs', 1, DURATION_MS_MAX) }),
         ...(obj['rate'] === undefined ? {} : { rate: readLeaseRate(obj['rate']) }),
         ...(obj['shadow'] === undefined ? {} : { shadow: boolField(obj, 'shadow') }),
         ...(obj['sig'] === undefined ? {} : { sig: signatureField(obj) }),

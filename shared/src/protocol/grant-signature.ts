@@ -52,6 +52,8 @@ export function grantSigningText(grant: LeaseGrant, binding: GrantBinding): stri
     grant.window === true,
     grant.shadow === true,
     rate,
+    // Appended, so a grant without it signs the same text as before it existed.
+    ...(grant.holdMs === undefined ? [] : [grant.holdMs]),
   ];
   return `${SIGNED_TEXT_TAG}\n${JSON.stringify(values)}`;
 }

@@ -148,6 +148,12 @@ export interface LeaseGrant {
   readonly allowanceTokens?: number;
   /** Present and true for a sliding-window pool: at most `capacityTokens` in every window of `refillPeriodMs`. */
   readonly window?: boolean;
+  /**
+   * Present for a concurrency pool: each token is a slot, and a request holds
+   * one at most this long, ms, on the agent's clock before its drift margin
+   * (the agent counts it released then, whatever the work does).
+   */
+  readonly holdMs?: number;
   /** When `tokensGranted` fell short, the estimated wait before asking again; else 0. */
   readonly retryAfterMs: number;
   /** Present for a rate lease: the balance also accrues at this rate up to its cap. */

@@ -5,3 +5,4 @@ export { thrown } from './thrown.js';
 export { acquireRequest, TEST_LEASE_SECRET } from './requests.js';
 export { checkAcrossChange, fasterRate, type ChangeReport, type Regime } from './envelope-change.js';
 export { checkWindows, WindowLog, WindowWatch, type FullestWindow, type WindowReport } from './window.js';
+export { checkInFlight, InFlightLog, type Hold, type InFlightReport } from './in-flight.js';
