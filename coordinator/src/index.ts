@@ -14,6 +14,7 @@ export {
   type TemplateConfig,
   type LeaseMode,
   type WindowLimit,
+  type SlotLimit,
   DEFAULT_TTL_MS,
   MIN_TTL_MS,
   MAX_TTL_MS,

@@ -59,6 +59,10 @@ export const OPERATOR_IDENTITIES_MAX = 100;
 export const CLASS_IDENTITIES_MAX = 1000;
 /** GAP_MS_DEFAULT — the shortest gap between two requests of an uplink that were not due, ms, unless `uplink.gapMs` says. */
 export const GAP_MS_DEFAULT = 20;
+/** CONCURRENCY_LIMIT_MAX — the most slots a concurrency pool may have (an agent's slot handles number them within 2^22). */
+export const CONCURRENCY_LIMIT_MAX = 1_000_000;
+/** SLOT_HOLD_MS_MAX — the longest hold bound of a concurrency pool, ms: an hour. */
+export const SLOT_HOLD_MS_MAX = 3_600_000;
 const GAP_MS_MAX = 59_999;
 /** An upstream identity: short enough that `<identity>.<relay id>.<12 hex>` stays a protocol id. */
 export const UPLINK_IDENTITY_FORM = /^[A-Za-z0-9_-]{1,48}$/;
@@ -228,6 +232,22 @@ function strict<S extends z.ZodRawShape>(shape: S, what: string) {
 }
 
 const poolShape = {
+  concurrency: doc(
+    strict(
+      {
+        limit: doc(integer(1, CONCURRENCY_LIMIT_MAX), { description: 'N: the most requests in flight across the fleet.' }),
+        maxHoldMs: doc(integer(1, SLOT_HOLD_MS_MAX), {
+          description: 'D: the longest one request holds its slot, ms; the agent counts it released then.',
+        }),
+      },
+      'must be a mapping { limit, maxHoldMs }',
+    ),
+    {
+      form: '`{ limit, maxHoldMs }`',
+      description:
+        'A concurrency pool: at most `limit` requests in flight across the fleet at any instant, each holding its slot at most `maxHoldMs` (its own field, not the pool-level `maxHoldMs` of held requests), instead of `capacity` and `refill`. Chunk leases only, no allowance, no relays.',
+    },
+  ).nullish(),
   window: doc(rate(['limit', 'windowMs'], '"100/min" or { limit, windowMs }'), {
     form: '`"<limit>/<period>"` such as `100/min`, or `{ limit, windowMs }`',
     description:

@@ -95,8 +95,21 @@ export interface PoolConfig {
   readonly classIdentities: ReadonlyMap<string, ReadonlySet<string>>;
   /** Whether grants put agents in shadow mode: the pool's own `shadow` or the configuration's fleet-wide one. */
   readonly shadow: boolean;
-  /** A sliding-window pool: at most `limit` (= capacity) in every window of `windowMs` (= the refill period); null for a bucket. */
+  /**
+   * A sliding-window pool: at most `limit` (= capacity) in every window of
+   * `windowMs` (= the refill period); null for a bucket. A concurrency pool
+   * is one too, whose window is its hold bound (docs/design.md,
+   * "Concurrency pools").
+   */
   readonly window: WindowLimit | null;
+  /** A concurrency pool: at most `limit` (= capacity) requests in flight, each holding a slot at most `maxHoldMs`; null otherwise. */
+  readonly concurrency: SlotLimit | null;
+}
+
+/** SlotLimit — a concurrency pool's limit: at most `limit` requests in flight, each counted at most `maxHoldMs`. */
+export interface SlotLimit {
+  readonly limit: number;
+  readonly maxHoldMs: number;
 }
 
 /** WindowLimit — a sliding-window pool's limit: at most `limit` tokens admitted in any window of `windowMs`. */
@@ -188,6 +201,26 @@ function readWindow(where: Where, doc: PoolFields): WindowLimit | null {
   return { limit: rate.tokens, windowMs: rate.periodMs };
 }
 
+/**
+ * readConcurrency — a concurrency pool's limit, or null; refuses the fields
+ * and combinations a concurrency pool has no use for, one line each.
+ */
+function readConcurrency(where: Where, doc: PoolFields): SlotLimit | null {
+  if (doc.concurrency == null) return null;
+  for (const field of ['capacity', 'refill', 'window'] as const) {
+    if (doc[field] != null) where.fail(field, 'does not apply to a concurrency pool: its "concurrency" gives the limit and the hold bound');
+  }
+  if ((doc.leaseMode ?? 'chunk') !== 'chunk')
+    where.fail('leaseMode', 'must be "chunk" for a concurrency pool (a slot is held and given back, not accrued)');
+  if ((doc.allowance ?? 0) !== 0) where.fail('allowance', 'must be 0 for a concurrency pool: an allowance would only be a larger limit');
+  if (Object.keys(doc.relayClasses ?? {}).length > 0)
+    where.fail(
+      'relayClasses',
+      'are not for a concurrency pool: a relay leases tokens onward, and its agents would hold slots it cannot see',
+    );
+  return { limit: doc.concurrency.limit, maxHoldMs: doc.concurrency.maxHoldMs };
+}
+
 /** Fleet — what the top level of a document gives every pool: the shadow switch and class grants. */
 interface Fleet {
   readonly shadow: boolean;
@@ -216,7 +249,8 @@ function checkScale(where: Where, capacity: number, allowance: number, refill: R
 
 function readPool(source: string, name: string, doc: PoolFields, fleet: Fleet): PoolConfig {
   const where: Where = new Where(source, name);
-  const window = readWindow(where, doc);
+  const concurrency = readConcurrency(where, doc);
+  const window = concurrency === null ? readWindow(where, doc) : { limit: concurrency.limit, windowMs: concurrency.maxHoldMs };
   const refill = window === null ? toRate(doc.refill ?? where.fail('refill', 'is required')) : makeRate(window.limit, window.windowMs);
   const capacity = window?.limit ?? doc.capacity ?? where.fail('capacity', 'is required');
   const allowance = doc.allowance ?? 0;
@@ -269,6 +303,7 @@ function readPool(source: string, name: string, doc: PoolFields, fleet: Fleet): 
     classIdentities,
     shadow,
     window,
+    concurrency,
   };
 }
 

@@ -67,6 +67,7 @@ import { listingCost, listPools } from './pool-list.js';
 import type { CreditFactory } from './pool-parts.js';
 import type { Delivery, Pool } from './pool.js';
 import { PoolRegistry, type PoolKind, type ReconfigureSummary } from './pool-registry.js';
+import { concurrencyChangeProblem } from './pool-reconfigure.js';
 import { PoolSchedule } from './pool-schedule.js';
 import type { StoredPool } from './pool-state.js';
 import type { PoolTallyCounts } from './pool-tally.js';
@@ -138,11 +139,18 @@ export class CoordinatorCore<R> {
   /**
    * reconfigureProblem — why `config` cannot replace the one served without
    * a restart, or null when it can: the subject prefix (and with it every
-   * subject and subscription) must stay.
+   * subject and subscription) must stay, and so must which pools count
+   * slots, with hold bounds no shorter (concurrencyChangeProblem).
    */
   reconfigureProblem(config: CoordinatorConfig): string | null {
     if (config.subjectPrefix !== this.configNow.subjectPrefix) {
       return `subjectPrefix changes from ${JSON.stringify(this.configNow.subjectPrefix)} to ${JSON.stringify(config.subjectPrefix)}: that needs a restart`;
+    }
+    const before = new Map([...this.configNow.pools, ...this.configNow.templates.map((t) => t.pool)].map((p) => [p.name, p]));
+    for (const next of [...config.pools, ...config.templates.map((t) => t.pool)]) {
+      const old = before.get(next.name);
+      const problem = old === undefined ? null : concurrencyChangeProblem(old, next);
+      if (problem !== null) return problem;
     }
     return null;
   }

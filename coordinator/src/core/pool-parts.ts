@@ -134,7 +134,7 @@ export function grantReply<R>(
     refillPeriodMs: p.config.refill.periodMs,
     retryAfterMs,
     ...(p.config.allowance > 0 ? { allowanceTokens: p.config.allowance } : {}),
-    ...(p.config.window !== null ? { window: true } : {}),
+    ...(p.config.concurrency !== null ? { holdMs: p.config.concurrency.maxHoldMs } : p.config.window !== null ? { window: true } : {}),
     ...(p.config.shadow ? { shadow: true } : {}),
   };
 }

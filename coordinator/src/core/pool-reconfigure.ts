@@ -134,6 +134,7 @@ export function sameLimits(a: PoolConfig, b: PoolConfig): boolean {
   if (scalars.some((key) => a[key] !== b[key])) return false;
   if (a.refill.tokens !== b.refill.tokens || a.refill.periodMs !== b.refill.periodMs) return false;
   if ((a.window === null) !== (b.window === null)) return false;
+  if (a.concurrency?.maxHoldMs !== b.concurrency?.maxHoldMs) return false;
   if (a.classWeights.size !== b.classWeights.size) return false;
   for (const [cls, weight] of a.classWeights) if (b.classWeights.get(cls) !== weight) return false;
   if (a.relayClasses.size !== b.relayClasses.size) return false;
@@ -181,4 +182,22 @@ export function configDiff(previous: CoordinatorConfig, next: CoordinatorConfig)
 
 function sameIdentities(a: ReadonlySet<string>, b: ReadonlySet<string>): boolean {
   return a.size === b.size && [...a].every((identity) => b.has(identity));
+}
+
+/**
+ * concurrencyChangeProblem — why a running pool of `old` cannot become one
+ * of `next`, or null: a pool does not change between a concurrency pool and
+ * another kind (its leases hold slots or tokens, and its agents use them
+ * so), and a concurrency pool's hold bound does not shrink (a request
+ * started under the old one may hold its slot that long, and the new one
+ * would hand the slot out again sooner).
+ */
+export function concurrencyChangeProblem(old: PoolConfig, next: PoolConfig): string | null {
+  if ((old.concurrency === null) !== (next.concurrency === null)) {
+    return `pool ${JSON.stringify(next.name)}: cannot change to or from a concurrency pool while it serves; give it a new name`;
+  }
+  if (old.concurrency !== null && next.concurrency !== null && next.concurrency.maxHoldMs < old.concurrency.maxHoldMs) {
+    return `pool ${JSON.stringify(next.name)}: concurrency.maxHoldMs cannot shrink while it serves (from ${old.concurrency.maxHoldMs} to ${next.concurrency.maxHoldMs} ms): requests in flight may hold their slots that long`;
+  }
+  return null;
 }

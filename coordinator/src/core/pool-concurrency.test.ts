@@ -1,0 +1,115 @@
+/**
+ * Concurrency pools (docs/design.md, "Concurrency pools"): the
+ * configuration they take and refuse, grants that name the hold bound, and
+ * slots that come back to the level only when no request started under
+ * them can still run: idle ones returned at once, busy ones and those of a
+ * lease that ended by expiry one hold bound later; after a start, all of
+ * them one quiet period plus one hold bound later.
+ */
+import { describe, expect, it } from 'vitest';
+import { CoordinatorError } from '../errors.js';
+import { parseCoordinatorConfig } from './config.js';
+import { CoordinatorCore } from './coordinator-core.js';
+import { acquireOf, grantOf, MS, SECRET, status } from './pool.fixtures.js';
+import { Pool, type Delivery } from './pool.js';
+
+const POOL = { concurrency: { limit: 10, maxHoldMs: 500 }, leaseTtlMs: 1000, maxLeaseTokens: 10 };
+
+function configWith(fields: Record<string, unknown>) {
+  return parseCoordinatorConfig('concurrency.yaml', { quietPeriodMs: 1000, pools: { p: fields } });
+}
+
+/** A concurrency pool of 10 slots held at most 500 ms, started at 0: quiet for 1 s, its slots back 500 ms after. */
+function slotPool(): Pool<string> {
+  const pool = configWith(POOL).pools[0];
+  if (pool === undefined) throw new Error('no pool');
+  return new Pool<string>(pool, 1, 0, 1000);
+}
+
+function acquire(pool: Pool<string>, nowUs: number, fields: Parameters<typeof acquireOf>[0]): Delivery<string>[] {
+  const out: Delivery<string>[] = [];
+  pool.acquire(acquireOf(fields), fields.agentId, nowUs, out, fields.agentId);
+  return out;
+}
+
+describe('a concurrency pool', () => {
+  it('is configured by limit and hold bound, and grants name the bound', () => {
+    const pool = configWith(POOL).pools[0]!;
+    expect(pool.concurrency).toEqual({ limit: 10, maxHoldMs: 500 });
+    expect(pool.capacity).toBe(10);
+    const p = slotPool();
+    const g = grantOf(acquire(p, 1_500 * MS, { agentId: 'a', seq: 1, tokensWanted: 6 }));
+    expect(g).toMatchObject({ tokensGranted: 6, tokensHeld: 6, capacityTokens: 10, holdMs: 500 });
+    expect(g.window).toBeUndefined();
+  });
+
+  it.each([
+    [{ ...POOL, capacity: 10 }, /field "capacity" does not apply to a concurrency pool/],
+    [{ ...POOL, refill: '10/s' }, /field "refill" does not apply to a concurrency pool/],
+    [{ ...POOL, window: '10/s' }, /field "window" does not apply to a concurrency pool/],
+    [{ ...POOL, leaseMode: 'rate' }, /field "leaseMode" must be "chunk" for a concurrency pool/],
+    [{ ...POOL, allowance: 2 }, /field "allowance" must be 0 for a concurrency pool/],
+    [{ ...POOL, relayClasses: { edge: 4 } }, /field "relayClasses" are not for a concurrency pool/],
+    [{ ...POOL, concurrency: { limit: 0, maxHoldMs: 500 } }, /field "concurrency.limit" must be an integer in \[1, 1000000\], got 0/],
+    [{ ...POOL, concurrency: { limit: 10 } }, /field "concurrency.maxHoldMs" is required/],
+    [{ ...POOL, concurrency: { limit: 10, maxHoldMs: 500, holdMs: 1 } }, /field "concurrency.holdMs" is not a known field/],
+    [{ ...POOL, concurrency: 10 }, /field "concurrency" must be a mapping \{ limit, maxHoldMs \}/],
+  ])('refuses %j with one line saying why', (fields, message) => {
+    expect(() => configWith(fields)).toThrow(CoordinatorError);
+    expect(() => configWith(fields)).toThrow(message);
+  });
+
+  it('holds every slot back after a start until the quiet period and one hold bound are over', () => {
+    const p = slotPool();
+    expect(status(p, 1_499 * MS).levelTokens).toBe(0);
+    expect(status(p, 1_500 * MS).levelTokens).toBe(10);
+  });
+
+  it('hands the slots of an expired lease out again one hold bound after its expiry, not before', () => {
+    const p = slotPool();
+    const g = grantOf(acquire(p, 1_500 * MS, { agentId: 'a', seq: 1, tokensWanted: 6 }));
+    // A renewal that keeps all 6 (busy and free) and asks for the rest.
+    const renewed = grantOf(acquire(p, 1_600 * MS, { agentId: 'a', seq: 2, leaseId: g.leaseId, tokensLeft: 6, tokensWanted: 4 }));
+    expect(renewed.tokensHeld).toBe(10);
+    expect(status(p, 2_599 * MS)).toMatchObject({ levelTokens: 0, leasedTokens: 10 });
+    // Expired at 2.6 s: no longer leased, and not free either while a request started under it may run.
+    expect(status(p, 2_600 * MS)).toMatchObject({ levelTokens: 0, leasedTokens: 0, leases: 0 });
+    expect(status(p, 3_099 * MS).levelTokens).toBe(0);
+    expect(status(p, 3_100 * MS).levelTokens).toBe(10);
+  });
+
+  it('takes idle slots back at once on a return, and its busy ones one hold bound later', () => {
+    const p = slotPool();
+    const g = grantOf(acquire(p, 1_500 * MS, { agentId: 'a', seq: 1, tokensWanted: 6 }));
+    const out: Delivery<string>[] = [];
+    p.giveBack(
+      { v: 2, op: 'return', agentId: 'a', pool: 'p', leaseSecret: SECRET, seq: 2, leaseId: g.leaseId, tokensLeft: 2 },
+      'a',
+      1_700 * MS,
+      out,
+    );
+    expect(out[0]?.reply).toMatchObject({ kind: 'receipt', tokensReturned: 2 });
+    expect(status(p, 1_700 * MS).levelTokens).toBe(6);
+    expect(status(p, 2_199 * MS).levelTokens).toBe(6);
+    expect(status(p, 2_200 * MS).levelTokens).toBe(10);
+  });
+
+  it('never grants more slots than the limit, whoever asks', () => {
+    const p = slotPool();
+    let held = 0;
+    for (let i = 0; i < 5; i += 1) held += grantOf(acquire(p, 1_500 * MS, { agentId: `a${i}`, seq: 1, tokensWanted: 4 })).tokensGranted;
+    expect(held).toBe(10);
+    expect(status(p, 1_500 * MS)).toMatchObject({ levelTokens: 0, leasedTokens: 10 });
+  });
+
+  it('refuses a reload that changes a pool to or from slots, or shortens its hold bound', () => {
+    const core = new CoordinatorCore<string>(configWith(POOL), 1, 0);
+    expect(core.reconfigureProblem(configWith({ ...POOL, concurrency: { limit: 20, maxHoldMs: 800 } }))).toBeNull();
+    expect(core.reconfigureProblem(configWith({ ...POOL, concurrency: { limit: 10, maxHoldMs: 499 } }))).toMatch(
+      /concurrency.maxHoldMs cannot shrink while it serves \(from 500 to 499 ms\)/,
+    );
+    expect(core.reconfigureProblem(configWith({ capacity: 10, refill: '10/s', leaseTtlMs: 1000 }))).toMatch(
+      /cannot change to or from a concurrency pool/,
+    );
+  });
+});
