@@ -20,6 +20,7 @@ export { AgentMetrics, AGENT_POOL_LABELS_MAX, type AgentMetricsOptions } from '.
 export { AgentError, type AgentErrorCode } from './errors.js';
 export type { KeeperStats, PoolLimits } from './core/lease-keeper.js';
 export { LeaseSlot, RECEIPT_DENIED, RECEIPT_NONE, type DenialReason } from './core/lease-slot.js';
+export { HOLDS_MAX, SlotHolds } from './core/slot-holds.js';
 export type { SlotCharge } from './core/take-all.js';
 export { DEFAULT_KEEPER_OPTIONS, type KeeperOptions } from './core/keeper-options.js';
 export type { ExpectedLimits } from '@tokenlease/shared';

@@ -56,7 +56,15 @@ import type { DenialReason } from './lease-slot.js';
 const MS_PER_S = 1000;
 
 /** ProblemType — the problems the middleware answers with; `type` is `urn:tokenlease:problem:<ProblemType>`. */
-export type ProblemType = 'rate-limited' | 'never-fits' | 'unknown-pool' | 'unavailable' | 'missing-key' | 'unknown-route';
+export type ProblemType =
+  | 'rate-limited'
+  | 'never-fits'
+  | 'unknown-pool'
+  | 'unavailable'
+  | 'missing-key'
+  | 'unknown-route'
+  | 'concurrency-limited'
+  | 'not-concurrency';
 
 /** HeaderFormat — which rate-limit fields responses carry (see the rules); `draft-11` by default. */
 export type HeaderFormat = 'draft-11' | 'draft-7' | 'draft-6' | 'x-ratelimit' | 'off';
@@ -92,7 +100,8 @@ export type DenialMessage = string | Readonly<Record<string, unknown>>;
  * as a rate limit.
  */
 export function customised(refusal: Refusal, statusCode: number | null, message: DenialMessage | null): Refusal {
-  if (refusal.problem.type !== 'urn:tokenlease:problem:rate-limited') return refusal;
+  const type = refusal.problem.type;
+  if (type !== 'urn:tokenlease:problem:rate-limited' && type !== 'urn:tokenlease:problem:concurrency-limited') return refusal;
   const status = statusCode ?? refusal.status;
   const problem = { ...refusal.problem, status };
   if (message === null) return { ...refusal, status, problem };
@@ -271,6 +280,37 @@ export function denial(policy: string, pool: string, reason: DenialReason, retry
     );
   }
   return problem('rate-limited', 'Too Many Requests', 429, `pool ${policy} admits no more now; retry after ${seconds} s`, policy, seconds);
+}
+
+/**
+ * slotDenial — the refusal for a request that found no free slot of
+ * concurrency pool `pool` (policy `policy`) within its wait: 503 with the
+ * expected wait (at least 1 s) while the coordinator can grant; the
+ * unavailable and unknown-pool answers as for tokens otherwise.
+ */
+export function slotDenial(policy: string, pool: string, reason: DenialReason, retryAfterMs: number, unavailable: boolean): Refusal {
+  if (reason === 'unknown-pool' || unavailable) return denial(policy, pool, reason, retryAfterMs, unavailable);
+  const seconds = retryAfterSeconds(retryAfterMs);
+  return problem(
+    'concurrency-limited',
+    'All slots busy',
+    503,
+    `every slot of pool ${policy} is in use now; retry after ${seconds} s`,
+    policy,
+    seconds,
+  );
+}
+
+/** notConcurrency — the refusal when a concurrency limit names a pool that leases tokens. */
+export function notConcurrency(policy: string): Refusal {
+  return problem(
+    'not-concurrency',
+    'Rate limit misconfigured',
+    500,
+    `pool ${policy} leases tokens, not slots: a concurrency limit needs a pool configured with "concurrency"`,
+    policy,
+    null,
+  );
 }
 
 /** missingKey — the refusal for a request without the key rule `policy` needs (`status` 400 or 401). */

@@ -279,6 +279,7 @@ export class LeaseKeeper {
     const s = this.slot;
     this.lastTickUs = nowUs;
     this.demand.observe(this.waitingTokens, nowUs);
+    s.expireHolds(nowUs);
     if (s.hasLease && nowUs >= s.expiresAtUs) {
       this.endLease(nowUs);
       s.noteExpiry();
@@ -302,7 +303,7 @@ export class LeaseKeeper {
       // Renew a lease in use; give back one that has gone quiet rather than let it lapse.
       return this.demand.inUse(nowUs) ? this.sendAcquire(wantTokens, nowUs) : this.sendReturn(nowUs);
     }
-    return this.reports.report(this.chunkLeaseId(), s.balanceTokens, nowUs);
+    return this.reports.report(this.chunkLeaseId(), s.balanceTokens + s.busySlots, nowUs);
   }
 
   /** onReply — applies the reply to request `seq`; replies to any other sequence are stale and ignored. */
@@ -317,6 +318,7 @@ export class LeaseKeeper {
       const problem =
         this.signatureProblem(reply, flight.message) ??
         grantProblem(reply, flight.message, this.options, sameLease ? this.capacityTokens : 0) ??
+        this.kindProblem(reply, sameLease) ??
         this.chargeBudget(reply, flight, sameLease, nowUs);
       // The coordinator counted the calls when it accepted the request, whatever this keeper makes of the grant.
       this.calls.answered(flight.message.calls);
@@ -400,6 +402,12 @@ export class LeaseKeeper {
     return verify(text, reply.sig) ? null : 'carries a signature that none of the configured keys made for this request';
   }
 
+  /** kindProblem — why `reply` changes its lease between slots and tokens (a lease's busy slots would go untold), or null. */
+  private kindProblem(reply: LeaseGrant, sameLease: boolean): string | null {
+    if (!sameLease || (reply.holdMs !== undefined) === this.slot.concurrency) return null;
+    return `changes the pool mid-lease ${this.slot.concurrency ? 'from slots to tokens' : 'from tokens to slots'}`;
+  }
+
   /** chargeBudget — takes `reply`'s tokens from the grant budget and returns null, or says why they do not fit (changing nothing). */
   private chargeBudget(reply: LeaseGrant, flight: InFlight, sameLease: boolean, nowUs: number): string | null {
     if (this.budget === null || flight.message.op !== 'acquire') return null;
@@ -426,7 +434,7 @@ export class LeaseKeeper {
       leaseSecret: this.secret,
       seq: this.takeSeq(),
       leaseId: this.heldLeaseId,
-      tokensLeft: s.hasLease ? s.balanceTokens : 0,
+      tokensLeft: s.hasLease ? s.balanceTokens + s.busySlots : 0,
       tokensWanted,
       demandPerSecond: this.demand.perSecondOnWire(this.rate.held && s.hasLease && s.balanceTokens >= s.rateCapTokens),
       holdMs: this.options.holdMs,
@@ -475,6 +483,8 @@ export class LeaseKeeper {
     this.budget?.credit(chargedTokens, nowUs);
     s.told();
     s.balanceTokens = 0;
+    // Its busy slots are the coordinator's again once their requests are past their bound: a release gives nothing back.
+    if (s.concurrency) s.holds.newLease();
     s.hasLease = false;
     s.expiresAtUs = 0;
     s.shadowGranted = false;
@@ -513,9 +523,13 @@ export class LeaseKeeper {
     const sameLease = reply.leaseId === this.heldLeaseId && s.hasLease;
     if (!sameLease) this.stats.leasesStarted += 1;
     if (!sameLease) s.told();
+    if (!sameLease && s.concurrency) s.holds.newLease();
+    s.concurrency = reply.holdMs !== undefined;
+    // The bound counts on the agent's clock, cut by the drift margin as the TTL is: the coordinator's D is real time.
+    if (reply.holdMs !== undefined) s.holds.holdUs = Math.floor(reply.holdMs * US_PER_MS * (1 - this.options.driftMargin));
     s.balanceTokens = (sameLease ? s.balanceTokens : 0) + reply.tokensGranted;
     this.rate.granted(reply, nowUs, sameLease, flight.message.op === 'acquire' ? flight.message.demandPerSecond : this.demand.perSecond);
-    this.reports.granted(s.balanceTokens, nowUs);
+    this.reports.granted(s.balanceTokens + s.busySlots, nowUs);
     this.heldLeaseId = reply.leaseId;
     this.ttlUs = reply.ttlMs * US_PER_MS;
     s.expiresAtUs = clientLeaseEndUs(flight.firstSentAtUs, reply.ttlMs, this.options.driftMargin);

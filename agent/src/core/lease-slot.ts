@@ -58,9 +58,19 @@
  *   is never given back (its receipt is RECEIPT_NONE). A refund that is
  *   dropped leaves the request counted: the safe side. The take path pays
  *   one typed-array write for this (the spent-since-told counter).
+ * - Concurrency pools (the last grant named a slot hold bound,
+ *   `concurrency`): the balance counts free slots, and `acquireAt` takes one
+ *   into a hold (slot-holds.ts) instead of spending it; `releaseAt`, or the
+ *   hold's bound, puts it back into the balance of the lease it came from
+ *   (none, once that lease ended). What the coordinator is told is the
+ *   balance plus the busy slots of the lease (`busySlots`). No fallback:
+ *   the local bucket admits by rate, which says nothing of how many run at
+ *   once; shadow mode admits as for tokens, with a hold that gives nothing
+ *   back. `acquireAt` on a pool whose lease holds tokens throws.
  */
 import { AgentError } from '../errors.js';
 import type { ArrivalSink } from './arrival-log.js';
+import { SlotHolds } from './slot-holds.js';
 
 /**
  * DenialReason — why a take was denied: no lease yet (`no-lease`), its
@@ -157,6 +167,9 @@ export class LeaseSlot {
   /** Where this pool's arrivals are recorded while a trace recording takes it (core/arrival-log.ts); null: not recorded. The limiter's take calls note them, not takeAt. */
   arrivals: ArrivalSink | null = null;
   private roundTripSamplesUs: number[] = [];
+  /** Whether the last grant was of a concurrency pool (it named a slot hold bound); the keeper sets it. */
+  concurrency = false;
+  private holdsNow: SlotHolds | null = null;
 
   constructor(readonly pool: string) {
     this.n[COST_MAX] = Infinity;
@@ -495,6 +508,79 @@ export class LeaseSlot {
       n[FALLBACK_AT] = (n[FALLBACK_AT] as number) + elapsedUs;
     }
     return n[FALLBACK_LEVEL] as number;
+  }
+
+  /** holds — the requests holding slots of this pool (made on first use). */
+  get holds(): SlotHolds {
+    return (this.holdsNow ??= new SlotHolds());
+  }
+
+  /** holdsInFlight — holds still counted, of any lease (requests this agent has running within their bound). */
+  get holdsInFlight(): number {
+    return this.holdsNow?.inFlight ?? 0;
+  }
+
+  /** busySlots — slots of the lease in hand held by requests now (0 for a pool of tokens). */
+  get busySlots(): number {
+    return this.holdsNow?.busy ?? 0;
+  }
+
+  /**
+   * acquireAt — takes a slot of the live lease at `nowUs` into a hold and
+   * returns its handle (a positive integer); else records a denial, and in
+   * shadow mode admits anyway with a hold that gives nothing back; 0 when
+   * refused. Holds past their bound end first. Throws
+   * AgentError('invalid-argument') when the lease in hand holds tokens.
+   */
+  acquireAt(nowUs: number): number {
+    if (this.hasLease && !this.concurrency) {
+      throw new AgentError('invalid-argument', 'acquire is for concurrency pools; this pool leases tokens: use tryTake', {
+        pool: this.pool,
+      });
+    }
+    const n = this.n;
+    const holds = this.holds;
+    if (holds.nextBoundUs() <= nowUs) n[BALANCE] = (n[BALANCE] as number) + holds.expire(nowUs);
+    const balance = n[BALANCE] as number;
+    if (balance >= 1 && nowUs < (n[EXPIRES_AT] as number)) {
+      const handle = holds.take(nowUs, true);
+      if (handle !== 0) {
+        n[BALANCE] = balance - 1;
+        n[ADMITTED_TOKENS] = (n[ADMITTED_TOKENS] as number) + 1;
+        n[ADMITTED_COUNT] = (n[ADMITTED_COUNT] as number) + 1;
+        n[LAST_ADMIT] = nowUs;
+        if (balance - 1 < (n[LOW_WATERMARK] as number) && !this.lowSignalled) this.signalLow();
+        return handle;
+      }
+    }
+    return this.deny(1, nowUs) ? holds.take(nowUs, false) : 0;
+  }
+
+  /**
+   * releaseAt — ends the hold of `handle` at `nowUs`, its slot back to the
+   * lease it came from if that lease is still the one in hand. False when
+   * the hold had ended already (released, past its bound) or never was.
+   */
+  releaseAt(handle: number, nowUs: number): boolean {
+    const holds = this.holdsNow;
+    if (holds === null) return false;
+    const n = this.n;
+    if (holds.nextBoundUs() <= nowUs) n[BALANCE] = (n[BALANCE] as number) + holds.expire(nowUs);
+    const ended = holds.release(handle);
+    if (ended === 1) n[BALANCE] = (n[BALANCE] as number) + 1;
+    return ended >= 0;
+  }
+
+  /** canAcquireAt — whether `acquireAt(nowUs)` would take a slot of the lease (holds past their bound end first); records nothing. */
+  canAcquireAt(nowUs: number): boolean {
+    this.expireHolds(nowUs);
+    return this.hasLease && this.concurrency && (this.n[BALANCE] as number) >= 1 && nowUs < (this.n[EXPIRES_AT] as number);
+  }
+
+  /** expireHolds — ends the holds past their bound at `nowUs`, their slots back to the lease in hand. */
+  expireHolds(nowUs: number): void {
+    const holds = this.holdsNow;
+    if (holds !== null && holds.nextBoundUs() <= nowUs) this.n[BALANCE] = (this.n[BALANCE] as number) + holds.expire(nowUs);
   }
 
   /** canTakeAt — whether `takeAt(cost, nowUs)` would admit; spends and records nothing. */
