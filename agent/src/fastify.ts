@@ -1,10 +1,13 @@
 /**
- * @tokenlease/agent/fastify — the rate limit as a Fastify plugin (adapters/fastify.ts).
+ * @tokenlease/agent/fastify — the rate limit and the concurrency limit as Fastify plugins (adapters/fastify.ts).
  *
  * @module @tokenlease/agent/fastify
  */
 export {
   fastifyRateLimit,
+  fastifyConcurrencyLimit,
+  type ConcurrencyLimitOptions,
+  type OverrunFunction,
   keyPoolName,
   KEY_SECRET_BYTES_MIN,
   type CostFunction,

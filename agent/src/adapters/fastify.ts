@@ -27,6 +27,7 @@
  */
 import { AgentError } from '../errors.js';
 import { HttpLimit, type EndingResponse, type HttpLimitOptions, type RequestView, type Verdict } from './http-limit.js';
+import { ConcurrencyLimit, type ConcurrencyLimitOptions, type DestroyableResponse } from './concurrency-limit.js';
 
 /** RouteRateLimit — a route's `config.rateLimit`: false (not limited), or options over the plugin's (all but the agent). */
 export type RouteRateLimit<Req = FastifyRequestLike, Res = FastifyReplyLike> = false | Partial<Omit<HttpLimitOptions<Req, Res>, 'agent'>>;
@@ -61,7 +62,7 @@ export interface FastifyReplyLike {
   /** send — sends `body` as the response. */
   send(body: Uint8Array): unknown;
   readonly statusCode: number;
-  readonly raw: EndingResponse;
+  readonly raw: EndingResponse & Partial<Pick<DestroyableResponse, 'destroy'>>;
 }
 
 /** FastifyLike — what the plugin needs of a Fastify instance. */
@@ -158,6 +159,49 @@ Object.assign(fastifyRateLimit, {
   [Symbol.for('plugin-meta')]: { name: '@tokenlease/agent/fastify', fastify: '4.x || 5.x' },
 });
 
+/**
+ * fastifyConcurrencyLimit — at most N requests of the instance's routes in
+ * flight across the fleet (N: the concurrency pool's limit), registered as
+ * `await app.register(fastifyConcurrencyLimit, { agent, pool: 'db' })`,
+ * beside `fastifyRateLimit` or alone: an `onRequest` hook takes a slot (or
+ * answers 503 with `Retry-After`), and `reply.raw` ending (finished, or
+ * closed before: Fastify's onResponse misses a client that went away)
+ * releases it. Registering it with bad options fails the registration with
+ * AgentError('invalid-argument').
+ */
+export function fastifyConcurrencyLimit(
+  fastify: FastifyLike,
+  options: ConcurrencyLimitOptions<FastifyRequestLike>,
+  done: (error?: Error) => void,
+): void {
+  let limit: ConcurrencyLimit<FastifyRequestLike>;
+  try {
+    limit = new ConcurrencyLimit(options);
+  } catch (error) {
+    done(error instanceof Error ? error : new Error(String(error)));
+    return;
+  }
+  fastify.addHook('onRequest', async (request, reply) => {
+    const entry = await limit.enter(request);
+    if (!entry.admitted) {
+      answer(reply, { admitted: false, headers: [], refusal: entry.refusal });
+      return;
+    }
+    const raw = reply.raw;
+    if (typeof raw.destroy !== 'function')
+      throw new AgentError('invalid-argument', 'reply.raw is not a node response: it cannot be destroyed');
+    limit.watch(entry, request, raw as DestroyableResponse);
+  });
+  done();
+}
+
+Object.assign(fastifyConcurrencyLimit, {
+  [Symbol.for('skip-override')]: true,
+  [Symbol.for('fastify.display-name')]: '@tokenlease/agent/fastify concurrency',
+  [Symbol.for('plugin-meta')]: { name: '@tokenlease/agent/fastify-concurrency', fastify: '4.x || 5.x' },
+});
+
+export type { ConcurrencyLimitOptions, OverrunFunction } from './concurrency-limit.js';
 export type {
   CostFunction,
   HttpLimitOptions,

@@ -17,6 +17,9 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { HttpLimit, type HttpLimitOptions, type RequestView, type Verdict } from './http-limit.js';
+import { ConcurrencyLimit, type ConcurrencyLimitOptions } from './concurrency-limit.js';
+
+export type { ConcurrencyLimitOptions, OverrunFunction } from './concurrency-limit.js';
 
 export type {
   Charged,
@@ -103,4 +106,37 @@ export function createHttpLimit<Req extends IncomingMessage = IncomingMessage>(
     next?.();
     return true;
   };
+}
+
+/** ConcurrencyLimitMiddleware — Express/Connect middleware, and `await limit(req, res)` for node:http; `inFlight`: this agent's requests holding slots now. */
+export type ConcurrencyLimitMiddleware<Req extends IncomingMessage = IncomingMessage> = ((
+  req: Req,
+  res: ServerResponse,
+  next?: (error?: unknown) => void,
+) => Promise<boolean>) & { readonly inFlight: number };
+
+/**
+ * createConcurrencyLimit — middleware that lets at most N requests run at
+ * once across the fleet (N: the concurrency pool's limit; see
+ * ConcurrencyLimitOptions). Admitted, it calls `next()` (resolves true) and
+ * releases the slot when the response finishes or closes; refused, it
+ * answers 503 with `Retry-After` itself (resolves false). Beside a rate
+ * limit, mount both: each charges its own pool. Throws
+ * AgentError('invalid-argument') for bad options.
+ */
+export function createConcurrencyLimit<Req extends IncomingMessage = IncomingMessage>(
+  options: ConcurrencyLimitOptions<Req>,
+): ConcurrencyLimitMiddleware<Req> {
+  const limit = new ConcurrencyLimit<Req>(options);
+  const middleware = async (req: Req, res: ServerResponse, next?: (error?: unknown) => void): Promise<boolean> => {
+    const entry = await limit.enter(req);
+    if (!entry.admitted) {
+      answer(res, { admitted: false, headers: [], refusal: entry.refusal });
+      return false;
+    }
+    limit.watch(entry, req, res);
+    next?.();
+    return true;
+  };
+  return Object.defineProperty(middleware, 'inFlight', { get: () => limit.inFlight }) as ConcurrencyLimitMiddleware<Req>;
 }

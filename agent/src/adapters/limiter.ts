@@ -29,7 +29,7 @@ import { RECEIPT_DENIED, type DenialReason, type LeaseSlot } from '../core/lease
 import type { LeaseKeeper, PoolLimits } from '../core/lease-keeper.js';
 import { TAKE_TIMEOUT_MS_DEFAULT, TakeQueue } from '../core/take-queue.js';
 import { US_PER_MS } from '../core/units.js';
-import type { AgentError } from '../errors.js';
+import { AgentError } from '../errors.js';
 
 /** Settles one waiting `take()` promise: with the take's receipt (RECEIPT_DENIED: not admitted), or rejected with why. */
 interface Settle {
@@ -49,6 +49,17 @@ function receiptOf(receipt: number): number {
 
 function ignore(): void {}
 const UNSET: Settle = { done: ignore, fail: ignore };
+
+/** One `acquireWithin()` call waiting for a slot: settled with a handle, or 0 at its deadline (µs) or when waits are cancelled. */
+interface SlotWaiter {
+  readonly done: (handle: number) => void;
+  readonly deadlineUs: number;
+}
+
+/** SLOT_WAITERS_MAX — the most `acquireWithin()` calls one limiter keeps waiting; one more is refused at once (0). */
+export const SLOT_WAITERS_MAX = 10_000;
+/** SLOT_WAIT_MS_MAX — the longest an `acquireWithin()` call may wait, ms. */
+export const SLOT_WAIT_MS_MAX = 60_000;
 
 /** One `ready()` call waiting for the pool's first word. */
 interface ReadyWaiter {
@@ -112,6 +123,10 @@ export class Limiter {
   private alarm: NodeJS.Timeout | null = null;
   private alarmAtUs = Infinity;
   private readyWaiters: ReadyWaiter[] = [];
+  /** `acquireWithin()` calls waiting for a slot, in arrival order, and the one timer for the first of their deadlines and of the holds' bounds. */
+  private slotWaiters: SlotWaiter[] = [];
+  private slotAlarm: NodeJS.Timeout | null = null;
+  private slotAlarmAtUs = Infinity;
 
   private readonly now: () => number;
   /** The fast-path state of this pool, shared with its lease keeper. */
@@ -154,6 +169,114 @@ export class Limiter {
     const arrivals = this.slot.arrivals;
     if (arrivals !== null) arrivals.note(cost, nowUs);
     return admitted;
+  }
+
+  /**
+   * acquire — takes a slot of a concurrency pool for one request, from the
+   * local lease, without waiting or I/O: a handle (a positive integer) to
+   * `release` when the request ends, or 0 when every slot the lease holds
+   * is busy (read `lastDenial`, `retryAfterMs`). The slot counts as
+   * released at the pool's hold bound whatever the request does. In shadow
+   * mode a refusal is admitted with a handle that frees nothing. Throws
+   * AgentError('invalid-argument') when the pool leases tokens.
+   */
+  acquire(): number {
+    const nowUs = this.now();
+    const handle = this.slot.acquireAt(nowUs);
+    const arrivals = this.slot.arrivals;
+    if (arrivals !== null) arrivals.note(1, nowUs);
+    return handle;
+  }
+
+  /** acquireAt — `acquire` at a clock reading the caller already made with the agent's clock (µs). */
+  acquireAt(nowUs: number): number {
+    const handle = this.slot.acquireAt(nowUs);
+    const arrivals = this.slot.arrivals;
+    if (arrivals !== null) arrivals.note(1, nowUs);
+    return handle;
+  }
+
+  /**
+   * release — the request of `handle` ended: its slot is free again for
+   * this agent (if its lease is still the one in hand). False, changing
+   * nothing, when that hold had ended already: released before, past the
+   * hold bound, or not a handle of this limiter.
+   */
+  release(handle: number): boolean {
+    const released = this.slot.releaseAt(handle, this.now());
+    if (this.slotWaiters.length > 0) this.serveSlotWaiters();
+    return released;
+  }
+
+  /**
+   * acquireWithin — `acquire`, waiting up to `timeoutMs` (an integer in
+   * [0, SLOT_WAIT_MS_MAX]) for a slot when none is free: behind the calls
+   * already waiting, served as slots are released here, holds reach their
+   * bound, or grants arrive. Resolves the handle, or 0 at the timeout, when
+   * SLOT_WAITERS_MAX calls wait already, for a pool the coordinator does
+   * not know, or when the limiter closes. Throws AgentError
+   * ('invalid-argument') for a bad timeout, or when the pool leases tokens.
+   */
+  acquireWithin(timeoutMs: number): Promise<number> {
+    if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 0 || timeoutMs > SLOT_WAIT_MS_MAX)
+      throw new AgentError('invalid-argument', `timeoutMs must be an integer in [0, ${SLOT_WAIT_MS_MAX}], got ${timeoutMs}`, {
+        pool: this.pool,
+      });
+    const handle = this.acquire();
+    const hopeless = this.slot.lastDenial === 'unknown-pool';
+    if (handle !== 0 || timeoutMs === 0 || hopeless || this.slotWaiters.length >= SLOT_WAITERS_MAX) return Promise.resolve(handle);
+    return new Promise<number>((resolve) => {
+      this.slotWaiters.push({ done: resolve, deadlineUs: this.now() + timeoutMs * US_PER_MS });
+      this.armSlots();
+      this.host.wake(this.keeper);
+    });
+  }
+
+  /** serveSlotWaiters — hands free slots to the waiting `acquireWithin()` calls in order, and ends those past their deadline. */
+  private serveSlotWaiters(): void {
+    const nowUs = this.now();
+    while (this.slotWaiters.length > 0 && this.slot.canAcquireAt(nowUs)) {
+      const handle = this.slot.acquireAt(nowUs);
+      if (handle === 0) break;
+      (this.slotWaiters.shift() as SlotWaiter).done(handle);
+    }
+    if (this.slotWaiters.some((w) => w.deadlineUs <= nowUs)) {
+      const due = this.slotWaiters.filter((w) => w.deadlineUs <= nowUs);
+      this.slotWaiters = this.slotWaiters.filter((w) => w.deadlineUs > nowUs);
+      for (const w of due) w.done(0);
+    }
+    this.armSlots();
+  }
+
+  /** armSlots — keeps one timer set for the first waiter's deadline or hold bound, while calls wait. */
+  private armSlots(): void {
+    let atUs = Infinity;
+    if (this.slotWaiters.length > 0) {
+      atUs = this.slot.holds.nextBoundUs();
+      for (const w of this.slotWaiters) atUs = Math.min(atUs, w.deadlineUs);
+    }
+    if (atUs === this.slotAlarmAtUs) return;
+    if (this.slotAlarm !== null) clearTimeout(this.slotAlarm);
+    this.slotAlarm = null;
+    this.slotAlarmAtUs = atUs;
+    if (atUs === Infinity) return;
+    this.slotAlarm = setTimeout(this.onSlotAlarm, Math.max(1, Math.ceil((atUs - this.now()) / US_PER_MS)));
+  }
+
+  private readonly onSlotAlarm = (): void => {
+    this.slotAlarm = null;
+    this.slotAlarmAtUs = Infinity;
+    this.serveSlotWaiters();
+  };
+
+  /** releaseAt — `release` at a clock reading of the agent's clock (µs). */
+  releaseAt(handle: number, nowUs: number): boolean {
+    return this.slot.releaseAt(handle, nowUs);
+  }
+
+  /** inFlight — this agent's requests of this pool holding a slot now, within their hold bound (0 for a pool of tokens). */
+  get inFlight(): number {
+    return this.slot.holdsInFlight;
   }
 
   /**
@@ -394,6 +517,7 @@ export class Limiter {
         waiter.done(true);
       }
     }
+    if (this.slotWaiters.length > 0) this.serveSlotWaiters();
     if (this.takes.length === 0) return;
     const { admitted, receipts, timedOut, refused } = this.takes.poll(this.now());
     admitted.forEach((settle, i) => settle.done(receipts[i] as number));
@@ -402,9 +526,9 @@ export class Limiter {
     this.arm();
   }
 
-  /** waiting — whether a `take`, `fits` or `ready` call waits on this limiter. */
+  /** waiting — whether a `take`, `fits`, `ready` or `acquireWithin` call waits on this limiter. */
   get waiting(): boolean {
-    return this.takes.length > 0 || this.readyWaiters.length > 0;
+    return this.takes.length > 0 || this.readyWaiters.length > 0 || this.slotWaiters.length > 0;
   }
 
   /**
@@ -415,6 +539,10 @@ export class Limiter {
     const settles = final ? this.takes.close() : this.takes.drain();
     this.arm();
     for (const settle of settles) settle.done(RECEIPT_DENIED);
+    const slotWaiters = this.slotWaiters;
+    this.slotWaiters = [];
+    this.armSlots();
+    for (const w of slotWaiters) w.done(0);
   }
 
   /** arm — keeps one timer set for the take queue's next deadline. */
