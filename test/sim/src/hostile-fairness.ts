@@ -64,5 +64,6 @@ export const FAIR_LEASE_TOKENS_MIN = 8;
 export function judgesShares(config: SimConfig): boolean {
   const p = config.pool;
   const flooded = config.hostile?.flooder !== undefined;
-  return !flooded && p.window !== true && p.maxLeaseTokens >= FAIR_LEASE_TOKENS_MIN;
+  // A concurrency pool's share is of slots held, not of tokens admitted: not judged by this check.
+  return !flooded && p.window !== true && p.concurrency === undefined && p.maxLeaseTokens >= FAIR_LEASE_TOKENS_MIN;
 }

@@ -8,7 +8,9 @@
  * re-claims and takeovers, scenarios with hostile clients and those judged
  * for fair shares, violations); exits 1 if any check failed, printing the
  * command that replays the failing seed alone. `--pools` picks the pools
- * drawn: the usual mix (default), buckets only, or window pools only.
+ * drawn: the usual mix (default), buckets only, window pools only, or
+ * concurrency pools only (at most N requests in flight, judged by the
+ * in-flight check of @tokenlease/shared/testing).
  *
  * `--tree K` runs tree scenarios instead (tree.ts treeScenario: K relays
  * over N agents, default 24, with relay and agent faults unless `--calm`,
@@ -63,6 +65,7 @@ class Tally {
   durable = 0;
   rate = 0;
   windows = 0;
+  concurrency = 0;
   shadows = 0;
   shadowTokens = 0;
   failovers = 0;
@@ -85,6 +88,7 @@ class Tally {
     if (config.durable !== undefined) this.durable += 1;
     if (config.pool.leaseMode === 'rate') this.rate += 1;
     if (config.pool.window === true) this.windows += 1;
+    if (config.pool.concurrency !== undefined) this.concurrency += 1;
     if (config.shadow !== undefined) this.shadows += 1;
     this.shadowTokens += result.shadowAdmittedTokens;
     this.failovers += failovers.length;
@@ -99,7 +103,7 @@ class Tally {
 
   line(scenarios: number): string {
     return (
-      `${scenarios - this.durable} memory-mode and ${this.durable} durable scenarios, ${this.rate} of them with rate leases, ${this.windows} window pools, ` +
+      `${scenarios - this.durable} memory-mode and ${this.durable} durable scenarios, ${this.rate} of them with rate leases, ${this.windows} window pools, ${this.concurrency} concurrency pools, ` +
       `${this.shadows} with shadow mode switched (${this.shadowTokens} tokens admitted beyond leases while shadowed); ` +
       `${this.failovers} failovers (${this.deposed} of a deposed owner), ${this.reclaimFaults} re-claim faults ` +
       `(${this.reclaims} re-claims, ${this.lateOutcomes} outcomes landing after their ownership ended), ` +
@@ -179,12 +183,17 @@ function main(): number {
             admitted: result.admittedTokens,
             worstExcessTokens: result.worstExcessTokens,
             fullestWindowTokens: result.fullestWindowTokens,
+            peakInFlight: result.peakInFlight,
+            meanInFlight: result.meanInFlight,
             recovered,
             roundTrips: result.roundTrips,
             violations,
           })
         : `${ok ? 'ok  ' : 'FAIL'} seed ${config.seed}: ${describeScenario(config)} → admitted ${result.admittedTokens}, closest ${(-result.worstExcessTokens).toFixed(2)} under the envelope` +
           (result.fullestWindowTokens === null ? '' : `, fullest window ${result.fullestWindowTokens} of N=${config.pool.capacity}`) +
+          (result.peakInFlight === null
+            ? ''
+            : `, at most ${result.peakInFlight} in flight of N=${config.pool.capacity} (mean ${(result.meanInFlight ?? 0).toFixed(1)})`) +
           (recovered === null ? '' : `, rate after faults ${(recovered * 100).toFixed(0)}% of r`);
     console.log(line);
     if (!ok) {

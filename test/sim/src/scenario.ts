@@ -34,6 +34,15 @@
  * `ScenarioMix` 'window' makes every scenario of a seed a window pool (the
  * same draws), 'bucket' none.
  *
+ * A share `CONCURRENCY_SHARE` of the scenarios neither in rate mode nor
+ * window pools run a concurrency pool instead: at most N in flight, N in
+ * [CONCURRENCY_LIMIT_MIN, 100], each request holding its slot at most D
+ * (one of `HOLDS_MS`), served in an exponential time of mean 5–80% of D, a
+ * share of up to a fifth never released (the hold bound ends them), the
+ * workload's load being the demand in flight as a multiple of N (weighted
+ * costs become single requests); those draws come from a seventh stream.
+ * `ScenarioMix` 'concurrency' makes every scenario of a seed one.
+ *
  * A share `SHADOW_SHARE` of scenarios (of every kind) switch shadow mode on
  * and off by reloads during the fault window: one or two periods in shadow
  * mode, often with one agent idle across a switch back and busy at several
@@ -52,7 +61,15 @@
 import { makeRate } from '@tokenlease/shared';
 import { seededRandom, type Random } from '@tokenlease/shared/testing';
 import type { Partition } from './network.js';
-import { windowPool, type DurableSpec, type Fault, type HostileSpec, type ShadowSpec, type SimConfig } from './sim-config.js';
+import {
+  concurrencyPool,
+  windowPool,
+  type DurableSpec,
+  type Fault,
+  type HostileSpec,
+  type ShadowSpec,
+  type SimConfig,
+} from './sim-config.js';
 import type { WorkloadName, WorkloadSpec } from './workload.js';
 import { DURABLE_MEMBERS, SIM_OWNERSHIP_TTL_MS } from './sim-events.js';
 
@@ -72,9 +89,15 @@ const REPORTS_MS = [20, 50, 100, 250] as const;
 /** WINDOW_LIMIT_MIN — the smallest limit N a window scenario draws, tokens. */
 const WINDOW_LIMIT_MIN = 5;
 
-/** ScenarioMix — which pools randomScenario draws: its usual mix, only buckets, or only window pools. */
-export type ScenarioMix = 'mixed' | 'bucket' | 'window';
-export const SCENARIO_MIXES: readonly ScenarioMix[] = ['mixed', 'bucket', 'window'];
+export const CONCURRENCY_SHARE = 0.2;
+const HOLDS_MS = [50, 200, 1000, 3000] as const;
+/** CONCURRENCY_LIMIT_MIN — the fewest slots a concurrency scenario draws. */
+const CONCURRENCY_LIMIT_MIN = 3;
+const CONCURRENCY_MODE_SEED_SALT = 0xc0c0;
+
+/** ScenarioMix — which pools randomScenario draws: its usual mix, only buckets, only window pools, or only concurrency pools. */
+export type ScenarioMix = 'mixed' | 'bucket' | 'window' | 'concurrency';
+export const SCENARIO_MIXES: readonly ScenarioMix[] = ['mixed', 'bucket', 'window', 'concurrency'];
 /** SCENARIO_DURATION_US_DEFAULT — simulated traffic per scenario unless said otherwise, µs (20 s). */
 export const SCENARIO_DURATION_US_DEFAULT = 20_000_000;
 /** Faults and partitions start this long into a run at the earliest, µs: leases are out by then. */
@@ -152,8 +175,9 @@ export function randomScenario(seed: number, durationUs = SCENARIO_DURATION_US_D
     faults,
     driftMax: SCENARIO_DRIFT_MAX,
   };
-  const window = mix === 'window' ? withWindowMode(base, true) : withRateMode(base);
-  const pool = mix === 'mixed' ? withWindowMode(window, false) : window;
+  const window = mix === 'window' ? withWindowMode(base, true) : mix === 'concurrency' ? base : withRateMode(base);
+  const drawn = mix === 'mixed' ? withWindowMode(window, false) : window;
+  const pool = mix === 'concurrency' || mix === 'mixed' ? withConcurrencyMode(drawn, mix === 'concurrency') : drawn;
   return withHostiles(withShadowSwitches(withReclaims(withDurableMode(pool, faultWindowUs), faultWindowUs), faultWindowUs));
 }
 
@@ -221,6 +245,29 @@ function withWindowMode(base: SimConfig, always: boolean): SimConfig {
     pool: windowPool(limit, windowMs, { ...rest, maxLeaseTokens }),
     ...(reportMs > 0 ? { keeper: { ...base.keeper, reportMs } } : {}),
   };
+}
+
+/**
+ * withConcurrencyMode — `base` as a concurrency pool, for a share of the
+ * seeds neither in rate mode nor window pools (or for every seed if
+ * `always`): N slots, a hold bound D, service times against D, leases
+ * drawn against N.
+ */
+function withConcurrencyMode(base: SimConfig, always: boolean): SimConfig {
+  const d = seededRandom(base.seed ^ CONCURRENCY_MODE_SEED_SALT);
+  const drawn = d.next() < CONCURRENCY_SHARE;
+  if (base.pool.leaseMode === 'rate' || base.pool.window === true || !(always || drawn)) return base;
+  const limit = d.int(CONCURRENCY_LIMIT_MIN, 100);
+  const maxHoldMs = HOLDS_MS[d.int(0, HOLDS_MS.length - 1)] as number;
+  const serviceMs = Math.max(1, maxHoldMs * (0.05 + d.next() * 0.75));
+  const hangShare = d.next() < 0.5 ? 0 : d.next() / 5;
+  // A lease's slots are an agent's concurrency: mostly room for an agent to run all N, else a fair part of them or fewer.
+  const share = Math.ceil(limit / base.agents);
+  const draw = d.next();
+  const maxLeaseTokens = draw < 0.5 ? limit : draw < 0.8 ? Math.min(limit, share * d.int(1, 2)) : d.int(1, limit);
+  const { allowance: _allowance, ...rest } = base.pool;
+  const workload: WorkloadSpec = base.workload.name === 'weighted' ? { name: 'steady', load: base.workload.load } : base.workload;
+  return { ...base, workload, pool: concurrencyPool(limit, { maxHoldMs, serviceMs, hangShare }, { ...rest, maxLeaseTokens }) };
 }
 
 /** withRateMode — `base` with rate leases, for a share of seeds: a refresh interval from 50 ms to 2 s, sometimes longer than the TTL; clock drift under 0.1%. */
@@ -307,10 +354,13 @@ export function describeScenario(c: SimConfig): string {
   const reports = (c.keeper?.reportMs ?? 0) > 0 ? `, reports every ${c.keeper?.reportMs} ms` : '';
   const shadow = c.shadow === undefined ? '' : `, ${describeShadow(c.shadow)}`;
   const hostile = c.hostile === undefined ? '' : `, ${describeHostile(c.hostile)}`;
+  const c2 = p.concurrency;
   const limits =
-    p.window === true
-      ? `window N=${p.capacity} per W=${p.refill.periodMs} ms`
-      : `B=${p.capacity}${p.allowance ? `+A=${p.allowance}` : ''}, r=${p.refill.tokens}/${p.refill.periodMs}ms`;
+    c2 !== undefined
+      ? `concurrency N=${p.capacity} held ≤ ${c2.maxHoldMs} ms, served in ${c2.serviceMs.toFixed(0)} ms${c2.hangShare > 0 ? `, ${(c2.hangShare * 100).toFixed(0)}% hang` : ''}`
+      : p.window === true
+        ? `window N=${p.capacity} per W=${p.refill.periodMs} ms`
+        : `B=${p.capacity}${p.allowance ? `+A=${p.allowance}` : ''}, r=${p.refill.tokens}/${p.refill.periodMs}ms`;
   return (
     `${store}${mode}${c.agents} agents, ${limits}, lease ${p.maxLeaseTokens}, TTL ${p.leaseTtlMs} ms${reports}, ` +
     `${c.workload.name}×${c.workload.load.toFixed(2)}, latency ${(c.network.latencyUs / 1000).toFixed(1)} ms, ` +

@@ -34,6 +34,30 @@ export interface SimPool {
   readonly window?: boolean;
   /** Shadow mode (the coordinator's `shadow`): grants tell agents to admit what they would deny; default false. */
   readonly shadow?: boolean;
+  /**
+   * A concurrency pool (the coordinator's `concurrency`): at most `capacity`
+   * requests in flight, each holding its slot at most `maxHoldMs`; its
+   * `refill` is `capacity` per mean service time, so a workload's load is
+   * the in-flight demand as a multiple of N (`concurrencyPool` builds one).
+   * Absent: a pool of tokens.
+   */
+  readonly concurrency?: ConcurrencySpec;
+}
+
+/** ConcurrencySpec — a concurrency pool's hold bound and its requests' service times: exponential of mean `serviceMs`, a share `hangShare` never released. */
+export interface ConcurrencySpec {
+  readonly maxHoldMs: number;
+  readonly serviceMs: number;
+  readonly hangShare: number;
+}
+
+/** concurrencyPool — a concurrency pool of `limit` slots whose requests are served as `spec` says, with the other fields of `rest`. */
+export function concurrencyPool(
+  limit: number,
+  spec: ConcurrencySpec,
+  rest: Omit<SimPool, 'capacity' | 'refill' | 'window' | 'concurrency'>,
+): SimPool {
+  return { ...rest, capacity: limit, refill: makeRate(limit, Math.max(1, Math.round(spec.serviceMs))), concurrency: spec };
 }
 
 /** windowPool — a sliding-window pool of at most `limit` per `windowMs`, with the other fields of `rest`. */
@@ -46,8 +70,9 @@ export function windowOf(p: SimPool): { readonly limitTokens: number; readonly w
   return p.window === true ? { limitTokens: p.capacity, windowUs: p.refill.periodMs * 1000 } : null;
 }
 
-/** limitsOf — the pool fields of a coordinator configuration that say how much it admits: a window, or capacity and refill. */
+/** limitsOf — the pool fields of a coordinator configuration that say how much it admits: slots, a window, or capacity and refill. */
 function limitsOf(p: SimPool, windowMs?: number): Record<string, unknown> {
+  if (p.concurrency !== undefined) return { concurrency: { limit: p.capacity, maxHoldMs: windowMs ?? p.concurrency.maxHoldMs } };
   if (p.window !== true) return { capacity: p.capacity, refill: { tokens: p.refill.tokens, periodMs: p.refill.periodMs } };
   if (p.refill.tokens !== p.capacity) {
     throw new Error(`a window pool admits its capacity per window: refill ${p.refill.tokens} tokens must equal capacity ${p.capacity}`);
@@ -83,9 +108,23 @@ export function overRefillConfigOf(p: SimPool, pool: string): CoordinatorConfig 
   return configWith({ ...p, refill: makeRate(p.refill.tokens + Math.ceil(p.refill.tokens / 64), p.refill.periodMs) }, pool);
 }
 
-/** servedConfigOf — what the coordinator of pool `pool` is told in a run broken so (window-early-release, rate-over-refill), else null. */
+/**
+ * noHoldBoundConfigOf — the coordinator configuration of the broken mode
+ * `concurrency-no-hold-bound`: the same concurrency pool with a hold bound
+ * of 1 ms, so the coordinator hands a slot out again as soon as the lease
+ * that held it ends, whatever request started under it may still run. Its
+ * grants reach the agents with the real bound (simulation.ts), so they
+ * hold their requests as long as before: only the coordinator is broken.
+ */
+export function noHoldBoundConfigOf(p: SimPool, pool: string): CoordinatorConfig {
+  if (p.concurrency === undefined) throw new Error('concurrency-no-hold-bound needs a concurrency pool');
+  return configWith(p, pool, 1);
+}
+
+/** servedConfigOf — what the coordinator of pool `pool` is told in a run broken so (window-early-release, rate-over-refill, concurrency-no-hold-bound), else null. */
 export function servedConfigOf(config: SimConfig, pool: string): CoordinatorConfig | null {
   if (config.broken === 'window-early-release') return earlyReleaseConfigOf(config.pool, pool);
+  if (config.broken === 'concurrency-no-hold-bound') return noHoldBoundConfigOf(config.pool, pool);
   if (config.broken === 'rate-over-refill') return overRefillConfigOf(config.pool, pool);
   return null;
 }
@@ -236,7 +275,9 @@ export interface DurableSpec {
  * chunk pool that counts itself contended only while a request waits at
  * the instant of a renewal, as it once did, not within a TTL of one
  * (`instant-only-waiters`, coordinators.ts), which sybils that renew
- * between holds turn into a pool kept from the honest agents.
+ * between holds turn into a pool kept from the honest agents; a
+ * concurrency pool's coordinator that hands a slot out again when its
+ * lease ends, without waiting out the hold bound (noHoldBoundConfigOf).
  */
 export type Broken =
   | 'spend-past-expiry'
@@ -252,7 +293,8 @@ export type Broken =
   | 'spend-after-upstream-lost'
   | 'claim-before-settle'
   | 'catch-all-serves-configured'
-  | 'instant-only-waiters';
+  | 'instant-only-waiters'
+  | 'concurrency-no-hold-bound';
 
 export interface SimConfig {
   readonly seed: number;
@@ -328,6 +370,9 @@ export interface SimResult {
   readonly shadowJudgedTokens: number;
   /** A window pool: the most tokens any window of W held (never above N when the checks held); null for a bucket pool. */
   readonly fullestWindowTokens: number | null;
+  /** A concurrency pool: the most requests in flight at once (never above N when the checks held), and their mean in flight over the traffic; null otherwise. */
+  readonly peakInFlight: number | null;
+  readonly meanInFlight: number | null;
   readonly violations: readonly string[];
   /** Request attempts the agents sent to their coordinator, the root or a relay (each is a round-trip). */
   readonly roundTrips: number;

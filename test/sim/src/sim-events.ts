@@ -52,6 +52,8 @@ export type Event =
   | { readonly k: 'shadow-switch'; readonly index: number }
   | { readonly k: 'resume'; readonly id: string }
   | { readonly k: 'take-deadline'; readonly id: string }
+  /** Agent `id`'s request of slot `handle` ends and releases it (`ticket`: its hold in the run's in-flight log). */
+  | { readonly k: 'slot-release'; readonly id: string; readonly handle: number; readonly ticket: number }
   | { readonly k: 'audit' }
   /** Hostile client `index` acts (hostile.ts): a sybil renews, or the flooder tops its requests up. */
   | { readonly k: 'hostile'; readonly index: number }

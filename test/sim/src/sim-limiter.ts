@@ -2,6 +2,8 @@
  * SimLimiter: requests reach a simulated agent as through the real Limiter
  * (agent/src/adapters/limiter.ts), and, like it, this file decides nothing:
  * - `tryTake` (an arrival with no wait) asks the agent's slot;
+ * - a concurrency pool's arrival `acquire`s a slot of it (the host ends
+ *   the hold: a release after the request's service time, or none);
  * - `take` arrives at the agent's real TakeQueue, on the agent's clock; a
  *   take that waits wakes the agent's driver, as Limiter does;
  * - the queue is polled after every action of the keeper (the driver
@@ -28,6 +30,10 @@ export interface SimLimiterHost {
   readonly admitted: (agent: SimAgent, costs: readonly number[], shadowTokens: number) => void;
   /** Wakes `agent`'s driver: a take waits (Limiter's `host.wake`). */
   readonly wake: (agent: SimAgent) => void;
+  /** Whether the pool is a concurrency pool: a request takes a slot (`acquire`) rather than tokens, whether or not it would wait. */
+  readonly concurrency: boolean;
+  /** A request of `agent` took slot `handle` now (`counted`: from its lease, not by shadow mode); the host ends it. */
+  readonly held: (agent: SimAgent, handle: number, counted: boolean) => void;
 }
 
 export class SimLimiter {
@@ -42,6 +48,17 @@ export class SimLimiter {
     const localUs = agent.localUs(nowUs);
     const slot = agent.keeper.slot;
     const shadowBefore = slot.shadowDeniedTokens;
+    if (this.host.concurrency) {
+      const handle = slot.acquireAt(localUs);
+      if (handle === 0) {
+        this.m.deniedCount += 1;
+        return;
+      }
+      const shadowTokens = slot.shadowDeniedTokens - shadowBefore;
+      this.host.admitted(agent, [1], shadowTokens);
+      this.host.held(agent, handle, shadowTokens === 0);
+      return;
+    }
     if (a.waitMs === 0) {
       if (slot.takeAt(a.cost, localUs)) this.host.admitted(agent, [a.cost], slot.shadowDeniedTokens - shadowBefore);
       else this.m.deniedCount += 1;

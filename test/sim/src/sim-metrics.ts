@@ -62,6 +62,8 @@ export class SimMetrics {
       SimResult,
       | 'worstExcessTokens'
       | 'fullestWindowTokens'
+      | 'peakInFlight'
+      | 'meanInFlight'
       | 'admissions'
       | 'shadowAdmittedTokens'
       | 'shadowJudgedTokens'

@@ -17,7 +17,7 @@ import { makeRate } from '@tokenlease/shared';
 import { seedFromEnv } from '@tokenlease/shared/testing';
 import { convergenceProblem, recoveredRate } from './converge.js';
 import { describeScenario, randomScenario, RATE_SCENARIO_DRIFT_MAX, SCENARIO_DRIFT_MAX } from './scenario.js';
-import { windowPool } from './sim-config.js';
+import { concurrencyPool, windowPool } from './sim-config.js';
 import { SLICE_US } from './sim-metrics.js';
 import type { Broken, SimConfig, SimResult } from './sim-config.js';
 import { runSimulation } from './simulation.js';
@@ -25,6 +25,7 @@ import { SIM_OWNERSHIP_TTL_MS } from './sim-events.js';
 
 const SCENARIOS = Number(process.env['SIM_SCENARIOS'] ?? '150');
 const WINDOW_SCENARIOS = Number(process.env['SIM_WINDOW_SCENARIOS'] ?? '30');
+const CONCURRENCY_SCENARIOS = Number(process.env['SIM_CONCURRENCY_SCENARIOS'] ?? '30');
 
 describe('the simulator', () => {
   it("draws clock drift within the keepers' margins, so an honest fleet can keep every check", () => {
@@ -106,6 +107,49 @@ describe('the simulator', () => {
       expect(reports).toBeGreaterThan(0);
       // Some scenario filled a window to its limit: the check was not idle.
       expect(closest).toBe(1);
+    }
+  });
+
+  it(`keeps every check, at most N in flight among them, over ${CONCURRENCY_SCENARIOS} random concurrency-pool scenarios with faults`, () => {
+    const seed = seedFromEnv();
+    const replay = (s: number): string => `npm run sim -- --scenarios 1 --seed ${s} --pools concurrency`;
+    console.log(`sim: ${CONCURRENCY_SCENARIOS} concurrency-pool scenarios from SEED=${seed} (replay one: ${replay(seed)})`);
+    const failures: string[] = [];
+    let faults = 0;
+    let durable = 0;
+    let hanging = 0;
+    let admitted = 0;
+    let fullest = 0;
+    for (let i = 0; i < CONCURRENCY_SCENARIOS; i += 1) {
+      const config = randomScenario((seed + i) >>> 0, undefined, 'concurrency');
+      const limit = config.pool.capacity;
+      expect(config.pool.concurrency).toBeDefined();
+      const result = runSimulation(config);
+      faults += config.faults.length + config.partitions.length;
+      if (config.durable !== undefined) durable += 1;
+      if ((config.pool.concurrency?.hangShare ?? 0) > 0) hanging += 1;
+      admitted += result.admittedCount;
+      fullest = Math.max(fullest, (result.peakInFlight ?? 0) / limit);
+      const converged = convergenceProblem(config, result);
+      const problems = converged === null ? [...result.violations] : [...result.violations, converged];
+      if ((result.peakInFlight ?? Infinity) > limit) problems.push(`${result.peakInFlight} in flight of N=${limit}`);
+      if (problems.length > 0) {
+        failures.push(
+          `seed ${config.seed} (${describeScenario(config)}):\n  ${problems.slice(0, 5).join('\n  ')}\n  replay: ${replay(config.seed)}`,
+        );
+      }
+    }
+    console.log(
+      `sim: concurrency pools: ${faults} faults and partitions, ${durable} durable, ${hanging} with requests that hang; ${admitted} requests admitted; fullest ${(fullest * 100).toFixed(1)}% of N in flight`,
+    );
+    expect(failures, failures.join('\n')).toEqual([]);
+    expect(admitted).toBeGreaterThan(0);
+    if (CONCURRENCY_SCENARIOS >= 20) {
+      expect(faults).toBeGreaterThan(CONCURRENCY_SCENARIOS);
+      expect(durable).toBeGreaterThan(0);
+      expect(hanging).toBeGreaterThan(0);
+      // Some scenario had all N in flight: the check was not idle.
+      expect(fullest).toBe(1);
     }
   });
 
@@ -240,6 +284,41 @@ describe('the simulator', () => {
     expect(broken.fullestWindowTokens).toBeGreaterThan(150);
     expect(broken.violations.some((v) => /window limit exceeded: the window of 1000 ms .* over the limit 100/.test(v))).toBe(true);
   });
+
+  // A concurrency pool of 20 slots held at most 2 s, leased whole to four
+  // agents offering three times that in flight, a fifth of requests never
+  // released, two agents crashed while holding slots. The broken
+  // coordinator hands a dead lease's slots out again at its expiry.
+  const slotFleet = (seed: number, broken: boolean): SimConfig => ({
+    seed,
+    agents: 4,
+    durationUs: 10_000_000,
+    pool: concurrencyPool(20, { maxHoldMs: 2000, serviceMs: 300, hangShare: 0.2 }, { leaseTtlMs: 500, maxLeaseTokens: 20 }),
+    workload: { name: 'steady', load: 3 },
+    network: { latencyUs: 1000, lossRate: 0, duplicateRate: 0 },
+    partitions: [],
+    faults: [
+      { kind: 'crash-agent', agent: 1, atUs: 2_000_000, downUs: 1_000_000 },
+      { kind: 'crash-agent', agent: 2, atUs: 5_000_000, downUs: 500_000 },
+    ],
+    driftMax: 0.01,
+    ...(broken ? { broken: 'concurrency-no-hold-bound' as const } : {}),
+  });
+
+  it.each([1, 2, 3])(
+    'catches a concurrency pool that hands slots out again at lease expiry without the hold bound (seed %i): the in-flight check fails',
+    (seed) => {
+      const honest = runSimulation(slotFleet(seed, false));
+      expect(honest.violations).toEqual([]);
+      expect(honest.peakInFlight).toBe(20);
+      const broken = runSimulation(slotFleet(seed, true));
+      console.log(`sim: concurrency-no-hold-bound (seed ${seed}): at most ${broken.peakInFlight} in flight of 20`);
+      expect(broken.peakInFlight).toBeGreaterThan(20);
+      expect(broken.violations.some((v) => /in-flight limit exceeded: \d+ requests held slots at once .* over the limit 20/.test(v))).toBe(
+        true,
+      );
+    },
+  );
 
   // An agent that keeps spending its lease after it expired (pauses make it
   // spend a stale balance at resume, while the coordinator has re-granted).

@@ -31,7 +31,7 @@
  */
 import type { CoordinatorConfig, Delivery, PersistedPool, Pool } from '@tokenlease/coordinator/internal';
 import { encodeMessage, type Reply } from '@tokenlease/shared';
-import { seededRandom, type Random } from '@tokenlease/shared/testing';
+import { InFlightLog, seededRandom, type Random } from '@tokenlease/shared/testing';
 import { EnvelopeWatch, WindowWatch } from './checks.js';
 import { Coordinators, type ClusterHost } from './coordinators.js';
 import { EventQueue } from './event-queue.js';
@@ -53,6 +53,8 @@ import type { Admission } from '@tokenlease/shared/testing';
 
 /** The workload draws from its own stream: the run's seed with these bits flipped, so it is the same whatever else the seed drives. */
 const WORKLOAD_SEED_SALT = 0x5eed;
+/** A concurrency pool's service times likewise. */
+const SERVICE_SEED_SALT = 0x5e41ce;
 
 /** simWorkload — the arrivals a run of `config` sees (the same for every run with its seed and workload, or its replay). */
 export function simWorkload(config: SimConfig): Workload {
@@ -82,6 +84,10 @@ class Simulation {
   private readonly envelope: EnvelopeWatch;
   /** A window pool's own check, at most N in every window of W; null for a bucket pool. */
   private readonly windows: WindowWatch | null;
+  /** A concurrency pool's own check, at most N requests in flight at any instant (judged at the end); null otherwise. */
+  private readonly inFlight: InFlightLog | null;
+  /** Draws the service times of a concurrency pool's requests, from a stream of its own. */
+  private readonly service: Random;
   private readonly admissions: Admission[] = [];
   private readonly warmupUs: number;
   private readonly endUs: number;
@@ -127,13 +133,16 @@ class Simulation {
     this.envelope = new EnvelopeWatch(p.capacity + (p.allowance ?? 0), p.refill);
     const window = windowOf(p);
     this.windows = window === null ? null : new WindowWatch(window.limitTokens, window.windowUs);
+    this.inFlight = p.concurrency === undefined ? null : new InFlightLog(p.capacity, p.concurrency.maxHoldMs * 1000);
+    this.service = seededRandom(config.seed ^ SERVICE_SEED_SALT);
     this.slots = Array.from({ length: config.agents }, () => null);
     this.restarts = Array.from({ length: config.agents }, () => 0);
     this.m = new SimMetrics(config.agents);
     const limiterHost = { now: () => this.now, push: (atUs: number, event: Event) => this.queue.push(atUs, event) };
     const admitted = (agent: SimAgent, costs: readonly number[], shadowTokens: number): void => this.admitted(agent, costs, shadowTokens);
     const wake = (agent: SimAgent): void => this.carry(agent, agent.driver.wake(agent.pool));
-    this.limiter = new SimLimiter({ ...limiterHost, admitted, wake }, this.m);
+    const held = (agent: SimAgent, handle: number, counted: boolean): void => this.held(agent, handle, counted);
+    this.limiter = new SimLimiter({ ...limiterHost, admitted, wake, held, concurrency: this.inFlight !== null }, this.m);
     if (
       config.shadow !== undefined &&
       (config.tree !== undefined || config.broken === 'window-early-release' || config.broken === 'rate-over-refill')
@@ -275,6 +284,8 @@ class Simulation {
         return this.resume(e.id);
       case 'take-deadline':
         return this.withAgent(e.id, (a) => this.limiter.deadline(a));
+      case 'slot-release':
+        return this.withAgent(e.id, (a) => this.release(a, e.handle, e.ticket));
       case 'audit':
         return this.audit();
       case 'hostile':
@@ -351,7 +362,11 @@ class Simulation {
    * under the same seq.
    */
   private deliver(deliveries: readonly Delivery<ReplyTo>[], producedUs: number, epoch: number, perUs = 1): void {
-    for (const { to, reply } of deliveries) {
+    // Broken on purpose, the coordinator hands slots out again without the hold bound; its agents are told the real one.
+    const holdMs = this.config.broken === 'concurrency-no-hold-bound' ? this.config.pool.concurrency?.maxHoldMs : undefined;
+    for (const delivery of deliveries) {
+      const { to } = delivery;
+      const reply = holdMs !== undefined && delivery.reply.kind === 'grant' ? { ...delivery.reply, holdMs } : delivery.reply;
       if (to.relay !== undefined) {
         this.relays?.fromRoot(to, reply, this.now);
         continue;
@@ -513,9 +528,33 @@ class Simulation {
         this.violation(`${agent.id} admitted ${shadowTokens} tokens beyond its leases as in shadow mode, ${since}`);
       }
     }
-    if (judgedTokens > 0) this.judge(judgedTokens);
+    // A concurrency pool's promise is about requests in flight, not admissions over time: its own log judges it.
+    if (judgedTokens > 0 && this.inFlight === null) this.judge(judgedTokens);
     // Which of a batch shadow mode admitted is not told apart: a lease's own checks judge batches without it.
     if (shadowTokens === 0) for (const cost of costs) this.checkLease(agent, cost);
+  }
+
+  /**
+   * held — a request of `agent` took slot `handle` now: the in-flight log
+   * counts it (`counted`: from the lease; one shadow mode admitted is
+   * judged as shadow admissions are) until its release, at most its hold
+   * bound as the agent's clock measures it; it is released after a service
+   * time, or, a share of them, never (it hangs; its bound ends it).
+   */
+  private held(agent: SimAgent, handle: number, counted: boolean): void {
+    const spec = this.config.pool.concurrency;
+    if (spec === undefined || this.inFlight === null) return;
+    const startLocalUs = agent.localUs(this.now);
+    const boundUs = agent.trueUs(startLocalUs + agent.keeper.slot.holds.holdUs) - this.now;
+    const ticket = counted ? this.inFlight.start(this.now, boundUs) : -1;
+    if (this.service.next() < spec.hangShare) return;
+    const serviceUs = Math.max(1, Math.round(this.service.exponential(spec.serviceMs * 1000)));
+    this.queue.push(this.now + serviceUs, { k: 'slot-release', id: agent.id, handle, ticket });
+  }
+
+  /** release — `agent`'s request of slot `handle` ended now; its hold ends if the agent still counted it (a dead agent releases nothing). */
+  private release(agent: SimAgent, handle: number, ticket: number): void {
+    if (agent.keeper.slot.releaseAt(handle, agent.localUs(this.now)) && ticket >= 0) this.inFlight?.end(ticket, this.now);
   }
 
   /** judge — `tokens` admitted now count in the envelope (and a window pool's windows). */
@@ -599,8 +638,15 @@ class Simulation {
       lateOutcomes: c.lateOutcomes,
       relayRestarts: this.relays?.restarts ?? 0,
     };
+    const inFlight = this.inFlight?.check() ?? null;
+    if (inFlight !== null && !inFlight.ok) {
+      const { peak, peakAtUs, limit } = inFlight;
+      this.m.violation(`in-flight limit exceeded: ${peak} requests held slots at once at t=${peakAtUs} µs, over the limit ${limit}`);
+    }
     const checks = {
       worstExcessTokens: this.envelope.worstExcessTokens,
+      peakInFlight: inFlight?.peak ?? null,
+      meanInFlight: inFlight === null ? null : inFlight.heldUs / Math.max(1, this.endUs - this.warmupUs),
       shadowAdmittedTokens: this.m.shadowAdmittedTokens,
       shadowJudgedTokens: this.m.shadowJudgedTokens,
       fullestWindowTokens: this.windows === null ? null : (this.windows.fullest?.admittedTokens ?? 0),
