@@ -68,6 +68,24 @@ describe('AgentMetrics', () => {
     expect(v.get('tokenlease_agent_round_trips_total{pool=api}')).toBe(1);
   });
 
+  it("reports a concurrency pool's slots: free ones as its balance, held ones in flight", async () => {
+    const registry = new Registry();
+    const metrics = new AgentMetrics(registry);
+    const db = limiterOf('db', 3);
+    Object.assign(db.slot, { concurrency: true });
+    db.slot.holds.holdUs = 60_000_000;
+    metrics.track(db);
+    const a = db.acquireAt(NOW_US);
+    db.acquireAt(NOW_US);
+    let v = await values(registry);
+    expect(v.get('tokenlease_agent_slots_in_flight{pool=db}')).toBe(2);
+    expect(v.get('tokenlease_agent_balance_tokens{pool=db}')).toBe(1);
+    expect(db.release(a)).toBe(true);
+    v = await values(registry);
+    expect(v.get('tokenlease_agent_slots_in_flight{pool=db}')).toBe(1);
+    expect(v.get('tokenlease_agent_balance_tokens{pool=db}')).toBe(2);
+  });
+
   it('adds up limiters of one pool and folds pools by the label function', async () => {
     const registry = new Registry();
     const metrics = new AgentMetrics(registry, { poolLabel: (p) => (p.startsWith('tenant:') ? 'tenant:*' : p) });

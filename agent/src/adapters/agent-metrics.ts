@@ -163,8 +163,9 @@ export class AgentMetrics {
 
   /** collect — adds what each limiter counted since the last scrape and sets the gauges. */
   private collect(): void {
-    const { balance, demand, fallback, shadow } = this.gauges;
+    const { balance, demand, fallback, shadow, inFlight } = this.gauges;
     balance.reset();
+    inFlight.reset();
     demand.reset();
     fallback.reset();
     shadow.reset();
@@ -208,6 +209,7 @@ export class AgentMetrics {
       demand.inc({ pool }, stats.demandPerSecond);
       fallback.inc({ pool }, stats.fallbackActive ? 1 : 0);
       shadow.inc({ pool }, stats.shadow ? 1 : 0);
+      inFlight.inc({ pool }, t.limiter.inFlight);
     }
   }
 }
@@ -217,6 +219,7 @@ interface LimiterGauges {
   readonly demand: Gauge<'pool'>;
   readonly fallback: Gauge<'pool'>;
   readonly shadow: Gauge<'pool'>;
+  readonly inFlight: Gauge<'pool'>;
 }
 
 /** limiterGauges — the gauges set from the limiters at each scrape, summed by pool label. */
@@ -243,6 +246,12 @@ function limiterGauges(registers: Registry[]): LimiterGauges {
     shadow: new Gauge({
       name: 'tokenlease_agent_shadow_active',
       help: 'Limiters in shadow mode now (admitting what they would deny).',
+      labelNames: ['pool'],
+      registers,
+    }),
+    inFlight: new Gauge({
+      name: 'tokenlease_agent_slots_in_flight',
+      help: 'Concurrency pools: this agent’s requests holding a slot now, within the hold bound (its balance gauge counts the free slots).',
       labelNames: ['pool'],
       registers,
     }),

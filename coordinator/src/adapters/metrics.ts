@@ -343,6 +343,7 @@ export class CoordinatorMetrics implements ServiceObserver {
       sum.refill += (s.config.refill.tokens * 1000) / s.config.refill.periodMs;
       sum.shadow += s.config.shadow ? 1 : 0;
       sum.cooling += s.coolingTokens;
+      sum.slots += s.config.concurrency?.limit ?? 0;
       sums.set(label, sum);
     }
     return { sums, kinds, count };
@@ -364,7 +365,7 @@ export class CoordinatorMetrics implements ServiceObserver {
 }
 
 /** POOL_FIELDS — what the pool gauges say of each pool label, in the order they are registered. */
-const POOL_FIELDS = ['capacity', 'allowance', 'level', 'leased', 'leases', 'waiting', 'refill', 'shadow', 'cooling'] as const;
+const POOL_FIELDS = ['capacity', 'allowance', 'level', 'leased', 'leases', 'waiting', 'refill', 'shadow', 'cooling', 'slots'] as const;
 type PoolField = (typeof POOL_FIELDS)[number];
 type GaugeOf = (name: string, help: string, labelNames?: string[]) => Gauge;
 
@@ -381,7 +382,12 @@ function poolGauges(gauge: GaugeOf): Record<PoolField, Gauge> {
     shadow: gauge('tokenlease_pool_shadow', 'Pools in shadow mode: 1 per pool (summed over a template’s pools).', ['pool']),
     cooling: gauge(
       'tokenlease_pool_cooling_tokens',
-      'Window pools: tokens reported spent or lapsed, going back to the level one window after.',
+      'Window pools: tokens reported spent or lapsed, going back to the level one window after. Concurrency pools: slots of ended leases held back until no request started under them can still run.',
+      ['pool'],
+    ),
+    slots: gauge(
+      'tokenlease_pool_concurrency_limit',
+      'Concurrency pools: N, the most requests in flight (summed over a template’s pools); their level, leased and cooling gauges count slots: free, leased to agents, held back.',
       ['pool'],
     ),
   };

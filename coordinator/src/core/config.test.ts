@@ -54,6 +54,7 @@ describe('parseCoordinatorConfig accepts a valid document and fills in defaults'
           classIdentities: new Map(),
           shadow: false,
           window: null,
+          concurrency: null,
         },
         {
           name: 'slow',
@@ -75,6 +76,7 @@ describe('parseCoordinatorConfig accepts a valid document and fills in defaults'
           classIdentities: new Map(),
           shadow: false,
           window: null,
+          concurrency: null,
         },
       ],
       templates: [],
@@ -178,6 +180,7 @@ describe('parseCoordinatorConfig accepts a valid document and fills in defaults'
       classIdentities: new Map(),
       shadow: false,
       window: null,
+      concurrency: null,
     });
   });
 
@@ -420,6 +423,7 @@ describe('an empty value (null) is the field left out, but for the true/false fi
       relayClasses: null,
       leaseMode: null,
       window: null,
+      concurrency: null,
     };
     const config = parseCoordinatorConfig(SOURCE, {
       pools: { api: fields },

@@ -40,7 +40,8 @@ export function table(rows: readonly (readonly string[])[]): string {
 export function formatPools(pools: readonly HeldBy[]): string {
   if (pools.length === 0) return 'no pools held';
   const header = ['POOL', 'KIND', 'COORDINATOR', 'CAPACITY', 'LEVEL', 'LEASED', 'LEASES', 'WAITING', 'REFILL'];
-  const windows = pools.some((p) => p.windowMs !== undefined);
+  // A window pool's tokens on their way back; a concurrency pool's slots held back until their requests are past the hold bound.
+  const windows = pools.some((p) => p.windowMs !== undefined || p.holdMs !== undefined);
   if (windows) header.push('COOLING');
   // Calls agents decided locally and reported: what their clients saw admitted and refused.
   const calls = pools.some((p) => p.calls !== undefined);
@@ -55,8 +56,12 @@ export function formatPools(pools: readonly HeldBy[]): string {
     String(p.leasedTokens),
     String(p.leases),
     String(p.waiting),
-    p.windowMs === undefined ? `${p.refillTokens}/${p.refillPeriodMs}ms` : `window ${p.windowMs}ms`,
-    ...(windows ? [p.windowMs === undefined ? '-' : String(p.coolingTokens ?? 0)] : []),
+    p.holdMs !== undefined
+      ? `slots, hold ${p.holdMs}ms`
+      : p.windowMs === undefined
+        ? `${p.refillTokens}/${p.refillPeriodMs}ms`
+        : `window ${p.windowMs}ms`,
+    ...(windows ? [p.windowMs === undefined && p.holdMs === undefined ? '-' : String(p.coolingTokens ?? 0)] : []),
     ...(calls ? [p.calls?.admitted, p.calls?.denied].map((n) => (n === undefined ? '-' : String(n))) : []),
     ...(shadow ? [p.calls === undefined ? '-' : String(p.calls.shadowDenied)] : []),
   ]);

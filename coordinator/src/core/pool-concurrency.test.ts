@@ -10,7 +10,11 @@ import { describe, expect, it } from 'vitest';
 import { CoordinatorError } from '../errors.js';
 import { parseCoordinatorConfig } from './config.js';
 import { CoordinatorCore } from './coordinator-core.js';
+import { encodeMessage, subjectFor } from '@tokenlease/shared';
+import { formatPools } from './operator-view.js';
+import { summarize } from './pool-list.js';
 import { acquireOf, grantOf, MS, SECRET, status } from './pool.fixtures.js';
+import { statusView } from './status-view.js';
 import { Pool, type Delivery } from './pool.js';
 
 const POOL = { concurrency: { limit: 10, maxHoldMs: 500 }, leaseTtlMs: 1000, maxLeaseTokens: 10 };
@@ -111,5 +115,35 @@ describe('a concurrency pool', () => {
     expect(core.reconfigureProblem(configWith({ capacity: 10, refill: '10/s', leaseTtlMs: 1000 }))).toMatch(
       /cannot change to or from a concurrency pool/,
     );
+  });
+
+  it('is made on first use by a template, and operators see its slots: leased, free, held back', () => {
+    const config = parseCoordinatorConfig('concurrency.yaml', {
+      quietPeriodMs: 1000,
+      pools: { p: POOL },
+      templates: { 'db:*': { ...POOL, concurrency: { limit: 6, maxHoldMs: 300 }, maxLeaseTokens: 6 } },
+    });
+    const core = new CoordinatorCore<string>(config, 1, 0);
+    const ask = (pool: string, agentId: string, nowUs: number): Delivery<string>[] =>
+      core.receive(
+        subjectFor('tokenlease', 'acquire', pool),
+        encodeMessage({ ...acquireOf({ agentId, seq: 1, tokensWanted: 4 }), pool }),
+        agentId,
+        nowUs,
+      );
+    expect(grantOf(ask('db:tenant-1', 'a', 1_300 * MS))).toMatchObject({ tokensGranted: 4, capacityTokens: 6, holdMs: 300 });
+    grantOf(ask('p', 'b', 1_500 * MS));
+    const view = statusView(core.held(), 1_500 * MS);
+    expect(view.pools.find((v) => v.name === 'db:tenant-1')).toMatchObject({
+      holdMs: 300,
+      windowMs: null,
+      levelTokens: 2,
+      leasedTokens: 4,
+    });
+    const held = [...core.held()];
+    const rows = held.map((h) => ({ ...summarize(h, 1_500 * MS), coordinator: 'c1' }));
+    expect(rows.find((r) => r.pool === 'p')).toMatchObject({ holdMs: 500, coolingTokens: 0, leasedTokens: 4, levelTokens: 6 });
+    expect(rows.every((r) => r.windowMs === undefined)).toBe(true);
+    expect(formatPools(rows)).toMatch(/slots, hold 300ms +0/);
   });
 });

@@ -100,7 +100,7 @@ function swap(heap: string[], i: number, j: number): void {
 
 /** summarize — one held pool as an operator sees it. */
 export function summarize<R>(held: HeldPool<R>, nowUs: number): PoolSummary {
-  const s = held.pool.snapshot();
+  const s = held.pool.snapshot(nowUs);
   const c = s.config;
   return {
     pool: held.name,
@@ -118,7 +118,11 @@ export function summarize<R>(held: HeldPool<R>, nowUs: number): PoolSummary {
     quietMs: Math.ceil(Math.max(0, s.quietUntilUs - nowUs) / 1000),
     epoch: s.epoch,
     shadow: c.shadow,
-    ...(c.window === null ? {} : { windowMs: c.window.windowMs, coolingTokens: s.coolingTokens }),
+    ...(c.concurrency !== null
+      ? { holdMs: c.concurrency.maxHoldMs, coolingTokens: s.coolingTokens }
+      : c.window === null
+        ? {}
+        : { windowMs: c.window.windowMs, coolingTokens: s.coolingTokens }),
     calls: s.calls,
   };
 }

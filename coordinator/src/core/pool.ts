@@ -342,18 +342,24 @@ export class Pool<R> {
     this.partsNow = reconfigureParts(this.partsNow, config, nowUs);
   }
 
-  /** snapshot — the pool as of its last step; changes nothing (no refill, no expiry). */
-  snapshot(): PoolSnapshot {
+  /**
+   * snapshot — the pool as of its last step; changes nothing (no refill, no
+   * expiry). With `nowUs`, a window (or concurrency) pool's tokens whose
+   * cooling is over by then count in the level, as its next step would put
+   * them, so a pool nobody asked since does not look held back for good.
+   */
+  snapshot(nowUs?: number): PoolSnapshot {
     const p = this.parts;
+    const due = nowUs !== undefined && p.credit instanceof WindowCredit ? p.credit.dueTokens(nowUs, p.leases.boundTokensSum) : 0;
     return {
       config: p.config,
-      levelTokens: p.credit.levelTokens,
+      levelTokens: p.credit.levelTokens + due,
       leasedTokens: p.leases.boundTokensSum,
       leases: p.leases.size,
       waiting: p.waiters.size,
       quietUntilUs: p.quietUntilUs,
       epoch: p.epoch,
-      coolingTokens: p.credit instanceof WindowCredit ? p.credit.coolingTokens : 0,
+      coolingTokens: p.credit instanceof WindowCredit ? p.credit.coolingTokens - due : 0,
       calls: p.tally.callTotals,
     };
   }

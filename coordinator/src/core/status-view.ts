@@ -45,8 +45,15 @@ export interface PoolView {
   readonly refillPerSecond: number;
   readonly leaseTtlMs: number;
   readonly leaseMode: 'chunk' | 'rate';
-  /** A window pool's window in ms (at most capacityTokens in any window of it); null for a bucket pool. */
+  /** A window pool's window in ms (at most capacityTokens in any window of it); null for a bucket pool and a concurrency pool. */
   readonly windowMs: number | null;
+  /**
+   * A concurrency pool's hold bound in ms (at most capacityTokens requests
+   * in flight, each counted at most this long); null otherwise. Its level,
+   * leased and cooling are slots: free, leased to agents, and held back
+   * until no request started under an ended lease can still run.
+   */
+  readonly holdMs: number | null;
   /** A window pool's tokens cooling on their way back to the level (0 for a bucket pool). */
   readonly coolingTokens: number;
   /** Whether grants put agents in shadow mode (they admit what they would deny). */
@@ -107,7 +114,7 @@ function leasedOf<R>(h: HeldPool<R>): number {
 }
 
 function poolView<R>(h: HeldPool<R>, nowUs: number): PoolView {
-  const s = h.pool.snapshot();
+  const s = h.pool.snapshot(nowUs);
   const c = s.config;
   const records = [...h.pool.leases.all()].sort((a, b) => b.boundTokens - a.boundTokens).slice(0, LEASES_SHOWN_MAX);
   return {
@@ -119,7 +126,8 @@ function poolView<R>(h: HeldPool<R>, nowUs: number): PoolView {
     refillPerSecond: (c.refill.tokens * 1000) / c.refill.periodMs,
     leaseTtlMs: c.leaseTtlMs,
     leaseMode: c.leaseMode,
-    windowMs: c.window?.windowMs ?? null,
+    windowMs: c.concurrency === null ? (c.window?.windowMs ?? null) : null,
+    holdMs: c.concurrency?.maxHoldMs ?? null,
     coolingTokens: s.coolingTokens,
     shadow: c.shadow,
     levelTokens: s.levelTokens,

@@ -93,6 +93,17 @@ class Cooling {
     }
   }
 
+  /** dueBy — tokens that may go back by `nowUs` and have not yet (read only: `takeDue` moves them). */
+  dueBy(nowUs: number): number {
+    let due = 0;
+    let before = this.releasedSum;
+    for (let i = this.head; i < this.atUs.length && (this.atUs[i] as number) <= nowUs; i += 1) {
+      due += (this.upTo[i] as number) - before;
+      before = this.upTo[i] as number;
+    }
+    return due;
+  }
+
   /** releasedByUs — when at least `tokens` more will have gone back (Infinity when fewer cool); binary search. */
   releasedByUs(tokens: number): number {
     const target = this.releasedSum + tokens;
@@ -142,6 +153,16 @@ export class WindowCredit extends Credit {
   /** coolingTokens — tokens on their way back to the level. */
   get coolingTokens(): number {
     return this.cooling.tokens;
+  }
+
+  /**
+   * dueTokens — what the next refill at `nowUs` would move from cooling to
+   * the level beside `leasedTokens`, computed without moving it: what an
+   * operator's view of a pool nobody asked since shows as free.
+   */
+  dueTokens(nowUs: number, leasedTokens: number): number {
+    const due = this.cooling.dueBy(nowUs);
+    return Math.min(due, Math.max(0, this.limitTokens - this.levelTokens - leasedTokens - (this.cooling.tokens - due)));
   }
 
   /** creditTokens — level + `leasedTokens` + cooling. */

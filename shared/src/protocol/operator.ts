@@ -75,8 +75,10 @@ export interface PoolSummary {
   readonly shadow: boolean;
   /** A window pool's window (at most `capacityTokens` in any window of this many ms); absent for a bucket pool. */
   readonly windowMs?: number;
-  /** A window pool's tokens cooling on their way back to the level; absent for a bucket pool. */
+  /** A window pool's tokens cooling on their way back to the level (a concurrency pool's slots held back); absent for a bucket pool. */
   readonly coolingTokens?: number;
+  /** A concurrency pool's hold bound (at most `capacityTokens` requests in flight, each counted at most this many ms); absent otherwise. */
+  readonly holdMs?: number;
   /** Calls the pool's agents told this coordinator they decided (calls.ts); absent from older coordinators. */
   readonly calls?: CallCounts;
 }
@@ -156,6 +158,7 @@ function readSummary(value: unknown, index: number): PoolSummary {
     ...(s['windowMs'] === undefined
       ? {}
       : { windowMs: intField(s, 'windowMs', 1, DURATION_MS_MAX), coolingTokens: tokens('coolingTokens') }),
+    ...(s['holdMs'] === undefined ? {} : { holdMs: intField(s, 'holdMs', 1, DURATION_MS_MAX), coolingTokens: tokens('coolingTokens') }),
     ...(s['calls'] === undefined ? {} : { calls: readCallCounts(s, 'calls') }),
   };
 }

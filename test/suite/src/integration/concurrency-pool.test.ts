@@ -7,7 +7,10 @@
  * `Retry-After` and a problem body, or waits its turn with `waitMs`; a
  * slot comes back when the response ends, when the handler fails and when
  * the client goes away; beside a rate limit each pool is charged; a request
- * still running at the hold bound is aborted when asked.
+ * still running at the hold bound is aborted when asked. Operators see a
+ * concurrency pool's slots (leased, free, held back) and its hold bound in
+ * the coordinator's /metrics and /api/status, in `tokenlease pools`, and
+ * the agent's requests in flight in its own metrics.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { Agent } from '@tokenlease/agent';
@@ -19,7 +22,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { get, listen, type Reply } from '../http-client.js';
 import { scratchDir, startCoordinator, StatusProbe, writeConfig } from '@tokenlease/harness/fleet';
 import { provideNats, type NatsHandle } from '@tokenlease/harness/nats';
-import { stopAll } from '@tokenlease/harness/processes';
+import { operatorCliScript } from '@tokenlease/harness/paths';
+import { freePort } from '@tokenlease/harness/ports';
+import { spawnNode, stopAll } from '@tokenlease/harness/processes';
+import { scrape, valueOf } from '@tokenlease/harness/scrape';
 
 const PREFIX = `tlconc${process.pid}`;
 const S = 1000;
@@ -35,6 +41,7 @@ const POOLS = {
   rate: { capacity: 100, refill: '100/s', leaseTtlMs: 1000 },
   brief: { ...SLOT_POOL, concurrency: { limit: 2, maxHoldMs: 400 }, maxLeaseTokens: 2 },
   tokens: { capacity: 10, refill: '10/s', leaseTtlMs: 1000 },
+  ops: { ...SLOT_POOL, concurrency: { limit: 5, maxHoldMs: 4000 }, maxLeaseTokens: 5 },
 };
 
 /** Downstream — a slow service that counts its own calls in flight, and the most it saw at once. */
@@ -79,6 +86,7 @@ function expectBusy(reply: Reply, pool: string): void {
 describe('concurrency pools through the HTTP middleware', () => {
   let nats: NatsHandle;
   let probe: StatusProbe;
+  let httpBase = '';
   const agents: Agent[] = [];
   const servers: Server[] = [];
   const fastifies: FastifyInstance[] = [];
@@ -111,7 +119,9 @@ describe('concurrency pools through the HTTP middleware', () => {
 
   beforeAll(async () => {
     nats = await provideNats();
-    await startCoordinator(nats.url, writeConfig(scratchDir(), { subjectPrefix: PREFIX, pools: POOLS }));
+    const port = await freePort();
+    httpBase = `http://127.0.0.1:${port}`;
+    await startCoordinator(nats.url, writeConfig(scratchDir(), { subjectPrefix: PREFIX, pools: POOLS }), { http: `127.0.0.1:${port}` });
     probe = await StatusProbe.connect(nats.url);
     const deadline = Date.now() + 30 * S;
     for (const [pool, config] of Object.entries(POOLS)) {
@@ -275,5 +285,37 @@ describe('concurrency pools through the HTTP middleware', () => {
     const reply = await get(base);
     expect(reply.status).toBe(500);
     expect(JSON.parse(reply.body)).toMatchObject({ type: 'urn:tokenlease:problem:not-concurrency', pool: 'tokens' });
+  });
+
+  it("shows operators the slots: leased, free and held back, the hold bound, and the agent's requests in flight", async () => {
+    const agent = await newAgent();
+    const limit = createConcurrencyLimit<Request>({ agent, pool: 'ops', graceMs: 3000, waitMs: 3000 });
+    const base = await expressApp(limit, new Downstream(), 10);
+    const hung = [new AbortController(), new AbortController()];
+    const pending = hung.map((a) => fetch(`${base}/hang`, { signal: a.signal }).catch(() => 'aborted'));
+    try {
+      expect(await until(() => limit.inFlight === 2)).toBe(true);
+      const samples = await scrape(`${httpBase}/metrics`);
+      const pool = { pool: 'ops' };
+      expect(valueOf(samples, 'tokenlease_pool_concurrency_limit', pool)).toBe(5);
+      const leased = valueOf(samples, 'tokenlease_pool_leased_tokens', pool) ?? NaN;
+      const free = valueOf(samples, 'tokenlease_pool_level_tokens', pool) ?? NaN;
+      const heldBack = valueOf(samples, 'tokenlease_pool_cooling_tokens', pool) ?? NaN;
+      expect(leased).toBeGreaterThanOrEqual(2);
+      expect(leased + free + heldBack).toBe(5);
+      const status = (await (await fetch(`${httpBase}/api/status`)).json()) as { pools: Record<string, unknown>[] };
+      expect(status.pools.find((p) => p['name'] === 'ops')).toMatchObject({ holdMs: 4000, windowMs: null, capacityTokens: 5 });
+      const run = spawnNode('tokenlease', operatorCliScript(), ['pools', '--json', '--nats', nats.url, '--prefix', PREFIX]);
+      const { code } = await run.exited;
+      expect(code, run.stderr()).toBe(0);
+      const listed = JSON.parse(run.lines.join('\n')) as { pools: Record<string, unknown>[] };
+      expect(listed.pools.find((p) => p['pool'] === 'ops')).toMatchObject({ holdMs: 4000, capacityTokens: 5 });
+      expect(listed.pools.find((p) => p['pool'] === 'ops')?.['windowMs']).toBeUndefined();
+      expect(agent.limiter('ops').inFlight).toBe(2);
+    } finally {
+      for (const a of hung) a.abort();
+      await Promise.all(pending);
+    }
+    expect(await until(() => limit.inFlight === 0)).toBe(true);
   });
 });

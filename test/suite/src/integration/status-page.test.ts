@@ -62,7 +62,12 @@ describe('the status page in a browser', () => {
     const fields = { capacity: 100, refill: '200/s', leaseTtlMs: 1000, maxLeaseTokens: 20 };
     const configPath = writeConfig(dir, {
       subjectPrefix: prefix,
-      pools: { api: fields, [HOSTILE_POOL]: fields, search: { window: '40/1s', leaseTtlMs: 1000 } },
+      pools: {
+        api: fields,
+        [HOSTILE_POOL]: fields,
+        search: { window: '40/1s', leaseTtlMs: 1000 },
+        db: { concurrency: { limit: 8, maxHoldMs: 3000 }, leaseTtlMs: 1000 },
+      },
       // The tenant's agent asks 80/s of 40/s: denied about half the time.
       templates: { 'tenant:*': { ...fields, capacity: 50, refill: '40/s' } },
     });
@@ -109,7 +114,17 @@ describe('the status page in a browser', () => {
     const shown = (await page.evaluate(
       `${cardsOf}.map((card) => ({ pool: card.dataset.pool, title: card.querySelector('h3').firstChild.textContent, cells: [...card.querySelectorAll('td')].map((td) => td.textContent) }))`,
     )) as { pool: string; title: string; cells: string[] }[];
-    expect(shown.map((c) => c.title).sort()).toEqual(['api', HOSTILE_POOL, HOSTILE_TENANT, 'search'].sort());
+    expect(shown.map((c) => c.title).sort()).toEqual(['api', 'db', HOSTILE_POOL, HOSTILE_TENANT, 'search'].sort());
+    // A concurrency pool shows slots, not tokens: nobody holds one here, so all 8 are free once its quiet period and hold bound are over.
+    await page.waitForFunction(
+      `${cardsOf}.find((card) => card.dataset.pool === 'db').querySelector('.facts').textContent.includes('8 free')`,
+      { timeout: 15_000 },
+    );
+    const slotFacts = (await page.evaluate(
+      `${cardsOf}.find((card) => card.dataset.pool === 'db').querySelector('.facts').textContent`,
+    )) as string;
+    expect(slotFacts).toContain('at most 8 in flight, each held at most 3000 ms');
+    expect(slotFacts).toContain('slots: 0 leased in 0 lease(s), 8 free, 0 held back');
     const windowFacts = (await page.evaluate(
       `${cardsOf}.find((card) => card.dataset.pool === 'search').querySelector('.facts').textContent`,
     )) as string;
