@@ -124,4 +124,45 @@ describe('a keeper on a concurrency pool', () => {
     expect(other.takeRejection()).toMatch(/hold bound of 1000 ms on a window lease/);
     expect(other.slot.hasLease).toBe(false);
   });
+
+  it('keeps to the most slots a grant allows: free ones above it go at once, released ones are not reused above it', () => {
+    const keeper = slotted(4);
+    const slot = keeper.slot;
+    const held = [slot.acquireAt(1_500_000), slot.acquireAt(1_500_000), slot.acquireAt(1_500_000)];
+    const renewal = acquireIn(keeper.tick(1_880_000));
+    expect(renewal.tokensLeft).toBe(4);
+    keeper.onReply(renewal.seq, grantFor(renewal, { tokensGranted: 0, holdMs: HOLD_MS, slotsMax: 2 }), 1_881_000);
+    expect(slot.balanceTokens).toBe(0);
+    expect(slot.releaseAt(held[0] as number, 1_882_000)).toBe(true);
+    expect(slot.balanceTokens).toBe(0);
+    expect(slot.releaseAt(held[1] as number, 1_882_000)).toBe(true);
+    expect(slot.balanceTokens).toBe(1);
+    expect(slot.balanceTokens + slot.heldSlots).toBe(2);
+  });
+
+  it('names no lease after letting one lapse, and counts the slots its requests still hold when that lease is granted again', () => {
+    const keeper = keeperWith({ initialTokens: 1 });
+    const slot = keeper.slot;
+    const first = askFor(keeper, 2, 0);
+    keeper.onReply(first.seq, grantFor(first, { tokensGranted: 2, holdMs: 5000 }), 1_000);
+    slot.acquireAt(1_800_000);
+    keeper.tick(1_900_000);
+    expect(slot.hasLease).toBe(false);
+    const request = askFor(keeper, 2, 1_900_000);
+    expect(request.leaseId).toBeNull();
+    // The coordinator still had L1 (the agent stops first) and renewed it: its earlier request still holds a slot of it.
+    keeper.onReply(request.seq, grantFor(request, { leaseId: 'L1', tokensGranted: 1, tokensHeld: 3, holdMs: 5000 }), 1_901_000);
+    expect(slot.balanceTokens).toBe(1);
+    slot.acquireAt(3_000_000);
+    const renewal = acquireIn(keeper.tick(1_900_000 + 1_900_000 - 20_000));
+    expect(renewal.leaseId).toBe('L1');
+    // Its own request and the earlier one's: never taken for free while that one runs.
+    expect(renewal.tokensLeft).toBe(2);
+  });
+
+  it('refuses take on a pool of slots, as a typed error', () => {
+    const keeper = slotted(2);
+    expect(() => keeper.slot.takeAt(1, 2_000)).toThrow(/use acquire and release/);
+    expect(keeper.slot.balanceTokens).toBe(2);
+  });
 });

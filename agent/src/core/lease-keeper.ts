@@ -303,7 +303,7 @@ export class LeaseKeeper {
       // Renew a lease in use; give back one that has gone quiet rather than let it lapse.
       return this.demand.inUse(nowUs) ? this.sendAcquire(wantTokens, nowUs) : this.sendReturn(nowUs);
     }
-    return this.reports.report(this.chunkLeaseId(), s.balanceTokens + s.busySlots, nowUs);
+    return this.reports.report(this.chunkLeaseId(), s.balanceTokens + s.heldSlots, nowUs);
   }
 
   /** onReply — applies the reply to request `seq`; replies to any other sequence are stale and ignored. */
@@ -433,8 +433,9 @@ export class LeaseKeeper {
       pool: this.pool,
       leaseSecret: this.secret,
       seq: this.takeSeq(),
-      leaseId: this.heldLeaseId,
-      tokensLeft: s.hasLease ? s.balanceTokens + s.busySlots : 0,
+      // A lapsed lease of slots is not named: what it held may still be busy, and a named lease's shortfall counts as free.
+      leaseId: s.concurrency && !s.hasLease ? null : this.heldLeaseId,
+      tokensLeft: s.hasLease ? s.balanceTokens + s.heldSlots : 0,
       tokensWanted,
       demandPerSecond: this.demand.perSecondOnWire(this.rate.held && s.hasLease && s.balanceTokens >= s.rateCapTokens),
       holdMs: this.options.holdMs,
@@ -485,6 +486,7 @@ export class LeaseKeeper {
     s.balanceTokens = 0;
     // Its busy slots are the coordinator's again once their requests are past their bound: a release gives nothing back.
     if (s.concurrency) s.holds.newLease();
+    s.slotsMax = Infinity;
     s.hasLease = false;
     s.expiresAtUs = 0;
     s.shadowGranted = false;
@@ -528,8 +530,11 @@ export class LeaseKeeper {
     // The bound counts on the agent's clock, cut by the drift margin as the TTL is: the coordinator's D is real time.
     if (reply.holdMs !== undefined) s.holds.holdUs = Math.floor(reply.holdMs * US_PER_MS * (1 - this.options.driftMargin));
     s.balanceTokens = (sameLease ? s.balanceTokens : 0) + reply.tokensGranted;
+    // Told to shed: free slots above the cap go at once (the next acquire tells so), busy ones as their requests end.
+    s.slotsMax = reply.slotsMax ?? Infinity;
+    if (reply.slotsMax !== undefined) s.balanceTokens = Math.min(s.balanceTokens, Math.max(0, reply.slotsMax - s.busySlots));
     this.rate.granted(reply, nowUs, sameLease, flight.message.op === 'acquire' ? flight.message.demandPerSecond : this.demand.perSecond);
-    this.reports.granted(s.balanceTokens + s.busySlots, nowUs);
+    this.reports.granted(s.balanceTokens + s.heldSlots, nowUs);
     this.heldLeaseId = reply.leaseId;
     this.ttlUs = reply.ttlMs * US_PER_MS;
     s.expiresAtUs = clientLeaseEndUs(flight.firstSentAtUs, reply.ttlMs, this.options.driftMargin);

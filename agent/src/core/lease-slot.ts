@@ -63,10 +63,16 @@
  *   into a hold (slot-holds.ts) instead of spending it; `releaseAt`, or the
  *   hold's bound, puts it back into the balance of the lease it came from
  *   (none, once that lease ended). What the coordinator is told is the
- *   balance plus the busy slots of the lease (`busySlots`). No fallback:
+ *   balance plus the slots its requests hold (`heldSlots`: of this lease,
+ *   or of an earlier one whose requests may still run). No fallback:
  *   the local bucket admits by rate, which says nothing of how many run at
  *   once; shadow mode admits as for tokens, with a hold that gives nothing
- *   back. `acquireAt` on a pool whose lease holds tokens throws.
+ *   back. `acquireAt` on a pool whose lease holds tokens throws, and so does
+ *   `takeAt` on a pool of slots (a slot taken as a token would never be
+ *   released, and the coordinator takes what a lease tells below its
+ *   bound as free). A grant may cap the lease (`slotsMax`): a slot freed
+ *   above the cap is not reused, so the lease shrinks to it as its
+ *   requests end.
  */
 import { AgentError } from '../errors.js';
 import type { ArrivalSink } from './arrival-log.js';
@@ -169,6 +175,8 @@ export class LeaseSlot {
   private roundTripSamplesUs: number[] = [];
   /** Whether the last grant was of a concurrency pool (it named a slot hold bound); the keeper sets it. */
   concurrency = false;
+  /** The most slots (free and busy) the lease may keep, as its last grant said (Infinity: no cap); a slot released above it is not reused. */
+  slotsMax = Infinity;
   private holdsNow: SlotHolds | null = null;
 
   constructor(readonly pool: string) {
@@ -379,6 +387,9 @@ export class LeaseSlot {
    * would-be denial, counted apart).
    */
   takeAt(cost: number, nowUs: number): boolean {
+    // A slot taken as a token would never be released: the lease would tell it free (chunk-grant.ts).
+    if (this.concurrency)
+      throw new AgentError('invalid-argument', 'this pool leases slots: use acquire and release, not take', { pool: this.pool });
     const n = this.n;
     if (n[RATE_TOKENS] !== 0) this.accrue(nowUs);
     const balance = n[BALANCE] as number;
@@ -526,6 +537,17 @@ export class LeaseSlot {
   }
 
   /**
+   * heldSlots — what the lease in hand tells the coordinator beside its free
+   * balance: every request holding a slot of it or of an earlier lease and
+   * not over (a renewal of a lease this agent let lapse first keeps the
+   * slots of its earlier requests counted until they end). Never less than
+   * `busySlots`; 0 for a pool of tokens.
+   */
+  get heldSlots(): number {
+    return this.holdsNow?.counted ?? 0;
+  }
+
+  /**
    * acquireAt — takes a slot of the live lease at `nowUs` into a hold and
    * returns its handle (a positive integer); else records a denial, and in
    * shadow mode admits anyway with a hold that gives nothing back; 0 when
@@ -540,7 +562,7 @@ export class LeaseSlot {
     }
     const n = this.n;
     const holds = this.holds;
-    if (holds.nextBoundUs() <= nowUs) n[BALANCE] = (n[BALANCE] as number) + holds.expire(nowUs);
+    if (holds.nextBoundUs() <= nowUs) this.slotsBack(holds.expire(nowUs));
     const balance = n[BALANCE] as number;
     if (balance >= 1 && nowUs < (n[EXPIRES_AT] as number)) {
       const handle = holds.take(nowUs, true);
@@ -564,11 +586,17 @@ export class LeaseSlot {
   releaseAt(handle: number, nowUs: number): boolean {
     const holds = this.holdsNow;
     if (holds === null) return false;
-    const n = this.n;
-    if (holds.nextBoundUs() <= nowUs) n[BALANCE] = (n[BALANCE] as number) + holds.expire(nowUs);
+    this.expireHolds(nowUs);
     const ended = holds.release(handle);
-    if (ended === 1) n[BALANCE] = (n[BALANCE] as number) + 1;
+    if (ended === 1) this.slotsBack(1);
     return ended >= 0;
+  }
+
+  /** slotsBack — `slots` of the lease in hand were freed: back into the balance, as far as the lease's cap (`slotsMax`) leaves room. */
+  private slotsBack(slots: number): void {
+    const n = this.n;
+    const room = this.slotsMax - this.busySlots - (n[BALANCE] as number);
+    n[BALANCE] = (n[BALANCE] as number) + Math.max(0, Math.min(slots, room));
   }
 
   /** canAcquireAt — whether `acquireAt(nowUs)` would take a slot of the lease (holds past their bound end first); records nothing. */
@@ -580,7 +608,7 @@ export class LeaseSlot {
   /** expireHolds — ends the holds past their bound at `nowUs`, their slots back to the lease in hand. */
   expireHolds(nowUs: number): void {
     const holds = this.holdsNow;
-    if (holds !== null && holds.nextBoundUs() <= nowUs) this.n[BALANCE] = (this.n[BALANCE] as number) + holds.expire(nowUs);
+    if (holds !== null && holds.nextBoundUs() <= nowUs) this.slotsBack(holds.expire(nowUs));
   }
 
   /** canTakeAt — whether `takeAt(cost, nowUs)` would admit; spends and records nothing. */

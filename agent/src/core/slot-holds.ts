@@ -45,6 +45,8 @@ export class SlotHolds {
   /** Holds of the current lease not yet ended: slots the coordinator's bound covers beside the balance. */
   private busyNow = 0;
   private inUse = 0;
+  /** Holds that spent a slot of some lease (the current one or an earlier one) and are not over: what may still be busy. */
+  private countedNow = 0;
   /** The current lease's tag; holds tagged otherwise give nothing back. */
   private lease = 0;
   private startUs = new Float64Array(16);
@@ -64,6 +66,16 @@ export class SlotHolds {
   /** busy — holds of the current lease still counted: what an acquire tells the coordinator beside the free balance. */
   get busy(): number {
     return this.busyNow;
+  }
+
+  /**
+   * counted — holds that took a slot from a lease, this one or an earlier
+   * one, and are not over. What an acquire tells beside the free balance:
+   * a lease the coordinator renewed after this agent let it lapse keeps its
+   * earlier requests' slots, and must not take them for free while they run.
+   */
+  get counted(): number {
+    return this.countedNow;
   }
 
   /** inFlight — every hold still counted, of any lease or none (what this agent has running within its bounds). */
@@ -96,7 +108,10 @@ export class SlotHolds {
     else this.next[this.tail] = i;
     this.tail = i;
     this.inUse += 1;
-    if (counted) this.busyNow += 1;
+    if (counted) {
+      this.busyNow += 1;
+      this.countedNow += 1;
+    }
     return (stamp + 1) * INDEX_SPAN + i;
   }
 
@@ -142,6 +157,7 @@ export class SlotHolds {
     this.free[this.freeCount] = i;
     this.freeCount += 1;
     this.inUse -= 1;
+    if (this.leaseOf[i] !== UNCOUNTED) this.countedNow -= 1;
     const back = this.leaseOf[i] === this.lease ? 1 : 0;
     this.leaseOf[i] = UNCOUNTED;
     this.busyNow -= back;

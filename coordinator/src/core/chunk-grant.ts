@@ -25,6 +25,15 @@
  *   while the pool is contended take a lease past that share: leases that
  *   lapsed and came back the moment nobody waited were served in full, and
  *   kept bursty agents beside them under their share.
+ * - Concurrency pools (docs/design.md, "Concurrency pools"): a renewal that
+ *   names its live lease tells its free and busy slots, so what it reports
+ *   below the bound was free when sent and is not used after: it goes back
+ *   to the level at once (anything else a lease drops cools for the hold
+ *   bound). A lapse would hold a lease's slots back for that bound, so a
+ *   lease above its share while contended is renewed with no top-up and
+ *   told the most slots it may keep (`slotsMax`); its agent gives the rest
+ *   back as their requests end. One still above its share the hold bound
+ *   plus a TTL after it was first told is renewed no more, as a bucket's.
  */
 import type { GrantBinding, LeaseRequest, Reply } from '@tokenlease/shared';
 import type { LeaseRecord } from './lease-table.js';
@@ -54,8 +63,18 @@ export interface Delivery<R> {
 
 /** acquireChunk — renews `record` as `req` reports it, then grants, holds, or renews only. */
 export function acquireChunk<R>(p: PoolParts<R>, req: LeaseRequest, record: LeaseRecord, to: R, nowUs: number, out: Delivery<R>[]): void {
-  const reportedTokens = req.leaseId === record.leaseId ? Math.min(record.boundTokens, req.tokensLeft) : 0;
+  const named = req.leaseId === record.leaseId;
+  const reportedTokens = named ? Math.min(record.boundTokens, req.tokensLeft) : 0;
+  const freedSlots = named && p.config.concurrency !== null ? record.boundTokens - reportedTokens : 0;
   p.leases.setBound(record, reportedTokens);
+  if (freedSlots > 0) p.credit.give(freedSlots, p.leases.boundTokensSum);
+  renewChunk(p, req, record, to, nowUs, out);
+  // Slots a renewal gave back go to the requests waiting for them now, not at the next tick.
+  if (freedSlots > 0) serveWaiters(p, nowUs, out);
+}
+
+/** renewChunk — `record`, re-based on `req`'s report: grants, holds, or renews only. */
+function renewChunk<R>(p: PoolParts<R>, req: LeaseRequest, record: LeaseRecord, to: R, nowUs: number, out: Delivery<R>[]): void {
   p.leases.setWeight(record, weightOf(p, req));
   p.leases.setDemand(record, req.demandPerSecond);
   record.lastSeq = req.seq;
@@ -63,9 +82,11 @@ export function acquireChunk<R>(p: PoolParts<R>, req: LeaseRequest, record: Leas
   p.changed?.add(req.agentId);
   const wantTokens = Math.max(0, Math.min(req.tokensWanted, p.config.maxLeaseTokens - record.boundTokens));
   if (contended(p, nowUs) && record.boundTokens > shareTokens(p, record)) {
-    renewUnextended(p, record, wantTokens > 0, to, nowUs, out);
+    if (p.config.concurrency !== null && shedsInTime(p, record, nowUs)) shedSlots(p, record, wantTokens > 0, to, nowUs, out);
+    else renewUnextended(p, record, wantTokens > 0, to, nowUs, out);
     return;
   }
+  record.shedSinceUs = 0;
   p.leases.extend(record, leaseExpiryUs(p, nowUs));
   // A hold ends no later than the lease it renews (a relay's leases end with its upstream lease).
   const holdUs = Math.min(Math.min(req.holdMs, p.config.maxHoldMs) * US_PER_MS, p.credit.leaseEndUs - nowUs);
@@ -132,6 +153,24 @@ function renewUnextended<R>(p: PoolParts<R>, record: LeaseRecord, short: boolean
   const ttlMs = timeLeftMs(p, record, nowUs);
   const reply = grantReply(p, record, 0, short ? ttlMs : 0, ttlMs);
   record.lastReply = reply;
+  out.push({ to, reply, grantFor: bindingOf(p, record) });
+}
+
+/** shedsInTime — whether a concurrency pool's `record`, above its share, is still within its time to shed (first told now, or within the hold bound plus a TTL). */
+function shedsInTime<R>(p: PoolParts<R>, record: LeaseRecord, nowUs: number): boolean {
+  if (record.shedSinceUs === 0) record.shedSinceUs = nowUs;
+  const graceUs = ((p.config.concurrency?.maxHoldMs ?? 0) + p.config.leaseTtlMs) * US_PER_MS;
+  return nowUs - record.shedSinceUs <= graceUs;
+}
+
+/** shedSlots — renews a concurrency pool's `record` above its share: extended, no top-up, told the most slots it may keep; `short`: it wanted more. */
+function shedSlots<R>(p: PoolParts<R>, record: LeaseRecord, short: boolean, to: R, nowUs: number, out: Delivery<R>[]): void {
+  markContended(p, nowUs);
+  p.leases.extend(record, leaseExpiryUs(p, nowUs));
+  const retryMs = short ? Math.max(1, Math.ceil(p.config.leaseTtlMs / 4)) : 0;
+  const reply = grantReply(p, record, 0, retryMs, grantTtlMs(p, nowUs), shareTokens(p, record));
+  record.lastReply = reply;
+  p.changed?.add(record.agentId);
   out.push({ to, reply, grantFor: bindingOf(p, record) });
 }
 

@@ -54,6 +54,8 @@ export interface LeaseRecord {
   isRate: boolean;
   /** The table's generation when the lease was opened: older ones were granted under a configuration since replaced. */
   readonly generation: number;
+  /** A concurrency pool's lease told to shed slots above its share since this instant, µs (0: not told; chunk-grant.ts). */
+  shedSinceUs: number;
 }
 
 export class LeaseTable {
@@ -174,6 +176,7 @@ export class LeaseTable {
       agentClass: null,
       isRate: false,
       generation: this.generation,
+      shedSinceUs: 0,
     };
     this.byAgent.set(agentId, record);
     if (identity !== null) this.perIdentity.set(identity, this.leasesOf(identity) + 1);

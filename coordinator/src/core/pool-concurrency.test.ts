@@ -146,4 +146,55 @@ describe('a concurrency pool', () => {
     expect(rows.every((r) => r.windowMs === undefined)).toBe(true);
     expect(formatPools(rows)).toMatch(/slots, hold 300ms +0/);
   });
+
+  it('takes back at once what a renewal of the named lease tells below its bound, and cools what a lapsed one held', () => {
+    const p = slotPool();
+    const g = grantOf(acquire(p, 1_500 * MS, { agentId: 'a', seq: 1, tokensWanted: 6 }));
+    expect(status(p, 1_500 * MS).levelTokens).toBe(4);
+    // Named, with 2 of its 6 slots still free or busy: the other 4 were free when it asked, and are at once.
+    grantOf(acquire(p, 1_600 * MS, { agentId: 'a', seq: 2, leaseId: g.leaseId, tokensLeft: 2, tokensWanted: 0 }));
+    expect(status(p, 1_600 * MS)).toMatchObject({ levelTokens: 8, leasedTokens: 2 });
+    // Not named (its agent let it lapse): its 2 may still be busy, so they wait out the hold bound.
+    grantOf(acquire(p, 1_700 * MS, { agentId: 'a', seq: 3, leaseId: null, tokensLeft: 0, tokensWanted: 0 }));
+    expect(status(p, 1_700 * MS)).toMatchObject({ levelTokens: 8, leasedTokens: 0 });
+    expect(status(p, 2_199 * MS).levelTokens).toBe(8);
+    expect(status(p, 2_200 * MS).levelTokens).toBe(10);
+  });
+
+  it('tells a lease above its share while others wait the most slots it may keep, renewed, and serves the waiting with what it gives back', () => {
+    const p = slotPool();
+    const g = grantOf(acquire(p, 1_500 * MS, { agentId: 'a', seq: 1, tokensWanted: 10 }));
+    expect(g.tokensHeld).toBe(10);
+    // b waits for slots (held up to 200 ms): the pool is contended, and a's share is 10 / 2.
+    expect(acquire(p, 1_510 * MS, { agentId: 'b', seq: 1, tokensWanted: 4, holdMs: 200 })).toEqual([]);
+    const shed = grantOf(acquire(p, 1_520 * MS, { agentId: 'a', seq: 2, leaseId: g.leaseId, tokensLeft: 10, tokensWanted: 0 }));
+    expect(shed).toMatchObject({ tokensGranted: 0, tokensHeld: 10, slotsMax: 5, ttlMs: 1000 });
+    // a gives back down to its share: b is answered at once, from what a gave back.
+    const out = acquire(p, 1_540 * MS, { agentId: 'a', seq: 3, leaseId: g.leaseId, tokensLeft: 5, tokensWanted: 0 });
+    const replies = out.map((d) => [d.to, d.reply.kind === 'grant' ? d.reply.tokensGranted : d.reply.kind]);
+    expect(replies).toEqual([
+      ['a', 0],
+      ['b', 4],
+    ]);
+    expect(status(p, 1_540 * MS)).toMatchObject({ levelTokens: 1, leasedTokens: 9 });
+  });
+
+  it('renews a lease that stays above its share no more once the hold bound and a TTL have passed since it was told', () => {
+    const p = slotPool();
+    const g = grantOf(acquire(p, 1_500 * MS, { agentId: 'a', seq: 1, tokensWanted: 10 }));
+    const renew = (seq: number, atUs: number) => {
+      // b keeps a request waiting: the pool stays contended.
+      acquire(p, atUs - 1, { agentId: 'b', seq, tokensWanted: 4, holdMs: 200 });
+      return grantOf(
+        acquire(p, atUs, { agentId: 'a', seq, leaseId: g.leaseId, tokensLeft: 10, tokensWanted: 0 }).filter((d) => d.to === 'a'),
+      );
+    };
+    expect(renew(2, 1_600 * MS).slotsMax).toBe(5);
+    expect(renew(3, 2_400 * MS).slotsMax).toBe(5);
+    expect(renew(4, 3_100 * MS).slotsMax).toBe(5);
+    // Told at 1.6 s; 500 + 1000 ms later it still holds 10: no more slotsMax, no extension (it lapses as a bucket's would).
+    const last = renew(5, 3_101 * MS + 1);
+    expect(last.slotsMax).toBeUndefined();
+    expect(last.ttlMs).toBeLessThan(1000);
+  });
 });

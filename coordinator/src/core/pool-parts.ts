@@ -118,6 +118,7 @@ export function grantReply<R>(
   tokensGranted: number,
   retryAfterMs: number,
   ttlMs = p.config.leaseTtlMs,
+  slotsMax?: number,
 ): LeaseGrant {
   return {
     v: 2,
@@ -136,6 +137,7 @@ export function grantReply<R>(
     ...(p.config.allowance > 0 ? { allowanceTokens: p.config.allowance } : {}),
     ...(p.config.concurrency !== null ? { holdMs: p.config.concurrency.maxHoldMs } : p.config.window !== null ? { window: true } : {}),
     ...(p.config.shadow ? { shadow: true } : {}),
+    ...(slotsMax === undefined ? {} : { slotsMax }),
   };
 }
 

@@ -236,6 +236,7 @@ describe('LeaseTable (the pool’s lease records)', () => {
       agentClass: null,
       isRate: false,
       generation: 0,
+      shedSinceUs: 0,
     });
     expect(b.leaseId).toBe('3-2');
     expect(table.get('a')).toBe(a);

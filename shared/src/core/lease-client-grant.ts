@@ -11,7 +11,8 @@
  * - lasts longer than the client's `leaseTtlMsMax`;
  * - names another capacity than the grant before it on the same lease;
  * - gives a rate above the pool's refill, or a cap above `maxLeaseTokens`;
- * - names a slot hold bound (a concurrency pool) with a rate or a window;
+ * - names a slot hold bound (a concurrency pool) with a rate or a window,
+ *   or a most slots to keep without a hold bound;
  * - states more than the client's own expected limits, when it has them
  *   (expected-limits.ts): the limits a grant states are the responder's
  *   word, the expected ones the client's configuration.
@@ -53,6 +54,8 @@ export function grantProblem(grant: LeaseGrant, request: LeaseRequest, limits: G
   }
   if (grant.holdMs !== undefined && (rate !== undefined || grant.window === true))
     return `names a slot hold bound of ${grant.holdMs} ms on a ${rate !== undefined ? 'rate' : 'window'} lease`;
+  if (grant.slotsMax !== undefined && grant.holdMs === undefined)
+    return `names a most slots to keep (${grant.slotsMax}) on a lease of tokens`;
   const expected = limits.expectedLimits;
   return expected === undefined || expected === null ? null : expectedLimitsProblem(grant, expected);
 }

@@ -182,6 +182,7 @@ function readReply(obj: Fields): Reply {
         ...(obj['allowanceTokens'] === undefined ? {} : { allowanceTokens: tokens('allowanceTokens') }),
         ...(obj['window'] === undefined ? {} : { window: boolField(obj, 'window') }),
         ...(obj['holdMs'] === undefined ? {} : { holdMs: intField(obj, 'holdMs', 1, DURATION_MS_MAX) }),
+        ...(obj['slotsMax'] === undefined ? {} : { slotsMax: tokens('slotsMax') }),
         ...(obj['rate'] === undefined ? {} : { rate: readLeaseRate(obj['rate']) }),
         ...(obj['shadow'] === undefined ? {} : { shadow: boolField(obj, 'shadow') }),
         ...(obj['sig'] === undefined ? {} : { sig: signatureField(obj) }),

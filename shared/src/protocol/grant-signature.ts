@@ -54,6 +54,7 @@ export function grantSigningText(grant: LeaseGrant, binding: GrantBinding): stri
     rate,
     // Appended, so a grant without it signs the same text as before it existed.
     ...(grant.holdMs === undefined ? [] : [grant.holdMs]),
+    ...(grant.slotsMax === undefined ? [] : [grant.slotsMax]),
   ];
   return `${SIGNED_TEXT_TAG}\n${JSON.stringify(values)}`;
 }

@@ -154,6 +154,12 @@ export interface LeaseGrant {
    * (the agent counts it released then, whatever the work does).
    */
   readonly holdMs?: number;
+  /**
+   * Present on a concurrency pool's grant to a lease above its fair share
+   * while others wait: the most slots (free and busy) the lease may keep
+   * from now on; the agent gives the rest back as their requests end.
+   */
+  readonly slotsMax?: number;
   /** When `tokensGranted` fell short, the estimated wait before asking again; else 0. */
   readonly retryAfterMs: number;
   /** Present for a rate lease: the balance also accrues at this rate up to its cap. */
