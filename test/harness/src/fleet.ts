@@ -21,8 +21,9 @@ import type { Admission } from '@tokenlease/shared/testing';
 import type { AgentProcessConfig } from './agent-process.js';
 import type { AdmissionSource } from './drive.js';
 import type { HostileConfig } from './hostile-client.js';
+import type { SlotServiceConfig } from './slot-service.js';
 import { hasEvent, parseLogLine, waitForEvent, type LogFields } from './log-events.js';
-import { agentProcessScript, coordinatorCliScript, hostileClientScript, relayCliScript } from './paths.js';
+import { agentProcessScript, coordinatorCliScript, hostileClientScript, relayCliScript, slotServiceScript } from './paths.js';
 import { spawnNode, type Child } from './processes.js';
 
 /** scratchDir — a fresh temporary folder for configs and logs. */
@@ -151,6 +152,14 @@ export async function startAgentProcess(
 ): Promise<Child> {
   const { natsUrl, ...rest } = config;
   const child = spawnNode(`agent:${config.name}`, agentProcessScript(), [JSON.stringify(rest)], { [NATS_ENV.url]: natsUrl, ...env }, via);
+  await waitForEvent(child, { type: 'ready' }, STARTUP_TIMEOUT_MS);
+  return child;
+}
+
+/** startSlotService — a service limited by a concurrency pool in a child process (slot-service.ts); resolves once it listens. */
+export async function startSlotService(config: SlotServiceConfig): Promise<Child> {
+  const { natsUrl, ...rest } = config;
+  const child = spawnNode(`slots:${config.name}`, slotServiceScript(), [JSON.stringify(rest)], { [NATS_ENV.url]: natsUrl });
   await waitForEvent(child, { type: 'ready' }, STARTUP_TIMEOUT_MS);
   return child;
 }

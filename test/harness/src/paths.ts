@@ -25,6 +25,11 @@ export function agentProcessScript(): string {
   return built(join(HARNESS_ROOT, 'dist', 'agent-process.js'));
 }
 
+/** slotServiceScript — the entry point of a service limited by a concurrency pool (slot-service.ts). */
+export function slotServiceScript(): string {
+  return built(join(HARNESS_ROOT, 'dist', 'slot-service.js'));
+}
+
 /** hostileClientScript — the hostile client entry point (hostile-client.ts). */
 export function hostileClientScript(): string {
   return built(join(HARNESS_ROOT, 'dist', 'hostile-client.js'));
