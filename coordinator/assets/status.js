@@ -124,33 +124,26 @@ function drawPool(pool) {
   const refill = Number.isInteger(pool.refillPerSecond) ? pool.refillPerSecond : pool.refillPerSecond.toFixed(3);
   const window = pool.windowMs === null || pool.windowMs === undefined ? null : pool.windowMs;
   const holdMs = pool.holdMs === null || pool.holdMs === undefined ? null : pool.holdMs;
-  if (holdMs !== null) {
-    // A concurrency pool: its tokens are slots.
-    const slots = [
-      `at most ${pool.capacityTokens} in flight, each held at most ${holdMs} ms`,
-      `slots: ${pool.leasedTokens} leased in ${pool.leaseCount} lease(s), ${pool.levelTokens} free, ${pool.coolingTokens} held back`,
-      `waiting ${pool.waiting}`,
-      `TTL ${pool.leaseTtlMs} ms`,
-    ];
-    if (pool.quietMs > 0) slots.push(`quiet for ${pool.quietMs} ms`);
-    card.append(el('p', slots.join(' · '), 'facts'));
-    const slotCalls = callsText(pool.calls);
-    if (slotCalls !== null) card.append(el('p', slotCalls, 'facts calls'));
-    if (pool.leases.length > 0) card.append(leaseTable(pool));
-    if (pool.leaseCount > pool.leases.length) card.append(el('p', `and ${pool.leaseCount - pool.leases.length} more lease(s)`, 'muted'));
-    return card;
-  }
-  const facts = [
-    `level ${pool.levelTokens}`,
-    `leased ${pool.leasedTokens} in ${pool.leaseCount} lease(s)`,
-    ...(window === null ? [] : [`cooling ${pool.coolingTokens}`]),
-    `waiting ${pool.waiting}`,
-    window === null
-      ? `capacity ${pool.capacityTokens}` + (pool.allowanceTokens > 0 ? ` + allowance ${pool.allowanceTokens}` : '')
-      : `at most ${pool.capacityTokens} per ${window} ms window`,
-    ...(window === null ? [`refill ${refill}/s`] : []),
-    `TTL ${pool.leaseTtlMs} ms`,
-  ];
+  // A concurrency pool's tokens are slots: free, leased, held back until their requests are past the hold bound.
+  const facts =
+    holdMs !== null
+      ? [
+          `at most ${pool.capacityTokens} in flight, each held at most ${holdMs} ms`,
+          `slots: ${pool.leasedTokens} leased in ${pool.leaseCount} lease(s), ${pool.levelTokens} free, ${pool.coolingTokens} held back`,
+          `waiting ${pool.waiting}`,
+          `TTL ${pool.leaseTtlMs} ms`,
+        ]
+      : [
+          `level ${pool.levelTokens}`,
+          `leased ${pool.leasedTokens} in ${pool.leaseCount} lease(s)`,
+          ...(window === null ? [] : [`cooling ${pool.coolingTokens}`]),
+          `waiting ${pool.waiting}`,
+          window === null
+            ? `capacity ${pool.capacityTokens}` + (pool.allowanceTokens > 0 ? ` + allowance ${pool.allowanceTokens}` : '')
+            : `at most ${pool.capacityTokens} per ${window} ms window`,
+          ...(window === null ? [`refill ${refill}/s`] : []),
+          `TTL ${pool.leaseTtlMs} ms`,
+        ];
   if (pool.quietMs > 0) facts.push(`quiet for ${pool.quietMs} ms`);
   card.append(el('p', facts.join(' · '), 'facts'));
   const calls = callsText(pool.calls);

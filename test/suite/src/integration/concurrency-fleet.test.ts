@@ -153,24 +153,24 @@ describe('a fleet limited by a concurrency pool, under kills and failover', () =
       const startedMs = performance.now();
       const at = async (ms: number): Promise<void> => sleep(Math.max(0, startedMs + ms - performance.now()));
 
-      await at(3 * S);
-      const first = services[0] as Child;
-      first.proc.kill('SIGKILL');
-      live.delete(first);
-      await at(4 * S);
-      live.add(await start(0, 1));
+      /** replace — service `i` is SIGKILLed `atMs` into the run, and a new one started a second later. */
+      const replace = async (i: number, atMs: number): Promise<void> => {
+        await at(atMs);
+        const victim = services[i] as Child;
+        victim.proc.kill('SIGKILL');
+        live.delete(victim);
+        await at(atMs + S);
+        live.add(await start(i, 1));
+      };
+
+      await replace(0, 3 * S);
       await at(6 * S);
       const owner = currentOwner(coordinators, POOL);
       expect(owner, 'an owner of the pool before the failover').toBeDefined();
       owner?.child.proc.kill('SIGKILL');
       const standby = coordinators.find((c) => c !== owner?.child) as Child;
       await waitForOwned(standby, POOL, owner?.epoch ?? 0, 10 * S);
-      await at(9 * S);
-      const second = services[1] as Child;
-      second.proc.kill('SIGKILL');
-      live.delete(second);
-      await at(10 * S);
-      live.add(await start(1, 1));
+      await replace(1, 9 * S);
       await at(14 * S);
       await load.stop();
       downstream.settle();
