@@ -33,6 +33,11 @@ describe('parseRelayConfig', () => {
     ['the same prefix up and down', { ...GOOD, subjectPrefix: 'root' }, /must differ/],
     ['a rate pool', { ...GOOD, pools: { api: { ...POOL, leaseMode: 'rate' } } }, /chunk-mode bucket/],
     ['an allowance', { ...GOOD, pools: { api: { ...POOL, allowance: 5 } } }, /chunk-mode bucket/],
+    [
+      'a concurrency pool',
+      { ...GOOD, pools: { db: { concurrency: { limit: 5, maxHoldMs: 1000 }, leaseTtlMs: 1000 } } },
+      /pools\.db" is a concurrency pool: a relay does not serve slots/,
+    ],
     ['a template of rate leases', { ...GOOD, templates: { 't:*': { ...POOL, leaseMode: 'rate' } } }, /templates\.t:\*.*chunk-mode bucket/],
     ['an unknown uplink field', { ...GOOD, uplink: { constructor: 1 } }, /not an uplink field/],
     ['a drift margin of 0.5', { ...GOOD, uplink: { driftMargin: 0.5 } }, /driftMargin/],

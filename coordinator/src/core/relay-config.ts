@@ -59,6 +59,8 @@ export function parseRelayConfig(source: string, doc: unknown): RelayConfig {
     ...downstream.templates.map((t) => ({ pool: t.pool, field: `templates.${t.pool.name}` })),
   ];
   for (const { pool, field } of served) {
+    // A relay re-leases tokens it leased: the slots its agents hold would be invisible to the root (docs/design.md).
+    if (pool.concurrency !== null) where.fail(field, 'is a concurrency pool: a relay does not serve slots, only tokens');
     const bad = pool.leaseMode !== 'chunk' || pool.allowance !== 0 || pool.shadow;
     if (bad) where.fail(field, 'must be a chunk-mode bucket or window pool without an allowance or shadow mode to be relayed');
   }
