@@ -23,6 +23,9 @@
  *    the agent (grant-signing.ts).
  * 8. Trace recording (recording.ts): tryTake's cost while its pool is
  *    recorded, and the cost of writing each recorded arrival to the file.
+ * 9. Concurrency slots (slots.ts): ns per acquire+release pair through a
+ *    limiter and on the slot alone, beside a Redis semaphore's pair of
+ *    round-trips.
  * `--quick` runs every one of them at a small scale (args.ts QUICK_SCALE).
  * Prints readable lines, then one JSON line of the figures; with --json
  * (args.ts) only the JSON line goes to stdout, the readable lines to stderr.
@@ -46,6 +49,7 @@ import { adoptionFigures } from './adoption.js';
 import { HOT_POOL, hotLimiter, waitForBalance } from './hot-limiter.js';
 import { recordedBytesPerCall, recordingFigures } from './recording.js';
 import { figuresJson, readableLines, type FastPathFigures, type ProbeFigures } from './report.js';
+import { limiterPairs, redisPairs, slotPairs, SLOTS_POOL } from './slots.js';
 
 const LEASE_TOKENS = 10_000;
 
@@ -156,6 +160,7 @@ async function fastPathFigures(natsUrl: string, scale: BenchScale): Promise<Fast
       hot: HOT_POOL,
       hot2: HOT_POOL,
       e2e: { capacity: 1_000_000, refill: '100000000/s', leaseTtlMs: 2000, maxLeaseTokens: LEASE_TOKENS },
+      slots: SLOTS_POOL,
     },
   });
   const coordinator = await startCoordinator(natsUrl, configPath);
@@ -168,6 +173,9 @@ async function fastPathFigures(natsUrl: string, scale: BenchScale): Promise<Fast
   const deny = timeCalls(l.deny, fewer, 1000);
   const rate = timeCalls(l.rateAt, batches, 1000);
   const recording = await recordingFigures(agent, l.admit, Math.min(batches, 1000));
+  const slotsThroughLimiter = await limiterPairs(agent.limiter('slots'), batches);
+  const semaphore = await redisPairs(Math.max(20, Math.ceil(batches / 25)), 50);
+  const slots = { limiter: slotsThroughLimiter, slot: slotPairs(batches), redis: semaphore.timing, redisAt: semaphore.redisAt };
   const e2e = await endToEnd(agent, scale.endToEndMs);
   await agent.close();
 
@@ -185,7 +193,7 @@ async function fastPathFigures(natsUrl: string, scale: BenchScale): Promise<Fast
   if (code !== 0) throw new Error(`allocation probe failed: ${probe.stderr()}`);
   const bytes = JSON.parse(probe.lines[probe.lines.length - 1] ?? '{}') as ProbeFigures;
   await stop(coordinator);
-  return { admit, all, deny, rate, recording, e2e, e2eMs: scale.endToEndMs, leaseTokens: LEASE_TOKENS, bytes };
+  return { admit, all, deny, rate, recording, slots, e2e, e2eMs: scale.endToEndMs, leaseTokens: LEASE_TOKENS, bytes };
 }
 
 async function main(): Promise<void> {

@@ -11,6 +11,7 @@ import type { IdlePoolFigures } from './idle-pools.js';
 import { LEASE_COUNTS, type LeaseCount, type LeaseModeName, type ScalingFigure } from './lease-scaling.js';
 import type { Timing } from './measure.js';
 import type { RecordingFigures } from './recording.js';
+import type { SlotFigures } from './slots.js';
 
 /** ProbeFigures — what the allocation probe (a child under --expose-gc) measured: heap bytes per call, and the coordinator's memory. */
 export type ProbeFigures = Readonly<
@@ -27,6 +28,7 @@ export interface FastPathFigures {
   readonly deny: Timing;
   readonly rate: Timing;
   readonly recording: RecordingFigures;
+  readonly slots: SlotFigures;
   readonly e2e: { readonly admitsPerSecond: number; readonly roundTrips: number; readonly admitted: number };
   readonly e2eMs: number;
   readonly leaseTokens: number;
@@ -89,6 +91,16 @@ function writeLine(w: WriteFigures): string {
   return `median ${w.writeUsMedian} µs, p99 ${w.writeUsP99} µs per write; ${w.writesPerSecond16Pools} writes/s with 16 pools writing at once`;
 }
 
+/** slotsLine — a concurrency pool's acquire+release pair, beside a Redis semaphore's. */
+function slotsLine(s: SlotFigures): string {
+  const times = Math.round(s.redis.nsMedian / Math.max(1, s.limiter.nsMedian));
+  return (
+    `concurrency slots, acquire+release: median ${s.limiter.nsMedian} ns, p99 ${s.limiter.nsP99} ns per pair through a limiter (${s.limiter.calls} pairs), ` +
+    `${s.slot.nsMedian} ns on the slot alone; a Redis semaphore (Lua acquire, ZREM release; Redis ${s.redisAt}): ` +
+    `median ${(s.redis.nsMedian / 1000).toFixed(1)} µs, p99 ${(s.redis.nsP99 / 1000).toFixed(1)} µs per pair (${s.redis.calls} pairs), ${times}× the limiter's`
+  );
+}
+
 /** readableLines — the figures in words, one subject a line. */
 export function readableLines(figures: BenchFigures): string[] {
   const { admit, all, deny, rate, recording, e2e, bytes } = figures.fastPath;
@@ -100,6 +112,7 @@ export function readableLines(figures: BenchFigures): string[] {
     `tryTake deny:  median ${deny.nsMedian} ns, p99 ${deny.nsP99} ns per call; ${bytes.deny} heap bytes per call`,
     `rate lease tryTakeAt (accrues every call): median ${rate.nsMedian} ns, p99 ${rate.nsP99} ns per call; ${bytes.rateAt} heap bytes per call`,
     `tryTake admit while its pool is recorded to a trace: median ${recording.take.nsMedian} ns, p99 ${recording.take.nsP99} ns per call (${admit.nsMedian} ns unrecorded, above); ${bytes.recorded} heap bytes per call; writing the trace off the request path: ${recording.writeNsPerArrival} ns and ${recording.bytesPerArrival} file bytes per arrival (${recording.arrivals} arrivals)`,
+    slotsLine(figures.fastPath.slots),
     `durable write before reply (Redis ${durable.redis}): median ${durable.writeUsMedian} µs, p99 ${durable.writeUsP99} µs per write; ${durable.writesPerSecond16Pools} writes/s with 16 pools writing at once`,
     `  on a Redis Cluster (3 primaries, 1 replica each), each write confirmed by a replica (WAIT 1): ${writeLine(durable.clusterConfirmed)}`,
     `  on the same cluster without replica confirmation: ${writeLine(durable.clusterUnconfirmed)}`,
@@ -143,6 +156,11 @@ export function figuresJson(figures: BenchFigures): Record<string, number | bool
     recordedTryTakeBytesPerCall: bytes.recorded,
     recordingWriteNsPerArrival: recording.writeNsPerArrival,
     recordingFileBytesPerArrival: recording.bytesPerArrival,
+    slotPairNsMedian: figures.fastPath.slots.limiter.nsMedian,
+    slotPairNsP99: figures.fastPath.slots.limiter.nsP99,
+    slotPairOnSlotNsMedian: figures.fastPath.slots.slot.nsMedian,
+    redisSemaphorePairUsMedian: Math.round(figures.fastPath.slots.redis.nsMedian / 100) / 10,
+    redisSemaphorePairUsP99: Math.round(figures.fastPath.slots.redis.nsP99 / 100) / 10,
     durableWriteUsMedian: durable.writeUsMedian,
     durableWriteUsP99: durable.writeUsP99,
     durableWritesPerSecond16Pools: durable.writesPerSecond16Pools,

@@ -10,6 +10,10 @@
  * - redis-window-log: the exact sliding window, N per W: a sorted set of
  *   the admitted tokens scored by when they were admitted, one Lua script
  *   per request (trim what is W old, count, add when it fits).
+ * - a semaphore (redisSemaphore, for `npm run bench`'s concurrency slots):
+ *   a sorted set of holders scored by when they took their slot, acquired
+ *   by one Lua script (drop holders past the hold bound, add this one if
+ *   fewer than the limit hold) and released by ZREM.
  *
  * The one file of the bench allowed to import ioredis (eslint.config.mjs).
  */
@@ -120,5 +124,44 @@ export async function redisDecider(kind: 'redis-lua' | 'rlf-redis' | 'redis-wind
     },
     roundTrips: () => calls,
     close,
+  };
+}
+
+/** SEMAPHORE_LUA — KEYS[1] the holders (a sorted set); ARGV limit, hold bound in µs, a member unique to this holder; returns 1 when it took a slot, else 0. Redis's own clock, as the window log's. */
+const SEMAPHORE_LUA = `
+local limit = tonumber(ARGV[1])
+local holdUs = tonumber(ARGV[2])
+local time = redis.call('TIME')
+local nowUs = tonumber(time[1]) * 1000000 + tonumber(time[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', nowUs - holdUs)
+if redis.call('ZCARD', KEYS[1]) < limit then
+  redis.call('ZADD', KEYS[1], nowUs, ARGV[3])
+  return 1
+end
+return 0
+`;
+
+/** RedisSemaphore — at most `limit` holders at once in Redis, each counted at most its hold bound: one round-trip to take a slot, one to give it back. */
+export interface RedisSemaphore {
+  acquire(member: string): Promise<boolean>;
+  release(member: string): Promise<void>;
+  /** close — deletes the semaphore's key and disconnects. */
+  close(): Promise<void>;
+}
+
+/** redisSemaphore — a semaphore of `limit` slots held at most `holdMs` under `key` on the Redis at `url`. */
+export async function redisSemaphore(url: string, key: string, limit: number, holdMs: number): Promise<RedisSemaphore> {
+  const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  await redis.connect();
+  const sha = (await redis.script('LOAD', SEMAPHORE_LUA)) as string;
+  return {
+    acquire: async (member) => (await redis.evalsha(sha, 1, key, limit, holdMs * 1000, member)) === 1,
+    release: async (member) => {
+      await redis.zrem(key, member);
+    },
+    close: async () => {
+      await redis.del(key).catch(() => 0);
+      redis.disconnect();
+    },
   };
 }
