@@ -33,7 +33,9 @@
  */
 import { EventEmitter } from 'node:events';
 import { readFileSync } from 'node:fs';
-import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import { createRequire } from 'node:module';
+import { Cluster, Redis, type RedisOptions, type StandaloneConnectionOptions } from 'ioredis';
+import type standaloneConnectorModule from 'ioredis/built/connectors/StandaloneConnector.js';
 import { CoordinatorError } from '../errors.js';
 import { confirmWrite } from '../core/replica-confirm.js';
 import { onlineReplicas, replicaShortfall, slotRanges } from '../core/replica-shortfall.js';
@@ -209,6 +211,8 @@ function redisOptionsOf(connection: RedisConnectOptions, options: RedisStoreOpti
     commandTimeout: (options.commandTimeoutMs ?? 1000) + (connection.replicas > 0 ? connection.replicaTimeoutMs : 0),
     connectTimeout: options.connectTimeoutMs ?? 3000,
     retryStrategy: () => 250,
+    // A Sentinel's client needs ioredis's own Sentinel connector, and is guarded after its first error (watchErrors).
+    ...(connection.sentinel === null ? { Connector: GuardedConnector } : {}),
     ...(connection.user === null ? {} : { username: connection.user }),
     ...(connection.password === null ? {} : { password: connection.password }),
     ...(tls === null
@@ -239,8 +243,9 @@ function clientOf(
 
 /**
  * watchErrors — connection errors surface as failed commands and the
- * client keeps reconnecting; each socket is guarded against a second
- * error. Returns the last error heard, which says why a first connect failed.
+ * client keeps reconnecting. Returns the last error heard, which says why
+ * a first connect failed. A Sentinel's socket is guarded here, at its
+ * first error; every other socket from the start (GuardedConnector).
  */
 function watchErrors(client: Redis | Cluster): () => unknown {
   let lastError: unknown = null;
@@ -248,9 +253,8 @@ function watchErrors(client: Redis | Cluster): () => unknown {
     lastError = error;
     if (client instanceof Redis) guard(client);
   });
-  client.on('node error', (error: unknown, key: unknown) => {
+  client.on('node error', (error: unknown) => {
     lastError = error;
-    if (client instanceof Cluster) for (const node of client.nodes()) if (`${node.options.host}:${node.options.port}` === key) guard(node);
   });
   return () => lastError;
 }
@@ -271,15 +275,45 @@ async function connectFailure(
   );
 }
 
+/**
+ * StandaloneConnector — ioredis's connector to one server, which its index
+ * does not export: required by path, so that Node and the test runner's
+ * loader both see the CommonJS module as it is (its class under `default`).
+ */
+const { default: StandaloneConnector } = createRequire(import.meta.url)(
+  'ioredis/built/connectors/StandaloneConnector.js',
+) as typeof standaloneConnectorModule;
+type StandaloneConnector = InstanceType<typeof StandaloneConnector>;
+
 const guarded = new WeakSet<object>();
-/** guard — keeps a socket's second error from ending the process. */
+/** guard — keeps a Sentinel client's socket's second error from ending the process (GuardedConnector says why). */
 function guard(node: Redis): void {
-  // ioredis listens only once for its socket's error; a second one (a TLS alert, then the peer's reset)
-  // would go unheard and end the process. The first reaches here, before the socket can emit again.
+  // The first error reaches here before the socket can emit again.
   const socket: unknown = node.stream;
   if (socket instanceof EventEmitter && !guarded.has(socket)) {
     guarded.add(socket);
     socket.on('error', ignoreSocketError);
+  }
+}
+
+/**
+ * GuardedConnector — ioredis's connector to one server, whose sockets hear
+ * every error from the moment they exist. ioredis listens only once for a
+ * socket's error; a second one (a TLS alert, then the peer's reset) would
+ * go unheard and end the process. Every connection a client opens goes
+ * through it: a cluster's nodes, and the copies it opens to ask a node for
+ * the slots, which no error listener of ours could reach.
+ */
+class GuardedConnector extends StandaloneConnector {
+  /** ioredis hands every connector the client's options, typed unknown. */
+  constructor(options: unknown) {
+    super(options as StandaloneConnectionOptions);
+  }
+
+  override async connect(onEvent: Parameters<StandaloneConnector['connect']>[0]) {
+    const stream = await super.connect(onEvent);
+    stream.on('error', ignoreSocketError);
+    return stream;
   }
 }
 
@@ -299,7 +333,6 @@ async function seedReason(
     let last: unknown = null;
     probe.on('error', (error: unknown) => {
       last = error;
-      guard(probe);
     });
     try {
       await probe.connect();

@@ -16,10 +16,15 @@
  *   confirmation is acknowledged and then lost when the primary dies and
  *   that replica is promoted; with confirmation the same write is refused
  *   (`store-unavailable`), so no reply could have depended on it.
+ * - Every socket the store opens hears every error, the connections the
+ *   cluster client opens by itself to ask a node for the slots included:
+ *   two errors on each (a TLS alert, then the peer's reset) end nothing,
+ *   and the store serves again once reconnected.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import net from 'node:net';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { connectRedisStore, resolveRedisOptions, type StateStore } from '@tokenlease/coordinator';
 import { makeRate } from '@tokenlease/shared';
 import { checkEnvelope } from '@tokenlease/shared/testing';
@@ -128,6 +133,37 @@ describe('durable mode on a Redis Cluster', () => {
     }
     await cluster.waitHealthy(20_000);
   }, 60_000);
+
+  it('lives through two errors on every socket it opened, the slot refresher’s included, and serves again', async () => {
+    // ioredis listens once for a socket's error; a second error nobody hears would end the process.
+    const sockets: net.Socket[] = [];
+    const connect = net.createConnection;
+    const spy = vi.spyOn(net, 'createConnection').mockImplementation((...args: Parameters<typeof net.createConnection>) => {
+      const socket = connect(...args);
+      sockets.push(socket);
+      return socket;
+    });
+    const store = await connectRedisStore(resolveRedisOptions({ redis: cluster.url, 'redis-replicas': '0' }, {}) ?? '', {
+      keyPrefix: 'tlcluster-errors',
+    }).finally(() => spy.mockRestore());
+    try {
+      // The nodes' own connections, and the copy that asked a node for the slots (closed since).
+      expect(sockets.length).toBeGreaterThan(1);
+      for (const socket of sockets) {
+        socket.emit('error', Object.assign(new Error('certificate required'), { code: 'ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED' }));
+        socket.emit('error', Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }));
+        socket.destroy();
+      }
+      let claimed: Awaited<ReturnType<StateStore['claim']>> | null = null;
+      for (let tries = 0; tries < 100 && claimed === null; tries += 1) {
+        claimed = await store.claim('api', 'c1', 2000).catch(() => null);
+        if (claimed === null) await sleep(100);
+      }
+      expect(claimed).toMatchObject({ taken: true });
+    } finally {
+      await store.close();
+    }
+  });
 
   it('keeps the envelope of pools spread over every primary, served by two coordinators', async () => {
     const { seed, random } = seededRun('redis-cluster', import.meta.url);
