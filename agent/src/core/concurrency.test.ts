@@ -68,6 +68,22 @@ describe('a keeper on a concurrency pool', () => {
     if (message.op === 'return') expect(message.tokensLeft).toBe(1);
   });
 
+  it('asks the coordinator to hold a renewal no longer than leaves its answer two round-trips before the lease lapses here', () => {
+    const keeper = slotted(2);
+    const slot = keeper.slot;
+    const held = slot.acquireAt(1_500_000);
+    // Agent-side expiry 1.9 s after the send at 0; one round-trip of 1 ms so far: 20 ms left, less 2 ms.
+    const renewal = acquireIn(keeper.tick(1_880_000));
+    expect(renewal.leaseId).toBe('L1');
+    expect(renewal.holdMs).toBe(18);
+    keeper.onReply(renewal.seq, grantFor(renewal, { tokensGranted: 0, holdMs: HOLD_MS }), 1_898_000);
+    // Renewed in time: the hold is the lease's still, and its release gives the slot back.
+    expect(slot.hasLease).toBe(true);
+    expect(slot.releaseAt(held, 1_899_000)).toBe(true);
+    expect(slot.balanceTokens).toBe(2);
+    expect(keeper.stats.leasesStarted).toBe(1);
+  });
+
   it('gives nothing back to a new lease for a hold taken under the one before', () => {
     const keeper = slotted(2);
     const slot = keeper.slot;

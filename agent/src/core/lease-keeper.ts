@@ -438,7 +438,7 @@ export class LeaseKeeper {
       tokensLeft: s.hasLease ? s.balanceTokens + s.heldSlots : 0,
       tokensWanted,
       demandPerSecond: this.demand.perSecondOnWire(this.rate.held && s.hasLease && s.balanceTokens >= s.rateCapTokens),
-      holdMs: this.options.holdMs,
+      holdMs: this.holdMsFor(nowUs),
       ...(this.options.agentClass === null ? {} : { agentClass: this.options.agentClass }),
       ...this.callsField(),
       clockMs: Math.floor(nowUs / US_PER_MS),
@@ -446,6 +446,22 @@ export class LeaseKeeper {
     this.demand.asked();
     this.stats.requests += 1;
     return this.cycle.launch(message, nowUs);
+  }
+
+  /**
+   * holdMsFor — how long the coordinator may hold a request sent at `nowUs`
+   * for a worthwhile grant: the keeper's `holdMs`, and no longer than leaves
+   * the answer to a renewal two round-trips before its lease's agent-side
+   * expiry. A renewal held past that would find the lease lapsed here: its
+   * balance dropped and, on a concurrency pool, its busy slots given nothing
+   * back when their requests end, though the coordinator renewed the lease
+   * with them (until the next renewal told it so, the lease's slots idled).
+   */
+  private holdMsFor(nowUs: number): number {
+    const s = this.slot;
+    if (!s.hasLease) return this.options.holdMs;
+    const leftUs = s.expiresAtUs - nowUs - 2 * this.roundTrip.rttUs;
+    return Math.max(0, Math.min(this.options.holdMs, Math.floor(leftUs / US_PER_MS)));
   }
 
   private sendReturn(nowUs: number): readonly SendAction[] {
