@@ -71,9 +71,13 @@ export class ReplyLog {
           reply.code === 'clock-drift' ? CLOCK_DRIFT.event : 'request-refused',
         );
       else if (reply.kind === 'grant' && this.logger.isLevelEnabled('debug')) {
-        const { leaseId, seq, tokensGranted, tokensHeld, ttlMs, epoch } = reply;
+        const { leaseId, seq, tokensGranted, tokensHeld, ttlMs, retryAfterMs, epoch, slotsMax } = reply;
         const pool = this.poolNameOf(where);
-        this.logger.debug({ event: 'grant', pool, leaseId, seq, tokensGranted, tokensHeld, ttlMs, epoch, tUs }, 'grant');
+        const slots = slotsMax === undefined ? {} : { slotsMax };
+        this.logger.debug(
+          { event: 'grant', pool, leaseId, seq, tokensGranted, tokensHeld, ttlMs, retryAfterMs, epoch, ...slots, tUs },
+          'grant',
+        );
       }
       // A request that named no reply subject has nobody to read the answer: it is counted and logged, not encoded.
       if (to.replySubject !== null) to.respond(encodeMessage(this.signed(reply, grantFor)));

@@ -24,7 +24,10 @@
  *   often) keep the pool from it for good. Nor does a grant made at once
  *   while the pool is contended take a lease past that share: leases that
  *   lapsed and came back the moment nobody waited were served in full, and
- *   kept bursty agents beside them under their share.
+ *   kept bursty agents beside them under their share. A grant cut short by
+ *   that share is told to ask again when the pool stops counting as
+ *   contended or in a quarter TTL, not when the level holds tokens (it
+ *   does already).
  * - Concurrency pools (docs/design.md, "Concurrency pools"): a renewal that
  *   names its live lease tells its free and busy slots, so what it reports
  *   below the bound was free when sent and is not used after: it goes back
@@ -140,12 +143,25 @@ export function grant<R>(
   p.credit.take(tokensGranted);
   p.leases.setBound(record, record.boundTokens + tokensGranted);
   p.leases.extend(record, leaseExpiryUs(p, nowUs, receivedUs));
-  const retryMs = tokensGranted < wantTokens ? retryAfterMs(p, wantTokens - tokensGranted, nowUs) : 0;
+  const shareCut = tokensMax < Math.min(wantTokens, p.credit.levelTokens + tokensGranted);
+  const retryMs = tokensGranted >= wantTokens ? 0 : shareCut ? shareRetryMs(p, nowUs) : retryAfterMs(p, wantTokens - tokensGranted, nowUs);
   const reply = grantReply(p, record, tokensGranted, retryMs, grantTtlMs(p, receivedUs));
   record.lastReply = reply;
   p.changed?.add(record.agentId);
   out.push({ to, reply, grantFor: bindingOf(p, record) });
   p.credit.check(p.leases.boundTokensSum);
+}
+
+/**
+ * shareRetryMs — when a grant cut short by its share, not by the level, is
+ * to ask again: once the pool no longer counts as contended, or a quarter
+ * TTL, whichever comes first (shares change as leases come and go). Not
+ * when the level holds tokens: it does, and told so its agent would ask
+ * again every millisecond.
+ */
+function shareRetryMs<R>(p: PoolParts<R>, nowUs: number): number {
+  const contendedMs = Math.ceil((p.contendedUntilUs - nowUs) / US_PER_MS);
+  return Math.max(1, Math.min(contendedMs, Math.ceil(p.config.leaseTtlMs / 4)));
 }
 
 /** renewUnextended — answers a renewal with no top-up and the lease's own time left (at least 1 ms); `short`: it wanted more. */

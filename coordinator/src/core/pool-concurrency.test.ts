@@ -13,7 +13,7 @@ import { CoordinatorCore } from './coordinator-core.js';
 import { encodeMessage, subjectFor } from '@tokenlease/shared';
 import { formatPools } from './operator-view.js';
 import { summarize } from './pool-list.js';
-import { acquireOf, grantOf, MS, SECRET, status } from './pool.fixtures.js';
+import { acquireOf, grantOf, MS, SECRET, status, tick } from './pool.fixtures.js';
 import { statusView } from './status-view.js';
 import { Pool, type Delivery } from './pool.js';
 
@@ -96,6 +96,21 @@ describe('a concurrency pool', () => {
     expect(status(p, 1_700 * MS).levelTokens).toBe(6);
     expect(status(p, 2_199 * MS).levelTokens).toBe(6);
     expect(status(p, 2_200 * MS).levelTokens).toBe(10);
+  });
+
+  it('tells a lease cut short by its share to ask again in a quarter TTL (or when contention ends), not in a millisecond', () => {
+    const p = slotPool();
+    const g = grantOf(acquire(p, 1_500 * MS, { agentId: 'a', seq: 1, tokensWanted: 10 }));
+    expect(g.tokensHeld).toBe(10);
+    // b waits for slots until 1.7 s and gets none: the pool counts as contended until 2.6 s.
+    expect(acquire(p, 1_600 * MS, { agentId: 'b', seq: 1, tokensWanted: 5, holdMs: 100 })).toEqual([]);
+    expect(grantOf(tick(p, 1_700 * MS)).tokensGranted).toBe(0);
+    // a tells 5 of its slots free and asks for 5 more: the 5 free are in the level, but a is at its share (10 / 2).
+    const renewed = grantOf(acquire(p, 1_750 * MS, { agentId: 'a', seq: 2, leaseId: g.leaseId, tokensLeft: 5, tokensWanted: 5 }));
+    expect(renewed).toMatchObject({ tokensGranted: 0, tokensHeld: 5, retryAfterMs: 250 });
+    expect(status(p, 1_750 * MS).levelTokens).toBe(5);
+    // b, below its share, gets them.
+    expect(grantOf(acquire(p, 1_800 * MS, { agentId: 'b', seq: 2, tokensWanted: 5 })).tokensGranted).toBe(5);
   });
 
   it('never grants more slots than the limit, whoever asks', () => {
