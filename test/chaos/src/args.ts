@@ -31,6 +31,7 @@ export const SCENARIO_NAMES = [
   'kill-nats-server',
   'isolate-nats-server',
   'slow-agent-clock',
+  'cut-slot-holder',
 ] as const;
 export type ScenarioName = (typeof SCENARIO_NAMES)[number];
 

@@ -8,7 +8,8 @@
  * envelope), a relay SIGKILLed mid-lease under a root, and an agent whose
  * clock runs at half speed under libfaketime; on a three-server NATS
  * cluster in network namespaces, the owner's server killed, and cut off
- * its peers while its clients stay on it. Each fails if
+ * its peers while its clients stay on it; a holder of a concurrency pool's
+ * slots cut off NATS (slot-scenario.ts). Each fails if
  * its fault was not really injected. The network faults (net-scenarios.ts)
  * run in network namespaces: where those are not permitted they fail with
  * the reason, or are skipped with it printed when
@@ -30,6 +31,7 @@ import { slowAgentClock } from './clock-scenario.js';
 import { isolateNatsServer, killNatsServer } from './cluster-scenarios.js';
 import { redisPrimaryFailover, redisPrimaryFailoverUnconfirmed } from './redis-scenarios.js';
 import { killRelay } from './relay-scenario.js';
+import { cutSlotHolder } from './slot-scenario.js';
 import { failoverCoordinator, killAgents, pauseAgent, restartNats, type ScenarioRow } from './scenarios.js';
 import { rowProblems } from './verdict.js';
 
@@ -152,5 +154,12 @@ describe.skipIf(skipNet)('chaos by network faults, short', () => {
     const row = await isolateNatsServer({ short: true, seed });
     verdict(row);
     expect(row.expiryViolations).toBe(0);
+  }, 120_000);
+
+  it('a holder of concurrency slots cut from NATS: its slots come back within TTL + hold bound, never while its holds may run; never more than the limit in flight', async () => {
+    const row = await cutSlotHolder({ short: true, seed });
+    verdict(row);
+    expect(row.slotsBackMs).not.toBeNull();
+    expect(row.worstWindowRatio).toBeLessThanOrEqual(1);
   }, 120_000);
 });

@@ -189,6 +189,7 @@ export async function slowAgentClock(options: ScenarioOptions): Promise<Scenario
     strandedTokens: null,
     heldTokens: null,
     strayGrants: null,
+    slotsBackMs: null,
     notRun: null,
     note:
       `slow agent's clock at ${rateText(checked.measuredRate)} of the host's (asked ${CLOCK_RATE}); ` +

@@ -26,6 +26,7 @@ const COLUMNS: Array<[string, (r: ScenarioRow) => string]> = [
   ['recovery ms', (r) => (r.recoveryMs === null ? '-' : String(r.recoveryMs))],
   ['stranded / held', (r) => (r.strandedTokens === null ? '-' : `${r.strandedTokens} / ${r.heldTokens ?? '?'}`)],
   ['stray grants', (r) => (r.strayGrants === null ? '-' : String(r.strayGrants))],
+  ['slots back ms', (r) => (r.slotsBackMs === null ? '-' : String(r.slotsBackMs))],
 ];
 
 function table(rows: readonly ScenarioRow[]): string {

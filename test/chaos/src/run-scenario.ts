@@ -34,6 +34,8 @@ export interface ScenarioRow {
   readonly heldTokens: number | null;
   /** Grants by a coordinator cut from the store after its ownership could have lapsed (network faults only; must be 0). */
   readonly strayGrants: number | null;
+  /** From cutting a concurrency pool's slot holder off until the others held every slot at once (cut-slot-holder only). */
+  readonly slotsBackMs: number | null;
   /** Why the scenario could not run at all (network namespaces not permitted, say); null when it ran. Never a pass. */
   readonly notRun: string | null;
   readonly note: string;
@@ -97,6 +99,7 @@ export function notRunRow(name: ScenarioName, reason: string): ScenarioRow {
     strandedTokens: null,
     heldTokens: null,
     strayGrants: null,
+    slotsBackMs: null,
     notRun: reason,
     note: `NOT RUN: ${reason}`,
   };
@@ -179,6 +182,7 @@ export async function runScenario(
       strandedTokens: outcome.stranded?.tokens ?? null,
       heldTokens: outcome.stranded?.heldTokens ?? null,
       strayGrants: outcome.strayGrants ?? null,
+      slotsBackMs: null,
       notRun: null,
       note:
         outcome.note +

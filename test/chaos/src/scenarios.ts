@@ -27,6 +27,7 @@ import {
   oneWayAgentNats,
 } from './net-scenarios.js';
 import { killRelay } from './relay-scenario.js';
+import { cutSlotHolder } from './slot-scenario.js';
 import {
   CHAOS_POOL,
   nowUs,
@@ -278,4 +279,5 @@ export const SCENARIOS: Readonly<Record<ScenarioName, (options: ScenarioOptions)
   'slow-agent-clock': slowAgentClock,
   'kill-nats-server': killNatsServer,
   'isolate-nats-server': isolateNatsServer,
+  'cut-slot-holder': cutSlotHolder,
 };

@@ -5,7 +5,10 @@
  * and a status poll, a failed-over pool granting again within one lease TTL
  * plus one ownership TTL, a killed relay's agents admitting no more after
  * its kill than it held from the root, and the full admission rate must
- * come back.
+ * come back. For a concurrency pool (`cut-slot-holder`) the envelope is the
+ * limit in flight (the worst window is the peak over the limit), the cut
+ * holder's slots must come back within SLOTS_BACK_BOUND_MS, and it must
+ * hold slots again after the restore.
  *
  * One row is expected to break the envelope: `redis-primary-failover-
  * unconfirmed` loses acknowledged grants on purpose (replica confirmation
@@ -14,6 +17,7 @@
  */
 import { OWNERSHIP_TTL_MS } from './chaos-fleet.js';
 import { CHAOS_POOL, type ScenarioRow } from './run-scenario.js';
+import { SLOTS_BACK_BOUND_MS } from './slot-scenario.js';
 
 export const RECLAIM_BOUND_MS = CHAOS_POOL.leaseTtlMs + 400;
 export const TAKEOVER_BOUND_MS = CHAOS_POOL.leaseTtlMs + OWNERSHIP_TTL_MS;
@@ -68,7 +72,13 @@ export function rowProblems(r: ScenarioRow): string[] {
     problems.push(
       `${r.scenario}: first grant by the other coordinator after the cut took ${r.takeoverMs ?? 'forever'} ms, bound ${cutBound} ms`,
     );
-  if (r.scenario !== 'churn-agents' && r.recoveryMs === null)
+  if (r.scenario === 'cut-slot-holder') {
+    if (r.slotsBackMs === null || r.slotsBackMs > SLOTS_BACK_BOUND_MS)
+      problems.push(
+        `${r.scenario}: the cut holder's slots came back after ${r.slotsBackMs ?? 'forever'} ms, bound ${SLOTS_BACK_BOUND_MS} ms`,
+      );
+    if (r.recoveryMs === null) problems.push(`${r.scenario}: the cut holder never held a slot again after the restore`);
+  } else if (r.scenario !== 'churn-agents' && r.recoveryMs === null)
     problems.push(`${r.scenario}: the admission rate never came back to 90% of r`);
   return problems;
 }

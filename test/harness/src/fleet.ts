@@ -21,9 +21,17 @@ import type { Admission } from '@tokenlease/shared/testing';
 import type { AgentProcessConfig } from './agent-process.js';
 import type { AdmissionSource } from './drive.js';
 import type { HostileConfig } from './hostile-client.js';
+import type { SlotHolderConfig } from './slot-holder.js';
 import type { SlotServiceConfig } from './slot-service.js';
 import { hasEvent, parseLogLine, waitForEvent, type LogFields } from './log-events.js';
-import { agentProcessScript, coordinatorCliScript, hostileClientScript, relayCliScript, slotServiceScript } from './paths.js';
+import {
+  agentProcessScript,
+  coordinatorCliScript,
+  hostileClientScript,
+  relayCliScript,
+  slotHolderScript,
+  slotServiceScript,
+} from './paths.js';
 import { spawnNode, type Child } from './processes.js';
 
 /** scratchDir — a fresh temporary folder for configs and logs. */
@@ -162,6 +170,37 @@ export async function startSlotService(config: SlotServiceConfig): Promise<Child
   const child = spawnNode(`slots:${config.name}`, slotServiceScript(), [JSON.stringify(rest)], { [NATS_ENV.url]: natsUrl });
   await waitForEvent(child, { type: 'ready' }, STARTUP_TIMEOUT_MS);
   return child;
+}
+
+/** startSlotHolder — a process holding slots of a concurrency pool (slot-holder.ts), run through `via` (a NetLab host's prefix, say); resolves once it is connected. */
+export async function startSlotHolder(config: SlotHolderConfig, via: readonly string[] = []): Promise<Child> {
+  const { natsUrl, ...rest } = config;
+  const child = spawnNode(`holder:${config.name}`, slotHolderScript(), [JSON.stringify(rest)], { [NATS_ENV.url]: natsUrl }, via);
+  await waitForEvent(child, { type: 'ready' }, STARTUP_TIMEOUT_MS);
+  return child;
+}
+
+/** SlotHold — one hold a slot holder logged: taken and given back, host monotonic µs, and the lease its agent held then. */
+export interface SlotHold {
+  readonly startUs: number;
+  readonly endUs: number;
+  readonly leaseId: string;
+}
+
+/** readSlotHolds — the holds a slot holder wrote ("<start µs> <end µs> <lease id>" lines); none when it wrote no file. */
+export function readSlotHolds(path: string): SlotHold[] {
+  if (!existsSync(path)) return [];
+  return readFileSync(path, 'utf8')
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => {
+      const [start, end, leaseId] = line.split(' ');
+      const startUs = Number(start);
+      const endUs = Number(end);
+      if (!Number.isSafeInteger(startUs) || !Number.isSafeInteger(endUs) || leaseId === undefined)
+        throw new Error(`${path}: not a hold: ${JSON.stringify(line)}`);
+      return { startUs, endUs, leaseId };
+    });
 }
 
 /** startHostileClient — a hostile client in a child process (hostile-client.ts); resolves once it is connected. */

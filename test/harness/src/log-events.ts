@@ -50,8 +50,8 @@ export const COORDINATOR_EVENTS = [
 ] as const;
 export type CoordinatorEvent = (typeof COORDINATOR_EVENTS)[number];
 
-/** AgentLine — the `type` of an agent process's lines (and a hostile client's: `flooding`, its flood begun); an 'event' line names the agent's event in `event`. */
-export type AgentLine = 'ready' | 'stats' | 'event' | 'done' | 'flooding';
+/** AgentLine — the `type` of an agent process's lines (and a hostile client's: `flooding`, its flood begun; a slot holder's: `held`, the slots it holds); an 'event' line names the agent's event in `event`. */
+export type AgentLine = 'ready' | 'stats' | 'event' | 'done' | 'flooding' | 'held';
 
 type Value = string | number | boolean | null;
 /** FieldMatch — fields a line must have, each equal, nested objects matched field by field. */

@@ -30,6 +30,11 @@ export function slotServiceScript(): string {
   return built(join(HARNESS_ROOT, 'dist', 'slot-service.js'));
 }
 
+/** slotHolderScript — the entry point of a process holding slots of a concurrency pool (slot-holder.ts). */
+export function slotHolderScript(): string {
+  return built(join(HARNESS_ROOT, 'dist', 'slot-holder.js'));
+}
+
 /** hostileClientScript — the hostile client entry point (hostile-client.ts). */
 export function hostileClientScript(): string {
   return built(join(HARNESS_ROOT, 'dist', 'hostile-client.js'));
