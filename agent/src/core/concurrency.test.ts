@@ -68,20 +68,42 @@ describe('a keeper on a concurrency pool', () => {
     if (message.op === 'return') expect(message.tokensLeft).toBe(1);
   });
 
-  it('asks the coordinator to hold a renewal no longer than leaves its answer two round-trips before the lease lapses here', () => {
-    const keeper = slotted(2);
+  it('resumes a lease that lapsed here while its renewal was held: its busy slots come back to it as their requests end', () => {
+    const keeper = slotted(3);
     const slot = keeper.slot;
-    const held = slot.acquireAt(1_500_000);
-    // Agent-side expiry 1.9 s after the send at 0; one round-trip of 1 ms so far: 20 ms left, less 2 ms.
+    const a = slot.acquireAt(1_500_000);
+    const b = slot.acquireAt(1_500_000);
+    // The renewal tells 1 free and 2 busy; the coordinator holds it past the agent-side expiry (1.9 s).
     const renewal = acquireIn(keeper.tick(1_880_000));
-    expect(renewal.leaseId).toBe('L1');
-    expect(renewal.holdMs).toBe(18);
-    keeper.onReply(renewal.seq, grantFor(renewal, { tokensGranted: 0, holdMs: HOLD_MS }), 1_898_000);
-    // Renewed in time: the hold is the lease's still, and its release gives the slot back.
+    expect(renewal).toMatchObject({ leaseId: 'L1', tokensLeft: 3 });
+    keeper.tick(1_900_000);
+    expect(slot.hasLease).toBe(false);
+    // One request ends while the lease is lapsed here: nothing to give back to.
+    expect(slot.releaseAt(a, 1_950_000)).toBe(true);
+    expect(slot.balanceTokens).toBe(0);
+    // The renewal lands: L1 goes on with 3 slots, of which 1 is still busy.
+    keeper.onReply(renewal.seq, grantFor(renewal, { tokensGranted: 0, tokensHeld: 3, holdMs: HOLD_MS }), 2_000_000);
     expect(slot.hasLease).toBe(true);
-    expect(slot.releaseAt(held, 1_899_000)).toBe(true);
     expect(slot.balanceTokens).toBe(2);
+    expect(slot.busySlots).toBe(1);
     expect(keeper.stats.leasesStarted).toBe(1);
+    // The other request ends: its slot is L1's again.
+    expect(slot.releaseAt(b, 2_100_000)).toBe(true);
+    expect(slot.balanceTokens).toBe(3);
+  });
+
+  it('asks for nothing while every slot of a lease at its largest size is busy, however often acquires are refused', () => {
+    const keeper = keeperWith({ initialTokens: 1 });
+    const request = askFor(keeper, 2, 0);
+    keeper.onReply(request.seq, grantFor(request, { tokensGranted: 2, holdMs: HOLD_MS, maxLeaseTokens: 2, capacityTokens: 10 }), 1_000);
+    const slot = keeper.slot;
+    expect(slot.acquireAt(2_000)).toBeGreaterThan(0);
+    expect(slot.acquireAt(2_000)).toBeGreaterThan(0);
+    for (let t = 3_000; t < 100_000; t += 1_000) {
+      expect(slot.acquireAt(t)).toBe(0);
+      // Refused: the lease is all busy, and a lease may hold no more than 2: asking would be answered with nothing.
+      expect(keeper.tick(t)).toEqual([]);
+    }
   });
 
   it('gives nothing back to a new lease for a hold taken under the one before', () => {

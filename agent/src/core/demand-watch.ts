@@ -20,7 +20,10 @@
  *   asks again.
  * - The ask covers demand over `refreshMs`, at least `initialTokens`, the
  *   largest denied cost, the waiting cost and one more than the low
- *   watermark, at most one lease, less the balance held.
+ *   watermark, at most one lease, less the balance held. On a concurrency
+ *   pool the busy slots count against that one lease as free ones do: a
+ *   lease whose slots are all in use at its largest size asks for nothing
+ *   (it asked on every refused acquire, answered at once with nothing).
  * - The low watermark covers demand over `LOW_WATERMARK_RTTS` round-trips
  *   plus `LOW_WATERMARK_US_SLACK`, at most one lease.
  * - Demand goes on the wire in thousandths of a token per second, at most
@@ -133,8 +136,9 @@ export class DemandWatch {
       waitingTokens,
       s.lowWatermarkTokens + 1,
     );
-    const capped = Math.min(target, s.costMaxTokens);
-    return Math.max(0, capped - (s.hasLease ? s.balanceTokens : 0));
+    const held = s.hasLease ? s.heldSlots : 0;
+    const capped = Math.min(target + held, s.costMaxTokens);
+    return Math.max(0, capped - held - (s.hasLease ? s.balanceTokens : 0));
   }
 
   /** asked — an acquire left: denials from now on are news. */

@@ -125,6 +125,8 @@ export class LeaseKeeper {
   /** Cost of `take()` calls waiting for tokens; kept by the pool's TakeQueue. */
   waitingTokens = 0;
   private heldLeaseId: string | null = null;
+  /** The tag of the slot holds of the lease that last ended here (endLease), until the next grant: a late renewal of it resumes them. */
+  private endedTag: number | null = null;
   /** The TTL the next grant is expected to carry, µs: the last grant's, or `assumedTtlMs` before any. */
   private ttlUs: number;
   private readonly cycle: RequestCycle;
@@ -438,7 +440,7 @@ export class LeaseKeeper {
       tokensLeft: s.hasLease ? s.balanceTokens + s.heldSlots : 0,
       tokensWanted,
       demandPerSecond: this.demand.perSecondOnWire(this.rate.held && s.hasLease && s.balanceTokens >= s.rateCapTokens),
-      holdMs: this.holdMsFor(nowUs),
+      holdMs: this.options.holdMs,
       ...(this.options.agentClass === null ? {} : { agentClass: this.options.agentClass }),
       ...this.callsField(),
       clockMs: Math.floor(nowUs / US_PER_MS),
@@ -446,22 +448,6 @@ export class LeaseKeeper {
     this.demand.asked();
     this.stats.requests += 1;
     return this.cycle.launch(message, nowUs);
-  }
-
-  /**
-   * holdMsFor — how long the coordinator may hold a request sent at `nowUs`
-   * for a worthwhile grant: the keeper's `holdMs`, and no longer than leaves
-   * the answer to a renewal two round-trips before its lease's agent-side
-   * expiry. A renewal held past that would find the lease lapsed here: its
-   * balance dropped and, on a concurrency pool, its busy slots given nothing
-   * back when their requests end, though the coordinator renewed the lease
-   * with them (until the next renewal told it so, the lease's slots idled).
-   */
-  private holdMsFor(nowUs: number): number {
-    const s = this.slot;
-    if (!s.hasLease) return this.options.holdMs;
-    const leftUs = s.expiresAtUs - nowUs - 2 * this.roundTrip.rttUs;
-    return Math.max(0, Math.min(this.options.holdMs, Math.floor(leftUs / US_PER_MS)));
   }
 
   private sendReturn(nowUs: number): readonly SendAction[] {
@@ -500,7 +486,9 @@ export class LeaseKeeper {
     this.budget?.credit(chargedTokens, nowUs);
     s.told();
     s.balanceTokens = 0;
-    // Its busy slots are the coordinator's again once their requests are past their bound: a release gives nothing back.
+    // Its busy slots are the coordinator's again once their requests are past their bound: a release gives nothing back
+    // (unless a renewal that named it lands after all: applyGrant resumes it).
+    this.endedTag = s.concurrency ? s.holds.leaseTag : null;
     if (s.concurrency) s.holds.newLease();
     s.slotsMax = Infinity;
     s.hasLease = false;
@@ -539,13 +527,28 @@ export class LeaseKeeper {
     s.shadowGranted = reply.shadow === true;
     this.shortUntilUs = reply.retryAfterMs > 0 ? nowUs + reply.retryAfterMs * US_PER_MS : 0;
     const sameLease = reply.leaseId === this.heldLeaseId && s.hasLease;
-    if (!sameLease) this.stats.leasesStarted += 1;
+    // A renewal that named the lease of slots in hand came back after that lease lapsed here: the coordinator
+    // renewed it with its busy slots (the renewal told them), so their requests give them back to it when they end.
+    const resumed =
+      !sameLease &&
+      s.concurrency &&
+      this.endedTag !== null &&
+      reply.leaseId === this.heldLeaseId &&
+      flight.message.leaseId === reply.leaseId;
+    if (!sameLease && !resumed) this.stats.leasesStarted += 1;
     if (!sameLease) s.told();
-    if (!sameLease && s.concurrency) s.holds.newLease();
+    if (resumed) s.holds.resumeLease(this.endedTag as number);
+    else if (!sameLease && s.concurrency) s.holds.newLease();
+    this.endedTag = null;
     s.concurrency = reply.holdMs !== undefined;
     // The bound counts on the agent's clock, cut by the drift margin as the TTL is: the coordinator's D is real time.
     if (reply.holdMs !== undefined) s.holds.holdUs = Math.floor(reply.holdMs * US_PER_MS * (1 - this.options.driftMargin));
-    s.balanceTokens = (sameLease ? s.balanceTokens : 0) + reply.tokensGranted;
+    // Resumed, its free slots are what the coordinator holds for it beside every request still counted.
+    s.balanceTokens = sameLease
+      ? s.balanceTokens + reply.tokensGranted
+      : resumed
+        ? Math.max(0, reply.tokensHeld - s.heldSlots)
+        : reply.tokensGranted;
     // Told to shed: free slots above the cap go at once (the next acquire tells so), busy ones as their requests end.
     s.slotsMax = reply.slotsMax ?? Infinity;
     if (reply.slotsMax !== undefined) s.balanceTokens = Math.min(s.balanceTokens, Math.max(0, reply.slotsMax - s.busySlots));

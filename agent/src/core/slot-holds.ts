@@ -11,6 +11,8 @@
  *   when it ends; one taken from an earlier lease (since expired, returned
  *   or replaced) gives nothing back: that lease's slots are the
  *   coordinator's again, once no request started under it can still run.
+ *   A lease that lapsed here and that the coordinator renewed all the same
+ *   (`resumeLease`) is the current one again, with its holds.
  *   A hold admitted by shadow mode spent no slot and gives none back.
  * - `lease + busy` stays what the coordinator was last told plus what it
  *   granted since: taking, releasing and timing out move a slot between
@@ -87,6 +89,24 @@ export class SlotHolds {
   newLease(): void {
     this.lease += 1;
     this.busyNow = 0;
+  }
+
+  /** leaseTag — the current lease's tag, for `resumeLease`. */
+  get leaseTag(): number {
+    return this.lease;
+  }
+
+  /**
+   * resumeLease — the lease of `tag`, ended here, goes on after all (the
+   * coordinator renewed it: a renewal that named it landed after it lapsed
+   * on this clock): its holds not yet over are its busy slots again, and
+   * give their slots back to it. Walks the holds once: a rare event.
+   */
+  resumeLease(tag: number): void {
+    this.lease = tag;
+    let busy = 0;
+    for (let i = this.head; i !== NONE; i = this.next[i] as number) if (this.leaseOf[i] === tag) busy += 1;
+    this.busyNow = busy;
   }
 
   /**
