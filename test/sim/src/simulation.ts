@@ -120,7 +120,9 @@ class Simulation {
     this.random = seededRandom(config.seed);
     const p = config.pool;
     this.coordinatorConfig = coordinatorConfigOf(rootPoolOf(config), POOL);
-    const fillUs = Math.ceil((p.capacity * p.refill.periodMs * 1000) / p.refill.tokens);
+    // A concurrency pool holds every slot back until its quiet period and one hold bound are over: its fill is that bound.
+    const fillUs =
+      p.concurrency !== undefined ? p.concurrency.maxHoldMs * 1000 : Math.ceil((p.capacity * p.refill.periodMs * 1000) / p.refill.tokens);
     this.warmupUs = this.coordinatorConfig.quietPeriodMs * 1000 + fillUs + 200_000;
     this.endUs = this.warmupUs + config.durationUs;
     this.workload = simWorkload(config);
