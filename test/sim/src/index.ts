@@ -8,6 +8,6 @@ export { runSimulation, simWorkload } from './simulation.js';
 export { describeScenario, randomScenario, SCENARIO_DURATION_US_DEFAULT, SCENARIO_MIXES, type ScenarioMix } from './scenario.js';
 export { convergenceProblem, recoveredRate } from './converge.js';
 export { faultsEndUs } from './fault-span.js';
-export { windowOf, windowPool, type SimConfig, type SimPool, type SimResult } from './sim-config.js';
+export { concurrencyPool, windowOf, windowPool, type SimConfig, type SimPool, type SimResult } from './sim-config.js';
 export { Network, type NetworkSpec } from './network.js';
 export { TAKE_TIMEOUT_MS_DEFAULT, type Arrival, type Workload, type WorkloadName, type WorkloadSpec } from './workload.js';

@@ -43,6 +43,7 @@ describe('parseSweepArgs defaults', () => {
       traceKey: null,
       byKeyTop: null,
       window: null,
+      concurrency: null,
     });
   });
 
@@ -270,6 +271,51 @@ describe('--window N/W', () => {
     [['--window', '100/1s', '--lease-modes', 'chunk,rate'], '--lease-modes', 'must be chunk'],
     [['--window', '100/1s', '--lease-sizes', '101'], '--lease-sizes', 'no larger than'],
     [['--window', '100/1s', '--window', '50/1s'], '--window', 'is given twice'],
+  ])('refuses %j naming %s', (argv, flag, form) => {
+    const error = refusal(argv);
+    expect(error.flag).toBe(flag);
+    expect(error.message.startsWith(`${flag}: `)).toBe(true);
+    expect(error.message).toContain(form);
+    expect(error.message).not.toContain('\n');
+  });
+});
+
+describe('--concurrency N/D --service S', () => {
+  it('sweeps a concurrency pool: capacity N, load 1 as N requests per mean service time, chunk leases, sizes up to N', () => {
+    expect(parse(['--concurrency', '20/2s', '--service', '100ms'])).toMatchObject({
+      concurrency: { limit: 20, maxHoldMs: 2000, serviceMs: 100 },
+      capacityTokens: 20,
+      refill: { tokens: 20, periodMs: 100 },
+      leaseModes: ['chunk'],
+      allowancesTokens: [0],
+      leaseSizesTokens: [5, 10],
+      window: null,
+    });
+    expect(parse(['--concurrency', '3/500ms', '--service', '1.5s']).concurrency).toEqual({ limit: 3, maxHoldMs: 500, serviceMs: 1500 });
+  });
+
+  it('prints flags that parse back to the same sweep', () => {
+    const args = parse(['--concurrency', '8/1.5s', '--service', '40ms', '--lease-sizes', '2,8']);
+    expect(sweepArgsToArgv(args)).toEqual(expect.arrayContaining(['--concurrency', '8/1.5s', '--service', '40ms']));
+    expect(parseSweepArgs(sweepArgsToArgv(args), () => SEED)).toEqual({ ...args, seedFromFlag: true });
+  });
+
+  it.each([
+    [['--concurrency', '20/2s'], '--service', 'is required with --concurrency'],
+    [['--service', '50ms'], '--service', 'applies only with --concurrency'],
+    [['--concurrency', '20'], '--concurrency', 'like 50/2s'],
+    [['--concurrency', '0/2s', '--service', '1ms'], '--concurrency', 'a number of slots'],
+    [['--concurrency', '1000001/2s', '--service', '1ms'], '--concurrency', 'a number of slots'],
+    [['--concurrency', '20/0s', '--service', '1ms'], '--concurrency', 'whole milliseconds'],
+    [['--concurrency', '20/2h', '--service', '1ms'], '--concurrency', 'whole milliseconds'],
+    [['--concurrency', '20/2s', '--service', '0.5ms'], '--service', 'whole milliseconds'],
+    [['--concurrency', '20/2s', '--service', 'fast'], '--service', 'whole milliseconds'],
+    [['--concurrency', '20/2s', '--service', '1ms', '--window', '20/1s'], '--concurrency', 'give one'],
+    [['--concurrency', '20/2s', '--service', '1ms', '--capacity', '20'], '--capacity', 'does not apply with --concurrency'],
+    [['--concurrency', '20/2s', '--service', '1ms', '--html', 'x.html'], '--html', 'does not apply with --concurrency'],
+    [['--concurrency', '20/2s', '--service', '1ms', '--allowances', '2'], '--allowances', 'must be 0'],
+    [['--concurrency', '20/2s', '--service', '1ms', '--lease-modes', 'rate'], '--lease-modes', 'must be chunk'],
+    [['--concurrency', '20/2s', '--service', '1ms', '--lease-sizes', '21'], '--lease-sizes', 'no larger than'],
   ])('refuses %j naming %s', (argv, flag, form) => {
     const error = refusal(argv);
     expect(error.flag).toBe(flag);

@@ -27,6 +27,7 @@ import { KEY_SECRET_ENV } from './trace-key-hash.js';
 import { formatWorkload, parseWorkload, workloadUsage } from './workload.js';
 import { formatWhatIf, parseWhatIf, type WhatIfLimit } from './what-if.js';
 import { formatWindow, parseWindow } from './window-args.js';
+import { formatConcurrency, parseConcurrency, parseServiceMs, type SweepConcurrency } from './concurrency-args.js';
 import type { SweepWindow } from './window-sweep.js';
 
 /**
@@ -49,6 +50,8 @@ export interface SweepArgs extends SweepInput, TraceArgs {
   readonly help: boolean;
   /** `--window N/W`: sweep a sliding-window pool of N per W (capacity N, refill N per W, chunk leases, no allowance); null: a bucket. */
   readonly window: SweepWindow | null;
+  /** `--concurrency N/D --service S`: sweep a concurrency pool of N slots held at most D, requests served in S on average; null: a bucket. */
+  readonly concurrency: SweepConcurrency | null;
 }
 
 /** MAX_COMBINATIONS — most tokenlease settings (chunk and rate rows) one sweep runs. */
@@ -126,7 +129,13 @@ apart); the cost (msg/1k) weighs a report like a round-trip.
                              window of W, like 100/1s or 100/60s (replaces --capacity and
                              --refill; chunk leases, no allowance, no --html or --what-if);
                              the baseline is an exact central per-request sliding-window log
-  --lease-sizes N,N,...      maxLeaseTokens to try, 1..B (default ${SWEEP_DEFAULTS['lease-sizes']}; with --window those ≤ N)
+  --concurrency N/D          sweep a concurrency pool instead: at most N requests in flight,
+                             each holding its slot at most D, like 50/2s (replaces --capacity
+                             and --refill; chunk leases, no allowance, no --html or --what-if);
+                             the baseline is one central semaphore every request asks
+  --service D                with --concurrency: mean time a request holds its slot
+                             (exponential); a workload's load 1 is N requests in flight
+  --lease-sizes N,N,...      maxLeaseTokens to try, 1..B (default ${SWEEP_DEFAULTS['lease-sizes']}; with --window or --concurrency those ≤ N)
   --ttls D,D,...             lease TTLs to try, ${formatDurationUs(MIN_TTL_MS * 1000)}..${formatDurationUs(MAX_TTL_MS * 1000)} (default ${SWEEP_DEFAULTS.ttls})
   --allowances N,N,...       extra burst tokens A to try, 0 = strict (default ${SWEEP_DEFAULTS.allowances})
   --lease-modes M,M          chunk and/or rate leases (default ${SWEEP_DEFAULTS['lease-modes']})
@@ -181,6 +190,8 @@ const OPTIONS = {
   'target-utilization': { type: 'string' },
   'what-if': { type: 'string' },
   window: { type: 'string' },
+  concurrency: { type: 'string' },
+  service: { type: 'string' },
   trace: { type: 'string', multiple: true },
   'trace-format': { type: 'string' },
   'trace-field': { type: 'string', multiple: true },
@@ -329,11 +340,19 @@ export function parseSweepArgs(argv: readonly string[], drawSeed: () => number =
 
   const agents = integer('--agents', text('agents'), 1, AGENTS_MAX, 'a number of agents');
   const window = v.window === undefined ? null : readWindowFlags(v);
+  const concurrency = readConcurrencyFlags(v);
   const traceArgs = readTraceArgs(v, help ? [] : given.tracePaths, outside);
-  const refill = window === null ? readRefill(text('refill')) : makeRate(window.limitTokens, window.windowMs);
-  const capacityTokens = window?.limitTokens ?? integer('--capacity', text('capacity'), 1, TOKENS_MAX, 'a capacity in tokens');
+  // A concurrency pool's workload load is in-flight demand as a multiple of N: N requests per mean service time is load 1.
+  const refill =
+    window !== null
+      ? makeRate(window.limitTokens, window.windowMs)
+      : concurrency !== null
+        ? makeRate(concurrency.limit, concurrency.serviceMs)
+        : readRefill(text('refill'));
+  const limitTokens = window?.limitTokens ?? concurrency?.limit ?? null;
+  const capacityTokens = limitTokens ?? integer('--capacity', text('capacity'), 1, TOKENS_MAX, 'a capacity in tokens');
   const workload = parseWorkload(text('workload'));
-  const sizesText = window === null || v['lease-sizes'] !== undefined ? text('lease-sizes') : defaultWindowSizes(window.limitTokens);
+  const sizesText = limitTokens === null || v['lease-sizes'] !== undefined ? text('lease-sizes') : defaultWindowSizes(limitTokens);
   const leaseSizesTokens = list('--lease-sizes', sizesText, (one) =>
     integer('--lease-sizes', one, 1, capacityTokens, `a lease size in tokens no larger than the capacity ${capacityTokens}`),
   );
@@ -351,7 +370,7 @@ export function parseSweepArgs(argv: readonly string[], drawSeed: () => number =
       `${capacityTokens} plus the largest allowance ${largestAllowance} does not fit the exact arithmetic (${detail}); use a smaller capacity or allowance`,
     );
   }
-  const leaseModes = window === null ? readLeaseModes(text('lease-modes')) : readLeaseModes(v['lease-modes'] ?? 'chunk');
+  const leaseModes = limitTokens === null ? readLeaseModes(text('lease-modes')) : readLeaseModes(v['lease-modes'] ?? 'chunk');
   // Refresh and report intervals longer than any lease can live are of no use: the longest TTL bounds them too.
   const refreshesMs = list(
     '--refreshes',
@@ -408,7 +427,29 @@ export function parseSweepArgs(argv: readonly string[], drawSeed: () => number =
     help,
     ...traceArgs,
     window,
+    concurrency,
   };
+}
+
+/** readConcurrencyFlags — `--concurrency` and `--service`'s pool, refusing the flags a concurrency pool has no use for; null without them. */
+function readConcurrencyFlags(v: Values): SweepConcurrency | null {
+  if (v.concurrency === undefined) {
+    if (v.service !== undefined) throw new SweepArgsError('--service', 'applies only with --concurrency N/D, whose requests it times');
+    return null;
+  }
+  if (v.window !== undefined) throw new SweepArgsError('--concurrency', 'sweeps a concurrency pool; --window a window pool: give one');
+  const pool = parseConcurrency(v.concurrency);
+  if (v.service === undefined)
+    throw new SweepArgsError('--service', 'is required with --concurrency: the mean time a request holds its slot, like 50ms');
+  for (const flag of ['capacity', 'refill', 'html', 'what-if'] as const) {
+    if (v[flag] !== undefined)
+      throw new SweepArgsError(`--${flag}`, 'does not apply with --concurrency, whose N/D gives the limit and the hold bound');
+  }
+  if (v.allowances !== undefined && v.allowances !== '0')
+    throw new SweepArgsError('--allowances', 'must be 0 with --concurrency: a concurrency pool has no allowance');
+  if (v['lease-modes'] !== undefined && v['lease-modes'] !== 'chunk')
+    throw new SweepArgsError('--lease-modes', 'must be chunk with --concurrency: slots are leased in chunks only');
+  return { ...pool, serviceMs: parseServiceMs(v.service) };
 }
 
 /** readWindowFlags — `--window`'s pool, refusing the flags a window pool has no use for. */
@@ -425,7 +466,7 @@ function readWindowFlags(v: Values): SweepWindow {
   return window;
 }
 
-/** defaultWindowSizes — the default lease sizes no larger than the limit N, or N alone when all are larger. */
+/** defaultWindowSizes — the default lease sizes no larger than the limit N (of a window or concurrency pool), or N alone when all are larger. */
 function defaultWindowSizes(limitTokens: number): string {
   const sizes = SWEEP_DEFAULTS['lease-sizes'].split(',').filter((one) => Number(one) <= limitTokens);
   return sizes.length > 0 ? sizes.join(',') : String(limitTokens);
@@ -444,9 +485,11 @@ export function demandLabel(args: Pick<SweepArgs, 'tracePaths' | 'traceFormat' |
  */
 export function sweepArgsToArgv(args: SweepArgs): string[] {
   const limits =
-    args.window === null
-      ? ['--capacity', String(args.capacityTokens), '--refill', formatRate(args.refill)]
-      : ['--window', formatWindow(args.window)];
+    args.window !== null
+      ? ['--window', formatWindow(args.window)]
+      : args.concurrency !== null
+        ? ['--concurrency', formatConcurrency(args.concurrency), '--service', formatDurationUs(args.concurrency.serviceMs * 1000)]
+        : ['--capacity', String(args.capacityTokens), '--refill', formatRate(args.refill)];
   const replayed = args.tracePaths.length > 0;
   const argv = [
     ...(replayed ? traceArgv(args) : ['--agents', String(args.agents)]),

@@ -33,6 +33,10 @@ import { KEY_SECRET_ENV } from './trace-key-hash.js';
 import { formatWhatIf, renderWhatIf, whatIf } from './what-if.js';
 import { formatWindow } from './window-args.js';
 import { renderWindowTable, runWindowSweep, type SweepWindow } from './window-sweep.js';
+import { formatConcurrency, type SweepConcurrency } from './concurrency-args.js';
+import { concurrencyRecommendation, renderConcurrencyTable, runConcurrencySweep } from './concurrency-sweep.js';
+import { formatDurationUs } from './duration.js';
+import { formatPercent } from './format.js';
 
 function parse(): SweepArgs | null {
   try {
@@ -84,13 +88,19 @@ async function main(): Promise<void> {
       `sweep: no key secret (--key-secret or ${KEY_SECRET_ENV}): keys are hashed under a random one, so the key names in this report mean nothing outside this run\n`,
     );
   }
-  const pool = args.window === null ? `B=${args.capacityTokens}, r=${formatRate(args.refill)}` : `window ${formatWindow(args.window)}`;
+  const pool =
+    args.window !== null
+      ? `window ${formatWindow(args.window)}`
+      : args.concurrency !== null
+        ? `concurrency ${formatConcurrency(args.concurrency)}, served in ${formatDurationUs(args.concurrency.serviceMs * 1000)} on average`
+        : `B=${args.capacityTokens}, r=${formatRate(args.refill)}`;
   say(
     `sweep: ${args.agents} agents, ${pool}, ${args.tracePaths.length === 0 ? 'workload ' : ''}${demandLabel(args)}, ` +
       `latency ${args.latencyUs / 1000} ms, ${args.durationMs / 1000} s simulated per combination, seed ${args.seed}`,
   );
   say(`replay: ${replay}`);
   if (args.window !== null) return windowMain(args, args.window, replay, say);
+  if (args.concurrency !== null) return concurrencyMain(args, args.concurrency, replay, say);
   const total = tokenleaseSettings(args).length + 2;
   let done = 0;
   const rows = runSweep(args, () => {
@@ -154,6 +164,34 @@ function windowMain(args: SweepArgs, window: SweepWindow, replay: string, say: (
   }
   console.log(renderWindowTable(rows));
   say(`\nfullest window of any row: ${fullest} of N=${window.limitTokens} per ${formatWindow(window).split('/')[1]}`);
+}
+
+/** concurrencyMain — the concurrency sweep: its table (or JSON) and the cheapest setting reaching the target, every row checked against N in flight. */
+function concurrencyMain(args: SweepArgs, pool: SweepConcurrency, replay: string, say: (line: string) => void): void {
+  const total = tokenleaseSettings({ ...args, leaseModes: ['chunk'], allowancesTokens: [0] }).length + 2;
+  let done = 0;
+  const rows = runConcurrencySweep(args, pool, () => {
+    done += 1;
+    process.stderr.write(`\r${done}/${total} runs`);
+  });
+  process.stderr.write('\n');
+  const recommended = concurrencyRecommendation(rows, args.targetUtilization);
+  const peak = Math.max(...rows.map((row) => row.peakInFlight));
+  if (args.json) {
+    const parameters = { ...args, refill: formatRate(args.refill), workload: demandLabel(args), concurrency: formatConcurrency(pool) };
+    console.log(JSON.stringify({ parameters, replay, rows, recommendation: recommended }));
+    return;
+  }
+  console.log(renderConcurrencyTable(rows));
+  say(`\nmost in flight in any row: ${peak} of N=${pool.limit}`);
+  say(
+    recommended === null
+      ? `no lease setting reached ${formatPercent(args.targetUtilization)}% of the central semaphore's admissions: try larger leases or longer TTLs`
+      : `recommended: leases of ${recommended.leaseSize} slots, TTL ${formatDurationUs((recommended.ttlMs ?? 0) * 1000)}` +
+          `${recommended.reportMs === 0 || recommended.reportMs === null ? '' : `, reports every ${formatDurationUs(recommended.reportMs * 1000)}`}: ` +
+          `${formatPercent(recommended.utilization)}% of the semaphore's admissions at ${recommended.roundTripsPer1k.toFixed(1)} round-trips per 1,000 requests ` +
+          `(the semaphore: ${(rows.find((r) => r.strategy === 'central-semaphore')?.roundTripsPer1k ?? 0).toFixed(1)})`,
+  );
 }
 
 await main();
