@@ -25,7 +25,7 @@ import { concurrencyPool, Network, runSimulation, type Arrival, type NetworkSpec
 import type { SweepConcurrency } from './concurrency-args.js';
 import { formatDurationMs } from './duration.js';
 import { jain } from './fairness.js';
-import { formatCount, formatFixed, formatPercent } from './format.js';
+import { columnTable, formatCount, formatFixed, formatPercent, type TableColumn } from './format.js';
 import { arrivalsOf, type SweepInput } from './run-sweep.js';
 import { tokenleaseSettings } from './settings.js';
 
@@ -285,39 +285,27 @@ export function concurrencyRecommendation(rows: readonly ConcurrencyRow[], targe
   return best;
 }
 
-interface Column {
-  readonly header: string;
-  readonly right: boolean;
-  readonly cell: (row: ConcurrencyRow) => string;
-}
-
 const NONE = '-';
-const COLUMNS: readonly Column[] = [
-  { header: 'strategy', right: false, cell: (r) => r.strategy },
-  { header: 'lease', right: true, cell: (r) => (r.leaseSize === null ? NONE : formatCount(r.leaseSize)) },
-  { header: 'TTL', right: true, cell: (r) => (r.ttlMs === null ? NONE : formatDurationMs(r.ttlMs)) },
-  { header: 'reports', right: true, cell: (r) => (r.reportMs === null ? NONE : r.reportMs === 0 ? 'off' : formatDurationMs(r.reportMs)) },
-  { header: 'admitted', right: true, cell: (r) => formatCount(r.admitted) },
-  { header: 'semaphore', right: true, cell: (r) => formatCount(r.semaphoreAdmitted) },
-  { header: 'util %', right: true, cell: (r) => formatPercent(r.utilization) },
-  { header: 'busy %', right: true, cell: (r) => formatPercent(r.busy) },
-  { header: 'peak/N', right: true, cell: (r) => `${formatCount(r.peakInFlight)}/${formatCount(r.limit)}` },
-  { header: 'RT/1k', right: true, cell: (r) => formatFixed(r.roundTripsPer1k, 1) },
-  { header: 'rep/1k', right: true, cell: (r) => (r.reportMs === null || r.reportMs === 0 ? NONE : formatFixed(r.reportsPer1k, 1)) },
-  { header: 'Jain', right: true, cell: (r) => formatFixed(r.jain, 3) },
-  { header: 'denied %', right: true, cell: (r) => formatPercent(r.denialRate) },
+const COLUMNS: readonly TableColumn<ConcurrencyRow>[] = [
+  { header: 'strategy', cell: (r) => r.strategy },
+  { header: 'lease', cell: (r) => (r.leaseSize === null ? NONE : formatCount(r.leaseSize)) },
+  { header: 'TTL', cell: (r) => (r.ttlMs === null ? NONE : formatDurationMs(r.ttlMs)) },
+  { header: 'reports', cell: (r) => (r.reportMs === null ? NONE : r.reportMs === 0 ? 'off' : formatDurationMs(r.reportMs)) },
+  { header: 'admitted', cell: (r) => formatCount(r.admitted) },
+  { header: 'semaphore', cell: (r) => formatCount(r.semaphoreAdmitted) },
+  { header: 'util %', cell: (r) => formatPercent(r.utilization) },
+  { header: 'busy %', cell: (r) => formatPercent(r.busy) },
+  { header: 'peak/N', cell: (r) => `${formatCount(r.peakInFlight)}/${formatCount(r.limit)}` },
+  { header: 'RT/1k', cell: (r) => formatFixed(r.roundTripsPer1k, 1) },
+  { header: 'rep/1k', cell: (r) => (r.reportMs === null || r.reportMs === 0 ? NONE : formatFixed(r.reportsPer1k, 1)) },
+  { header: 'Jain', cell: (r) => formatFixed(r.jain, 3) },
+  { header: 'denied %', cell: (r) => formatPercent(r.denialRate) },
 ];
 
 /** renderConcurrencyTable — the rows as an aligned plain-text table, in the order given, with a footnote on the columns. */
 export function renderConcurrencyTable(rows: readonly ConcurrencyRow[]): string {
-  const body = rows.map((row) => COLUMNS.map((c) => c.cell(row)));
-  const widths = COLUMNS.map((c, i) => Math.max(c.header.length, ...body.map((cells) => (cells[i] ?? '').length)));
-  const line = (cells: readonly string[]): string =>
-    cells.map((cell, i) => (COLUMNS[i]?.right === true ? cell.padStart(widths[i] ?? 0) : cell.padEnd(widths[i] ?? 0))).join('  ');
   return [
-    line(COLUMNS.map((c) => c.header)),
-    line(widths.map((w) => '-'.repeat(w))),
-    ...body.map(line),
+    ...columnTable(COLUMNS, rows),
     'util %: requests admitted / what one central semaphore admits on the same arrivals (semaphore); busy %: mean in flight / N;',
     'peak/N: the most requests in flight at once (the in-flight check over every hold); RT/1k: round-trips per 1,000 admitted requests.',
   ].join('\n');

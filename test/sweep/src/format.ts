@@ -66,4 +66,18 @@ export function textTable(rows: readonly (readonly string[])[]): string[] {
   return rows.map((row) => row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i] ?? 0) : cell.padStart(widths[i] ?? 0))).join('  '));
 }
 
+/** TableColumn — a column of `columnTable`: its header, and its cell for each row. */
+export interface TableColumn<R> {
+  readonly header: string;
+  readonly cell: (row: R) => string;
+}
+
+/** columnTable — the headers, a rule of dashes under each, then a line per row, aligned as `textTable` does. */
+export function columnTable<R>(columns: readonly TableColumn<R>[], rows: readonly R[]): string[] {
+  const headers = columns.map((c) => c.header);
+  const body = rows.map((row) => columns.map((c) => c.cell(row)));
+  const widths = columns.map((_, i) => Math.max(headers[i]?.length ?? 0, ...body.map((cells) => (cells[i] ?? '').length)));
+  return textTable([headers, widths.map((w) => '-'.repeat(w)), ...body]);
+}
+
 const ENTITIES: Readonly<Record<string, string>> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };

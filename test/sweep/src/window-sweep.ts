@@ -14,7 +14,7 @@ import { checkWindows, type Admission } from '@tokenlease/shared/testing';
 import { runSimulation, TAKE_TIMEOUT_MS_DEFAULT, windowPool, type SimConfig } from '@tokenlease/sim';
 import { formatDurationMs } from './duration.js';
 import { jain, p99 } from './fairness.js';
-import { formatCount, formatFixed, formatPercent } from './format.js';
+import { columnTable, formatCount, formatFixed, formatPercent, type TableColumn } from './format.js';
 import { arrivalsOf, type SweepInput } from './run-sweep.js';
 import { tokenleaseSettings } from './settings.js';
 import { centralLog, localLogs, type LogOutcome } from './window-log.js';
@@ -129,39 +129,27 @@ export function runWindowSweep(input: SweepInput, window: SweepWindow, onRow: (r
   return rows;
 }
 
-interface Column {
-  readonly header: string;
-  readonly right: boolean;
-  readonly cell: (row: WindowRow) => string;
-}
-
 const NONE = '-';
-const COLUMNS: readonly Column[] = [
-  { header: 'strategy', right: false, cell: (r) => r.strategy },
-  { header: 'lease', right: true, cell: (r) => (r.leaseSize === null ? NONE : formatCount(r.leaseSize)) },
-  { header: 'TTL', right: true, cell: (r) => (r.ttlMs === null ? NONE : formatDurationMs(r.ttlMs)) },
-  { header: 'reports', right: true, cell: (r) => (r.reportMs === null ? NONE : r.reportMs === 0 ? 'off' : formatDurationMs(r.reportMs)) },
-  { header: 'admitted', right: true, cell: (r) => formatCount(r.admitted) },
-  { header: 'log', right: true, cell: (r) => formatCount(r.logAdmitted) },
-  { header: 'util %', right: true, cell: (r) => formatPercent(r.utilization) },
-  { header: 'fullest/N', right: true, cell: (r) => `${formatCount(r.fullestWindowTokens)}/${formatCount(r.limitTokens)}` },
-  { header: 'RT/1k', right: true, cell: (r) => formatFixed(r.roundTripsPer1k, 1) },
-  { header: 'rep/1k', right: true, cell: (r) => (r.reportMs === null || r.reportMs === 0 ? NONE : formatFixed(r.reportsPer1k, 1)) },
-  { header: 'Jain', right: true, cell: (r) => formatFixed(r.jain, 3) },
-  { header: 'p99 wait ms', right: true, cell: (r) => formatFixed(r.p99WaitMs, 1) },
-  { header: 'denied %', right: true, cell: (r) => formatPercent(r.denialRate) },
+const COLUMNS: readonly TableColumn<WindowRow>[] = [
+  { header: 'strategy', cell: (r) => r.strategy },
+  { header: 'lease', cell: (r) => (r.leaseSize === null ? NONE : formatCount(r.leaseSize)) },
+  { header: 'TTL', cell: (r) => (r.ttlMs === null ? NONE : formatDurationMs(r.ttlMs)) },
+  { header: 'reports', cell: (r) => (r.reportMs === null ? NONE : r.reportMs === 0 ? 'off' : formatDurationMs(r.reportMs)) },
+  { header: 'admitted', cell: (r) => formatCount(r.admitted) },
+  { header: 'log', cell: (r) => formatCount(r.logAdmitted) },
+  { header: 'util %', cell: (r) => formatPercent(r.utilization) },
+  { header: 'fullest/N', cell: (r) => `${formatCount(r.fullestWindowTokens)}/${formatCount(r.limitTokens)}` },
+  { header: 'RT/1k', cell: (r) => formatFixed(r.roundTripsPer1k, 1) },
+  { header: 'rep/1k', cell: (r) => (r.reportMs === null || r.reportMs === 0 ? NONE : formatFixed(r.reportsPer1k, 1)) },
+  { header: 'Jain', cell: (r) => formatFixed(r.jain, 3) },
+  { header: 'p99 wait ms', cell: (r) => formatFixed(r.p99WaitMs, 1) },
+  { header: 'denied %', cell: (r) => formatPercent(r.denialRate) },
 ];
 
 /** renderWindowTable — the rows as an aligned plain-text table, in the order given, with a footnote on the columns. */
 export function renderWindowTable(rows: readonly WindowRow[]): string {
-  const body = rows.map((row) => COLUMNS.map((c) => c.cell(row)));
-  const widths = COLUMNS.map((c, i) => Math.max(c.header.length, ...body.map((cells) => (cells[i] ?? '').length)));
-  const line = (cells: readonly string[]): string =>
-    cells.map((cell, i) => (COLUMNS[i]?.right === true ? cell.padStart(widths[i] ?? 0) : cell.padEnd(widths[i] ?? 0))).join('  ');
   return [
-    line(COLUMNS.map((c) => c.header)),
-    line(widths.map((w) => '-'.repeat(w))),
-    ...body.map(line),
+    ...columnTable(COLUMNS, rows),
     'util %: admitted / what the central per-request sliding-window log admits on the same arrivals (log);',
     'fullest/N: the most tokens any window of W held (checkWindows over every admission); RT/1k: round-trips per 1,000 admissions.',
   ].join('\n');
