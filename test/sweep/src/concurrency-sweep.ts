@@ -23,9 +23,9 @@
 import { seededRandom } from '@tokenlease/shared/testing';
 import { concurrencyPool, Network, runSimulation, type Arrival, type NetworkSpec, type SimConfig, type Workload } from '@tokenlease/sim';
 import type { SweepConcurrency } from './concurrency-args.js';
-import { formatDurationMs } from './duration.js';
 import { jain } from './fairness.js';
 import { columnTable, formatCount, formatFixed, formatPercent, type TableColumn } from './format.js';
+import { reportsColumn, settingColumns } from './setting-columns.js';
 import { arrivalsOf, type SweepInput } from './run-sweep.js';
 import { tokenleaseSettings } from './settings.js';
 
@@ -285,19 +285,15 @@ export function concurrencyRecommendation(rows: readonly ConcurrencyRow[], targe
   return best;
 }
 
-const NONE = '-';
 const COLUMNS: readonly TableColumn<ConcurrencyRow>[] = [
-  { header: 'strategy', cell: (r) => r.strategy },
-  { header: 'lease', cell: (r) => (r.leaseSize === null ? NONE : formatCount(r.leaseSize)) },
-  { header: 'TTL', cell: (r) => (r.ttlMs === null ? NONE : formatDurationMs(r.ttlMs)) },
-  { header: 'reports', cell: (r) => (r.reportMs === null ? NONE : r.reportMs === 0 ? 'off' : formatDurationMs(r.reportMs)) },
+  ...settingColumns<ConcurrencyRow>(),
   { header: 'admitted', cell: (r) => formatCount(r.admitted) },
   { header: 'semaphore', cell: (r) => formatCount(r.semaphoreAdmitted) },
   { header: 'util %', cell: (r) => formatPercent(r.utilization) },
   { header: 'busy %', cell: (r) => formatPercent(r.busy) },
   { header: 'peak/N', cell: (r) => `${formatCount(r.peakInFlight)}/${formatCount(r.limit)}` },
   { header: 'RT/1k', cell: (r) => formatFixed(r.roundTripsPer1k, 1) },
-  { header: 'rep/1k', cell: (r) => (r.reportMs === null || r.reportMs === 0 ? NONE : formatFixed(r.reportsPer1k, 1)) },
+  reportsColumn<ConcurrencyRow>(),
   { header: 'Jain', cell: (r) => formatFixed(r.jain, 3) },
   { header: 'denied %', cell: (r) => formatPercent(r.denialRate) },
 ];

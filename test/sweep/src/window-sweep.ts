@@ -12,9 +12,9 @@
  */
 import { checkWindows, type Admission } from '@tokenlease/shared/testing';
 import { runSimulation, TAKE_TIMEOUT_MS_DEFAULT, windowPool, type SimConfig } from '@tokenlease/sim';
-import { formatDurationMs } from './duration.js';
 import { jain, p99 } from './fairness.js';
 import { columnTable, formatCount, formatFixed, formatPercent, type TableColumn } from './format.js';
+import { reportsColumn, settingColumns } from './setting-columns.js';
 import { arrivalsOf, type SweepInput } from './run-sweep.js';
 import { tokenleaseSettings } from './settings.js';
 import { centralLog, localLogs, type LogOutcome } from './window-log.js';
@@ -129,18 +129,14 @@ export function runWindowSweep(input: SweepInput, window: SweepWindow, onRow: (r
   return rows;
 }
 
-const NONE = '-';
 const COLUMNS: readonly TableColumn<WindowRow>[] = [
-  { header: 'strategy', cell: (r) => r.strategy },
-  { header: 'lease', cell: (r) => (r.leaseSize === null ? NONE : formatCount(r.leaseSize)) },
-  { header: 'TTL', cell: (r) => (r.ttlMs === null ? NONE : formatDurationMs(r.ttlMs)) },
-  { header: 'reports', cell: (r) => (r.reportMs === null ? NONE : r.reportMs === 0 ? 'off' : formatDurationMs(r.reportMs)) },
+  ...settingColumns<WindowRow>(),
   { header: 'admitted', cell: (r) => formatCount(r.admitted) },
   { header: 'log', cell: (r) => formatCount(r.logAdmitted) },
   { header: 'util %', cell: (r) => formatPercent(r.utilization) },
   { header: 'fullest/N', cell: (r) => `${formatCount(r.fullestWindowTokens)}/${formatCount(r.limitTokens)}` },
   { header: 'RT/1k', cell: (r) => formatFixed(r.roundTripsPer1k, 1) },
-  { header: 'rep/1k', cell: (r) => (r.reportMs === null || r.reportMs === 0 ? NONE : formatFixed(r.reportsPer1k, 1)) },
+  reportsColumn<WindowRow>(),
   { header: 'Jain', cell: (r) => formatFixed(r.jain, 3) },
   { header: 'p99 wait ms', cell: (r) => formatFixed(r.p99WaitMs, 1) },
   { header: 'denied %', cell: (r) => formatPercent(r.denialRate) },
