@@ -122,11 +122,23 @@ describe('a fleet limited by a concurrency pool, under kills and failover', () =
     await nats.stop();
   });
 
-  /** waitFree — until the pool's level holds all N slots (past its quiet period and hold bound). */
+  /**
+   * waitFree — until the pool's level holds all N slots (past its quiet
+   * period and hold bound). A second member joining may move the pool:
+   * while it changes hands nobody answers its status, and asking again is
+   * the wait.
+   */
   async function waitFree(prefix: string): Promise<void> {
     const deadline = Date.now() + 20 * S;
-    while ((await probe.status(POOL, prefix)).levelTokens < LIMIT) {
-      if (Date.now() > deadline) throw new Error(`pool ${POOL} not free: ${JSON.stringify(await probe.status(POOL, prefix))}`);
+    let last = 'no answer yet';
+    for (;;) {
+      const status = await probe.status(POOL, prefix).catch((error: unknown) => {
+        last = error instanceof Error ? error.message : String(error);
+        return null;
+      });
+      if (status !== null && status.levelTokens >= LIMIT) return;
+      if (status !== null) last = JSON.stringify(status);
+      if (Date.now() > deadline) throw new Error(`pool ${POOL} not free within 20 s: ${last}`);
       await sleep(50);
     }
   }
