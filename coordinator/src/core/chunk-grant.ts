@@ -139,11 +139,12 @@ export function grant<R>(
   tokensMax = Infinity,
   receivedUs = nowUs,
 ): void {
-  const tokensGranted = Math.min(wantTokens, tokensMax, p.credit.levelTokens);
+  const levelTokens = p.credit.levelTokens;
+  const tokensGranted = Math.min(wantTokens, tokensMax, levelTokens);
   p.credit.take(tokensGranted);
   p.leases.setBound(record, record.boundTokens + tokensGranted);
   p.leases.extend(record, leaseExpiryUs(p, nowUs, receivedUs));
-  const shareCut = tokensMax < Math.min(wantTokens, p.credit.levelTokens + tokensGranted);
+  const shareCut = tokensMax < Math.min(wantTokens, levelTokens);
   const retryMs = tokensGranted >= wantTokens ? 0 : shareCut ? shareRetryMs(p, nowUs) : retryAfterMs(p, wantTokens - tokensGranted, nowUs);
   const reply = grantReply(p, record, tokensGranted, retryMs, grantTtlMs(p, receivedUs));
   record.lastReply = reply;

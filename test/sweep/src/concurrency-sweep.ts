@@ -161,7 +161,6 @@ export function localSemaphores(workload: Workload, agents: number, limit: numbe
   const perAgentAdmitted = Array.from({ length: agents }, () => 0);
   let admitted = 0;
   let heldUs = 0;
-  let inFlight = 0;
   let peak = 0;
   const all = new Releases();
   workload.arrivals.forEach((a: Arrival, i) => {
@@ -177,8 +176,7 @@ export function localSemaphores(workload: Workload, agents: number, limit: numbe
     const serviceUs = services[i] as number;
     own.push(a.tUs + serviceUs);
     all.push(a.tUs + serviceUs);
-    inFlight = all.size;
-    peak = Math.max(peak, inFlight);
+    peak = Math.max(peak, all.size);
     admitted += 1;
     heldUs += serviceUs;
     perAgentAdmitted[a.agent] = (perAgentAdmitted[a.agent] ?? 0) + 1;
