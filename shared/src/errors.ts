@@ -49,7 +49,17 @@ export class TokenleaseError extends Error {
   }
 }
 
-/** assertInvariant — throws a `TokenleaseError('invariant')` when `condition` is false. */
+/**
+ * assertInvariant — throws a `TokenleaseError('invariant')` when `condition`
+ * is false. Its message is built before the call: on a request's path,
+ * where a message would format numbers on every call, write
+ * `if (!condition) invariantBroken(message)` instead.
+ */
 export function assertInvariant(condition: boolean, message: string): asserts condition {
-  if (!condition) throw new TokenleaseError('invariant', `invariant broken: ${message}`);
+  if (!condition) invariantBroken(message);
+}
+
+/** invariantBroken — throws the `TokenleaseError('invariant')` that `message` describes. */
+export function invariantBroken(message: string): never {
+  throw new TokenleaseError('invariant', `invariant broken: ${message}`);
 }

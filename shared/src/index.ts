@@ -7,7 +7,7 @@
  *
  * @module @tokenlease/shared
  */
-export { TokenleaseError, assertInvariant, type SharedErrorCode, type ErrorDetails } from './errors.js';
+export { TokenleaseError, assertInvariant, invariantBroken, type SharedErrorCode, type ErrorDetails } from './errors.js';
 
 // Token arithmetic: rates, the exact bucket, integer units over whole microseconds.
 export {

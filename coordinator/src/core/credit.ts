@@ -12,7 +12,7 @@
  *   leases kept from a larger configuration may exceed B + A until they
  *   shrink, and the excess never comes back.
  */
-import { assertInvariant, refillUnits, waitUs, wholeTokens, type TokenScale } from '@tokenlease/shared';
+import { invariantBroken, refillUnits, waitUs, wholeTokens, type TokenScale } from '@tokenlease/shared';
 import { LevelRefill } from './rate-lease.js';
 
 export class Credit {
@@ -129,16 +129,12 @@ export class Credit {
   /** check — asserts level ≥ 0, level ≤ B and level + leased ≤ B + A. */
   check(leasedTokens: number): void {
     const creditUnits = this.levelUnits + leasedTokens * this.scale.unitsPerToken;
-    assertInvariant(this.levelUnits >= 0, `pool ${this.pool}: negative level ${this.levelUnits}`);
+    if (this.levelUnits < 0) invariantBroken(`pool ${this.pool}: negative level ${this.levelUnits}`);
     if (this.checkCeilingUnits > this.ceilingUnits)
       this.checkCeilingUnits = Math.min(this.checkCeilingUnits, Math.max(this.ceilingUnits, creditUnits));
-    assertInvariant(
-      this.levelUnits <= this.scale.capacityUnits,
-      `pool ${this.pool}: level ${this.levelUnits} over capacity ${this.scale.capacityUnits}`,
-    );
-    assertInvariant(
-      creditUnits <= this.checkCeilingUnits,
-      `pool ${this.pool}: credit ${creditUnits} over capacity + allowance ${this.ceilingUnits}`,
-    );
+    if (!(this.levelUnits <= this.scale.capacityUnits))
+      invariantBroken(`pool ${this.pool}: level ${this.levelUnits} over capacity ${this.scale.capacityUnits}`);
+    if (!(creditUnits <= this.checkCeilingUnits))
+      invariantBroken(`pool ${this.pool}: credit ${creditUnits} over capacity + allowance ${this.ceilingUnits}`);
   }
 }

@@ -27,7 +27,7 @@
  *   handed out again: a release only fills the level up to what N leaves
  *   beside the bounds and the rest of the cooling.
  */
-import { assertInvariant, type TokenScale } from '@tokenlease/shared';
+import { invariantBroken, type TokenScale } from '@tokenlease/shared';
 import { Credit } from './credit.js';
 
 const GRAINS_PER_WINDOW = 1024;
@@ -228,7 +228,7 @@ export class WindowCredit extends Credit {
     super.check(leasedTokens);
     const credit = this.creditTokens(leasedTokens);
     if (this.ceilingTokens > this.limitTokens) this.ceilingTokens = Math.max(this.limitTokens, Math.min(this.ceilingTokens, credit));
-    assertInvariant(credit <= this.ceilingTokens, `pool window credit ${credit} over the limit ${this.ceilingTokens}`);
+    if (!(credit <= this.ceilingTokens)) invariantBroken(`pool window credit ${credit} over the limit ${this.ceilingTokens}`);
   }
 
   /** releaseAtUs — W after `fromUs`, rounded up to the grain. */
