@@ -145,4 +145,30 @@ describe('AgentClocks', () => {
     clocks.start('d', 's', startTrack(0, 0), 200, 1000, 100);
     expect(clocks.size).toBe(1);
   });
+
+  it('takes the clock a lease kept only while it is still the one known', () => {
+    const clocks = new AgentClocks();
+    const kept = clocks.start('a', 's', startTrack(0, 0), 0, 10, -Infinity);
+    expect(clocks.asked('a', 's', 1, kept)).toBe(kept);
+    expect(kept.askedUs).toBe(1);
+    // The same id restarted under another secret: the kept clock is the old process's, and is not taken.
+    const restarted = clocks.start('a', 't', startTrack(0, 0), 2, 10, -Infinity);
+    expect(clocks.asked('a', 's', 3, kept)).toBeUndefined();
+    expect(clocks.asked('a', 't', 3, kept)).toBe(restarted);
+    // Forgotten for being quiet: a lease's reference does not bring it back.
+    clocks.start('b', 's', startTrack(0, 0), 500, 10, 100);
+    expect(clocks.asked('a', 't', 501, restarted)).toBeUndefined();
+  });
+
+  it('gives an agent that asked since it was placed a second chance before the quiet ones behind it', () => {
+    const clocks = new AgentClocks();
+    for (const [i, id] of ['a', 'b', 'c'].entries()) clocks.start(id, 's', startTrack(0, 0), i, 10, -Infinity);
+    clocks.asked('a', 's', 150);
+    // 'a' is first in order but asked at 150; 'b' and 'c' are quiet since before 100.
+    clocks.start('d', 's', startTrack(0, 0), 200, 10, 100);
+    expect(clocks.asked('a', 's', 201)).toBeDefined();
+    expect(clocks.asked('b', 's', 201)).toBeUndefined();
+    expect(clocks.asked('c', 's', 201)).toBeUndefined();
+    expect(clocks.size).toBe(2);
+  });
 });

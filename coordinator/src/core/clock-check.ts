@@ -41,8 +41,11 @@ export const CLOCK_DRIFT_MEMORY_TTLS = 10;
 
 const US_PER_MS = 1000;
 
+/** SECOND_CHANCES_MAX — agents at the front a start moves to the back at most (asked since placed), before it forgets regardless. */
+const SECOND_CHANCES_MAX = 4;
+
 /** AgentClock — what a pool knows of one agent's clock: the secret it asks with, its track, and until when it is refused, µs. */
-interface AgentClock {
+export interface AgentClock {
   readonly secret: string;
   readonly track: ClockTrack;
   refusedUntilUs: number;
@@ -50,22 +53,37 @@ interface AgentClock {
   lastAcquireUs: number | null;
   /** When it last asked, µs. */
   askedUs: number;
+  /** When it was placed last in the order, µs: at its start, or when it was found first having asked since. */
+  placedUs: number;
+  /** Whether it was forgotten or replaced (a lease that kept a reference to it must not use it). */
+  forgotten: boolean;
 }
 
 /**
- * AgentClocks — the clocks of the agents that asked a pool, by agent id,
- * the one that asked longest ago first; at most `most` (the pool's
- * `maxLeases`): beyond, that one is forgotten. O(1) a request.
+ * AgentClocks — the clocks of the agents that asked a pool, by agent id, at
+ * most `most` (the pool's `maxLeases`). They are kept in the order placed;
+ * a start forgets from the front, and one found there that asked since it
+ * was placed gets a second chance at the back (so the front is the agents
+ * that asked longest ago, without moving an agent on every request). O(1) a
+ * request: an ask is one map lookup (none when the same request asks
+ * again), a start looks at a few agents at the front.
  */
 export class AgentClocks {
   private readonly agents = new Map<string, AgentClock>();
+  /** The agent last asked for and its clock, for the second ask of one request. */
+  private lastId: string | null = null;
+  private lastClock: AgentClock | undefined = undefined;
 
-  /** asked — `agentId`'s clock as known, asked again at `nowUs` (moved to the end); undefined for an agent not known under `secret`. */
-  asked(agentId: string, secret: string, nowUs: number): AgentClock | undefined {
-    const known = this.agents.get(agentId);
+  /**
+   * asked — `agentId`'s clock as known, asked again at `nowUs`; undefined for
+   * an agent not known under `secret`. `kept`: the clock its lease kept from
+   * an earlier ask, used without a lookup unless it was forgotten since.
+   */
+  asked(agentId: string, secret: string, nowUs: number, kept: AgentClock | null = null): AgentClock | undefined {
+    const known = kept !== null && !kept.forgotten ? kept : agentId === this.lastId ? this.lastClock : this.agents.get(agentId);
+    this.lastId = agentId;
+    this.lastClock = known;
     if (known === undefined || known.secret !== secret) return undefined;
-    this.agents.delete(agentId);
-    this.agents.set(agentId, known);
     known.askedUs = nowUs;
     return known;
   }
@@ -76,14 +94,39 @@ export class AgentClocks {
    * to two that have not asked since `forgetBeforeUs`: what one start adds,
    * it can take away twice, so agents gone quiet do not pile up.
    */
-  start(agentId: string, secret: string, track: ClockTrack, nowUs: number, most: number, forgetBeforeUs: number): void {
-    this.agents.delete(agentId);
-    for (let i = 0; i < 2; i += 1) {
+  start(agentId: string, secret: string, track: ClockTrack, nowUs: number, most: number, forgetBeforeUs: number): AgentClock {
+    this.forget(agentId);
+    this.lastId = null;
+    for (let looked = 0, forgotten = 0; looked < SECOND_CHANCES_MAX + 2 && forgotten < 2; looked += 1) {
       const oldest = this.agents.entries().next();
-      if (oldest.done === true || (oldest.value[1].askedUs >= forgetBeforeUs && this.agents.size < most)) break;
-      this.agents.delete(oldest.value[0]);
+      if (oldest.done === true) break;
+      const [id, clock] = oldest.value;
+      const quiet = clock.askedUs < forgetBeforeUs;
+      if (!quiet && clock.askedUs > clock.placedUs && looked < SECOND_CHANCES_MAX) {
+        this.agents.delete(id);
+        clock.placedUs = clock.askedUs;
+        this.agents.set(id, clock);
+        continue;
+      }
+      if (!quiet && this.agents.size < most) break;
+      this.forget(id);
+      forgotten += 1;
     }
-    this.agents.set(agentId, { secret, track, refusedUntilUs: 0, lastAcquireUs: null, askedUs: nowUs });
+    if (this.agents.size >= most) {
+      const oldest = this.agents.keys().next();
+      if (oldest.done !== true) this.forget(oldest.value);
+    }
+    const clock = { secret, track, refusedUntilUs: 0, lastAcquireUs: null, askedUs: nowUs, placedUs: nowUs, forgotten: false };
+    this.agents.set(agentId, clock);
+    return clock;
+  }
+
+  /** forget — drops what is known of `agentId`'s clock. */
+  private forget(agentId: string): void {
+    const clock = this.agents.get(agentId);
+    if (clock === undefined) return;
+    clock.forgotten = true;
+    this.agents.delete(agentId);
   }
 
   get size(): number {
@@ -99,8 +142,9 @@ export class AgentClocks {
  */
 export function clockAfterAcquire<R>(p: PoolParts<R>, req: LeaseRequest, record: LeaseRecord, nowUs: number): void {
   if (p.config.clockDriftLimit === 0 || req.clockMs === undefined) return;
-  const known = p.agentClocks.asked(req.agentId, req.leaseSecret, nowUs);
+  const known = p.agentClocks.asked(req.agentId, req.leaseSecret, nowUs, record.clock);
   if (known === undefined) return;
+  record.clock = known;
   known.lastAcquireUs = nowUs;
   if (known.track.verified) return;
   p.leases.countUntil(record, nowUs + PROBATION_TTLS * p.ttlUs);
@@ -115,7 +159,7 @@ export function clockAfterAcquire<R>(p: PoolParts<R>, req: LeaseRequest, record:
 export function clockRefusal<R>(p: PoolParts<R>, record: LeaseRecord | undefined, req: LeaseRequest, nowUs: number): Reply | null {
   const limit = p.config.clockDriftLimit;
   if (limit === 0 || req.clockMs === undefined) return null;
-  const known = p.agentClocks.asked(req.agentId, req.leaseSecret, nowUs);
+  const known = p.agentClocks.asked(req.agentId, req.leaseSecret, nowUs, record?.clock ?? null);
   const memoryUs = CLOCK_DRIFT_MEMORY_TTLS * p.ttlUs;
   if (known === undefined) {
     p.agentClocks.start(req.agentId, req.leaseSecret, startTrack(req.clockMs, nowUs), nowUs, p.config.maxLeases, nowUs - memoryUs);

@@ -3,7 +3,7 @@
  * and lapse, so the coordinator wakes exactly when a lease may lapse.
  */
 import { describe, expect, it } from 'vitest';
-import { LeaseTable } from './lease-table.js';
+import { LeaseTable, type LeaseRecord } from './lease-table.js';
 import { SECRET } from './pool.fixtures.js';
 
 describe('LeaseTable soonest expiry', () => {
@@ -26,6 +26,42 @@ describe('LeaseTable soonest expiry', () => {
     expect(table.reclaimExpired(3_000)).toEqual(['c']);
     expect(table.earliestExpiryUs()).toBe(Infinity);
     expect(table.boundTokensSum).toBe(0);
+  });
+
+  it('queues a lease once however often it is renewed, and still ends it at its last expiry', () => {
+    const table = new LeaseTable('e-');
+    const heapSize = (): number => (table as unknown as { expiries: { size: number } }).expiries.size;
+    const leases = ['a', 'b', 'c'].map((id, i) => table.open(id, SECRET, 1, 1_000 + i, 'anon'));
+    for (let renewal = 1; renewal <= 1_000; renewal += 1) for (const lease of leases) table.extend(lease, 1_000 + 10 * renewal);
+    expect(heapSize()).toBe(3);
+    expect(table.earliestExpiryUs()).toBe(11_000);
+    expect(table.reclaimExpired(10_999)).toEqual([]);
+    expect(table.size).toBe(3);
+    expect(heapSize()).toBe(3);
+    table.extend(leases[1] as LeaseRecord, 20_000);
+    expect(table.reclaimExpired(11_000).sort()).toEqual(['a', 'c']);
+    expect(table.earliestExpiryUs()).toBe(20_000);
+    expect(table.reclaimExpired(20_000)).toEqual(['b']);
+    expect(heapSize()).toBe(0);
+  });
+
+  it('ends a retired part at its own expiry, apart from the lease its agent opened since', () => {
+    const table = new LeaseTable('e-');
+    const old = table.open('a', SECRET, 1, 1_000, 'anon');
+    table.setBound(old, 5);
+    table.extend(old, 4_000);
+    table.retire(old, 3);
+    const next = table.open('a', SECRET, 2, 2_000, 'anon');
+    expect(table.boundTokensSum).toBe(3);
+    expect(table.earliestExpiryUs()).toBe(2_000);
+    expect(table.reclaimExpired(2_000)).toEqual(['a']);
+    expect(table.get('a')).toBeUndefined();
+    expect(table.retiredOf('a')?.boundTokens).toBe(3);
+    expect(table.reclaimExpired(3_999)).toEqual([]);
+    expect(table.reclaimExpired(4_000)).toEqual(['a']);
+    expect(table.retiredCount).toBe(0);
+    expect(table.boundTokensSum).toBe(0);
+    expect(next.expiresAtUs).toBe(2_000);
   });
 });
 

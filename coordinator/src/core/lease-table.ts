@@ -18,11 +18,16 @@
  *   The table counts live leases per identity as they open and end, so a
  *   cap per identity is checked in O(1).
  * - Work per operation does not grow with the number of leases: expiries
- *   are a binary heap with lazy deletion (an extension pushes a new entry;
- *   the heap is rebuilt once stale entries outnumber live ones), so finding
- *   and reclaiming expired leases costs O(log n) per lease.
+ *   are a binary heap with lazy deletion, so finding and reclaiming expired
+ *   leases costs O(log n) per lease. A lease is queued once, at the expiry
+ *   it had when queued; an extension only moves `expiresAtUs`, and the
+ *   entry is queued again at the later expiry when it comes to the top (so
+ *   a renewal neither allocates nor touches the heap). Entries of ended
+ *   leases are dropped as they come up, and the heap is rebuilt once they
+ *   outnumber live ones.
  */
-import { assertInvariant, type LeaseGrant, type Reply } from '@tokenlease/shared';
+import { assertInvariant, invariantBroken, type LeaseGrant, type Reply } from '@tokenlease/shared';
+import type { AgentClock } from './clock-check.js';
 import { MinHeap } from './min-heap.js';
 
 export interface LeaseRecord {
@@ -56,6 +61,10 @@ export interface LeaseRecord {
   readonly generation: number;
   /** A concurrency pool's lease told to shed slots above its share since this instant, µs (0: not told; chunk-grant.ts). */
   shedSinceUs: number;
+  /** The key of its entry in the table's expiry heap: its expiry when queued, at most `expiresAtUs`. */
+  queuedAtUs: number;
+  /** What the pool knows of its agent's clock, kept at its last acquire so the next one needs no lookup (clock-check.ts); null: none yet. */
+  clock: AgentClock | null;
 }
 
 export class LeaseTable {
@@ -156,7 +165,7 @@ export class LeaseTable {
     expiresAtUs: number,
     accrualFromUs: number,
   ): LeaseRecord {
-    assertInvariant(!this.byAgent.has(agentId), `agent ${agentId} already holds a lease`);
+    if (this.byAgent.has(agentId)) invariantBroken(`agent ${agentId} already holds a lease`);
     if (leaseId === null) this.issued += 1;
     const record: LeaseRecord = {
       leaseId: leaseId ?? `${this.idPrefix}${this.issued.toString(36)}`,
@@ -177,11 +186,13 @@ export class LeaseTable {
       isRate: false,
       generation: this.generation,
       shedSinceUs: 0,
+      queuedAtUs: expiresAtUs,
+      clock: null,
     };
     this.byAgent.set(agentId, record);
     if (identity !== null) this.perIdentity.set(identity, this.leasesOf(identity) + 1);
     this.weightSum += record.weight;
-    this.expiries.push(expiresAtUs, record);
+    this.queue(record);
     return record;
   }
 
@@ -193,10 +204,7 @@ export class LeaseTable {
 
   /** countUntil — keeps a lease counted until `expiresAtUs` if that is later, without granting it that time (clock-check.ts). */
   countUntil(record: LeaseRecord, expiresAtUs: number): void {
-    if (expiresAtUs <= record.expiresAtUs) return;
-    record.expiresAtUs = expiresAtUs;
-    this.expiries.push(expiresAtUs, record);
-    this.compactExpiries();
+    if (expiresAtUs > record.expiresAtUs) record.expiresAtUs = expiresAtUs;
   }
 
   /** setWeight — changes a lease's weight and the sum with it. */
@@ -208,14 +216,14 @@ export class LeaseTable {
 
   /** setBound — changes a lease's bound and the sum with it. */
   setBound(record: LeaseRecord, boundTokens: number): void {
-    assertInvariant(Number.isSafeInteger(boundTokens) && boundTokens >= 0, `bound ${boundTokens} of ${record.leaseId}`);
+    if (!(Number.isSafeInteger(boundTokens) && boundTokens >= 0)) invariantBroken(`bound ${boundTokens} of ${record.leaseId}`);
     this.boundSum += boundTokens - record.boundTokens;
     record.boundTokens = boundTokens;
   }
 
   /** setRate — changes a lease's ρ and the sum with it. */
   setRate(record: LeaseRecord, ratePerPeriod: number): void {
-    assertInvariant(Number.isSafeInteger(ratePerPeriod) && ratePerPeriod >= 0, `rate ${ratePerPeriod} of ${record.leaseId}`);
+    if (!(Number.isSafeInteger(ratePerPeriod) && ratePerPeriod >= 0)) invariantBroken(`rate ${ratePerPeriod} of ${record.leaseId}`);
     this.rateSum += ratePerPeriod - record.ratePerPeriod;
     record.ratePerPeriod = ratePerPeriod;
   }
@@ -260,7 +268,7 @@ export class LeaseTable {
     part.boundTokens = keepTokens;
     this.boundSum += keepTokens;
     this.retired.set(record.agentId, part);
-    this.expiries.push(part.expiresAtUs, part);
+    this.queue(part);
   }
 
   /** retiredOf — the retired part counted for `agentId`, if any. */
@@ -285,32 +293,49 @@ export class LeaseTable {
   /** reclaimExpired — ends every lease (and retired part) whose expiry is at or before `nowUs`; returns their agent ids. */
   reclaimExpired(nowUs: number): string[] {
     const ended: string[] = [];
-    for (;;) {
-      const top = this.expiries.peek();
-      if (top === undefined || top.key > nowUs) break;
+    for (let top = this.dueTop(); top !== undefined && top.expiresAtUs <= nowUs; top = this.dueTop()) {
       this.expiries.pop();
-      const record = top.value;
-      if (this.retired.get(record.agentId) === record && record.expiresAtUs === top.key) {
-        this.clearRetired(record.agentId);
-        ended.push(record.agentId);
+      if (this.retired.get(top.agentId) === top) {
+        this.clearRetired(top.agentId);
+        ended.push(top.agentId);
         continue;
       }
-      if (!this.isCurrent(top.key, record)) continue;
       this.expiredLeases += 1;
-      this.expiredTokens += this.remove(record);
-      ended.push(record.agentId);
+      this.expiredTokens += this.remove(top);
+      ended.push(top.agentId);
     }
     return ended;
   }
 
   /** earliestExpiryUs — the soonest lease expiry, or Infinity without leases. */
   earliestExpiryUs(): number {
+    return this.dueTop()?.expiresAtUs ?? Infinity;
+  }
+
+  /**
+   * dueTop — the live lease (or retired part) that expires first, left on
+   * top of the heap: entries of ended leases on the way are dropped, and
+   * leases extended since they were queued are queued again at their expiry.
+   */
+  private dueTop(): LeaseRecord | undefined {
     for (;;) {
       const top = this.expiries.peek();
-      if (top === undefined) return Infinity;
-      if (this.isCurrent(top.key, top.value)) return top.key;
+      if (top === undefined) return undefined;
+      const record = top.value;
+      if (record.queuedAtUs === top.key && this.isLive(record)) {
+        if (record.expiresAtUs === top.key) return record;
+        this.expiries.pop();
+        this.queue(record);
+        continue;
+      }
       this.expiries.pop();
     }
+  }
+
+  /** queue — puts `record` in the expiry heap at its expiry (its only entry while it lives). */
+  private queue(record: LeaseRecord): void {
+    record.queuedAtUs = record.expiresAtUs;
+    this.expiries.push(record.expiresAtUs, record);
   }
 
   /** uncount — one lease of `identity` fewer; an identity with none left is forgotten (memory follows live leases). */
@@ -322,9 +347,8 @@ export class LeaseTable {
     else this.perIdentity.set(identity, left);
   }
 
-  /** isCurrent — whether a heap entry still stands for a live lease's (or retired part's) expiry. */
-  private isCurrent(expiresAtUs: number, record: LeaseRecord): boolean {
-    if (record.expiresAtUs !== expiresAtUs) return false;
+  /** isLive — whether `record` is a live lease or a retired part still counted. */
+  private isLive(record: LeaseRecord): boolean {
     return this.byAgent.get(record.agentId) === record || this.retired.get(record.agentId) === record;
   }
 
@@ -332,8 +356,8 @@ export class LeaseTable {
   private compactExpiries(): void {
     if (this.expiries.size <= 2 * (this.byAgent.size + this.retired.size) + 16) return;
     this.expiries.clear();
-    for (const record of this.byAgent.values()) this.expiries.push(record.expiresAtUs, record);
-    for (const record of this.retired.values()) this.expiries.push(record.expiresAtUs, record);
+    for (const record of this.byAgent.values()) this.queue(record);
+    for (const record of this.retired.values()) this.queue(record);
   }
 }
 

@@ -237,6 +237,8 @@ describe('LeaseTable (the pool’s lease records)', () => {
       isRate: false,
       generation: 0,
       shedSinceUs: 0,
+      queuedAtUs: 2 * S,
+      clock: null,
     });
     expect(b.leaseId).toBe('3-2');
     expect(table.get('a')).toBe(a);
