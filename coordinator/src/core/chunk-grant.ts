@@ -39,6 +39,7 @@
  *   plus a TTL after it was first told is renewed no more, as a bucket's.
  */
 import type { GrantBinding, LeaseRequest, Reply } from '@tokenlease/shared';
+import { forgetGrant } from './grant-memo.js';
 import type { LeaseRecord } from './lease-table.js';
 import {
   contended,
@@ -81,7 +82,7 @@ function renewChunk<R>(p: PoolParts<R>, req: LeaseRequest, record: LeaseRecord, 
   p.leases.setWeight(record, weightOf(p, req));
   p.leases.setDemand(record, req.demandPerSecond);
   record.lastSeq = req.seq;
-  record.lastReply = null;
+  forgetGrant(record);
   p.changed?.add(req.agentId);
   const wantTokens = Math.max(0, Math.min(req.tokensWanted, p.config.maxLeaseTokens - record.boundTokens));
   if (contended(p, nowUs) && record.boundTokens > shareTokens(p, record)) {
@@ -147,7 +148,6 @@ export function grant<R>(
   const shareCut = tokensMax < Math.min(wantTokens, levelTokens);
   const retryMs = tokensGranted >= wantTokens ? 0 : shareCut ? shareRetryMs(p, nowUs) : retryAfterMs(p, wantTokens - tokensGranted, nowUs);
   const reply = grantReply(p, record, tokensGranted, retryMs, grantTtlMs(p, receivedUs));
-  record.lastReply = reply;
   p.changed?.add(record.agentId);
   out.push({ to, reply, grantFor: bindingOf(p, record) });
   p.credit.check(p.leases.boundTokensSum);
@@ -169,7 +169,6 @@ function shareRetryMs<R>(p: PoolParts<R>, nowUs: number): number {
 function renewUnextended<R>(p: PoolParts<R>, record: LeaseRecord, short: boolean, to: R, nowUs: number, out: Delivery<R>[]): void {
   const ttlMs = timeLeftMs(p, record, nowUs);
   const reply = grantReply(p, record, 0, short ? ttlMs : 0, ttlMs);
-  record.lastReply = reply;
   out.push({ to, reply, grantFor: bindingOf(p, record) });
 }
 
@@ -186,7 +185,6 @@ function shedSlots<R>(p: PoolParts<R>, record: LeaseRecord, short: boolean, to: 
   p.leases.extend(record, leaseExpiryUs(p, nowUs));
   const retryMs = short ? Math.max(1, Math.ceil(p.config.leaseTtlMs / 4)) : 0;
   const reply = grantReply(p, record, 0, retryMs, grantTtlMs(p, nowUs), shareTokens(p, record));
-  record.lastReply = reply;
   p.changed?.add(record.agentId);
   out.push({ to, reply, grantFor: bindingOf(p, record) });
 }

@@ -26,11 +26,12 @@
  *   leases are dropped as they come up, and the heap is rebuilt once they
  *   outnumber live ones.
  */
-import { assertInvariant, invariantBroken, type LeaseGrant, type Reply } from '@tokenlease/shared';
+import { assertInvariant, invariantBroken, type Reply } from '@tokenlease/shared';
 import type { AgentClock } from './clock-check.js';
+import type { GrantMemo } from './grant-memo.js';
 import { MinHeap } from './min-heap.js';
 
-export interface LeaseRecord {
+export interface LeaseRecord extends GrantMemo {
   readonly leaseId: string;
   readonly agentId: string;
   /** The secret of the request that opened the lease: every later request for it must present it. */
@@ -42,9 +43,8 @@ export interface LeaseRecord {
   expiresAtUs: number;
   /** Its grants' end: the latest grant instant plus the TTL it was given (what a renewal without extension tells of the time left). */
   grantedUntilUs: number;
+  /** Its agent's last sequence number; the reply to it is kept as a GrantMemo (grant-memo.ts: lastGrantOf). */
   lastSeq: number;
-  /** Reply to `lastSeq`, or null while that request is held. */
-  lastReply: LeaseGrant | null;
   /** Rate leases: tokens it could hold at `accrualFromUs` (chunk leases: unused, 0). */
   heldTokens: number;
   /** Rate leases: ρ in tokens per pool refill period (0 for chunk leases). */
@@ -176,7 +176,15 @@ export class LeaseTable {
       expiresAtUs,
       grantedUntilUs: expiresAtUs,
       lastSeq,
-      lastReply: null,
+      // Written out, not spread from NO_GRANT: a literal's own fields stay inside the object.
+      grantTerms: null,
+      grantTokens: 0,
+      grantHeldTokens: 0,
+      grantTtlMs: 0,
+      grantRetryMs: 0,
+      grantSlotsMax: -1,
+      grantRatePerPeriod: -1,
+      grantCapTokens: 0,
       heldTokens: 0,
       ratePerPeriod: 0,
       accrualFromUs,
@@ -259,7 +267,7 @@ export class LeaseTable {
     this.remove(record);
     if (keepTokens === 0) return;
     const earlier = this.retired.get(record.agentId);
-    const part: LeaseRecord = { ...record, boundTokens: 0, ratePerPeriod: 0, lastReply: null };
+    const part: LeaseRecord = { ...record, boundTokens: 0, ratePerPeriod: 0, grantTerms: null };
     if (earlier !== undefined) {
       part.expiresAtUs = Math.max(part.expiresAtUs, earlier.expiresAtUs);
       keepTokens += earlier.boundTokens;

@@ -7,6 +7,7 @@ import { DURATION_MS_MAX, tokenScale, type LeaseGrant, type LeaseRequest, type R
 import { AgentClocks } from './clock-check.js';
 import type { PoolConfig } from './config.js';
 import { Credit } from './credit.js';
+import { grantTermsOf, rememberGrant } from './grant-memo.js';
 import { HoldQueue } from './hold-queue.js';
 import { LeaseTable, type LeaseRecord } from './lease-table.js';
 import type { ChangeLog } from './pool-state.js';
@@ -111,34 +112,31 @@ export function leaseExpiryUs<R>(p: PoolParts<R>, nowUs: number, receivedUs = no
   return receivedUs + grantTtlMs(p, receivedUs) * US_PER_MS;
 }
 
-/** grantReply — the grant that tells an agent its lease after this request. */
+/** grantReply — the grant that tells an agent its lease after this request (remembered for its retries: grant-memo.ts). */
 export function grantReply<R>(
   p: PoolParts<R>,
   record: LeaseRecord,
   tokensGranted: number,
   retryAfterMs: number,
   ttlMs = p.config.leaseTtlMs,
-  slotsMax?: number,
+  slotsMax = -1,
 ): LeaseGrant {
-  return {
-    v: 2,
-    kind: 'grant',
-    seq: record.lastSeq,
-    leaseId: record.leaseId,
-    tokensGranted,
-    tokensHeld: record.boundTokens,
-    ttlMs,
-    epoch: p.epoch,
-    maxLeaseTokens: p.config.maxLeaseTokens,
-    capacityTokens: p.config.capacity,
-    refillTokens: p.config.refill.tokens,
-    refillPeriodMs: p.config.refill.periodMs,
-    retryAfterMs,
-    ...(p.config.allowance > 0 ? { allowanceTokens: p.config.allowance } : {}),
-    ...(p.config.concurrency !== null ? { holdMs: p.config.concurrency.maxHoldMs } : p.config.window !== null ? { window: true } : {}),
-    ...(p.config.shadow ? { shadow: true } : {}),
-    ...(slotsMax === undefined ? {} : { slotsMax }),
-  };
+  return rememberGrant(record, grantTermsOf(p.config, p.epoch), tokensGranted, record.boundTokens, ttlMs, retryAfterMs, slotsMax, -1, 0);
+}
+
+/** rateGrantReply — a rate lease's grant: `tokensHeld` after a top-up of `tokensGranted`, a rate of `ratePerPeriod` up to `capTokens`. */
+export function rateGrantReply<R>(
+  p: PoolParts<R>,
+  record: LeaseRecord,
+  tokensGranted: number,
+  retryAfterMs: number,
+  ttlMs: number,
+  tokensHeld: number,
+  ratePerPeriod: number,
+  capTokens: number,
+): LeaseGrant {
+  const terms = grantTermsOf(p.config, p.epoch);
+  return rememberGrant(record, terms, tokensGranted, tokensHeld, ttlMs, retryAfterMs, -1, ratePerPeriod, capTokens);
 }
 
 /** contended — whether a request waits now, or one waited (or was cut short) within the last TTL. */

@@ -18,6 +18,7 @@
  */
 import { decodeReply, encodeMessage, poolNameProblem, type LeaseGrant } from '@tokenlease/shared';
 import { CoordinatorError } from '../errors.js';
+import { lastGrantOf } from './grant-memo.js';
 import type { LeaseTable } from './lease-table.js';
 
 /** PersistedLease — one lease as kept in the store. `lastReply` null: its request was still held. */
@@ -163,7 +164,8 @@ export class ChangeLog {
         removes.push(agentId);
         continue;
       }
-      const { secret, leaseId, lastSeq, lastReply, ratePerPeriod, identity } = record;
+      const { secret, leaseId, lastSeq, ratePerPeriod, identity } = record;
+      const lastReply = lastGrantOf(record);
       const boundTokens = record === retired ? retired.boundTokens : record.boundTokens + (retired?.boundTokens ?? 0);
       const kept = { agentId, secret, leaseId, boundTokens, lastSeq, lastReply, ...(identity === null ? {} : { identity }) };
       upserts.push(ratePerPeriod === 0 ? kept : { ...kept, ratePerPeriod });

@@ -33,6 +33,7 @@
  *   are deleted by its first write.
  */
 import type { PoolConfig } from './config.js';
+import { rememberKept } from './grant-memo.js';
 import { grantReply, type PoolParts } from './pool-parts.js';
 import { ChangeLog, type PersistedLease, type PersistedPool } from './pool-state.js';
 
@@ -46,7 +47,8 @@ export function adoptKept<R>(p: PoolParts<R>, takeoverUs: number, state: Persist
     record.accrualFromUs = takeoverUs;
     record.isRate = p.config.leaseMode === 'rate';
     p.leases.setRate(record, kept.ratePerPeriod ?? 0);
-    record.lastReply = kept.lastReply ?? grantReply(p, record, 0, 1);
+    if (kept.lastReply === null) grantReply(p, record, 0, 1);
+    else rememberKept(record, kept.lastReply);
   }
   p.credit.restore(state?.levelTokens ?? null, p.leases.boundTokensSum);
   p.credit.settle(takeoverUs, p.leases.boundTokensSum);

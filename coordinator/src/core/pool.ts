@@ -41,6 +41,7 @@ import {
 import { clockAfterAcquire, clockRefusal } from './clock-check.js';
 import type { PoolConfig } from './config.js';
 import { acquireChunk, bindingOf, serveWaiters, grant, type Delivery } from './chunk-grant.js';
+import { lastGrantOf } from './grant-memo.js';
 import type { Waiter } from './hold-queue.js';
 import { LeaseTable, staleSequenceReply, type LeaseRecord } from './lease-table.js';
 import {
@@ -406,8 +407,9 @@ export class Pool<R> {
   }
 
   private repeat(record: LeaseRecord, to: R, out: Delivery<R>[]): void {
-    if (record.lastReply !== null) {
-      out.push({ to, reply: record.lastReply, repeat: true, grantFor: bindingOf(this.parts, record) });
+    const lastReply = lastGrantOf(record);
+    if (lastReply !== null) {
+      out.push({ to, reply: lastReply, repeat: true, grantFor: bindingOf(this.parts, record) });
       return;
     }
     // Still held: answer the retry's reply target instead of the first one.

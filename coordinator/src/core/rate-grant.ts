@@ -20,10 +20,10 @@
  *   often keep their full caps, and an agent whose lease lapsed gets a
  *   fair rate with a cap of 0 (nothing to spend) for good.
  */
-import { assertInvariant, type LeaseGrant, type LeaseRequest } from '@tokenlease/shared';
+import { assertInvariant, type LeaseRequest } from '@tokenlease/shared';
 import { bindingOf, type Delivery } from './chunk-grant.js';
 import type { LeaseRecord } from './lease-table.js';
-import { contended, grantReply, markContended, retryAfterMs, shareTokens, timeLeftMs, weightOf, type PoolParts } from './pool-parts.js';
+import { contended, markContended, rateGrantReply, retryAfterMs, shareTokens, timeLeftMs, weightOf, type PoolParts } from './pool-parts.js';
 import { decideRateGrant, heldAt } from './rate-lease.js';
 
 /** acquireRate — re-bases `record` on `req`, decides its rate, cap and top-up, commits them and replies. */
@@ -64,10 +64,8 @@ export function acquireRate<R>(p: PoolParts<R>, req: LeaseRequest, record: Lease
   p.leases.setBound(record, d.capTokens);
   p.leases.setRate(record, d.ratePerPeriod);
   record.heldTokens = held + d.topUp;
-  const base = grantReply(p, record, d.topUp, d.missingTokens > 0 ? retryAfterMs(p, d.missingTokens, nowUs) : 0);
-  const rate = { tokensPerPeriod: d.ratePerPeriod, periodMs: p.config.refill.periodMs, capTokens: d.capTokens };
-  const reply: LeaseGrant = { ...base, tokensHeld: held + d.topUp, rate };
-  record.lastReply = reply;
+  const retryMs = d.missingTokens > 0 ? retryAfterMs(p, d.missingTokens, nowUs) : 0;
+  const reply = rateGrantReply(p, record, d.topUp, retryMs, p.config.leaseTtlMs, held + d.topUp, d.ratePerPeriod, d.capTokens);
   out.push({ to, reply, grantFor: bindingOf(p, record) });
 }
 
@@ -79,9 +77,6 @@ export function acquireRate<R>(p: PoolParts<R>, req: LeaseRequest, record: Lease
 function renewFrozen<R>(p: PoolParts<R>, record: LeaseRecord, short: boolean, to: R, nowUs: number, out: Delivery<R>[]): void {
   p.leases.setBound(record, record.heldTokens);
   const ttlMs = timeLeftMs(p, record, nowUs);
-  const base = grantReply(p, record, 0, short ? ttlMs : 0, ttlMs);
-  const rate = { tokensPerPeriod: 0, periodMs: p.config.refill.periodMs, capTokens: record.heldTokens };
-  const reply: LeaseGrant = { ...base, tokensHeld: record.heldTokens, rate };
-  record.lastReply = reply;
+  const reply = rateGrantReply(p, record, 0, short ? ttlMs : 0, ttlMs, record.heldTokens, 0, record.heldTokens);
   out.push({ to, reply, grantFor: bindingOf(p, record) });
 }
