@@ -78,14 +78,32 @@ describe('HoldQueue', () => {
 });
 
 describe('MinHeap', () => {
-  it('pops keys in ascending order', () => {
+  it('pops keys in ascending order, each with its value, across growth and interleaved pushes', () => {
     fc.assert(
-      fc.property(fc.array(fc.integer({ min: -1e6, max: 1e6 })), (keys) => {
-        const h = new MinHeap<number>();
-        for (const k of keys) h.push(k, k);
+      fc.property(fc.array(fc.integer({ min: -1e6, max: 1e6 }), { maxLength: 200 }), fc.integer({ min: 0, max: 200 }), (keys, popAfter) => {
+        const h = new MinHeap<string>();
         const popped: number[] = [];
-        for (let e = h.pop(); e !== undefined; e = h.pop()) popped.push(e.key);
-        expect(popped).toEqual([...keys].sort((a, b) => a - b));
+        const take = (): void => {
+          const value = h.top;
+          expect(value).toBe(`v${h.topKey}`);
+          popped.push(h.topKey);
+          h.pop();
+        };
+        for (const [i, k] of keys.entries()) {
+          h.push(k, `v${k}`);
+          if (i === popAfter) take();
+        }
+        while (h.size > 0) take();
+        expect(h.topKey).toBe(Infinity);
+        expect(h.top).toBeUndefined();
+        const sorted = [...keys].sort((a, b) => a - b);
+        if (popAfter >= keys.length) expect(popped).toEqual(sorted);
+        else {
+          // The one taken early was the least pushed by then; what is left leaves in ascending order.
+          expect(popped[0]).toBe(Math.min(...keys.slice(0, popAfter + 1)));
+          expect(popped.slice(1)).toEqual([...popped.slice(1)].sort((a, b) => a - b));
+          expect([...popped].sort((a, b) => a - b)).toEqual(sorted);
+        }
       }),
     );
   });

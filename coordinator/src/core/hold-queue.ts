@@ -94,12 +94,12 @@ export class HoldQueue<R> {
   takeDue(nowUs: number): Waiter<R>[] {
     const due: Entry<R>[] = [];
     for (;;) {
-      const top = this.deadlines.peek();
-      if (top === undefined || top.key > nowUs) break;
+      const top = this.deadlines.top;
+      if (top === undefined || this.deadlines.topKey > nowUs) break;
       this.deadlines.pop();
-      if (this.byAgent.get(top.value.waiter.record.agentId) !== top.value) continue;
-      this.unlink(top.value);
-      due.push(top.value);
+      if (this.byAgent.get(top.waiter.record.agentId) !== top) continue;
+      this.unlink(top);
+      due.push(top);
     }
     return due.sort((a, b) => a.arrival - b.arrival).map((e) => e.waiter);
   }
@@ -126,9 +126,9 @@ export class HoldQueue<R> {
   /** earliestDeadlineUs — when the next hold ends, or Infinity. */
   earliestDeadlineUs(): number {
     for (;;) {
-      const top = this.deadlines.peek();
+      const top = this.deadlines.top;
       if (top === undefined) return Infinity;
-      if (this.byAgent.get(top.value.waiter.record.agentId) === top.value) return top.key;
+      if (this.byAgent.get(top.waiter.record.agentId) === top) return this.deadlines.topKey;
       this.deadlines.pop();
     }
   }

@@ -54,9 +54,10 @@ export class PoolSchedule<P> {
   /** nextUs — the earliest instant of any pool, or Infinity. */
   nextUs(): number {
     for (;;) {
-      const top = this.heap.peek();
+      const top = this.heap.top;
       if (top === undefined) return Infinity;
-      if (this.at.get(top.value) === top.key) return top.key;
+      const atUs = this.heap.topKey;
+      if (this.at.get(top) === atUs) return atUs;
       this.heap.pop();
     }
   }
@@ -65,12 +66,13 @@ export class PoolSchedule<P> {
   takeDue(nowUs: number): P[] {
     const due: P[] = [];
     for (;;) {
-      const top = this.heap.peek();
-      if (top === undefined || top.key > nowUs) return due;
+      const top = this.heap.top;
+      const atUs = this.heap.topKey;
+      if (top === undefined || atUs > nowUs) return due;
       this.heap.pop();
-      if (this.at.get(top.value) !== top.key) continue;
-      this.at.delete(top.value);
-      due.push(top.value);
+      if (this.at.get(top) !== atUs) continue;
+      this.at.delete(top);
+      due.push(top);
     }
   }
 
