@@ -86,3 +86,39 @@ describe('LeaseTable weight sums', () => {
     expect([table.weightsSum, table.demandingWeightsSum]).toEqual([0, 0]);
   });
 });
+
+describe('LeaseTable demand columns', () => {
+  it('hold each live lease’s demand and weight once, through opens, changes, removals and retirements', () => {
+    const table = new LeaseTable('d-');
+    const records = Array.from({ length: 6 }, (_, i) => table.open(`a${i}`, SECRET, 1, 10_000, 'anon'));
+    records.forEach((r, i) => {
+      table.setDemand(r, 10 * (i + 1));
+      table.setWeight(r, i + 1);
+    });
+    const columns = (): [number, number][] => {
+      const c = table.demandColumns();
+      return Array.from({ length: c.count }, (_, i) => [c.demandPerSecond[i] as number, c.weight[i] as number] as [number, number]).sort(
+        (a, b) => a[0] - b[0],
+      );
+    };
+    const expected = (): [number, number][] =>
+      [...table.all()].map((r) => [r.demandPerSecond, r.weight] as [number, number]).sort((a, b) => a[0] - b[0]);
+    expect(columns()).toEqual(expected());
+    table.remove(records[1] as LeaseRecord);
+    table.setDemand(records[5] as LeaseRecord, 7);
+    table.setBound(records[2] as LeaseRecord, 4);
+    table.retire(records[2] as LeaseRecord, 2);
+    const reopened = table.open('a2', SECRET, 2, 20_000, 'anon');
+    table.setDemand(reopened, 99);
+    table.remove(records[0] as LeaseRecord);
+    expect(columns()).toEqual(expected());
+    expect(columns()).toEqual([
+      [7, 6],
+      [40, 4],
+      [50, 5],
+      [99, 1],
+    ]);
+    for (const r of [...table.all()]) table.remove(r);
+    expect(table.demandColumns().count).toBe(0);
+  });
+});

@@ -17,6 +17,10 @@
  *   request that opened it (null for one kept by a store that did not say).
  *   The table counts live leases per identity as they open and end, so a
  *   cap per identity is checked in O(1).
+ * - Each live lease also has a slot in dense columns of its demand and
+ *   weight (swapped with the last on removal), so a rate pool's water
+ *   level reads two arrays in order instead of every lease record
+ *   (`demandColumns`).
  * - Work per operation does not grow with the number of leases: expiries
  *   are a binary heap with lazy deletion, so finding and reclaiming expired
  *   leases costs O(log n) per lease. A lease is queued once, at the expiry
@@ -65,6 +69,15 @@ export interface LeaseRecord extends GrantMemo {
   queuedAtUs: number;
   /** What the pool knows of its agent's clock, kept at its last acquire so the next one needs no lookup (clock-check.ts); null: none yet. */
   clock: AgentClock | null;
+  /** Its index in the table's demand columns while live; -1 for a retired part. */
+  slot: number;
+}
+
+/** DemandColumns — the live leases' demands (tokens per second) and weights, `count` of each, in no particular order. */
+export interface DemandColumns {
+  readonly count: number;
+  readonly demandPerSecond: Float64Array;
+  readonly weight: Float64Array;
 }
 
 export class LeaseTable {
@@ -76,6 +89,10 @@ export class LeaseTable {
   private demandingWeightSum = 0;
   private issued = 0;
   private readonly expiries = new MinHeap<LeaseRecord>();
+  /** The live leases by slot, and their demands and weights in the same order. */
+  private readonly slots: LeaseRecord[] = [];
+  private slotDemand = new Float64Array(16);
+  private slotWeight = new Float64Array(16);
   /** Live leases per identity token (identities with none are not kept). */
   private readonly perIdentity = new Map<string, number>();
   /** Parts of leases ended by `retire`, by agent: counted until their expiry. */
@@ -104,6 +121,12 @@ export class LeaseTable {
     this.demandSum += demandPerSecond - record.demandPerSecond;
     if (record.demandPerSecond > 0 !== demandPerSecond > 0) this.demandingWeightSum += demandPerSecond > 0 ? record.weight : -record.weight;
     record.demandPerSecond = demandPerSecond;
+    if (record.slot >= 0) this.slotDemand[record.slot] = demandPerSecond;
+  }
+
+  /** demandColumns — the live leases' demands and weights as dense columns (valid until the table next changes). */
+  demandColumns(): DemandColumns {
+    return { count: this.slots.length, demandPerSecond: this.slotDemand, weight: this.slotWeight };
   }
 
   /** demandingWeightsSum — Σ weight over live leases whose agents last reported some demand (what a relay states as its fleet weight). */
@@ -196,7 +219,9 @@ export class LeaseTable {
       shedSinceUs: 0,
       queuedAtUs: expiresAtUs,
       clock: null,
+      slot: this.slots.length,
     };
+    this.takeSlot(record);
     this.byAgent.set(agentId, record);
     if (identity !== null) this.perIdentity.set(identity, this.leasesOf(identity) + 1);
     this.weightSum += record.weight;
@@ -220,6 +245,7 @@ export class LeaseTable {
     this.weightSum += weight - record.weight;
     if (record.demandPerSecond > 0) this.demandingWeightSum += weight - record.weight;
     record.weight = weight;
+    if (record.slot >= 0) this.slotWeight[record.slot] = weight;
   }
 
   /** setBound — changes a lease's bound and the sum with it. */
@@ -248,6 +274,7 @@ export class LeaseTable {
     this.setRate(record, 0);
     this.setDemand(record, 0);
     this.byAgent.delete(record.agentId);
+    this.freeSlot(record);
     this.uncount(record.identity);
     this.weightSum -= record.weight;
     if (this.byAgent.size === 0) [this.demandSum, this.demandingWeightSum] = [0, 0];
@@ -267,7 +294,7 @@ export class LeaseTable {
     this.remove(record);
     if (keepTokens === 0) return;
     const earlier = this.retired.get(record.agentId);
-    const part: LeaseRecord = { ...record, boundTokens: 0, ratePerPeriod: 0, grantTerms: null };
+    const part: LeaseRecord = { ...record, boundTokens: 0, ratePerPeriod: 0, grantTerms: null, slot: -1 };
     if (earlier !== undefined) {
       part.expiresAtUs = Math.max(part.expiresAtUs, earlier.expiresAtUs);
       keepTokens += earlier.boundTokens;
@@ -327,11 +354,11 @@ export class LeaseTable {
    */
   private dueTop(): LeaseRecord | undefined {
     for (;;) {
-      const top = this.expiries.peek();
-      if (top === undefined) return undefined;
-      const record = top.value;
-      if (record.queuedAtUs === top.key && this.isLive(record)) {
-        if (record.expiresAtUs === top.key) return record;
+      const record = this.expiries.top;
+      if (record === undefined) return undefined;
+      const queuedAtUs = this.expiries.topKey;
+      if (record.queuedAtUs === queuedAtUs && this.isLive(record)) {
+        if (record.expiresAtUs === queuedAtUs) return record;
         this.expiries.pop();
         this.queue(record);
         continue;
@@ -344,6 +371,35 @@ export class LeaseTable {
   private queue(record: LeaseRecord): void {
     record.queuedAtUs = record.expiresAtUs;
     this.expiries.push(record.expiresAtUs, record);
+  }
+
+  /** takeSlot — gives the new live `record` the next slot of the demand columns (grown as needed). */
+  private takeSlot(record: LeaseRecord): void {
+    const slot = this.slots.length;
+    if (slot === this.slotDemand.length) {
+      const demand = new Float64Array(2 * slot);
+      const weight = new Float64Array(2 * slot);
+      demand.set(this.slotDemand);
+      weight.set(this.slotWeight);
+      this.slotDemand = demand;
+      this.slotWeight = weight;
+    }
+    record.slot = slot;
+    this.slots.push(record);
+    this.slotDemand[slot] = record.demandPerSecond;
+    this.slotWeight[slot] = record.weight;
+  }
+
+  /** freeSlot — gives `record`'s slot to the lease in the last slot. */
+  private freeSlot(record: LeaseRecord): void {
+    const slot = record.slot;
+    const last = this.slots.pop();
+    record.slot = -1;
+    if (last === undefined || last === record) return;
+    this.slots[slot] = last;
+    last.slot = slot;
+    this.slotDemand[slot] = this.slotDemand[this.slots.length] as number;
+    this.slotWeight[slot] = this.slotWeight[this.slots.length] as number;
   }
 
   /** uncount — one lease of `identity` fewer; an identity with none left is forgotten (memory follows live leases). */

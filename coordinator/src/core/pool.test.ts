@@ -246,6 +246,7 @@ describe('LeaseTable (the pool’s lease records)', () => {
       shedSinceUs: 0,
       queuedAtUs: 2 * S,
       clock: null,
+      slot: 0,
     });
     expect(b.leaseId).toBe('3-2');
     expect(table.get('a')).toBe(a);

@@ -15,7 +15,7 @@ function table(n: number, demandOf: (i: number) => number, weightOf: (i: number)
   const t = new LeaseTable('t-');
   for (let i = 0; i < n; i += 1) {
     const r = t.open(`a${i}`, SECRET, 1, 1_000_000, 'anon');
-    r.demandPerSecond = demandOf(i);
+    t.setDemand(r, demandOf(i));
     t.setWeight(r, weightOf(i));
   }
   return t;

@@ -18,7 +18,10 @@
  *   generator of the pool's own (the same requests give the same shares,
  *   and no client can choose demands that make every split lopsided).
  *   The claims are laid out in typed arrays shared by every pool (the
- *   computation is synchronous), so a recomputation allocates nothing.
+ *   computation is synchronous), so a recomputation allocates nothing,
+ *   and read from the lease table's dense columns of demands and weights,
+ *   not from each lease record (which, with many leases, would miss the
+ *   cache once per lease).
  * - A stale λ can only misjudge fairness, never credit: the pool clips
  *   every rate to what the other leases leave unassigned (rate-lease.ts).
  */
@@ -59,14 +62,15 @@ export class WaterLevel {
    * then leave per unit of weight of all leases (0 unless all are met).
    */
   private recompute(leases: LeaseTable, assignable: number, periodMs: number): void {
-    const n = leases.size;
+    const columns = leases.demandColumns();
+    const n = columns.count;
     if (scratch.ratio.length < n) scratch = makeScratch(Math.max(n, 2 * scratch.ratio.length));
     const { ratio, demand, weight } = scratch;
     let count = 0;
     let weightsAll = 0;
-    for (const l of leases.all()) {
-      const d = claimOf(l.demandPerSecond, periodMs);
-      const w = weightIn(l.weight);
+    for (let slot = 0; slot < n; slot += 1) {
+      const d = claimOf(columns.demandPerSecond[slot] as number, periodMs);
+      const w = weightIn(columns.weight[slot] as number);
       weightsAll += w;
       if (d <= 0) continue;
       ratio[count] = d / w;
