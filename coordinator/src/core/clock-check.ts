@@ -49,8 +49,13 @@ export interface AgentClock {
   readonly secret: string;
   readonly track: ClockTrack;
   refusedUntilUs: number;
-  /** When its last acquire was taken on (its lease's last grant or renewal), µs; null before any. */
-  lastAcquireUs: number | null;
+  /**
+   * When its last acquire was taken on (its lease's last grant or renewal),
+   * µs; -1 before any. A number, never null: a field that may hold null
+   * keeps each new time in a heap number of its own, which at every
+   * acquire outlived the young generation in a long-lived clock.
+   */
+  lastAcquireUs: number;
   /** When it last asked, µs. */
   askedUs: number;
   /** When it was placed last in the order, µs: at its start, or when it was found first having asked since. */
@@ -116,7 +121,7 @@ export class AgentClocks {
       const oldest = this.agents.keys().next();
       if (oldest.done !== true) this.forget(oldest.value);
     }
-    const clock = { secret, track, refusedUntilUs: 0, lastAcquireUs: null, askedUs: nowUs, placedUs: nowUs, forgotten: false };
+    const clock = { secret, track, refusedUntilUs: 0, lastAcquireUs: -1, askedUs: nowUs, placedUs: nowUs, forgotten: false };
     this.agents.set(agentId, clock);
     return clock;
   }
@@ -174,7 +179,7 @@ export function clockRefusal<R>(p: PoolParts<R>, record: LeaseRecord | undefined
   if (verdict.kind === 'within') return null;
   const stretched = stretch(verdict);
   if (record !== undefined && stretched > 1) {
-    p.leases.countUntil(record, (known.lastAcquireUs ?? nowUs) + Math.ceil(p.ttlUs * stretched));
+    p.leases.countUntil(record, (known.lastAcquireUs >= 0 ? known.lastAcquireUs : nowUs) + Math.ceil(p.ttlUs * stretched));
     p.changed?.add(record.agentId);
   }
   known.refusedUntilUs = nowUs + memoryUs;
