@@ -76,6 +76,8 @@ export interface BenchScale {
   readonly probeCalls: number;
   /** CPU time each lease count is measured for, per lease mode, ms. */
   readonly scalingMs: number;
+  /** Rounds of the lease scaling part, each count in a fresh process; a figure is the median round. */
+  readonly scalingRounds: number;
   /** Durable writes timed. */
   readonly durableWrites: number;
   /** Per-key limiters left idle, how long their CPU is measured, ms, and the limiters made for the drop check. */
@@ -101,6 +103,7 @@ export const FULL_SCALE: BenchScale = {
   fastPathBatches: 5000,
   probeCalls: 2_000_000,
   scalingMs: 1000,
+  scalingRounds: 3,
   durableWrites: 2000,
   idleLimiters: 10_000,
   idleWindowMs: 5000,
@@ -121,6 +124,7 @@ export const QUICK_SCALE: BenchScale = {
   fastPathBatches: 500,
   probeCalls: 200_000,
   scalingMs: 100,
+  scalingRounds: 1,
   durableWrites: 200,
   idleLimiters: 1000,
   idleWindowMs: 1000,

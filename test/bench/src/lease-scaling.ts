@@ -9,11 +9,12 @@
  * demands whose sum is about twice the refill, so rate shares are set by
  * the water level at every n) with a TTL long enough that none expires;
  * then live agents picked at random renew their own lease (their secret,
- * the next seq, the lease id and tokens from their last grant) in batches
- * of distinct agents. Only the core's calls are timed: `receive`, the
- * deadline the adapter asks after each, and the ticks virtual time makes
- * due (every TICK_MS_MAX at most, as the adapter's timer); building the
- * requests and reading the grants is not. Virtual time advances
+ * the next seq, the lease id and tokens from their last grant, and a clock
+ * reading, as a real agent sends, so the pool's clock check runs) in
+ * batches of distinct agents. Only the core's calls are timed: `receive`,
+ * the deadline the adapter asks after each, and the ticks virtual time
+ * makes due (every TICK_MS_MAX at most, as the adapter's timer); building
+ * the requests and reading the grants is not. Virtual time advances
  * VIRTUAL_US_PER_CALL per request.
  *
  * Time is the process's CPU time (user + system, all its threads, so the
@@ -22,14 +23,26 @@
  * halved or thirded the figure at a load average of 8–10 on two cores. So
  * a figure is acquires per second of one core given to the coordinator.
  *
- * Beside it, the garbage collector's time over the measured renewals
- * (v8.GCProfiler), per renewal: the collections the whole loop set off,
- * building the requests included, so a little above the core's own share,
- * but enough to tell how much of a fall with n is the collector.
+ * Each (mode, n) is measured in a child process of its own (this file's
+ * `--lease-scaling-probe`, main.ts), so no count inherits another's heap,
+ * and ROUNDS times, the counts taking turns, so a slow minute of a shared
+ * machine falls on every count alike; a figure is the median round.
+ *
+ * Beside each figure:
+ * - the garbage collector's time over the measured renewals
+ *   (v8.GCProfiler), per renewal: the collections the whole loop set off,
+ *   building the requests included, so a little above the core's own
+ *   share, but enough to tell how much of a fall with n is the collector;
+ * - the floor at that n: the least any renewal must do with its lease
+ *   table, finding a random agent's lease by its id in a request just
+ *   decoded and checking its secret, timed alone over the same table
+ *   (ns). With many leases each of those reads misses the cache; what the
+ *   coordinator loses beyond the floor's own growth is its to take back.
  */
+import { execFile } from 'node:child_process';
 import { GCProfiler } from 'node:v8';
 import { CoordinatorCore, parseCoordinatorConfig, TICK_MS_MAX } from '@tokenlease/coordinator/internal';
-import { subjectFor, type Reply } from '@tokenlease/shared';
+import { decodeRequest, subjectFor, type Reply } from '@tokenlease/shared';
 import { seededRandom, type Random } from '@tokenlease/shared/testing';
 import { SimulatedAgents } from './simulated-agents.js';
 
@@ -49,9 +62,13 @@ const VIRTUAL_US_PER_CALL = 10;
 const BATCH_SIZE = 500;
 const WARMUP_MS = 200;
 const SEED = 2026;
+/** ROUNDS — measurements of each (mode, n), each in a fresh process; a figure is their median. */
+export const ROUNDS = 3;
+/** FLOOR_LOOKUPS — lookups timed for the floor at each count. */
+const FLOOR_LOOKUPS = 200_000;
 
-/** ScalingFigure — one mode at one lease count. */
-export interface ScalingFigure {
+/** ScalingRound — one mode at one lease count, measured once (in a process of its own). */
+export interface ScalingRound {
   readonly mode: LeaseModeName;
   readonly leases: LeaseCount;
   readonly acquiresPerSecond: number;
@@ -63,6 +80,13 @@ export interface ScalingFigure {
   readonly cpuMs: number;
   /** Wall time to open the n leases, ms (not part of the figure). */
   readonly openMs: number;
+  /** The floor: finding a random agent's lease and checking its secret, ns each (median of batches). */
+  readonly floorNs: number;
+}
+
+/** ScalingFigure — one mode at one lease count: the median of its rounds, and every round's acquires per second. */
+export interface ScalingFigure extends ScalingRound {
+  readonly rounds: readonly number[];
 }
 
 class ScalingRun {
@@ -123,6 +147,37 @@ class ScalingRun {
     return { calls, cpuMs, gcUs };
   }
 
+  /**
+   * floorNs — ns per lookup of a random agent's lease by the agent id of a
+   * request just decoded, with its secret checked: the median over batches
+   * of BATCH_SIZE distinct agents (decoding untimed). Call last: it sends
+   * nothing to the core, so the agents' sequence numbers run ahead of it.
+   */
+  floorNs(lookups: number): number {
+    const leases = this.core.pool(POOL)?.leases;
+    if (leases === undefined) throw new Error(`${this.mode} pool: gone before its floor was timed`);
+    const perBatchNs: number[] = [];
+    let found = 0;
+    for (let done = 0; done < lookups; done += BATCH_SIZE) {
+      const batch = this.distinctAgents(Math.min(BATCH_SIZE, this.n));
+      const requests = this.payloads(batch).map((bytes) => {
+        const decoded = decodeRequest(bytes);
+        if (!decoded.ok || decoded.value.op !== 'acquire') throw new Error(`${this.mode} pool: a renewal did not decode`);
+        return decoded.value;
+      });
+      const start = process.hrtime.bigint();
+      for (const req of requests) {
+        const record = leases.get(req.agentId);
+        if (record !== undefined && record.secret === req.leaseSecret) found += 1;
+      }
+      perBatchNs.push(Number(process.hrtime.bigint() - start) / requests.length);
+    }
+    if (found !== perBatchNs.length * Math.min(BATCH_SIZE, this.n))
+      throw new Error(`${this.mode} pool: a lease was not found by its agent`);
+    perBatchNs.sort((a, b) => a - b);
+    return Math.round(perBatchNs[perBatchNs.length >> 1] as number);
+  }
+
   private renewFor(ms: number): { calls: number; cpuMs: number } {
     let calls = 0;
     let cpuMs = 0;
@@ -146,9 +201,9 @@ class ScalingRun {
     return picks.slice(0, k);
   }
 
-  /** payloads — each agent's next acquire. */
+  /** payloads — each agent's next acquire, its clock reading the virtual time it will be handed to the core at. */
   private payloads(batch: readonly number[]): Uint8Array[] {
-    return batch.map((index) => this.agents.request(index));
+    return batch.map((index, i) => this.agents.request(index, Math.floor((this.nowUs + (i + 1) * VIRTUAL_US_PER_CALL) / 1000)));
   }
 
   /** run — hands the batch's requests to the core, one at a time as the adapter does; returns the CPU time it took, ms. */
@@ -171,20 +226,64 @@ class ScalingRun {
   }
 }
 
-/** leaseScaling — acquires per CPU second on a `mode` pool at each count of live leases, `measureMs` of CPU time each. */
-export function leaseScaling(mode: LeaseModeName, measureMs: number, counts: readonly LeaseCount[] = LEASE_COUNTS): ScalingFigure[] {
-  return counts.map((leases) => {
-    const run = new ScalingRun(mode, leases, seededRandom(SEED + leases));
-    const openMs = run.open();
-    const { calls, cpuMs, gcUs } = run.measure(measureMs);
-    return {
-      mode,
-      leases,
-      acquiresPerSecond: Math.round(calls / (cpuMs / 1000)),
-      calls,
-      gcUsPerCall: Math.round((gcUs / calls) * 100) / 100,
-      cpuMs: Math.round(cpuMs),
-      openMs: Math.round(openMs),
-    };
+/** scalingRound — one measurement of a `mode` pool with `leases` live leases, `measureMs` of CPU time; run in a process of its own. */
+export function scalingRound(mode: LeaseModeName, leases: LeaseCount, measureMs: number): ScalingRound {
+  const run = new ScalingRun(mode, leases, seededRandom(SEED + leases));
+  const openMs = run.open();
+  const { calls, cpuMs, gcUs } = run.measure(measureMs);
+  return {
+    mode,
+    leases,
+    acquiresPerSecond: Math.round(calls / (cpuMs / 1000)),
+    calls,
+    gcUsPerCall: Math.round((gcUs / calls) * 100) / 100,
+    cpuMs: Math.round(cpuMs),
+    openMs: Math.round(openMs),
+    floorNs: run.floorNs(FLOOR_LOOKUPS),
+  };
+}
+
+/** isLeaseCount — whether `n` is one of LEASE_COUNTS. */
+export function isLeaseCount(n: number): n is LeaseCount {
+  return (LEASE_COUNTS as readonly number[]).includes(n);
+}
+
+/** roundInChild — `scalingRound` in a fresh Node.js process running `script` with `--lease-scaling-probe`. */
+function roundInChild(script: string, mode: LeaseModeName, leases: LeaseCount, measureMs: number): Promise<ScalingRound> {
+  const args = [script, '--lease-scaling-probe', mode, String(leases), String(measureMs)];
+  return new Promise((resolve, reject) => {
+    execFile(process.execPath, args, { maxBuffer: 1 << 20 }, (error, stdout, stderr) => {
+      if (error !== null) return reject(new Error(`lease scaling probe (${mode}, ${leases}): ${error.message}\n${stderr}`));
+      try {
+        resolve(JSON.parse(stdout) as ScalingRound);
+      } catch {
+        reject(new Error(`lease scaling probe (${mode}, ${leases}) printed no figure: ${stdout.slice(0, 200)}`));
+      }
+    });
+  });
+}
+
+/**
+ * leaseScaling — acquires per CPU second on a `mode` pool at each count of
+ * live leases, `measureMs` of CPU time a round: `rounds` rounds, each count
+ * in a fresh process of `script` in turn; each figure the median round.
+ */
+export async function leaseScaling(
+  script: string,
+  mode: LeaseModeName,
+  measureMs: number,
+  rounds = ROUNDS,
+  counts: readonly LeaseCount[] = LEASE_COUNTS,
+): Promise<ScalingFigure[]> {
+  const measured = new Map<LeaseCount, ScalingRound[]>(counts.map((n) => [n, []]));
+  for (let round = 0; round < rounds; round += 1)
+    for (const n of counts) measured.get(n)?.push(await roundInChild(script, mode, n, measureMs));
+  return counts.map((n) => {
+    const all = measured.get(n) ?? [];
+    const byRate = [...all].sort((a, b) => a.acquiresPerSecond - b.acquiresPerSecond);
+    const median = byRate[byRate.length >> 1];
+    if (median === undefined) throw new Error(`no ${mode} round at ${n} leases`);
+    const floors = all.map((r) => r.floorNs).sort((a, b) => a - b);
+    return { ...median, floorNs: floors[floors.length >> 1] as number, rounds: all.map((r) => r.acquiresPerSecond) };
   });
 }

@@ -11,7 +11,9 @@
  *    accrues on every call (tryTakeAt, with a time that moves).
  * 4. The durable mode's write before reply (durable.ts).
  * 5. The coordinator core's acquires per second with 1k, 10k and 100k live
- *    leases on a rate pool and on a chunk pool (lease-scaling.ts).
+ *    leases on a rate pool and on a chunk pool, each count in a child
+ *    process, in rounds, beside the floor of a lease lookup at that count
+ *    (lease-scaling.ts).
  * 5b. The coordinator core at rest with 100,000 idle template pools: CPU
  *    per second, and a renewal's cost meanwhile (idle-pools.ts).
  * 6. Acquire latency on one pool of a coordinator process while another
@@ -41,7 +43,7 @@ import { crowdFigures, startCrowd } from './crowded-pool.js';
 import { durableFigures } from './durable.js';
 import { floodFigures } from './flooded-pool.js';
 import { bytesPerCall, timeCalls } from './measure.js';
-import { leaseScaling } from './lease-scaling.js';
+import { isLeaseCount, leaseScaling, scalingRound } from './lease-scaling.js';
 import { idlePools } from './idle-pools.js';
 import { grantSigningFigures } from './grant-signing.js';
 import { memoryFigures } from './memory.js';
@@ -196,10 +198,19 @@ async function fastPathFigures(natsUrl: string, scale: BenchScale): Promise<Fast
   return { admit, all, deny, rate, recording, slots, e2e, e2eMs: scale.endToEndMs, leaseTokens: LEASE_TOKENS, bytes };
 }
 
+/** leaseScalingProbe — one round of lease-scaling.ts (`mode n measureMs`), run in a child: prints its figure as JSON. */
+function leaseScalingProbe([mode, n, ms]: readonly string[]): void {
+  const leases = Number(n);
+  if ((mode !== 'rate' && mode !== 'chunk') || !isLeaseCount(leases) || !(Number(ms) > 0))
+    throw new Error(`--lease-scaling-probe takes rate|chunk, a lease count and a time, got ${mode} ${n} ${ms}`);
+  process.stdout.write(`${JSON.stringify(scalingRound(mode, leases, Number(ms)))}\n`);
+}
+
 async function main(): Promise<void> {
   // The allocation probe is this file run again as a child (above), not a flag for people.
   if (process.argv[2] === '--allocation-probe')
     return allocationProbe(process.argv[3] as string, process.argv[4] as string, Number(process.argv[5]));
+  if (process.argv[2] === '--lease-scaling-probe') return leaseScalingProbe(process.argv.slice(3));
   const args = parse();
   if (args === null) return;
   const scale = args.quick ? QUICK_SCALE : FULL_SCALE;
@@ -209,7 +220,11 @@ async function main(): Promise<void> {
     const crowd = await startCrowd(nats.url, scale);
     const fastPath = await fastPathFigures(nats.url, scale);
     const durable = await durableFigures(scale.durableWrites);
-    const scaling = [...leaseScaling('rate', scale.scalingMs), ...leaseScaling('chunk', scale.scalingMs)];
+    const script = fileURLToPath(import.meta.url);
+    const scaling = [
+      ...(await leaseScaling(script, 'rate', scale.scalingMs, scale.scalingRounds)),
+      ...(await leaseScaling(script, 'chunk', scale.scalingMs, scale.scalingRounds)),
+    ];
     const idle = idlePools(scale.idlePools, scale.idleRestMs);
     const signing = grantSigningFigures(Math.ceil(scale.fastPathBatches / 10));
     const say = args.json ? console.error : console.log;

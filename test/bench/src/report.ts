@@ -60,12 +60,19 @@ function scalingOf(figures: BenchFigures, mode: LeaseModeName, leases: LeaseCoun
 }
 
 function scalingLine(figures: BenchFigures, mode: LeaseModeName): string {
+  const base = scalingOf(figures, mode, 1000).acquiresPerSecond;
   const cells = LEASE_COUNTS.map((n) => {
     const s = scalingOf(figures, mode, n);
-    return `${COUNT_NAMES[n]} leases ${s.acquiresPerSecond.toLocaleString('en-US')}/s`;
+    const share = n === 1000 ? '' : ` (×${(s.acquiresPerSecond / base).toFixed(2)})`;
+    return `${COUNT_NAMES[n]} leases ${s.acquiresPerSecond.toLocaleString('en-US')}/s${share} [${s.rounds.map((r) => r.toLocaleString('en-US')).join(', ')}]`;
   });
   const gc = LEASE_COUNTS.map((n) => scalingOf(figures, mode, n).gcUsPerCall).join(' / ');
-  return `coordinator core, ${mode} pool, acquires per CPU second by live leases (renewals by random agents, the core's calls only): ${cells.join(', ')}; garbage collector ${gc} µs per renewal`;
+  const floor = LEASE_COUNTS.map((n) => scalingOf(figures, mode, n).floorNs).join(' / ');
+  return (
+    `coordinator core, ${mode} pool, acquires per CPU second by live leases (renewals by random agents, the core's calls only; ` +
+    `median round, rounds in brackets): ${cells.join(', ')}; garbage collector ${gc} µs per renewal; ` +
+    `floor (find a random agent's lease, check its secret) ${floor} ns`
+  );
 }
 
 function ms(l: LatencyFigures): string {
@@ -137,6 +144,7 @@ export function figuresJson(figures: BenchFigures): Record<string, number | bool
     for (const n of LEASE_COUNTS) {
       scaling[`${mode}AcquiresPerSecond${COUNT_NAMES[n]}`] = scalingOf(figures, mode, n).acquiresPerSecond;
       scaling[`${mode}GcUsPerAcquire${COUNT_NAMES[n]}`] = scalingOf(figures, mode, n).gcUsPerCall;
+      scaling[`${mode}LookupFloorNs${COUNT_NAMES[n]}`] = scalingOf(figures, mode, n).floorNs;
     }
   return {
     tryTakeNsMedian: admit.nsMedian,

@@ -40,8 +40,13 @@ export class SimulatedAgents {
     return this.agents.filter((a) => a.leaseId !== null).length;
   }
 
-  /** request — agent `index`'s next acquire, encoded: it spent a tenth of what it held and wants a little more. */
-  request(index: number): Uint8Array {
+  /**
+   * request — agent `index`'s next acquire, encoded: it spent a tenth of
+   * what it held and wants a little more. `clockMs` is its clock's reading,
+   * ms, which a real agent sends with every acquire (so the pool's clock
+   * check runs on each, as it does by default).
+   */
+  request(index: number, clockMs: number): Uint8Array {
     const a = this.agent(index);
     a.seq += 1;
     const req: LeaseRequest = {
@@ -56,6 +61,7 @@ export class SimulatedAgents {
       tokensWanted: 100,
       demandPerSecond: a.demandPerSecond,
       holdMs: 0,
+      clockMs,
     };
     return encodeMessage(req);
   }

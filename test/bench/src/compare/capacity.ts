@@ -154,7 +154,7 @@ async function measured(
 function sender(bus: Bus, subject: string, check: (i: number, reply: ReturnType<typeof decodeReply>) => void, agents: SimulatedAgents) {
   return async (i: number): Promise<boolean> => {
     try {
-      check(i, decodeReply(await bus.request(subject, agents.request(i), REQUEST_TIMEOUT_MS)));
+      check(i, decodeReply(await bus.request(subject, agents.request(i, Math.floor(performance.now())), REQUEST_TIMEOUT_MS)));
       return true;
     } catch {
       return false;

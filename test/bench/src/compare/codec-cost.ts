@@ -47,7 +47,7 @@ const GRANT: Reply = {
 /** codecCost — the codec's figures; throws if a renewal does not decode. */
 export function codecCost(): CodecRow {
   const agents = new SimulatedAgents(AGENTS, seededRandom(2026), 'cap2000', 100);
-  const requests = Array.from({ length: AGENTS }, (_, i) => agents.request(i));
+  const requests = Array.from({ length: AGENTS }, (_, i) => agents.request(i, Math.floor(performance.now())));
   let next = 0;
   let failed = 0;
   const decode = timeCalls(

@@ -184,7 +184,11 @@ async function treeRun(natsUrl: string, n: number, layout: 'flat' | 'tree', meas
     const send = async (i: number): Promise<{ ok: boolean; tokens: number }> => {
       try {
         const bus = buses[i % CONNECTIONS] as Bus;
-        const bytes = await bus.request(subjects[i % subjects.length] as string, agents.request(i), REQUEST_TIMEOUT_MS);
+        const bytes = await bus.request(
+          subjects[i % subjects.length] as string,
+          agents.request(i, Math.floor(performance.now())),
+          REQUEST_TIMEOUT_MS,
+        );
         const decoded = decodeReply(bytes);
         const reply = decoded.ok ? decoded.value : undefined;
         agents.settle(i, reply, `tree (${layout})`);
