@@ -67,7 +67,7 @@ function scalingLine(figures: BenchFigures, mode: LeaseModeName): string {
     return `${COUNT_NAMES[n]} leases ${s.acquiresPerSecond.toLocaleString('en-US')}/s${share} [${s.rounds.map((r) => r.toLocaleString('en-US')).join(', ')}]`;
   });
   const gc = LEASE_COUNTS.map((n) => scalingOf(figures, mode, n).gcUsPerCall).join(' / ');
-  const floor = LEASE_COUNTS.map((n) => scalingOf(figures, mode, n).floorNs).join(' / ');
+  const floor = LEASE_COUNTS.map((n) => scalingOf(figures, mode, n).floorNs.toLocaleString('en-US')).join(' / ');
   return (
     `coordinator core, ${mode} pool, acquires per CPU second by live leases (renewals by random agents, the core's calls only; ` +
     `median round, rounds in brackets): ${cells.join(', ')}; garbage collector ${gc} µs per renewal; ` +
