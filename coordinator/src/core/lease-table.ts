@@ -199,7 +199,7 @@ export class LeaseTable {
       expiresAtUs,
       grantedUntilUs: expiresAtUs,
       lastSeq,
-      // Written out, not spread from NO_GRANT: a literal's own fields stay inside the object.
+      // The grant memo written out, not spread: a literal's own fields stay inside the object.
       grantTerms: null,
       grantTokens: 0,
       grantHeldTokens: 0,
@@ -219,7 +219,7 @@ export class LeaseTable {
       shedSinceUs: 0,
       queuedAtUs: expiresAtUs,
       clock: null,
-      slot: this.slots.length,
+      slot: -1,
     };
     this.takeSlot(record);
     this.byAgent.set(agentId, record);

@@ -20,7 +20,7 @@
  *   often keep their full caps, and an agent whose lease lapsed gets a
  *   fair rate with a cap of 0 (nothing to spend) for good.
  */
-import { assertInvariant, type LeaseRequest } from '@tokenlease/shared';
+import { invariantBroken, type LeaseRequest } from '@tokenlease/shared';
 import { bindingOf, type Delivery } from './chunk-grant.js';
 import type { LeaseRecord } from './lease-table.js';
 import { contended, markContended, rateGrantReply, retryAfterMs, shareTokens, timeLeftMs, weightOf, type PoolParts } from './pool-parts.js';
@@ -57,10 +57,8 @@ export function acquireRate<R>(p: PoolParts<R>, req: LeaseRequest, record: Lease
   const d = decideRateGrant(p.config, input, capRoom);
   if (d.capShort) markContended(p, nowUs);
   p.credit.take(d.topUp);
-  assertInvariant(
-    d.capTokens >= held + d.topUp,
-    `pool ${p.config.name}: no room for the ${held + d.topUp} tokens lease ${record.leaseId} holds`,
-  );
+  if (!(d.capTokens >= held + d.topUp))
+    invariantBroken(`pool ${p.config.name}: no room for the ${held + d.topUp} tokens lease ${record.leaseId} holds`);
   p.leases.setBound(record, d.capTokens);
   p.leases.setRate(record, d.ratePerPeriod);
   record.heldTokens = held + d.topUp;
