@@ -39,11 +39,11 @@
  *   (ns). With many leases each of those reads misses the cache; what the
  *   coordinator loses beyond the floor's own growth is its to take back.
  */
-import { execFile } from 'node:child_process';
 import { GCProfiler } from 'node:v8';
 import { CoordinatorCore, parseCoordinatorConfig, TICK_MS_MAX } from '@tokenlease/coordinator/internal';
 import { decodeRequest, subjectFor, type Reply } from '@tokenlease/shared';
 import { seededRandom, type Random } from '@tokenlease/shared/testing';
+import { spawnNode } from '@tokenlease/harness/processes';
 import { SimulatedAgents } from './simulated-agents.js';
 
 /** LEASE_COUNTS — the numbers of live leases measured. */
@@ -248,19 +248,12 @@ export function isLeaseCount(n: number): n is LeaseCount {
   return (LEASE_COUNTS as readonly number[]).includes(n);
 }
 
-/** roundInChild — `scalingRound` in a fresh Node.js process running `script` with `--lease-scaling-probe`. */
-function roundInChild(script: string, mode: LeaseModeName, leases: LeaseCount, measureMs: number): Promise<ScalingRound> {
-  const args = [script, '--lease-scaling-probe', mode, String(leases), String(measureMs)];
-  return new Promise((resolve, reject) => {
-    execFile(process.execPath, args, { maxBuffer: 1 << 20 }, (error, stdout, stderr) => {
-      if (error !== null) return reject(new Error(`lease scaling probe (${mode}, ${leases}): ${error.message}\n${stderr}`));
-      try {
-        resolve(JSON.parse(stdout) as ScalingRound);
-      } catch {
-        reject(new Error(`lease scaling probe (${mode}, ${leases}) printed no figure: ${stdout.slice(0, 200)}`));
-      }
-    });
-  });
+/** roundInChild — `scalingRound` in a fresh Node.js process running `script` with `--lease-scaling-probe` (a registered child, as the allocation probe). */
+async function roundInChild(script: string, mode: LeaseModeName, leases: LeaseCount, measureMs: number): Promise<ScalingRound> {
+  const probe = spawnNode(`lease-scaling-${mode}-${leases}`, script, ['--lease-scaling-probe', mode, String(leases), String(measureMs)]);
+  const { code } = await probe.exited;
+  if (code !== 0) throw new Error(`lease scaling probe (${mode}, ${leases}) failed: ${probe.stderr()}`);
+  return JSON.parse(probe.lines[probe.lines.length - 1] ?? '{}') as ScalingRound;
 }
 
 /**
