@@ -70,14 +70,11 @@ export interface AgentClock {
  * a start forgets from the front, and one found there that asked since it
  * was placed gets a second chance at the back (so the front is the agents
  * that asked longest ago, without moving an agent on every request). O(1) a
- * request: an ask is one map lookup (none when the same request asks
- * again), a start looks at a few agents at the front.
+ * request: an ask is one map lookup (none for a lease that kept its
+ * agent's clock), a start looks at a few agents at the front.
  */
 export class AgentClocks {
   private readonly agents = new Map<string, AgentClock>();
-  /** The agent last asked for and its clock, for the second ask of one request. */
-  private lastId: string | null = null;
-  private lastClock: AgentClock | undefined = undefined;
 
   /**
    * asked — `agentId`'s clock as known, asked again at `nowUs`; undefined for
@@ -85,9 +82,7 @@ export class AgentClocks {
    * an earlier ask, used without a lookup unless it was forgotten since.
    */
   asked(agentId: string, secret: string, nowUs: number, kept: AgentClock | null = null): AgentClock | undefined {
-    const known = kept !== null && !kept.forgotten ? kept : agentId === this.lastId ? this.lastClock : this.agents.get(agentId);
-    this.lastId = agentId;
-    this.lastClock = known;
+    const known = kept !== null && !kept.forgotten ? kept : this.agents.get(agentId);
     if (known === undefined || known.secret !== secret) return undefined;
     known.askedUs = nowUs;
     return known;
@@ -101,7 +96,6 @@ export class AgentClocks {
    */
   start(agentId: string, secret: string, track: ClockTrack, nowUs: number, most: number, forgetBeforeUs: number): AgentClock {
     this.forget(agentId);
-    this.lastId = null;
     for (let looked = 0, forgotten = 0; looked < SECOND_CHANCES_MAX + 2 && forgotten < 2; looked += 1) {
       const oldest = this.agents.entries().next();
       if (oldest.done === true) break;

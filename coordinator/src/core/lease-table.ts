@@ -65,8 +65,6 @@ export interface LeaseRecord extends GrantMemo {
   readonly generation: number;
   /** A concurrency pool's lease told to shed slots above its share since this instant, µs (0: not told; chunk-grant.ts). */
   shedSinceUs: number;
-  /** The key of its entry in the table's expiry heap: its expiry when queued, at most `expiresAtUs`. */
-  queuedAtUs: number;
   /** What the pool knows of its agent's clock, kept at its last acquire so the next one needs no lookup (clock-check.ts); null: none yet. */
   clock: AgentClock | null;
   /** Its index in the table's demand columns while live; -1 for a retired part. */
@@ -217,7 +215,6 @@ export class LeaseTable {
       isRate: false,
       generation: this.generation,
       shedSinceUs: 0,
-      queuedAtUs: expiresAtUs,
       clock: null,
       slot: -1,
     };
@@ -356,9 +353,9 @@ export class LeaseTable {
     for (;;) {
       const record = this.expiries.top;
       if (record === undefined) return undefined;
-      const queuedAtUs = this.expiries.topKey;
-      if (record.queuedAtUs === queuedAtUs && this.isLive(record)) {
-        if (record.expiresAtUs === queuedAtUs) return record;
+      // A live lease has one entry, at the expiry it had when queued (never later than its expiry now).
+      if (this.isLive(record)) {
+        if (record.expiresAtUs === this.expiries.topKey) return record;
         this.expiries.pop();
         this.queue(record);
         continue;
@@ -369,7 +366,6 @@ export class LeaseTable {
 
   /** queue — puts `record` in the expiry heap at its expiry (its only entry while it lives). */
   private queue(record: LeaseRecord): void {
-    record.queuedAtUs = record.expiresAtUs;
     this.expiries.push(record.expiresAtUs, record);
   }
 

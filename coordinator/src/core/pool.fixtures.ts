@@ -155,8 +155,8 @@ export function internals<R>(pool: Pool<R> | undefined): string {
     level: p.credit.levelUnits,
     lastRefill: p.credit.lastRefillUs,
     waiters: p.waiters.map((w) => [w.record.leaseId, w.wantTokens, w.to, w.deadlineUs]),
-    // Where a lease sits in the expiry heap, and the clock it keeps to skip a lookup, are bookkeeping, not state.
-    leases: [...p.leases.byAgent.values()].map(({ queuedAtUs: _queued, clock: _clock, ...state }) => state),
+    // The clock a lease keeps to skip a lookup is bookkeeping, not state.
+    leases: [...p.leases.byAgent.values()].map(({ clock: _clock, ...state }) => state),
     boundSum: p.leases.boundSum,
     issued: p.leases.issued,
   });

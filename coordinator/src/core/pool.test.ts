@@ -244,7 +244,6 @@ describe('LeaseTable (the pool’s lease records)', () => {
       isRate: false,
       generation: 0,
       shedSinceUs: 0,
-      queuedAtUs: 2 * S,
       clock: null,
       slot: 0,
     });
