@@ -67,7 +67,7 @@ export interface Delivery<R> {
 
 /** acquireChunk — renews `record` as `req` reports it, then grants, holds, or renews only. */
 export function acquireChunk<R>(p: PoolParts<R>, req: LeaseRequest, record: LeaseRecord, to: R, nowUs: number, out: Delivery<R>[]): void {
-  const named = req.leaseId === record.leaseId;
+  const named = p.leases.names(record, req.leaseId);
   const reportedTokens = named ? Math.min(record.boundTokens, req.tokensLeft) : 0;
   const freedSlots = named && p.config.concurrency !== null ? record.boundTokens - reportedTokens : 0;
   p.leases.setBound(record, reportedTokens);

@@ -1,8 +1,11 @@
 /**
  * LeaseTable keeps the soonest expiry exact as leases open, extend, end
- * and lapse, so the coordinator wakes exactly when a lease may lapse.
+ * and lapse, so the coordinator wakes exactly when a lease may lapse; and
+ * finds a lease by the row its id names exactly as by its agent.
  */
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { propertySeed } from '@tokenlease/shared/testing';
 import { LeaseTable, type LeaseRecord } from './lease-table.js';
 import { SECRET } from './pool.fixtures.js';
 
@@ -120,5 +123,61 @@ describe('LeaseTable demand columns', () => {
     ]);
     for (const r of [...table.all()]) table.remove(r);
     expect(table.demandColumns().count).toBe(0);
+  });
+});
+
+describe('LeaseTable lookup by the row a lease id names', () => {
+  type Op =
+    | { kind: 'open'; agent: number }
+    | { kind: 'adopt'; agent: number; id: number }
+    | { kind: 'remove'; agent: number }
+    | { kind: 'retire'; agent: number }
+    | { kind: 'ask'; agent: number; id: number };
+  const AGENTS = 6;
+  const opArb: fc.Arbitrary<Op> = fc.oneof(
+    fc.record({ kind: fc.constant('open' as const), agent: fc.nat(AGENTS - 1) }),
+    fc.record({ kind: fc.constant('adopt' as const), agent: fc.nat(AGENTS - 1), id: fc.nat(1_000) }),
+    fc.record({ kind: fc.constant('remove' as const), agent: fc.nat(AGENTS - 1) }),
+    fc.record({ kind: fc.constant('retire' as const), agent: fc.nat(AGENTS - 1) }),
+    fc.record({ kind: fc.constant('ask' as const), agent: fc.nat(AGENTS - 1), id: fc.nat(1_000) }),
+  );
+
+  it('finds what the map of agents finds, and names a lease exactly when its id is the one given', () => {
+    const seed = propertySeed('src/core/lease-table.test.ts');
+    let asked = 0;
+    let byOwnId = 0;
+    let byOthersId = 0;
+    fc.assert(
+      fc.property(fc.array(opArb, { minLength: 30, maxLength: 120, size: 'max' }), (ops) => {
+        const table = new LeaseTable('7-');
+        // Every id seen: issued here (live or ended), kept from another owner, of another table, made up.
+        const ids: string[] = ['7-0.00000001', '7-1.00000001', '6-0.00000001', '7-00.00000001', 'L1', '7-'];
+        const agent = (i: number): string => `agent-${i}`;
+        for (const op of ops) {
+          const a = agent(op.agent);
+          const live = table.get(a);
+          if (op.kind === 'open' && live === undefined) ids.push(table.open(a, SECRET, 1, 1_000, 'anon').leaseId);
+          if (op.kind === 'adopt' && live === undefined) table.adopt(a, SECRET, null, ids[op.id % ids.length] ?? 'L1', 1, 1, 1_000);
+          if (op.kind === 'remove' && live !== undefined) table.remove(live);
+          if (op.kind === 'retire' && live !== undefined) table.retire(live, 0);
+          if (op.kind !== 'ask') continue;
+          const id = ids[op.id % ids.length] ?? null;
+          const others = [...table.all()].filter((r) => r !== live && r.serial >= 0).map((r) => r.leaseId);
+          for (const name of [id, null, live?.leaseId ?? null]) {
+            asked += 1;
+            expect(table.find(a, name)).toBe(live);
+            if (live !== undefined && live.serial >= 0 && live.leaseId === name) byOwnId += 1;
+            if (name !== null && others.includes(name)) byOthersId += 1;
+          }
+          for (const record of table.all())
+            for (const name of [id, record.leaseId, null]) expect(table.names(record, name)).toBe(record.leaseId === name);
+        }
+      }),
+      { seed, numRuns: 300 },
+    );
+    // Not vacuous: lookups went by their own lease's row, and by rows holding another agent's lease.
+    console.log(`lease-table: ${asked} lookups, ${byOwnId} by the agent's own id, ${byOthersId} by another live lease's`);
+    expect(byOwnId).toBeGreaterThan(100);
+    expect(byOthersId).toBeGreaterThan(100);
   });
 });

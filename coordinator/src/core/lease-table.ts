@@ -17,6 +17,12 @@
  *   request that opened it (null for one kept by a store that did not say).
  *   The table counts live leases per identity as they open and end, so a
  *   cap per identity is checked in O(1).
+ * - A live lease keeps one row of the table for its life, and the id the
+ *   table issues names that row (lease-id.ts): a renewal finds its lease by
+ *   reading that row and checking its agent (`find`), and tells whether it
+ *   names its lease by the row and serial (`names`), without the map of
+ *   agents or the lease id's characters, each a cache miss at 100k leases.
+ *   Answers are those of the map and of comparing the ids.
  * - Each live lease also has a slot in dense columns of its demand and
  *   weight (swapped with the last on removal), so a rate pool's water
  *   level reads two arrays in order instead of every lease record
@@ -33,6 +39,7 @@
 import { assertInvariant, invariantBroken, type Reply } from '@tokenlease/shared';
 import type { AgentClock } from './clock-check.js';
 import type { GrantMemo } from './grant-memo.js';
+import { LeaseIdForm } from './lease-id.js';
 import { MinHeap } from './min-heap.js';
 
 export interface LeaseRecord extends GrantMemo {
@@ -69,6 +76,10 @@ export interface LeaseRecord extends GrantMemo {
   clock: AgentClock | null;
   /** Its index in the table's demand columns while live; -1 for a retired part. */
   slot: number;
+  /** Its row in the table while live, named by the ids the table issues (`find`); -1 for a retired part. */
+  row: number;
+  /** The serial its id names (lease-id.ts), or -1 for a lease kept by a previous owner under an id of its own. */
+  readonly serial: number;
 }
 
 /** DemandColumns — the live leases' demands (tokens per second) and weights, `count` of each, in no particular order. */
@@ -80,6 +91,9 @@ export interface DemandColumns {
 
 export class LeaseTable {
   private readonly byAgent = new Map<string, LeaseRecord>();
+  /** The live leases by row (null: a free row, listed in `freeRows`); a lease id issued here names its row. */
+  private readonly rows: (LeaseRecord | null)[] = [];
+  private readonly freeRows: number[] = [];
   private boundSum = 0;
   private rateSum = 0;
   private weightSum = 0;
@@ -102,7 +116,11 @@ export class LeaseTable {
   /** expiredTokens — tokens the expired leases' bounds still held (lost to the pool). */
   expiredTokens = 0;
 
-  constructor(private readonly idPrefix: string) {}
+  private readonly ids: LeaseIdForm;
+
+  constructor(idPrefix: string) {
+    this.ids = new LeaseIdForm(idPrefix);
+  }
 
   /** boundTokensSum — Σ boundTokens over live leases. */
   get boundTokensSum(): number {
@@ -116,6 +134,8 @@ export class LeaseTable {
 
   /** setDemand — records the demand a lease's agent reported, and the sum with it. */
   setDemand(record: LeaseRecord, demandPerSecond: number): void {
+    // Most renewals report what the last did: the column's line is not touched for nothing.
+    if (demandPerSecond === record.demandPerSecond) return;
     this.demandSum += demandPerSecond - record.demandPerSecond;
     if (record.demandPerSecond > 0 !== demandPerSecond > 0) this.demandingWeightSum += demandPerSecond > 0 ? record.weight : -record.weight;
     record.demandPerSecond = demandPerSecond;
@@ -148,6 +168,34 @@ export class LeaseTable {
 
   get(agentId: string): LeaseRecord | undefined {
     return this.byAgent.get(agentId);
+  }
+
+  /**
+   * find — `agentId`'s live lease, as `get`, looked up first in the row
+   * `leaseId` names when it is an id issued here: a renewal reaches its
+   * lease by one array read instead of a lookup in a map of every agent
+   * (whose buckets, keys and entries each miss the cache at 100k leases).
+   * The row's lease is the answer only if it is `agentId`'s; otherwise (an
+   * id of another table or a lease since ended, a wrong or made-up id) the
+   * map answers, so `find(a, id)` and `get(a)` never differ.
+   */
+  find(agentId: string, leaseId: string | null): LeaseRecord | undefined {
+    if (leaseId !== null && this.ids.read(leaseId) && this.ids.row < this.rows.length) {
+      const record = this.rows[this.ids.row];
+      if (record != null && record.agentId === agentId) return record;
+    }
+    return this.byAgent.get(agentId);
+  }
+
+  /**
+   * names — whether `leaseId` is `record`'s id (`record.leaseId === leaseId`):
+   * for an id issued here, by the row and serial it names, so the record's
+   * id, a string of its own elsewhere in memory, is not read.
+   */
+  names(record: LeaseRecord, leaseId: string | null): boolean {
+    if (leaseId === null) return false;
+    if (record.serial < 0 || record.row < 0) return record.leaseId === leaseId;
+    return this.ids.read(leaseId) && this.ids.row === record.row && this.ids.serial === record.serial;
   }
 
   /** leasesOf — live leases opened under `identity` (0 for one with none). */
@@ -188,8 +236,9 @@ export class LeaseTable {
   ): LeaseRecord {
     if (this.byAgent.has(agentId)) invariantBroken(`agent ${agentId} already holds a lease`);
     if (leaseId === null) this.issued += 1;
+    const row = this.freeRows.pop() ?? this.rows.length;
     const record: LeaseRecord = {
-      leaseId: leaseId ?? `${this.idPrefix}${this.issued.toString(36)}`,
+      leaseId: leaseId ?? this.ids.issue(row, this.issued),
       agentId,
       secret,
       identity,
@@ -217,7 +266,11 @@ export class LeaseTable {
       shedSinceUs: 0,
       clock: null,
       slot: -1,
+      row,
+      serial: leaseId === null ? this.issued : -1,
     };
+    if (row === this.rows.length) this.rows.push(record);
+    else this.rows[row] = record;
     this.takeSlot(record);
     this.byAgent.set(agentId, record);
     if (identity !== null) this.perIdentity.set(identity, this.leasesOf(identity) + 1);
@@ -239,6 +292,7 @@ export class LeaseTable {
 
   /** setWeight — changes a lease's weight and the sum with it. */
   setWeight(record: LeaseRecord, weight: number): void {
+    if (weight === record.weight) return;
     this.weightSum += weight - record.weight;
     if (record.demandPerSecond > 0) this.demandingWeightSum += weight - record.weight;
     record.weight = weight;
@@ -271,6 +325,9 @@ export class LeaseTable {
     this.setRate(record, 0);
     this.setDemand(record, 0);
     this.byAgent.delete(record.agentId);
+    this.rows[record.row] = null;
+    this.freeRows.push(record.row);
+    record.row = -1;
     this.freeSlot(record);
     this.uncount(record.identity);
     this.weightSum -= record.weight;
@@ -291,7 +348,7 @@ export class LeaseTable {
     this.remove(record);
     if (keepTokens === 0) return;
     const earlier = this.retired.get(record.agentId);
-    const part: LeaseRecord = { ...record, boundTokens: 0, ratePerPeriod: 0, grantTerms: null, slot: -1 };
+    const part: LeaseRecord = { ...record, boundTokens: 0, ratePerPeriod: 0, grantTerms: null, slot: -1, row: -1 };
     if (earlier !== undefined) {
       part.expiresAtUs = Math.max(part.expiresAtUs, earlier.expiresAtUs);
       keepTokens += earlier.boundTokens;

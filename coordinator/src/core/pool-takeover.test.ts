@@ -285,7 +285,8 @@ describe('takeOver', () => {
       const epoch = 40;
       const pool = takeOver(stateOf(100, [kept('a', 10)]), STANDARD, T0, epoch);
       const g = grantOf(acquire(pool, T0, { agentId: 'b', seq: 1 }));
-      expect(g.leaseId).toBe(`${epoch.toString(36)}-1`);
+      // Row 1 (the kept lease has row 0), the table's first serial.
+      expect(g.leaseId).toBe(`${epoch.toString(36)}-1.00000001`);
       expect(g.leaseId.startsWith('14-')).toBe(true);
       expect(grantOf(acquire(pool, T0, { agentId: 'a', seq: 2, leaseId: '3-a', tokensLeft: 10, tokensWanted: 5 })).leaseId).toBe('3-a');
     });

@@ -219,7 +219,7 @@ describe('LeaseTable (the pool’s lease records)', () => {
     const a = table.open('a', SECRET, 5, 2 * S, 'anon');
     const b = table.open('b', SECRET, 1, 3 * S, 'anon');
     expect(a).toEqual({
-      leaseId: '3-1',
+      leaseId: '3-0.00000001',
       agentId: 'a',
       secret: SECRET,
       identity: 'anon',
@@ -246,14 +246,17 @@ describe('LeaseTable (the pool’s lease records)', () => {
       shedSinceUs: 0,
       clock: null,
       slot: 0,
+      row: 0,
+      serial: 1,
     });
-    expect(b.leaseId).toBe('3-2');
+    // <prefix><row>.<serial>, base 36: the row where the table keeps it, the serial counting the table's leases.
+    expect(b.leaseId).toBe('3-1.00000002');
     expect(table.get('a')).toBe(a);
     expect(table.size).toBe(2);
     expect(() => table.open('a', SECRET, 6, 4 * S, 'anon')).toThrow(TokenleaseError);
-    // Ids are not reused after a lease ends.
+    // Ids are not reused after a lease ends; its row is.
     table.remove(a);
-    expect(table.open('a', SECRET, 7, 4 * S, 'anon').leaseId).toBe('3-3');
+    expect(table.open('a', SECRET, 7, 4 * S, 'anon').leaseId).toBe('3-0.00000003');
   });
 
   it('keeps the sum of bounds through setBound, remove and reclaimExpired', () => {

@@ -179,7 +179,7 @@ export class Pool<R> {
     this.touch(nowUs);
     this.tick(nowUs, out);
     const p = this.parts;
-    const existing = p.leases.get(req.agentId);
+    const existing = p.leases.find(req.agentId, req.leaseId);
     if (existing !== undefined && existing.secret !== req.leaseSecret) {
       out.push({ to, reply: forbidden(existing, req.seq, nowUs) });
       return;
@@ -205,9 +205,9 @@ export class Pool<R> {
     if (record !== undefined && record.generation < p.leases.generation) {
       // Granted under a configuration since replaced: never renewed under its id (an agent refuses a grant that
       // changes its lease's capacity). What the agent may still spend of it counts until its old expiry.
-      p.leases.retire(record, req.leaseId === record.leaseId ? Math.min(this.spendable(record, nowUs), req.tokensLeft) : 0);
+      p.leases.retire(record, p.leases.names(record, req.leaseId) ? Math.min(this.spendable(record, nowUs), req.tokensLeft) : 0);
       record = undefined;
-    } else if (record !== undefined && req.leaseId === record.leaseId) p.leases.clearRetired(req.agentId);
+    } else if (record !== undefined && p.leases.names(record, req.leaseId)) p.leases.clearRetired(req.agentId);
     if (record === undefined) {
       record = p.leases.open(req.agentId, req.leaseSecret, req.seq, leaseExpiryUs(p, nowUs), identity);
       record.isRate = p.config.leaseMode === 'rate';
@@ -227,13 +227,13 @@ export class Pool<R> {
     this.touch(nowUs);
     this.tick(nowUs, out);
     const p = this.parts;
-    const record = p.leases.get(req.agentId);
+    const record = p.leases.find(req.agentId, req.leaseId);
     if (record !== undefined && record.secret !== req.leaseSecret) {
       out.push({ to, reply: forbidden(record, req.seq, nowUs) });
       return;
     }
     let tokensReturned = 0;
-    if (record !== undefined && record.leaseId === req.leaseId && req.seq > record.lastSeq) {
+    if (record !== undefined && p.leases.names(record, req.leaseId) && req.seq > record.lastSeq) {
       this.dropWaiter(req.agentId, req.seq, out);
       p.tally.reported(req.calls);
       tokensReturned = Math.min(req.tokensLeft, this.spendable(record, nowUs));
@@ -259,8 +259,8 @@ export class Pool<R> {
     this.touch(nowUs);
     this.tick(nowUs, out);
     const p = this.parts;
-    const record = p.leases.get(req.agentId);
-    if (record === undefined || record.secret !== req.leaseSecret || record.leaseId !== req.leaseId) return;
+    const record = p.leases.find(req.agentId, req.leaseId);
+    if (record === undefined || record.secret !== req.leaseSecret || !p.leases.names(record, req.leaseId)) return;
     if (req.seq <= record.lastSeq || record.isRate) return;
     if (p.waiters.get(req.agentId) !== undefined) return;
     // Sent after the agent learnt of this lease: nothing of a lease it held before is left to spend.

@@ -28,7 +28,7 @@ import { decideRateGrant, heldAt } from './rate-lease.js';
 
 /** acquireRate — re-bases `record` on `req`, decides its rate, cap and top-up, commits them and replies. */
 export function acquireRate<R>(p: PoolParts<R>, req: LeaseRequest, record: LeaseRecord, to: R, nowUs: number, out: Delivery<R>[]): void {
-  const held = req.leaseId === record.leaseId ? Math.min(heldAt(record, nowUs, p.periodUs), req.tokensLeft) : 0;
+  const held = p.leases.names(record, req.leaseId) ? Math.min(heldAt(record, nowUs, p.periodUs), req.tokensLeft) : 0;
   p.leases.setRate(record, 0);
   p.leases.setWeight(record, weightOf(p, req));
   record.heldTokens = held;
