@@ -34,7 +34,8 @@
  *   building the requests included, so a little above the core's own
  *   share, but enough to tell how much of a fall with n is the collector;
  * - the floor at that n: the least any renewal must do with its lease
- *   table, finding a random agent's lease by its id in a request just
+ *   table, finding a random agent's lease as the pool does (by the row its
+ *   lease id names, checked against its agent id) in a request just
  *   decoded and checking its secret, timed alone over the same table
  *   (ns). With many leases each of those reads misses the cache; what the
  *   coordinator loses beyond the floor's own growth is its to take back.
@@ -148,10 +149,11 @@ class ScalingRun {
   }
 
   /**
-   * floorNs — ns per lookup of a random agent's lease by the agent id of a
-   * request just decoded, with its secret checked: the median over batches
-   * of BATCH_SIZE distinct agents (decoding untimed). Call last: it sends
-   * nothing to the core, so the agents' sequence numbers run ahead of it.
+   * floorNs — ns per lookup of a random agent's lease by the agent and
+   * lease ids of a request just decoded, with its secret checked: the
+   * median over batches of BATCH_SIZE distinct agents (decoding untimed).
+   * Call last: it sends nothing to the core, so the agents' sequence
+   * numbers run ahead of it.
    */
   floorNs(lookups: number): number {
     const leases = this.core.pool(POOL)?.leases;
@@ -167,7 +169,7 @@ class ScalingRun {
       });
       const start = process.hrtime.bigint();
       for (const req of requests) {
-        const record = leases.get(req.agentId);
+        const record = leases.find(req.agentId, req.leaseId);
         if (record !== undefined && record.secret === req.leaseSecret) found += 1;
       }
       perBatchNs.push(Number(process.hrtime.bigint() - start) / requests.length);
