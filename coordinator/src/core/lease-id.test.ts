@@ -48,6 +48,23 @@ describe('LeaseIdForm', () => {
     expect([form.row, form.serial]).toEqual([5, 7]);
   });
 
+  it('answers an id read again as it did, whichever ids came between', () => {
+    const form = new LeaseIdForm('3-');
+    const [a, b] = [form.issue(4, 9), form.issue(7, 2)];
+    for (const [id, answer, row, serial] of [
+      [a, true, 4, 9],
+      [a, true, 4, 9],
+      ['3-01.00000001', false, 4, 9],
+      [b, true, 7, 2],
+      [`${a}`, true, 4, 9],
+      ['3-01.00000001', false, 4, 9],
+      [a, true, 4, 9],
+    ] as const) {
+      expect(form.read(id)).toBe(answer);
+      expect([form.row, form.serial]).toEqual([row, serial]);
+    }
+  });
+
   it('reads every id it issues back to its row and serial, and no two ids alike', () => {
     const form = new LeaseIdForm('1a.3-');
     const seen = new Set<string>();

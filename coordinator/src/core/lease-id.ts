@@ -34,6 +34,9 @@ export class LeaseIdForm {
   serial = -1;
   /** The digits `readPart` read last. */
   private part = 0;
+  /** The id `read` was given last, and its answer. */
+  private lastId: string | null = null;
+  private lastRead = false;
 
   constructor(readonly prefix: string) {}
 
@@ -45,9 +48,20 @@ export class LeaseIdForm {
   /**
    * read — whether `leaseId` is an id of this form (this prefix, canonical
    * digits); if so its row and serial are left in `row` and `serial`.
-   * Reads the characters in place: no substring, no allocation.
+   * Reads the characters in place: no substring, no allocation; the id
+   * read last is answered again without reading it (each step of a
+   * request that asks of its lease id asks of the same string).
    */
   read(leaseId: string): boolean {
+    if (leaseId !== this.lastId) {
+      this.lastId = leaseId;
+      this.lastRead = this.parse(leaseId);
+    }
+    return this.lastRead;
+  }
+
+  /** parse — `read` without its memory of the last id. */
+  private parse(leaseId: string): boolean {
     const prefix = this.prefix;
     if (!leaseId.startsWith(prefix)) return false;
     const dot = this.readPart(leaseId, prefix.length);
