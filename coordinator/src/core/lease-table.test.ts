@@ -127,6 +127,20 @@ describe('LeaseTable demand columns', () => {
 });
 
 describe('LeaseTable lookup by the row a lease id names', () => {
+  it('refuses to end a lease that is not live, and leaves the table as it was', () => {
+    const table = new LeaseTable('7-');
+    const a = table.open('a', SECRET, 1, 1_000, 'anon');
+    table.setBound(a, 4);
+    table.retire(a, 3);
+    const b = table.open('b', SECRET, 1, 1_000, 'anon');
+    // b took a's row: ending a again must not free it.
+    expect(b.row).toBe(0);
+    const part = table.retiredOf('a');
+    for (const gone of [a, part]) expect(() => table.remove(gone as LeaseRecord)).toThrow(/is not live/);
+    expect(table.find('b', b.leaseId)).toBe(b);
+    expect([table.size, table.boundTokensSum]).toEqual([1, 3]);
+  });
+
   type Op =
     | { kind: 'open'; agent: number }
     | { kind: 'adopt'; agent: number; id: number }

@@ -320,6 +320,7 @@ export class LeaseTable {
 
   /** remove — ends a lease; returns the bound it had. */
   remove(record: LeaseRecord): number {
+    if (record.row < 0 || this.rows[record.row] !== record) invariantBroken(`lease ${record.leaseId} is not live`);
     const bound = record.boundTokens;
     this.setBound(record, 0);
     this.setRate(record, 0);
