@@ -32,7 +32,7 @@ const GRANT: Reply = {
   v: 2,
   kind: 'grant',
   seq: 1,
-  leaseId: 'f7zvrp-2s',
+  leaseId: 'f7zvrp-1jk.0000002s',
   tokensGranted: 100,
   tokensHeld: 469,
   ttlMs: 20_000,
