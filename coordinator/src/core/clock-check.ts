@@ -44,10 +44,14 @@ const US_PER_MS = 1000;
 /** SECOND_CHANCES_MAX — agents at the front a start moves to the back at most (asked since placed), before it forgets regardless. */
 const SECOND_CHANCES_MAX = 4;
 
-/** AgentClock — what a pool knows of one agent's clock: the secret it asks with, its track, and until when it is refused, µs. */
-export interface AgentClock {
+/**
+ * AgentClock — what a pool knows of one agent's clock: the secret it asks
+ * with, its track (the clock is its own ClockTrack: one object, not two, for
+ * an acquire to reach, which at 100k leases is one cache miss fewer), and
+ * until when it is refused, µs.
+ */
+export interface AgentClock extends ClockTrack {
   readonly secret: string;
-  readonly track: ClockTrack;
   refusedUntilUs: number;
   /**
    * When its last acquire was taken on (its lease's last grant or renewal),
@@ -89,8 +93,8 @@ export class AgentClocks {
   }
 
   /**
-   * start — `agentId`, asking with `secret` at `nowUs`, starts its clock's
-   * track (replacing what was known). Keeps at most `most`, and forgets up
+   * start — `agentId`, asking with `secret` at `nowUs`, starts its clock on
+   * `track` (replacing what was known). Keeps at most `most`, and forgets up
    * to two that have not asked since `forgetBeforeUs`: what one start adds,
    * it can take away twice, so agents gone quiet do not pile up.
    */
@@ -115,7 +119,21 @@ export class AgentClocks {
       const oldest = this.agents.keys().next();
       if (oldest.done !== true) this.forget(oldest.value);
     }
-    const clock = { secret, track, refusedUntilUs: 0, lastAcquireUs: -1, askedUs: nowUs, placedUs: nowUs, forgotten: false };
+    // The track's fields written out, not spread: a literal's own fields stay inside the object.
+    const clock: AgentClock = {
+      firstAgentUs: track.firstAgentUs,
+      firstCoordUs: track.firstCoordUs,
+      lowAgentUs: track.lowAgentUs,
+      lowCoordUs: track.lowCoordUs,
+      suspect: track.suspect,
+      verified: track.verified,
+      secret,
+      refusedUntilUs: 0,
+      lastAcquireUs: -1,
+      askedUs: nowUs,
+      placedUs: nowUs,
+      forgotten: false,
+    };
     this.agents.set(agentId, clock);
     return clock;
   }
@@ -145,7 +163,7 @@ export function clockAfterAcquire<R>(p: PoolParts<R>, req: LeaseRequest, record:
   if (known === undefined) return;
   record.clock = known;
   known.lastAcquireUs = nowUs;
-  if (known.track.verified) return;
+  if (known.verified) return;
   p.leases.countUntil(record, nowUs + PROBATION_TTLS * p.ttlUs);
   p.changed?.add(record.agentId);
 }
@@ -169,7 +187,7 @@ export function clockRefusal<R>(p: PoolParts<R>, record: LeaseRecord | undefined
     const message = `agent ${JSON.stringify(req.agentId)} was refused for its clock and asks again too soon`;
     return refusal(req.seq, message, p.config.leaseTtlMs);
   }
-  const verdict = judgeClock(known.track, req.clockMs, nowUs, limit);
+  const verdict = judgeClock(known, req.clockMs, nowUs, limit);
   if (verdict.kind === 'within') return null;
   const stretched = stretch(verdict);
   if (record !== undefined && stretched > 1) {
