@@ -46,9 +46,8 @@ const SECOND_CHANCES_MAX = 4;
 
 /**
  * AgentClock — what a pool knows of one agent's clock: the secret it asks
- * with, its track (the clock is its own ClockTrack: one object, not two, for
- * an acquire to reach, which at 100k leases is one cache miss fewer), and
- * until when it is refused, µs.
+ * with, its track (the clock is its own ClockTrack: one object per agent,
+ * not two, for an acquire to reach), and until when it is refused, µs.
  */
 export interface AgentClock extends ClockTrack {
   readonly secret: string;
