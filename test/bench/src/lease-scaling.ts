@@ -255,7 +255,9 @@ async function roundInChild(script: string, mode: LeaseModeName, leases: LeaseCo
   const probe = spawnNode(`lease-scaling-${mode}-${leases}`, script, ['--lease-scaling-probe', mode, String(leases), String(measureMs)]);
   const { code } = await probe.exited;
   if (code !== 0) throw new Error(`lease scaling probe (${mode}, ${leases}) failed: ${probe.stderr()}`);
-  return JSON.parse(probe.lines[probe.lines.length - 1] ?? '{}') as ScalingRound;
+  const last = probe.lines[probe.lines.length - 1];
+  if (last === undefined) throw new Error(`lease scaling probe (${mode}, ${leases}) printed no figure: ${probe.stderr()}`);
+  return JSON.parse(last) as ScalingRound;
 }
 
 /**
