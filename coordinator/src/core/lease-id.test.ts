@@ -4,7 +4,7 @@
  * canonical form it was issued in.
  */
 import { describe, expect, it } from 'vitest';
-import { LeaseIdForm, SERIAL_DIGITS_MIN } from './lease-id.js';
+import { leaseIdPrefix, LeaseIdForm, SERIAL_DIGITS_MIN } from './lease-id.js';
 
 describe('LeaseIdForm', () => {
   it.each([
@@ -17,6 +17,13 @@ describe('LeaseIdForm', () => {
     expect(form.issue(row, serial)).toBe(id);
     expect(form.read(id)).toBe(true);
     expect([form.row, form.serial]).toEqual([row, serial]);
+  });
+
+  it('prefixes ids with the epoch, and with the restarts within it after the first start', () => {
+    expect([leaseIdPrefix(40, 0), leaseIdPrefix(40, 2)]).toEqual(['14-', '14.2-']);
+    const [first, restarted] = [new LeaseIdForm(leaseIdPrefix(40, 0)), new LeaseIdForm(leaseIdPrefix(40, 2))];
+    expect(first.read(restarted.issue(0, 1))).toBe(false);
+    expect(restarted.read(first.issue(0, 1))).toBe(false);
   });
 
   it('issues ids longer than 10 characters, so JSON.parse never interns them', () => {

@@ -27,6 +27,11 @@ const DIGIT_9 = 0x39;
 const LOWER_A = 0x61;
 const LOWER_Z = 0x7a;
 
+/** leaseIdPrefix — the prefix of the ids a pool's table issues under `epoch` after `restarts` restarts of it in that epoch. */
+export function leaseIdPrefix(epoch: number, restarts: number): string {
+  return restarts === 0 ? `${epoch.toString(36)}-` : `${epoch.toString(36)}.${restarts.toString(36)}-`;
+}
+
 /** LeaseIdForm — issues and reads the ids of one lease table (`prefix`: its pool's epoch, and restart count). */
 export class LeaseIdForm {
   /** The row and serial the last successful `read` found. */

@@ -9,6 +9,7 @@ import type { PoolConfig } from './config.js';
 import { Credit } from './credit.js';
 import { grantTermsOf, rememberGrant } from './grant-memo.js';
 import { HoldQueue } from './hold-queue.js';
+import { leaseIdPrefix } from './lease-id.js';
 import { LeaseTable, type LeaseRecord } from './lease-table.js';
 import type { ChangeLog } from './pool-state.js';
 import { PoolTally } from './pool-tally.js';
@@ -67,13 +68,12 @@ export function makePoolParts<R>(
   creditOf?: CreditFactory,
 ): PoolParts<R> {
   const scale = tokenScale(config.capacity, config.refill);
-  const idPrefix = restarts === 0 ? `${epoch.toString(36)}-` : `${epoch.toString(36)}.${restarts.toString(36)}-`;
   const quietUntilUs = startUs + quietPeriodMs * US_PER_MS;
   return {
     config,
     epoch,
     scale,
-    leases: new LeaseTable(idPrefix),
+    leases: new LeaseTable(leaseIdPrefix(epoch, restarts)),
     credit: creditOf?.(config, scale) ?? makeCredit(config, scale, quietUntilUs),
     waiters: new HoldQueue<R>(),
     contendedUntilUs: 0,
