@@ -118,6 +118,19 @@ describe('round trips', () => {
     expect(decodeReply(encodeMessage(reply))).toEqual({ ok: true, value: reply });
   });
 
+  it('encodes each message to bytes of its own that later messages do not change', () => {
+    // The bytes may be views into a pool shared by many messages: each must read as it was encoded, whatever follows.
+    const first = encodeMessage(grant);
+    const copy = Uint8Array.from(first);
+    const later = Array.from({ length: 200 }, (_, i) => encodeMessage({ ...grant, seq: i, leaseId: `lease-${i}` }));
+    expect(Uint8Array.from(first)).toEqual(copy);
+    expect(new TextDecoder().decode(first)).toBe(JSON.stringify(grant));
+    expect(later.map((b) => decodeReply(b))).toEqual(
+      later.map((_, i) => ({ ok: true, value: { ...grant, seq: i, leaseId: `lease-${i}` } })),
+    );
+    expect(first.byteLength).toBe(new TextEncoder().encode(JSON.stringify(grant)).byteLength);
+  });
+
   it('drops unknown fields', () => {
     expect(decodeRequest(bytes({ ...status, future: [1, 2] }))).toEqual({ ok: true, value: status });
     expect(decodeReply(bytes({ ...receipt, note: 'x' }))).toEqual({ ok: true, value: receipt });
