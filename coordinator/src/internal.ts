@@ -7,6 +7,7 @@ export * from './index.js';
 export { CoordinatorCore } from './core/coordinator-core.js';
 export { Pool, type Delivery } from './core/pool.js';
 export { LeaseTable, type LeaseRecord } from './core/lease-table.js';
+export { LeaseIdForm } from './core/lease-id.js';
 export { waterFill, exactShares } from './core/water-fill.js';
 export { TICK_MS_MAX } from './adapters/tick-timer.js';
 export { type Claim } from './adapters/redis-store.js';

@@ -46,6 +46,7 @@ import { decodeRequest, subjectFor, type Reply } from '@tokenlease/shared';
 import { seededRandom, type Random } from '@tokenlease/shared/testing';
 import { spawnNode } from '@tokenlease/harness/processes';
 import { SimulatedAgents } from './simulated-agents.js';
+import { distinctPicks, type RowSketchRound } from './row-sketch.js';
 
 /** LEASE_COUNTS — the numbers of live leases measured. */
 export const LEASE_COUNTS = [1_000, 10_000, 100_000] as const;
@@ -191,16 +192,9 @@ class ScalingRun {
     return { calls, cpuMs };
   }
 
-  /** distinctAgents — `k` distinct agent indexes at random (a partial Fisher–Yates shuffle of `picks`). */
+  /** distinctAgents — `k` distinct agent indexes at random. */
   private distinctAgents(k: number): number[] {
-    const picks = this.picks;
-    for (let i = 0; i < k; i += 1) {
-      const j = i + Math.floor(this.random.next() * (picks.length - i));
-      const t = picks[i] as number;
-      picks[i] = picks[j] as number;
-      picks[j] = t;
-    }
-    return picks.slice(0, k);
+    return distinctPicks(this.picks, k, this.random);
   }
 
   /** payloads — each agent's next acquire, its clock reading the virtual time it will be handed to the core at. */
@@ -250,14 +244,19 @@ export function isLeaseCount(n: number): n is LeaseCount {
   return (LEASE_COUNTS as readonly number[]).includes(n);
 }
 
-/** roundInChild — `scalingRound` in a fresh Node.js process running `script` with `--lease-scaling-probe` (a registered child, as the allocation probe). */
-async function roundInChild(script: string, mode: LeaseModeName, leases: LeaseCount, measureMs: number): Promise<ScalingRound> {
-  const probe = spawnNode(`lease-scaling-${mode}-${leases}`, script, ['--lease-scaling-probe', mode, String(leases), String(measureMs)]);
+/** inChild — the figure a fresh Node.js process running `script` with `args` prints last (a registered child named `name`, as the allocation probe). */
+async function inChild<T>(name: string, script: string, args: readonly string[]): Promise<T> {
+  const probe = spawnNode(name, script, [...args]);
   const { code } = await probe.exited;
-  if (code !== 0) throw new Error(`lease scaling probe (${mode}, ${leases}) failed: ${probe.stderr()}`);
+  if (code !== 0) throw new Error(`${name} probe failed: ${probe.stderr()}`);
   const last = probe.lines[probe.lines.length - 1];
-  if (last === undefined) throw new Error(`lease scaling probe (${mode}, ${leases}) printed no figure: ${probe.stderr()}`);
-  return JSON.parse(last) as ScalingRound;
+  if (last === undefined) throw new Error(`${name} probe printed no figure: ${probe.stderr()}`);
+  return JSON.parse(last) as T;
+}
+
+/** roundInChild — `scalingRound` in a fresh process of `script` (`--lease-scaling-probe`). */
+function roundInChild(script: string, mode: LeaseModeName, leases: LeaseCount, measureMs: number): Promise<ScalingRound> {
+  return inChild(`lease-scaling-${mode}-${leases}`, script, ['--lease-scaling-probe', mode, String(leases), String(measureMs)]);
 }
 
 /**
@@ -272,15 +271,60 @@ export async function leaseScaling(
   rounds = ROUNDS,
   counts: readonly LeaseCount[] = LEASE_COUNTS,
 ): Promise<ScalingFigure[]> {
-  const measured = new Map<LeaseCount, ScalingRound[]>(counts.map((n) => [n, []]));
-  for (let round = 0; round < rounds; round += 1)
-    for (const n of counts) measured.get(n)?.push(await roundInChild(script, mode, n, measureMs));
-  return counts.map((n) => {
-    const all = measured.get(n) ?? [];
-    const byRate = [...all].sort((a, b) => a.acquiresPerSecond - b.acquiresPerSecond);
-    const median = byRate[byRate.length >> 1];
-    if (median === undefined) throw new Error(`no ${mode} round at ${n} leases`);
+  const byCount = await roundsByCount(
+    rounds,
+    counts,
+    (n) => roundInChild(script, mode, n, measureMs),
+    (r) => r.acquiresPerSecond,
+  );
+  return byCount.map(({ median, all }) => {
     const floors = all.map((r) => r.floorNs).sort((a, b) => a - b);
     return { ...median, floorNs: floors[floors.length >> 1] as number, rounds: all.map((r) => r.acquiresPerSecond) };
   });
+}
+
+/**
+ * roundsByCount — `rounds` rounds of `measure` at each of `counts`, the
+ * counts taking turns (so a slow minute of a shared machine falls on every
+ * count alike); for each count, every round and the median by `rate`.
+ */
+async function roundsByCount<T>(
+  rounds: number,
+  counts: readonly LeaseCount[],
+  measure: (n: LeaseCount) => Promise<T>,
+  rate: (round: T) => number,
+): Promise<{ median: T; all: T[] }[]> {
+  const measured = new Map<LeaseCount, T[]>(counts.map((n) => [n, []]));
+  for (let round = 0; round < rounds; round += 1) for (const n of counts) measured.get(n)?.push(await measure(n));
+  return counts.map((n) => {
+    const all = measured.get(n) ?? [];
+    const median = [...all].sort((a, b) => rate(a) - rate(b))[all.length >> 1];
+    if (median === undefined) throw new Error(`no round at ${n} leases`);
+    return { median, all };
+  });
+}
+
+/** RowSketchFigure — the row sketch at one lease count: the median round, and every round's renewals per second. */
+export interface RowSketchFigure extends RowSketchRound {
+  readonly rounds: readonly number[];
+}
+
+/**
+ * rowSketchScaling — renewals per CPU second of row-sketch.ts (the chunk
+ * renewal on one off-heap row a lease) at each count, measured as
+ * `leaseScaling` measures the core: `rounds` rounds, each count in a fresh
+ * process of `script` in turn, each figure the median round. What the
+ * sketch loses from 1k to 100k is what the core would still lose with
+ * every field of a lease in one row: the yardstick for the core's own fall.
+ */
+export async function rowSketchScaling(
+  script: string,
+  measureMs: number,
+  rounds = ROUNDS,
+  counts: readonly LeaseCount[] = LEASE_COUNTS,
+): Promise<RowSketchFigure[]> {
+  const measure = (n: LeaseCount): Promise<RowSketchRound> =>
+    inChild(`row-sketch-${n}`, script, ['--row-sketch-probe', String(n), String(measureMs)]);
+  const byCount = await roundsByCount(rounds, counts, measure, (r) => r.renewalsPerSecond);
+  return byCount.map(({ median, all }) => ({ ...median, rounds: all.map((r) => r.renewalsPerSecond) }));
 }

@@ -13,7 +13,8 @@
  * 5. The coordinator core's acquires per second with 1k, 10k and 100k live
  *    leases on a rate pool and on a chunk pool, each count in a child
  *    process, in rounds, beside the floor of a lease lookup at that count
- *    (lease-scaling.ts).
+ *    (lease-scaling.ts), and the same chunk renewal sketched on one
+ *    off-heap row a lease at each count (row-sketch.ts).
  * 5b. The coordinator core at rest with 100,000 idle template pools: CPU
  *    per second, and a renewal's cost meanwhile (idle-pools.ts).
  * 6. Acquire latency on one pool of a coordinator process while another
@@ -43,7 +44,8 @@ import { crowdFigures, startCrowd } from './crowded-pool.js';
 import { durableFigures } from './durable.js';
 import { floodFigures } from './flooded-pool.js';
 import { bytesPerCall, timeCalls } from './measure.js';
-import { isLeaseCount, leaseScaling, scalingRound } from './lease-scaling.js';
+import { isLeaseCount, leaseScaling, rowSketchScaling, scalingRound } from './lease-scaling.js';
+import { rowSketchRound } from './row-sketch.js';
 import { idlePools } from './idle-pools.js';
 import { grantSigningFigures } from './grant-signing.js';
 import { memoryFigures } from './memory.js';
@@ -206,11 +208,19 @@ function leaseScalingProbe([mode, n, ms]: readonly string[]): void {
   process.stdout.write(`${JSON.stringify(scalingRound(mode, leases, Number(ms)))}\n`);
 }
 
+/** rowSketchProbe — one round of row-sketch.ts (`n measureMs`), run in a child: prints its figure as JSON. */
+function rowSketchProbe([n, ms]: readonly string[]): void {
+  const leases = Number(n);
+  if (!isLeaseCount(leases) || !(Number(ms) > 0)) throw new Error(`--row-sketch-probe takes a lease count and a time, got ${n} ${ms}`);
+  process.stdout.write(`${JSON.stringify(rowSketchRound(leases, Number(ms)))}\n`);
+}
+
 async function main(): Promise<void> {
   // The allocation probe is this file run again as a child (above), not a flag for people.
   if (process.argv[2] === '--allocation-probe')
     return allocationProbe(process.argv[3] as string, process.argv[4] as string, Number(process.argv[5]));
   if (process.argv[2] === '--lease-scaling-probe') return leaseScalingProbe(process.argv.slice(3));
+  if (process.argv[2] === '--row-sketch-probe') return rowSketchProbe(process.argv.slice(3));
   const args = parse();
   if (args === null) return;
   const scale = args.quick ? QUICK_SCALE : FULL_SCALE;
@@ -225,6 +235,7 @@ async function main(): Promise<void> {
       ...(await leaseScaling(script, 'rate', scale.scalingMs, scale.scalingRounds)),
       ...(await leaseScaling(script, 'chunk', scale.scalingMs, scale.scalingRounds)),
     ];
+    const rowSketch = await rowSketchScaling(script, scale.scalingMs, scale.scalingRounds);
     const idle = idlePools(scale.idlePools, scale.idleRestMs);
     const signing = grantSigningFigures(Math.ceil(scale.fastPathBatches / 10));
     const say = args.json ? console.error : console.log;
@@ -241,6 +252,7 @@ async function main(): Promise<void> {
       fastPath,
       durable,
       scaling,
+      rowSketch,
       idle,
       crowded,
       flooded,

@@ -8,7 +8,7 @@ import { FLOOD_ONSET_MS, type FloodFigures } from './flooded-pool.js';
 import type { DurableFigures, WriteFigures } from './durable.js';
 import type { GrantSigningFigures } from './grant-signing.js';
 import type { IdlePoolFigures } from './idle-pools.js';
-import { LEASE_COUNTS, type LeaseCount, type LeaseModeName, type ScalingFigure } from './lease-scaling.js';
+import { LEASE_COUNTS, type LeaseCount, type LeaseModeName, type RowSketchFigure, type ScalingFigure } from './lease-scaling.js';
 import type { Timing } from './measure.js';
 import type { RecordingFigures } from './recording.js';
 import type { SlotFigures } from './slots.js';
@@ -39,6 +39,8 @@ export interface BenchFigures {
   readonly fastPath: FastPathFigures;
   readonly durable: DurableFigures;
   readonly scaling: readonly ScalingFigure[];
+  /** The chunk renewal sketched on one off-heap row a lease (row-sketch.ts), at each count. */
+  readonly rowSketch: readonly RowSketchFigure[];
   readonly idle: IdlePoolFigures;
   readonly crowded: CrowdFigures;
   readonly flooded: FloodFigures;
@@ -59,12 +61,20 @@ function scalingOf(figures: BenchFigures, mode: LeaseModeName, leases: LeaseCoun
   return figure;
 }
 
+/** countCells — a figure per second at each lease count (its median round, its share of the 1k figure, every round). */
+function countCells(of: (n: LeaseCount) => { perSecond: number; rounds: readonly number[] }): string[] {
+  const base = of(1000).perSecond;
+  return LEASE_COUNTS.map((n) => {
+    const { perSecond, rounds } = of(n);
+    const share = n === 1000 ? '' : ` (×${(perSecond / base).toFixed(2)})`;
+    return `${COUNT_NAMES[n]} leases ${perSecond.toLocaleString('en-US')}/s${share} [${rounds.map((r) => r.toLocaleString('en-US')).join(', ')}]`;
+  });
+}
+
 function scalingLine(figures: BenchFigures, mode: LeaseModeName): string {
-  const base = scalingOf(figures, mode, 1000).acquiresPerSecond;
-  const cells = LEASE_COUNTS.map((n) => {
+  const cells = countCells((n) => {
     const s = scalingOf(figures, mode, n);
-    const share = n === 1000 ? '' : ` (×${(s.acquiresPerSecond / base).toFixed(2)})`;
-    return `${COUNT_NAMES[n]} leases ${s.acquiresPerSecond.toLocaleString('en-US')}/s${share} [${s.rounds.map((r) => r.toLocaleString('en-US')).join(', ')}]`;
+    return { perSecond: s.acquiresPerSecond, rounds: s.rounds };
   });
   const gc = LEASE_COUNTS.map((n) => scalingOf(figures, mode, n).gcUsPerCall).join(' / ');
   const floor = LEASE_COUNTS.map((n) => scalingOf(figures, mode, n).floorNs.toLocaleString('en-US')).join(' / ');
@@ -72,6 +82,23 @@ function scalingLine(figures: BenchFigures, mode: LeaseModeName): string {
     `coordinator core, ${mode} pool, acquires per CPU second by live leases (renewals by random agents, the core's calls only; ` +
     `median round, rounds in brackets): ${cells.join(', ')}; garbage collector ${gc} µs per renewal; ` +
     `floor (find a random agent's lease, check its secret) ${floor} ns`
+  );
+}
+
+function rowSketchOf(figures: BenchFigures, leases: LeaseCount): RowSketchFigure {
+  const figure = figures.rowSketch.find((s) => s.leases === leases);
+  if (figure === undefined) throw new Error(`no row sketch figure at ${leases} leases`);
+  return figure;
+}
+
+function rowSketchLine(figures: BenchFigures): string {
+  const cells = countCells((n) => {
+    const s = rowSketchOf(figures, n);
+    return { perSecond: s.renewalsPerSecond, rounds: s.rounds };
+  });
+  return (
+    `  beside it, the chunk renewal sketched on one off-heap row a lease (row-sketch.ts: what the core would still lose with ` +
+    `every field of a lease in one row), renewals per CPU second: ${cells.join(', ')}`
   );
 }
 
@@ -127,6 +154,7 @@ export function readableLines(figures: BenchFigures): string[] {
     `coordinator memory: ${bytes.bytesPerLease} heap bytes per live lease; ${bytes.bytesPerEvictedPool} per template pool after idle eviction (${bytes.poolsLeft} of 20,000 left)`,
     scalingLine(figures, 'rate'),
     scalingLine(figures, 'chunk'),
+    rowSketchLine(figures),
     `coordinator at rest with ${figures.idle.pools} idle template pools: ${figures.idle.restCpuMsPerSecond} ms of CPU per second; a renewal meanwhile ${figures.idle.renewalUsMedian} µs median, ${figures.idle.renewalUsP99} µs p99`,
     ...crowdLines(figures.crowded),
     floodLine(figures.flooded),
@@ -146,6 +174,7 @@ export function figuresJson(figures: BenchFigures): Record<string, number | bool
       scaling[`${mode}GcUsPerAcquire${COUNT_NAMES[n]}`] = scalingOf(figures, mode, n).gcUsPerCall;
       scaling[`${mode}LookupFloorNs${COUNT_NAMES[n]}`] = scalingOf(figures, mode, n).floorNs;
     }
+  for (const n of LEASE_COUNTS) scaling[`rowSketchRenewalsPerSecond${COUNT_NAMES[n]}`] = rowSketchOf(figures, n).renewalsPerSecond;
   return {
     tryTakeNsMedian: admit.nsMedian,
     tryTakeNsP99: admit.nsP99,
