@@ -46,7 +46,8 @@ import { decodeRequest, subjectFor, type Reply } from '@tokenlease/shared';
 import { seededRandom, type Random } from '@tokenlease/shared/testing';
 import { spawnNode } from '@tokenlease/harness/processes';
 import { SimulatedAgents } from './simulated-agents.js';
-import { distinctPicks, type RowSketchRound } from './row-sketch.js';
+import { BATCH_SIZE, distinctPicks, SEED, VIRTUAL_US_PER_CALL, WARMUP_MS } from './renewal-batches.js';
+import type { RowSketchRound } from './row-sketch.js';
 
 /** LEASE_COUNTS — the numbers of live leases measured. */
 export const LEASE_COUNTS = [1_000, 10_000, 100_000] as const;
@@ -59,11 +60,6 @@ const CAPACITY_TOKENS = 1_000_000_000;
 const REFILL_PER_SECOND = 1_000_000_000;
 const TTL_MS = 600_000;
 const US_PER_S = 1_000_000;
-/** Virtual time per request: 100,000 requests per virtual second. */
-const VIRTUAL_US_PER_CALL = 10;
-const BATCH_SIZE = 500;
-const WARMUP_MS = 200;
-const SEED = 2026;
 /** ROUNDS — measurements of each (mode, n), each in a fresh process; a figure is their median. */
 export const ROUNDS = 3;
 /** FLOOR_LOOKUPS — lookups timed for the floor at each count. */

@@ -28,6 +28,7 @@
 import { LeaseIdForm } from '@tokenlease/coordinator/internal';
 import { decodeRequest, type LeaseGrant, type LeaseRequest } from '@tokenlease/shared';
 import { seededRandom, type Random } from '@tokenlease/shared/testing';
+import { BATCH_SIZE, distinctPicks, SEED, VIRTUAL_US_PER_CALL, WARMUP_MS } from './renewal-batches.js';
 import { SimulatedAgents } from './simulated-agents.js';
 
 /** ROW_BYTES — one lease's row: ROW_DOUBLES numbers, then its agent id's and secret's UTF-16 units. */
@@ -53,10 +54,6 @@ const POOL = 'sketch';
 const MAX_LEASE_TOKENS = 1000;
 const TTL_MS = 600_000;
 const US_PER_MS = 1000;
-const VIRTUAL_US_PER_CALL = 10;
-const BATCH_SIZE = 500;
-const WARMUP_MS = 200;
-const SEED = 2026;
 
 /** RowSketchRound — one count measured once (in a process of its own). */
 export interface RowSketchRound {
@@ -208,17 +205,6 @@ export class RowSketch {
     for (let c = 0; c < key.length; c += 1) if (u16[at + 1 + c] !== key.charCodeAt(c)) return false;
     return true;
   }
-}
-
-/** distinctPicks — `k` distinct entries of `picks` at random, by a partial Fisher–Yates shuffle of it in place. */
-export function distinctPicks(picks: number[], k: number, random: Random): number[] {
-  for (let i = 0; i < k; i += 1) {
-    const j = i + Math.floor(random.next() * (picks.length - i));
-    const t = picks[i] as number;
-    picks[i] = picks[j] as number;
-    picks[j] = t;
-  }
-  return picks.slice(0, k);
 }
 
 /** rowSketchRound — one measurement at `leases` rows, `measureMs` of CPU time; run in a process of its own. */
