@@ -22,8 +22,9 @@
  * - the agent noted in a set of changed agents, and a grant built.
  * What a renewal also does in the pool (the credit, contention, the clock's
  * judgement, the hold queue) reads the pool's own state, the same at every
- * count: it adds to the time of a renewal at every count alike, so the
- * coordinator with this layout would fall by no more than this sketch does.
+ * count: it adds the same time to a renewal at every count, so with this
+ * layout the coordinator's figure would fall by no larger a share than the
+ * sketch's.
  */
 import { LeaseIdForm } from '@tokenlease/coordinator/internal';
 import { decodeRequest, type LeaseGrant, type LeaseRequest } from '@tokenlease/shared';
