@@ -46,7 +46,7 @@ import { decodeRequest, subjectFor, type Reply } from '@tokenlease/shared';
 import { seededRandom, type Random } from '@tokenlease/shared/testing';
 import { spawnNode } from '@tokenlease/harness/processes';
 import { SimulatedAgents } from './simulated-agents.js';
-import { BATCH_SIZE, distinctPicks, SEED, VIRTUAL_US_PER_CALL, WARMUP_MS } from './renewal-batches.js';
+import { BATCH_SIZE, batchRequests, distinctPicks, SEED, VIRTUAL_US_PER_CALL, WARMUP_MS } from './renewal-batches.js';
 import type { RowSketchRound } from './row-sketch.js';
 
 /** LEASE_COUNTS — the numbers of live leases measured. */
@@ -195,7 +195,7 @@ class ScalingRun {
 
   /** payloads — each agent's next acquire, its clock reading the virtual time it will be handed to the core at. */
   private payloads(batch: readonly number[]): Uint8Array[] {
-    return batch.map((index, i) => this.agents.request(index, Math.floor((this.nowUs + (i + 1) * VIRTUAL_US_PER_CALL) / 1000)));
+    return batchRequests(this.agents, batch, this.nowUs);
   }
 
   /** run — hands the batch's requests to the core, one at a time as the adapter does; returns the CPU time it took, ms. */

@@ -6,6 +6,7 @@
  * renewals.
  */
 import type { Random } from '@tokenlease/shared/testing';
+import type { SimulatedAgents } from './simulated-agents.js';
 
 /** BATCH_SIZE — renewals per batch, each by a distinct agent (fewer with fewer agents). */
 export const BATCH_SIZE = 500;
@@ -25,4 +26,13 @@ export function distinctPicks(picks: number[], k: number, random: Random): numbe
     picks[j] = t;
   }
   return picks.slice(0, k);
+}
+
+/**
+ * batchRequests — each agent of `batch`'s next acquire, its clock reading
+ * the virtual time it will be handed over at: the i-th, VIRTUAL_US_PER_CALL
+ * × (i + 1) after `nowUs`.
+ */
+export function batchRequests(agents: SimulatedAgents, batch: readonly number[], nowUs: number): Uint8Array[] {
+  return batch.map((index, i) => agents.request(index, Math.floor((nowUs + (i + 1) * VIRTUAL_US_PER_CALL) / 1000)));
 }

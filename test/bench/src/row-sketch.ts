@@ -29,7 +29,7 @@
 import { LeaseIdForm } from '@tokenlease/coordinator/internal';
 import { decodeRequest, type LeaseGrant, type LeaseRequest } from '@tokenlease/shared';
 import { seededRandom, type Random } from '@tokenlease/shared/testing';
-import { BATCH_SIZE, distinctPicks, SEED, VIRTUAL_US_PER_CALL, WARMUP_MS } from './renewal-batches.js';
+import { BATCH_SIZE, batchRequests, distinctPicks, SEED, VIRTUAL_US_PER_CALL, WARMUP_MS } from './renewal-batches.js';
 import { SimulatedAgents } from './simulated-agents.js';
 
 /** ROW_BYTES — one lease's row: ROW_DOUBLES numbers, then its agent id's and secret's UTF-16 units. */
@@ -144,7 +144,7 @@ export class RowSketch {
     const batchSize = Math.min(BATCH_SIZE, this.n);
     while (cpuMs < ms) {
       const batch = distinctPicks(this.picks, batchSize, this.random);
-      const payloads = batch.map((index, i) => this.agents.request(index, Math.floor((this.nowUs + (i + 1) * VIRTUAL_US_PER_CALL) / 1000)));
+      const payloads = batchRequests(this.agents, batch, this.nowUs);
       const grants: LeaseGrant[] = [];
       const start = process.cpuUsage();
       for (const bytes of payloads) {
