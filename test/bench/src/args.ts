@@ -74,10 +74,9 @@ export interface BenchScale {
   readonly fastPathBatches: number;
   /** Calls the allocation probe makes per loop (admissions; the others half as many). */
   readonly probeCalls: number;
-  /** CPU time each lease count is measured for, per lease mode, ms. */
-  readonly scalingMs: number;
-  /** Rounds of the lease scaling part, each count in a fresh process; a figure is the median round. */
-  readonly scalingRounds: number;
+  /** CPU time of one turn of the lease scaling part, ms, and the turns each lease count takes (turns.ts). */
+  readonly scalingTurnMs: number;
+  readonly scalingTurns: number;
   /** Durable writes timed. */
   readonly durableWrites: number;
   /** Per-key limiters left idle, how long their CPU is measured, ms, and the limiters made for the drop check. */
@@ -102,8 +101,8 @@ export const FULL_SCALE: BenchScale = {
   endToEndMs: 3000,
   fastPathBatches: 5000,
   probeCalls: 2_000_000,
-  scalingMs: 1000,
-  scalingRounds: 3,
+  scalingTurnMs: 200,
+  scalingTurns: 15,
   durableWrites: 2000,
   idleLimiters: 10_000,
   idleWindowMs: 5000,
@@ -123,8 +122,8 @@ export const QUICK_SCALE: BenchScale = {
   endToEndMs: 500,
   fastPathBatches: 500,
   probeCalls: 200_000,
-  scalingMs: 100,
-  scalingRounds: 1,
+  scalingTurnMs: 50,
+  scalingTurns: 2,
   durableWrites: 200,
   idleLimiters: 1000,
   idleWindowMs: 1000,

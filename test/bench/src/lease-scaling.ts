@@ -23,10 +23,14 @@
  * halved or thirded the figure at a load average of 8–10 on two cores. So
  * a figure is acquires per second of one core given to the coordinator.
  *
- * Each (mode, n) is measured in a child process of its own (this file's
- * `--lease-scaling-probe`, main.ts), so no count inherits another's heap,
- * and ROUNDS times, the counts taking turns, so a slow minute of a shared
- * machine falls on every count alike; a figure is the median round.
+ * Each (mode, n) is measured in a child process of its own, so no count
+ * inherits another's heap, and the counts of a mode take turns of
+ * `turnMs` of CPU time (turns.ts), so a slow minute of a shared machine
+ * falls on every count alike; a figure is its renewals over all its turns
+ * per CPU second, and each turn's figure is kept, so that the share of 1k
+ * a count keeps can be read pass by pass, each pass's counts measured in
+ * the same second or two. `--lease-scaling-probe` measures one count
+ * alone, by hand.
  *
  * Beside each figure:
  * - the garbage collector's time over the measured renewals
@@ -44,7 +48,7 @@ import { GCProfiler } from 'node:v8';
 import { CoordinatorCore, parseCoordinatorConfig, TICK_MS_MAX } from '@tokenlease/coordinator/internal';
 import { decodeRequest, subjectFor, type Reply } from '@tokenlease/shared';
 import { seededRandom, type Random } from '@tokenlease/shared/testing';
-import { spawnNode } from '@tokenlease/harness/processes';
+import { serveTurns, takeTurns, type Renewed } from './turns.js';
 import { SimulatedAgents } from './simulated-agents.js';
 import { BATCH_SIZE, batchRequests, distinctPicks, SEED, VIRTUAL_US_PER_CALL, WARMUP_MS } from './renewal-batches.js';
 import type { RowSketchRound } from './row-sketch.js';
@@ -60,12 +64,10 @@ const CAPACITY_TOKENS = 1_000_000_000;
 const REFILL_PER_SECOND = 1_000_000_000;
 const TTL_MS = 600_000;
 const US_PER_S = 1_000_000;
-/** ROUNDS — measurements of each (mode, n), each in a fresh process; a figure is their median. */
-export const ROUNDS = 3;
 /** FLOOR_LOOKUPS — lookups timed for the floor at each count. */
 const FLOOR_LOOKUPS = 200_000;
 
-/** ScalingRound — one mode at one lease count, measured once (in a process of its own). */
+/** ScalingRound — one mode at one lease count, measured in a process of its own. */
 export interface ScalingRound {
   readonly mode: LeaseModeName;
   readonly leases: LeaseCount;
@@ -82,9 +84,9 @@ export interface ScalingRound {
   readonly floorNs: number;
 }
 
-/** ScalingFigure — one mode at one lease count: the median of its rounds, and every round's acquires per second. */
+/** ScalingFigure — one mode at one lease count over all its turns, and each turn's acquires per second. */
 export interface ScalingFigure extends ScalingRound {
-  readonly rounds: readonly number[];
+  readonly perTurn: readonly number[];
 }
 
 class ScalingRun {
@@ -139,10 +141,14 @@ class ScalingRun {
     profiler.start();
     const { calls, cpuMs } = this.renewFor(ms);
     const gcUs = profiler.stop().statistics.reduce((sum, s) => sum + s.cost, 0);
+    return { calls, cpuMs, gcUs };
+  }
+
+  /** allLive — throws unless every lease opened is still live (none expired nor was refused). */
+  allLive(): void {
     const live = this.core.pool(POOL)?.leases.size ?? 0;
     if (live !== this.n)
       throw new Error(`${this.mode} pool: ${live} live leases after renewing, of ${this.n}; some expired or were refused`);
-    return { calls, cpuMs, gcUs };
   }
 
   /**
@@ -177,7 +183,8 @@ class ScalingRun {
     return Math.round(perBatchNs[perBatchNs.length >> 1] as number);
   }
 
-  private renewFor(ms: number): { calls: number; cpuMs: number } {
+  /** renewFor — renewals by random live agents for `ms` of CPU time in the core. */
+  renewFor(ms: number): Renewed {
     let calls = 0;
     let cpuMs = 0;
     while (cpuMs < ms) {
@@ -223,6 +230,7 @@ export function scalingRound(mode: LeaseModeName, leases: LeaseCount, measureMs:
   const run = new ScalingRun(mode, leases, seededRandom(SEED + leases));
   const openMs = run.open();
   const { calls, cpuMs, gcUs } = run.measure(measureMs);
+  run.allLive();
   return {
     mode,
     leases,
@@ -240,87 +248,79 @@ export function isLeaseCount(n: number): n is LeaseCount {
   return (LEASE_COUNTS as readonly number[]).includes(n);
 }
 
-/** inChild — the figure a fresh Node.js process running `script` with `args` prints last (a registered child named `name`, as the allocation probe). */
-async function inChild<T>(name: string, script: string, args: readonly string[]): Promise<T> {
-  const probe = spawnNode(name, script, [...args]);
-  const { code } = await probe.exited;
-  if (code !== 0) throw new Error(`${name} probe failed: ${probe.stderr()}`);
-  const last = probe.lines[probe.lines.length - 1];
-  if (last === undefined) throw new Error(`${name} probe printed no figure: ${probe.stderr()}`);
-  return JSON.parse(last) as T;
-}
-
-/** roundInChild — `scalingRound` in a fresh process of `script` (`--lease-scaling-probe`). */
-function roundInChild(script: string, mode: LeaseModeName, leases: LeaseCount, measureMs: number): Promise<ScalingRound> {
-  return inChild(`lease-scaling-${mode}-${leases}`, script, ['--lease-scaling-probe', mode, String(leases), String(measureMs)]);
+/**
+ * scalingTurns — (in a child of `leaseScaling`) opens a `mode` pool's
+ * `leases` leases, warms up, and renews in `turns` turns of `turnMs` of
+ * CPU time as its parent cues (turns.ts); last, the time the opening took
+ * and the floor.
+ */
+export function scalingTurns(mode: LeaseModeName, leases: LeaseCount, turnMs: number, turns: number): Promise<void> {
+  const run = new ScalingRun(mode, leases, seededRandom(SEED + leases));
+  const openMs = Math.round(run.open());
+  run.renewFor(WARMUP_MS);
+  return serveTurns(
+    (ms) => run.renewFor(ms),
+    turnMs,
+    turns,
+    () => {
+      run.allLive();
+      return { openMs, floorNs: run.floorNs(FLOOR_LOOKUPS) };
+    },
+  );
 }
 
 /**
  * leaseScaling — acquires per CPU second on a `mode` pool at each count of
- * live leases, `measureMs` of CPU time a round: `rounds` rounds, each count
- * in a fresh process of `script` in turn; each figure the median round.
+ * live leases: a child of `script` per count (`--lease-scaling-turns`),
+ * `turns` turns each of `turnMs` of CPU time, taken in turn.
  */
 export async function leaseScaling(
   script: string,
   mode: LeaseModeName,
-  measureMs: number,
-  rounds = ROUNDS,
+  turnMs: number,
+  turns: number,
   counts: readonly LeaseCount[] = LEASE_COUNTS,
 ): Promise<ScalingFigure[]> {
-  const byCount = await roundsByCount(
-    rounds,
-    counts,
-    (n) => roundInChild(script, mode, n, measureMs),
-    (r) => r.acquiresPerSecond,
-  );
-  return byCount.map(({ median, all }) => {
-    const floors = all.map((r) => r.floorNs).sort((a, b) => a - b);
-    return { ...median, floorNs: floors[floors.length >> 1] as number, rounds: all.map((r) => r.acquiresPerSecond) };
-  });
+  const args = (n: LeaseCount): string[] => ['--lease-scaling-turns', mode, String(n), String(turnMs), String(turns)];
+  const measured = await takeTurns<{ openMs: number; floorNs: number }>(`lease-scaling-${mode}`, script, counts, args, turns);
+  return measured.map((m) => ({
+    mode,
+    leases: m.leases,
+    acquiresPerSecond: Math.round(m.calls / (m.cpuMs / 1000)),
+    calls: m.calls,
+    gcUsPerCall: Math.round((m.gcUs / m.calls) * 100) / 100,
+    cpuMs: Math.round(m.cpuMs),
+    openMs: m.last.openMs,
+    floorNs: m.last.floorNs,
+    perTurn: m.perTurn,
+  }));
 }
 
-/**
- * roundsByCount — `rounds` rounds of `measure` at each of `counts`, the
- * counts taking turns (so a slow minute of a shared machine falls on every
- * count alike); for each count, every round and the median by `rate`.
- */
-async function roundsByCount<T>(
-  rounds: number,
-  counts: readonly LeaseCount[],
-  measure: (n: LeaseCount) => Promise<T>,
-  rate: (round: T) => number,
-): Promise<{ median: T; all: T[] }[]> {
-  const measured = new Map<LeaseCount, T[]>(counts.map((n) => [n, []]));
-  for (let round = 0; round < rounds; round += 1) for (const n of counts) measured.get(n)?.push(await measure(n));
-  return counts.map((n) => {
-    const all = measured.get(n) ?? [];
-    const median = [...all].sort((a, b) => rate(a) - rate(b))[all.length >> 1];
-    if (median === undefined) throw new Error(`no round at ${n} leases`);
-    return { median, all };
-  });
-}
-
-/** RowSketchFigure — the row sketch at one lease count: the median round, and every round's renewals per second. */
+/** RowSketchFigure — the row sketch at one lease count over all its turns, and each turn's renewals per second. */
 export interface RowSketchFigure extends RowSketchRound {
-  readonly rounds: readonly number[];
+  readonly perTurn: readonly number[];
 }
 
 /**
  * rowSketchScaling — renewals per CPU second of row-sketch.ts (the chunk
  * renewal on one off-heap row a lease) at each count, measured as
- * `leaseScaling` measures the core: `rounds` rounds, each count in a fresh
- * process of `script` in turn, each figure the median round. What the
- * sketch loses from 1k to 100k is what the core would still lose with
- * every field of a lease in one row: the yardstick for the core's own fall.
+ * `leaseScaling` measures the core (`--row-sketch-turns`). What the sketch
+ * loses from 1k to 100k is what the core would still lose with every
+ * field of a lease in one row: the yardstick for the core's own fall.
  */
 export async function rowSketchScaling(
   script: string,
-  measureMs: number,
-  rounds = ROUNDS,
+  turnMs: number,
+  turns: number,
   counts: readonly LeaseCount[] = LEASE_COUNTS,
 ): Promise<RowSketchFigure[]> {
-  const measure = (n: LeaseCount): Promise<RowSketchRound> =>
-    inChild(`row-sketch-${n}`, script, ['--row-sketch-probe', String(n), String(measureMs)]);
-  const byCount = await roundsByCount(rounds, counts, measure, (r) => r.renewalsPerSecond);
-  return byCount.map(({ median, all }) => ({ ...median, rounds: all.map((r) => r.renewalsPerSecond) }));
+  const args = (n: LeaseCount): string[] => ['--row-sketch-turns', String(n), String(turnMs), String(turns)];
+  const measured = await takeTurns<null>('row-sketch', script, counts, args, turns);
+  return measured.map((m) => ({
+    leases: m.leases,
+    renewalsPerSecond: Math.round(m.calls / (m.cpuMs / 1000)),
+    calls: m.calls,
+    cpuMs: Math.round(m.cpuMs),
+    perTurn: m.perTurn,
+  }));
 }

@@ -12,8 +12,9 @@
  * 4. The durable mode's write before reply (durable.ts).
  * 5. The coordinator core's acquires per second with 1k, 10k and 100k live
  *    leases on a rate pool and on a chunk pool, each count in a child
- *    process, in rounds, beside the floor of a lease lookup at that count
- *    (lease-scaling.ts), and the same chunk renewal sketched on one
+ *    process, the counts taking turns (turns.ts), beside the floor of a
+ *    lease lookup at that count (lease-scaling.ts), and the same chunk
+ *    renewal sketched on one
  *    off-heap row a lease at each count (row-sketch.ts).
  * 5b. The coordinator core at rest with 100,000 idle template pools: CPU
  *    per second, and a renewal's cost meanwhile (idle-pools.ts).
@@ -44,8 +45,8 @@ import { crowdFigures, startCrowd } from './crowded-pool.js';
 import { durableFigures } from './durable.js';
 import { floodFigures } from './flooded-pool.js';
 import { bytesPerCall, timeCalls } from './measure.js';
-import { isLeaseCount, leaseScaling, rowSketchScaling, scalingRound } from './lease-scaling.js';
-import { rowSketchRound } from './row-sketch.js';
+import { isLeaseCount, leaseScaling, type LeaseCount, rowSketchScaling, scalingRound, scalingTurns } from './lease-scaling.js';
+import { rowSketchRound, rowSketchTurns } from './row-sketch.js';
 import { idlePools } from './idle-pools.js';
 import { grantSigningFigures } from './grant-signing.js';
 import { memoryFigures } from './memory.js';
@@ -215,12 +216,37 @@ function rowSketchProbe([n, ms]: readonly string[]): void {
   process.stdout.write(`${JSON.stringify(rowSketchRound(leases, Number(ms)))}\n`);
 }
 
+/** countArgs — a lease count, then positive numbers (`what` names the flag), or throws saying what it takes. */
+function countArgs(what: string, takes: string, [n, ...rest]: readonly string[], numbers: number): [LeaseCount, ...number[]] {
+  const leases = Number(n);
+  const values = rest.map(Number);
+  if (!isLeaseCount(leases) || values.length !== numbers || !values.every((v) => Number.isInteger(v) && v > 0))
+    throw new Error(`${what} takes ${takes}, got ${[n, ...rest].join(' ')}`);
+  return [leases, ...values];
+}
+
+/** leaseScalingTurns — a child of lease-scaling.ts's `leaseScaling` (`mode n turnMs turns`). */
+function leaseScalingTurns([mode, ...rest]: readonly string[]): Promise<void> {
+  const takes = 'rate|chunk, a lease count, a turn in ms and a number of turns';
+  if (mode !== 'rate' && mode !== 'chunk') throw new Error(`--lease-scaling-turns takes ${takes}, got ${mode}`);
+  const [leases, turnMs, turns] = countArgs('--lease-scaling-turns', takes, rest, 2);
+  return scalingTurns(mode, leases, turnMs as number, turns as number);
+}
+
+/** rowSketchTurnsChild — a child of lease-scaling.ts's `rowSketchScaling` (`n turnMs turns`). */
+function rowSketchTurnsChild(args: readonly string[]): Promise<void> {
+  const [leases, turnMs, turns] = countArgs('--row-sketch-turns', 'a lease count, a turn in ms and a number of turns', args, 2);
+  return rowSketchTurns(leases, turnMs as number, turns as number);
+}
+
 async function main(): Promise<void> {
   // The allocation probe is this file run again as a child (above), not a flag for people.
   if (process.argv[2] === '--allocation-probe')
     return allocationProbe(process.argv[3] as string, process.argv[4] as string, Number(process.argv[5]));
   if (process.argv[2] === '--lease-scaling-probe') return leaseScalingProbe(process.argv.slice(3));
   if (process.argv[2] === '--row-sketch-probe') return rowSketchProbe(process.argv.slice(3));
+  if (process.argv[2] === '--lease-scaling-turns') return leaseScalingTurns(process.argv.slice(3));
+  if (process.argv[2] === '--row-sketch-turns') return rowSketchTurnsChild(process.argv.slice(3));
   const args = parse();
   if (args === null) return;
   const scale = args.quick ? QUICK_SCALE : FULL_SCALE;
@@ -232,10 +258,10 @@ async function main(): Promise<void> {
     const durable = await durableFigures(scale.durableWrites);
     const script = fileURLToPath(import.meta.url);
     const scaling = [
-      ...(await leaseScaling(script, 'rate', scale.scalingMs, scale.scalingRounds)),
-      ...(await leaseScaling(script, 'chunk', scale.scalingMs, scale.scalingRounds)),
+      ...(await leaseScaling(script, 'rate', scale.scalingTurnMs, scale.scalingTurns)),
+      ...(await leaseScaling(script, 'chunk', scale.scalingTurnMs, scale.scalingTurns)),
     ];
-    const rowSketch = await rowSketchScaling(script, scale.scalingMs, scale.scalingRounds);
+    const rowSketch = await rowSketchScaling(script, scale.scalingTurnMs, scale.scalingTurns);
     const idle = idlePools(scale.idlePools, scale.idleRestMs);
     const signing = grantSigningFigures(Math.ceil(scale.fastPathBatches / 10));
     const say = args.json ? console.error : console.log;

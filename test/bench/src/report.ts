@@ -61,26 +61,33 @@ function scalingOf(figures: BenchFigures, mode: LeaseModeName, leases: LeaseCoun
   return figure;
 }
 
-/** countCells — a figure per second at each lease count (its median round, its share of the 1k figure, every round). */
-function countCells(of: (n: LeaseCount) => { perSecond: number; rounds: readonly number[] }): string[] {
-  const base = of(1000).perSecond;
+/**
+ * countCells — a figure per second at each lease count over all its turns,
+ * and beside each but 1k its share of 1k's: over all turns, and the middle
+ * half of the passes' shares (each pass's counts measured back to back).
+ */
+function countCells(of: (n: LeaseCount) => { perSecond: number; perTurn: readonly number[] }): string[] {
+  const base = of(1000);
   return LEASE_COUNTS.map((n) => {
-    const { perSecond, rounds } = of(n);
-    const share = n === 1000 ? '' : ` (×${(perSecond / base).toFixed(2)})`;
-    return `${COUNT_NAMES[n]} leases ${perSecond.toLocaleString('en-US')}/s${share} [${rounds.map((r) => r.toLocaleString('en-US')).join(', ')}]`;
+    const { perSecond, perTurn } = of(n);
+    const head = `${COUNT_NAMES[n]} leases ${perSecond.toLocaleString('en-US')}/s`;
+    if (n === 1000) return head;
+    const shares = perTurn.map((f, i) => f / (base.perTurn[i] ?? Number.NaN)).sort((a, b) => a - b);
+    const quartile = (q: number): string => (shares[Math.round(q * (shares.length - 1))] ?? Number.NaN).toFixed(2);
+    return `${head} (×${(perSecond / base.perSecond).toFixed(2)}; passes ×${quartile(0.25)}–×${quartile(0.75)})`;
   });
 }
 
 function scalingLine(figures: BenchFigures, mode: LeaseModeName): string {
   const cells = countCells((n) => {
     const s = scalingOf(figures, mode, n);
-    return { perSecond: s.acquiresPerSecond, rounds: s.rounds };
+    return { perSecond: s.acquiresPerSecond, perTurn: s.perTurn };
   });
   const gc = LEASE_COUNTS.map((n) => scalingOf(figures, mode, n).gcUsPerCall).join(' / ');
   const floor = LEASE_COUNTS.map((n) => scalingOf(figures, mode, n).floorNs.toLocaleString('en-US')).join(' / ');
   return (
     `coordinator core, ${mode} pool, acquires per CPU second by live leases (renewals by random agents, the core's calls only; ` +
-    `median round, rounds in brackets): ${cells.join(', ')}; garbage collector ${gc} µs per renewal; ` +
+    `counts taking turns of CPU time: all turns, and the middle half of the passes' shares of 1k): ${cells.join(', ')}; garbage collector ${gc} µs per renewal; ` +
     `floor (find a random agent's lease, check its secret) ${floor} ns`
   );
 }
@@ -94,7 +101,7 @@ function rowSketchOf(figures: BenchFigures, leases: LeaseCount): RowSketchFigure
 function rowSketchLine(figures: BenchFigures): string {
   const cells = countCells((n) => {
     const s = rowSketchOf(figures, n);
-    return { perSecond: s.renewalsPerSecond, rounds: s.rounds };
+    return { perSecond: s.renewalsPerSecond, perTurn: s.perTurn };
   });
   return (
     `  beside it, the chunk renewal sketched on one off-heap row a lease (row-sketch.ts: what the core would still lose with ` +

@@ -19,7 +19,9 @@
  *   reports and topped up, the expiry moved, the demand and the clock's
  *   notes written, and the fields of a grant memo written (ROW_DOUBLES
  *   doubles in all, as many as a `LeaseRecord`'s numbers);
- * - the agent noted in a set of changed agents, and a grant built.
+ * - what it changed noted (in a field, as the core notes the pool a
+ *   request changed; emptying a `Set` each time, as both once did, left a
+ *   table in the old generation per renewal), and a grant built.
  * What a renewal also does in the pool (the credit, contention, the clock's
  * judgement, the hold queue) reads the pool's own state, the same at every
  * count: it adds the same time to a renewal at every count, so with this
@@ -31,6 +33,7 @@ import { decodeRequest, type LeaseGrant, type LeaseRequest } from '@tokenlease/s
 import { seededRandom, type Random } from '@tokenlease/shared/testing';
 import { BATCH_SIZE, batchRequests, distinctPicks, SEED, VIRTUAL_US_PER_CALL, WARMUP_MS } from './renewal-batches.js';
 import { SimulatedAgents } from './simulated-agents.js';
+import { serveTurns, type Renewed } from './turns.js';
 
 /** ROW_BYTES — one lease's row: ROW_DOUBLES numbers, then its agent id's and secret's UTF-16 units. */
 const ROW_BYTES = 512;
@@ -72,7 +75,8 @@ export class RowSketch {
   private readonly ids = new LeaseIdForm('sketch.');
   /** Each row's lease id, issued once at its opening as the table issues them (a grant names it, it does not spell it anew). */
   private readonly leaseIds: string[] = [];
-  private readonly changed = new Set<string>();
+  /** changed — the agent the last renewal changed (null before any). */
+  changed: string | null = null;
   private readonly agents: SimulatedAgents;
   private readonly picks: number[];
   private nowUs = 1_000_000_000;
@@ -126,8 +130,7 @@ export class RowSketch {
     f64[at + GRANTED_UNTIL_US] = untilUs;
     if (req.demandPerSecond !== f64[at + DEMAND]) f64[at + DEMAND] = req.demandPerSecond;
     for (let i = NOTES; i < ROW_DOUBLES; i += 1) f64[at + i] = nowUs + i;
-    this.changed.clear();
-    this.changed.add(req.agentId);
+    this.changed = req.agentId;
     return this.grant(req, row, granted, reported + granted);
   }
 
@@ -138,7 +141,8 @@ export class RowSketch {
     return { leases: this.n, renewalsPerSecond: Math.round(calls / (cpuMs / 1000)), calls, cpuMs: Math.round(cpuMs) };
   }
 
-  private renewFor(ms: number): { calls: number; cpuMs: number } {
+  /** renewFor — renewals by random agents for `ms` of CPU time. */
+  renewFor(ms: number): Renewed {
     let calls = 0;
     let cpuMs = 0;
     const batchSize = Math.min(BATCH_SIZE, this.n);
@@ -206,6 +210,19 @@ export class RowSketch {
     for (let c = 0; c < key.length; c += 1) if (u16[at + 1 + c] !== key.charCodeAt(c)) return false;
     return true;
   }
+}
+
+/** rowSketchTurns — (in a child of `rowSketchScaling`) opens `leases` rows, warms up, and renews in `turns` turns of `turnMs` as its parent cues (turns.ts). */
+export function rowSketchTurns(leases: number, turnMs: number, turns: number): Promise<void> {
+  const sketch = new RowSketch(leases, seededRandom(SEED + leases));
+  sketch.open();
+  sketch.renewFor(WARMUP_MS);
+  return serveTurns(
+    (ms) => sketch.renewFor(ms),
+    turnMs,
+    turns,
+    () => null,
+  );
 }
 
 /** rowSketchRound — one measurement at `leases` rows, `measureMs` of CPU time; run in a process of its own. */
