@@ -22,7 +22,8 @@ import { serverForSuite } from '../servers.js';
 const POOL = 'api';
 const LIMITS = { capacity: 200, refill: '400/s' };
 const REFILL = makeRate(400, 1000);
-const RUN_MS = 7000;
+/** RUN_MS — each agent's run; the share is measured from WARM_MS to 500 ms before its end (7.5 s; over 4.5 s, one CI run on a loaded machine saw 0.835 and the next 0.978). */
+const RUN_MS = 10_000;
 const WARM_MS = 2000;
 const OFFERED_PER_SECOND = 300;
 
@@ -41,7 +42,7 @@ const relayDoc = (root: string, prefix: string): object => ({
 describe('a relay with default settings beside agents on the root', () => {
   const nats = serverForSuite(provideNats);
 
-  it('gets its agents their share: at least 0.85 of a root agent’s', { timeout: 60_000 }, async () => {
+  it('gets its agents their share: at least 0.85 of a root agent’s', { timeout: 90_000 }, async () => {
     const run = await startRelayRoot(nats().url, 'relay-share', import.meta.url, 'tlshare', rootDoc);
     const { seed, random, dir, root } = run;
     const relayPrefix = `${root}r`;
