@@ -286,7 +286,7 @@ export async function leaseScaling(
   return measured.map((m) => ({
     mode,
     leases: m.leases,
-    acquiresPerSecond: Math.round(m.calls / (m.cpuMs / 1000)),
+    acquiresPerSecond: m.perSecond,
     calls: m.calls,
     gcUsPerCall: Math.round((m.gcUs / m.calls) * 100) / 100,
     cpuMs: Math.round(m.cpuMs),
@@ -318,7 +318,7 @@ export async function rowSketchScaling(
   const measured = await takeTurns<null>('row-sketch', script, counts, args, turns);
   return measured.map((m) => ({
     leases: m.leases,
-    renewalsPerSecond: Math.round(m.calls / (m.cpuMs / 1000)),
+    renewalsPerSecond: m.perSecond,
     calls: m.calls,
     cpuMs: Math.round(m.cpuMs),
     perTurn: m.perTurn,

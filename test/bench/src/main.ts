@@ -14,8 +14,8 @@
  *    leases on a rate pool and on a chunk pool, each count in a child
  *    process, the counts taking turns (turns.ts), beside the floor of a
  *    lease lookup at that count (lease-scaling.ts), and the same chunk
- *    renewal sketched on one
- *    off-heap row a lease at each count (row-sketch.ts).
+ *    renewal sketched on one off-heap row a lease at each count
+ *    (row-sketch.ts).
  * 5b. The coordinator core at rest with 100,000 idle template pools: CPU
  *    per second, and a renewal's cost meanwhile (idle-pools.ts).
  * 6. Acquire latency on one pool of a coordinator process while another
@@ -45,7 +45,15 @@ import { crowdFigures, startCrowd } from './crowded-pool.js';
 import { durableFigures } from './durable.js';
 import { floodFigures } from './flooded-pool.js';
 import { bytesPerCall, timeCalls } from './measure.js';
-import { isLeaseCount, leaseScaling, type LeaseCount, rowSketchScaling, scalingRound, scalingTurns } from './lease-scaling.js';
+import {
+  isLeaseCount,
+  leaseScaling,
+  type LeaseCount,
+  type LeaseModeName,
+  rowSketchScaling,
+  scalingRound,
+  scalingTurns,
+} from './lease-scaling.js';
 import { rowSketchRound, rowSketchTurns } from './row-sketch.js';
 import { idlePools } from './idle-pools.js';
 import { grantSigningFigures } from './grant-signing.js';
@@ -201,35 +209,42 @@ async function fastPathFigures(natsUrl: string, scale: BenchScale): Promise<Fast
   return { admit, all, deny, rate, recording, slots, e2e, e2eMs: scale.endToEndMs, leaseTokens: LEASE_TOKENS, bytes };
 }
 
-/** leaseScalingProbe — one round of lease-scaling.ts (`mode n measureMs`), run in a child: prints its figure as JSON. */
-function leaseScalingProbe([mode, n, ms]: readonly string[]): void {
-  const leases = Number(n);
-  if ((mode !== 'rate' && mode !== 'chunk') || !isLeaseCount(leases) || !(Number(ms) > 0))
-    throw new Error(`--lease-scaling-probe takes rate|chunk, a lease count and a time, got ${mode} ${n} ${ms}`);
-  process.stdout.write(`${JSON.stringify(scalingRound(mode, leases, Number(ms)))}\n`);
-}
-
-/** rowSketchProbe — one round of row-sketch.ts (`n measureMs`), run in a child: prints its figure as JSON. */
-function rowSketchProbe([n, ms]: readonly string[]): void {
-  const leases = Number(n);
-  if (!isLeaseCount(leases) || !(Number(ms) > 0)) throw new Error(`--row-sketch-probe takes a lease count and a time, got ${n} ${ms}`);
-  process.stdout.write(`${JSON.stringify(rowSketchRound(leases, Number(ms)))}\n`);
-}
-
-/** countArgs — a lease count, then positive numbers (`what` names the flag), or throws saying what it takes. */
-function countArgs(what: string, takes: string, [n, ...rest]: readonly string[], numbers: number): [LeaseCount, ...number[]] {
+/** countArgs — a lease count, then `numbers` positive integers, or throws saying what `flag` takes. */
+function countArgs(flag: string, takes: string, [n, ...rest]: readonly string[], numbers: number): [LeaseCount, ...number[]] {
   const leases = Number(n);
   const values = rest.map(Number);
   if (!isLeaseCount(leases) || values.length !== numbers || !values.every((v) => Number.isInteger(v) && v > 0))
-    throw new Error(`${what} takes ${takes}, got ${[n, ...rest].join(' ')}`);
+    throw new Error(`${flag} takes ${takes}, got ${[n, ...rest].join(' ')}`);
   return [leases, ...values];
 }
 
+/** modeArgs — a lease mode, then what countArgs reads, or throws saying what `flag` takes. */
+function modeArgs(
+  flag: string,
+  takes: string,
+  [mode, ...rest]: readonly string[],
+  numbers: number,
+): [LeaseModeName, LeaseCount, ...number[]] {
+  if (mode !== 'rate' && mode !== 'chunk') throw new Error(`${flag} takes ${takes}, got ${mode}`);
+  return [mode, ...countArgs(flag, takes, rest, numbers)];
+}
+
+/** leaseScalingProbe — one round of lease-scaling.ts (`mode n measureMs`), run by hand: prints its figure as JSON. */
+function leaseScalingProbe(args: readonly string[]): void {
+  const [mode, leases, ms] = modeArgs('--lease-scaling-probe', 'rate|chunk, a lease count and a time in ms', args, 1);
+  process.stdout.write(`${JSON.stringify(scalingRound(mode, leases, ms as number))}\n`);
+}
+
+/** rowSketchProbe — one round of row-sketch.ts (`n measureMs`), run by hand: prints its figure as JSON. */
+function rowSketchProbe(args: readonly string[]): void {
+  const [leases, ms] = countArgs('--row-sketch-probe', 'a lease count and a time in ms', args, 1);
+  process.stdout.write(`${JSON.stringify(rowSketchRound(leases, ms as number))}\n`);
+}
+
 /** leaseScalingTurns — a child of lease-scaling.ts's `leaseScaling` (`mode n turnMs turns`). */
-function leaseScalingTurns([mode, ...rest]: readonly string[]): Promise<void> {
+function leaseScalingTurns(args: readonly string[]): Promise<void> {
   const takes = 'rate|chunk, a lease count, a turn in ms and a number of turns';
-  if (mode !== 'rate' && mode !== 'chunk') throw new Error(`--lease-scaling-turns takes ${takes}, got ${mode}`);
-  const [leases, turnMs, turns] = countArgs('--lease-scaling-turns', takes, rest, 2);
+  const [mode, leases, turnMs, turns] = modeArgs('--lease-scaling-turns', takes, args, 2);
   return scalingTurns(mode, leases, turnMs as number, turns as number);
 }
 

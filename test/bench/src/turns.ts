@@ -80,6 +80,8 @@ export interface CountTurns<L> {
   readonly leases: LeaseCount;
   readonly calls: number;
   readonly cpuMs: number;
+  /** Renewals per CPU second over all its turns. */
+  readonly perSecond: number;
   /** The collector's time over the turns, µs. */
   readonly gcUs: number;
   /** Each turn's renewals per CPU second, in order. */
@@ -132,12 +134,16 @@ async function counted<L>(leases: LeaseCount, child: Child, lines: readonly Turn
   const { code } = await child.exited;
   if (code !== 0) throw new Error(`${child.name} ended with code ${code}: ${child.stderr()}`);
   const sum = (f: (t: TurnLine) => number): number => lines.reduce((s, t) => s + f(t), 0);
+  const perSecond = (r: Renewed): number => Math.round(r.calls / (r.cpuMs / 1000));
+  const calls = sum((t) => t.calls);
+  const cpuMs = sum((t) => t.cpuMs);
   return {
     leases,
-    calls: sum((t) => t.calls),
-    cpuMs: sum((t) => t.cpuMs),
+    calls,
+    cpuMs,
+    perSecond: perSecond({ calls, cpuMs }),
     gcUs: sum((t) => t.gcUs),
-    perTurn: lines.map((t) => Math.round(t.calls / (t.cpuMs / 1000))),
+    perTurn: lines.map(perSecond),
     last: (JSON.parse(lastLine) as { last: L }).last,
   };
 }
