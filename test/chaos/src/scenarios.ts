@@ -43,17 +43,32 @@ import {
 
 export { CHAOS_POOL, type ScenarioOptions, type ScenarioRow } from './run-scenario.js';
 
+/** PLAN_SLACK_MS — how far past its plan a scenario that ends its agents itself lets them run, should it never get there. */
+const PLAN_SLACK_MS = 20_000;
+
 /** Whether an agent process printed that its NATS connection came back. */
 const agentReconnected = (child: Child): boolean => hasEvent(child, { type: 'event', event: 'reconnect' });
 /** Whether a coordinator logged that its NATS connection came back. */
 const coordinatorReconnected = (child: Child): boolean => hasEvent(child, { event: 'nats-connection', connection: { type: 'reconnect' } });
 
-/** 1. SIGKILL random agents mid-lease, repeatedly, while the others keep load on. */
+/**
+ * 1. SIGKILL random agents mid-lease, repeatedly, while the others keep load on.
+ *
+ * The plan, not the agents' own clocks, ends the run: each agent is given a
+ * run bounded well past the plan (PLAN_SLACK_MS), and once the last
+ * replacement has had its 2.5 s the scenario stops every agent still
+ * running (SIGTERM, a clean leave). With runs ending on their own after the
+ * planned time, a loaded machine's slow spawns and waits used up the
+ * originals' runs before the second kill, which then found no agent to kill.
+ */
 export async function killAgents(options: ScenarioOptions): Promise<ScenarioRow> {
   return withPrivateNats(async (nats) => {
     const kills = options.short ? 2 : 5;
-    const runMs = VERIFIED_AFTER_MS + kills * 2500;
-    return await runScenario('kill-agents', nats.url, options, 4, runMs, async (fleet, random) => {
+    const boundMs = VERIFIED_AFTER_MS + kills * 2500 + PLAN_SLACK_MS;
+    return await runScenario('kill-agents', nats.url, options, 4, boundMs, async (fleet, random) => {
+      /** Stops every agent still running, side by side; true when each left cleanly. */
+      const stopRunning = async (): Promise<boolean> =>
+        (await Promise.all(fleet.agents.filter((a) => isRunning(a.child)).map((a) => fleet.stopAgent(a)))).every(Boolean);
       let verified = true;
       let reclaim = 0;
       const from: number[] = [];
@@ -66,7 +81,10 @@ export async function killAgents(options: ScenarioOptions): Promise<ScenarioRow>
           (a) => isRunning(a.child) && performance.now() - (startedMs.get(a) ?? Infinity) >= VERIFIED_AFTER_MS - 100,
         );
         const victim = seasoned[random.int(0, seasoned.length - 1)];
-        if (victim === undefined) return { faultVerified: false, note: `no agent had run ${VERIFIED_AFTER_MS} ms before kill ${k + 1}` };
+        if (victim === undefined) {
+          await stopRunning();
+          return { faultVerified: false, note: `no agent had run ${VERIFIED_AFTER_MS} ms before kill ${k + 1}` };
+        }
         verified &&= await untilLease(fleet, victim.agentId, 2000);
         const killedAt = performance.now();
         from.push(nowUs());
@@ -74,10 +92,17 @@ export async function killAgents(options: ScenarioOptions): Promise<ScenarioRow>
         const ms = await untilNoLease(fleet, victim.agentId, killedAt, CHAOS_POOL.leaseTtlMs + 3000);
         verified &&= ms !== null;
         reclaim = Math.max(reclaim, ms ?? Infinity);
-        const replacement = await fleet.addAgent(`replacement${k}`, STEADY, runMs - VERIFIED_AFTER_MS - k * 2500, random.int(0, 2 ** 31));
+        const replacement = await fleet.addAgent(`replacement${k}`, STEADY, boundMs, random.int(0, 2 ** 31));
         startedMs.set(replacement, performance.now());
       }
-      return { faultVerified: verified, reclaimMs: reclaim, recoveryFromUs: from, note: `${kills} agents killed mid-lease` };
+      await sleep(2500);
+      const cleanEnd = await stopRunning();
+      return {
+        faultVerified: verified,
+        reclaimMs: reclaim,
+        recoveryFromUs: from,
+        note: `${kills} agents killed mid-lease; the rest stopped at the plan's end${cleanEnd ? '' : ', not every one cleanly'}`,
+      };
     });
   });
 }
