@@ -15,6 +15,14 @@ import base from '../vitest.base.ts';
 // CPU, not for anything the coordinator did. The simulator, the sweep and
 // the chaos runner's pure parts are packages of their own and never wait
 // behind these.
+//
+// TURBO_CACHE=local:w, passed to the `npm run` commands the suites start
+// (json-output, secured-env): their scripts run `turbo run build` first, and
+// on a cache hit turbo restores every package's dist/ by writing it again,
+// under the coordinators and agents other files are starting from it; one
+// died at import in CI ("does not provide an export named …"). Writing the
+// cache only, turbo runs each package's `tsc -b`, which writes nothing when
+// the build is up to date, as `npm test`'s own build has just made it.
 /** ALONE — suites that measure fairness and latency under load they make themselves: run after the others, one at a time. */
 const ALONE = ['src/integration/hostile-clients.test.ts'];
 
@@ -23,6 +31,7 @@ export default mergeConfig(
   defineConfig({
     test: {
       maxWorkers: 2,
+      env: { TURBO_CACHE: 'local:w' },
       projects: [
         { extends: true, test: { name: 'lint', include: ['src/lint/**/*.test.ts'], sequence: { groupOrder: 0 } } },
         {
