@@ -244,16 +244,20 @@ export function admissionRefusal<R>(
  */
 function identityRefusal<R>(p: PoolParts<R>, req: LeaseRequest, isNewLease: boolean, wouldWait: boolean, identity: string): Reply | null {
   const { config, leases, waiters } = p;
-  const of = `identity ${JSON.stringify(identity)} in pool ${JSON.stringify(config.name)}`;
   if (isNewLease && leases.leasesOf(identity) >= config.maxLeasesPerIdentity) {
-    const message = `${of} holds its most leases (maxLeasesPerIdentity ${config.maxLeasesPerIdentity}); ask again`;
+    const message = `${identityInPool(identity, config.name)} holds its most leases (maxLeasesPerIdentity ${config.maxLeasesPerIdentity}); ask again`;
     return unavailable(req.seq, message, config.leaseTtlMs, 'peer');
   }
   if (wouldWait && waiters.waitingOf(identity) >= config.maxWaitingPerIdentity && waiters.get(req.agentId) === undefined) {
-    const message = `${of} has its most requests waiting (maxWaitingPerIdentity ${config.maxWaitingPerIdentity}); ask again`;
+    const message = `${identityInPool(identity, config.name)} has its most requests waiting (maxWaitingPerIdentity ${config.maxWaitingPerIdentity}); ask again`;
     return unavailable(req.seq, message, config.maxHoldMs, 'peer');
   }
   return null;
+}
+
+/** identityInPool — how a refusal names the identity and pool; built only for a refusal, never on a request that passes. */
+function identityInPool(identity: string, pool: string): string {
+  return `identity ${JSON.stringify(identity)} in pool ${JSON.stringify(pool)}`;
 }
 
 function unavailable(seq: number, message: string, retryAfterMs: number, fault: 'peer' | 'coordinator' = 'coordinator'): Reply {
