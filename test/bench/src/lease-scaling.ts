@@ -46,11 +46,11 @@
  */
 import { GCProfiler } from 'node:v8';
 import { CoordinatorCore, parseCoordinatorConfig, TICK_MS_MAX } from '@tokenlease/coordinator/internal';
-import { decodeRequest, subjectFor, type Reply } from '@tokenlease/shared';
+import { decodeRequest, subjectFor } from '@tokenlease/shared';
 import { seededRandom, type Random } from '@tokenlease/shared/testing';
 import { serveTurns, takeTurns, type Renewed } from './turns.js';
 import { SimulatedAgents } from './simulated-agents.js';
-import { BATCH_SIZE, batchRequests, distinctPicks, SEED, VIRTUAL_US_PER_CALL, WARMUP_MS } from './renewal-batches.js';
+import { BATCH_SIZE, BatchReplies, batchRequests, distinctPicks, SEED, VIRTUAL_US_PER_CALL, WARMUP_MS } from './renewal-batches.js';
 import type { RowSketchRound } from './row-sketch.js';
 
 /** LEASE_COUNTS — the numbers of live leases measured. */
@@ -96,6 +96,7 @@ class ScalingRun {
   private nowUs: number;
   private nextTickUs: number;
   private readonly picks: number[];
+  private readonly replies = new BatchReplies();
 
   constructor(
     private readonly mode: LeaseModeName,
@@ -207,7 +208,7 @@ class ScalingRun {
 
   /** run — hands the batch's requests to the core, one at a time as the adapter does; returns the CPU time it took, ms. */
   private run(batch: readonly number[], payloads: readonly Uint8Array[]): number {
-    const replies: Reply[] = [];
+    const replies = this.replies;
     const start = process.cpuUsage();
     for (let i = 0; i < payloads.length; i += 1) {
       this.nowUs += VIRTUAL_US_PER_CALL;
@@ -217,10 +218,10 @@ class ScalingRun {
       }
       const out = this.core.receive(this.subject, payloads[i] as Uint8Array, i, this.nowUs);
       this.nextTickUs = Math.min(this.nextTickUs, this.core.touchedDeadlineUs());
-      for (const d of out) replies[d.to] = d.reply;
+      for (const d of out) replies.note(d.to, d.reply);
     }
     const cpu = process.cpuUsage(start);
-    for (const [i, index] of batch.entries()) this.agents.settle(index, replies[i], `${this.mode} pool`);
+    replies.settle(this.agents, batch, `${this.mode} pool`);
     return (cpu.user + cpu.system) / 1000;
   }
 }

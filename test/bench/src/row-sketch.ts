@@ -31,7 +31,7 @@
 import { LeaseIdForm } from '@tokenlease/coordinator/internal';
 import { decodeRequest, type LeaseGrant, type LeaseRequest } from '@tokenlease/shared';
 import { seededRandom, type Random } from '@tokenlease/shared/testing';
-import { BATCH_SIZE, batchRequests, distinctPicks, SEED, VIRTUAL_US_PER_CALL, WARMUP_MS } from './renewal-batches.js';
+import { BATCH_SIZE, BatchReplies, batchRequests, distinctPicks, SEED, VIRTUAL_US_PER_CALL, WARMUP_MS } from './renewal-batches.js';
 import { SimulatedAgents } from './simulated-agents.js';
 import { serveTurns, type Renewed } from './turns.js';
 
@@ -79,6 +79,7 @@ export class RowSketch {
   changed: string | null = null;
   private readonly agents: SimulatedAgents;
   private readonly picks: number[];
+  private readonly replies = new BatchReplies();
   private nowUs = 1_000_000_000;
 
   constructor(
@@ -149,15 +150,15 @@ export class RowSketch {
     while (cpuMs < ms) {
       const batch = distinctPicks(this.picks, batchSize, this.random);
       const payloads = batchRequests(this.agents, batch, this.nowUs);
-      const grants: LeaseGrant[] = [];
+      const replies = this.replies;
       const start = process.cpuUsage();
-      for (const bytes of payloads) {
+      for (let i = 0; i < payloads.length; i += 1) {
         this.nowUs += VIRTUAL_US_PER_CALL;
-        grants.push(this.renew(bytes, this.nowUs));
+        replies.note(i, this.renew(payloads[i] as Uint8Array, this.nowUs));
       }
       const cpu = process.cpuUsage(start);
       cpuMs += (cpu.user + cpu.system) / 1000;
-      for (const [i, index] of batch.entries()) this.agents.settle(index, grants[i], 'row sketch');
+      replies.settle(this.agents, batch, 'row sketch');
       calls += batch.length;
     }
     return { calls, cpuMs };

@@ -68,11 +68,19 @@ export class SimulatedAgents {
 
   /** settle — records the reply to agent `index`'s last request; throws unless it is a grant of that request (`what` names the run). */
   settle(index: number, reply: Reply | undefined, what: string): void {
-    const a = this.agent(index);
-    if (reply === undefined || reply.kind !== 'grant' || reply.seq !== a.seq)
+    if (reply === undefined || reply.kind !== 'grant') {
+      const a = this.agent(index);
       throw new Error(`${what}: ${a.agentId} seq ${a.seq} got ${JSON.stringify(reply)}`);
-    a.leaseId = reply.leaseId;
-    a.tokensHeld = reply.tokensHeld;
+    }
+    this.settleGrant(index, reply.seq, reply.leaseId, reply.tokensHeld, what);
+  }
+
+  /** settleGrant — records a grant to agent `index` of `seq`, of lease `leaseId`, `tokensHeld` after it; throws unless `seq` is its last request's. */
+  settleGrant(index: number, seq: number, leaseId: string, tokensHeld: number, what: string): void {
+    const a = this.agent(index);
+    if (seq !== a.seq) throw new Error(`${what}: ${a.agentId} seq ${a.seq} got a grant of seq ${seq}`);
+    a.leaseId = leaseId;
+    a.tokensHeld = tokensHeld;
   }
 
   private agent(index: number): AgentLease {
