@@ -50,6 +50,7 @@ import {
   type Flags,
 } from './cli-common.js';
 import { grantSignerFrom } from './grant-signer.js';
+import { setCoordinatorHeapFlags } from './heap-flags.js';
 import { createLogger } from './logger.js';
 import { connectRedisStore, type StateStore } from './redis-store.js';
 import { startDurableService } from './durable-service.js';
@@ -106,6 +107,7 @@ async function openStore(values: Flags, keyPrefix: string, logger: Logger): Prom
 async function main(): Promise<void> {
   const values = parse();
   if (answeredInfo(BIN, values, help)) return;
+  setCoordinatorHeapFlags();
   const configPath = values['config'];
   if (typeof configPath !== 'string') fail(2, `--config is required\n${USAGE}`);
   const logger = createLogger(logLevelOf(values, fail));

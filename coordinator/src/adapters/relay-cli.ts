@@ -46,6 +46,7 @@ import {
 } from './cli-common.js';
 import { loadRelayConfigFile } from './config-file.js';
 import { grantSignerFrom } from './grant-signer.js';
+import { setCoordinatorHeapFlags } from './heap-flags.js';
 import { createLogger } from './logger.js';
 import { startOperations } from './operations.js';
 import { RelayMetrics } from './relay-metrics.js';
@@ -79,6 +80,7 @@ function parse(): Flags {
 async function main(): Promise<void> {
   const values = parse();
   if (answeredInfo(BIN, values, help)) return;
+  setCoordinatorHeapFlags();
   const configPath = values['config'];
   if (typeof configPath !== 'string') fail(2, `--config is required\n${USAGE}`);
   const level = logLevelOf(values, fail);

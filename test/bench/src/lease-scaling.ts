@@ -45,7 +45,7 @@
  *   coordinator loses beyond the floor's own growth is its to take back.
  */
 import { GCProfiler } from 'node:v8';
-import { CoordinatorCore, parseCoordinatorConfig, TICK_MS_MAX } from '@tokenlease/coordinator/internal';
+import { CoordinatorCore, parseCoordinatorConfig, setCoordinatorHeapFlags, TICK_MS_MAX } from '@tokenlease/coordinator/internal';
 import { decodeRequest, subjectFor } from '@tokenlease/shared';
 import { seededRandom, type Random } from '@tokenlease/shared/testing';
 import { serveTurns, takeTurns, type Renewed } from './turns.js';
@@ -228,6 +228,7 @@ class ScalingRun {
 
 /** scalingRound — one measurement of a `mode` pool with `leases` live leases, `measureMs` of CPU time; run in a process of its own. */
 export function scalingRound(mode: LeaseModeName, leases: LeaseCount, measureMs: number): ScalingRound {
+  setCoordinatorHeapFlags();
   const run = new ScalingRun(mode, leases, seededRandom(SEED + leases));
   const openMs = run.open();
   const { calls, cpuMs, gcUs } = run.measure(measureMs);
@@ -256,6 +257,7 @@ export function isLeaseCount(n: number): n is LeaseCount {
  * and the floor.
  */
 export function scalingTurns(mode: LeaseModeName, leases: LeaseCount, turnMs: number, turns: number): Promise<void> {
+  setCoordinatorHeapFlags();
   const run = new ScalingRun(mode, leases, seededRandom(SEED + leases));
   const openMs = Math.round(run.open());
   run.renewFor(WARMUP_MS);
