@@ -45,9 +45,10 @@ export function batchRequests(agents: SimulatedAgents, batch: readonly number[],
  * replies until the batch ended: while the young generation is still small
  * (as the leases are opened), most of them were alive at each scavenge, and
  * in some processes V8 then decided to allocate every later reply directly in
- * the old generation (allocation-site pretenuring). Those runs collected
- * about 0.6 µs a renewal at 100k leases instead of 0.15, and their figure
- * fell by a third, from a choice of the harness and not the coordinator.
+ * the old generation (allocation-site pretenuring): those collected about
+ * 0.6 µs a renewal at 100k leases instead of 0.15, and renewed a third
+ * slower. Fewer processes did once no reply was kept; none, with
+ * pretenuring off as the coordinator's commands run (heap-flags.ts).
  */
 export class BatchReplies {
   private readonly seqs = new Float64Array(BATCH_SIZE);
@@ -56,23 +57,28 @@ export class BatchReplies {
   /** Replies that are not grants, kept whole for the error that names them (none in a run that goes well). */
   private readonly others: (Reply | undefined)[] = new Array<Reply | undefined>(BATCH_SIZE).fill(undefined);
 
-  /** note — the reply to the batch's `i`-th request. */
+  /** note — the reply to the batch's `i`-th request (in place of anything noted there before). */
   note(i: number, reply: Reply): void {
     if (reply.kind === 'grant') {
       this.seqs[i] = reply.seq;
       this.held[i] = reply.tokensHeld;
       this.leaseIds[i] = reply.leaseId;
-    } else this.others[i] = reply;
+      this.others[i] = undefined;
+    } else {
+      this.leaseIds[i] = null;
+      this.others[i] = reply;
+    }
   }
 
   /** settle — hands each agent of `batch` its reply, and forgets them; throws for a request not answered by a grant of it. */
   settle(agents: SimulatedAgents, batch: readonly number[], what: string): void {
     for (const [i, index] of batch.entries()) {
       const leaseId = this.leaseIds[i];
-      if (leaseId === null || leaseId === undefined || this.others[i] !== undefined) agents.settle(index, this.others[i], what);
-      else agents.settleGrant(index, this.seqs[i] as number, leaseId, this.held[i] as number, what);
+      const other = this.others[i];
       this.leaseIds[i] = null;
       this.others[i] = undefined;
+      if (leaseId === null || leaseId === undefined) agents.settle(index, other, what);
+      else agents.settleGrant(index, this.seqs[i] as number, leaseId, this.held[i] as number, what);
     }
   }
 }
