@@ -10,7 +10,7 @@ export { LeaseTable, type LeaseRecord } from './core/lease-table.js';
 export { LeaseIdForm } from './core/lease-id.js';
 export { waterFill, exactShares } from './core/water-fill.js';
 export { TICK_MS_MAX } from './adapters/tick-timer.js';
-export { COORDINATOR_V8_FLAGS, setCoordinatorHeapFlags } from './adapters/heap-flags.js';
+export { setCoordinatorHeapFlags } from './adapters/heap-flags.js';
 export { type Claim } from './adapters/redis-store.js';
 export { checkRedisUrl } from './core/redis-options.js';
 export { commandLineReference } from './core/command-line-reference.js';

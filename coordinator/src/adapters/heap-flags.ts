@@ -26,7 +26,7 @@
 import { setFlagsFromString } from 'node:v8';
 
 /** COORDINATOR_V8_FLAGS — the V8 flags a coordinator's or relay's process sets at its start. */
-export const COORDINATOR_V8_FLAGS = '--no-allocation-site-pretenuring';
+const COORDINATOR_V8_FLAGS = '--no-allocation-site-pretenuring';
 
 /** setCoordinatorHeapFlags — sets COORDINATOR_V8_FLAGS; call before the process builds its core. */
 export function setCoordinatorHeapFlags(): void {
