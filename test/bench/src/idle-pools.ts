@@ -14,6 +14,7 @@
  */
 import { CoordinatorCore, parseCoordinatorConfig, TICK_MS_MAX } from '@tokenlease/coordinator/internal';
 import { encodeMessage, subjectFor, type LeaseRequest } from '@tokenlease/shared';
+import { HOST_UPTIME_US } from './renewal-batches.js';
 
 const PREFIX = 'tokenlease';
 const TTL_MS = 1000;
@@ -62,9 +63,9 @@ export function idlePools(pools: number, restMs: number): IdlePoolFigures {
       'tenant:*': { capacity: 10, refill: '10/s', leaseTtlMs: TTL_MS, idleEvictMs: 3_600_000, maxPools: pools, maxPoolsPerIdentity: pools },
     },
   });
-  const core = new CoordinatorCore<number>(config, 1, 0);
+  const core = new CoordinatorCore<number>(config, 1, HOST_UPTIME_US);
   // Past the quiet period, then one acquire per tenant: `pools` pools, each with a lease.
-  let nowUs = 2 * TTL_MS * US_PER_MS;
+  let nowUs = HOST_UPTIME_US + 2 * TTL_MS * US_PER_MS;
   for (let t = 0; t < pools; t += 1) {
     const out = core.receive(subjectFor(PREFIX, 'acquire', `tenant:${t}`), acquire(t, 1, null), t, nowUs);
     if (out[0]?.reply.kind !== 'grant') throw new Error(`tenant ${t}: ${JSON.stringify(out[0]?.reply)}`);

@@ -14,7 +14,9 @@
  * batches of distinct agents. Only the core's calls are timed: `receive`,
  * the deadline the adapter asks after each, and the ticks virtual time
  * makes due (every TICK_MS_MAX at most, as the adapter's timer); building
- * the requests and reading the grants is not. Virtual time advances
+ * the requests and reading the grants is not. Virtual time starts at a
+ * host uptime of 30 days (HOST_UPTIME_US: times as large as a running
+ * coordinator's, so heap numbers as in production) and advances
  * VIRTUAL_US_PER_CALL per request.
  *
  * Time is the process's CPU time (user + system, all its threads, so the
@@ -50,7 +52,16 @@ import { decodeRequest, subjectFor } from '@tokenlease/shared';
 import { seededRandom, type Random } from '@tokenlease/shared/testing';
 import { serveTurns, takeTurns, type Renewed } from './turns.js';
 import { SimulatedAgents } from './simulated-agents.js';
-import { BATCH_SIZE, BatchReplies, batchRequests, distinctPicks, SEED, VIRTUAL_US_PER_CALL, WARMUP_MS } from './renewal-batches.js';
+import {
+  BATCH_SIZE,
+  BatchReplies,
+  batchRequests,
+  distinctPicks,
+  HOST_UPTIME_US,
+  SEED,
+  VIRTUAL_US_PER_CALL,
+  WARMUP_MS,
+} from './renewal-batches.js';
 import type { RowSketchRound } from './row-sketch.js';
 
 /** LEASE_COUNTS — the numbers of live leases measured. */
@@ -113,9 +124,9 @@ class ScalingRun {
       leaseMode: mode,
     };
     const config = parseCoordinatorConfig('bench', { subjectPrefix: PREFIX, pools: { [POOL]: pool } });
-    this.core = new CoordinatorCore<number>(config, 1, 0);
+    this.core = new CoordinatorCore<number>(config, 1, HOST_UPTIME_US);
     // Past the quiet period (one TTL), so the pool refills and rates are assigned.
-    this.nowUs = (TTL_MS / 1000 + 1) * US_PER_S;
+    this.nowUs = HOST_UPTIME_US + (TTL_MS / 1000 + 1) * US_PER_S;
     this.nextTickUs = this.nowUs;
     // Demands average 2·refill/n, so the sum is about twice the refill at every n.
     this.agents = new SimulatedAgents(n, random, POOL, Math.max(2, Math.floor((4 * REFILL_PER_SECOND) / n)));

@@ -6,6 +6,7 @@
 import { CoordinatorCore, parseCoordinatorConfig } from '@tokenlease/coordinator/internal';
 import { encodeMessage, subjectFor } from '@tokenlease/shared';
 import { acquireRequest } from '@tokenlease/shared/testing';
+import { HOST_UPTIME_US } from './renewal-batches.js';
 
 const S = 1_000_000;
 
@@ -28,8 +29,8 @@ export function memoryFigures(leases = 100_000, pools = 20_000): { bytesPerLease
     pools: { big: { capacity: 1_000_000_000, refill: '1000000000/s', leaseTtlMs: 60_000, maxLeaseTokens: 10 } },
     templates: { 'tenant:*': { capacity: 10, refill: '10/s', leaseTtlMs: 1000, idleEvictMs: 1000 } },
   });
-  const core = new CoordinatorCore<number>(config, 1, 0);
-  const t0 = 70 * S; // past the quiet period (the longest TTL, 60 s)
+  const core = new CoordinatorCore<number>(config, 1, HOST_UPTIME_US);
+  const t0 = HOST_UPTIME_US + 70 * S; // past the quiet period (the longest TTL, 60 s)
   core.tick(t0);
   const before = heapAfterGc();
   for (let i = 0; i < leases; i += 1) acquire(core, 'big', `agent-${i}`, t0);

@@ -17,6 +17,16 @@ export const WARMUP_MS = 200;
 export const VIRTUAL_US_PER_CALL = 10;
 /** SEED — the probes' random seed (plus the lease count, so each count draws its own agents). */
 export const SEED = 2026;
+/**
+ * HOST_UPTIME_US — where the in-process benches' virtual clock starts: a
+ * host up for 30 days, µs. The coordinator's clock is the host's monotonic
+ * clock (µs since boot). Past about 36 minutes of uptime its readings no
+ * longer fit V8's small integers, so each time a lease or an agent's clock
+ * keeps is a heap number of its own, one more object for a renewal to
+ * reach. A virtual clock started near zero measured a heap no long-running
+ * coordinator has (about a tenth faster at 100k leases).
+ */
+export const HOST_UPTIME_US = 30 * 86_400 * 1_000_000;
 
 /** distinctPicks — `k` distinct entries of `picks` at random, by a partial Fisher–Yates shuffle of it in place. */
 export function distinctPicks(picks: number[], k: number, random: Random): number[] {
