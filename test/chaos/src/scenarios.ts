@@ -64,7 +64,9 @@ const coordinatorReconnected = (child: Child): boolean => hasEvent(child, { even
 export async function killAgents(options: ScenarioOptions): Promise<ScenarioRow> {
   return withPrivateNats(async (nats) => {
     const kills = options.short ? 2 : 5;
-    const boundMs = VERIFIED_AFTER_MS + kills * 2500 + PLAN_SLACK_MS;
+    // Each kill's share of the plan: a wait, the kill and its reclaim, a replacement; the last replacement runs this long before the end.
+    const killEveryMs = 2500;
+    const boundMs = VERIFIED_AFTER_MS + kills * killEveryMs + PLAN_SLACK_MS;
     return await runScenario('kill-agents', nats.url, options, 4, boundMs, async (fleet, random) => {
       /** Stops every agent still running, side by side; true when each left cleanly. */
       const stopRunning = async (): Promise<boolean> =>
@@ -95,7 +97,7 @@ export async function killAgents(options: ScenarioOptions): Promise<ScenarioRow>
         const replacement = await fleet.addAgent(`replacement${k}`, STEADY, boundMs, random.int(0, 2 ** 31));
         startedMs.set(replacement, performance.now());
       }
-      await sleep(2500);
+      await sleep(killEveryMs);
       const cleanEnd = await stopRunning();
       return {
         faultVerified: verified,
