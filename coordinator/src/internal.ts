@@ -5,6 +5,7 @@
  */
 export * from './index.js';
 export { CoordinatorCore } from './core/coordinator-core.js';
+export { READ_AHEAD_MAX } from './core/read-ahead.js';
 export { Pool, type Delivery } from './core/pool.js';
 export { LeaseTable, type LeaseRecord } from './core/lease-table.js';
 export { LeaseIdForm } from './core/lease-id.js';

@@ -2,9 +2,12 @@
  * CoordinatorCore: the coordinator as a pure state machine.
  *
  * Events in: `receive(subject, payload, replyTo, nowUs)` for each request
- * and `tick(nowUs)` at or after `nextDeadlineUs()`. Effects out: a list of
- * deliveries (reply + opaque target). It reads no clock and does no I/O, so
- * the same code runs under the NATS adapter and under the simulator.
+ * and `tick(nowUs)` at or after `nextDeadlineUs()`; an adapter holding
+ * several requests may first name them to `readAhead`, which decodes them
+ * and reads their leases together and changes nothing (read-ahead.ts).
+ * Effects out: a list of deliveries (reply + opaque target). It reads no
+ * clock and does no I/O, so the same code runs under the NATS adapter and
+ * under the simulator.
  *
  * Rules:
  * - Every request gets exactly one reply, now or (when held) later.
@@ -61,6 +64,7 @@ import {
   type Request,
 } from '@tokenlease/shared';
 import type { CoordinatorConfig } from './config.js';
+import type { LeaseTable } from './lease-table.js';
 import { ListingBudget } from './listing-budget.js';
 import { operatorRefusal } from './operator-access.js';
 import { listingCost, listPools } from './pool-list.js';
@@ -71,6 +75,7 @@ import { concurrencyChangeProblem } from './pool-reconfigure.js';
 import { PoolSchedule } from './pool-schedule.js';
 import type { StoredPool } from './pool-state.js';
 import type { PoolTallyCounts } from './pool-tally.js';
+import { ReadAhead } from './read-ahead.js';
 
 /** PoolFault — a pool whose handling threw, and what it threw. */
 export interface PoolFault {
@@ -100,6 +105,8 @@ export class CoordinatorCore<R> {
   private readonly suspects = new Set<Pool<R>>();
   /** The pool the last `receive` reached, so the adapter can reschedule without scanning every pool. */
   private touched: Pool<R> | null = null;
+  /** Requests the adapter said come next, decoded (readAhead). */
+  private readonly ahead = new ReadAhead();
   private evicted: string[] = [];
   private readonly listingBudget: ListingBudget;
   /** When each pool next has work (pool-schedule.ts): a tick visits only the pools due. */
@@ -275,6 +282,19 @@ export class CoordinatorCore<R> {
     return names;
   }
 
+  /**
+   * readAhead — `payloads` are the next requests the adapter will hand to
+   * `receive`, in that order: decodes them now and reads the leases they
+   * name together, so that their waits for memory overlap (read-ahead.ts).
+   * Changes nothing: each is answered in its turn as it would be without.
+   * The payloads must reach `receive` unchanged.
+   */
+  readAhead(payloads: readonly Uint8Array[]): void {
+    this.ahead.read(payloads, this.leasesOf);
+  }
+
+  private readonly leasesOf = (name: string): LeaseTable | undefined => this.pools.existing(name)?.leases;
+
   /** receive — handles one request's bytes; returns the replies it causes (possibly none while held). */
   receive(subject: string, payload: Uint8Array, replyTo: R, nowUs: number): Delivery<R>[] {
     assertTimeUs(nowUs);
@@ -303,7 +323,7 @@ export class CoordinatorCore<R> {
         return out;
       }
     }
-    const decoded = decodeRequest(payload);
+    const decoded = this.ahead.take(payload) ?? decodeRequest(payload);
     if (!decoded.ok) {
       out.push(refusal(replyTo, decoded.code, decoded.seq, decoded.message));
       return out;

@@ -188,6 +188,16 @@ export class LeaseTable {
   }
 
   /**
+   * rowOf — the live lease in the row `leaseId` names, if it is an id of
+   * this table's form: whichever lease that is, its agent unchecked (a
+   * hint for reading ahead, read-ahead.ts; `find` is the answer).
+   */
+  rowOf(leaseId: string | null): LeaseRecord | undefined {
+    if (leaseId === null || !this.ids.read(leaseId) || this.ids.row >= this.rows.length) return undefined;
+    return this.rows[this.ids.row] ?? undefined;
+  }
+
+  /**
    * names — whether `leaseId` is `record`'s id (`record.leaseId === leaseId`):
    * for an id issued here, by the row and serial it names, so the record's
    * id, a string of its own elsewhere in memory, is not read.
