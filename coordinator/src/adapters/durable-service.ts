@@ -86,8 +86,9 @@ class NatsDurableService implements DurableService {
     this.replies = new ReplyLog(logger, config.subjectPrefix, () => nowUs() / 1000, REFUSAL_LOG_INTERVAL_MS, this.observer);
     const onTickError = (error: unknown): void => logger.error({ event: 'tick-failed', err: error }, 'tick failed');
     this.timer = new TickTimer(nowUs, () => this.tick(), onTickError);
-    // One intake for every subscription: requests screened, then handled in turns per identity (intake-loop.ts).
-    this.intake = intakeLoop(this.replies, () => this.core.config, nowUs, logger);
+    // One intake for every subscription: requests screened, then handled in turns per identity (intake-loop.ts), each batch read ahead.
+    const readAhead = (payloads: readonly Uint8Array[]): void => this.core.readAhead(payloads);
+    this.intake = intakeLoop(this.replies, () => this.core.config, nowUs, logger, { readAhead });
     this.perform(this.driver.start(nowUs()));
   }
 

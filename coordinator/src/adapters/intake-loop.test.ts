@@ -3,21 +3,23 @@
  * per identity, a full intake's shed request answered `unavailable` with
  * its seq (or dropped unanswered where screening would drop it), a handler
  * that throws logged and the loop going on, operator requests left to
- * operations.ts, `drainNow` handling all, and `afterSlice` called once a
- * slice that handled something.
+ * operations.ts, `drainNow` handling all, `afterSlice` called once a
+ * slice that handled something, and `readAhead` given each batch before
+ * it is handled.
  */
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { decodeReply } from '@tokenlease/shared';
 import type { ReplyPort } from '@tokenlease/shared/nats';
 import { parseCoordinatorConfig } from '../core/config.js';
+import { READ_AHEAD_MAX } from '../core/read-ahead.js';
 import { intakeLoop } from './intake-loop.js';
 import { ReplyLog } from './reply-log.js';
 
 const open = parseCoordinatorConfig('intake.yaml', { pools: { api: { capacity: 10, refill: '10/s' } } });
 const bound = parseCoordinatorConfig('intake.yaml', { bindIdentity: true, pools: { api: { capacity: 10, refill: '10/s' } } });
 
-function setup(config = open, capacity = 100, afterSlice: () => void = () => {}) {
+function setup(config = open, capacity = 100, afterSlice: () => void = () => {}, readAhead?: (payloads: readonly Uint8Array[]) => void) {
   const replies = new ReplyLog(pino({ level: 'silent' }), 'tokenlease', () => 0);
   const handled: string[] = [];
   const failures: string[] = [];
@@ -35,7 +37,7 @@ function setup(config = open, capacity = 100, afterSlice: () => void = () => {})
     () => config,
     () => 0,
     logger,
-    { capacity, afterSlice },
+    { capacity, afterSlice, ...(readAhead === undefined ? {} : { readAhead }) },
   );
   const take = loop.through((_subject, payload) => {
     const text = new TextDecoder().decode(payload);
@@ -126,5 +128,41 @@ describe('intakeLoop', () => {
     expect(log).toEqual(['after 2', 'after 3']);
     loop.drainNow();
     expect(log).toEqual(['after 2', 'after 3']);
+  });
+
+  it('with readAhead, hands it each batch of up to READ_AHEAD_MAX payloads, in the order they are then handled, before the first', () => {
+    const text = (payload: Uint8Array): string => new TextDecoder().decode(payload);
+    // The handler and readAhead write to one list, so it shows which came first.
+    const run = setup(
+      open,
+      100,
+      () => {},
+      (payloads) => run.handled.push(`ahead ${payloads.map(text).join(' ')}`),
+    );
+    const { loop, take, handled } = run;
+    const count = READ_AHEAD_MAX + 8;
+    for (let i = 0; i < count / 2; i += 1) take(subject('a'), bytes(`a${i}`), port(null));
+    for (let i = 0; i < count / 2; i += 1) take(subject('b'), bytes(`b${i}`), port(null));
+    loop.drainNow();
+    const order = Array.from({ length: count / 2 }, (_, i) => [`a${i}`, `b${i}`]).flat();
+    const first = order.slice(0, READ_AHEAD_MAX);
+    const rest = order.slice(READ_AHEAD_MAX);
+    expect(handled).toEqual([`ahead ${first.join(' ')}`, ...first, `ahead ${rest.join(' ')}`, ...rest]);
+  });
+
+  it('logs a readAhead that throws and still handles its batch', () => {
+    const { loop, take, handled, failures } = setup(
+      open,
+      100,
+      () => {},
+      () => {
+        throw new Error('unreadable');
+      },
+    );
+    take(subject('a'), bytes('a0'), port(null));
+    take(subject('b'), bytes('b0'), port(null));
+    loop.drainNow();
+    expect(failures).toEqual(['undefined: Error: unreadable']);
+    expect(handled).toEqual(['a0', 'b0']);
   });
 });

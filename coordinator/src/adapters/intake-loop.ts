@@ -12,6 +12,7 @@ import type { BusHandler, ReplyPort } from '@tokenlease/shared/nats';
 import type { Logger } from 'pino';
 import type { CoordinatorConfig } from '../core/config.js';
 import { FairIntake, shedReply } from '../core/fair-intake.js';
+import { READ_AHEAD_MAX } from '../core/read-ahead.js';
 import type { ReplyLog } from './reply-log.js';
 
 /** INTAKE_SLICE_MS — the longest the loop handles requests before it lets the bus be read again. */
@@ -48,6 +49,14 @@ export interface IntakeOptions {
    * request, such as re-arming its timer (no timer fires within a slice).
    */
   readonly afterSlice?: () => void;
+  /**
+   * Given the payloads of the next requests the loop will handle (up to
+   * READ_AHEAD_MAX, in the order it will hand them over) before the first
+   * is handled: CoordinatorCore.readAhead. With it the loop takes requests
+   * in batches of that many, and a slice ends after the batch in which its
+   * time ran out.
+   */
+  readonly readAhead?: (payloads: readonly Uint8Array[]) => void;
 }
 
 /**
@@ -60,7 +69,7 @@ export function intakeLoop(
   config: () => CoordinatorConfig,
   nowUs: () => number,
   logger: Logger,
-  { capacity, nowMs = () => performance.now(), afterSlice = () => {} }: IntakeOptions = {},
+  { capacity, nowMs = () => performance.now(), afterSlice = () => {}, readAhead }: IntakeOptions = {},
 ): IntakeLoop {
   const intake = new FairIntake<Message>(capacity);
   const tellShed = replies.screened(config, (subject, payload, port) =>
@@ -68,15 +77,34 @@ export function intakeLoop(
   );
   let scheduled = false;
 
+  const batchMax = readAhead === undefined ? 1 : READ_AHEAD_MAX;
+  const batch: Message[] = [];
+  const payloads: Uint8Array[] = [];
   const drain = (untilMs: number): void => {
     let handled = false;
-    for (let m = intake.take(); m !== undefined; m = intake.take()) {
-      handled = true;
-      try {
-        m.handle(m.subject, m.payload, m.port);
-      } catch (error) {
-        logger.error({ event: 'request-failed', err: error, subject: m.subject }, 'internal error while handling a request');
+    for (;;) {
+      for (let m = intake.take(); m !== undefined; m = batch.length < batchMax ? intake.take() : undefined) {
+        batch.push(m);
+        payloads.push(m.payload);
       }
+      if (batch.length === 0) break;
+      handled = true;
+      if (readAhead !== undefined) {
+        try {
+          readAhead(payloads);
+        } catch (error) {
+          logger.error({ event: 'request-failed', err: error }, 'internal error while reading requests ahead');
+        }
+      }
+      for (const m of batch) {
+        try {
+          m.handle(m.subject, m.payload, m.port);
+        } catch (error) {
+          logger.error({ event: 'request-failed', err: error, subject: m.subject }, 'internal error while handling a request');
+        }
+      }
+      batch.length = 0;
+      payloads.length = 0;
       if (nowMs() >= untilMs) break;
     }
     if (!handled) return;

@@ -92,7 +92,8 @@ class NatsRelayService implements RelayService {
     this.timer = new TickTimer(nowUs, () => this.tick(), onTickError);
     // Screened first: a request whose reply would go to another identity's inbox is dropped (core/reply-inbox.ts).
     // Then taken in and handled in turns per identity, so one agent's flood delays itself (intake-loop.ts).
-    this.intake = intakeLoop(this.replies, () => this.relay.core.config, nowUs, logger);
+    const readAhead = (payloads: readonly Uint8Array[]): void => this.core.readAhead(payloads);
+    this.intake = intakeLoop(this.replies, () => this.relay.core.config, nowUs, logger, { readAhead });
     const take = this.intake.through((subject, payload, port) => this.request(subject, payload, port));
     this.subscription = bus.serve(serviceSubject(prefix), COORDINATOR_QUEUE_GROUP, take);
     announceWhenSubscribed(bus, logger, () => announceServing(logger, config, this.epoch));

@@ -103,7 +103,9 @@ class NatsCoordinatorService implements CoordinatorService {
     // Requests are taken in, then screened and handled in turns per identity, so a client that floods delays itself (intake-loop.ts).
     // The timer is re-armed once a slice, for every pool the slice's requests changed (the core settles them together).
     const rearm = (): void => this.timer.schedule(this.core.nextDeadlineUs());
-    this.intake = intakeLoop(this.replies, () => this.core.config, nowUs, logger, { afterSlice: rearm });
+    // Each batch of requests is decoded, and the leases it names read, before its first is handled (read-ahead.ts).
+    const readAhead = (payloads: readonly Uint8Array[]): void => this.core.readAhead(payloads);
+    this.intake = intakeLoop(this.replies, () => this.core.config, nowUs, logger, { afterSlice: rearm, readAhead });
     const take = this.intake.through((subject, payload, port) => this.request(subject, payload, port));
     const subscription = bus.serve(serviceSubject(config.subjectPrefix), COORDINATOR_QUEUE_GROUP, take);
     this.subscriptions = [subscription, legacy];
