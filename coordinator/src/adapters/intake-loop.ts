@@ -3,7 +3,9 @@
  * (core/fair-intake.ts) as they arrive, and are screened and handled
  * from it in turns per identity, a slice of the event loop at a time. The
  * bus is read again between slices, so a request that arrives behind a
- * flood is taken in, and handled in its turn, within about one slice. A
+ * flood is taken in, and handled in its turn, within about one slice.
+ * Given `readAhead`, a slice takes its requests in batches and names each
+ * batch to it before handling the first (core/read-ahead.ts). A
  * request a full intake sheds is answered `unavailable` with a retry hint
  * at once, and counted and logged like any refusal.
  */

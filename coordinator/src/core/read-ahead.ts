@@ -77,7 +77,7 @@ export class ReadAhead {
       const record = this.records[i] as LeaseRecord;
       sink += record.secret.length + record.agentId.length + record.lastSeq + (record.clock === null ? 0 : 1);
     }
-    // Stage 3: what they point at: the strings' characters, the times (each a number object of its own once past 2^30 µs), the clock.
+    // Stage 3: what they point at: the strings' characters, the times (each a number object of its own once past 2^31 µs of host uptime), the clock.
     for (let i = 0; i < found; i += 1) {
       const record = this.records[i] as LeaseRecord;
       sink +=
