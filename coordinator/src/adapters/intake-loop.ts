@@ -81,32 +81,14 @@ export function intakeLoop(
 
   const batchMax = readAhead === undefined ? 1 : READ_AHEAD_MAX;
   const batch: Message[] = [];
-  const payloads: Uint8Array[] = [];
   const drain = (untilMs: number): void => {
     let handled = false;
     for (;;) {
-      for (let m = intake.take(); m !== undefined; m = batch.length < batchMax ? intake.take() : undefined) {
-        batch.push(m);
-        payloads.push(m.payload);
-      }
+      for (let m = intake.take(); m !== undefined; m = batch.length < batchMax ? intake.take() : undefined) batch.push(m);
       if (batch.length === 0) break;
       handled = true;
-      if (readAhead !== undefined) {
-        try {
-          readAhead(payloads);
-        } catch (error) {
-          logger.error({ event: 'request-failed', err: error }, 'internal error while reading requests ahead');
-        }
-      }
-      for (const m of batch) {
-        try {
-          m.handle(m.subject, m.payload, m.port);
-        } catch (error) {
-          logger.error({ event: 'request-failed', err: error, subject: m.subject }, 'internal error while handling a request');
-        }
-      }
+      handleBatch(batch, readAhead, logger);
       batch.length = 0;
-      payloads.length = 0;
       if (nowMs() >= untilMs) break;
     }
     if (!handled) return;
@@ -143,4 +125,22 @@ export function intakeLoop(
     },
     drainNow: () => drain(Infinity),
   };
+}
+
+/** handleBatch — names the batch's payloads to `readAhead` (when given), then has each request's handler handle it; what either throws is logged. */
+function handleBatch(batch: readonly Message[], readAhead: IntakeOptions['readAhead'], logger: Logger): void {
+  if (readAhead !== undefined) {
+    try {
+      readAhead(batch.map((m) => m.payload));
+    } catch (error) {
+      logger.error({ event: 'request-failed', err: error }, 'internal error while reading requests ahead');
+    }
+  }
+  for (const m of batch) {
+    try {
+      m.handle(m.subject, m.payload, m.port);
+    } catch (error) {
+      logger.error({ event: 'request-failed', err: error, subject: m.subject }, 'internal error while handling a request');
+    }
+  }
 }
